@@ -1,0 +1,209 @@
+/*
+ * fusedtune — autotuned fused GEMM + elementwise-epilogue CUDA kernels, remembered in SQLite.
+ *
+ * This is the only public header. It is the manual: every function documents its parameters,
+ * the statuses it can return, who owns what it returns, and its thread-safety.
+ *
+ * Problem solved: y[m, n] = E(sum_k x[m, k] * W[n, k]) with x [M, K] and W [N, K] row-major
+ * (the nn.Linear layout), bias-like vectors [N] or [M], and E an elementwise expression
+ * ("epilogue") written in fusedtune's small expression language (see docs/EPILOGUE.md).
+ *
+ * Thread-safety: an ft_ctx (and the ft_plan objects made from it) must be used by one thread
+ * at a time. Several ft_ctx, opened in several threads on the same database, work concurrently.
+ * ft_status_string() and ft_version_number() are safe from any thread.
+ */
+#ifndef FUSEDTUNE_H
+#define FUSEDTUNE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h> /* cudaStream_t */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define FT_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#define FT_API __attribute__((visibility("default")))
+#else
+#define FT_API
+#endif
+
+#define FUSEDTUNE_VERSION_MAJOR 0
+#define FUSEDTUNE_VERSION_MINOR 1
+#define FUSEDTUNE_VERSION_PATCH 0
+#define FUSEDTUNE_VERSION_STRING "0.1.0"
+#define FUSEDTUNE_VERSION_NUMBER \
+  (FUSEDTUNE_VERSION_MAJOR * 1000000 + FUSEDTUNE_VERSION_MINOR * 1000 + FUSEDTUNE_VERSION_PATCH)
+
+/* Version of the library actually linked (compare with FUSEDTUNE_VERSION_NUMBER). */
+FT_API int ft_version_number(void);
+FT_API const char *ft_version_string(void);
+
+/* One list for every status: the enum and ft_status_string() are generated from it. */
+#define FT_STATUS_MAP(X)                                                                   \
+  X(OK, 0, "success")                                                                      \
+  X(ERR_INVALID_ARG, 1, "invalid argument")                                                \
+  X(ERR_NOT_FOUND, 2, "not found")                                                         \
+  X(ERR_NO_DEVICE, 3, "no CUDA device")                                                    \
+  X(ERR_DB, 4, "database error")                                                           \
+  X(ERR_CUDA, 5, "CUDA error")                                                             \
+  X(ERR_COMPILE, 6, "kernel compilation failed")                                           \
+  X(ERR_PARSE, 7, "epilogue expression does not parse")                                    \
+  X(ERR_NOMEM, 8, "out of memory")                                                         \
+  X(ERR_UNSUPPORTED, 9, "not supported")                                                   \
+  X(ERR_VERSION, 10, "database from a newer fusedtune version")                            \
+  X(ERR_IO, 11, "input/output error")                                                      \
+  X(ERR_FORMAT, 12, "malformed input file")                                                \
+  X(ERR_WRONG_RESULT, 13, "kernel result does not match the float64 reference")            \
+  X(ERR_INTERRUPTED, 14, "interrupted")                                                    \
+  X(ERR_CUBLAS, 15, "cuBLAS error")                                                        \
+  X(ERR_INTERNAL, 16, "internal error")
+
+typedef enum ft_status {
+#define FT_STATUS_ENUM_(name, value, text) FT_##name = value,
+  FT_STATUS_MAP(FT_STATUS_ENUM_)
+#undef FT_STATUS_ENUM_
+} ft_status;
+
+/* A static English description of s ("unknown status" for values outside the list). Never NULL;
+ * the string is static and must not be freed. */
+FT_API const char *ft_status_string(ft_status s);
+
+/* Math modes. Only FT_MATH_FP32 (FFMA, no tensor cores, error <= 1e-5 vs float64) exists now. */
+typedef enum ft_math { FT_MATH_FP32 = 0 } ft_math;
+
+typedef struct ft_ctx ft_ctx;   /* a database connection plus (lazily) a CUDA device */
+typedef struct ft_plan ft_plan; /* a loaded, ready-to-launch kernel configuration */
+
+/* The problem: a zero-initialized struct with m, n, k and epilogue set is valid. */
+typedef struct ft_problem {
+  int64_t m;            /* rows of x and y */
+  int64_t n;            /* output features: rows of W, columns of y */
+  int64_t k;            /* input features: columns of x and W */
+  const char *epilogue; /* expression or preset name, e.g. "minsub", "relu(x + bias)" */
+  ft_math math;         /* FT_MATH_FP32 */
+} ft_problem;
+
+/* Flags of ft_open. */
+#define FT_OPEN_READONLY 0x1u /* never write the database (cubins compiled then are not stored) */
+#define FT_OPEN_CREATE 0x2u   /* create the database file when it does not exist */
+
+/* Flags of ft_lookup. */
+#define FT_LOOKUP_NEAREST 0x1u /* fall back to the nearest tuned shape on this device */
+
+#define FT_CONFIG_JSON_MAX 512
+#define FT_NAME_MAX 128
+
+/* A tuned configuration as stored in the database. Plain data: copy freely. */
+typedef struct ft_config {
+  char strategy[32];                /* "fused" or "cublas+epilogue" */
+  char name[FT_NAME_MAX];           /* variant name, e.g. "gemm_bm64_bn128_bk16_t8x8_v4_s2_k1" */
+  char config[FT_CONFIG_JSON_MAX];  /* variant configuration, JSON */
+  char source_hash[17];             /* hash of the kernel source that was measured */
+  double median_ms;                 /* measured median time */
+  double eager_ms;                  /* eager-style baseline of the same run; 0 when unknown */
+  int64_t tuned_m, tuned_n, tuned_k; /* the shape it was tuned for */
+  int exact;                        /* 1: tuned for this exact shape; 0: nearest fallback */
+} ft_config;
+
+/* Opens (FT_OPEN_CREATE: creates) the database at db_path; NULL means $FUSEDTUNE_DB, else
+ * "./fusedtune.db". No GPU is touched. On success *ctx owns the connection; release it with
+ * ft_close(). On failure *ctx is still set when memory allowed, so ft_errmsg(*ctx) explains; it
+ * must be closed too.
+ * Returns FT_OK, FT_ERR_INVALID_ARG (ctx NULL, unknown flags), FT_ERR_NOT_FOUND (file missing and
+ * no FT_OPEN_CREATE), FT_ERR_DB (not a fusedtune database, unreadable, corrupt),
+ * FT_ERR_VERSION (written by a newer fusedtune; left untouched), FT_ERR_NOMEM. */
+FT_API ft_status ft_open(const char *db_path, unsigned flags, ft_ctx **ctx);
+
+/* Frees the context, its device resources and closes the database. NULL is a no-op. Plans made
+ * from ctx must be destroyed first. */
+FT_API void ft_close(ft_ctx *ctx);
+
+/* The last error message on ctx, in English, with the detail (SQLite message, NVRTC log head,
+ * CUDA error name). Valid until the next call on ctx; owned by ctx. Never NULL. */
+FT_API const char *ft_errmsg(const ft_ctx *ctx);
+
+/* Looks up the best configuration for p on the current CUDA device.
+ * Exact key (device, shape, epilogue, math) with a current kernel source -> FT_OK, out->exact=1.
+ * With FT_LOOKUP_NEAREST and no exact hit: the best configuration tuned on this device for the
+ * same epilogue and math at the nearest shape (distance in log space) that applies to p ->
+ * FT_OK, out->exact = 0. A result measured with a kernel source other than today's is stale:
+ * never returned as exact.
+ * Returns FT_OK, FT_ERR_INVALID_ARG, FT_ERR_PARSE, FT_ERR_UNSUPPORTED (math mode), FT_ERR_NOT_FOUND,
+ * FT_ERR_NO_DEVICE, FT_ERR_CUDA, FT_ERR_DB. Arguments are checked before any device or database
+ * access. */
+FT_API ft_status ft_lookup(ft_ctx *ctx, const ft_problem *p, unsigned flags, ft_config *out);
+
+/* Makes a launchable plan of cfg for p: takes the cubin from the database cache, compiling with
+ * NVRTC only on a miss (then storing it unless the database is read-only), loads it on the
+ * current device and allocates what it needs (split-K workspace). *plan is owned by the caller:
+ * ft_plan_destroy() it before ft_close(ctx).
+ * Returns FT_OK, FT_ERR_INVALID_ARG, FT_ERR_PARSE, FT_ERR_UNSUPPORTED (cfg not applicable to p),
+ * FT_ERR_NO_DEVICE, FT_ERR_COMPILE, FT_ERR_CUDA, FT_ERR_DB, FT_ERR_NOMEM. */
+FT_API ft_status ft_plan_create(ft_ctx *ctx, const ft_problem *p, const ft_config *cfg,
+                                ft_plan **plan);
+
+/* A vector named by the epilogue (e.g. "bias"): device pointer, n floats (per column) or m
+ * floats (per row). */
+typedef struct ft_vec_arg {
+  const char *name;
+  const float *data;
+} ft_vec_arg;
+
+/* A scalar named by the epilogue (e.g. "c"). */
+typedef struct ft_scalar_arg {
+  const char *name;
+  float value;
+} ft_scalar_arg;
+
+/* Launch arguments: device pointers, bound by name. A name the epilogue needs that is not
+ * bound here is an error unless the expression gives it a default (scalars only). */
+typedef struct ft_args {
+  const float *x; /* [m, k] row-major */
+  const float *w; /* [n, k] row-major */
+  float *y;       /* [m, n] row-major, written */
+  const ft_vec_arg *vecs;
+  int n_vecs;
+  const ft_scalar_arg *scalars;
+  int n_scalars;
+} ft_args;
+
+/* Enqueues the plan on stream (asynchronous; errors of the kernel itself surface at the next
+ * synchronization). Checks arguments first: NULL pointers, alignment the variant needs, unbound
+ * or unknown names -> FT_ERR_INVALID_ARG with a message on the plan's context, nothing launched.
+ * Returns FT_OK, FT_ERR_INVALID_ARG, FT_ERR_CUDA, FT_ERR_CUBLAS. */
+FT_API ft_status ft_plan_launch(ft_plan *plan, const ft_args *args, cudaStream_t stream);
+
+/* Frees the plan and its device resources. NULL is a no-op. */
+FT_API void ft_plan_destroy(ft_plan *plan);
+
+/* Options of ft_tune. Start from FT_TUNE_OPTIONS_INIT; struct_size rejects uninitialized use. */
+typedef struct ft_tune_options {
+  size_t struct_size;   /* sizeof(ft_tune_options) */
+  const char *strategy; /* "exhaustive" (default), "random", "halving" */
+  double budget_s;      /* wall-clock bound of the whole tune; 0 = default (170 s) */
+  int repeats;          /* timed repeats per candidate, >= 20 (default 30) */
+  int retune;           /* 1: measure again even when results exist */
+  int flush_l2;         /* 1: flush L2 between timed repeats */
+  int quiet;            /* 1: no progress output */
+  uint64_t seed;        /* input seed; 0 = default */
+} ft_tune_options;
+
+#define FT_TUNE_OPTIONS_INIT {sizeof(ft_tune_options), "exhaustive", 0.0, 30, 0, 0, 1, 0}
+
+/* Tunes p on the current device, storing every measured candidate, and writes the best
+ * launchable configuration to *best. Needs a writable database and a GPU.
+ * Returns FT_OK, FT_ERR_INVALID_ARG, FT_ERR_PARSE, FT_ERR_UNSUPPORTED, FT_ERR_NO_DEVICE,
+ * FT_ERR_CUDA, FT_ERR_CUBLAS, FT_ERR_COMPILE, FT_ERR_DB, FT_ERR_NOT_FOUND (no candidate was
+ * correct), FT_ERR_INTERRUPTED. */
+FT_API ft_status ft_tune(ft_ctx *ctx, const ft_problem *p, const ft_tune_options *opt,
+                         ft_config *best);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FUSEDTUNE_H */

@@ -1,0 +1,1 @@
+/* baseline: being written */

@@ -1,0 +1,45 @@
+/* Internal helpers shared by every module: error records and status plumbing. */
+#ifndef FT_COMMON_H
+#define FT_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fusedtune.h"
+
+/* An error record: the status plus a message a person can act on. Modules that can fail take an
+ * ft_err * and fill it; ft_ctx keeps one for ft_errmsg(). */
+typedef struct ft_err {
+  ft_status status;
+  char msg[2048];
+} ft_err;
+
+#if defined(__GNUC__)
+#define FT_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define FT_PRINTF(a, b)
+#endif
+
+/* Records s and the formatted message in e (e may be NULL) and returns s, so callers can write
+ * `return ft__fail(err, FT_ERR_DB, "...: %s", detail);`. */
+ft_status ft__fail(ft_err *e, ft_status s, const char *fmt, ...) FT_PRINTF(3, 4);
+
+/* Clears e to FT_OK with an empty message. */
+void ft__err_clear(ft_err *e);
+
+/* Propagates a non-FT_OK status from expr. */
+#define FT_TRY(expr)                   \
+  do {                                 \
+    ft_status ft_try_s_ = (expr);      \
+    if (ft_try_s_ != FT_OK) return ft_try_s_; \
+  } while (0)
+
+/* 64-bit FNV-1a: used for kernel source hashes and epilogue hashes (stable across machines).
+ * ft__hash_hex writes 16 lowercase hex digits plus NUL into out[17]. */
+uint64_t ft__fnv1a64(const void *data, size_t len);
+void ft__hash_hex(const void *data, size_t len, char out[17]);
+
+/* strdup that reports allocation failure through NULL. */
+char *ft__strdup(const char *s);
+
+#endif

@@ -1,0 +1,35 @@
+/* NVRTC compilation to cubin, in parallel, with the database as cubin cache. GPU-free. */
+#ifndef FT_COMPILE_H
+#define FT_COMPILE_H
+
+#include "db.h"
+
+/* "major.minor" as an int: major * 1000 + minor * 10 (the cache key's NVRTC version). */
+int ft_nvrtc_version(void);
+
+/* The NVRTC options used for arch ("sm_90"), joined by spaces (the cache key's options).
+ * fp32 math: no fast-math; precise division and sqrt; FMA contraction allowed. */
+const char *ft_compile_options(const char *arch);
+
+typedef struct ft_compile_job {
+  const char *src;   /* in: NVRTC source */
+  const char *hash;  /* in: its hash (cache key) */
+  void *cubin;       /* out: malloc'd cubin, NULL on failure */
+  size_t cubin_size;
+  int cached;        /* out: 1 if it came from the cache */
+  ft_status status;  /* out: FT_OK or FT_ERR_COMPILE */
+  char *log;         /* out: malloc'd NVRTC log on failure (or warnings), may be NULL */
+} ft_compile_job;
+
+/* Compiles one source. */
+ft_status ft_compile_one(const char *src, const char *arch, void **cubin, size_t *size, char **log,
+                         ft_err *err);
+
+/* Compiles n jobs on nthreads threads (0 = all cores), taking what db (may be NULL) has cached
+ * and storing what it compiled when db is writable. Per-job failures are in the jobs; the
+ * return value is FT_OK unless something other than a compile error went wrong. */
+ft_status ft_compile_many(ft_db *db, const char *arch, ft_compile_job *jobs, int n, int nthreads,
+                          ft_err *err);
+void ft_compile_job_clear(ft_compile_job *job); /* frees cubin and log */
+
+#endif

@@ -1,0 +1,127 @@
+/* The SQLite results database: schema (db/schema.sql, embedded) and migrations, devices,
+ * problems, runs, results, derived best, cubin cache, export/import. GPU-free. */
+#ifndef FT_DB_H
+#define FT_DB_H
+
+#include <stdio.h>
+
+#include "common.h"
+
+typedef struct ft_db ft_db;
+
+#define FT_DB_READONLY 0x1u /* open read-only; never creates, migrates or writes */
+#define FT_DB_CREATE 0x2u   /* create the file if missing (otherwise FT_ERR_NOT_FOUND) */
+
+/* The schema version this build writes (PRAGMA user_version). */
+int ft_db_schema_version(void);
+
+/* Opens path. A missing file without FT_DB_CREATE -> FT_ERR_NOT_FOUND ("database PATH does not
+ * exist") and nothing is created. A file that is not SQLite or not a fusedtune database ->
+ * FT_ERR_DB; a newer user_version -> FT_ERR_VERSION, file untouched. A writable open migrates
+ * older schemas forward. WAL mode and a busy timeout are set so concurrent writers wait instead
+ * of failing. */
+ft_status ft_db_open(const char *path, unsigned flags, ft_db **out, ft_err *err);
+void ft_db_close(ft_db *db); /* NULL is a no-op */
+
+/* The device: fingerprint identifies the silicon; the rest are validators stored with it. */
+typedef struct ft_device_info {
+  char fingerprint[17];  /* hash of name, compute capability, SM count, memory */
+  char name[256];
+  int cc_major, cc_minor;
+  int sm_count;
+  int64_t mem_bytes;
+  int driver_version;    /* cudaDriverGetVersion */
+  int runtime_version;   /* cudaRuntimeGetVersion */
+  int nvrtc_version;     /* major * 1000 + minor * 10 */
+  int cublas_version;    /* cublasGetProperty, major*10000+minor*100+patch */
+} ft_device_info;
+
+ft_status ft_db_upsert_device(ft_db *db, const ft_device_info *dev, int64_t *device_id, ft_err *err);
+/* Finds a device by fingerprint, or (when fingerprint is NULL) by exact name. */
+ft_status ft_db_find_device(ft_db *db, const char *fingerprint, const char *name,
+                            ft_device_info *out, int64_t *device_id, ft_err *err);
+
+/* The problem key. */
+typedef struct ft_problem_key {
+  int64_t m, n, k;
+  char layout[16];         /* "xrow_wrow" (nn.Linear) */
+  char math[16];           /* "fp32" */
+  char epilogue[4096];     /* canonical epilogue text */
+  char epilogue_hash[17];
+} ft_problem_key;
+
+ft_status ft_db_upsert_problem(ft_db *db, const ft_problem_key *key, int64_t *problem_id, ft_err *err);
+
+/* A tuning session. options_json is free-form JSON of the options used. */
+ft_status ft_db_begin_run(ft_db *db, int64_t device_id, const char *options_json, double budget_s,
+                          int64_t *run_id, ft_err *err);
+ft_status ft_db_end_run(ft_db *db, int64_t run_id, const char *outcome, ft_err *err);
+
+/* One measured candidate. Status strings: "ok", "compile_error", "wrong_result",
+ * "launch_error", "timeout". Strategies: "fused", "cublas+epilogue", "eager", "cublas_gemm",
+ * "cublaslt". Times in ms; unmeasured values are negative. */
+typedef struct ft_result_row {
+  int64_t run_id, device_id, problem_id;
+  const char *strategy;
+  const char *variant;     /* variant name */
+  const char *config_json; /* variant config; "{}" for baselines */
+  const char *status;
+  double median_ms, min_ms, iqr_ms;
+  int repeats;
+  double rel_err, max_abs_err;
+  const char *source_hash; /* "" for baselines */
+  const char *message;     /* "" when none */
+} ft_result_row;
+
+/* Inserts one result in its own transaction (so a crash loses at most the candidate in flight).
+ * best is derived from results and needs no separate update. */
+ft_status ft_db_insert_result(ft_db *db, const ft_result_row *row, ft_err *err);
+
+/* The best launchable result (strategy "fused" or "cublas+epilogue", status "ok", lowest median)
+ * for a device and problem, plus the eager baseline median of the most recent run that measured
+ * one (0 if none). */
+typedef struct ft_best {
+  int64_t device_id, problem_id;
+  ft_problem_key key;
+  char device_name[256];
+  char strategy[32];
+  char variant[128];
+  char config_json[512];
+  char source_hash[17];
+  double median_ms;
+  double eager_ms;
+} ft_best;
+
+/* Exact key on device -> FT_OK / FT_ERR_NOT_FOUND. */
+ft_status ft_db_best(ft_db *db, int64_t device_id, const ft_problem_key *key, ft_best *out, ft_err *err);
+
+/* Every best for this device and same epilogue hash + math, any shape; the callback returns
+ * nonzero to stop. Used by nearest-shape lookup. */
+typedef int (*ft_best_cb)(void *user, const ft_best *b);
+ft_status ft_db_each_best_for_epilogue(ft_db *db, int64_t device_id, const char *epilogue_hash,
+                                       const char *math, ft_best_cb cb, void *user, ft_err *err);
+/* Every (device, problem) best in the database, ordered by device, then m, n, k. */
+ft_status ft_db_each_best(ft_db *db, ft_best_cb cb, void *user, ft_err *err);
+
+/* Whether results already exist for (device, problem, source_hash, config_json, strategy);
+ * used by tune to skip what was measured unless --retune. */
+ft_status ft_db_has_result(ft_db *db, int64_t device_id, int64_t problem_id, const char *strategy,
+                           const char *config_json, const char *source_hash, int *found, ft_err *err);
+
+/* The cubin cache, keyed by (source hash, arch, nvrtc version, options). get: *data malloc'd,
+ * caller frees; FT_ERR_NOT_FOUND on a miss. put: idempotent. */
+ft_status ft_db_cubin_get(ft_db *db, const char *source_hash, const char *arch, int nvrtc_version,
+                          const char *options, void **data, size_t *size, ft_err *err);
+ft_status ft_db_cubin_put(ft_db *db, const char *source_hash, const char *arch, int nvrtc_version,
+                          const char *options, const void *data, size_t size, ft_err *err);
+
+/* Export the whole database (deterministic order, no local row ids, see docs/FORMAT.md). */
+ft_status ft_db_export_json(ft_db *db, FILE *out, int with_cubins, ft_err *err);
+ft_status ft_db_export_csv(ft_db *db, FILE *out, ft_err *err);
+
+/* Merge an export (JSON text of len bytes) in one transaction: idempotent (importing twice =
+ * once), every measurement kept. A malformed file -> FT_ERR_FORMAT naming the place
+ * ("import: results[3].median_ms: expected a number"), database unchanged. */
+ft_status ft_db_import_json(ft_db *db, const char *text, size_t len, ft_err *err);
+
+#endif

@@ -1,0 +1,1 @@
+/* epilogue: being written */

@@ -1,0 +1,75 @@
+/* The epilogue expression language: text -> AST -> canonical text, CUDA text, eager-style steps,
+ * and a float64 host evaluator. GPU-free. Grammar and declarations: docs/EPILOGUE.md. */
+#ifndef FT_EPILOGUE_H
+#define FT_EPILOGUE_H
+
+#include "common.h"
+
+#define FT_EP_MAX_TEXT 4096  /* longer input is rejected */
+#define FT_EP_MAX_DEPTH 64   /* deeper nesting is rejected */
+#define FT_EP_MAX_PARAMS 8   /* scalars + vectors one expression may name */
+#define FT_EP_NAME_MAX 32
+
+typedef enum ft_param_kind {
+  FT_PARAM_SCALAR = 0, /* one float, a kernel argument: ep.s[slot] */
+  FT_PARAM_COLVEC = 1, /* float[N], indexed by output column: ep.v[slot][col] */
+  FT_PARAM_ROWVEC = 2  /* float[M], indexed by output row: ep.v[slot][row] */
+} ft_param_kind;
+
+typedef struct ft_ep_param {
+  char name[FT_EP_NAME_MAX];
+  ft_param_kind kind;
+  int has_default; /* scalars only */
+  double def;      /* the default value when has_default */
+} ft_ep_param;
+
+typedef struct ft_epilogue ft_epilogue; /* a parsed, validated expression (immutable) */
+
+/* Parses text (an expression or a preset name, with optional declarations, see
+ * docs/EPILOGUE.md). On success *out is owned by the caller (ft_ep_free). On failure returns
+ * FT_ERR_PARSE with "epilogue: col C: what (hint)" in err and *out = NULL. */
+ft_status ft_ep_parse(const char *text, ft_epilogue **out, ft_err *err);
+void ft_ep_free(ft_epilogue *ep); /* NULL is a no-op */
+
+/* The canonical text (one text for every spelling of the same expression) and its 16-hex-digit
+ * hash. Owned by ep. */
+const char *ft_ep_canonical(const ft_epilogue *ep);
+const char *ft_ep_hash(const ft_epilogue *ep);
+
+/* Parameters in slot order (slot i is ep.s[i] / ep.v[i] in the kernel). Owned by ep. */
+int ft_ep_param_count(const ft_epilogue *ep);
+const ft_ep_param *ft_ep_param_at(const ft_epilogue *ep, int slot);
+
+/* A CUDA C++ float expression for the whole epilogue, rebuilt from the AST (never user text).
+ * It reads: `x` (float accumulator), `row`, `col` (int), `ep.s[i]`, `ep.v[i][col]` /
+ * `ep.v[i][row]` and the device functions of kernels_src/ft_math.cuh. Owned by ep. */
+const char *ft_ep_cuda(const ft_epilogue *ep);
+
+/* Evaluates the epilogue in float64 for one element. vals[slot] holds, for each parameter, the
+ * scalar value or the vector element for this element's row/column. */
+double ft_ep_eval(const ft_epilogue *ep, double x, const double *vals);
+
+/* Eager-style decomposition (what PyTorch eager runs): the GEMM, with `x + bias` folded into it
+ * when x occurs once and directly as `x + <colvec>` (nn.Linear's addmm), then one elementwise
+ * pass per remaining operation. Each step's expression reads buffers IN0..IN2 (float values of
+ * earlier results at this element), plus parameters and constants like ft_ep_cuda. */
+#define FT_EP_MAX_STEPS 64
+typedef struct ft_ep_step {
+  char expr[512]; /* CUDA expression over IN0, IN1, IN2, ep.s[], ep.v[][] and row/col */
+  int nin;        /* how many IN operands */
+  int in[3];      /* operand buffers: 0 = GEMM output, j >= 1 = output of step j-1 */
+} ft_ep_step;
+
+typedef struct ft_ep_eager {
+  int gemm_bias_slot; /* slot of the column vector folded into the GEMM, or -1 */
+  int nsteps;
+  ft_ep_step steps[FT_EP_MAX_STEPS];
+} ft_ep_eager;
+
+/* Fills *out; returns FT_ERR_UNSUPPORTED if the expression needs more than FT_EP_MAX_STEPS. */
+ft_status ft_ep_eager_plan(const ft_epilogue *ep, ft_ep_eager *out, ft_err *err);
+
+/* The presets, for listing: name and expression text. Returns the count; *names may be NULL. */
+int ft_ep_presets(const char *const **names, const char *const **texts);
+
+#endif

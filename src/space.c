@@ -1,0 +1,1 @@
+/* space: being written */

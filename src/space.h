@@ -1,0 +1,69 @@
+/* The variant space: kernel configurations, their constraints, names and JSON form. GPU-free. */
+#ifndef FT_SPACE_H
+#define FT_SPACE_H
+
+#include "common.h"
+
+typedef enum ft_variant_kind {
+  FT_VK_GEMM = 0,    /* fused GEMM + epilogue (strategy "fused") */
+  FT_VK_EPILOGUE = 1 /* standalone epilogue pass y = E(y) (strategy "cublas+epilogue") */
+} ft_variant_kind;
+
+typedef struct ft_variant {
+  ft_variant_kind kind;
+  /* FT_VK_GEMM */
+  int bm, bn, bk; /* block tile */
+  int tm, tn;     /* register tile per thread: threads = (bm / tm) * (bn / tn) */
+  int vec;        /* global load/store vector width: 1, 2, 4 (also used by FT_VK_EPILOGUE) */
+  int stages;     /* shared-memory stages: 1 = plain loads, >= 2 = cp.async pipeline */
+  int split_k;    /* k slices; > 1 adds a reduction kernel that applies E once */
+  int swizzle;    /* block rasterization group (1 = none) for L2 reuse */
+  /* FT_VK_EPILOGUE */
+  int block;      /* threads per block */
+  int ept;        /* elements per thread (multiple of vec) */
+} ft_variant;
+
+/* What the device allows (from cudaGetDeviceProperties, or ft_limits_for_arch without a GPU). */
+typedef struct ft_device_limits {
+  int cc_major, cc_minor;
+  int sm_count;
+  int max_threads_per_block;
+  int max_smem_per_block; /* opt-in maximum, bytes */
+  int regs_per_block;
+} ft_device_limits;
+
+/* Limits of a known architecture ("sm_90", "sm_80", ...) for GPU-free enumeration. */
+ft_status ft_limits_for_arch(const char *arch, ft_device_limits *out, ft_err *err);
+
+/* All variants of kind applicable to (m, n, k) within lim, likely-good first. *out is malloc'd
+ * (caller frees). */
+ft_status ft_space_enumerate(ft_variant_kind kind, int64_t m, int64_t n, int64_t k,
+                             const ft_device_limits *lim, ft_variant **out, int *count, ft_err *err);
+
+/* Whether v is valid and applicable to (m, n, k) on lim; if not and why != NULL, a reason. */
+int ft_variant_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k,
+                          const ft_device_limits *lim, char *why, size_t whylen);
+
+/* Stable name ("gemm_bm64_bn128_bk16_t8x8_v4_s2_k1_z8", "epi_b256_v4_e8") and JSON
+ * ({"kind":"gemm","bm":64,...} with keys in a fixed order). Return bytes written (snprintf). */
+int ft_variant_name(const ft_variant *v, char *buf, size_t len);
+int ft_variant_json(const ft_variant *v, char *buf, size_t len);
+/* Parses what ft_variant_json wrote (strictly); FT_ERR_FORMAT on anything else. */
+ft_status ft_variant_from_json(const char *json, ft_variant *out, ft_err *err);
+
+/* How to launch v on (m, n, k). */
+typedef struct ft_launch_geom {
+  unsigned grid[3], block[3];
+  size_t smem;            /* dynamic shared memory bytes */
+  size_t workspace_bytes; /* split-K partials; 0 if none */
+  int has_reduce;         /* a second kernel (split-K reduction) follows */
+  unsigned rgrid[3], rblock[3];
+} ft_launch_geom;
+
+void ft_variant_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_launch_geom *g);
+
+/* Largest m, n, k (and products) the kernels' index types support. */
+#define FT_MAX_DIM ((int64_t)1 << 30)
+ft_status ft_check_shape(int64_t m, int64_t n, int64_t k, ft_err *err);
+
+#endif

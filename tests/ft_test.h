@@ -1,0 +1,75 @@
+/* A tiny test harness: assertions that print both sides, and a skip that is a skip (exit 77,
+ * mapped to CTest's SKIP_RETURN_CODE), never a pass. */
+#ifndef FT_TEST_H
+#define FT_TEST_H
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FT_TEST_SKIP_CODE 77
+
+static int ft_test_failures = 0;
+
+#define FT_FAIL_AT_(...)                                       \
+  do {                                                          \
+    fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);             \
+    fprintf(stderr, __VA_ARGS__);                               \
+    fprintf(stderr, "\n");                                      \
+    ft_test_failures++;                                         \
+  } while (0)
+
+#define ASSERT_TRUE(c)                                          \
+  do {                                                          \
+    if (!(c)) FT_FAIL_AT_("ASSERT_TRUE(%s) failed", #c);        \
+  } while (0)
+
+#define ASSERT_EQ_INT(a, b)                                                              \
+  do {                                                                                    \
+    long long a_ = (long long)(a), b_ = (long long)(b);                                   \
+    if (a_ != b_) FT_FAIL_AT_("ASSERT_EQ_INT(%s, %s): %lld != %lld", #a, #b, a_, b_);     \
+  } while (0)
+
+#define ASSERT_EQ_STR(a, b)                                                                    \
+  do {                                                                                          \
+    const char *a_ = (a), *b_ = (b);                                                            \
+    if (!a_ || !b_ || strcmp(a_, b_) != 0)                                                      \
+      FT_FAIL_AT_("ASSERT_EQ_STR(%s, %s): \"%s\" != \"%s\"", #a, #b, a_ ? a_ : "(null)",        \
+                  b_ ? b_ : "(null)");                                                          \
+  } while (0)
+
+#define ASSERT_CONTAINS(hay, needle)                                                           \
+  do {                                                                                          \
+    const char *h_ = (hay), *n_ = (needle);                                                     \
+    if (!h_ || !strstr(h_, n_))                                                                 \
+      FT_FAIL_AT_("ASSERT_CONTAINS(%s, %s): \"%s\" lacks \"%s\"", #hay, #needle,                \
+                  h_ ? h_ : "(null)", n_);                                                      \
+  } while (0)
+
+#define ASSERT_NEAR(a, b, tol)                                                                 \
+  do {                                                                                          \
+    double a_ = (double)(a), b_ = (double)(b), t_ = (double)(tol);                              \
+    if (!(fabs(a_ - b_) <= t_))                                                                 \
+      FT_FAIL_AT_("ASSERT_NEAR(%s, %s): %.17g vs %.17g (tol %g)", #a, #b, a_, b_, t_);          \
+  } while (0)
+
+#define ASSERT_OK(expr)                                                                        \
+  do {                                                                                          \
+    int s_ = (int)(expr);                                                                       \
+    if (s_ != 0) FT_FAIL_AT_("ASSERT_OK(%s): status %d", #expr, s_);                            \
+  } while (0)
+
+#define RETURN_SKIP(why)                                        \
+  do {                                                          \
+    fprintf(stderr, "SKIP: %s\n", why);                         \
+    return FT_TEST_SKIP_CODE;                                   \
+  } while (0)
+
+/* End of main(): prints a summary line and returns the exit code. */
+#define FT_TEST_DONE()                                                              \
+  (ft_test_failures ? (fprintf(stderr, "%d assertion(s) failed\n", ft_test_failures), 1) \
+                    : (fprintf(stderr, "all assertions passed\n"), 0))
+
+#endif
