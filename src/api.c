@@ -1,1 +1,388 @@
-/* api: being written */
+/* The public C API: open a database, look up the best configuration for a problem on this GPU,
+ * turn it into a launchable plan (cubin from the cache), launch it, or tune. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "baseline.h"
+#include "compile.h"
+#include "tuner.h"
+
+#define FT_HASH_CACHE 16
+
+/* Remembers the kernel source hash of (epilogue hash, config) so a warm lookup does not
+ * regenerate kernel text to detect stale results. */
+typedef struct hash_memo {
+  char ep_hash[17];
+  char config[FT_CONFIG_JSON_MAX];
+  char src_hash[17];
+} hash_memo;
+
+struct ft_ctx {
+  ft_db *db;
+  unsigned flags;
+  ft_gpu *gpu;
+  int64_t device_id; /* 0 until the device is found in the database */
+  ft_err err;
+  ft_epilogue *last_ep; /* parse cache for repeated lookups of one expression */
+  char *last_ep_text;
+  hash_memo memo[FT_HASH_CACHE];
+  int memo_next;
+};
+
+struct ft_plan {
+  ft_ctx *ctx;
+  ft_epilogue *ep;
+  ft_variant v;
+  ft_launch_geom geom;
+  ft_loaded loaded;
+  float *ws;
+  int m, n, k;
+};
+
+static ft_status fail(ft_ctx *ctx, ft_status s, const char *msg) {
+  return ctx ? ft__fail(&ctx->err, s, "%s", msg) : s;
+}
+
+ft_status ft_open(const char *db_path, unsigned flags, ft_ctx **out) {
+  if (!out) return FT_ERR_INVALID_ARG;
+  *out = NULL;
+  ft_ctx *ctx = calloc(1, sizeof *ctx);
+  if (!ctx) return FT_ERR_NOMEM;
+  *out = ctx;
+  if (flags & ~(FT_OPEN_READONLY | FT_OPEN_CREATE))
+    return ft__fail(&ctx->err, FT_ERR_INVALID_ARG, "ft_open: unknown flags 0x%x", flags);
+  if ((flags & FT_OPEN_READONLY) && (flags & FT_OPEN_CREATE))
+    return fail(ctx, FT_ERR_INVALID_ARG, "ft_open: FT_OPEN_READONLY and FT_OPEN_CREATE exclude each other");
+  if (!db_path) db_path = getenv("FUSEDTUNE_DB");
+  if (!db_path || !db_path[0]) db_path = "fusedtune.db";
+  ctx->flags = flags;
+  unsigned dbf = (flags & FT_OPEN_READONLY ? FT_DB_READONLY : 0) | (flags & FT_OPEN_CREATE ? FT_DB_CREATE : 0);
+  return ft_db_open(db_path, dbf, &ctx->db, &ctx->err);
+}
+
+void ft_close(ft_ctx *ctx) {
+  if (!ctx) return;
+  ft_db_close(ctx->db);
+  ft_gpu_close(ctx->gpu);
+  ft_ep_free(ctx->last_ep);
+  free(ctx->last_ep_text);
+  free(ctx);
+}
+
+const char *ft_errmsg(const ft_ctx *ctx) {
+  if (!ctx) return "no context (ft_open was given a NULL pointer or ran out of memory)";
+  return ctx->err.msg[0] ? ctx->err.msg : ft_status_string(ctx->err.status);
+}
+
+/* Checks what can be checked without a device or database and parses the epilogue (cached). */
+static ft_status check_problem(ft_ctx *ctx, const ft_problem *p, const ft_epilogue **ep) {
+  if (!p) return fail(ctx, FT_ERR_INVALID_ARG, "problem is NULL");
+  if (p->m <= 0 || p->n <= 0 || p->k <= 0)
+    return ft__fail(&ctx->err, FT_ERR_INVALID_ARG, "shape %lldx%lldx%lld: m, n and k must be positive",
+                    (long long)p->m, (long long)p->n, (long long)p->k);
+  FT_TRY(ft_check_shape(p->m, p->n, p->k, &ctx->err));
+  if (!p->epilogue) return fail(ctx, FT_ERR_INVALID_ARG, "problem epilogue is NULL (use \"none\" for no epilogue)");
+  if (p->math != FT_MATH_FP32)
+    return ft__fail(&ctx->err, FT_ERR_UNSUPPORTED, "math mode %d: only FT_MATH_FP32 exists", (int)p->math);
+  if (!ctx->last_ep || strcmp(ctx->last_ep_text, p->epilogue) != 0) {
+    ft_epilogue *e = NULL;
+    FT_TRY(ft_ep_parse(p->epilogue, &e, &ctx->err));
+    char *text = ft__strdup(p->epilogue);
+    if (!text) {
+      ft_ep_free(e);
+      return fail(ctx, FT_ERR_NOMEM, "out of memory");
+    }
+    ft_ep_free(ctx->last_ep);
+    free(ctx->last_ep_text);
+    ctx->last_ep = e;
+    ctx->last_ep_text = text;
+  }
+  *ep = ctx->last_ep;
+  return FT_OK;
+}
+
+static ft_status need_gpu(ft_ctx *ctx) {
+  if (ctx->gpu) return FT_OK;
+  return ft_gpu_open(0, &ctx->gpu, &ctx->err);
+}
+
+static ft_status need_device_row(ft_ctx *ctx) {
+  if (ctx->device_id) return FT_OK;
+  FT_TRY(need_gpu(ctx));
+  ft_device_info found;
+  ft_status s = ft_db_find_device(ctx->db, ft_gpu_info(ctx->gpu)->fingerprint, NULL, &found, &ctx->device_id, &ctx->err);
+  if (s == FT_ERR_NOT_FOUND)
+    return ft__fail(&ctx->err, FT_ERR_NOT_FOUND, "nothing was tuned on this device (%s) in this database",
+                    ft_gpu_info(ctx->gpu)->name);
+  return s;
+}
+
+static void fill_key(ft_problem_key *key, const ft_problem *p, const ft_epilogue *ep) {
+  memset(key, 0, sizeof *key);
+  key->m = p->m;
+  key->n = p->n;
+  key->k = p->k;
+  snprintf(key->layout, sizeof key->layout, "xrow_wrow");
+  snprintf(key->math, sizeof key->math, "fp32");
+  snprintf(key->epilogue, sizeof key->epilogue, "%s", ft_ep_canonical(ep));
+  snprintf(key->epilogue_hash, sizeof key->epilogue_hash, "%s", ft_ep_hash(ep));
+}
+
+/* The hash of the kernel source today's fusedtune generates for (epilogue, config). */
+static ft_status current_hash(ft_ctx *ctx, const ft_epilogue *ep, const char *config, char out[17]) {
+  for (int i = 0; i < FT_HASH_CACHE; i++) {
+    hash_memo *m = &ctx->memo[i];
+    if (m->src_hash[0] && !strcmp(m->ep_hash, ft_ep_hash(ep)) && !strcmp(m->config, config)) {
+      memcpy(out, m->src_hash, 17);
+      return FT_OK;
+    }
+  }
+  ft_variant v;
+  FT_TRY(ft_variant_from_json(config, &v, &ctx->err));
+  ft_kernel_src src;
+  FT_TRY(ft_codegen_variant(&v, ep, &src, &ctx->err));
+  memcpy(out, src.hash, 17);
+  ft_kernel_src_free(&src);
+  hash_memo *m = &ctx->memo[ctx->memo_next++ % FT_HASH_CACHE];
+  snprintf(m->ep_hash, sizeof m->ep_hash, "%s", ft_ep_hash(ep));
+  snprintf(m->config, sizeof m->config, "%s", config);
+  memcpy(m->src_hash, out, 17);
+  return FT_OK;
+}
+
+static void fill_config(ft_config *out, const ft_best *b, int exact) {
+  memset(out, 0, sizeof *out);
+  snprintf(out->strategy, sizeof out->strategy, "%s", b->strategy);
+  snprintf(out->name, sizeof out->name, "%s", b->variant);
+  snprintf(out->config, sizeof out->config, "%s", b->config_json);
+  snprintf(out->source_hash, sizeof out->source_hash, "%s", b->source_hash);
+  out->median_ms = b->median_ms;
+  out->eager_ms = b->eager_ms;
+  out->tuned_m = b->key.m;
+  out->tuned_n = b->key.n;
+  out->tuned_k = b->key.k;
+  out->exact = exact;
+}
+
+typedef struct nearest {
+  ft_ctx *ctx;
+  const ft_problem *p;
+  const ft_epilogue *ep;
+  double best_dist;
+  ft_best best;
+  int found;
+} nearest;
+
+static int consider_nearest(void *user, const ft_best *b) {
+  nearest *nr = user;
+  ft_variant v;
+  char why[128], h[17];
+  if (ft_variant_from_json(b->config_json, &v, NULL) != FT_OK) return 0;
+  if (!ft_variant_applicable(&v, nr->p->m, nr->p->n, nr->p->k, ft_gpu_limits(nr->ctx->gpu), why, sizeof why)) return 0;
+  if (current_hash(nr->ctx, nr->ep, b->config_json, h) != FT_OK || strcmp(h, b->source_hash) != 0) return 0;
+  double d = 0;
+  double a[3] = {(double)nr->p->m, (double)nr->p->n, (double)nr->p->k};
+  double t[3] = {(double)b->key.m, (double)b->key.n, (double)b->key.k};
+  for (int i = 0; i < 3; i++) d += pow(log(a[i]) - log(t[i]), 2);
+  if (!nr->found || d < nr->best_dist) {
+    nr->best_dist = d;
+    nr->best = *b;
+    nr->found = 1;
+  }
+  return 0;
+}
+
+ft_status ft_lookup(ft_ctx *ctx, const ft_problem *p, unsigned flags, ft_config *out) {
+  if (!ctx) return FT_ERR_INVALID_ARG;
+  if (!out) return fail(ctx, FT_ERR_INVALID_ARG, "ft_lookup: out is NULL");
+  if (flags & ~FT_LOOKUP_NEAREST) return ft__fail(&ctx->err, FT_ERR_INVALID_ARG, "ft_lookup: unknown flags 0x%x", flags);
+  const ft_epilogue *ep;
+  FT_TRY(check_problem(ctx, p, &ep));
+  FT_TRY(need_device_row(ctx));
+  ft_problem_key key;
+  fill_key(&key, p, ep);
+  ft_best b;
+  ft_status s = ft_db_best(ctx->db, ctx->device_id, &key, &b, &ctx->err);
+  if (s != FT_OK && s != FT_ERR_NOT_FOUND) return s;
+  int stale = 0;
+  if (s == FT_OK) {
+    char h[17];
+    FT_TRY(current_hash(ctx, ep, b.config_json, h));
+    stale = strcmp(h, b.source_hash) != 0;
+    if (!stale) {
+      fill_config(out, &b, 1);
+      return FT_OK;
+    }
+  }
+  if (flags & FT_LOOKUP_NEAREST) {
+    nearest nr = {ctx, p, ep, 0, {0}, 0};
+    FT_TRY(ft_db_each_best_for_epilogue(ctx->db, ctx->device_id, key.epilogue_hash, key.math, consider_nearest,
+                                        &nr, &ctx->err));
+    if (nr.found) {
+      fill_config(out, &nr.best, 0);
+      return FT_OK;
+    }
+  }
+  return ft__fail(&ctx->err, FT_ERR_NOT_FOUND, "%s for %lldx%lldx%lld, epilogue '%s' on %s%s",
+                  stale ? "only a stale result (measured with an older kernel source; tune again)" : "nothing tuned",
+                  (long long)p->m, (long long)p->n, (long long)p->k, key.epilogue, ft_gpu_info(ctx->gpu)->name,
+                  flags & FT_LOOKUP_NEAREST ? " (nor a nearby applicable shape)" : "");
+}
+
+static ft_status load_cubin(ft_ctx *ctx, const ft_kernel_src *src, void **cubin, size_t *size) {
+  const char *arch = ft_gpu_arch(ctx->gpu);
+  const char *opts = ft_compile_options(arch);
+  ft_status s = ft_db_cubin_get(ctx->db, src->hash, arch, ft_nvrtc_version(), opts, cubin, size, &ctx->err);
+  if (s != FT_ERR_NOT_FOUND) return s;
+  char *log = NULL;
+  s = ft_compile_one(src->text, arch, cubin, size, &log, &ctx->err);
+  free(log);
+  if (s != FT_OK) return s;
+  if (!(ctx->flags & FT_OPEN_READONLY)) {
+    ft_err e; /* a failed cache store costs the next process a compile, nothing more */
+    ft_db_cubin_put(ctx->db, src->hash, arch, ft_nvrtc_version(), opts, *cubin, *size, &e);
+  }
+  return FT_OK;
+}
+
+ft_status ft_plan_create(ft_ctx *ctx, const ft_problem *p, const ft_config *cfg, ft_plan **plan) {
+  if (!ctx) return FT_ERR_INVALID_ARG;
+  if (!plan || !cfg) return fail(ctx, FT_ERR_INVALID_ARG, "ft_plan_create: cfg and plan must not be NULL");
+  *plan = NULL;
+  const ft_epilogue *ep;
+  FT_TRY(check_problem(ctx, p, &ep));
+  ft_variant v;
+  FT_TRY(ft_variant_from_json(cfg->config, &v, &ctx->err));
+  FT_TRY(need_gpu(ctx));
+  char why[256];
+  if (!ft_variant_applicable(&v, p->m, p->n, p->k, ft_gpu_limits(ctx->gpu), why, sizeof why))
+    return ft__fail(&ctx->err, FT_ERR_UNSUPPORTED, "configuration %s does not apply to %lldx%lldx%lld: %s", cfg->name,
+                    (long long)p->m, (long long)p->n, (long long)p->k, why);
+  ft_plan *pl = calloc(1, sizeof *pl);
+  if (!pl) return fail(ctx, FT_ERR_NOMEM, "out of memory");
+  pl->ctx = ctx;
+  pl->v = v;
+  pl->m = (int)p->m;
+  pl->n = (int)p->n;
+  pl->k = (int)p->k;
+  ft_variant_geometry(&v, p->m, p->n, p->k, &pl->geom);
+  ft_kernel_src src = {0};
+  void *cubin = NULL;
+  size_t size = 0;
+  ft_status s = ft_ep_parse(p->epilogue, &pl->ep, &ctx->err);
+  if (s == FT_OK) s = ft_codegen_variant(&v, pl->ep, &src, &ctx->err);
+  if (s == FT_OK) s = load_cubin(ctx, &src, &cubin, &size);
+  if (s == FT_OK) s = ft_loaded_init(&pl->loaded, cubin, size, src.kernel, src.reduce, &ctx->err);
+  if (s == FT_OK && pl->geom.workspace_bytes) {
+    cudaError_t e = cudaMalloc((void **)&pl->ws, pl->geom.workspace_bytes);
+    if (e != cudaSuccess) s = ft_cuda_fail(&ctx->err, e, "split-K workspace");
+  }
+  if (s == FT_OK && v.kind == FT_VK_EPILOGUE) {
+    void *h;
+    s = ft_gpu_cublas(ctx->gpu, &h, &ctx->err);
+  }
+  free(cubin);
+  ft_kernel_src_free(&src);
+  if (s != FT_OK) {
+    ft_plan_destroy(pl);
+    return s;
+  }
+  *plan = pl;
+  return FT_OK;
+}
+
+void ft_plan_destroy(ft_plan *plan) {
+  if (!plan) return;
+  ft_loaded_free(&plan->loaded);
+  cudaFree(plan->ws);
+  ft_ep_free(plan->ep);
+  free(plan);
+}
+
+/* Binds the epilogue's names to args: every name needed, no name unknown. */
+static ft_status bind_args(ft_plan *pl, const ft_args *a, ft_ep_args_dev *dev) {
+  ft_err *err = &pl->ctx->err;
+  memset(dev, 0, sizeof *dev);
+  int np = ft_ep_param_count(pl->ep);
+  for (int i = 0; i < a->n_vecs; i++) {
+    int ok = 0;
+    for (int s = 0; s < np; s++) ok |= a->vecs[i].name && !strcmp(a->vecs[i].name, ft_ep_param_at(pl->ep, s)->name) &&
+                                      ft_ep_param_at(pl->ep, s)->kind != FT_PARAM_SCALAR;
+    if (!ok) return ft__fail(err, FT_ERR_INVALID_ARG, "vector '%s' is not a vector of the epilogue",
+                             a->vecs[i].name ? a->vecs[i].name : "(null)");
+  }
+  for (int i = 0; i < a->n_scalars; i++) {
+    int ok = 0;
+    for (int s = 0; s < np; s++) ok |= a->scalars[i].name && !strcmp(a->scalars[i].name, ft_ep_param_at(pl->ep, s)->name) &&
+                                      ft_ep_param_at(pl->ep, s)->kind == FT_PARAM_SCALAR;
+    if (!ok) return ft__fail(err, FT_ERR_INVALID_ARG, "scalar '%s' is not a scalar of the epilogue",
+                             a->scalars[i].name ? a->scalars[i].name : "(null)");
+  }
+  for (int s = 0; s < np; s++) {
+    const ft_ep_param *prm = ft_ep_param_at(pl->ep, s);
+    int bound = 0;
+    if (prm->kind == FT_PARAM_SCALAR) {
+      for (int i = 0; i < a->n_scalars; i++)
+        if (!strcmp(a->scalars[i].name, prm->name)) dev->s[s] = a->scalars[i].value, bound = 1;
+      if (!bound && prm->has_default) dev->s[s] = (float)prm->def, bound = 1;
+    } else {
+      for (int i = 0; i < a->n_vecs; i++)
+        if (!strcmp(a->vecs[i].name, prm->name) && a->vecs[i].data) dev->v[s] = a->vecs[i].data, bound = 1;
+    }
+    if (!bound) return ft__fail(err, FT_ERR_INVALID_ARG, "epilogue %s '%s' is not bound in ft_args",
+                                prm->kind == FT_PARAM_SCALAR ? "scalar" : "vector", prm->name);
+  }
+  return FT_OK;
+}
+
+ft_status ft_plan_launch(ft_plan *plan, const ft_args *args, cudaStream_t stream) {
+  if (!plan) return FT_ERR_INVALID_ARG;
+  ft_err *err = &plan->ctx->err;
+  if (!args) return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch: args is NULL");
+  if (!args->x || !args->w || !args->y) return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch: x, w and y must be set");
+  if ((args->n_vecs && !args->vecs) || (args->n_scalars && !args->scalars) || args->n_vecs < 0 || args->n_scalars < 0)
+    return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch: vecs/scalars arrays do not match their counts");
+  size_t align = (size_t)(plan->v.vec > 0 ? plan->v.vec : 1) * sizeof(float);
+  const void *ptrs[3] = {args->x, args->w, args->y};
+  const char *names[3] = {"x", "w", "y"};
+  for (int i = 0; i < 3; i++)
+    if ((uintptr_t)ptrs[i] % align)
+      return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch: %s is not %zu-byte aligned, as variant %s needs",
+                      names[i], align, "with vector width > 1");
+  ft_ep_args_dev dev;
+  FT_TRY(bind_args(plan, args, &dev));
+  if (plan->v.kind == FT_VK_EPILOGUE)
+    FT_TRY(ft_cublas_sgemm(plan->ctx->gpu, args->x, args->w, args->y, plan->m, plan->n, plan->k, stream, err));
+  return ft_variant_launch(&plan->loaded, &plan->v, &plan->geom, args->x, args->w, args->y, plan->ws, plan->m, plan->n,
+                           plan->k, &dev, stream, err);
+}
+
+ft_status ft_tune(ft_ctx *ctx, const ft_problem *p, const ft_tune_options *opt, ft_config *best) {
+  if (!ctx) return FT_ERR_INVALID_ARG;
+  if (!opt || opt->struct_size != sizeof(ft_tune_options))
+    return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune: options must start from FT_TUNE_OPTIONS_INIT");
+  if (!best) return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune: best is NULL");
+  const ft_epilogue *ep;
+  FT_TRY(check_problem(ctx, p, &ep));
+  const char *search = opt->strategy ? opt->strategy : "exhaustive";
+  if (strcmp(search, "exhaustive") && strcmp(search, "random") && strcmp(search, "halving"))
+    return ft__fail(&ctx->err, FT_ERR_INVALID_ARG, "ft_tune: unknown strategy '%s' (exhaustive, random, halving)", search);
+  if (opt->repeats != 0 && opt->repeats < 20)
+    return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune: repeats must be >= 20");
+  if (opt->budget_s < 0 || !isfinite(opt->budget_s)) return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune: budget_s must be >= 0");
+  if (ctx->flags & FT_OPEN_READONLY) return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune: the database was opened read-only");
+  FT_TRY(need_gpu(ctx));
+  ft_tune_req req = {p->m, p->n, p->k, p->epilogue, p->math, search,
+                     opt->budget_s > 0 ? opt->budget_s : FT_TUNE_DEFAULT_BUDGET_S,
+                     opt->repeats ? opt->repeats : FT_TUNE_DEFAULT_REPEATS, opt->retune, opt->flush_l2,
+                     opt->quiet ? 0 : 1, opt->seed, 0};
+  ft_tune_summary sum;
+  ft_status s = ft_tune_run(ctx->db, ctx->gpu, &req, &sum, &ctx->err);
+  if (s == FT_OK && !sum.has_best) s = fail(ctx, FT_ERR_NOT_FOUND, "no candidate was correct; nothing to choose");
+  if (s == FT_OK) fill_config(best, &sum.best, 1);
+  ft_tune_summary_free(&sum);
+  ctx->device_id = 0; /* the device row may be new */
+  return s;
+}

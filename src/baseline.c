@@ -1,1 +1,248 @@
-/* baseline: being written */
+/* cuBLAS / cuBLASLt baselines and the eager-style chain of per-op kernels. */
+#include "baseline.h"
+
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile.h"
+
+#define FT_LT_WORKSPACE (32u << 20)
+
+typedef struct lt_gemm {
+  cublasLtMatmulDesc_t op;
+  cublasLtMatrixLayout_t la, lb, lc;
+  cublasLtMatmulAlgo_t algo;
+  int ready;
+} lt_gemm;
+
+struct ft_baselines {
+  ft_gpu *g;
+  ft_pdata *d;
+  cublasLtHandle_t lt;
+  void *lt_ws;
+  lt_gemm eager_gemm; /* GEMM + BIAS for the eager chain when bias folds into addmm */
+  lt_gemm fused_lt;   /* the cuBLASLt built-in epilogue strategy */
+  int has_lt_epilogue;
+  char lt_name[64];
+  ft_ep_eager plan;
+  ft_loaded steps[FT_EP_MAX_STEPS];
+  float *tmp[FT_EP_MAX_STEPS + 1]; /* tmp[0] = GEMM output, tmp[j] = step j output */
+  char eager_desc[128];
+};
+
+const char *ft_baseline_strategy(ft_baseline_kind k) {
+  static const char *names[FT_BL_COUNT] = {"eager", "cublas_gemm", "cublaslt"};
+  return k < FT_BL_COUNT ? names[k] : "?";
+}
+
+static ft_status cublas_fail(ft_err *err, cublasStatus_t s, const char *what) {
+  return ft__fail(err, FT_ERR_CUBLAS, "%s: %s", what, cublasGetStatusString(s));
+}
+#define FT_CUBLAS_TRY(err, call)                                        \
+  do {                                                                  \
+    cublasStatus_t ft_cs_ = (call);                                     \
+    if (ft_cs_ != CUBLAS_STATUS_SUCCESS) return cublas_fail(err, ft_cs_, #call); \
+  } while (0)
+
+ft_status ft_cublas_sgemm(ft_gpu *g, const float *X, const float *W, float *Y, int m, int n, int k,
+                          cudaStream_t stream, ft_err *err) {
+  void *hv;
+  FT_TRY(ft_gpu_cublas(g, &hv, err));
+  cublasHandle_t h = hv;
+  const float one = 1.0f, zero = 0.0f;
+  FT_CUBLAS_TRY(err, cublasSetStream(h, stream));
+  /* Column-major view: y^T [n x m] = (W as [k x n])^T * (x as [k x m]). */
+  FT_CUBLAS_TRY(err, cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, W, k, X, k, &zero, Y, n));
+  return FT_OK;
+}
+
+static void lt_gemm_free(lt_gemm *l) {
+  if (l->op) cublasLtMatmulDescDestroy(l->op);
+  if (l->la) cublasLtMatrixLayoutDestroy(l->la);
+  if (l->lb) cublasLtMatrixLayoutDestroy(l->lb);
+  if (l->lc) cublasLtMatrixLayoutDestroy(l->lc);
+  memset(l, 0, sizeof *l);
+}
+
+static ft_status lt_gemm_init(ft_baselines *b, lt_gemm *l, cublasLtEpilogue_t epi, const float *bias,
+                              ft_err *err) {
+  ft_pdata *d = b->d;
+  cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+  FT_CUBLAS_TRY(err, cublasLtMatmulDescCreate(&l->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  FT_CUBLAS_TRY(err, cublasLtMatmulDescSetAttribute(l->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+  FT_CUBLAS_TRY(err, cublasLtMatmulDescSetAttribute(l->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+  FT_CUBLAS_TRY(err, cublasLtMatmulDescSetAttribute(l->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+  if (bias)
+    FT_CUBLAS_TRY(err, cublasLtMatmulDescSetAttribute(l->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                      sizeof bias));
+  FT_CUBLAS_TRY(err, cublasLtMatrixLayoutCreate(&l->la, CUDA_R_32F, (uint64_t)d->k, (uint64_t)d->n, d->k));
+  FT_CUBLAS_TRY(err, cublasLtMatrixLayoutCreate(&l->lb, CUDA_R_32F, (uint64_t)d->k, (uint64_t)d->m, d->k));
+  FT_CUBLAS_TRY(err, cublasLtMatrixLayoutCreate(&l->lc, CUDA_R_32F, (uint64_t)d->n, (uint64_t)d->m, d->n));
+  cublasLtMatmulPreference_t pref = NULL;
+  FT_CUBLAS_TRY(err, cublasLtMatmulPreferenceCreate(&pref));
+  size_t ws = FT_LT_WORKSPACE;
+  cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                          &ws, sizeof ws);
+  cublasLtMatmulHeuristicResult_t heur;
+  int found = 0;
+  if (s == CUBLAS_STATUS_SUCCESS)
+    s = cublasLtMatmulAlgoGetHeuristic(b->lt, l->op, l->la, l->lb, l->lc, l->lc, pref, 1, &heur, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (s != CUBLAS_STATUS_SUCCESS) return cublas_fail(err, s, "cublasLtMatmulAlgoGetHeuristic");
+  if (found < 1) return ft__fail(err, FT_ERR_UNSUPPORTED, "cuBLASLt has no algorithm for this epilogue");
+  l->algo = heur.algo;
+  l->ready = 1;
+  return FT_OK;
+}
+
+static ft_status lt_gemm_run(ft_baselines *b, lt_gemm *l, float *Y, cudaStream_t stream, ft_err *err) {
+  const float one = 1.0f, zero = 0.0f;
+  FT_CUBLAS_TRY(err, cublasLtMatmul(b->lt, l->op, &one, b->d->dW, l->la, b->d->dX, l->lb, &zero, Y, l->lc,
+                                    Y, l->lc, &l->algo, b->lt_ws, FT_LT_WORKSPACE, stream));
+  return FT_OK;
+}
+
+/* Which cuBLASLt built-in epilogue computes exactly this expression, if any. */
+static int match_lt_epilogue(const ft_epilogue *ep, cublasLtEpilogue_t *epi, int *bias_slot,
+                             char *name, size_t namelen) {
+  static const struct {
+    const char *text;
+    cublasLtEpilogue_t epi;
+    const char *name;
+  } forms[] = {
+      {"x + bias", CUBLASLT_EPILOGUE_BIAS, "BIAS"},
+      {"relu(x + bias)", CUBLASLT_EPILOGUE_RELU_BIAS, "RELU_BIAS"},
+      {"gelu_tanh(x + bias)", CUBLASLT_EPILOGUE_GELU_BIAS, "GELU_BIAS"},
+      {"relu(x)", CUBLASLT_EPILOGUE_RELU, "RELU"},
+      {"gelu_tanh(x)", CUBLASLT_EPILOGUE_GELU, "GELU"},
+  };
+  for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+    ft_epilogue *f = NULL;
+    if (ft_ep_parse(forms[i].text, &f, NULL) != FT_OK) continue;
+    int same = strcmp(ft_ep_canonical(f), ft_ep_canonical(ep)) == 0;
+    ft_ep_free(f);
+    if (!same) continue;
+    *epi = forms[i].epi;
+    *bias_slot = -1;
+    for (int s = 0; s < ft_ep_param_count(ep); s++)
+      if (strcmp(ft_ep_param_at(ep, s)->name, "bias") == 0) *bias_slot = s;
+    snprintf(name, namelen, "cuBLASLt %s", forms[i].name);
+    return 1;
+  }
+  return 0;
+}
+
+static ft_status build_eager_steps(ft_baselines *b, ft_db *db, ft_err *err) {
+  int n = b->plan.nsteps;
+  if (n == 0) return FT_OK;
+  ft_kernel_src srcs[FT_EP_MAX_STEPS];
+  ft_compile_job jobs[FT_EP_MAX_STEPS];
+  memset(srcs, 0, sizeof srcs);
+  memset(jobs, 0, sizeof jobs);
+  ft_status st = FT_OK;
+  for (int i = 0; i < n && st == FT_OK; i++) {
+    st = ft_codegen_eager_step(&b->plan.steps[i], &srcs[i], err);
+    jobs[i].src = srcs[i].text;
+    jobs[i].hash = srcs[i].hash;
+  }
+  if (st == FT_OK) st = ft_compile_many(db, ft_gpu_arch(b->g), jobs, n, 0, err);
+  for (int i = 0; i < n && st == FT_OK; i++) {
+    if (jobs[i].status != FT_OK)
+      st = ft__fail(err, FT_ERR_COMPILE, "eager step %d does not compile: %.1500s", i,
+                    jobs[i].log ? jobs[i].log : "");
+    else
+      st = ft_loaded_init(&b->steps[i], jobs[i].cubin, jobs[i].cubin_size, srcs[i].kernel, NULL, err);
+  }
+  for (int i = 0; i < n; i++) {
+    ft_compile_job_clear(&jobs[i]);
+    ft_kernel_src_free(&srcs[i]);
+  }
+  return st;
+}
+
+ft_status ft_baselines_create(ft_gpu *g, ft_db *db, const ft_epilogue *ep, ft_pdata *d,
+                              ft_baselines **out, ft_err *err) {
+  *out = NULL;
+  ft_baselines *b = calloc(1, sizeof *b);
+  if (!b) return ft__fail(err, FT_ERR_NOMEM, "out of memory");
+  b->g = g;
+  b->d = d;
+  *out = b;
+  cublasStatus_t cs = cublasLtCreate(&b->lt);
+  if (cs != CUBLAS_STATUS_SUCCESS) return cublas_fail(err, cs, "cublasLtCreate");
+  FT_CUDA_TRY(err, cudaMalloc(&b->lt_ws, FT_LT_WORKSPACE));
+  FT_TRY(ft_ep_eager_plan(ep, &b->plan, err));
+  if (b->plan.gemm_bias_slot >= 0)
+    FT_TRY(lt_gemm_init(b, &b->eager_gemm, CUBLASLT_EPILOGUE_BIAS, d->dvec[b->plan.gemm_bias_slot], err));
+  size_t bytes = (size_t)d->m * d->n * sizeof(float);
+  for (int j = 0; j < b->plan.nsteps; j++) /* the last step writes y itself */
+    FT_CUDA_TRY(err, cudaMalloc((void **)&b->tmp[j], bytes));
+  b->tmp[b->plan.nsteps] = d->dY;
+  FT_TRY(build_eager_steps(b, db, err));
+  snprintf(b->eager_desc, sizeof b->eager_desc, "cuBLAS%s + %d elementwise kernel(s)",
+           b->plan.gemm_bias_slot >= 0 ? "Lt GEMM+BIAS" : " SGEMM", b->plan.nsteps);
+  cublasLtEpilogue_t epi;
+  int bias_slot = -1;
+  if (match_lt_epilogue(ep, &epi, &bias_slot, b->lt_name, sizeof b->lt_name)) {
+    ft_err lt_err;
+    /* No algorithm for a fused epilogue is a fact about cuBLASLt, not an error of the tune. */
+    if (lt_gemm_init(b, &b->fused_lt, epi, bias_slot >= 0 ? d->dvec[bias_slot] : NULL, &lt_err) == FT_OK)
+      b->has_lt_epilogue = 1;
+  }
+  return FT_OK;
+}
+
+void ft_baselines_free(ft_baselines *b) {
+  if (!b) return;
+  lt_gemm_free(&b->eager_gemm);
+  lt_gemm_free(&b->fused_lt);
+  for (int j = 0; j < FT_EP_MAX_STEPS; j++) {
+    ft_loaded_free(&b->steps[j]);
+    if (j < b->plan.nsteps) cudaFree(b->tmp[j]);
+  }
+  cudaFree(b->lt_ws);
+  if (b->lt) cublasLtDestroy(b->lt);
+  free(b);
+}
+
+int ft_baseline_available(const ft_baselines *b, ft_baseline_kind kind) {
+  return kind == FT_BL_CUBLASLT ? b->has_lt_epilogue : kind < FT_BL_COUNT;
+}
+
+const char *ft_baseline_describe(const ft_baselines *b, ft_baseline_kind kind) {
+  switch (kind) {
+    case FT_BL_EAGER: return b->eager_desc;
+    case FT_BL_CUBLAS_GEMM: return "cuBLAS SGEMM alone (no epilogue)";
+    case FT_BL_CUBLASLT: return b->has_lt_epilogue ? b->lt_name : "cuBLASLt (no matching epilogue)";
+    default: return "?";
+  }
+}
+
+static ft_status run_eager(ft_baselines *b, cudaStream_t stream, ft_err *err) {
+  ft_pdata *d = b->d;
+  if (b->plan.gemm_bias_slot >= 0) FT_TRY(lt_gemm_run(b, &b->eager_gemm, b->tmp[0], stream, err));
+  else FT_TRY(ft_cublas_sgemm(b->g, d->dX, d->dW, b->tmp[0], d->m, d->n, d->k, stream, err));
+  for (int j = 0; j < b->plan.nsteps; j++) {
+    const ft_ep_step *s = &b->plan.steps[j];
+    const float *in[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < s->nin && i < 3; i++) in[i] = b->tmp[s->in[i]];
+    FT_TRY(ft_eager_step_launch(&b->steps[j], in[0], in[1], in[2], b->tmp[j + 1], d->m, d->n, &d->args,
+                                stream, err));
+  }
+  return FT_OK;
+}
+
+ft_status ft_baseline_enqueue(ft_baselines *b, ft_baseline_kind kind, cudaStream_t stream, ft_err *err) {
+  switch (kind) {
+    case FT_BL_EAGER: return run_eager(b, stream, err);
+    case FT_BL_CUBLAS_GEMM:
+      return ft_cublas_sgemm(b->g, b->d->dX, b->d->dW, b->d->dY, b->d->m, b->d->n, b->d->k, stream, err);
+    case FT_BL_CUBLASLT:
+      if (!b->has_lt_epilogue) return ft__fail(err, FT_ERR_UNSUPPORTED, "no cuBLASLt epilogue for this expression");
+      return lt_gemm_run(b, &b->fused_lt, b->d->dY, stream, err);
+    default: return ft__fail(err, FT_ERR_INVALID_ARG, "unknown baseline %d", (int)kind);
+  }
+}

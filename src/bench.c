@@ -1,1 +1,115 @@
-/* bench: being written */
+/* Timing with CUDA events around each call, after warm-up; medians are what the tuner compares. */
+#include "bench.h"
+
+#include <stdlib.h>
+#include <time.h>
+
+#define FT_MAX_REPEATS 1000
+
+struct ft_bench {
+  cudaStream_t stream;
+  cudaEvent_t start[FT_MAX_REPEATS], stop[FT_MAX_REPEATS];
+  int nevents;
+  void *flush;
+  size_t flush_bytes;
+};
+
+void ft_bench_free(ft_bench *b) {
+  if (!b) return;
+  for (int i = 0; i < b->nevents; i++) {
+    cudaEventDestroy(b->start[i]);
+    cudaEventDestroy(b->stop[i]);
+  }
+  cudaFree(b->flush);
+  if (b->stream) cudaStreamDestroy(b->stream);
+  free(b);
+}
+
+ft_status ft_bench_create(ft_bench **out, ft_err *err) {
+  *out = NULL;
+  ft_bench *b = calloc(1, sizeof *b);
+  if (!b) return ft__fail(err, FT_ERR_NOMEM, "out of memory");
+  cudaError_t e = cudaStreamCreateWithFlags(&b->stream, cudaStreamNonBlocking);
+  if (e != cudaSuccess) {
+    free(b);
+    return ft_cuda_fail(err, e, "cudaStreamCreate");
+  }
+  *out = b;
+  return FT_OK;
+}
+
+cudaStream_t ft_bench_stream(const ft_bench *b) { return b->stream; }
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+void ft_stats(double *s, int n, ft_timing *out) {
+  qsort(s, (size_t)n, sizeof *s, cmp_double);
+  out->repeats = n;
+  out->min_ms = s[0];
+  out->median_ms = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+  out->iqr_ms = s[(3 * (n - 1)) / 4] - s[(n - 1) / 4];
+}
+
+static ft_status ensure_events(ft_bench *b, int n, ft_err *err) {
+  while (b->nevents < n) {
+    FT_CUDA_TRY(err, cudaEventCreate(&b->start[b->nevents]));
+    cudaError_t e = cudaEventCreate(&b->stop[b->nevents]);
+    if (e != cudaSuccess) {
+      cudaEventDestroy(b->start[b->nevents]);
+      return ft_cuda_fail(err, e, "cudaEventCreate");
+    }
+    b->nevents++;
+  }
+  return FT_OK;
+}
+
+static ft_status ensure_flush(ft_bench *b, ft_err *err) {
+  if (b->flush) return FT_OK;
+  int dev = 0, l2 = 0;
+  FT_CUDA_TRY(err, cudaGetDevice(&dev));
+  FT_CUDA_TRY(err, cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+  b->flush_bytes = (size_t)(l2 > 0 ? l2 : 64 << 20) * 2;
+  FT_CUDA_TRY(err, cudaMalloc(&b->flush, b->flush_bytes));
+  return FT_OK;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+ft_status ft_bench_run(ft_bench *b, ft_enqueue_fn fn, void *user, const ft_bench_opts *opt,
+                       ft_timing *out, ft_err *err) {
+  int reps = opt->repeats < 1 ? 1 : opt->repeats > FT_MAX_REPEATS ? FT_MAX_REPEATS : opt->repeats;
+  FT_TRY(ensure_events(b, reps, err));
+  if (opt->flush_l2) FT_TRY(ensure_flush(b, err));
+  double t0 = now_s();
+  for (int i = 0; i < (opt->warmup < 1 ? 1 : opt->warmup); i++) FT_TRY(fn(user, b->stream, err));
+  FT_CUDA_TRY(err, cudaStreamSynchronize(b->stream));
+  /* Bound the repeats by the measured warm-up cost so slow candidates cannot eat the budget. */
+  double one = now_s() - t0;
+  if (opt->max_seconds > 0 && one > 0) {
+    int fit = (int)(opt->max_seconds / one);
+    if (fit < reps) reps = fit < 3 ? 3 : fit;
+  }
+  for (int i = 0; i < reps; i++) {
+    if (opt->flush_l2)
+      FT_CUDA_TRY(err, cudaMemsetAsync(b->flush, i & 0xff, b->flush_bytes, b->stream));
+    FT_CUDA_TRY(err, cudaEventRecord(b->start[i], b->stream));
+    FT_TRY(fn(user, b->stream, err));
+    FT_CUDA_TRY(err, cudaEventRecord(b->stop[i], b->stream));
+  }
+  FT_CUDA_TRY(err, cudaStreamSynchronize(b->stream));
+  double samples[FT_MAX_REPEATS];
+  for (int i = 0; i < reps; i++) {
+    float ms = 0;
+    FT_CUDA_TRY(err, cudaEventElapsedTime(&ms, b->start[i], b->stop[i]));
+    samples[i] = ms;
+  }
+  ft_stats(samples, reps, out);
+  return FT_OK;
+}

@@ -1,1 +1,163 @@
-/* device: being written */
+/* CUDA device discovery, fingerprint, cubin loading and launches (runtime API only). */
+#include "device.h"
+
+#include <cublas_v2.h>
+#include <nvrtc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile.h"
+
+struct ft_gpu {
+  int ordinal;
+  ft_device_info info;
+  ft_device_limits limits;
+  char arch[16];
+  cublasHandle_t cublas;
+};
+
+ft_status ft_cuda_fail(ft_err *err, cudaError_t e, const char *what) {
+  return ft__fail(err, FT_ERR_CUDA, "%s: %s: %s", what, cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+void ft_device_fingerprint(ft_device_info *info) {
+  char key[512];
+  int n = snprintf(key, sizeof key, "%s|%d.%d|%d|%lld", info->name, info->cc_major, info->cc_minor,
+                   info->sm_count, (long long)info->mem_bytes);
+  ft__hash_hex(key, (size_t)n, info->fingerprint);
+}
+
+static void read_versions(ft_device_info *info) {
+  int major = 0, minor = 0, patch = 0;
+  cudaDriverGetVersion(&info->driver_version);
+  cudaRuntimeGetVersion(&info->runtime_version);
+  info->nvrtc_version = ft_nvrtc_version();
+  if (cublasGetProperty(MAJOR_VERSION, &major) == CUBLAS_STATUS_SUCCESS &&
+      cublasGetProperty(MINOR_VERSION, &minor) == CUBLAS_STATUS_SUCCESS &&
+      cublasGetProperty(PATCH_LEVEL, &patch) == CUBLAS_STATUS_SUCCESS)
+    info->cublas_version = major * 10000 + minor * 100 + patch;
+}
+
+ft_status ft_gpu_open(int ordinal, ft_gpu **out, ft_err *err) {
+  *out = NULL;
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    cudaGetLastError(); /* clear the sticky "no driver" error */
+    return ft__fail(err, FT_ERR_NO_DEVICE, "no CUDA device: %s", cudaGetErrorString(e));
+  }
+  if (count <= ordinal)
+    return ft__fail(err, FT_ERR_NO_DEVICE, "no CUDA device: %d device(s) visible, asked for #%d",
+                    count, ordinal);
+  FT_CUDA_TRY(err, cudaSetDevice(ordinal));
+  struct cudaDeviceProp prop;
+  FT_CUDA_TRY(err, cudaGetDeviceProperties(&prop, ordinal));
+  ft_gpu *g = calloc(1, sizeof *g);
+  if (!g) return ft__fail(err, FT_ERR_NOMEM, "out of memory opening the device");
+  g->ordinal = ordinal;
+  snprintf(g->info.name, sizeof g->info.name, "%s", prop.name);
+  g->info.cc_major = prop.major;
+  g->info.cc_minor = prop.minor;
+  g->info.sm_count = prop.multiProcessorCount;
+  g->info.mem_bytes = (int64_t)prop.totalGlobalMem;
+  read_versions(&g->info);
+  ft_device_fingerprint(&g->info);
+  g->limits.cc_major = prop.major;
+  g->limits.cc_minor = prop.minor;
+  g->limits.sm_count = prop.multiProcessorCount;
+  g->limits.max_threads_per_block = prop.maxThreadsPerBlock;
+  g->limits.max_smem_per_block = (int)prop.sharedMemPerBlockOptin;
+  g->limits.regs_per_block = prop.regsPerBlock;
+  snprintf(g->arch, sizeof g->arch, "sm_%d%d", prop.major, prop.minor);
+  *out = g;
+  return FT_OK;
+}
+
+void ft_gpu_close(ft_gpu *g) {
+  if (!g) return;
+  if (g->cublas) cublasDestroy(g->cublas);
+  free(g);
+}
+
+const ft_device_info *ft_gpu_info(const ft_gpu *g) { return &g->info; }
+const ft_device_limits *ft_gpu_limits(const ft_gpu *g) { return &g->limits; }
+const char *ft_gpu_arch(const ft_gpu *g) { return g->arch; }
+
+ft_status ft_gpu_cublas(ft_gpu *g, void **handle, ft_err *err) {
+  if (!g->cublas) {
+    cublasStatus_t s = cublasCreate(&g->cublas);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+      g->cublas = NULL;
+      return ft__fail(err, FT_ERR_CUBLAS, "cublasCreate: %s", cublasGetStatusString(s));
+    }
+    /* fp32 math mode: keep cuBLAS on FFMA (no TF32), as the baselines claim. */
+    s = cublasSetMathMode(g->cublas, CUBLAS_PEDANTIC_MATH);
+    if (s != CUBLAS_STATUS_SUCCESS)
+      return ft__fail(err, FT_ERR_CUBLAS, "cublasSetMathMode: %s", cublasGetStatusString(s));
+  }
+  *handle = g->cublas;
+  return FT_OK;
+}
+
+ft_status ft_loaded_init(ft_loaded *l, const void *cubin, size_t size, const char *kernel,
+                         const char *reduce, ft_err *err) {
+  (void)size;
+  memset(l, 0, sizeof *l);
+  FT_CUDA_TRY(err, cudaLibraryLoadData(&l->lib, cubin, NULL, NULL, 0, NULL, NULL, 0));
+  cudaError_t e = cudaLibraryGetKernel(&l->main, l->lib, kernel);
+  if (e == cudaSuccess && reduce && reduce[0]) e = cudaLibraryGetKernel(&l->reduce, l->lib, reduce);
+  if (e != cudaSuccess) {
+    ft_loaded_free(l);
+    return ft_cuda_fail(err, e, "cudaLibraryGetKernel");
+  }
+  return FT_OK;
+}
+
+void ft_loaded_free(ft_loaded *l) {
+  if (l && l->lib) cudaLibraryUnload(l->lib);
+  if (l) memset(l, 0, sizeof *l);
+}
+
+static ft_status launch(cudaKernel_t k, const unsigned grid[3], const unsigned block[3], size_t smem,
+                        void **args, cudaStream_t stream, ft_err *err) {
+  if (smem > 48 * 1024)
+    FT_CUDA_TRY(err, cudaFuncSetAttribute((const void *)k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          (int)smem));
+  dim3 g = {grid[0], grid[1], grid[2]}, b = {block[0], block[1], block[2]};
+  FT_CUDA_TRY(err, cudaLaunchKernel((const void *)k, g, b, args, smem, stream));
+  return FT_OK;
+}
+
+ft_status ft_variant_launch(const ft_loaded *l, const ft_variant *v, const ft_launch_geom *geom,
+                            const float *X, const float *W, float *Y, float *ws, int m, int n, int k,
+                            const ft_ep_args_dev *ep, cudaStream_t stream, ft_err *err) {
+  ft_ep_args_dev epv = *ep;
+  if (v->kind == FT_VK_EPILOGUE) {
+    void *args[] = {&Y, &m, &n, &epv};
+    return launch(l->main, geom->grid, geom->block, geom->smem, args, stream, err);
+  }
+  void *args[] = {(void *)&X, (void *)&W, &Y, &ws, &m, &n, &k, &epv};
+  FT_TRY(launch(l->main, geom->grid, geom->block, geom->smem, args, stream, err));
+  if (geom->has_reduce) {
+    if (!l->reduce) return ft__fail(err, FT_ERR_INTERNAL, "split-K variant without a reduce kernel");
+    int s = v->split_k;
+    const float *wsc = ws;
+    void *rargs[] = {(void *)&wsc, &Y, &m, &n, &s, &epv};
+    FT_TRY(launch(l->reduce, geom->rgrid, geom->rblock, 0, rargs, stream, err));
+  }
+  return FT_OK;
+}
+
+ft_status ft_eager_step_launch(const ft_loaded *l, const float *in0, const float *in1,
+                               const float *in2, float *out, int m, int n, const ft_ep_args_dev *ep,
+                               cudaStream_t stream, ft_err *err) {
+  ft_ep_args_dev epv = *ep;
+  int64_t total = (int64_t)m * n;
+  unsigned threads = 256, per = 4;
+  unsigned blocks = (unsigned)((total + (int64_t)threads * per - 1) / ((int64_t)threads * per));
+  if (blocks == 0) blocks = 1;
+  unsigned grid[3] = {blocks, 1, 1}, block[3] = {threads, 1, 1};
+  void *args[] = {(void *)&in0, (void *)&in1, (void *)&in2, &out, &m, &n, &epv};
+  return launch(l->main, grid, block, 0, args, stream, err);
+}

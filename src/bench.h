@@ -1,0 +1,35 @@
+/* Timing with CUDA events: warm-up, repeats, median / min / IQR, optional L2 flush. */
+#ifndef FT_BENCH_H
+#define FT_BENCH_H
+
+#include "device.h"
+
+/* Enqueues the work to time on stream (one "call" of a strategy). */
+typedef ft_status (*ft_enqueue_fn)(void *user, cudaStream_t stream, ft_err *err);
+
+typedef struct ft_bench_opts {
+  int warmup;         /* untimed calls first (>= 1) */
+  int repeats;        /* timed calls (>= 1; the tuner uses >= 20) */
+  int flush_l2;       /* overwrite a buffer larger than L2 before each timed call */
+  double max_seconds; /* stop repeating early once this much time was spent (0 = no bound) */
+} ft_bench_opts;
+
+typedef struct ft_timing {
+  double median_ms, min_ms, iqr_ms;
+  int repeats; /* how many timed calls were actually made */
+} ft_timing;
+
+typedef struct ft_bench ft_bench; /* events, stream and flush buffer, reused across candidates */
+
+ft_status ft_bench_create(ft_bench **out, ft_err *err);
+void ft_bench_free(ft_bench *b); /* NULL is a no-op */
+cudaStream_t ft_bench_stream(const ft_bench *b);
+
+/* Times fn. A launch or execution error ends the timing with that error. */
+ft_status ft_bench_run(ft_bench *b, ft_enqueue_fn fn, void *user, const ft_bench_opts *opt,
+                       ft_timing *out, ft_err *err);
+
+/* Median, min and interquartile range of n samples (sorted in place). */
+void ft_stats(double *samples, int n, ft_timing *out);
+
+#endif

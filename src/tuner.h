@@ -1,0 +1,60 @@
+/* Tuning: enumerate -> compile (cached) -> verify against float64 -> time -> store every result.
+ * The baselines are timed in the same run so speedups are ratios measured side by side. */
+#ifndef FT_TUNER_H
+#define FT_TUNER_H
+
+#include "db.h"
+#include "device.h"
+
+typedef struct ft_tune_req {
+  int64_t m, n, k;
+  const char *epilogue; /* expression or preset */
+  ft_math math;
+  const char *search;   /* "exhaustive", "random", "halving" */
+  double budget_s;      /* bound on the whole tune; what finished is stored */
+  int repeats;          /* timed repeats per candidate (>= 20) */
+  int retune;           /* measure again what was measured before */
+  int flush_l2;
+  int progress;         /* 0 none, 1 plain lines, 2 terminal bar (stderr) */
+  uint64_t seed;
+  int max_candidates;   /* 0 = no limit (tests use small limits) */
+} ft_tune_req;
+
+#define FT_TUNE_DEFAULT_BUDGET_S 150.0
+#define FT_TUNE_DEFAULT_REPEATS 30
+
+typedef struct ft_tune_entry {
+  char strategy[32];
+  char variant[128];
+  char status[16];
+  double median_ms, min_ms, iqr_ms, rel_err, max_abs_err;
+  char message[256];
+} ft_tune_entry;
+
+#define FT_TUNE_MAX_ENTRIES 8192 /* summary rows kept; every result is stored regardless */
+
+typedef struct ft_tune_summary {
+  ft_tune_entry *entries; /* every result of this run, malloc'd */
+  int nentries;
+  int n_candidates;       /* fused + cublas+epilogue candidates enumerated */
+  int n_measured, n_ok, n_wrong, n_compile_error, n_launch_error, n_skipped_known;
+  int n_compiled, n_cached;
+  double compile_s, total_s;
+  int budget_exhausted;
+  double eager_ms;        /* eager baseline of this run */
+  double flops;           /* 2 m n k */
+  ft_best best;           /* the database's best after the run */
+  int has_best;
+  char device_name[256];
+  char epilogue[4096];
+} ft_tune_summary;
+
+/* Runs a tune. The summary owns entries: ft_tune_summary_free(). */
+ft_status ft_tune_run(ft_db *db, ft_gpu *g, const ft_tune_req *req, ft_tune_summary *out, ft_err *err);
+void ft_tune_summary_free(ft_tune_summary *s);
+
+/* Test-only hook: with FUSEDTUNE_TEST_INJECT_WRONG=1 in the environment, the tuner adds one
+ * deliberately wrong fused candidate (its epilogue scaled by 1.01) that must be caught. */
+#define FT_TEST_INJECT_ENV "FUSEDTUNE_TEST_INJECT_WRONG"
+
+#endif
