@@ -7,6 +7,7 @@
 
 #include "baseline.h"
 #include "compile.h"
+#include "api_internal.h"
 #include "tuner.h"
 
 #define FT_HASH_CACHE 16
@@ -23,6 +24,9 @@ struct ft_ctx {
   ft_db *db;
   unsigned flags;
   ft_gpu *gpu;
+  int have_dev;      /* dev/lim are known (from the GPU, or set by a test) */
+  ft_device_info dev;
+  ft_device_limits lim;
   int64_t device_id; /* 0 until the device is found in the database */
   ft_err err;
   ft_epilogue *last_ep; /* parse cache for repeated lookups of one expression */
@@ -108,14 +112,29 @@ static ft_status need_gpu(ft_ctx *ctx) {
   return ft_gpu_open(0, &ctx->gpu, &ctx->err);
 }
 
+void ft__ctx_set_device(ft_ctx *ctx, const ft_device_info *dev, const ft_device_limits *lim) {
+  ctx->dev = *dev;
+  ctx->lim = *lim;
+  ctx->have_dev = 1;
+  ctx->device_id = 0;
+}
+
+/* The device identity: from the GPU, unless a test set one (lookups need no more than that). */
+static ft_status need_device(ft_ctx *ctx) {
+  if (ctx->have_dev) return FT_OK;
+  FT_TRY(need_gpu(ctx));
+  ft__ctx_set_device(ctx, ft_gpu_info(ctx->gpu), ft_gpu_limits(ctx->gpu));
+  return FT_OK;
+}
+
 static ft_status need_device_row(ft_ctx *ctx) {
   if (ctx->device_id) return FT_OK;
-  FT_TRY(need_gpu(ctx));
+  FT_TRY(need_device(ctx));
   ft_device_info found;
-  ft_status s = ft_db_find_device(ctx->db, ft_gpu_info(ctx->gpu)->fingerprint, NULL, &found, &ctx->device_id, &ctx->err);
+  ft_status s = ft_db_find_device(ctx->db, ctx->dev.fingerprint, NULL, &found, &ctx->device_id, &ctx->err);
   if (s == FT_ERR_NOT_FOUND)
     return ft__fail(&ctx->err, FT_ERR_NOT_FOUND, "nothing was tuned on this device (%s) in this database",
-                    ft_gpu_info(ctx->gpu)->name);
+                    ctx->dev.name);
   return s;
 }
 
@@ -180,7 +199,7 @@ static int consider_nearest(void *user, const ft_best *b) {
   ft_variant v;
   char why[128], h[17];
   if (ft_variant_from_json(b->config_json, &v, NULL) != FT_OK) return 0;
-  if (!ft_variant_applicable(&v, nr->p->m, nr->p->n, nr->p->k, ft_gpu_limits(nr->ctx->gpu), why, sizeof why)) return 0;
+  if (!ft_variant_applicable(&v, nr->p->m, nr->p->n, nr->p->k, &nr->ctx->lim, why, sizeof why)) return 0;
   if (current_hash(nr->ctx, nr->ep, b->config_json, h) != FT_OK || strcmp(h, b->source_hash) != 0) return 0;
   double d = 0;
   double a[3] = {(double)nr->p->m, (double)nr->p->n, (double)nr->p->k};
@@ -227,7 +246,7 @@ ft_status ft_lookup(ft_ctx *ctx, const ft_problem *p, unsigned flags, ft_config 
   }
   return ft__fail(&ctx->err, FT_ERR_NOT_FOUND, "%s for %lldx%lldx%lld, epilogue '%s' on %s%s",
                   stale ? "only a stale result (measured with an older kernel source; tune again)" : "nothing tuned",
-                  (long long)p->m, (long long)p->n, (long long)p->k, key.epilogue, ft_gpu_info(ctx->gpu)->name,
+                  (long long)p->m, (long long)p->n, (long long)p->k, key.epilogue, ctx->dev.name,
                   flags & FT_LOOKUP_NEAREST ? " (nor a nearby applicable shape)" : "");
 }
 

@@ -1,0 +1,228 @@
+/* The public C API without a GPU: argument checks, open/close, lookup hit / miss / nearest /
+ * stale on a pretended device, read-only databases, FT_ERR_NO_DEVICE where a GPU is needed. */
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api_internal.h"
+#include "codegen.h"
+#include "ft_test.h"
+
+static char path[512];
+
+static int have_gpu(void) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n > 0;
+}
+
+static void fake_device(ft_device_info *dev, ft_device_limits *lim) {
+  memset(dev, 0, sizeof *dev);
+  snprintf(dev->name, sizeof dev->name, "Test GPU H200-like");
+  dev->cc_major = 9;
+  dev->sm_count = 132;
+  dev->mem_bytes = (int64_t)141 << 30;
+  ft_device_fingerprint(dev);
+  ft_err e;
+  ft_limits_for_arch("sm_90", lim, &e);
+}
+
+/* Stores a fused result for (m, n, k, epilogue) measured with variant v; hash NULL = today's. */
+static void store_result(ft_db *db, int64_t dev_id, int64_t m, int64_t n, int64_t k, const char *epi,
+                         const ft_variant *v, double ms, const char *hash) {
+  ft_err e;
+  ft_epilogue *ep = NULL;
+  ASSERT_OK(ft_ep_parse(epi, &ep, &e));
+  ft_problem_key key;
+  memset(&key, 0, sizeof key);
+  key.m = m, key.n = n, key.k = k;
+  snprintf(key.layout, sizeof key.layout, "xrow_wrow");
+  snprintf(key.math, sizeof key.math, "fp32");
+  snprintf(key.epilogue, sizeof key.epilogue, "%s", ft_ep_canonical(ep));
+  snprintf(key.epilogue_hash, sizeof key.epilogue_hash, "%s", ft_ep_hash(ep));
+  int64_t pid = 0, rid = 0;
+  ASSERT_OK(ft_db_upsert_problem(db, &key, &pid, &e));
+  ASSERT_OK(ft_db_begin_run(db, dev_id, "{}", 10, &rid, &e));
+  ft_kernel_src src;
+  ASSERT_OK(ft_codegen_variant(v, ep, &src, &e));
+  char name[128], json[512];
+  ft_variant_name(v, name, sizeof name);
+  ft_variant_json(v, json, sizeof json);
+  ft_result_row r = {rid, dev_id, pid, "fused", name, json, "ok", ms, ms, 0.01, 30, 1e-7, 1e-6,
+                     hash ? hash : src.hash, ""};
+  ASSERT_OK(ft_db_insert_result(db, &r, &e));
+  ft_result_row eager = {rid, dev_id, pid, "eager", "cuBLAS + 2 kernels", "{}", "ok", ms * 1.2, ms, 0.01, 30,
+                         1e-7, 1e-6, "", ""};
+  ASSERT_OK(ft_db_insert_result(db, &eager, &e));
+  ft_kernel_src_free(&src);
+  ft_ep_free(ep);
+}
+
+static void test_bad_arguments(void) {
+  ft_ctx *ctx = NULL;
+  ASSERT_EQ_INT(ft_open(path, FT_OPEN_CREATE, NULL), FT_ERR_INVALID_ARG);
+  ASSERT_EQ_INT(ft_open(path, 0x80, &ctx), FT_ERR_INVALID_ARG);
+  ASSERT_CONTAINS(ft_errmsg(ctx), "flags");
+  ft_close(ctx);
+  ASSERT_OK(ft_open(path, FT_OPEN_CREATE, &ctx));
+  ft_config cfg;
+  ft_problem p = {128, 16384, 16384, "minsub", FT_MATH_FP32};
+  ASSERT_EQ_INT(ft_lookup(ctx, NULL, 0, &cfg), FT_ERR_INVALID_ARG);
+  ASSERT_EQ_INT(ft_lookup(ctx, &p, 0, NULL), FT_ERR_INVALID_ARG);
+  ASSERT_EQ_INT(ft_lookup(ctx, &p, 0x40, &cfg), FT_ERR_INVALID_ARG);
+  ft_problem bad = p;
+  bad.m = 0;
+  ASSERT_EQ_INT(ft_lookup(ctx, &bad, 0, &cfg), FT_ERR_INVALID_ARG);
+  ASSERT_CONTAINS(ft_errmsg(ctx), "positive");
+  bad = p;
+  bad.k = -5;
+  ASSERT_EQ_INT(ft_lookup(ctx, &bad, 0, &cfg), FT_ERR_INVALID_ARG);
+  bad = p;
+  bad.epilogue = NULL;
+  ASSERT_EQ_INT(ft_lookup(ctx, &bad, 0, &cfg), FT_ERR_INVALID_ARG);
+  bad = p;
+  bad.epilogue = "sigmod(x)";
+  ASSERT_EQ_INT(ft_lookup(ctx, &bad, 0, &cfg), FT_ERR_PARSE);
+  ASSERT_CONTAINS(ft_errmsg(ctx), "sigmoid");
+  bad = p;
+  bad.math = (ft_math)7;
+  ASSERT_EQ_INT(ft_lookup(ctx, &bad, 0, &cfg), FT_ERR_UNSUPPORTED);
+  ft_plan *plan = NULL;
+  ASSERT_EQ_INT(ft_plan_create(ctx, &p, NULL, &plan), FT_ERR_INVALID_ARG);
+  ASSERT_TRUE(plan == NULL);
+  ft_tune_options junk;
+  memset(&junk, 0, sizeof junk);
+  ASSERT_EQ_INT(ft_tune(ctx, &p, &junk, &cfg), FT_ERR_INVALID_ARG);
+  ASSERT_CONTAINS(ft_errmsg(ctx), "FT_TUNE_OPTIONS_INIT");
+  ASSERT_EQ_INT(ft_plan_launch(NULL, NULL, 0), FT_ERR_INVALID_ARG);
+  ft_close(ctx);
+  ft_close(NULL);
+  ft_plan_destroy(NULL);
+}
+
+static void test_no_device(void) {
+  if (have_gpu()) return; /* the GPU tests cover this path on a GPU machine */
+  ft_ctx *ctx = NULL;
+  ASSERT_OK(ft_open(path, FT_OPEN_CREATE, &ctx));
+  ft_config cfg;
+  ft_problem p = {128, 256, 512, "biasrelu", FT_MATH_FP32};
+  ASSERT_EQ_INT(ft_lookup(ctx, &p, 0, &cfg), FT_ERR_NO_DEVICE);
+  ASSERT_CONTAINS(ft_errmsg(ctx), "no CUDA device");
+  ft_tune_options opt = FT_TUNE_OPTIONS_INIT;
+  ASSERT_EQ_INT(ft_tune(ctx, &p, &opt, &cfg), FT_ERR_NO_DEVICE);
+  memset(&cfg, 0, sizeof cfg);
+  snprintf(cfg.config, sizeof cfg.config, "{}");
+  ft_plan *plan = NULL;
+  ft_status s = ft_plan_create(ctx, &p, &cfg, &plan);
+  ASSERT_TRUE(s == FT_ERR_NO_DEVICE || s == FT_ERR_FORMAT || s == FT_ERR_INVALID_ARG);
+  ft_close(ctx);
+}
+
+static ft_variant pick_variant(int64_t m, int64_t n, int64_t k, int64_t m2, int64_t n2, int64_t k2,
+                               const ft_device_limits *lim) {
+  ft_variant *vs = NULL, out;
+  int nv = 0;
+  ft_err e;
+  memset(&out, 0, sizeof out);
+  ASSERT_OK(ft_space_enumerate(FT_VK_GEMM, m, n, k, lim, &vs, &nv, &e));
+  for (int i = 0; i < nv; i++)
+    if (ft_variant_applicable(&vs[i], m2, n2, k2, lim, NULL, 0)) {
+      out = vs[i];
+      break;
+    }
+  free(vs);
+  return out;
+}
+
+static void test_lookup(void) {
+  ft_device_info dev;
+  ft_device_limits lim;
+  fake_device(&dev, &lim);
+  ft_err e;
+  ft_db *db = NULL;
+  ASSERT_OK(ft_db_open(path, FT_DB_CREATE, &db, &e));
+  int64_t dev_id = 0;
+  ASSERT_OK(ft_db_upsert_device(db, &dev, &dev_id, &e));
+  ft_variant v = pick_variant(128, 4096, 4096, 256, 4096, 4096, &lim);
+  ASSERT_TRUE(v.bm > 0);
+  store_result(db, dev_id, 128, 4096, 4096, "minsub", &v, 0.5, NULL);
+  store_result(db, dev_id, 64, 64, 64, "minsub", &v, 0.01, "0000000000000000"); /* stale */
+  ft_db_close(db);
+
+  ft_ctx *ctx = NULL;
+  ASSERT_OK(ft_open(path, 0, &ctx));
+  ft__ctx_set_device(ctx, &dev, &lim);
+  ft_config cfg;
+  /* hit: exact key, written in another spelling of the same epilogue */
+  ft_problem p = {128, 4096, 4096, "min(x+bias, c) - c where c = 2.0", FT_MATH_FP32};
+  ASSERT_OK(ft_lookup(ctx, &p, 0, &cfg));
+  ASSERT_EQ_INT(cfg.exact, 1);
+  ASSERT_EQ_STR(cfg.strategy, "fused");
+  ASSERT_NEAR(cfg.median_ms, 0.5, 1e-12);
+  ASSERT_NEAR(cfg.eager_ms, 0.6, 1e-12);
+  /* miss */
+  ft_problem other = {256, 4096, 4096, "minsub", FT_MATH_FP32};
+  ASSERT_EQ_INT(ft_lookup(ctx, &other, 0, &cfg), FT_ERR_NOT_FOUND);
+  ASSERT_CONTAINS(ft_errmsg(ctx), "nothing tuned");
+  /* nearest */
+  ASSERT_OK(ft_lookup(ctx, &other, FT_LOOKUP_NEAREST, &cfg));
+  ASSERT_EQ_INT(cfg.exact, 0);
+  ASSERT_EQ_INT(cfg.tuned_m, 128);
+  /* another epilogue has nothing, not even nearby */
+  ft_problem relu = {128, 4096, 4096, "relu", FT_MATH_FP32};
+  ASSERT_EQ_INT(ft_lookup(ctx, &relu, FT_LOOKUP_NEAREST, &cfg), FT_ERR_NOT_FOUND);
+  /* stale: measured with another kernel source, never returned as exact, nor as nearest */
+  ft_problem small = {64, 64, 64, "minsub", FT_MATH_FP32};
+  ASSERT_EQ_INT(ft_lookup(ctx, &small, 0, &cfg), FT_ERR_NOT_FOUND);
+  ASSERT_CONTAINS(ft_errmsg(ctx), "stale");
+  ASSERT_OK(ft_lookup(ctx, &small, FT_LOOKUP_NEAREST, &cfg));
+  ASSERT_EQ_INT(cfg.exact, 0);
+  ASSERT_EQ_INT(cfg.tuned_m, 128);
+  ft_close(ctx);
+
+  /* a read-only file works through FT_OPEN_READONLY */
+  ASSERT_OK(chmod(path, 0444));
+  ASSERT_OK(ft_open(path, FT_OPEN_READONLY, &ctx));
+  ft__ctx_set_device(ctx, &dev, &lim);
+  ASSERT_OK(ft_lookup(ctx, &p, 0, &cfg));
+  ft_tune_options opt = FT_TUNE_OPTIONS_INIT;
+  ASSERT_EQ_INT(ft_tune(ctx, &p, &opt, &cfg), FT_ERR_INVALID_ARG); /* read-only */
+  ft_close(ctx);
+  chmod(path, 0644);
+}
+
+static void test_open(void) {
+  char missing[600];
+  snprintf(missing, sizeof missing, "%s.missing", path);
+  unlink(missing);
+  ft_ctx *ctx = NULL;
+  ASSERT_EQ_INT(ft_open(missing, 0, &ctx), FT_ERR_NOT_FOUND);
+  ASSERT_TRUE(ctx != NULL && strlen(ft_errmsg(ctx)) > 0);
+  ft_close(ctx);
+  ASSERT_TRUE(access(missing, F_OK) != 0); /* not created */
+  ASSERT_EQ_INT(ft_open(missing, FT_OPEN_READONLY | FT_OPEN_CREATE, &ctx), FT_ERR_INVALID_ARG);
+  ft_close(ctx);
+  ASSERT_EQ_INT(ft_version_number(), FUSEDTUNE_VERSION_NUMBER);
+  ASSERT_EQ_STR(ft_status_string(FT_OK), "success");
+  ASSERT_EQ_STR(ft_status_string((ft_status)999), "unknown status");
+}
+
+int main(void) {
+  const char *tmp = getenv("FT_TEST_TMP");
+  snprintf(path, sizeof path, "%s/test_api_%ld.db", tmp ? tmp : "/tmp", (long)getpid());
+  unlink(path);
+  test_open();
+  test_bad_arguments();
+  test_no_device();
+  unlink(path);
+  test_lookup();
+  unlink(path);
+  char side[600];
+  snprintf(side, sizeof side, "%s-wal", path);
+  unlink(side);
+  snprintf(side, sizeof side, "%s-shm", path);
+  unlink(side);
+  return FT_TEST_DONE();
+}

@@ -1,0 +1,175 @@
+/* The command line as a person uses it, without a GPU: help, usage errors (exit 2, one line),
+ * database commands, export -> import -> export round trip, no-device failures. */
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+
+#include "ft_test.h"
+
+static const char *cli;
+static char dir[512];
+
+typedef struct run_result {
+  int code;
+  char out[1 << 16]; /* stdout and stderr together */
+} run_result;
+
+static run_result R;
+
+/* Runs `fusedtune ARGS` through the shell with stderr merged; fmt builds ARGS. */
+static int run(const char *args) {
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "cd '%s' && env -u FUSEDTUNE_DB '%s' %s 2>&1", dir, cli, args);
+  FILE *p = popen(cmd, "r");
+  if (!p) return -1;
+  size_t n = fread(R.out, 1, sizeof R.out - 1, p);
+  R.out[n] = 0;
+  int st = pclose(p);
+  R.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+  return R.code;
+}
+
+static int lines(const char *s) {
+  int n = 0;
+  for (; *s; s++) n += *s == '\n';
+  return n;
+}
+
+static int have_gpu(void) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n > 0;
+}
+
+static void test_help(void) {
+  ASSERT_EQ_INT(run("--help"), 0);
+  ASSERT_CONTAINS(R.out, "commands:");
+  ASSERT_CONTAINS(R.out, "MxNxK");
+  ASSERT_EQ_INT(run("--version"), 0);
+  ASSERT_CONTAINS(R.out, "fusedtune 0.");
+  const char *cmds[] = {"tune", "query", "list", "export", "import", "init", "variants", "epilogue", "devices"};
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+    char a[64];
+    snprintf(a, sizeof a, "%s --help", cmds[i]);
+    ASSERT_EQ_INT(run(a), 0);
+    ASSERT_CONTAINS(R.out, "usage: fusedtune");
+  }
+  ASSERT_EQ_INT(run(""), 2);
+  ASSERT_EQ_INT(run("frobnicate"), 2);
+  ASSERT_CONTAINS(R.out, "unknown command");
+}
+
+static void test_usage_errors(void) {
+  const char *bad[] = {
+      "tune --shape 0x1x1 --epilogue none",         "tune --shape -1x2x3 --epilogue none",
+      "tune --shape axbxc --epilogue none",         "tune --shape 1x2 --epilogue none",
+      "tune --shape 99999999999x1x1 --epilogue none", "tune --shape 1x2x3x4",
+      "tune --shape 8x8x8 --epilogue 'sigmod(x)'",  "tune --shape 8x8x8 --epilogue 'x; system(1)'",
+      "tune --shape 8x8x8 --math fp64",             "tune --shape 8x8x8 --strategy best",
+      "tune --shape 8x8x8 --budget -3",             "tune --shape 8x8x8 --repeats 3",
+      "tune --epilogue minsub",                     "tune --shape",
+      "--shape 0x8x8 --epilogue minsub",            "query --shape 8x8x8",
+      "export --format xml",                        "import",
+      "epilogue 'max(x,'",                          "variants --shape 8x8x8 --arch sm_12",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    int code = run(bad[i]);
+    if (code != 2 || lines(R.out) != 1)
+      FT_FAIL_AT_("'%s' gave exit %d with %d line(s): %s", bad[i], code, lines(R.out), R.out);
+  }
+  ASSERT_TRUE(access("fusedtune.db", F_OK) != 0); /* bad input created no database */
+}
+
+static void test_epilogue_cmd(void) {
+  ASSERT_EQ_INT(run("epilogue minsub"), 0);
+  ASSERT_CONTAINS(R.out, "canonical");
+  ASSERT_EQ_INT(run("epilogue 'relu(x+bias)' --json"), 0);
+  ASSERT_CONTAINS(R.out, "\"canonical\":\"relu(x + bias)\"");
+  ASSERT_EQ_INT(run("epilogue 'sigmod(x)'"), 2);
+  ASSERT_CONTAINS(R.out, "did you mean 'sigmoid'");
+}
+
+static void test_database_commands(void) {
+  ASSERT_EQ_INT(run("--db missing.db list"), 1);
+  ASSERT_CONTAINS(R.out, "missing.db");
+  ASSERT_TRUE(access("missing.db", F_OK) != 0);
+  ASSERT_EQ_INT(run("--db missing.db query --shape 8x8x8 --epilogue none --device-name X"), 1);
+  ASSERT_TRUE(access("missing.db", F_OK) != 0);
+
+  ASSERT_EQ_INT(run("--db a.db init"), 0);
+  ASSERT_EQ_INT(run("--db a.db init"), 0); /* idempotent */
+  ASSERT_EQ_INT(run("--db a.db list"), 0);
+  ASSERT_CONTAINS(R.out, "nothing tuned");
+  ASSERT_EQ_INT(run("--db a.db query --shape 8x8x8 --epilogue none --device-name 'No Such GPU'"), 3);
+  ASSERT_EQ_INT(run("--db a.db export --format json --out a.json"), 0);
+  ASSERT_EQ_INT(run("--db b.db import a.json"), 0);
+  ASSERT_EQ_INT(run("--db b.db export --format json --out b.json"), 0);
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "cmp -s '%s/a.json' '%s/b.json'", dir, dir);
+  ASSERT_EQ_INT(system(cmd), 0);
+  ASSERT_EQ_INT(run("--db a.db export --format json"), 0);
+  ASSERT_CONTAINS(R.out, "\"format\"");
+  ASSERT_EQ_INT(run("--db a.db export --format csv"), 0);
+
+  /* a malformed import is rejected whole, the database unchanged */
+  FILE *f = NULL;
+  snprintf(cmd, sizeof cmd, "%s/bad.json", dir);
+  f = fopen(cmd, "w");
+  ASSERT_TRUE(f != NULL);
+  if (f) {
+    fputs("{\"format\":\"fusedtune-export\",\"version\":1,\"devices\":[", f);
+    fclose(f);
+  }
+  ASSERT_EQ_INT(run("--db b.db import bad.json"), 1);
+  ASSERT_EQ_INT(lines(R.out), 1);
+  ASSERT_EQ_INT(run("--db b.db export --format json --out b2.json"), 0);
+  snprintf(cmd, sizeof cmd, "cmp -s '%s/b.json' '%s/b2.json'", dir, dir);
+  ASSERT_EQ_INT(system(cmd), 0);
+
+  /* not a database: a directory, random bytes */
+  ASSERT_EQ_INT(run("--db . list"), 1);
+  snprintf(cmd, sizeof cmd, "head -c 4096 /dev/urandom > '%s/junk.db'", dir);
+  ASSERT_EQ_INT(system(cmd), 0);
+  ASSERT_EQ_INT(run("--db junk.db list"), 1);
+  ASSERT_EQ_INT(lines(R.out), 1);
+  ASSERT_EQ_INT(run("--db junk.db init"), 1);
+}
+
+static void test_no_device(void) {
+  if (have_gpu()) return;
+  ASSERT_EQ_INT(run("--db t.db tune --shape 128x256x512 --epilogue minsub"), 1);
+  ASSERT_CONTAINS(R.out, "fusedtune: no CUDA device: ");
+  ASSERT_EQ_INT(lines(R.out), 1);
+  /* without a command word, options go to tune: the same result */
+  ASSERT_EQ_INT(run("--db t.db --shape 128x256x512 --epilogue minsub"), 1);
+  ASSERT_CONTAINS(R.out, "fusedtune: no CUDA device: ");
+  ASSERT_EQ_INT(run("devices"), 1);
+  ASSERT_CONTAINS(R.out, "no CUDA device");
+  ASSERT_TRUE(access("t.db", F_OK) != 0);
+  /* variants needs no GPU */
+  ASSERT_EQ_INT(run("variants --shape 127x1000x999 --epilogue minsub"), 0);
+  ASSERT_CONTAINS(R.out, "variant(s)");
+}
+
+int main(void) {
+  cli = getenv("FT_CLI");
+  const char *tmp = getenv("FT_TEST_TMP");
+  if (!cli) RETURN_SKIP("FT_CLI is not set (run through ctest)");
+  snprintf(dir, sizeof dir, "%s/cli_%ld", tmp ? tmp : "/tmp", (long)getpid());
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", dir, dir);
+  if (system(cmd) != 0) RETURN_SKIP("cannot make a scratch folder");
+  test_help();
+  test_usage_errors();
+  test_epilogue_cmd();
+  test_database_commands();
+  test_no_device();
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (!ft_test_failures && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+  return FT_TEST_DONE();
+}
