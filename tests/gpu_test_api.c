@@ -1,0 +1,102 @@
+/* GPU: the public API end to end: ft_tune, ft_lookup, ft_plan_create (cubin from the cache),
+ * ft_plan_launch checked against the float64 reference, argument checks at launch; prints the
+ * lookup and plan-creation latencies recorded in docs/BENCHMARKS.md. */
+#include <time.h>
+#include <unistd.h>
+
+#include "compile.h"
+#include "ft_test.h"
+#include "verify.h"
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int main(void) {
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) RETURN_SKIP("no CUDA device");
+  char path[512];
+  const char *tmp = getenv("FT_TEST_TMP");
+  snprintf(path, sizeof path, "%s/gpu_api_%ld.db", tmp ? tmp : "/tmp", (long)getpid());
+  unlink(path);
+  ft_ctx *ctx = NULL;
+  ASSERT_OK(ft_open(path, FT_OPEN_CREATE, &ctx));
+  ft_problem p = {128, 1000, 1024, "biasrelu", FT_MATH_FP32};
+  ft_tune_options opt = FT_TUNE_OPTIONS_INIT;
+  opt.budget_s = 90;
+  opt.repeats = 20;
+  ft_config best;
+  ft_status st = ft_tune(ctx, &p, &opt, &best);
+  if (st != FT_OK) fprintf(stderr, "ft_tune: %s\n", ft_errmsg(ctx));
+  ASSERT_OK(st);
+
+  ft_config cfg;
+  ASSERT_OK(ft_lookup(ctx, &p, 0, &cfg));
+  ASSERT_EQ_INT(cfg.exact, 1);
+  ASSERT_EQ_STR(cfg.name, best.name);
+  const int N = 20000;
+  double t0 = now_s();
+  for (int i = 0; i < N; i++) ft_lookup(ctx, &p, 0, &cfg);
+  double lookup_us = (now_s() - t0) / N * 1e6;
+
+  ft_plan *plan = NULL;
+  t0 = now_s();
+  st = ft_plan_create(ctx, &p, &cfg, &plan);
+  double plan_ms = (now_s() - t0) * 1e3;
+  if (st != FT_OK) fprintf(stderr, "ft_plan_create: %s\n", ft_errmsg(ctx));
+  ASSERT_OK(st);
+
+  /* the same inputs and reference the tuner uses */
+  ft_err e;
+  ft_gpu *g = NULL;
+  ASSERT_OK(ft_gpu_open(0, &g, &e));
+  ft_epilogue *ep = NULL;
+  ASSERT_OK(ft_ep_parse(p.epilogue, &ep, &e));
+  ft_pdata *d = NULL;
+  ASSERT_OK(ft_pdata_create(g, (int)p.m, (int)p.n, (int)p.k, ep, 99, &d, &e));
+  ft_vec_arg vecs[1] = {{"bias", d->dvec[0]}};
+  ft_args args = {d->dX, d->dW, d->dY, vecs, 1, NULL, 0};
+  ASSERT_OK(ft_pdata_poison(d, 0, &e));
+  ASSERT_OK(ft_plan_launch(plan, &args, 0));
+  ASSERT_OK(cudaDeviceSynchronize());
+  ft_check chk;
+  ASSERT_OK(ft_pdata_check(d, &chk, &e));
+  ASSERT_EQ_INT(chk.bad, 0);
+  ASSERT_TRUE(chk.rel_err <= FT_TOL_FP32);
+  /* launch-time argument checks */
+  ft_args unbound = {d->dX, d->dW, d->dY, NULL, 0, NULL, 0};
+  ASSERT_EQ_INT(ft_plan_launch(plan, &unbound, 0), FT_ERR_INVALID_ARG);
+  ASSERT_CONTAINS(ft_errmsg(ctx), "bias");
+  ft_vec_arg wrong[1] = {{"scale", d->dvec[0]}};
+  ft_args unknown = {d->dX, d->dW, d->dY, wrong, 1, NULL, 0};
+  ASSERT_EQ_INT(ft_plan_launch(plan, &unknown, 0), FT_ERR_INVALID_ARG);
+  ft_args nul = {NULL, d->dW, d->dY, vecs, 1, NULL, 0};
+  ASSERT_EQ_INT(ft_plan_launch(plan, &nul, 0), FT_ERR_INVALID_ARG);
+
+  /* NVRTC cost the cache saves */
+  ft_variant v;
+  ft_kernel_src src;
+  ASSERT_OK(ft_variant_from_json(cfg.config, &v, &e));
+  ASSERT_OK(ft_codegen_variant(&v, ep, &src, &e));
+  void *cubin = NULL;
+  size_t size = 0;
+  char *log = NULL;
+  t0 = now_s();
+  ASSERT_OK(ft_compile_one(src.text, ft_gpu_arch(g), &cubin, &size, &log, &e));
+  double nvrtc_ms = (now_s() - t0) * 1e3;
+  free(cubin);
+  free(log);
+  ft_kernel_src_free(&src);
+  printf("BENCH ft_lookup warm: %.2f us/call; ft_plan_create (cached cubin): %.2f ms; NVRTC compile of the same "
+         "kernel: %.1f ms; best %s (%s) %.4f ms\n", lookup_us, plan_ms, nvrtc_ms, cfg.name, cfg.strategy,
+         cfg.median_ms);
+  ft_pdata_free(d);
+  ft_ep_free(ep);
+  ft_gpu_close(g);
+  ft_plan_destroy(plan);
+  ft_close(ctx);
+  unlink(path);
+  return FT_TEST_DONE();
+}

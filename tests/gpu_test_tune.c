@@ -1,0 +1,80 @@
+/* GPU: tune end to end on small problems; a deliberately wrong candidate (test hook) is caught
+ * and never chosen; a repeated tune compiles nothing and skips what it measured. */
+#include <unistd.h>
+
+#include "ft_test.h"
+#include "tuner.h"
+
+static ft_status tune(ft_db *db, ft_gpu *g, int64_t m, int64_t n, int64_t k, const char *epi, int retune,
+                      ft_tune_summary *s, ft_err *e) {
+  ft_tune_req req = {m, n, k, epi, FT_MATH_FP32, "exhaustive", 120, 20, retune, 0, 1, 7, 48};
+  return ft_tune_run(db, g, &req, s, e);
+}
+
+static int find_injected(const ft_tune_summary *s, const char *status) {
+  for (int i = 0; i < s->nentries; i++)
+    if (strstr(s->entries[i].variant, "injected_wrong") && !strcmp(s->entries[i].status, status)) return 1;
+  return 0;
+}
+
+int main(void) {
+  ft_err e;
+  ft__err_clear(&e);
+  ft_gpu *g = NULL;
+  ft_status st = ft_gpu_open(0, &g, &e);
+  if (st == FT_ERR_NO_DEVICE) RETURN_SKIP(e.msg);
+  ASSERT_OK(st);
+  char path[512];
+  const char *tmp = getenv("FT_TEST_TMP");
+  snprintf(path, sizeof path, "%s/gpu_tune_%ld.db", tmp ? tmp : "/tmp", (long)getpid());
+  unlink(path);
+  ft_db *db = NULL;
+  ASSERT_OK(ft_db_open(path, FT_DB_CREATE, &db, &e));
+
+  setenv(FT_TEST_INJECT_ENV, "1", 1);
+  ft_tune_summary s;
+  st = tune(db, g, 129, 257, 515, "minsub", 0, &s, &e);
+  if (st != FT_OK) fprintf(stderr, "tune: %s\n", e.msg);
+  ASSERT_OK(st);
+  ASSERT_TRUE(s.has_best);
+  ASSERT_TRUE(s.eager_ms > 0);
+  ASSERT_TRUE(s.n_ok > 0);
+  ASSERT_TRUE(find_injected(&s, "wrong_result"));
+  ASSERT_TRUE(strstr(s.best.variant, "injected") == NULL);
+  ASSERT_TRUE(!strcmp(s.best.strategy, "fused") || !strcmp(s.best.strategy, "cublas+epilogue"));
+  fprintf(stderr, "first tune: %d candidates, %d ok, %d wrong, %d compile errors, compiled %d in %.1fs, total %.1fs; "
+          "best %s %.4f ms (eager %.4f ms)\n", s.n_candidates, s.n_ok, s.n_wrong, s.n_compile_error, s.n_compiled,
+          s.compile_s, s.total_s, s.best.variant, s.best.median_ms, s.eager_ms);
+  ASSERT_EQ_INT(s.n_wrong, 1); /* only the planted one */
+  ft_tune_summary_free(&s);
+  unsetenv(FT_TEST_INJECT_ENV);
+
+  /* again: every candidate known, nothing compiled */
+  st = tune(db, g, 129, 257, 515, "minsub", 0, &s, &e);
+  ASSERT_OK(st);
+  ASSERT_EQ_INT(s.n_compiled, 0);
+  ASSERT_TRUE(s.n_skipped_known > 0);
+  ft_tune_summary_free(&s);
+  /* --retune: measured again, cubins from the cache */
+  st = tune(db, g, 129, 257, 515, "minsub", 1, &s, &e);
+  ASSERT_OK(st);
+  ASSERT_EQ_INT(s.n_compiled, 0);
+  ASSERT_TRUE(s.n_cached > 0);
+  fprintf(stderr, "retune: %d from cache, total %.1fs\n", s.n_cached, s.total_s);
+  ft_tune_summary_free(&s);
+
+  /* other epilogues and a tiny shape */
+  const char *epis[] = {"biasrelu", "x + 2*sigmoid(x)", "gelu(x + bias)"};
+  for (size_t i = 0; i < sizeof epis / sizeof epis[0]; i++) {
+    st = tune(db, g, 17, 33, 65, epis[i], 0, &s, &e);
+    if (st != FT_OK) fprintf(stderr, "tune %s: %s\n", epis[i], e.msg);
+    ASSERT_OK(st);
+    ASSERT_TRUE(s.has_best);
+    ASSERT_EQ_INT(s.n_wrong, 0);
+    ft_tune_summary_free(&s);
+  }
+  ft_db_close(db);
+  ft_gpu_close(g);
+  unlink(path);
+  return FT_TEST_DONE();
+}
