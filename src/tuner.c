@@ -315,6 +315,13 @@ static void shuffle(cand *c, int n, uint64_t seed) {
   }
 }
 
+static ft_status check_stop(const tuner *t, ft_err *err) {
+  if (t->req->stop && *t->req->stop)
+    return ft__fail(err, FT_ERR_INTERRUPTED, "interrupted: %d result(s) of this run are stored; run the same tune "
+                    "again to continue where it stopped", t->sum->nentries);
+  return FT_OK;
+}
+
 static int cmp_quick(const void *a, const void *b) {
   double x = ((const cand *)a)->quick_ms, y = ((const cand *)b)->quick_ms;
   return (x > y) - (x < y);
@@ -335,6 +342,7 @@ static ft_status search(tuner *t, ft_err *err) {
       t->sum->budget_exhausted = 1;
       break;
     }
+    FT_TRY(check_stop(t, err));
     FT_TRY(measure(t, c, halving ? 5 : t->req->repeats, !halving, err));
     progress(t, ++done, todo, halving ? "screening" : "tuning");
   }
@@ -349,6 +357,7 @@ static ft_status search(tuner *t, ft_err *err) {
   for (int i = 0; i < t->nc; i++) {
     cand *c = &t->c[i];
     if (c->known || c->quick_ms == 0) continue; /* never screened: out of budget */
+    FT_TRY(check_stop(t, err));
     int full = i < keep && !over_budget(t);
     FT_TRY(measure(t, c, full ? t->req->repeats : 5, 1, err));
     progress(t, ++done, total, "timing");
@@ -442,7 +451,10 @@ ft_status ft_tune_run(ft_db *db, ft_gpu *g, const ft_tune_req *req, ft_tune_summ
   if (st == FT_OK) st = tune_body(&t, err);
   if (t.run_id) {
     ft_err e2;
-    ft_db_end_run(db, t.run_id, st == FT_OK ? (out->budget_exhausted ? "budget" : "complete") : "error", &e2);
+    ft_db_end_run(db, t.run_id,
+                  st == FT_OK ? (out->budget_exhausted ? "budget" : "complete")
+                              : st == FT_ERR_INTERRUPTED ? "interrupted" : "error",
+                  &e2);
   }
   if (st == FT_OK && t.device_id && t.problem_id) {
     ft_problem_key key;

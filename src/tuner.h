@@ -18,6 +18,7 @@ typedef struct ft_tune_req {
   int progress;         /* 0 none, 1 plain lines, 2 terminal bar (stderr) */
   uint64_t seed;
   int max_candidates;   /* 0 = no limit (tests use small limits) */
+  volatile int *stop;   /* set nonzero (e.g. from a SIGINT handler) to end after the candidate in flight */
 } ft_tune_req;
 
 #define FT_TUNE_DEFAULT_BUDGET_S 150.0

@@ -1,5 +1,6 @@
 /* GPU-side commands: tune, devices; and the GPU-free inspection commands variants, epilogue. */
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -169,6 +170,13 @@ static void print_summary_json(const ft_tune_summary *s) {
   printf("]}\n");
 }
 
+static volatile int interrupted;
+
+static void on_sigint(int sig) {
+  (void)sig;
+  interrupted = 1;
+}
+
 int cmd_tune(cli *c, int argc, char **argv) {
   for (int i = 0; i < argc; i++)
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return fputs(tune_help, stdout), 0;
@@ -197,6 +205,13 @@ int cmd_tune(cli *c, int argc, char **argv) {
     ft_gpu_close(g);
     return fail_err(&err);
   }
+  /* Ctrl-C ends the tune after the candidate in flight; everything measured is already stored. */
+  t.req.stop = &interrupted;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigint;
+  sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends the process at once */
+  sigaction(SIGINT, &sa, NULL);
   ft_tune_summary s;
   ft_status st = ft_tune_run(db, g, &t.req, &s, &err);
   if (st == FT_OK) {
