@@ -52,7 +52,7 @@ static void test_help(void) {
   ASSERT_CONTAINS(R.out, "MxNxK");
   ASSERT_EQ_INT(run("--version"), 0);
   ASSERT_CONTAINS(R.out, "fusedtune 0.");
-  const char *cmds[] = {"tune", "query", "list", "export", "import", "init", "variants", "epilogue", "devices"};
+  const char *cmds[] = {"tune", "query", "list", "export", "import", "init", "variants", "epilogue", "devices", "bench"};
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
     char a[64];
     snprintf(a, sizeof a, "%s --help", cmds[i]);

@@ -54,5 +54,6 @@ int cmd_tune(cli *c, int argc, char **argv);
 int cmd_devices(cli *c, int argc, char **argv);
 int cmd_variants(cli *c, int argc, char **argv);
 int cmd_epilogue(cli *c, int argc, char **argv);
+int cmd_bench(cli *c, int argc, char **argv);
 
 #endif

@@ -21,6 +21,7 @@ static const char *usage_text =
     "  variants   list (and optionally compile) the kernel variants for a problem\n"
     "  epilogue   parse an epilogue expression: canonical form, parameters, CUDA code\n"
     "  devices    list the visible CUDA devices\n"
+    "  bench      time the stored best beside the cuBLAS baselines and print the ratios\n"
     "\n"
     "global options:\n"
     "  --db PATH      database file (default: $FUSEDTUNE_DB, else ./fusedtune.db)\n"
@@ -38,7 +39,7 @@ typedef struct command {
 static const command commands[] = {
     {"tune", cmd_tune},         {"query", cmd_query},       {"list", cmd_list},
     {"export", cmd_export},     {"import", cmd_import},     {"init", cmd_init},
-    {"variants", cmd_variants}, {"epilogue", cmd_epilogue}, {"devices", cmd_devices},
+    {"variants", cmd_variants}, {"epilogue", cmd_epilogue}, {"devices", cmd_devices},    {"bench", cmd_bench},
 };
 
 int main(int argc, char **argv) {

@@ -1,0 +1,185 @@
+/* bench: times, in one run, the eager-style baseline, cuBLAS GEMM alone, cuBLAS SGEMM 8192^3
+ * (the library's own FFMA peak on this GPU) and the stored best, and prints the ratios. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "baseline.h"
+#include "bench.h"
+#include "cli.h"
+#include "compile.h"
+
+typedef struct best_call {
+  ft_gpu *g;
+  ft_pdata *d;
+  ft_variant v;
+  ft_launch_geom geom;
+  ft_loaded l;
+  float *ws;
+} best_call;
+
+static ft_status enqueue_best(void *user, cudaStream_t s, ft_err *err) {
+  best_call *b = user;
+  ft_pdata *d = b->d;
+  if (b->v.kind == FT_VK_EPILOGUE) FT_TRY(ft_cublas_sgemm(b->g, d->dX, d->dW, d->dY, d->m, d->n, d->k, s, err));
+  return ft_variant_launch(&b->l, &b->v, &b->geom, d->dX, d->dW, d->dY, b->ws, d->m, d->n, d->k, &d->args, s, err);
+}
+
+typedef struct bl_call {
+  ft_baselines *bl;
+  ft_baseline_kind kind;
+} bl_call;
+
+static ft_status enqueue_bl(void *user, cudaStream_t s, ft_err *err) {
+  bl_call *c = user;
+  return ft_baseline_enqueue(c->bl, c->kind, s, err);
+}
+
+static ft_status load_best(ft_db *db, ft_gpu *g, const ft_epilogue *ep, const ft_best *best, best_call *b,
+                           ft_err *err) {
+  FT_TRY(ft_variant_from_json(best->config_json, &b->v, err));
+  ft_variant_geometry(&b->v, b->d->m, b->d->n, b->d->k, &b->geom);
+  ft_kernel_src src;
+  FT_TRY(ft_codegen_variant(&b->v, ep, &src, err));
+  ft_compile_job job = {src.text, src.hash, NULL, 0, 0, FT_OK, NULL};
+  ft_status st = ft_compile_many(db, ft_gpu_arch(g), &job, 1, 1, err);
+  if (st == FT_OK && job.status != FT_OK) st = ft__fail(err, FT_ERR_COMPILE, "best config does not compile: %.500s", job.log ? job.log : "");
+  if (st == FT_OK) st = ft_loaded_init(&b->l, job.cubin, job.cubin_size, src.kernel, src.reduce, err);
+  if (st == FT_OK && b->geom.workspace_bytes) {
+    cudaError_t e = cudaMalloc((void **)&b->ws, b->geom.workspace_bytes);
+    if (e != cudaSuccess) st = ft_cuda_fail(err, e, "workspace");
+  }
+  ft_compile_job_clear(&job);
+  ft_kernel_src_free(&src);
+  return st;
+}
+
+static ft_status time_peak(ft_gpu *g, ft_bench *bench, const ft_bench_opts *o, ft_timing *t, ft_err *err) {
+  ft_epilogue *none = NULL;
+  FT_TRY(ft_ep_parse("none", &none, err));
+  ft_pdata *d = NULL;
+  ft_status st = ft_pdata_create(g, 8192, 8192, 8192, none, 1, &d, err);
+  ft_baselines *bl = NULL;
+  if (st == FT_OK) st = ft_baselines_create(g, NULL, none, d, &bl, err);
+  bl_call c = {bl, FT_BL_CUBLAS_GEMM};
+  if (st == FT_OK) st = ft_bench_run(bench, enqueue_bl, &c, o, t, err);
+  ft_baselines_free(bl);
+  ft_pdata_free(d);
+  ft_ep_free(none);
+  return st;
+}
+
+static int parse_bench_args(int argc, char **argv, const char **shape, const char **epi, int *repeats) {
+  opt_iter it = {argc, argv, 0, "bench"};
+  const char *a;
+  int pos;
+  while ((a = opt_next(&it, &pos))) {
+    size_t nl = strcspn(a, "=");
+    long l;
+    if (pos) return usage_error("bench", "unexpected argument '%s'", a);
+    if (nl == 7 && !strncmp(a, "--shape", 7)) {
+      if (!(*shape = opt_value(&it, a))) return EXIT_USAGE;
+    } else if (nl == 10 && !strncmp(a, "--epilogue", 10)) {
+      if (!(*epi = opt_value(&it, a))) return EXIT_USAGE;
+    } else if (nl == 9 && !strncmp(a, "--repeats", 9)) {
+      const char *v = opt_value(&it, a);
+      if (!v) return EXIT_USAGE;
+      if (!parse_int(v, 20, 1000, &l)) return usage_error("bench", "--repeats '%s' must be an integer in 20..1000", v);
+      *repeats = (int)l;
+    } else {
+      return usage_error("bench", "unknown option '%s'", a);
+    }
+  }
+  return 0;
+}
+
+int cmd_bench(cli *c, int argc, char **argv) {
+  for (int i = 0; i < argc; i++)
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+      return fputs("usage: fusedtune [--db PATH] bench --shape MxNxK --epilogue E [--repeats N]\n"
+                   "Times in one run: the eager-style baseline, cuBLAS GEMM alone, cuBLAS SGEMM 8192^3 (this GPU's\n"
+                   "cuBLAS FFMA peak) and the best configuration stored for the problem, and prints the ratios.\n"
+                   "Tune the problem first.\n", stdout), 0;
+  const char *shape = NULL, *epi = "none";
+  int repeats = 50;
+  int rc = parse_bench_args(argc, argv, &shape, &epi, &repeats);
+  if (rc) return rc;
+  if (!shape) return usage_error("bench", "--shape MxNxK is required");
+  ft_problem_key key;
+  memset(&key, 0, sizeof key);
+  char why[256];
+  if (!parse_shape(shape, &key.m, &key.n, &key.k, why, sizeof why)) return usage_error("bench", "%s", why);
+  ft_err err;
+  ft__err_clear(&err);
+  ft_epilogue *ep = NULL;
+  if (ft_ep_parse(epi, &ep, &err) != FT_OK) return fail_err(&err);
+  snprintf(key.layout, sizeof key.layout, "xrow_wrow");
+  snprintf(key.math, sizeof key.math, "fp32");
+  snprintf(key.epilogue, sizeof key.epilogue, "%s", ft_ep_canonical(ep));
+  snprintf(key.epilogue_hash, sizeof key.epilogue_hash, "%s", ft_ep_hash(ep));
+
+  ft_gpu *g = NULL;
+  ft_db *db = NULL;
+  ft_bench *bench = NULL;
+  ft_baselines *bl = NULL;
+  best_call b;
+  memset(&b, 0, sizeof b);
+  ft_best best;
+  ft_device_info dev;
+  int64_t dev_id = 0;
+  ft_timing t_eager, t_gemm, t_best, t_peak;
+  ft_check chk = {0, 0, 0};
+  ft_bench_opts o = {3, repeats, 0, 0};
+  ft_status st = ft_gpu_open(0, &g, &err);
+  if (st == FT_OK) st = cli_open_db(c, 0, &db, &err);
+  if (st == FT_OK) st = ft_db_find_device(db, ft_gpu_info(g)->fingerprint, NULL, &dev, &dev_id, &err);
+  if (st == FT_OK) st = ft_db_best(db, dev_id, &key, &best, &err);
+  if (st == FT_ERR_NOT_FOUND) {
+    fprintf(stderr, "fusedtune: nothing tuned for %s, epilogue '%s' on this GPU: run 'fusedtune tune' first\n", shape,
+            key.epilogue);
+    rc = EXIT_NOT_TUNED;
+    goto done;
+  }
+  if (st == FT_OK) st = ft_pdata_create(g, (int)key.m, (int)key.n, (int)key.k, ep, 0, &b.d, &err);
+  b.g = g;
+  if (st == FT_OK) st = ft_bench_create(&bench, &err);
+  if (st == FT_OK) st = ft_baselines_create(g, db, ep, b.d, &bl, &err);
+  if (st == FT_OK) st = load_best(db, g, ep, &best, &b, &err);
+  if (st == FT_OK) st = ft_pdata_poison(b.d, ft_bench_stream(bench), &err);
+  if (st == FT_OK) st = enqueue_best(&b, ft_bench_stream(bench), &err);
+  if (st == FT_OK && cudaStreamSynchronize(ft_bench_stream(bench)) != cudaSuccess) st = ft__fail(&err, FT_ERR_CUDA, "best config failed to run");
+  if (st == FT_OK) st = ft_pdata_check(b.d, &chk, &err);
+  bl_call ce = {bl, FT_BL_EAGER}, cg = {bl, FT_BL_CUBLAS_GEMM};
+  /* Interleave the measured strategies so drift of the shared machine hits them alike. */
+  if (st == FT_OK) st = ft_bench_run(bench, enqueue_bl, &ce, &o, &t_eager, &err);
+  if (st == FT_OK) st = ft_bench_run(bench, enqueue_bl, &cg, &o, &t_gemm, &err);
+  if (st == FT_OK) st = ft_bench_run(bench, enqueue_best, &b, &o, &t_best, &err);
+  if (st == FT_OK) st = time_peak(g, bench, &o, &t_peak, &err);
+  if (st != FT_OK) {
+    rc = fail_err(&err);
+    goto done;
+  }
+  double fl = 2.0 * (double)key.m * (double)key.n * (double)key.k, fp = 2.0 * 8192.0 * 8192.0 * 8192.0;
+  printf("%s  %s  epilogue %s  fp32, medians of %d\n", ft_gpu_info(g)->name, shape, key.epilogue, repeats);
+  printf("  %-40s %10s %9s %12s\n", "strategy", "median_ms", "TFLOP/s", "eager/this");
+  printf("  %-40s %10.4f %9.1f %12s\n", "eager-style (cuBLAS + per-op kernels)", t_eager.median_ms,
+         fl / t_eager.median_ms / 1e9, "1.000x");
+  printf("  %-40s %10.4f %9.1f %11.3fx\n", "cuBLAS GEMM alone (no epilogue)", t_gemm.median_ms, fl / t_gemm.median_ms / 1e9,
+         t_eager.median_ms / t_gemm.median_ms);
+  printf("  %-40.40s %10.4f %9.1f %11.3fx\n", best.variant, t_best.median_ms, fl / t_best.median_ms / 1e9,
+         t_eager.median_ms / t_best.median_ms);
+  printf("  %-40s %10.4f %9.1f\n", "cuBLAS SGEMM 8192^3 (peak reference)", t_peak.median_ms, fp / t_peak.median_ms / 1e9);
+  printf("best vs cuBLAS GEMM alone: %.3fx; best reaches %.0f%% of cuBLAS's 8192^3 rate; rel_err %.2e (%s)\n",
+         t_gemm.median_ms / t_best.median_ms, 100.0 * (fl / t_best.median_ms) / (fp / t_peak.median_ms), chk.rel_err,
+         chk.bad == 0 && chk.rel_err <= FT_TOL_FP32 ? "within 1e-5" : "OUT OF TOLERANCE");
+  rc = chk.bad == 0 && chk.rel_err <= FT_TOL_FP32 ? 0 : 1;
+done:
+  ft_loaded_free(&b.l);
+  cudaFree(b.ws);
+  ft_baselines_free(bl);
+  ft_bench_free(bench);
+  ft_pdata_free(b.d);
+  ft_db_close(db);
+  ft_gpu_close(g);
+  ft_ep_free(ep);
+  return rc;
+}
