@@ -1,1 +1,46 @@
-// placeholder
+/* Device functions of the epilogue language (docs/EPILOGUE.md gives the definitions; the host
+ * evaluator in src/epilogue.c computes the same ones in double). Self-contained: codegen
+ * concatenates this text before the kernel, and NVRTC provides the CUDA math functions.
+ * Precise math only (erfcf, expf, expm1f, log1pf, tanhf); the forms chosen avoid cancellation
+ * so fp32 results stay within a few ulp of the float64 reference. */
+#ifndef FT_MATH_CUH
+#define FT_MATH_CUH
+
+/* min/max propagate a NaN from either operand, like torch.minimum/maximum (fminf would drop it). */
+__device__ __forceinline__ float ft_min(float a, float b) { return (a < b || a != a) ? a : b; }
+__device__ __forceinline__ float ft_max(float a, float b) { return (a > b || a != a) ? a : b; }
+
+__device__ __forceinline__ float ft_relu(float x) { return ft_max(x, 0.0f); }
+
+__device__ __forceinline__ float ft_leaky_relu(float x, float slope) { return x > 0.0f ? x : x * slope; }
+
+/* torch.clamp order: max with lo first, then min with hi. hardtanh(x, lo, hi) is the same. */
+__device__ __forceinline__ float ft_clamp(float x, float lo, float hi) { return ft_min(ft_max(x, lo), hi); }
+
+/* gelu(x) = 0.5 x (1 + erf(x / sqrt 2)); erfc(-t) = 1 + erf(t) without cancellation for x < 0. */
+__device__ __forceinline__ float ft_gelu(float x) { return 0.5f * x * erfcf(-x * 0.707106781186547524f); }
+
+/* gelu_tanh(x) = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3); 0.5 (1 + tanh(u)) equals
+ * 1 / (1 + exp(-2u)), which keeps full relative precision for negative x. */
+__device__ __forceinline__ float ft_gelu_tanh(float x) {
+  float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+  return x / (1.0f + expf(-2.0f * u));
+}
+
+__device__ __forceinline__ float ft_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+__device__ __forceinline__ float ft_silu(float x) { return x / (1.0f + expf(-x)); }
+__device__ __forceinline__ float ft_tanh(float x) { return tanhf(x); }
+
+/* torch.nn.functional.softplus defaults: beta = 1, threshold = 20. */
+__device__ __forceinline__ float ft_softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+__device__ __forceinline__ float ft_mish(float x) { return x * tanhf(ft_softplus(x)); }
+
+/* alpha = 1; expm1 keeps precision near zero. */
+__device__ __forceinline__ float ft_elu(float x) { return x > 0.0f ? x : expm1f(x); }
+
+__device__ __forceinline__ float ft_abs(float x) { return fabsf(x); }
+__device__ __forceinline__ float ft_exp(float x) { return expf(x); }
+__device__ __forceinline__ float ft_log(float x) { return logf(x); }
+__device__ __forceinline__ float ft_sqrt(float x) { return sqrtf(x); }
+
+#endif /* FT_MATH_CUH */

@@ -404,8 +404,11 @@ static ft_status enumerate_all(tuner *t, ft_err *err) {
   }
   const char *inject = getenv(FT_TEST_INJECT_ENV);
   if (inject && inject[0] == '1' && n_gemm > 0) {
+    /* Scale the expression, keeping its `where` declarations outside the parentheses. */
     char text[FT_EP_MAX_TEXT + 64];
-    snprintf(text, sizeof text, "(%s) * 1.01", ft_ep_canonical(t->ep));
+    const char *canon = ft_ep_canonical(t->ep), *w = strstr(canon, " where ");
+    int len = w ? (int)(w - canon) : (int)strlen(canon);
+    snprintf(text, sizeof text, "(%.*s) * 1.01%s", len, canon, w ? w : "");
     FT_TRY(ft_ep_parse(text, &t->wrong_ep, err));
     cand *c = &t->c[t->nc++];
     *c = t->c[0];

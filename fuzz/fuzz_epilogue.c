@@ -1,0 +1,89 @@
+/* libFuzzer target for the epilogue parser. On every accepted input: the canonical text parses
+ * back to itself (same hash, same parameters, same CUDA text, same values), the CUDA text holds
+ * only characters the emitter writes, the eager plan builds. Any violation aborts. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "epilogue.h"
+
+static void fail(const char *what, const char *text) {
+  fprintf(stderr, "fuzz_epilogue: %s\ninput: %s\n", what, text);
+  abort();
+}
+
+static int cuda_chars_ok(const char *s) {
+  for (; *s; s++)
+    if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+-*/(), []", *s)) return 0;
+  return 1;
+}
+
+/* Same value, NaN equal to NaN. */
+static int same_value(double a, double b) { return (isnan(a) && isnan(b)) || a == b; }
+
+static void check_params(const ft_epilogue *a, const ft_epilogue *b, const char *text) {
+  if (ft_ep_param_count(a) != ft_ep_param_count(b)) fail("parameter count changed", text);
+  for (int i = 0; i < ft_ep_param_count(a); i++) {
+    const ft_ep_param *p = ft_ep_param_at(a, i), *q = ft_ep_param_at(b, i);
+    if (!p || !q || strcmp(p->name, q->name) != 0 || p->kind != q->kind || p->has_default != q->has_default ||
+        (p->has_default && !same_value(p->def, q->def)))
+      fail("parameters changed", text);
+  }
+}
+
+static void check_values(const ft_epilogue *a, const ft_epilogue *b, const char *text) {
+  static const double xs[] = {0.0, 1.0, -1.5, 3.25, -20.0, 1e-3};
+  double vals[FT_EP_MAX_PARAMS];
+  for (int i = 0; i < FT_EP_MAX_PARAMS; i++) vals[i] = 0.5 + i;
+  for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++)
+    if (!same_value(ft_ep_eval(a, xs[i], vals), ft_ep_eval(b, xs[i], vals)))
+      fail("canonical text evaluates differently", text);
+}
+
+static void check_round_trip(const ft_epilogue *ep, const char *text) {
+  ft_epilogue *again = NULL;
+  ft_err err;
+  if (ft_ep_parse(ft_ep_canonical(ep), &again, &err) != FT_OK) fail(err.msg, ft_ep_canonical(ep));
+  if (strcmp(ft_ep_canonical(ep), ft_ep_canonical(again)) != 0) fail("canonical text not stable", text);
+  if (strcmp(ft_ep_hash(ep), ft_ep_hash(again)) != 0) fail("hash not stable", text);
+  if (strcmp(ft_ep_cuda(ep), ft_ep_cuda(again)) != 0) fail("CUDA text not stable", text);
+  check_params(ep, again, text);
+  check_values(ep, again, text);
+  ft_ep_free(again);
+}
+
+static void check_eager(const ft_epilogue *ep, const char *text) {
+  static ft_ep_eager plan;
+  ft_err err;
+  ft_status s = ft_ep_eager_plan(ep, &plan, &err);
+  if (s == FT_ERR_UNSUPPORTED) return; /* too many passes or a very long step */
+  if (s != FT_OK) fail(err.msg, text);
+  for (int i = 0; i < plan.nsteps; i++) {
+    const ft_ep_step *st = &plan.steps[i];
+    if (st->nin < 1 || st->nin > 3 || !cuda_chars_ok(st->expr)) fail("bad eager step", text);
+    for (int j = 0; j < st->nin; j++)
+      if (st->in[j] < 0 || st->in[j] > i) fail("eager step reads a later buffer", text);
+  }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  char *text = malloc(size + 1);
+  if (!text) return 0;
+  memcpy(text, data, size);
+  text[size] = '\0';
+  ft_epilogue *ep = NULL;
+  ft_err err;
+  ft_status s = ft_ep_parse(text, &ep, &err);
+  if (s == FT_OK) {
+    if (!cuda_chars_ok(ft_ep_cuda(ep)) || strstr(ft_ep_cuda(ep), "--")) fail("unexpected CUDA text", text);
+    check_round_trip(ep, text);
+    check_eager(ep, text);
+    ft_ep_free(ep);
+  } else if (ep != NULL || s != FT_ERR_PARSE || strncmp(err.msg, "epilogue: col ", 14) != 0) {
+    fail("a failed parse must be FT_ERR_PARSE with a column", text);
+  }
+  free(text);
+  return 0;
+}
