@@ -396,7 +396,7 @@ ft_status ft_tune(ft_ctx *ctx, const ft_problem *p, const ft_tune_options *opt, 
   ft_tune_req req = {p->m, p->n, p->k, p->epilogue, p->math, search,
                      opt->budget_s > 0 ? opt->budget_s : FT_TUNE_DEFAULT_BUDGET_S,
                      opt->repeats ? opt->repeats : FT_TUNE_DEFAULT_REPEATS, opt->retune, opt->flush_l2,
-                     opt->quiet ? 0 : 1, opt->seed, 0};
+                     opt->quiet ? 0 : 1, opt->seed, 0, NULL};
   ft_tune_summary sum;
   ft_status s = ft_tune_run(ctx->db, ctx->gpu, &req, &sum, &ctx->err);
   if (s == FT_OK && !sum.has_best) s = fail(ctx, FT_ERR_NOT_FOUND, "no candidate was correct; nothing to choose");

@@ -19,9 +19,15 @@ int ft_db_schema_version(void);
  * exist") and nothing is created. A file that is not SQLite or not a fusedtune database ->
  * FT_ERR_DB; a newer user_version -> FT_ERR_VERSION, file untouched. A writable open migrates
  * older schemas forward. WAL mode and a busy timeout are set so concurrent writers wait instead
- * of failing. */
+ * of failing. ":memory:" opens a private in-memory database (tests, fuzzing).
+ * FT_DB_READONLY on a WAL database whose directory is not writable (no -shm can be made) falls
+ * back to reading the file as immutable when its -wal is empty, and refuses otherwise. */
 ft_status ft_db_open(const char *path, unsigned flags, ft_db **out, ft_err *err);
 void ft_db_close(ft_db *db); /* NULL is a no-op */
+
+/* 1 when db was opened with FT_DB_READONLY (every write function then fails with FT_ERR_DB
+ * without touching the file), else 0. NULL counts as read-only. */
+int ft_db_readonly(const ft_db *db);
 
 /* The device: fingerprint identifies the silicon; the rest are validators stored with it. */
 typedef struct ft_device_info {
@@ -100,7 +106,9 @@ ft_status ft_db_best(ft_db *db, int64_t device_id, const ft_problem_key *key, ft
 typedef int (*ft_best_cb)(void *user, const ft_best *b);
 ft_status ft_db_each_best_for_epilogue(ft_db *db, int64_t device_id, const char *epilogue_hash,
                                        const char *math, ft_best_cb cb, void *user, ft_err *err);
-/* Every (device, problem) best in the database, ordered by device, then m, n, k. */
+/* Every (device, problem) best in the database, ordered by device fingerprint, then m, n, k.
+ * The callbacks may call other ft_db functions but not ft_db_each_best* again (the iteration
+ * statement is shared). */
 ft_status ft_db_each_best(ft_db *db, ft_best_cb cb, void *user, ft_err *err);
 
 /* Whether results already exist for (device, problem, source_hash, config_json, strategy);
@@ -123,5 +131,15 @@ ft_status ft_db_export_csv(ft_db *db, FILE *out, ft_err *err);
  * once), every measurement kept. A malformed file -> FT_ERR_FORMAT naming the place
  * ("import: results[3].median_ms: expected a number"), database unchanged. */
 ft_status ft_db_import_json(ft_db *db, const char *text, size_t len, ft_err *err);
+
+/* Rows an import added (those already present are not counted) and rows the file held. */
+typedef struct ft_import_stats {
+  int64_t devices, problems, runs, results, cubins;             /* added */
+  int64_t devices_in, problems_in, runs_in, results_in, cubins_in; /* in the file */
+} ft_import_stats;
+
+/* ft_db_import_json that also reports what was added; stats may be NULL. */
+ft_status ft_db_import_json_stats(ft_db *db, const char *text, size_t len, ft_import_stats *stats,
+                                  ft_err *err);
 
 #endif

@@ -584,7 +584,7 @@ static ft_status parse_decl(parser *p) {
   ft_param_kind kind = FT_PARAM_SCALAR;
   int keyword = 0, has_default = 0;
   double def = 0.0;
-  token name;
+  token name = {0};
   FT_TRY(parse_decl_head(p, &kind, &keyword, &name));
   if (p->tok.kind == T_EQ && kind == FT_PARAM_SCALAR) {
     FT_TRY(next_token(p));

@@ -5,6 +5,7 @@
 
 #include "api_internal.h"
 #include "codegen.h"
+#include "device.h"
 #include "ft_test.h"
 
 static char path[512];

@@ -9,7 +9,7 @@
 #include "ft_test.h"
 
 static const char *cli;
-static char dir[512];
+static char dir[400];
 
 typedef struct run_result {
   int code;
@@ -20,7 +20,7 @@ static run_result R;
 
 /* Runs `fusedtune ARGS` through the shell with stderr merged; fmt builds ARGS. */
 static int run(const char *args) {
-  char cmd[4096];
+  char cmd[8192];
   snprintf(cmd, sizeof cmd, "cd '%s' && env -u FUSEDTUNE_DB '%s' %s 2>&1", dir, cli, args);
   FILE *p = popen(cmd, "r");
   if (!p) return -1;

@@ -1,0 +1,72 @@
+/* Shared between db.c (connection, schema, records) and db_export.c (export/import). Not part
+ * of the interface other modules use: that is db.h. */
+#ifndef FT_DB_INTERNAL_H
+#define FT_DB_INTERNAL_H
+
+#include <sqlite3.h>
+
+#include "db.h"
+
+/* Statements prepared once per connection and kept: the lookup path must not re-parse SQL. */
+typedef enum ft_db_stmt_id {
+  FT_ST_BEGIN,
+  FT_ST_COMMIT,
+  FT_ST_ROLLBACK,
+  FT_ST_DEVICE_UPSERT,
+  FT_ST_DEVICE_ID,
+  FT_ST_DEVICE_BY_FP,
+  FT_ST_DEVICE_BY_NAME,
+  FT_ST_PROBLEM_INSERT,
+  FT_ST_PROBLEM_ID,
+  FT_ST_RUN_INSERT,
+  FT_ST_RUN_END,
+  FT_ST_RESULT_INSERT,
+  FT_ST_BEST,
+  FT_ST_EAGER,
+  FT_ST_EACH_BEST_EPI,
+  FT_ST_EACH_BEST,
+  FT_ST_HAS_RESULT,
+  FT_ST_CUBIN_GET,
+  FT_ST_CUBIN_PUT,
+  FT_ST_COUNT
+} ft_db_stmt_id;
+
+struct ft_db {
+  sqlite3 *h;
+  char *path;    /* as given, for messages */
+  int readonly;  /* FT_DB_READONLY: query_only is set as well */
+  int immutable; /* opened with ?immutable=1 (read-only WAL database in a read-only place) */
+  sqlite3_stmt *stmt[FT_ST_COUNT];
+};
+
+/* The cached statement id, prepared on first use; bindings cleared. Callers sqlite3_reset() it
+ * when done so no read transaction stays open. NULL (err filled) on failure. */
+sqlite3_stmt *ft__db_stmt(ft_db *db, ft_db_stmt_id id, ft_err *err);
+
+/* Records "database PATH: DOING: <sqlite message>" with a status mapped from rc. */
+ft_status ft__db_error(ft_db *db, ft_err *err, int rc, const char *doing);
+
+/* Write transactions: BEGIN IMMEDIATE takes the write lock up front (waiting up to the busy
+ * timeout), so a concurrent writer makes us wait instead of failing halfway. ft__db_finish
+ * commits when s is FT_OK and rolls back otherwise, returning the final status. */
+ft_status ft__db_begin_write(ft_db *db, const char *doing, ft_err *err);
+ft_status ft__db_finish(ft_db *db, ft_status s, const char *doing, ft_err *err);
+
+/* A fresh random RFC 4122 version-4 uuid, lowercase, from /dev/urandom (never from a PRNG state
+ * that fork() could have duplicated). */
+void ft__db_uuid(char out[37]);
+
+/* Applies the migration steps to db in one write transaction. steps[i] takes user_version i + 1
+ * to i + 2; the steps from the database's current version up to n_steps + 1 run, nothing else.
+ * ft_db_open calls it with the built-in list; tests pass their own to exercise the runner. */
+ft_status ft__db_migrate(ft_db *db, const char *const *steps, int n_steps, ft_err *err);
+
+#define FT_DB_MESSAGE_MAX (1 << 20) /* longest message / options text, bytes */
+#define FT_DB_APPLICATION_ID 1179931982 /* 'FTUN' */
+#define FT_DB_NOW "strftime('%Y-%m-%dT%H:%M:%fZ','now')"
+/* The rule that makes a result a candidate for best; kept textually identical to the partial
+ * index results_best and the view in db/schema.sql so SQLite uses the index. */
+#define FT_DB_BEST_WHERE \
+  "status = 'ok' AND strategy IN ('fused', 'cublas+epilogue') AND median_ms IS NOT NULL"
+
+#endif
