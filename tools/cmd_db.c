@@ -156,8 +156,11 @@ int cmd_query(cli *c, int argc, char **argv) {
   ft_device_info dev;
   int64_t device_id = 0;
   ft_best b;
-  ft_status st = cli_open_db(c, 0, &db, &err);
-  if (st == FT_OK && !devname) st = ft_gpu_open(0, &g, &err);
+  if (cli_open_db(c, 0, &db, &err) != FT_OK) {
+    ft_ep_free(ep);
+    return fail_err(&err);
+  }
+  ft_status st = devname ? FT_OK : ft_gpu_open(0, &g, &err);
   if (st == FT_OK)
     st = ft_db_find_device(db, devname ? NULL : ft_gpu_info(g)->fingerprint, devname, &dev, &device_id, &err);
   if (st == FT_OK) st = ft_db_best(db, device_id, &key, &b, &err);
