@@ -83,6 +83,12 @@ static ft_status record(tuner *t, const char *strategy, const char *variant, con
                      tm ? tm->median_ms : -1, tm ? tm->min_ms : -1, tm ? tm->iqr_ms : -1,
                      tm ? tm->repeats : 0, rel, maxabs, hash, msg ? msg : ""};
   FT_TRY(ft_db_insert_result(t->db, &r, err));
+  if (!strcmp(strategy, "fused") || !strcmp(strategy, "cublas+epilogue")) {
+    if (!strcmp(status, "ok")) t->sum->n_ok++;
+    else if (!strcmp(status, "wrong_result")) t->sum->n_wrong++;
+    else if (!strcmp(status, "compile_error")) t->sum->n_compile_error++;
+    else if (!strcmp(status, "launch_error")) t->sum->n_launch_error++;
+  }
   if (t->sum->nentries >= FT_TUNE_MAX_ENTRIES) return FT_OK; /* stored; only the summary is full */
   ft_tune_entry *e = &t->sum->entries[t->sum->nentries++];
   memset(e, 0, sizeof *e);
@@ -95,10 +101,6 @@ static ft_status record(tuner *t, const char *strategy, const char *variant, con
   e->rel_err = rel;
   e->max_abs_err = maxabs;
   snprintf(e->message, sizeof e->message, "%s", msg ? msg : "");
-  if (!strcmp(status, "ok")) t->sum->n_ok++;
-  else if (!strcmp(status, "wrong_result")) t->sum->n_wrong++;
-  else if (!strcmp(status, "compile_error")) t->sum->n_compile_error++;
-  else if (!strcmp(status, "launch_error")) t->sum->n_launch_error++;
   return FT_OK;
 }
 

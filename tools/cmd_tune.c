@@ -122,7 +122,7 @@ static void print_summary(const tune_cli *t, const ft_tune_summary *s) {
   free(sorted);
   printf("\n%d candidates: %d measured now (%d ok, %d wrong_result, %d compile_error, %d launch_error), "
          "%d measured before (--retune to repeat)%s\n",
-         s->n_candidates, s->n_measured, s->n_ok - 0, s->n_wrong, s->n_compile_error, s->n_launch_error,
+         s->n_candidates, s->n_measured, s->n_ok, s->n_wrong, s->n_compile_error, s->n_launch_error,
          s->n_skipped_known, s->budget_exhausted ? "; budget ran out" : "");
   printf("compile: %d compiled, %d from cache, %.1f s; total %.1f s\n", s->n_compiled, s->n_cached, s->compile_s,
          s->total_s);
