@@ -1,1 +1,54 @@
-// placeholder
+// fusedtune standalone epilogue pass: Y = E(Y) in place over an [M, N] row-major matrix (the
+// "cuBLAS GEMM, then one fused elementwise kernel" strategy).
+//
+// Variant defines: FT_BLOCK (threads per block), FT_VEC (floats per access: 1, 2, 4) and FT_EPT
+// (elements per thread, a multiple of FT_VEC). Block b covers elements [b * BLOCK * EPT, ...);
+// its threads step through them FT_VEC at a time, adjacent threads on adjacent vectors, so
+// every access of a warp is contiguous. Y must be 4 * FT_VEC-byte aligned (cudaMalloc is).
+
+FT_DEFINE_APPLY_EPILOGUE()
+
+#if FT_EPT % FT_VEC != 0
+#error "fusedtune: FT_EPT must be a multiple of FT_VEC"
+#endif
+
+extern "C" __global__ void __launch_bounds__(FT_BLOCK)
+ft_epilogue_pass(float *__restrict__ Y, int M, int N, FtEpArgs ep) {
+  const size_t total = (size_t)M * (size_t)N;
+  const size_t block_base = (size_t)blockIdx.x * (size_t)(FT_BLOCK * FT_EPT);
+#pragma unroll
+  for (int c = 0; c < FT_EPT / FT_VEC; c++) {
+    const size_t i = block_base + ((size_t)c * FT_BLOCK + threadIdx.x) * FT_VEC;
+    if (i >= total) return;
+    int row, col;
+    ft_rowcol(i, total, N, row, col);
+#if FT_VEC == 4
+    if (i + 4 <= total) {
+      float4 v = *reinterpret_cast<const float4 *>(Y + i);
+      v.x = ft_apply_epilogue(v.x, row, col, ep);
+      ft_rowcol_next(N, row, col);
+      v.y = ft_apply_epilogue(v.y, row, col, ep);
+      ft_rowcol_next(N, row, col);
+      v.z = ft_apply_epilogue(v.z, row, col, ep);
+      ft_rowcol_next(N, row, col);
+      v.w = ft_apply_epilogue(v.w, row, col, ep);
+      *reinterpret_cast<float4 *>(Y + i) = v;
+      continue;
+    }
+#elif FT_VEC == 2
+    if (i + 2 <= total) {
+      float2 v = *reinterpret_cast<const float2 *>(Y + i);
+      v.x = ft_apply_epilogue(v.x, row, col, ep);
+      ft_rowcol_next(N, row, col);
+      v.y = ft_apply_epilogue(v.y, row, col, ep);
+      *reinterpret_cast<float2 *>(Y + i) = v;
+      continue;
+    }
+#endif
+    // Scalar path: FT_VEC == 1, or the last partial vector of the matrix.
+    for (size_t e = i; e < i + FT_VEC && e < total; e++) {
+      Y[e] = ft_apply_epilogue(Y[e], row, col, ep);
+      ft_rowcol_next(N, row, col);
+    }
+  }
+}

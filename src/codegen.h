@@ -31,6 +31,9 @@ typedef struct ft_kernel_src {
   char reduce[32];    /* "ft_splitk_reduce" or "" */
 } ft_kernel_src;
 
+/* v must be ft_variant_valid; ep NULL means the identity epilogue (a plain GEMM). Variant
+ * parameters become FT_BM, FT_BN, FT_BK, FT_TM, FT_TN, FT_VEC, FT_STAGES, FT_SPLIT_K,
+ * FT_SWIZZLE, FT_MINB (GEMM) or FT_BLOCK, FT_VEC, FT_EPT (epilogue pass). */
 ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kernel_src *out,
                              ft_err *err);
 ft_status ft_codegen_eager_step(const ft_ep_step *step, ft_kernel_src *out, ft_err *err);

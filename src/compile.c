@@ -1,1 +1,342 @@
-/* compile: being written */
+/* NVRTC compilation to cubin: one source, or many on a pthread pool with the database as cubin
+ * cache and identical sources compiled once. GPU-free. */
+/* sysconf(_SC_NPROCESSORS_ONLN) and pthreads are POSIX. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "compile.h"
+
+#include <nvrtc.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* fp32 math as the float64 reference expects: contraction to FMA allowed, IEEE division and
+ * square root, denormals kept. -default-device lets ft_math.cuh helpers omit __device__. */
+#define FT_OPTS_TAIL \
+  " --std=c++17 -default-device --fmad=true --prec-div=true --prec-sqrt=true --ftz=false"
+#define FT_OPTS(sm) {sm, "--gpu-architecture=" sm FT_OPTS_TAIL}
+
+/* Static strings so the options can serve as a cache key from any thread. */
+static const char *const k_options[][2] = {
+    FT_OPTS("sm_70"),  FT_OPTS("sm_75"),   FT_OPTS("sm_80"),  FT_OPTS("sm_86"),
+    FT_OPTS("sm_87"),  FT_OPTS("sm_89"),   FT_OPTS("sm_90"),  FT_OPTS("sm_90a"),
+    FT_OPTS("sm_100"), FT_OPTS("sm_100a"), FT_OPTS("sm_120"), FT_OPTS("sm_120a"),
+};
+
+#define FT_MAX_OPTS 16
+#define FT_LOG_HEAD 1500 /* log bytes quoted in an error message */
+
+int ft_nvrtc_version(void) {
+  int major = 0, minor = 0;
+  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return 0;
+  return major * 1000 + minor * 10;
+}
+
+const char *ft_compile_options(const char *arch) {
+  if (!arch) return NULL;
+  for (size_t i = 0; i < sizeof k_options / sizeof k_options[0]; i++)
+    if (strcmp(arch, k_options[i][0]) == 0) return k_options[i][1];
+  return NULL;
+}
+
+/* Splits the space-separated options (none contains a space) into argv form in buf. */
+static int split_options(const char *opts, const char *extra, char *buf, size_t cap,
+                         const char *argv[FT_MAX_OPTS]) {
+  const int n = snprintf(buf, cap, "%s%s%s", opts, extra ? " " : "", extra ? extra : "");
+  if (n < 0 || (size_t)n >= cap) return -1;
+  int argc = 0;
+  for (char *tok = strtok(buf, " "); tok && argc < FT_MAX_OPTS; tok = strtok(NULL, " "))
+    argv[argc++] = tok;
+  return argc;
+}
+
+/* The program log, malloc'd, or NULL when empty (NVRTC reports a lone NUL then). */
+static char *program_log(nvrtcProgram prog) {
+  size_t size = 0;
+  if (nvrtcGetProgramLogSize(prog, &size) != NVRTC_SUCCESS || size <= 1) return NULL;
+  char *log = malloc(size);
+  if (!log) return NULL;
+  if (nvrtcGetProgramLog(prog, log) != NVRTC_SUCCESS) {
+    free(log);
+    return NULL;
+  }
+  return log;
+}
+
+static ft_status nvrtc_fail(ft_err *err, nvrtcResult r, const char *what) {
+  return ft__fail(err, FT_ERR_COMPILE, "NVRTC %s: %s", what, nvrtcGetErrorString(r));
+}
+
+static ft_status take_cubin(nvrtcProgram prog, void **cubin, size_t *size, ft_err *err) {
+  size_t n = 0;
+  nvrtcResult r = nvrtcGetCUBINSize(prog, &n);
+  if (r != NVRTC_SUCCESS) return nvrtc_fail(err, r, "nvrtcGetCUBINSize");
+  if (n == 0) return ft__fail(err, FT_ERR_COMPILE, "NVRTC produced no cubin (virtual architecture?)");
+  char *buf = malloc(n);
+  if (!buf) return ft__fail(err, FT_ERR_NOMEM, "compile: out of memory for a %zu-byte cubin", n);
+  r = nvrtcGetCUBIN(prog, buf);
+  if (r != NVRTC_SUCCESS) {
+    free(buf);
+    return nvrtc_fail(err, r, "nvrtcGetCUBIN");
+  }
+  *cubin = buf;
+  *size = n;
+  return FT_OK;
+}
+
+/* Compiles src with the options of arch plus extra (may be NULL). The log is returned whether
+ * the compile succeeded (warnings, ptxas -v) or not. */
+static ft_status compile_with(const char *src, const char *arch, const char *extra, void **cubin,
+                              size_t *size, char **log, ft_err *err) {
+  const char *opts = ft_compile_options(arch);
+  if (!opts) return ft__fail(err, FT_ERR_INVALID_ARG, "compile: unknown architecture \"%.32s\"", arch ? arch : "(null)");
+  char buf[512];
+  const char *argv[FT_MAX_OPTS];
+  const int argc = split_options(opts, extra, buf, sizeof buf, argv);
+  if (argc < 0) return ft__fail(err, FT_ERR_INVALID_ARG, "compile: options too long");
+
+  nvrtcProgram prog;
+  nvrtcResult r = nvrtcCreateProgram(&prog, src, "fusedtune.cu", 0, NULL, NULL);
+  if (r != NVRTC_SUCCESS) return nvrtc_fail(err, r, "nvrtcCreateProgram");
+  ft_status s = FT_OK;
+  r = nvrtcCompileProgram(prog, argc, argv);
+  char *text = program_log(prog);
+  if (r != NVRTC_SUCCESS) {
+    s = ft__fail(err, FT_ERR_COMPILE, "NVRTC compile failed (%s): %.*s", nvrtcGetErrorString(r),
+                 FT_LOG_HEAD, text ? text : "(no log)");
+  } else if (cubin) {
+    s = take_cubin(prog, cubin, size, err);
+  }
+  r = nvrtcDestroyProgram(&prog);
+  if (s == FT_OK && r != NVRTC_SUCCESS) s = nvrtc_fail(err, r, "nvrtcDestroyProgram");
+  if (s != FT_OK && cubin && *cubin) {
+    free(*cubin);
+    *cubin = NULL;
+    *size = 0;
+  }
+  if (log)
+    *log = text;
+  else
+    free(text);
+  return s;
+}
+
+ft_status ft_compile_one(const char *src, const char *arch, void **cubin, size_t *size, char **log,
+                         ft_err *err) {
+  if (log) *log = NULL;
+  if (!src || !arch || !cubin || !size) return ft__fail(err, FT_ERR_INVALID_ARG, "compile: NULL argument");
+  *cubin = NULL;
+  *size = 0;
+  return compile_with(src, arch, NULL, cubin, size, log, err);
+}
+
+/* ptxas reports, per entry: "Compiling entry function 'K' for 'sm_90'", "Function properties
+ * for K", "S bytes stack frame, SS bytes spill stores, SL bytes spill loads", "Used R registers". */
+static int parse_usage(const char *log, const char *kernel, ft_kernel_usage *u) {
+  char marker[96];
+  snprintf(marker, sizeof marker, "Compiling entry function '%s'", kernel);
+  const char *p = log ? strstr(log, marker) : NULL;
+  if (!p) return 0;
+  const char *frame = strstr(p, "bytes stack frame");
+  const char *used = strstr(p, "Used ");
+  if (!frame || !used) return 0;
+  while (frame > p && frame[-1] != '.' && frame[-1] != '\n') frame--;
+  if (sscanf(frame, " %d bytes stack frame, %d bytes spill stores, %d bytes spill loads", &u->stack,
+             &u->spill_stores, &u->spill_loads) != 3)
+    return 0;
+  return sscanf(used, "Used %d registers", &u->regs) == 1;
+}
+
+ft_status ft_compile_usage(const char *src, const char *arch, const char *kernel,
+                           ft_kernel_usage *out, ft_err *err) {
+  if (!src || !arch || !kernel || !out) return ft__fail(err, FT_ERR_INVALID_ARG, "compile: NULL argument");
+  memset(out, 0, sizeof *out);
+  char *log = NULL;
+  ft_status s = compile_with(src, arch, "--ptxas-options=-v", NULL, NULL, &log, err);
+  if (s == FT_OK && !parse_usage(log, kernel, out))
+    s = ft__fail(err, FT_ERR_COMPILE, "compile: no ptxas usage line for %s", kernel);
+  free(log);
+  return s;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The pool. Each worker takes the next job index under a mutex; jobs are independent, and
+ * NVRTC is thread-safe for distinct programs. */
+
+typedef struct pool {
+  ft_compile_job *jobs;
+  const int *todo; /* indices of the jobs to compile */
+  int ntodo;
+  int next;
+  const char *arch;
+  pthread_mutex_t mu;
+} pool;
+
+static void compile_job(ft_compile_job *job, const char *arch) {
+  ft_err e;
+  ft__err_clear(&e);
+  char *log = NULL;
+  job->status = compile_with(job->src, arch, NULL, &job->cubin, &job->cubin_size, &log, &e);
+  if (job->status != FT_OK && job->status != FT_ERR_COMPILE) {
+    /* Out of memory and the like still mark the job failed, with the reason as its log. */
+    free(log);
+    log = ft__strdup(e.msg);
+    job->status = FT_ERR_COMPILE;
+  }
+  job->log = log;
+}
+
+static void *worker(void *arg) {
+  pool *p = arg;
+  for (;;) {
+    pthread_mutex_lock(&p->mu);
+    const int i = p->next < p->ntodo ? p->next++ : -1;
+    pthread_mutex_unlock(&p->mu);
+    if (i < 0) return NULL;
+    compile_job(&p->jobs[p->todo[i]], p->arch);
+  }
+}
+
+static int worker_count(int nthreads, int ntodo) {
+  if (nthreads <= 0) {
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    nthreads = cores > 0 ? (int)cores : 1;
+  }
+  if (nthreads > 64) nthreads = 64;
+  return nthreads < ntodo ? nthreads : ntodo;
+}
+
+/* Runs the pool; if threads cannot be created, the calling thread does the remaining work. */
+static void run_pool(pool *p, int nthreads) {
+  pthread_t th[64];
+  int started = 0;
+  for (int t = 1; t < nthreads; t++) {
+    if (pthread_create(&th[started], NULL, worker, p) != 0) break;
+    started++;
+  }
+  worker(p);
+  for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
+}
+
+typedef struct hash_idx {
+  const char *hash;
+  int idx;
+} hash_idx;
+
+static int cmp_hash_idx(const void *a, const void *b) {
+  const hash_idx *x = a, *y = b;
+  const int c = strcmp(x->hash, y->hash);
+  return c ? c : x->idx - y->idx;
+}
+
+/* primary[i]: the job whose compilation job i shares (itself when first of its hash), so
+ * identical sources (the same variant and epilogue for several shapes) compile once. */
+static ft_status find_duplicates(const ft_compile_job *jobs, int n, int *primary, ft_err *err) {
+  hash_idx *order = malloc((size_t)n * sizeof *order);
+  if (!order) return ft__fail(err, FT_ERR_NOMEM, "compile: out of memory");
+  for (int i = 0; i < n; i++) order[i] = (hash_idx){jobs[i].hash, i};
+  qsort(order, (size_t)n, sizeof *order, cmp_hash_idx);
+  for (int i = 0; i < n; i++) {
+    const int j = order[i].idx;
+    primary[j] = (i > 0 && strcmp(order[i - 1].hash, order[i].hash) == 0) ? primary[order[i - 1].idx] : j;
+  }
+  free(order);
+  return FT_OK;
+}
+
+static ft_status copy_result(ft_compile_job *dst, const ft_compile_job *src, ft_err *err) {
+  dst->status = src->status;
+  dst->cached = src->cached;
+  if (src->cubin) {
+    dst->cubin = malloc(src->cubin_size);
+    if (!dst->cubin) return ft__fail(err, FT_ERR_NOMEM, "compile: out of memory");
+    memcpy(dst->cubin, src->cubin, src->cubin_size);
+    dst->cubin_size = src->cubin_size;
+  }
+  if (src->log && !(dst->log = ft__strdup(src->log))) return ft__fail(err, FT_ERR_NOMEM, "compile: out of memory");
+  return FT_OK;
+}
+
+/* Cache lookups on the calling thread (the database handle is not shared across threads). */
+static ft_status lookup_cached(ft_db *db, const char *arch, ft_compile_job *jobs, const int *primary,
+                               int n, ft_err *err) {
+  const int ver = ft_nvrtc_version();
+  const char *opts = ft_compile_options(arch);
+  for (int i = 0; i < n; i++) {
+    if (primary[i] != i) continue;
+    ft_status s = ft_db_cubin_get(db, jobs[i].hash, arch, ver, opts, &jobs[i].cubin,
+                                  &jobs[i].cubin_size, err);
+    if (s == FT_OK) {
+      jobs[i].cached = 1;
+      jobs[i].status = FT_OK;
+    } else if (s != FT_ERR_NOT_FOUND) {
+      return s;
+    }
+  }
+  ft__err_clear(err);
+  return FT_OK;
+}
+
+/* Stores fresh cubins. A read-only database refuses the write, which is no error of the
+ * compile (the cubins in the jobs are good), so the first refusal ends the stores quietly. */
+static void store_compiled(ft_db *db, const char *arch, ft_compile_job *jobs, const int *primary,
+                           int n) {
+  const int ver = ft_nvrtc_version();
+  const char *opts = ft_compile_options(arch);
+  for (int i = 0; i < n; i++) {
+    if (primary[i] != i || jobs[i].cached || jobs[i].status != FT_OK) continue;
+    ft_err e;
+    if (ft_db_cubin_put(db, jobs[i].hash, arch, ver, opts, jobs[i].cubin, jobs[i].cubin_size, &e) != FT_OK)
+      return; /* read-only or failing database: the rest would fail the same way */
+  }
+}
+
+static ft_status check_jobs(const char *arch, ft_compile_job *jobs, int n, ft_err *err) {
+  if ((n > 0 && !jobs) || n < 0) return ft__fail(err, FT_ERR_INVALID_ARG, "compile: bad job list");
+  if (!ft_compile_options(arch))
+    return ft__fail(err, FT_ERR_INVALID_ARG, "compile: unknown architecture \"%.32s\"", arch ? arch : "(null)");
+  for (int i = 0; i < n; i++) {
+    if (!jobs[i].src || !jobs[i].hash) return ft__fail(err, FT_ERR_INVALID_ARG, "compile: job %d lacks src or hash", i);
+    jobs[i].cubin = NULL;
+    jobs[i].cubin_size = 0;
+    jobs[i].cached = 0;
+    jobs[i].status = FT_ERR_COMPILE;
+    jobs[i].log = NULL;
+  }
+  return FT_OK;
+}
+
+ft_status ft_compile_many(ft_db *db, const char *arch, ft_compile_job *jobs, int n, int nthreads,
+                          ft_err *err) {
+  FT_TRY(check_jobs(arch, jobs, n, err));
+  if (n == 0) return FT_OK;
+  int *primary = malloc((size_t)n * 2 * sizeof *primary);
+  if (!primary) return ft__fail(err, FT_ERR_NOMEM, "compile: out of memory");
+  int *todo = primary + n;
+  ft_status s = find_duplicates(jobs, n, primary, err);
+  if (s == FT_OK && db) s = lookup_cached(db, arch, jobs, primary, n, err);
+  if (s == FT_OK) {
+    int ntodo = 0;
+    for (int i = 0; i < n; i++)
+      if (primary[i] == i && !jobs[i].cached) todo[ntodo++] = i;
+    pool p = {jobs, todo, ntodo, 0, arch, PTHREAD_MUTEX_INITIALIZER};
+    if (ntodo > 0) run_pool(&p, worker_count(nthreads, ntodo));
+    pthread_mutex_destroy(&p.mu);
+    if (db) store_compiled(db, arch, jobs, primary, n);
+    for (int i = 0; i < n && s == FT_OK; i++)
+      if (primary[i] != i) s = copy_result(&jobs[i], &jobs[primary[i]], err);
+  }
+  free(primary);
+  return s;
+}
+
+void ft_compile_job_clear(ft_compile_job *job) {
+  if (!job) return;
+  free(job->cubin);
+  free(job->log);
+  job->cubin = NULL;
+  job->cubin_size = 0;
+  job->log = NULL;
+}

@@ -26,10 +26,22 @@ ft_status ft_compile_one(const char *src, const char *arch, void **cubin, size_t
                          ft_err *err);
 
 /* Compiles n jobs on nthreads threads (0 = all cores), taking what db (may be NULL) has cached
- * and storing what it compiled when db is writable. Per-job failures are in the jobs; the
- * return value is FT_OK unless something other than a compile error went wrong. */
+ * and storing what it compiled when db is writable. Jobs with the same hash are compiled once
+ * (each still gets its own copy of the cubin). The database is used only on the calling thread.
+ * The jobs' outputs are overwritten. Per-job failures are in the jobs; the return value is
+ * FT_OK unless something other than a compile error went wrong (FT_ERR_INVALID_ARG,
+ * FT_ERR_NOMEM, a cache read error). */
 ft_status ft_compile_many(ft_db *db, const char *arch, ft_compile_job *jobs, int n, int nthreads,
                           ft_err *err);
 void ft_compile_job_clear(ft_compile_job *job); /* frees cubin and log */
+
+/* Resource usage of one kernel as ptxas reports it (a diagnostic compile with
+ * --ptxas-options=-v; the options differ, so the cubin is not kept). */
+typedef struct ft_kernel_usage {
+  int regs;
+  int stack, spill_stores, spill_loads; /* bytes */
+} ft_kernel_usage;
+ft_status ft_compile_usage(const char *src, const char *arch, const char *kernel,
+                           ft_kernel_usage *out, ft_err *err);
 
 #endif

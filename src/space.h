@@ -40,6 +40,10 @@ ft_status ft_limits_for_arch(const char *arch, ft_device_limits *out, ft_err *er
 ft_status ft_space_enumerate(ft_variant_kind kind, int64_t m, int64_t n, int64_t k,
                              const ft_device_limits *lim, ft_variant **out, int *count, ft_err *err);
 
+/* Whether v is a well-formed variant of its kind, whatever the shape and device (every field in
+ * range, unused fields zero); if not and why != NULL, a reason. Codegen accepts only these. */
+int ft_variant_valid(const ft_variant *v, char *why, size_t whylen);
+
 /* Whether v is valid and applicable to (m, n, k) on lim; if not and why != NULL, a reason. */
 int ft_variant_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k,
                           const ft_device_limits *lim, char *why, size_t whylen);
@@ -61,6 +65,13 @@ typedef struct ft_launch_geom {
 } ft_launch_geom;
 
 void ft_variant_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_launch_geom *g);
+
+/* How to launch ft_eager_step on an [m, n] matrix (256 threads, 4 elements per thread). */
+void ft_eager_step_geometry(int64_t m, int64_t n, ft_launch_geom *g);
+
+/* Minimum resident blocks per SM the GEMM kernel of v is compiled for (__launch_bounds__):
+ * used by codegen, a function of the variant only. */
+int ft__gemm_min_blocks(const ft_variant *v);
 
 /* Largest m, n, k (and products) the kernels' index types support. */
 #define FT_MAX_DIM ((int64_t)1 << 30)

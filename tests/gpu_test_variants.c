@@ -1,0 +1,218 @@
+/* Every enumerated GEMM and epilogue-pass variant, on shapes with and without ragged tails and
+ * three epilogues, against the float64 reference: rel_err <= FT_TOL_FP32 and no unwritten or
+ * non-finite element. Epilogue-pass variants run on the output of a plain GEMM variant (the
+ * identity epilogue), so they are checked against the same E(x W^T) reference. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+
+#include <time.h>
+
+#include "codegen.h"
+#include "compile.h"
+#include "ft_test.h"
+#include "verify.h"
+
+typedef struct shape {
+  int m, n, k;
+} shape;
+
+/* 1x1x1 and 17x33x65: everything is tail; 128x256x512: whole tiles and vec 4; 129x257x515:
+ * tails in every dimension and vec 1; 64x4096x4096: skinny, split-K; 33x65x130: vec 2. */
+static const shape k_shapes[] = {{1, 1, 1},       {17, 33, 65},     {128, 256, 512},
+                                 {129, 257, 515}, {64, 4096, 4096}, {33, 65, 130}};
+static const char *const k_epilogues[] = {"minsub", "biasrelu", "x + 2*sigmoid(x)"};
+
+typedef struct tally {
+  int gemm_ok, epi_ok, failed;
+  double worst;
+  char worst_name[256];
+  int dead; /* the CUDA context is unusable: stop */
+} tally;
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* A small plain GEMM (any shape applies) that writes x W^T for the epilogue-pass variants. */
+static ft_variant raw_gemm_variant(void) {
+  ft_variant v = {0};
+  v.kind = FT_VK_GEMM;
+  v.bm = 32, v.bn = 32, v.bk = 8, v.tm = 4, v.tn = 4, v.vec = 1, v.stages = 1, v.split_k = 1, v.swizzle = 1;
+  return v;
+}
+
+typedef struct batch {
+  ft_variant *v; /* [0] is the raw GEMM */
+  ft_kernel_src *src;
+  ft_compile_job *jobs;
+  int n;
+} batch;
+
+static void batch_free(batch *b) {
+  for (int i = 0; i < b->n; i++) {
+    ft_kernel_src_free(&b->src[i]);
+    ft_compile_job_clear(&b->jobs[i]);
+  }
+  free(b->v);
+  free(b->src);
+  free(b->jobs);
+  memset(b, 0, sizeof *b);
+}
+
+/* Enumerates, generates and compiles every variant of (shape, epilogue). */
+static ft_status build_batch(ft_gpu *g, const shape *sh, const ft_epilogue *ep, batch *b, ft_err *e) {
+  const ft_device_limits *lim = ft_gpu_limits(g);
+  ft_variant *gv = NULL, *pv = NULL;
+  int ng = 0, np = 0;
+  FT_TRY(ft_space_enumerate(FT_VK_GEMM, sh->m, sh->n, sh->k, lim, &gv, &ng, e));
+  ft_status s = ft_space_enumerate(FT_VK_EPILOGUE, sh->m, sh->n, sh->k, lim, &pv, &np, e);
+  const int n = 1 + ng + np;
+  b->v = calloc((size_t)n, sizeof *b->v);
+  b->src = calloc((size_t)n, sizeof *b->src);
+  b->jobs = calloc((size_t)n, sizeof *b->jobs);
+  if (s == FT_OK && (!b->v || !b->src || !b->jobs)) s = ft__fail(e, FT_ERR_NOMEM, "test: out of memory");
+  if (s == FT_OK) {
+    b->v[0] = raw_gemm_variant();
+    memcpy(b->v + 1, gv, (size_t)ng * sizeof *gv);
+    memcpy(b->v + 1 + ng, pv, (size_t)np * sizeof *pv);
+  }
+  free(gv);
+  free(pv);
+  for (int i = 0; s == FT_OK && i < n; i++) {
+    s = ft_codegen_variant(&b->v[i], i == 0 ? NULL : ep, &b->src[i], e);
+    if (s == FT_OK) {
+      b->jobs[i].src = b->src[i].text;
+      b->jobs[i].hash = b->src[i].hash;
+      b->n = i + 1;
+    }
+  }
+  if (s == FT_OK) s = ft_compile_many(NULL, ft_gpu_arch(g), b->jobs, b->n, 0, e);
+  return s;
+}
+
+static ft_status launch_one(const ft_loaded *l, const ft_variant *v, const shape *sh, ft_pdata *d,
+                            float *ws, ft_err *e) {
+  ft_launch_geom geom;
+  ft_variant_geometry(v, sh->m, sh->n, sh->k, &geom);
+  return ft_variant_launch(l, v, &geom, d->dX, d->dW, d->dY, ws, sh->m, sh->n, sh->k, &d->args, 0, e);
+}
+
+/* Runs variant i of b (after the raw GEMM for an epilogue pass) and checks it. */
+static ft_status run_variant(const batch *b, int i, const ft_loaded *raw, const shape *sh, ft_pdata *d,
+                             float *ws, ft_check *chk, ft_err *e) {
+  ft_loaded l;
+  FT_TRY(ft_loaded_init(&l, b->jobs[i].cubin, b->jobs[i].cubin_size, b->src[i].kernel, b->src[i].reduce, e));
+  ft_status s = ft_pdata_poison(d, 0, e);
+  if (s == FT_OK && b->v[i].kind == FT_VK_EPILOGUE) s = launch_one(raw, &b->v[0], sh, d, ws, e);
+  if (s == FT_OK) s = launch_one(&l, &b->v[i], sh, d, ws, e);
+  if (s == FT_OK) {
+    const cudaError_t ce = cudaDeviceSynchronize();
+    if (ce != cudaSuccess) s = ft_cuda_fail(e, ce, "kernel execution");
+  }
+  if (s == FT_OK) s = ft_pdata_check(d, chk, e);
+  ft_loaded_free(&l);
+  return s;
+}
+
+static size_t max_workspace(const batch *b, const shape *sh) {
+  size_t ws = 0;
+  for (int i = 0; i < b->n; i++) {
+    ft_launch_geom geom;
+    ft_variant_geometry(&b->v[i], sh->m, sh->n, sh->k, &geom);
+    if (geom.workspace_bytes > ws) ws = geom.workspace_bytes;
+  }
+  return ws;
+}
+
+static void record(tally *t, const ft_variant *v, const char *what, const ft_check *c, ft_status s,
+                   const char *msg) {
+  char name[128];
+  ft_variant_name(v, name, sizeof name);
+  if (s != FT_OK || c->bad != 0 || !(c->rel_err <= FT_TOL_FP32)) {
+    t->failed++;
+    if (s != FT_OK)
+      FT_FAIL_AT_("%s %s: %s", what, name, msg);
+    else
+      FT_FAIL_AT_("%s %s: rel_err %.3g, max_abs %.3g, %lld bad", what, name, c->rel_err,
+                  c->max_abs_err, (long long)c->bad);
+    if (s == FT_ERR_CUDA) t->dead = 1; /* a fault poisons the context for every later launch */
+    return;
+  }
+  if (v->kind == FT_VK_GEMM)
+    t->gemm_ok++;
+  else
+    t->epi_ok++;
+  if (c->rel_err > t->worst) {
+    t->worst = c->rel_err;
+    snprintf(t->worst_name, sizeof t->worst_name, "%s %s", what, name);
+  }
+}
+
+static void run_case(ft_gpu *g, const shape *sh, const char *eptext, tally *t) {
+  char what[96];
+  snprintf(what, sizeof what, "%dx%dx%d [%s]", sh->m, sh->n, sh->k, eptext);
+  ft_err e;
+  ft_epilogue *ep = NULL;
+  ft_pdata *d = NULL;
+  batch b = {0};
+  float *ws = NULL;
+  if (ft_ep_parse(eptext, &ep, &e) != FT_OK || ft_pdata_create(g, sh->m, sh->n, sh->k, ep, 1234, &d, &e) != FT_OK) {
+    FT_FAIL_AT_("%s: setup: %s", what, e.msg);
+    goto done;
+  }
+  const double t0 = now_s();
+  if (build_batch(g, sh, ep, &b, &e) != FT_OK) {
+    FT_FAIL_AT_("%s: build: %s", what, e.msg);
+    goto done;
+  }
+  const double t1 = now_s();
+  const size_t wsb = max_workspace(&b, sh);
+  if (wsb && cudaMalloc((void **)&ws, wsb) != cudaSuccess) {
+    FT_FAIL_AT_("%s: workspace of %zu bytes", what, wsb);
+    goto done;
+  }
+  ft_loaded raw;
+  if (b.jobs[0].status != FT_OK ||
+      ft_loaded_init(&raw, b.jobs[0].cubin, b.jobs[0].cubin_size, b.src[0].kernel, NULL, &e) != FT_OK) {
+    FT_FAIL_AT_("%s: raw GEMM: %s", what, b.jobs[0].log ? b.jobs[0].log : e.msg);
+    goto done;
+  }
+  const int before = t->failed;
+  for (int i = 1; i < b.n && !t->dead; i++) {
+    ft_check c = {0};
+    ft__err_clear(&e);
+    ft_status s = b.jobs[i].status;
+    if (s == FT_OK) s = run_variant(&b, i, &raw, sh, d, ws, &c, &e);
+    record(t, &b.v[i], what, &c, s, b.jobs[i].status != FT_OK && b.jobs[i].log ? b.jobs[i].log : e.msg);
+  }
+  ft_loaded_free(&raw);
+  printf("%-36s %4d variants, %d failed (compile %.1f s, run %.1f s)\n", what, b.n - 1,
+         t->failed - before, t1 - t0, now_s() - t1);
+  fflush(stdout);
+done:
+  cudaFree(ws);
+  batch_free(&b);
+  ft_pdata_free(d);
+  ft_ep_free(ep);
+}
+
+int main(void) {
+  ft_gpu *g = NULL;
+  ft_err e;
+  const ft_status s = ft_gpu_open(0, &g, &e);
+  if (s == FT_ERR_NO_DEVICE) RETURN_SKIP(e.msg);
+  if (s != FT_OK) {
+    fprintf(stderr, "ft_gpu_open: %s\n", e.msg);
+    return 1;
+  }
+  printf("device %s (%s), NVRTC %d\n", ft_gpu_info(g)->name, ft_gpu_arch(g), ft_nvrtc_version());
+  tally t = {0};
+  for (size_t ei = 0; ei < sizeof k_epilogues / sizeof k_epilogues[0] && !t.dead; ei++)
+    for (size_t si = 0; si < sizeof k_shapes / sizeof k_shapes[0] && !t.dead; si++)
+      run_case(g, &k_shapes[si], k_epilogues[ei], &t);
+  printf("summary: %d GEMM and %d epilogue-pass runs correct, %d failed; worst rel_err %.3g (%s)\n",
+         t.gemm_ok, t.epi_ok, t.failed, t.worst, t.worst_name[0] ? t.worst_name : "-");
+  ft_gpu_close(g);
+  return FT_TEST_DONE();
+}

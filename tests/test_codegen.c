@@ -1,0 +1,156 @@
+/* Codegen: self-contained sources, stable hashes that change with the variant and epilogue,
+ * and no user text in the kernel source. */
+#include "codegen.h"
+#include "ft_test.h"
+
+static ft_variant gemm_variant(void) {
+  ft_variant v = {0};
+  v.kind = FT_VK_GEMM;
+  v.bm = 128, v.bn = 128, v.bk = 16, v.tm = 8, v.tn = 8, v.vec = 4, v.stages = 3, v.split_k = 1, v.swizzle = 8;
+  return v;
+}
+
+static ft_epilogue *parse(const char *text) {
+  ft_epilogue *ep = NULL;
+  ft_err e;
+  if (ft_ep_parse(text, &ep, &e) != FT_OK) FT_FAIL_AT_("parse %s: %s", text, e.msg);
+  return ep;
+}
+
+static void test_structure(ft_epilogue *ep) {
+  ft_variant v = gemm_variant();
+  ft_kernel_src k;
+  ft_err e;
+  ASSERT_OK(ft_codegen_variant(&v, ep, &k, &e));
+  ASSERT_TRUE(strncmp(k.text, "// fusedtune generated\n", 23) == 0);
+  ASSERT_CONTAINS(k.text, "#define FT_BM 128\n");
+  ASSERT_CONTAINS(k.text, "#define FT_STAGES 3\n");
+  ASSERT_CONTAINS(k.text, "#define FT_SWIZZLE 8\n");
+  ASSERT_CONTAINS(k.text, "struct FtEpArgs");
+  ASSERT_CONTAINS(k.text, "#define FT_EPILOGUE_EXPR (");
+  ASSERT_CONTAINS(k.text, ft_ep_cuda(ep));
+  ASSERT_CONTAINS(k.text, "ft_gemm(");
+  ASSERT_TRUE(!strstr(k.text, "#include"));
+  ASSERT_EQ_STR(k.kernel, "ft_gemm");
+  ASSERT_EQ_STR(k.reduce, "");
+  ASSERT_EQ_INT(strlen(k.hash), 16);
+  /* The hash is of the text. */
+  char h[17];
+  ft__hash_hex(k.text, strlen(k.text), h);
+  ASSERT_EQ_STR(h, k.hash);
+  ft_kernel_src_free(&k);
+  ASSERT_TRUE(k.text == NULL);
+  ft_kernel_src_free(&k); /* twice is fine */
+  ft_kernel_src_free(NULL);
+
+  v.split_k = 4;
+  ASSERT_OK(ft_codegen_variant(&v, ep, &k, &e));
+  ASSERT_EQ_STR(k.reduce, "ft_splitk_reduce");
+  ft_kernel_src_free(&k);
+
+  ft_variant p = {0};
+  p.kind = FT_VK_EPILOGUE, p.block = 256, p.vec = 4, p.ept = 8;
+  ASSERT_OK(ft_codegen_variant(&p, ep, &k, &e));
+  ASSERT_EQ_STR(k.kernel, "ft_epilogue_pass");
+  ASSERT_CONTAINS(k.text, "#define FT_EPT 8\n");
+  ASSERT_CONTAINS(k.text, "ft_epilogue_pass(");
+  ft_kernel_src_free(&k);
+}
+
+static void test_hashes(ft_epilogue *a, ft_epilogue *b) {
+  ft_variant v = gemm_variant();
+  ft_kernel_src k1, k2, k3, k4;
+  ft_err e;
+  ASSERT_OK(ft_codegen_variant(&v, a, &k1, &e));
+  ASSERT_OK(ft_codegen_variant(&v, a, &k2, &e));
+  ASSERT_EQ_STR(k1.hash, k2.hash); /* stable */
+  ASSERT_TRUE(strcmp(k1.text, k2.text) == 0);
+  v.bk = 32;
+  ASSERT_OK(ft_codegen_variant(&v, a, &k3, &e));
+  ASSERT_TRUE(strcmp(k1.hash, k3.hash) != 0); /* another variant */
+  v.bk = 16;
+  ASSERT_OK(ft_codegen_variant(&v, b, &k4, &e));
+  ASSERT_TRUE(strcmp(k1.hash, k4.hash) != 0); /* another epilogue */
+  ft_kernel_src_free(&k1);
+  ft_kernel_src_free(&k2);
+  ft_kernel_src_free(&k3);
+  ft_kernel_src_free(&k4);
+
+  /* Spellings of one expression give one kernel (the source comes from the canonical AST). */
+  ft_epilogue *s1 = parse("relu(x + bias)");
+  ft_epilogue *s2 = parse("relu( x+bias )");
+  if (s1 && s2) {
+    ASSERT_OK(ft_codegen_variant(&v, s1, &k1, &e));
+    ASSERT_OK(ft_codegen_variant(&v, s2, &k2, &e));
+    ASSERT_EQ_STR(k1.hash, k2.hash);
+    ft_kernel_src_free(&k1);
+    ft_kernel_src_free(&k2);
+  }
+  ft_ep_free(s1);
+  ft_ep_free(s2);
+}
+
+/* What the user typed (spacing, comments, names) must not reach the kernel text verbatim. */
+static void test_no_user_text(void) {
+  static const char *text = "relu(x   +   bias)   ";
+  ft_epilogue *ep = parse(text);
+  if (!ep) return;
+  ft_variant v = gemm_variant();
+  ft_kernel_src k;
+  ft_err e;
+  ASSERT_OK(ft_codegen_variant(&v, ep, &k, &e));
+  ASSERT_TRUE(!strstr(k.text, "x   +   bias"));
+  ASSERT_TRUE(!strstr(k.text, "bias)")); /* the parameter is a slot, not a name */
+  ft_kernel_src_free(&k);
+  ft_ep_free(ep);
+}
+
+static void test_invalid(ft_epilogue *ep) {
+  ft_variant v = gemm_variant();
+  ft_kernel_src k;
+  ft_err e;
+  v.bm = 96;
+  ASSERT_EQ_INT(ft_codegen_variant(&v, ep, &k, &e), FT_ERR_INVALID_ARG);
+  ASSERT_TRUE(k.text == NULL);
+  v = gemm_variant();
+  v.kind = (ft_variant_kind)7;
+  ASSERT_EQ_INT(ft_codegen_variant(&v, ep, &k, &e), FT_ERR_INVALID_ARG);
+  ASSERT_EQ_INT(ft_codegen_variant(NULL, ep, &k, &e), FT_ERR_INVALID_ARG);
+}
+
+static void test_eager_steps(ft_epilogue *ep) {
+  ft_ep_eager plan;
+  ft_err e;
+  ASSERT_OK(ft_ep_eager_plan(ep, &plan, &e));
+  for (int i = 0; i < plan.nsteps; i++) {
+    ft_kernel_src k;
+    ASSERT_OK(ft_codegen_eager_step(&plan.steps[i], &k, &e));
+    ASSERT_EQ_STR(k.kernel, "ft_eager_step");
+    ASSERT_CONTAINS(k.text, "#define FT_STEP_EXPR (");
+    ASSERT_CONTAINS(k.text, plan.steps[i].expr);
+    ft_kernel_src_free(&k);
+  }
+  /* A step expression that is not an expression is refused, never pasted. */
+  ft_ep_step bad = {0};
+  strcpy(bad.expr, "IN0)\n#include <x>\n(");
+  ft_kernel_src k;
+  ASSERT_EQ_INT(ft_codegen_eager_step(&bad, &k, &e), FT_ERR_INTERNAL);
+  strcpy(bad.expr, "IN0 /* c */");
+  ASSERT_EQ_INT(ft_codegen_eager_step(&bad, &k, &e), FT_ERR_INTERNAL);
+  bad.expr[0] = '\0';
+  ASSERT_EQ_INT(ft_codegen_eager_step(&bad, &k, &e), FT_ERR_INTERNAL);
+}
+
+int main(void) {
+  ft_epilogue *minsub = parse("minsub");
+  ft_epilogue *biasrelu = parse("biasrelu");
+  if (!minsub || !biasrelu) return FT_TEST_DONE();
+  test_structure(minsub);
+  test_hashes(minsub, biasrelu);
+  test_no_user_text();
+  test_invalid(minsub);
+  test_eager_steps(minsub);
+  ft_ep_free(minsub);
+  ft_ep_free(biasrelu);
+  return FT_TEST_DONE();
+}

@@ -1,0 +1,221 @@
+/* NVRTC (no GPU needed): every enumerated variant of the seed and a ragged shape compiles for
+ * sm_90, a broken source fails with a log, and ptxas resource usage of the leading variants. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+
+#include <time.h>
+
+#include "codegen.h"
+#include "compile.h"
+#include "ft_test.h"
+
+#define ARCH "sm_90"
+
+typedef struct shape {
+  const char *name, *epilogue;
+  int64_t m, n, k;
+} shape;
+
+static const shape k_shapes[] = {
+    {"minsub", "minsub", 128, 16384, 16384},
+    {"biasrelu", "biasrelu", 1024, 8192, 8192},
+    {"ragged", "minsub", 127, 1000, 999},
+};
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Hashes already compiled for an earlier shape: the same variant and epilogue give the same
+ * text, compiled once. */
+typedef struct seen {
+  char (*h)[17];
+  int n, cap;
+} seen;
+
+static int seen_has(const seen *s, const char *h) {
+  for (int i = 0; i < s->n; i++)
+    if (strcmp(s->h[i], h) == 0) return 1;
+  return 0;
+}
+
+static void seen_add(seen *s, const char *h) {
+  if (s->n == s->cap) {
+    const int cap = s->cap ? 2 * s->cap : 1024;
+    char(*nh)[17] = realloc(s->h, (size_t)cap * sizeof *nh);
+    if (!nh) return; /* only costs a duplicate compile later */
+    s->h = nh;
+    s->cap = cap;
+  }
+  memcpy(s->h[s->n++], h, 17);
+}
+
+/* Sources of every GEMM and epilogue-pass variant of sh plus its eager steps; returns the count. */
+static int make_sources(const shape *sh, const ft_device_limits *lim, ft_kernel_src **out) {
+  ft_err e;
+  ft_epilogue *ep = NULL;
+  if (ft_ep_parse(sh->epilogue, &ep, &e) != FT_OK) {
+    FT_FAIL_AT_("parse %s: %s", sh->epilogue, e.msg);
+    return 0;
+  }
+  ft_variant *g = NULL, *p = NULL;
+  int ng = 0, np = 0;
+  ASSERT_OK(ft_space_enumerate(FT_VK_GEMM, sh->m, sh->n, sh->k, lim, &g, &ng, &e));
+  ASSERT_OK(ft_space_enumerate(FT_VK_EPILOGUE, sh->m, sh->n, sh->k, lim, &p, &np, &e));
+  ft_ep_eager plan;
+  ASSERT_OK(ft_ep_eager_plan(ep, &plan, &e));
+  ft_kernel_src *src = calloc((size_t)(ng + np + plan.nsteps), sizeof *src);
+  int n = 0;
+  for (int i = 0; src && i < ng + np; i++) {
+    const ft_variant *v = i < ng ? &g[i] : &p[i - ng];
+    if (ft_codegen_variant(v, ep, &src[n], &e) == FT_OK)
+      n++;
+    else
+      FT_FAIL_AT_("codegen: %s", e.msg);
+  }
+  for (int i = 0; src && i < plan.nsteps; i++) {
+    if (ft_codegen_eager_step(&plan.steps[i], &src[n], &e) == FT_OK)
+      n++;
+    else
+      FT_FAIL_AT_("codegen step: %s", e.msg);
+  }
+  printf("%-9s %lldx%lldx%lld: %d gemm + %d epilogue-pass variants + %d eager steps\n", sh->name,
+         (long long)sh->m, (long long)sh->n, (long long)sh->k, ng, np, plan.nsteps);
+  free(g);
+  free(p);
+  ft_ep_free(ep);
+  *out = src;
+  return n;
+}
+
+static void compile_shape(const shape *sh, const ft_device_limits *lim, seen *done, int *total) {
+  ft_kernel_src *src = NULL;
+  const int n = make_sources(sh, lim, &src);
+  ft_compile_job *jobs = calloc((size_t)n + 1, sizeof *jobs);
+  int nj = 0;
+  for (int i = 0; jobs && i < n; i++) {
+    if (seen_has(done, src[i].hash)) continue;
+    jobs[nj].src = src[i].text;
+    jobs[nj].hash = src[i].hash;
+    nj++;
+  }
+  ft_err e;
+  const double t0 = now_s();
+  ASSERT_OK(ft_compile_many(NULL, ARCH, jobs, nj, 0, &e));
+  const double dt = now_s() - t0;
+  int failed = 0;
+  for (int i = 0; i < nj; i++) {
+    if (jobs[i].status != FT_OK || !jobs[i].cubin || jobs[i].cubin_size == 0) {
+      if (failed++ < 3)
+        FT_FAIL_AT_("%s: job %d failed: %.2000s", sh->name, i, jobs[i].log ? jobs[i].log : "(no log)");
+    } else {
+      seen_add(done, jobs[i].hash);
+    }
+    ft_compile_job_clear(&jobs[i]);
+  }
+  ASSERT_EQ_INT(failed, 0);
+  printf("  compiled %d sources (%d shared with earlier shapes skipped) in %.1f s\n", nj, n - nj, dt);
+  *total += nj;
+  for (int i = 0; i < n; i++) ft_kernel_src_free(&src[i]);
+  free(src);
+  free(jobs);
+}
+
+static void test_bad_source(void) {
+  ft_compile_job job = {0};
+  job.src = "extern \"C\" __global__ void ft_gemm() { this is not CUDA; }";
+  job.hash = "0000000000000bad";
+  ft_err e;
+  ASSERT_OK(ft_compile_many(NULL, ARCH, &job, 1, 1, &e));
+  ASSERT_EQ_INT(job.status, FT_ERR_COMPILE);
+  ASSERT_TRUE(job.cubin == NULL);
+  ASSERT_TRUE(job.log != NULL && strstr(job.log, "error") != NULL);
+  ft_compile_job_clear(&job);
+
+  void *cubin = (void *)1;
+  size_t size = 1;
+  char *log = NULL;
+  ASSERT_EQ_INT(ft_compile_one("__global__ void f( {", ARCH, &cubin, &size, &log, &e), FT_ERR_COMPILE);
+  ASSERT_TRUE(cubin == NULL && size == 0);
+  ASSERT_TRUE(log != NULL);
+  ASSERT_CONTAINS(e.msg, "NVRTC compile failed");
+  free(log);
+  ASSERT_EQ_INT(ft_compile_one("int x;", "sm_999", &cubin, &size, &log, &e), FT_ERR_INVALID_ARG);
+  ASSERT_TRUE(ft_compile_options("sm_999") == NULL);
+  ASSERT_CONTAINS(ft_compile_options(ARCH), "--gpu-architecture=sm_90");
+  ASSERT_CONTAINS(ft_compile_options(ARCH), "--ftz=false");
+  ASSERT_TRUE(ft_nvrtc_version() >= 12000);
+}
+
+/* Identical sources in one batch compile once; every job still gets its own cubin. */
+static void test_dedupe(const ft_device_limits *lim) {
+  (void)lim;
+  ft_variant v = {0};
+  v.kind = FT_VK_EPILOGUE, v.block = 256, v.vec = 4, v.ept = 8;
+  ft_kernel_src k;
+  ft_err e;
+  ASSERT_OK(ft_codegen_variant(&v, NULL, &k, &e));
+  ft_compile_job jobs[3] = {{0}};
+  for (int i = 0; i < 3; i++) jobs[i].src = k.text, jobs[i].hash = k.hash;
+  ASSERT_OK(ft_compile_many(NULL, ARCH, jobs, 3, 2, &e));
+  for (int i = 0; i < 3; i++) {
+    ASSERT_EQ_INT(jobs[i].status, FT_OK);
+    ASSERT_TRUE(jobs[i].cubin && jobs[i].cubin_size == jobs[0].cubin_size);
+    ASSERT_TRUE(i == 0 || jobs[i].cubin != jobs[0].cubin);
+  }
+  for (int i = 0; i < 3; i++) ft_compile_job_clear(&jobs[i]);
+  ft_kernel_src_free(&k);
+}
+
+/* ptxas -v of the leading GEMM variants of the seed shapes: registers and spills. */
+static void report_usage(const ft_device_limits *lim) {
+  for (int s = 0; s < 2; s++) {
+    const shape *sh = &k_shapes[s];
+    ft_err e;
+    ft_epilogue *ep = NULL;
+    ft_variant *g = NULL;
+    int ng = 0;
+    if (ft_ep_parse(sh->epilogue, &ep, &e) != FT_OK) continue;
+    ASSERT_OK(ft_space_enumerate(FT_VK_GEMM, sh->m, sh->n, sh->k, lim, &g, &ng, &e));
+    printf("ptxas usage, first variants of %s:\n", sh->name);
+    for (int i = 0; i < ng && i < 12; i++) {
+      ft_kernel_src k;
+      ft_kernel_usage u;
+      char name[128];
+      ft_variant_name(&g[i], name, sizeof name);
+      ASSERT_OK(ft_codegen_variant(&g[i], ep, &k, &e));
+      if (ft_compile_usage(k.text, ARCH, "ft_gemm", &u, &e) != FT_OK) {
+        FT_FAIL_AT_("usage %s: %s", name, e.msg);
+      } else {
+        printf("  %-44s %3d regs, %4d B stack, %4d B spill stores, %4d B spill loads\n", name,
+               u.regs, u.stack, u.spill_stores, u.spill_loads);
+        ASSERT_TRUE(u.regs <= 255);
+        if (i < 4) ASSERT_EQ_INT(u.spill_stores, 0); /* the likeliest winners never spill */
+      }
+      ft_kernel_src_free(&k);
+    }
+    free(g);
+    ft_ep_free(ep);
+  }
+}
+
+int main(void) {
+  ft_device_limits lim;
+  ft_err e;
+  if (ft_limits_for_arch(ARCH, &lim, &e) != FT_OK) {
+    fprintf(stderr, "%s\n", e.msg);
+    return 1;
+  }
+  printf("NVRTC %d, options: %s\n", ft_nvrtc_version(), ft_compile_options(ARCH));
+  test_bad_source();
+  test_dedupe(&lim);
+  report_usage(&lim);
+  seen done = {0};
+  int total = 0;
+  const double t0 = now_s();
+  for (size_t i = 0; i < sizeof k_shapes / sizeof k_shapes[0]; i++) compile_shape(&k_shapes[i], &lim, &done, &total);
+  printf("all shapes: %d sources compiled in %.1f s\n", total, now_s() - t0);
+  free(done.h);
+  return FT_TEST_DONE();
+}

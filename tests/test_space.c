@@ -1,0 +1,232 @@
+/* The variant space: enumeration bounds, applicability, names, strict JSON, geometry, shapes. */
+#include "ft_test.h"
+#include "space.h"
+
+typedef struct shape {
+  const char *name;
+  int64_t m, n, k;
+} shape;
+
+static const shape k_shapes[] = {
+    {"minsub", 128, 16384, 16384},
+    {"biasrelu", 1024, 8192, 8192},
+    {"ragged", 127, 1000, 999},
+    {"tiny", 1, 1, 1},
+    {"k2", 33, 65, 130},
+};
+
+static void check_geometry(const ft_variant *v, const shape *s) {
+  ft_launch_geom g;
+  ft_variant_geometry(v, s->m, s->n, s->k, &g);
+  ASSERT_TRUE(g.grid[0] >= 1 && g.grid[1] == 1 && g.block[1] == 1 && g.block[2] == 1);
+  if (v->kind == FT_VK_EPILOGUE) {
+    ASSERT_EQ_INT(g.block[0], v->block);
+    ASSERT_TRUE((int64_t)g.grid[0] * v->block * v->ept >= s->m * s->n);
+    ASSERT_EQ_INT(g.has_reduce, 0);
+    return;
+  }
+  ASSERT_EQ_INT(g.block[0], (v->bm / v->tm) * (v->bn / v->tn));
+  ASSERT_EQ_INT(g.grid[0], ((s->m + v->bm - 1) / v->bm) * ((s->n + v->bn - 1) / v->bn));
+  ASSERT_EQ_INT(g.grid[2], v->split_k);
+  ASSERT_TRUE(g.smem > 0 && g.smem <= 232448);
+  ASSERT_EQ_INT(g.has_reduce, v->split_k > 1);
+  if (v->split_k > 1) {
+    ASSERT_EQ_INT(g.workspace_bytes, (int64_t)v->split_k * s->m * s->n * 4);
+    ASSERT_TRUE((int64_t)g.rgrid[0] * g.rblock[0] * 4 >= s->m * s->n);
+  } else {
+    ASSERT_EQ_INT(g.workspace_bytes, 0);
+  }
+}
+
+static void check_roundtrip(const ft_variant *v) {
+  char json[256], name[128], name2[128];
+  ASSERT_TRUE(ft_variant_json(v, json, sizeof json) < (int)sizeof json);
+  ft_variant back;
+  ft_err e;
+  ASSERT_OK(ft_variant_from_json(json, &back, &e));
+  ASSERT_TRUE(memcmp(&back, v, sizeof back) == 0);
+  ft_variant_name(v, name, sizeof name);
+  ft_variant_name(&back, name2, sizeof name2);
+  ASSERT_EQ_STR(name, name2);
+}
+
+static void test_enumerate(const ft_device_limits *lim) {
+  for (size_t i = 0; i < sizeof k_shapes / sizeof k_shapes[0]; i++) {
+    const shape *s = &k_shapes[i];
+    for (int kind = FT_VK_GEMM; kind <= FT_VK_EPILOGUE; kind++) {
+      ft_variant *vs = NULL;
+      int n = 0;
+      ft_err e;
+      ASSERT_OK(ft_space_enumerate((ft_variant_kind)kind, s->m, s->n, s->k, lim, &vs, &n, &e));
+      printf("%-9s %s: %d variants\n", s->name, kind == FT_VK_GEMM ? "gemm" : "epilogue", n);
+      ASSERT_TRUE(n > 0 && n <= 400);
+      int vec_ok = 1, stages_seen = 0, split_seen = 0;
+      for (int j = 0; j < n; j++) {
+        char why[160] = "";
+        if (!ft_variant_applicable(&vs[j], s->m, s->n, s->k, lim, why, sizeof why))
+          FT_FAIL_AT_("%s variant %d not applicable: %s", s->name, j, why);
+        if (kind == FT_VK_GEMM && vs[j].vec > 1 && s->k % vs[j].vec) vec_ok = 0;
+        if (kind == FT_VK_GEMM) stages_seen |= 1 << vs[j].stages;
+        if (vs[j].split_k > 1) split_seen = 1;
+        check_roundtrip(&vs[j]);
+        check_geometry(&vs[j], s);
+        for (int q = 0; q < j; q++) ASSERT_TRUE(memcmp(&vs[q], &vs[j], sizeof vs[j]) != 0);
+      }
+      ASSERT_TRUE(vec_ok);
+      if (kind == FT_VK_GEMM && s->k >= 999) ASSERT_EQ_INT(stages_seen, 0x1e); /* 1..4 all kept */
+      if (kind == FT_VK_GEMM && s->m == 128 && s->k == 16384) ASSERT_TRUE(split_seen);
+      if (kind == FT_VK_GEMM && i == 0) {
+        char name[128];
+        ft_variant_name(&vs[0], name, sizeof name);
+        printf("  first: %s\n", name);
+      }
+      free(vs);
+    }
+  }
+}
+
+static void test_limits(void) {
+  ft_device_limits lim;
+  ft_err e;
+  ASSERT_OK(ft_limits_for_arch("sm_90", &lim, &e));
+  ASSERT_EQ_INT(lim.sm_count, 132);
+  ASSERT_EQ_INT(lim.max_smem_per_block, 227 * 1024);
+  ASSERT_OK(ft_limits_for_arch("sm_80", &lim, &e));
+  ASSERT_OK(ft_limits_for_arch("sm_89", &lim, &e));
+  ASSERT_EQ_INT(ft_limits_for_arch("sm_99", &lim, &e), FT_ERR_UNSUPPORTED);
+  ASSERT_CONTAINS(e.msg, "sm_99");
+  ASSERT_EQ_INT(ft_limits_for_arch(NULL, &lim, &e), FT_ERR_INVALID_ARG);
+}
+
+static void test_names(void) {
+  ft_variant v = {0};
+  v.kind = FT_VK_GEMM;
+  v.bm = 64, v.bn = 128, v.bk = 16, v.tm = 8, v.tn = 8, v.vec = 4, v.stages = 2, v.split_k = 1, v.swizzle = 8;
+  char buf[256];
+  ft_variant_name(&v, buf, sizeof buf);
+  ASSERT_EQ_STR(buf, "gemm_bm64_bn128_bk16_t8x8_v4_s2_k1_z8");
+  ft_variant_json(&v, buf, sizeof buf);
+  ASSERT_EQ_STR(buf, "{\"kind\":\"gemm\",\"bm\":64,\"bn\":128,\"bk\":16,\"tm\":8,\"tn\":8,\"vec\":4,"
+                     "\"stages\":2,\"split_k\":1,\"swizzle\":8}");
+  ft_variant e = {0};
+  e.kind = FT_VK_EPILOGUE, e.block = 256, e.vec = 4, e.ept = 8;
+  ft_variant_name(&e, buf, sizeof buf);
+  ASSERT_EQ_STR(buf, "epi_b256_v4_e8");
+  ft_variant_json(&e, buf, sizeof buf);
+  ASSERT_EQ_STR(buf, "{\"kind\":\"epilogue\",\"block\":256,\"vec\":4,\"ept\":8}");
+  /* Whitespace and key order are free. */
+  ft_variant back;
+  ft_err err;
+  ASSERT_OK(ft_variant_from_json(" { \"ept\" : 8 ,\n\"vec\":4, \"block\":256, \"kind\":\"epilogue\" } ", &back, &err));
+  ASSERT_TRUE(memcmp(&back, &e, sizeof e) == 0);
+}
+
+static void test_hostile_json(void) {
+  static const char *bad[] = {
+      "",
+      "{}",
+      "[]",
+      "null",
+      "{\"kind\":\"gemm\"}",
+      "{\"kind\":\"epilogue\",\"block\":256,\"vec\":4}",                       /* missing */
+      "{\"kind\":\"epilogue\",\"block\":256,\"vec\":4,\"ept\":8,\"x\":1}",     /* unknown key */
+      "{\"kind\":\"epilogue\",\"block\":256,\"vec\":4,\"ept\":8,\"ept\":8}",   /* duplicate */
+      "{\"kind\":\"epilogue\",\"block\":256,\"vec\":4,\"ept\":8} x",           /* trailing */
+      "{\"kind\":\"epilogue\",\"block\":256,\"vec\":4,\"ept\":8,}",            /* trailing comma */
+      "{\"kind\":\"epilogue\",\"block\":-256,\"vec\":4,\"ept\":8}",            /* negative */
+      "{\"kind\":\"epilogue\",\"block\":256.0,\"vec\":4,\"ept\":8}",           /* fraction */
+      "{\"kind\":\"epilogue\",\"block\":1e3,\"vec\":4,\"ept\":8}",             /* exponent */
+      "{\"kind\":\"epilogue\",\"block\":0256,\"vec\":4,\"ept\":8}",            /* leading zero */
+      "{\"kind\":\"epilogue\",\"block\":99999999999999999999,\"vec\":4,\"ept\":8}",
+      "{\"kind\":\"epilogue\",\"block\":\"256\",\"vec\":4,\"ept\":8}",         /* wrong kind */
+      "{\"kind\":4,\"block\":256,\"vec\":4,\"ept\":8}",
+      "{\"kind\":\"epilogue\",\"block\":100,\"vec\":4,\"ept\":8}",             /* not % 32 */
+      "{\"kind\":\"epilogue\",\"block\":256,\"vec\":3,\"ept\":8}",
+      "{\"kind\":\"epilogue\",\"block\":256,\"vec\":4,\"ept\":6}",
+      "{\"kind\":\"epilogue\",\"block\":4096,\"vec\":4,\"ept\":8}",
+      "{\"kind\":\"gemm\",\"bm\":64,\"bn\":128,\"bk\":16,\"tm\":8,\"tn\":8,\"vec\":4,\"stages\":9,\"split_k\":1,\"swizzle\":8}",
+      "{\"kind\":\"gemm\",\"bm\":96,\"bn\":128,\"bk\":16,\"tm\":8,\"tn\":8,\"vec\":4,\"stages\":2,\"split_k\":1,\"swizzle\":8}",
+      "{\"kind\":\"gemm\",\"bm\":64,\"bn\":128,\"bk\":16,\"tm\":8,\"tn\":8,\"vec\":4,\"stages\":2,\"split_k\":0,\"swizzle\":8}",
+      "{\"kind\":\"gemm\",\"bm\":64,\"bn\":128,\"bk\":16,\"tm\":8,\"tn\":8,\"vec\":4,\"stages\":2,\"split_k\":1000,\"swizzle\":8}",
+      "{\"kind\":\"gemm\",\"bm\":256,\"bn\":256,\"bk\":16,\"tm\":4,\"tn\":4,\"vec\":4,\"stages\":2,\"split_k\":1,\"swizzle\":1}",
+      "{\"kind\":\"gemm\",\"bm\":64,\"bn\":128,\"bk\":16,\"tm\":8,\"tn\":8,\"vec\":4,\"stages\":2,\"split_k\":1,\"swizzle\":8,\"block\":1}",
+      "{\"kind\":\"gemm\\u0000\",\"bm\":64}",
+      "{\"kind\":\"gemm\",\"bm\":64,\"bn\":128,\"bk\":16,\"tm\":8,\"tn\":8,\"vec\":4,\"stages\":2,\"split_k\":1,\"swizzle\":8",
+      "{\"kind\":\"kernel\",\"bm\":64}",
+      "{\"kind\":\"epilogue\",\"block\":256,\"vec\":4,\"ept\":8,\"kind\":\"gemm\"}",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    ft_variant v;
+    ft_err e;
+    ft__err_clear(&e);
+    const ft_status s = ft_variant_from_json(bad[i], &v, &e);
+    if (s != FT_ERR_FORMAT) FT_FAIL_AT_("accepted or wrong status %d: %s", (int)s, bad[i]);
+    ASSERT_TRUE(e.msg[0] != '\0');
+  }
+  /* A very long input is refused before parsing. */
+  char *big = malloc(100000);
+  ASSERT_TRUE(big != NULL);
+  if (big) {
+    memset(big, ' ', 99999);
+    big[0] = '{';
+    big[99999] = '\0';
+    ft_variant v;
+    ft_err e;
+    ASSERT_EQ_INT(ft_variant_from_json(big, &v, &e), FT_ERR_FORMAT);
+    free(big);
+  }
+  ft_variant v;
+  ft_err e;
+  ASSERT_EQ_INT(ft_variant_from_json(NULL, &v, &e), FT_ERR_INVALID_ARG);
+}
+
+static void test_applicability(const ft_device_limits *lim) {
+  ft_variant v = {0};
+  v.kind = FT_VK_GEMM;
+  v.bm = 128, v.bn = 128, v.bk = 16, v.tm = 8, v.tn = 8, v.vec = 4, v.stages = 3, v.split_k = 1, v.swizzle = 1;
+  char why[160];
+  ASSERT_TRUE(ft_variant_applicable(&v, 128, 256, 512, lim, why, sizeof why));
+  ASSERT_TRUE(!ft_variant_applicable(&v, 128, 256, 514, lim, why, sizeof why));
+  ASSERT_CONTAINS(why, "vec");
+  v.vec = 2;
+  ASSERT_TRUE(ft_variant_applicable(&v, 128, 256, 514, lim, why, sizeof why));
+  v.stages = 4, v.bk = 32, v.bm = 256, v.bn = 256, v.tm = 8, v.tn = 8; /* 1024 threads, 295 KB */
+  ASSERT_TRUE(!ft_variant_applicable(&v, 128, 256, 512, lim, why, sizeof why));
+}
+
+static void test_shapes(void) {
+  ft_err e;
+  ASSERT_OK(ft_check_shape(1, 1, 1, &e));
+  ASSERT_OK(ft_check_shape(128, 16384, 16384, &e));
+  ASSERT_EQ_INT(ft_check_shape(0, 1, 1, &e), FT_ERR_INVALID_ARG);
+  ASSERT_EQ_INT(ft_check_shape(1, 0, 1, &e), FT_ERR_INVALID_ARG);
+  ASSERT_EQ_INT(ft_check_shape(1, 1, 0, &e), FT_ERR_INVALID_ARG);
+  ASSERT_EQ_INT(ft_check_shape(-5, 1, 1, &e), FT_ERR_INVALID_ARG);
+  ASSERT_EQ_INT(ft_check_shape(INT64_MIN, 1, 1, &e), FT_ERR_INVALID_ARG);
+  ASSERT_EQ_INT(ft_check_shape(FT_MAX_DIM + 1, 1, 1, &e), FT_ERR_INVALID_ARG);
+  ASSERT_EQ_INT(ft_check_shape(1, 1, INT64_MAX, &e), FT_ERR_INVALID_ARG);
+  ASSERT_EQ_INT(ft_check_shape(FT_MAX_DIM, FT_MAX_DIM, 1, &e), FT_ERR_INVALID_ARG);
+  ASSERT_OK(ft_check_shape(FT_MAX_DIM, 1, 1, &e));
+  ft_device_limits lim;
+  ASSERT_OK(ft_limits_for_arch("sm_90", &lim, &e));
+  ft_variant *vs = NULL;
+  int n = -1;
+  ASSERT_EQ_INT(ft_space_enumerate(FT_VK_GEMM, 0, 5, 5, &lim, &vs, &n, &e), FT_ERR_INVALID_ARG);
+  ASSERT_TRUE(vs == NULL && n == 0);
+}
+
+int main(void) {
+  ft_device_limits lim;
+  ft_err e;
+  if (ft_limits_for_arch("sm_90", &lim, &e) != FT_OK) {
+    fprintf(stderr, "%s\n", e.msg);
+    return 1;
+  }
+  test_limits();
+  test_names();
+  test_hostile_json();
+  test_applicability(&lim);
+  test_shapes();
+  test_enumerate(&lim);
+  return FT_TEST_DONE();
+}
