@@ -37,6 +37,7 @@ struct ft_ctx {
 
 struct ft_plan {
   ft_ctx *ctx;
+  char name[FT_NAME_MAX];
   ft_epilogue *ep;
   ft_variant v;
   ft_launch_geom geom;
@@ -283,6 +284,7 @@ ft_status ft_plan_create(ft_ctx *ctx, const ft_problem *p, const ft_config *cfg,
   if (!pl) return fail(ctx, FT_ERR_NOMEM, "out of memory");
   pl->ctx = ctx;
   pl->v = v;
+  ft_variant_name(&v, pl->name, sizeof pl->name);
   pl->m = (int)p->m;
   pl->n = (int)p->n;
   pl->k = (int)p->k;
@@ -363,13 +365,17 @@ ft_status ft_plan_launch(ft_plan *plan, const ft_args *args, cudaStream_t stream
   if (!args->x || !args->w || !args->y) return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch: x, w and y must be set");
   if ((args->n_vecs && !args->vecs) || (args->n_scalars && !args->scalars) || args->n_vecs < 0 || args->n_scalars < 0)
     return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch: vecs/scalars arrays do not match their counts");
-  size_t align = (size_t)(plan->v.vec > 0 ? plan->v.vec : 1) * sizeof(float);
+  /* What the variant's vector loads and stores need (see kernels_src/gemm_fp32.cu). */
+  size_t vec_bytes = (size_t)(plan->v.vec > 0 ? plan->v.vec : 1) * sizeof(float);
+  size_t need[3] = {vec_bytes, vec_bytes, sizeof(float)};
+  if (plan->v.kind == FT_VK_EPILOGUE) need[2] = vec_bytes;
+  else if (plan->v.split_k > 1 && plan->n % 4 == 0) need[2] = 4 * sizeof(float);
   const void *ptrs[3] = {args->x, args->w, args->y};
   const char *names[3] = {"x", "w", "y"};
   for (int i = 0; i < 3; i++)
-    if ((uintptr_t)ptrs[i] % align)
-      return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch: %s is not %zu-byte aligned, as variant %s needs",
-                      names[i], align, "with vector width > 1");
+    if ((uintptr_t)ptrs[i] % need[i])
+      return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch: %s is not %zu-byte aligned, as configuration %s needs",
+                      names[i], need[i], plan->name);
   ft_ep_args_dev dev;
   FT_TRY(bind_args(plan, args, &dev));
   if (plan->v.kind == FT_VK_EPILOGUE)
