@@ -125,6 +125,8 @@ static void test_database_commands(void) {
     fputs("{\"format\":\"fusedtune-export\",\"version\":1,\"devices\":[", f);
     fclose(f);
   }
+  ASSERT_EQ_INT(run("--db fresh.db import bad.json"), 1);
+  ASSERT_TRUE(access("fresh.db", F_OK) != 0); /* a rejected import creates nothing */
   ASSERT_EQ_INT(run("--db b.db import bad.json"), 1);
   ASSERT_EQ_INT(lines(R.out), 1);
   ASSERT_EQ_INT(run("--db b.db export --format json --out b2.json"), 0);
@@ -163,7 +165,8 @@ int main(void) {
   snprintf(dir, sizeof dir, "%s/cli_%ld", tmp ? tmp : "/tmp", (long)getpid());
   char cmd[1024];
   snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", dir, dir);
-  if (system(cmd) != 0) RETURN_SKIP("cannot make a scratch folder");
+  if (system(cmd) != 0 || chdir(dir) != 0) RETURN_SKIP("cannot make a scratch folder");
+  /* From here relative paths (access("missing.db")) name files in the scratch folder. */
   test_help();
   test_usage_errors();
   test_epilogue_cmd();

@@ -313,10 +313,21 @@ int cmd_import(cli *c, int argc, char **argv) {
   char *text = read_file(argv[0], &len, &err);
   if (!text) return fail_err(&err);
   ft_db *db = NULL;
+  const char *path = cli_db_path(c);
+  int existed = access(path, F_OK) == 0;
   ft_status st = cli_open_db(c, 1, &db, &err);
   if (st == FT_OK) st = ft_db_import_json(db, text, len, &err);
   ft_db_close(db);
   free(text);
+  if (st != FT_OK && !existed && strcmp(path, ":memory:") != 0) {
+    /* A rejected import leaves no trace: not even the empty database it would have filled. */
+    char side[4200];
+    remove(path);
+    snprintf(side, sizeof side, "%s-wal", path);
+    remove(side);
+    snprintf(side, sizeof side, "%s-shm", path);
+    remove(side);
+  }
   if (st != FT_OK) return fail_err(&err);
   printf("imported %s into %s\n", argv[0], cli_db_path(c));
   return 0;
