@@ -139,17 +139,6 @@ static ft_status need_device_row(ft_ctx *ctx) {
   return s;
 }
 
-static void fill_key(ft_problem_key *key, const ft_problem *p, const ft_epilogue *ep) {
-  memset(key, 0, sizeof *key);
-  key->m = p->m;
-  key->n = p->n;
-  key->k = p->k;
-  snprintf(key->layout, sizeof key->layout, "xrow_wrow");
-  snprintf(key->math, sizeof key->math, "fp32");
-  snprintf(key->epilogue, sizeof key->epilogue, "%s", ft_ep_canonical(ep));
-  snprintf(key->epilogue_hash, sizeof key->epilogue_hash, "%s", ft_ep_hash(ep));
-}
-
 /* The hash of the kernel source today's fusedtune generates for (epilogue, config). */
 static ft_status current_hash(ft_ctx *ctx, const ft_epilogue *ep, const char *config, char out[17]) {
   for (int i = 0; i < FT_HASH_CACHE; i++) {
@@ -189,7 +178,7 @@ static void fill_config(ft_config *out, const ft_best *b, int exact) {
 typedef struct nearest {
   ft_ctx *ctx;
   const ft_problem *p;
-  const ft_epilogue *ep;
+  const ft_epilogue *ep = NULL;
   double best_dist;
   ft_best best;
   int found;
@@ -218,11 +207,11 @@ ft_status ft_lookup(ft_ctx *ctx, const ft_problem *p, unsigned flags, ft_config 
   if (!ctx) return FT_ERR_INVALID_ARG;
   if (!out) return fail(ctx, FT_ERR_INVALID_ARG, "ft_lookup: out is NULL");
   if (flags & ~FT_LOOKUP_NEAREST) return ft__fail(&ctx->err, FT_ERR_INVALID_ARG, "ft_lookup: unknown flags 0x%x", flags);
-  const ft_epilogue *ep;
+  const ft_epilogue *ep = NULL;
   FT_TRY(check_problem(ctx, p, &ep));
   FT_TRY(need_device_row(ctx));
   ft_problem_key key;
-  fill_key(&key, p, ep);
+  ft_problem_key_set(&key, p->m, p->n, p->k, ft_ep_canonical(ep), ft_ep_hash(ep));
   ft_best b;
   ft_status s = ft_db_best(ctx->db, ctx->device_id, &key, &b, &ctx->err);
   if (s != FT_OK && s != FT_ERR_NOT_FOUND) return s;
@@ -271,7 +260,7 @@ ft_status ft_plan_create(ft_ctx *ctx, const ft_problem *p, const ft_config *cfg,
   if (!ctx) return FT_ERR_INVALID_ARG;
   if (!plan || !cfg) return fail(ctx, FT_ERR_INVALID_ARG, "ft_plan_create: cfg and plan must not be NULL");
   *plan = NULL;
-  const ft_epilogue *ep;
+  const ft_epilogue *ep = NULL;
   FT_TRY(check_problem(ctx, p, &ep));
   ft_variant v;
   FT_TRY(ft_variant_from_json(cfg->config, &v, &ctx->err));
@@ -389,7 +378,7 @@ ft_status ft_tune(ft_ctx *ctx, const ft_problem *p, const ft_tune_options *opt, 
   if (!opt || opt->struct_size != sizeof(ft_tune_options))
     return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune: options must start from FT_TUNE_OPTIONS_INIT");
   if (!best) return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune: best is NULL");
-  const ft_epilogue *ep;
+  const ft_epilogue *ep = NULL;
   FT_TRY(check_problem(ctx, p, &ep));
   const char *search = opt->strategy ? opt->strategy : "exhaustive";
   if (strcmp(search, "exhaustive") && strcmp(search, "random") && strcmp(search, "halving"))

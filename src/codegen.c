@@ -94,7 +94,7 @@ static void variant_defines(strbuf *b, const ft_variant *v) {
     sb_printf(b, "#define FT_TM %d\n#define FT_TN %d\n#define FT_VEC %d\n", v->tm, v->tn, v->vec);
     sb_printf(b, "#define FT_STAGES %d\n#define FT_SPLIT_K %d\n#define FT_SWIZZLE %d\n", v->stages,
               v->split_k, v->swizzle);
-    sb_printf(b, "#define FT_MINB %d\n", ft__gemm_min_blocks(v));
+    sb_printf(b, "#define FT_MINB %d\n#define FT_LAYOUT %d\n", ft__gemm_min_blocks(v), v->layout);
   } else {
     sb_printf(b, "#define FT_BLOCK %d\n#define FT_VEC %d\n#define FT_EPT %d\n", v->block, v->vec,
               v->ept);

@@ -1033,3 +1033,15 @@ ft_status ft_db_cubin_put(ft_db *db, const char *source_hash, const char *arch, 
   }
   return ft__db_finish(db, s, "storing a cubin", err);
 }
+
+void ft_problem_key_set(ft_problem_key *key, int64_t m, int64_t n, int64_t k, const char *epilogue,
+                        const char *epilogue_hash) {
+  memset(key, 0, sizeof *key);
+  key->m = m;
+  key->n = n;
+  key->k = k;
+  snprintf(key->layout, sizeof key->layout, "xrow_wrow");
+  snprintf(key->math, sizeof key->math, "fp32");
+  snprintf(key->epilogue, sizeof key->epilogue, "%s", epilogue);
+  snprintf(key->epilogue_hash, sizeof key->epilogue_hash, "%s", epilogue_hash);
+}

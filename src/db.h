@@ -56,6 +56,10 @@ typedef struct ft_problem_key {
   char epilogue_hash[17];
 } ft_problem_key;
 
+/* Fills key for an nn.Linear-layout fp32 problem with the given canonical epilogue and hash. */
+void ft_problem_key_set(ft_problem_key *key, int64_t m, int64_t n, int64_t k, const char *epilogue,
+                        const char *epilogue_hash);
+
 ft_status ft_db_upsert_problem(ft_db *db, const ft_problem_key *key, int64_t *problem_id, ft_err *err);
 
 /* A tuning session. options_json is free-form JSON of the options used. */

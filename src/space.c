@@ -63,6 +63,8 @@ static int64_t sm_smem(const ft_device_limits *lim) { return (int64_t)lim->max_s
 static int gemm_threads(const ft_variant *v) { return (v->bm / v->tm) * (v->bn / v->tn); }
 
 static size_t gemm_smem(const ft_variant *v) {
+  if (v->layout == 1) /* double-buffered As[bk][bm + 4], Bs[bk][bn + 4] */
+    return 2 * (size_t)v->bk * (size_t)(v->bm + 4 + v->bn + 4) * sizeof(float);
   const size_t bufs = v->stages > 1 ? (size_t)v->stages : 2;
   return bufs * (size_t)(v->bm + v->bn) * (size_t)(v->bk + 4) * sizeof(float);
 }
@@ -78,6 +80,8 @@ static int gemm_reg_estimate(const ft_variant *v) {
   int staging = 0;
   if (v->stages == 1)
     staging = (ceil_div_int(v->bm * v->bk, threads) + ceil_div_int(v->bn * v->bk, threads));
+  if (v->layout == 1) /* one k at a time: tm + tn operands; staging of whole vectors */
+    return v->tm * v->tn + v->tm + v->tn + staging + 24;
   const int frag = 4 * (v->tm > v->tn ? v->tm : v->tn);
   return v->tm * v->tn + frag + 4 + staging + 28 + (v->bk == 32 ? 24 : 0);
 }
@@ -95,6 +99,17 @@ static int gemm_loads(const ft_variant *v) {
 
 int ft__gemm_min_blocks(const ft_variant *v) {
   const int threads = gemm_threads(v);
+  if (v->layout == 1) {
+    /* 16 registers over the estimate: the k-major 128x128 8x8 bk 8 tile then gets its 128
+     * (ptxas: 127, no spill) and 2 blocks of 256 threads per SM; at bk 16 (8 more staging
+     * registers) a 128 cap spilled ~80 B, so it runs 1 block per SM instead. */
+    const int need = (gemm_reg_estimate(v) + 16 + 7) / 8 * 8;
+    int b = 65536 / (threads * need);
+    if (b * threads > 2048) b = 2048 / threads;
+    if (b < 1) b = 1;
+    if (b > 8) b = 8;
+    return b;
+  }
   /* The 8x8 tile wants all the registers ptxas can give it, and narrow loads need addresses
    * the estimate does not count: a cap would make either spill. */
   if (v->tm * v->tn >= 64 || v->vec < 4) return 1;
@@ -130,6 +145,8 @@ static int gemm_valid(const ft_variant *v, char *why, size_t whylen) {
   if (v->split_k < 1 || v->split_k > FT_MAX_SPLIT_K) WHY("split_k %d: must be 1..%d", v->split_k, FT_MAX_SPLIT_K);
   if (!is_pow2_between(v->swizzle, 1, 16)) WHY("swizzle %d: must be 1, 2, 4, 8 or 16", v->swizzle);
   if (v->block != 0 || v->ept != 0) WHY("gemm variant with epilogue-pass fields");
+  if (v->layout != 0 && v->layout != 1) WHY("layout %d: must be 0 or 1", v->layout);
+  if (v->layout == 1 && v->stages != 1) WHY("layout 1 (k-major) needs stages 1, not %d", v->stages);
   if (v->bm < v->tm || v->bn < v->tn) WHY("thread tile larger than block tile");
   const int threads = gemm_threads(v);
   if (threads < 32 || threads > 1024 || threads % 32 != 0)
@@ -143,7 +160,7 @@ static int epilogue_valid(const ft_variant *v, char *why, size_t whylen) {
   if (v->vec != 1 && v->vec != 2 && v->vec != 4) WHY("vec %d: must be 1, 2 or 4", v->vec);
   if (v->ept < v->vec || v->ept > 64 || v->ept % v->vec != 0)
     WHY("ept %d: must be a multiple of vec in vec..64", v->ept);
-  if (v->bm || v->bn || v->bk || v->tm || v->tn || v->stages || v->split_k || v->swizzle)
+  if (v->bm || v->bn || v->bk || v->tm || v->tn || v->stages || v->split_k || v->swizzle || v->layout)
     WHY("epilogue variant with GEMM fields");
   return 1;
 }
@@ -242,7 +259,12 @@ typedef struct scored {
 static int gemm_occupancy(const ft_variant *v, const ft_device_limits *lim) {
   const int threads = gemm_threads(v);
   int est = gemm_reg_estimate(v);
-  if (v->tm * v->tn >= 64) est = 65536 / threads < 255 ? 65536 / threads : 255; /* see min_blocks */
+  if (v->layout == 1) {
+    est = 65536 / (threads * ft__gemm_min_blocks(v)); /* the __launch_bounds__ cap */
+    if (est > 255) est = 255;
+  } else if (v->tm * v->tn >= 64) {
+    est = 65536 / threads < 255 ? 65536 / threads : 255; /* see min_blocks */
+  }
   int occ = sm_max_threads(lim) / threads;
   const int by_smem = (int)(sm_smem(lim) / (int64_t)gemm_smem(v));
   const int by_regs = 65536 / (threads * ((est + 7) / 8 * 8));
@@ -267,7 +289,13 @@ static double gemm_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k,
   const double blk_reuse = (double)v->bm * v->bn / (v->bm + v->bn) / 64.0;  /* 128^2 -> 1 */
   double eff = (reg_reuse < 1 ? reg_reuse : 1.0) * (blk_reuse < 1 ? 0.5 + 0.5 * blk_reuse : 1.0);
   eff *= warps >= 8 ? 1.0 : 0.55 + 0.45 * warps / 8.0;
-  if (v->stages == 1 || v->bk == 8) eff *= 0.97; /* fewer loads in flight per barrier */
+  if (v->layout == 1) {
+    /* k-major: 4 LDS.128 per 64 FFMA and 2+ blocks per SM instead of 1 (measured: the [rows]
+     * layout's 8x8 reaches only 83-88 % of cuBLAS); bk 8 keeps a stage small. */
+    eff *= 1.25;
+  } else if (v->stages == 1 || v->bk == 8) {
+    eff *= 0.97; /* fewer loads in flight per barrier */
+  }
   const double fma = (double)per_sm * v->bm * v->bn * (double)slice;
   double cost = fma / eff;
   if (v->split_k > 1) /* partials written and read back: ~8 FMA-equivalents per byte */
@@ -347,9 +375,12 @@ static ft_status enumerate_gemm(int64_t m, int64_t n, int64_t k, const ft_device
       if (!tile_plausible(tiles[a], tiles[c], m, n)) continue;
       for (size_t t = 0; t < 4; t++)
         for (size_t kk = 0; kk < 3; kk++)
-          for (int st = 1; st <= 4; st++) {
+          for (int st = 0; st <= 4; st++) {
+            /* st 0: the k-major layout (stages 1); 1..4: the [rows] layout's stages. */
+            const int lay = st == 0;
+            if (lay && tts[t][0] * tts[t][1] < 32) continue; /* 4x4: too little reuse */
             v.bm = tiles[a], v.bn = tiles[c], v.tm = tts[t][0], v.tn = tts[t][1];
-            v.bk = bks[kk], v.stages = st, v.split_k = 1, v.swizzle = 1;
+            v.bk = bks[kk], v.stages = lay ? 1 : st, v.split_k = 1, v.swizzle = 1, v.layout = lay;
             const int threads = gemm_threads(&v);
             if (threads < 64 || threads > 256) continue;
             /* Each thread loads whole vectors: tiles divide evenly over the threads. */
@@ -459,8 +490,9 @@ ft_status ft_space_enumerate(ft_variant_kind kind, int64_t m, int64_t n, int64_t
 int ft_variant_name(const ft_variant *v, char *buf, size_t len) {
   if (v->kind == FT_VK_EPILOGUE)
     return snprintf(buf, len, "epi_b%d_v%d_e%d", v->block, v->vec, v->ept);
-  return snprintf(buf, len, "gemm_bm%d_bn%d_bk%d_t%dx%d_v%d_s%d_k%d_z%d", v->bm, v->bn, v->bk,
-                  v->tm, v->tn, v->vec, v->stages, v->split_k, v->swizzle);
+  return snprintf(buf, len, "gemm_bm%d_bn%d_bk%d_t%dx%d_v%d_s%d_k%d_z%d%s", v->bm, v->bn, v->bk,
+                  v->tm, v->tn, v->vec, v->stages, v->split_k, v->swizzle,
+                  v->layout == 1 ? "_km" : "");
 }
 
 int ft_variant_json(const ft_variant *v, char *buf, size_t len) {
@@ -469,8 +501,9 @@ int ft_variant_json(const ft_variant *v, char *buf, size_t len) {
                     v->block, v->vec, v->ept);
   return snprintf(buf, len,
                   "{\"kind\":\"gemm\",\"bm\":%d,\"bn\":%d,\"bk\":%d,\"tm\":%d,\"tn\":%d,"
-                  "\"vec\":%d,\"stages\":%d,\"split_k\":%d,\"swizzle\":%d}",
-                  v->bm, v->bn, v->bk, v->tm, v->tn, v->vec, v->stages, v->split_k, v->swizzle);
+                  "\"vec\":%d,\"stages\":%d,\"split_k\":%d,\"swizzle\":%d%s}",
+                  v->bm, v->bn, v->bk, v->tm, v->tn, v->vec, v->stages, v->split_k, v->swizzle,
+                  v->layout ? ",\"layout\":1" : "");
 }
 
 /* The keys of each kind, in ft_variant_json's order, and where they land. */
@@ -584,13 +617,24 @@ static ft_status parse_object(json_cursor *c, json_field *fields, int *nfields) 
   return FT_OK;
 }
 
-/* Moves the integer fields named by keys into v; every key required, no other key allowed. */
+/* Moves the integer fields named by keys into v; every key required, no other key allowed,
+ * except the optional key (NULL: none) read into *opt when present. */
 static ft_status assign_fields(const json_field *f, int nf, const json_key *keys, size_t nkeys,
-                               ft_variant *v, ft_err *err) {
-  if ((size_t)nf != nkeys + 1)
-    return ft__fail(err, FT_ERR_FORMAT, "variant JSON: expected %zu keys, found %d", nkeys + 1, nf);
+                               const json_key *opt, ft_variant *v, ft_err *err) {
+  int has_opt = 0;
+  for (int i = 0; opt && i < nf; i++)
+    if (strcmp(f[i].key, opt->name) == 0) has_opt = 1;
+  if ((size_t)nf != nkeys + 1 + (size_t)has_opt)
+    return ft__fail(err, FT_ERR_FORMAT, "variant JSON: expected %zu keys, found %d",
+                    nkeys + 1 + (size_t)has_opt, nf);
   for (int i = 0; i < nf; i++) {
     if (strcmp(f[i].key, "kind") == 0) continue;
+    if (has_opt && strcmp(f[i].key, opt->name) == 0) {
+      if (f[i].is_string)
+        return ft__fail(err, FT_ERR_FORMAT, "variant JSON: \"%s\" must be an integer", f[i].key);
+      *(int *)((char *)v + opt->offset) = (int)f[i].num;
+      continue;
+    }
     size_t j = 0;
     while (j < nkeys && strcmp(keys[j].name, f[i].key) != 0) j++;
     if (j == nkeys) return ft__fail(err, FT_ERR_FORMAT, "variant JSON: unknown key \"%s\"", f[i].key);
@@ -617,10 +661,12 @@ ft_status ft_variant_from_json(const char *json, ft_variant *out, ft_err *err) {
   memset(&v, 0, sizeof v);
   if (strcmp(kind->str, "gemm") == 0) {
     v.kind = FT_VK_GEMM;
-    FT_TRY(assign_fields(f, nf, k_gemm_keys, sizeof k_gemm_keys / sizeof k_gemm_keys[0], &v, err));
+    static const json_key layout_key = {"layout", offsetof(ft_variant, layout)};
+    FT_TRY(assign_fields(f, nf, k_gemm_keys, sizeof k_gemm_keys / sizeof k_gemm_keys[0], &layout_key,
+                         &v, err));
   } else if (strcmp(kind->str, "epilogue") == 0) {
     v.kind = FT_VK_EPILOGUE;
-    FT_TRY(assign_fields(f, nf, k_epi_keys, sizeof k_epi_keys / sizeof k_epi_keys[0], &v, err));
+    FT_TRY(assign_fields(f, nf, k_epi_keys, sizeof k_epi_keys / sizeof k_epi_keys[0], NULL, &v, err));
   } else {
     return ft__fail(err, FT_ERR_FORMAT, "variant JSON: unknown kind \"%s\"", kind->str);
   }

@@ -372,14 +372,7 @@ static ft_status setup(tuner *t, ft_err *err) {
   FT_TRY(ft_db_upsert_device(t->db, &info, &t->device_id, err));
   snprintf(t->sum->device_name, sizeof t->sum->device_name, "%s", info.name);
   ft_problem_key key;
-  memset(&key, 0, sizeof key);
-  key.m = t->req->m;
-  key.n = t->req->n;
-  key.k = t->req->k;
-  snprintf(key.layout, sizeof key.layout, "xrow_wrow");
-  snprintf(key.math, sizeof key.math, "fp32");
-  snprintf(key.epilogue, sizeof key.epilogue, "%s", ft_ep_canonical(t->ep));
-  snprintf(key.epilogue_hash, sizeof key.epilogue_hash, "%s", ft_ep_hash(t->ep));
+  ft_problem_key_set(&key, t->req->m, t->req->n, t->req->k, ft_ep_canonical(t->ep), ft_ep_hash(t->ep));
   snprintf(t->sum->epilogue, sizeof t->sum->epilogue, "%s", key.epilogue);
   FT_TRY(ft_db_upsert_problem(t->db, &key, &t->problem_id, err));
   char opts[512];
@@ -463,14 +456,7 @@ ft_status ft_tune_run(ft_db *db, ft_gpu *g, const ft_tune_req *req, ft_tune_summ
   }
   if (st == FT_OK && t.device_id && t.problem_id) {
     ft_problem_key key;
-    memset(&key, 0, sizeof key);
-    key.m = req->m;
-    key.n = req->n;
-    key.k = req->k;
-    snprintf(key.layout, sizeof key.layout, "xrow_wrow");
-    snprintf(key.math, sizeof key.math, "fp32");
-    snprintf(key.epilogue, sizeof key.epilogue, "%s", ft_ep_canonical(t.ep));
-    snprintf(key.epilogue_hash, sizeof key.epilogue_hash, "%s", ft_ep_hash(t.ep));
+    ft_problem_key_set(&key, req->m, req->n, req->k, ft_ep_canonical(t.ep), ft_ep_hash(t.ep));
     ft_err e3;
     out->has_best = ft_db_best(db, t.device_id, &key, &out->best, &e3) == FT_OK;
   }

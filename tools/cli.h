@@ -42,9 +42,6 @@ int parse_int(const char *s, long lo, long hi, long *out);
 ft_status cli_open_db(const cli *c, int write, ft_db **db, ft_err *err);
 const char *cli_db_path(const cli *c);
 
-/* JSON string output (escaped). */
-void json_str(FILE *f, const char *s);
-
 int cmd_init(cli *c, int argc, char **argv);
 int cmd_list(cli *c, int argc, char **argv);
 int cmd_query(cli *c, int argc, char **argv);

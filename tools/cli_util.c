@@ -134,15 +134,3 @@ const char *cli_db_path(const cli *c) {
 ft_status cli_open_db(const cli *c, int write, ft_db **db, ft_err *err) {
   return ft_db_open(cli_db_path(c), write ? FT_DB_CREATE : FT_DB_READONLY, db, err);
 }
-
-void json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-    else if (*p == '\n') fputs("\\n", f);
-    else if (*p == '\t') fputs("\\t", f);
-    else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-    else fputc(*p, f);
-  }
-  fputc('"', f);
-}

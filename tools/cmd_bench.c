@@ -112,10 +112,7 @@ int cmd_bench(cli *c, int argc, char **argv) {
   ft__err_clear(&err);
   ft_epilogue *ep = NULL;
   if (ft_ep_parse(epi, &ep, &err) != FT_OK) return fail_err(&err);
-  snprintf(key.layout, sizeof key.layout, "xrow_wrow");
-  snprintf(key.math, sizeof key.math, "fp32");
-  snprintf(key.epilogue, sizeof key.epilogue, "%s", ft_ep_canonical(ep));
-  snprintf(key.epilogue_hash, sizeof key.epilogue_hash, "%s", ft_ep_hash(ep));
+  ft_problem_key_set(&key, key.m, key.n, key.k, ft_ep_canonical(ep), ft_ep_hash(ep));
 
   ft_gpu *g = NULL;
   ft_db *db = NULL;

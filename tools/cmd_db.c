@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "json.h"
 #include "codegen.h"
 #include "device.h"
 
@@ -46,17 +47,17 @@ static double speedup(const ft_best *b) { return b->eager_ms > 0 && b->median_ms
 
 static void best_json(const ft_best *b) {
   printf("{\"device\":");
-  json_str(stdout, b->device_name);
+  ft_json_write_string(stdout, b->device_name);
   printf(",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"math\":", (long long)b->key.m, (long long)b->key.n, (long long)b->key.k);
-  json_str(stdout, b->key.math);
+  ft_json_write_string(stdout, b->key.math);
   printf(",\"epilogue\":");
-  json_str(stdout, b->key.epilogue);
+  ft_json_write_string(stdout, b->key.epilogue);
   printf(",\"strategy\":");
-  json_str(stdout, b->strategy);
+  ft_json_write_string(stdout, b->strategy);
   printf(",\"variant\":");
-  json_str(stdout, b->variant);
+  ft_json_write_string(stdout, b->variant);
   printf(",\"config\":%s,\"source_hash\":", b->config_json[0] ? b->config_json : "null");
-  json_str(stdout, b->source_hash);
+  ft_json_write_string(stdout, b->source_hash);
   printf(",\"median_ms\":%.17g,\"eager_ms\":%.17g,\"speedup_vs_eager\":%.6g}", b->median_ms, b->eager_ms, speedup(b));
 }
 
@@ -145,10 +146,7 @@ int cmd_query(cli *c, int argc, char **argv) {
   ft__err_clear(&err);
   ft_epilogue *ep = NULL;
   if (ft_ep_parse(epi, &ep, &err) != FT_OK) return fail_err(&err);
-  snprintf(key.layout, sizeof key.layout, "xrow_wrow");
-  snprintf(key.math, sizeof key.math, "fp32");
-  snprintf(key.epilogue, sizeof key.epilogue, "%s", ft_ep_canonical(ep));
-  snprintf(key.epilogue_hash, sizeof key.epilogue_hash, "%s", ft_ep_hash(ep));
+  ft_problem_key_set(&key, key.m, key.n, key.k, ft_ep_canonical(ep), ft_ep_hash(ep));
 
   int rc = 1;
   ft_db *db = NULL;

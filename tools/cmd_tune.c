@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "json.h"
 #include "compile.h"
 #include "device.h"
 #include "tuner.h"
@@ -137,9 +138,9 @@ static void print_summary(const tune_cli *t, const ft_tune_summary *s) {
 
 static void print_summary_json(const ft_tune_summary *s) {
   printf("{\"device\":");
-  json_str(stdout, s->device_name);
+  ft_json_write_string(stdout, s->device_name);
   printf(",\"epilogue\":");
-  json_str(stdout, s->epilogue);
+  ft_json_write_string(stdout, s->epilogue);
   printf(",\"eager_ms\":%.17g,\"candidates\":%d,\"measured\":%d,\"ok\":%d,\"wrong_result\":%d,"
          "\"compile_error\":%d,\"launch_error\":%d,\"known\":%d,\"compiled\":%d,\"cached\":%d,"
          "\"compile_s\":%.3f,\"total_s\":%.3f,\"budget_exhausted\":%s,\"best\":",
@@ -150,9 +151,9 @@ static void print_summary_json(const ft_tune_summary *s) {
     printf("null");
   } else {
     printf("{\"strategy\":");
-    json_str(stdout, s->best.strategy);
+    ft_json_write_string(stdout, s->best.strategy);
     printf(",\"variant\":");
-    json_str(stdout, s->best.variant);
+    ft_json_write_string(stdout, s->best.variant);
     printf(",\"config\":%s,\"median_ms\":%.17g,\"eager_ms\":%.17g}", s->best.config_json, s->best.median_ms,
            s->best.eager_ms);
   }
@@ -160,11 +161,11 @@ static void print_summary_json(const ft_tune_summary *s) {
   for (int i = 0; i < s->nentries; i++) {
     const ft_tune_entry *e = &s->entries[i];
     printf("%s{\"strategy\":", i ? "," : "");
-    json_str(stdout, e->strategy);
+    ft_json_write_string(stdout, e->strategy);
     printf(",\"variant\":");
-    json_str(stdout, e->variant);
+    ft_json_write_string(stdout, e->variant);
     printf(",\"status\":");
-    json_str(stdout, e->status);
+    ft_json_write_string(stdout, e->status);
     printf(",\"median_ms\":%.17g,\"rel_err\":%.17g}", e->median_ms, e->rel_err);
   }
   printf("]}\n");
@@ -247,7 +248,7 @@ int cmd_devices(cli *c, int argc, char **argv) {
     const ft_device_info *i = ft_gpu_info(g);
     if (json) {
       printf("%s{\"index\":%d,\"name\":", d ? "," : "", d);
-      json_str(stdout, i->name);
+      ft_json_write_string(stdout, i->name);
       printf(",\"fingerprint\":\"%s\",\"arch\":\"%s\",\"sm_count\":%d,\"mem_bytes\":%lld,\"driver\":%d,"
              "\"runtime\":%d,\"nvrtc\":%d,\"cublas\":%d}",
              i->fingerprint, ft_gpu_arch(g), i->sm_count, (long long)i->mem_bytes, i->driver_version,
@@ -421,18 +422,18 @@ int cmd_epilogue(cli *c, int argc, char **argv) {
   static const char *kinds_json[] = {"scalar", "colvec", "rowvec"};
   if (json) {
     printf("{\"canonical\":");
-    json_str(stdout, ft_ep_canonical(ep));
+    ft_json_write_string(stdout, ft_ep_canonical(ep));
     printf(",\"hash\":\"%s\",\"params\":[", ft_ep_hash(ep));
     for (int s = 0; s < ft_ep_param_count(ep); s++) {
       const ft_ep_param *p = ft_ep_param_at(ep, s);
       printf("%s{\"slot\":%d,\"name\":", s ? "," : "", s);
-      json_str(stdout, p->name);
+      ft_json_write_string(stdout, p->name);
       printf(",\"kind\":\"%s\",\"default\":", kinds_json[p->kind]);
       if (p->has_default) printf("%.17g}", p->def);
       else printf("null}");
     }
     printf("],\"cuda\":");
-    json_str(stdout, ft_ep_cuda(ep));
+    ft_json_write_string(stdout, ft_ep_cuda(ep));
     printf("}\n");
   } else {
     printf("canonical  %s\nhash       %s\n", ft_ep_canonical(ep), ft_ep_hash(ep));
