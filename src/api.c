@@ -178,7 +178,7 @@ static void fill_config(ft_config *out, const ft_best *b, int exact) {
 typedef struct nearest {
   ft_ctx *ctx;
   const ft_problem *p;
-  const ft_epilogue *ep = NULL;
+  const ft_epilogue *ep;
   double best_dist;
   ft_best best;
   int found;
