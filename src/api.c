@@ -387,13 +387,12 @@ ft_status ft_tune(ft_ctx *ctx, const ft_problem *p, const ft_tune_options *opt, 
     return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune: repeats must be >= 20");
   if (opt->budget_s < 0 || !isfinite(opt->budget_s)) return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune: budget_s must be >= 0");
   if (ctx->flags & FT_OPEN_READONLY) return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune: the database was opened read-only");
-  FT_TRY(need_gpu(ctx));
   ft_tune_req req = {p->m, p->n, p->k, p->epilogue, p->math, search,
                      opt->budget_s > 0 ? opt->budget_s : FT_TUNE_DEFAULT_BUDGET_S,
                      opt->repeats ? opt->repeats : FT_TUNE_DEFAULT_REPEATS, opt->retune, opt->flush_l2,
-                     opt->quiet ? 0 : 1, opt->seed, 0, NULL};
+                     opt->quiet ? 0 : 1, opt->seed, 0, NULL, ft_default_worker(), 0};
   ft_tune_summary sum;
-  ft_status s = ft_tune_run(ctx->db, ctx->gpu, &req, &sum, &ctx->err);
+  ft_status s = ft_tune_run(ctx->db, &req, &sum, &ctx->err);
   if (s == FT_OK && !sum.has_best) s = fail(ctx, FT_ERR_NOT_FOUND, "no candidate was correct; nothing to choose");
   if (s == FT_OK) fill_config(best, &sum.best, 1);
   ft_tune_summary_free(&sum);

@@ -9,9 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "baseline.h"
-#include "bench.h"
 #include "compile.h"
+#include "runner.h"
 
 typedef struct cand {
   ft_variant v;
@@ -27,16 +26,12 @@ typedef struct cand {
 
 typedef struct tuner {
   ft_db *db;
-  ft_gpu *g;
   const ft_tune_req *req;
   ft_epilogue *ep;
   ft_epilogue *wrong_ep; /* test hook only */
-  ft_pdata *d;
-  ft_baselines *bl;
-  ft_bench *bench;
+  ft_runner *runner;
+  ft_runner_hello dev;   /* the device, as the runner found it */
   int64_t device_id, problem_id, run_id;
-  float *ws;
-  size_t ws_bytes;
   double t0;
   ft_tune_summary *sum;
   cand *c;
@@ -104,74 +99,23 @@ static ft_status record(tuner *t, const char *strategy, const char *variant, con
   return FT_OK;
 }
 
-/* A CUDA error that poisons the context (illegal address, trap, ...) ends the tune: nothing
- * after it could be trusted. Isolating candidates in a worker process is future work. */
-static int context_lost(cudaError_t e) {
-  return e == cudaErrorIllegalAddress || e == cudaErrorLaunchFailure || e == cudaErrorMisalignedAddress ||
-         e == cudaErrorHardwareStackError || e == cudaErrorIllegalInstruction || e == cudaErrorAssert ||
-         e == cudaErrorInvalidPc || e == cudaErrorLaunchTimeout;
-}
-
-/* ---- enqueue callbacks ---- */
-
-typedef struct cand_call {
-  tuner *t;
-  cand *c;
-  ft_loaded *l;
-} cand_call;
-
-static ft_status enqueue_cand(void *user, cudaStream_t s, ft_err *err) {
-  cand_call *cc = user;
-  tuner *t = cc->t;
-  ft_pdata *d = t->d;
-  if (cc->c->v.kind == FT_VK_EPILOGUE)
-    FT_TRY(ft_cublas_sgemm(t->g, d->dX, d->dW, d->dY, d->m, d->n, d->k, s, err));
-  return ft_variant_launch(cc->l, &cc->c->v, &cc->c->geom, d->dX, d->dW, d->dY, t->ws, d->m, d->n, d->k,
-                           &d->args, s, err);
-}
-
-typedef struct bl_call {
-  tuner *t;
-  ft_baseline_kind kind;
-} bl_call;
-
-static ft_status enqueue_bl(void *user, cudaStream_t s, ft_err *err) {
-  bl_call *bc = user;
-  return ft_baseline_enqueue(bc->t->bl, bc->kind, s, err);
-}
-
-/* Runs fn once on poisoned output and checks it against the reference. */
-static ft_status verify_once(tuner *t, ft_enqueue_fn fn, void *user, ft_check *chk, ft_err *err) {
-  cudaStream_t s = ft_bench_stream(t->bench);
-  FT_TRY(ft_pdata_poison(t->d, s, err));
-  FT_TRY(fn(user, s, err));
-  FT_CUDA_TRY(err, cudaStreamSynchronize(s));
-  return ft_pdata_check(t->d, chk, err);
-}
-
-static ft_bench_opts bench_opts(const tuner *t, int repeats) {
-  ft_bench_opts o = {2, repeats, t->req->flush_l2, 0.5};
-  return o;
-}
-
 /* ---- baselines ---- */
 
 static ft_status run_baselines(tuner *t, ft_err *err) {
   for (int k = 0; k < FT_BL_COUNT; k++) {
-    if (!ft_baseline_available(t->bl, (ft_baseline_kind)k)) continue;
-    bl_call bc = {t, (ft_baseline_kind)k};
+    ft_runner_job job;
+    memset(&job, 0, sizeof job);
+    job.type = FT_JOB_BASELINE;
+    job.baseline = k;
+    job.repeats = t->req->repeats;
+    ft_runner_result r;
+    FT_TRY(ft_runner_run(t->runner, &job, &r, err));
+    if (!strcmp(r.status, "unavailable")) continue;
+    ft_timing tm = {r.median_ms, r.min_ms, r.iqr_ms, r.repeats};
     const char *strategy = ft_baseline_strategy((ft_baseline_kind)k);
-    const char *desc = ft_baseline_describe(t->bl, (ft_baseline_kind)k);
-    ft_check chk = {0, 0, 0};
-    ft_timing tm;
-    FT_TRY(verify_once(t, enqueue_bl, &bc, &chk, err));
-    /* cublas_gemm computes no epilogue: its error against E(xW^T) is information, not a verdict. */
-    int wrong = k != FT_BL_CUBLAS_GEMM && (chk.bad || !(chk.rel_err <= FT_TOL_FP32));
-    ft_bench_opts o = bench_opts(t, t->req->repeats);
-    FT_TRY(ft_bench_run(t->bench, enqueue_bl, &bc, &o, &tm, err));
-    FT_TRY(record(t, strategy, desc, "{}", wrong ? "wrong_result" : "ok", &tm, chk.rel_err, chk.max_abs_err, "",
-                  wrong ? "baseline disagrees with the float64 reference" : "", err));
-    if (k == FT_BL_EAGER) t->sum->eager_ms = tm.median_ms;
+    FT_TRY(record(t, strategy, r.describe, "{}", r.status, !strcmp(r.status, "ok") ? &tm : NULL, r.rel_err,
+                  r.max_abs_err, "", r.message, err));
+    if (k == FT_BL_EAGER && !strcmp(r.status, "ok")) t->sum->eager_ms = r.median_ms;
   }
   return FT_OK;
 }
@@ -181,7 +125,7 @@ static ft_status run_baselines(tuner *t, ft_err *err) {
 static ft_status add_candidates(tuner *t, ft_variant_kind kind, int *cap, ft_err *err) {
   ft_variant *vs = NULL;
   int n = 0;
-  FT_TRY(ft_space_enumerate(kind, t->req->m, t->req->n, t->req->k, ft_gpu_limits(t->g), &vs, &n, err));
+  FT_TRY(ft_space_enumerate(kind, t->req->m, t->req->n, t->req->k, &t->dev.limits, &vs, &n, err));
   if (t->nc + n + 1 > *cap) {
     int ncap = t->nc + n + 8;
     cand *nc = realloc(t->c, (size_t)ncap * sizeof *nc);
@@ -220,18 +164,8 @@ static ft_status prepare_candidate(tuner *t, cand *c, ft_err *err) {
   return FT_OK;
 }
 
-static ft_status ensure_workspace(tuner *t, size_t bytes, ft_err *err) {
-  if (bytes <= t->ws_bytes) return FT_OK;
-  cudaFree(t->ws);
-  t->ws = NULL;
-  t->ws_bytes = 0;
-  FT_CUDA_TRY(err, cudaMalloc((void **)&t->ws, bytes));
-  t->ws_bytes = bytes;
-  return FT_OK;
-}
-
-/* Verifies and times one candidate with `repeats`; stores the result when store is set.
- * Returns non-OK only for failures that end the tune (database, lost CUDA context). */
+/* Verifies and times one candidate with `repeats` in the runner; stores the result when store
+ * is set. Returns non-OK only for failures that end the tune (database, runner). */
 static ft_status measure(tuner *t, cand *c, int repeats, int store, ft_err *err) {
   const char *strategy = c->v.kind == FT_VK_GEMM ? "fused" : "cublas+epilogue";
   t->sum->n_measured += store;
@@ -241,42 +175,24 @@ static ft_status measure(tuner *t, cand *c, int repeats, int store, ft_err *err)
     c->quick_ms = INFINITY;
     return store ? record(t, strategy, c->name, c->json, "compile_error", NULL, -1, -1, c->src.hash, msg, err) : FT_OK;
   }
-  ft_loaded l;
-  ft_err lerr;
-  ft__err_clear(&lerr);
-  ft_status st = ft_loaded_init(&l, c->job.cubin, c->job.cubin_size, c->src.kernel, c->src.reduce, &lerr);
-  if (st == FT_OK) st = ensure_workspace(t, c->geom.workspace_bytes, &lerr);
-  cand_call cc = {t, c, &l};
-  ft_check chk = {0, 0, 0};
-  if (st == FT_OK) st = verify_once(t, enqueue_cand, &cc, &chk, &lerr);
-  ft_timing tm = {0, 0, 0, 0};
-  int wrong = st == FT_OK && (chk.bad || !(chk.rel_err <= FT_TOL_FP32));
-  if (st == FT_OK && !wrong) {
-    ft_bench_opts o = bench_opts(t, repeats);
-    st = ft_bench_run(t->bench, enqueue_cand, &cc, &o, &tm, &lerr);
-  }
-  ft_loaded_free(&l);
-  cudaError_t sticky = cudaGetLastError();
-  if (st != FT_OK) {
-    c->quick_ms = INFINITY;
-    if (store) FT_TRY(record(t, strategy, c->name, c->json, "launch_error", NULL, -1, -1, c->src.hash, lerr.msg, err));
-    if (context_lost(sticky) || context_lost(cudaDeviceSynchronize()))
-      return ft__fail(err, FT_ERR_CUDA, "candidate %s faulted (%s) and the CUDA context is lost; results so far are "
-                      "stored, run tune again to continue", c->name, lerr.msg);
-    return FT_OK;
-  }
-  if (wrong) {
-    c->quick_ms = INFINITY;
-    char msg[256];
-    snprintf(msg, sizeof msg, "rel_err %.3g > %.0e or %lld non-finite element(s)", chk.rel_err, FT_TOL_FP32,
-             (long long)chk.bad);
-    return store ? record(t, strategy, c->name, c->json, "wrong_result", NULL, chk.rel_err, chk.max_abs_err,
-                          c->src.hash, msg, err)
-                 : FT_OK;
-  }
-  c->quick_ms = tm.median_ms;
-  return store ? record(t, strategy, c->name, c->json, "ok", &tm, chk.rel_err, chk.max_abs_err, c->src.hash, "", err)
-               : FT_OK;
+  ft_runner_job job;
+  memset(&job, 0, sizeof job);
+  job.type = FT_JOB_CANDIDATE;
+  job.v = c->v;
+  job.geom = c->geom;
+  snprintf(job.kernel, sizeof job.kernel, "%s", c->src.kernel);
+  snprintf(job.reduce, sizeof job.reduce, "%s", c->src.reduce);
+  job.repeats = repeats;
+  job.cubin = c->job.cubin;
+  job.cubin_size = c->job.cubin_size;
+  ft_runner_result r;
+  FT_TRY(ft_runner_run(t->runner, &job, &r, err));
+  int ok = !strcmp(r.status, "ok");
+  c->quick_ms = ok ? r.median_ms : INFINITY;
+  if (!store) return FT_OK;
+  ft_timing tm = {r.median_ms, r.min_ms, r.iqr_ms, r.repeats};
+  return record(t, strategy, c->name, c->json, r.status, ok ? &tm : NULL, r.rel_err, r.max_abs_err, c->src.hash,
+                r.message, err);
 }
 
 static ft_status compile_candidates(tuner *t, ft_err *err) {
@@ -294,7 +210,7 @@ static ft_status compile_candidates(tuner *t, ft_err *err) {
       idx[n++] = i;
     }
   double c0 = now_s();
-  ft_status st = ft_compile_many(t->db, ft_gpu_arch(t->g), jobs, n, 0, err);
+  ft_status st = ft_compile_many(t->db, t->dev.arch, jobs, n, 0, err);
   t->sum->compile_s = now_s() - c0;
   for (int j = 0; j < n; j++) {
     t->c[idx[j]].job = jobs[j];
@@ -368,8 +284,8 @@ static ft_status search(tuner *t, ft_err *err) {
 }
 
 static ft_status setup(tuner *t, ft_err *err) {
-  ft_device_info info = *ft_gpu_info(t->g);
-  FT_TRY(ft_db_upsert_device(t->db, &info, &t->device_id, err));
+  FT_TRY(ft_db_upsert_device(t->db, &t->dev.info, &t->device_id, err));
+  const ft_device_info info = t->dev.info;
   snprintf(t->sum->device_name, sizeof t->sum->device_name, "%s", info.name);
   ft_problem_key key;
   ft_problem_key_set(&key, t->req->m, t->req->n, t->req->k, ft_ep_canonical(t->ep), ft_ep_hash(t->ep));
@@ -416,11 +332,19 @@ static ft_status enumerate_all(tuner *t, ft_err *err) {
 
 static ft_status tune_body(tuner *t, ft_err *err) {
   FT_TRY(ft_ep_parse(t->req->epilogue, &t->ep, err));
+  ft_runner_setup rs;
+  memset(&rs, 0, sizeof rs);
+  rs.m = t->req->m;
+  rs.n = t->req->n;
+  rs.k = t->req->k;
+  snprintf(rs.epilogue, sizeof rs.epilogue, "%s", ft_ep_canonical(t->ep));
+  rs.seed = t->req->seed;
+  rs.flush_l2 = t->req->flush_l2;
+  if (t->req->progress)
+    fprintf(stderr, "preparing inputs and the float64 reference%s...\n",
+            t->req->worker_exe ? " in a worker process" : " (no worker process: candidates run in this one)");
+  FT_TRY(ft_runner_start(t->req->worker_exe, &rs, t->req->job_timeout_s, &t->runner, &t->dev, err));
   FT_TRY(setup(t, err));
-  if (t->req->progress) fprintf(stderr, "preparing inputs and the float64 reference...\n");
-  FT_TRY(ft_pdata_create(t->g, (int)t->req->m, (int)t->req->n, (int)t->req->k, t->ep, t->req->seed, &t->d, err));
-  FT_TRY(ft_bench_create(&t->bench, err));
-  FT_TRY(ft_baselines_create(t->g, t->db, t->ep, t->d, &t->bl, err));
   FT_TRY(run_baselines(t, err));
   FT_TRY(enumerate_all(t, err));
   if (t->req->progress) fprintf(stderr, "compiling %d candidate(s)...\n", t->nc);
@@ -431,14 +355,13 @@ static ft_status tune_body(tuner *t, ft_err *err) {
   return search(t, err);
 }
 
-ft_status ft_tune_run(ft_db *db, ft_gpu *g, const ft_tune_req *req, ft_tune_summary *out, ft_err *err) {
+ft_status ft_tune_run(ft_db *db, const ft_tune_req *req, ft_tune_summary *out, ft_err *err) {
   memset(out, 0, sizeof *out);
   FT_TRY(ft_check_shape(req->m, req->n, req->k, err));
   if (req->math != FT_MATH_FP32) return ft__fail(err, FT_ERR_UNSUPPORTED, "only the fp32 math mode exists");
   tuner t;
   memset(&t, 0, sizeof t);
   t.db = db;
-  t.g = g;
   t.req = req;
   t.sum = out;
   t.t0 = now_s();
@@ -466,10 +389,8 @@ ft_status ft_tune_run(ft_db *db, ft_gpu *g, const ft_tune_req *req, ft_tune_summ
     ft_kernel_src_free(&t.c[i].src);
   }
   free(t.c);
-  cudaFree(t.ws);
-  ft_baselines_free(t.bl);
-  ft_bench_free(t.bench);
-  ft_pdata_free(t.d);
+  if (t.runner) out->worker_restarts = ft_runner_restarts(t.runner);
+  ft_runner_stop(t.runner);
   ft_ep_free(t.ep);
   ft_ep_free(t.wrong_ep);
   return st;

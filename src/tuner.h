@@ -5,6 +5,7 @@
 
 #include "db.h"
 #include "device.h"
+#include "runner.h"
 
 typedef struct ft_tune_req {
   int64_t m, n, k;
@@ -19,6 +20,8 @@ typedef struct ft_tune_req {
   uint64_t seed;
   int max_candidates;   /* 0 = no limit (tests use small limits) */
   volatile int *stop;   /* set nonzero (e.g. from a SIGINT handler) to end after the candidate in flight */
+  const char *worker_exe; /* runs candidates in `EXE __worker FD` processes; NULL: in this process */
+  double job_timeout_s;   /* bound on one candidate in a worker (a hang is killed); 0 = 60 s */
 } ft_tune_req;
 
 #define FT_TUNE_DEFAULT_BUDGET_S 150.0
@@ -42,6 +45,7 @@ typedef struct ft_tune_summary {
   int n_compiled, n_cached;
   double compile_s, total_s;
   int budget_exhausted;
+  int worker_restarts;    /* workers replaced after a fault or a hang */
   double eager_ms;        /* eager baseline of this run */
   double flops;           /* 2 m n k */
   ft_best best;           /* the database's best after the run */
@@ -51,7 +55,8 @@ typedef struct ft_tune_summary {
 } ft_tune_summary;
 
 /* Runs a tune. The summary owns entries: ft_tune_summary_free(). */
-ft_status ft_tune_run(ft_db *db, ft_gpu *g, const ft_tune_req *req, ft_tune_summary *out, ft_err *err);
+/* Candidates run in worker processes when req->worker_exe is set (see runner.h). */
+ft_status ft_tune_run(ft_db *db, const ft_tune_req *req, ft_tune_summary *out, ft_err *err);
 void ft_tune_summary_free(ft_tune_summary *s);
 
 /* Test-only hook: with FUSEDTUNE_TEST_INJECT_WRONG=1 in the environment, the tuner adds one

@@ -125,8 +125,10 @@ static void print_summary(const tune_cli *t, const ft_tune_summary *s) {
          "%d measured before (--retune to repeat)%s\n",
          s->n_candidates, s->n_measured, s->n_ok, s->n_wrong, s->n_compile_error, s->n_launch_error,
          s->n_skipped_known, s->budget_exhausted ? "; budget ran out" : "");
-  printf("compile: %d compiled, %d from cache, %.1f s; total %.1f s\n", s->n_compiled, s->n_cached, s->compile_s,
+  printf("compile: %d compiled, %d from cache, %.1f s; total %.1f s", s->n_compiled, s->n_cached, s->compile_s,
          s->total_s);
+  if (s->worker_restarts) printf("; worker restarted %d time(s) after a fault or hang", s->worker_restarts);
+  printf("\n");
   if (s->has_best) {
     printf("best: %s %s  %.4f ms", s->best.strategy, s->best.variant, s->best.median_ms);
     if (s->best.eager_ms > 0) printf("  (%.3fx vs eager %.4f ms)", s->best.eager_ms / s->best.median_ms, s->best.eager_ms);
@@ -201,11 +203,10 @@ int cmd_tune(cli *c, int argc, char **argv) {
   t.req.progress = t.quiet ? 0 : (isatty(2) ? 2 : 1);
   ft_gpu *g = NULL;
   ft_db *db = NULL;
+  /* No GPU: say so before the database is created. */
   if (ft_gpu_open(0, &g, &err) != FT_OK) return fail_err(&err);
-  if (cli_open_db(c, 1, &db, &err) != FT_OK) {
-    ft_gpu_close(g);
-    return fail_err(&err);
-  }
+  ft_gpu_close(g);
+  if (cli_open_db(c, 1, &db, &err) != FT_OK) return fail_err(&err);
   /* Ctrl-C ends the tune after the candidate in flight; everything measured is already stored. */
   t.req.stop = &interrupted;
   struct sigaction sa;
@@ -213,15 +214,22 @@ int cmd_tune(cli *c, int argc, char **argv) {
   sa.sa_handler = on_sigint;
   sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends the process at once */
   sigaction(SIGINT, &sa, NULL);
+  /* Candidates run in worker processes of this same executable: a fault or a hang costs one
+   * candidate and a restart. */
+  char exe[4096];
+  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (len > 0) {
+    exe[len] = '\0';
+    t.req.worker_exe = exe;
+  }
   ft_tune_summary s;
-  ft_status st = ft_tune_run(db, g, &t.req, &s, &err);
+  ft_status st = ft_tune_run(db, &t.req, &s, &err);
   if (st == FT_OK) {
     if (t.json) print_summary_json(&s);
     else print_summary(&t, &s);
   }
   ft_tune_summary_free(&s);
   ft_db_close(db);
-  ft_gpu_close(g);
   return st == FT_OK ? 0 : fail_err(&err);
 }
 

@@ -2,7 +2,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <stdlib.h>
+
 #include "cli.h"
+#include "runner.h"
 
 static const char *usage_text =
     "usage: fusedtune [--db PATH] COMMAND [options]\n"
@@ -65,6 +68,8 @@ int main(int argc, char **argv) {
     fputs(usage_text, stderr);
     return EXIT_USAGE;
   }
+  /* The tuner's worker process (not for people): `fusedtune __worker FD`. */
+  if (!strcmp(argv[i], "__worker") && i + 1 < argc) return ft_worker_main(atoi(argv[i + 1]));
   /* Options without a command word belong to tune: `fusedtune --shape S --epilogue E`. */
   if (argv[i][0] == '-') return cmd_tune(&c, argc - i, argv + i);
   for (size_t j = 0; j < sizeof commands / sizeof commands[0]; j++)

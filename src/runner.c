@@ -1,0 +1,458 @@
+/* Runners: the engine that verifies and times one job on the GPU, and the worker process that
+ * hosts it so a faulting or hanging candidate cannot end the tune. */
+#include "runner.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------------------------------- */
+/* The engine: problem data, reference and baselines on the GPU of this process. */
+
+typedef struct engine {
+  ft_gpu *g;
+  ft_epilogue *ep;
+  ft_pdata *d;
+  ft_baselines *bl;
+  ft_bench *bench;
+  float *ws;
+  size_t ws_bytes;
+  int flush_l2;
+} engine;
+
+static void engine_close(engine *e) {
+  if (!e) return;
+  cudaFree(e->ws);
+  ft_baselines_free(e->bl);
+  ft_bench_free(e->bench);
+  ft_pdata_free(e->d);
+  ft_ep_free(e->ep);
+  ft_gpu_close(e->g);
+  free(e);
+}
+
+static ft_status engine_open(const ft_runner_setup *s, engine **out, ft_runner_hello *hello, ft_err *err) {
+  *out = NULL;
+  engine *e = calloc(1, sizeof *e);
+  if (!e) return ft__fail(err, FT_ERR_NOMEM, "out of memory");
+  e->flush_l2 = s->flush_l2;
+  ft_status st = ft_gpu_open(0, &e->g, err);
+  if (st == FT_OK) {
+    memset(hello, 0, sizeof *hello);
+    hello->info = *ft_gpu_info(e->g);
+    hello->limits = *ft_gpu_limits(e->g);
+    snprintf(hello->arch, sizeof hello->arch, "%s", ft_gpu_arch(e->g));
+    st = ft_ep_parse(s->epilogue, &e->ep, err);
+  }
+  if (st == FT_OK) st = ft_pdata_create(e->g, (int)s->m, (int)s->n, (int)s->k, e->ep, s->seed, &e->d, err);
+  if (st == FT_OK) st = ft_bench_create(&e->bench, err);
+  if (st == FT_OK) st = ft_baselines_create(e->g, NULL, e->ep, e->d, &e->bl, err);
+  if (st != FT_OK) {
+    engine_close(e);
+    return st;
+  }
+  *out = e;
+  return FT_OK;
+}
+
+typedef struct call {
+  engine *e;
+  const ft_runner_job *job;
+  ft_loaded *l;
+} call;
+
+static ft_status enqueue(void *user, cudaStream_t s, ft_err *err) {
+  call *c = user;
+  ft_pdata *d = c->e->d;
+  if (c->job->type == FT_JOB_BASELINE) return ft_baseline_enqueue(c->e->bl, (ft_baseline_kind)c->job->baseline, s, err);
+  if (c->job->v.kind == FT_VK_EPILOGUE) FT_TRY(ft_cublas_sgemm(c->e->g, d->dX, d->dW, d->dY, d->m, d->n, d->k, s, err));
+  return ft_variant_launch(c->l, &c->job->v, &c->job->geom, d->dX, d->dW, d->dY, c->e->ws, d->m, d->n, d->k, &d->args,
+                           s, err);
+}
+
+/* A CUDA error that poisons the context (illegal address, trap, ...): nothing after it counts. */
+static int is_sticky(cudaError_t e) {
+  return e == cudaErrorIllegalAddress || e == cudaErrorLaunchFailure || e == cudaErrorMisalignedAddress ||
+         e == cudaErrorHardwareStackError || e == cudaErrorIllegalInstruction || e == cudaErrorAssert ||
+         e == cudaErrorInvalidPc || e == cudaErrorLaunchTimeout || e == cudaErrorInvalidAddressSpace;
+}
+
+static ft_status ensure_ws(engine *e, size_t bytes, ft_err *err) {
+  if (bytes <= e->ws_bytes) return FT_OK;
+  cudaFree(e->ws);
+  e->ws = NULL;
+  e->ws_bytes = 0;
+  FT_CUDA_TRY(err, cudaMalloc((void **)&e->ws, bytes));
+  e->ws_bytes = bytes;
+  return FT_OK;
+}
+
+/* Verifies the job on poisoned output, then times it; fills res. */
+static ft_status verify_and_time(engine *e, call *c, ft_runner_result *res, ft_err *err) {
+  cudaStream_t s = ft_bench_stream(e->bench);
+  ft_check chk = {0, 0, 0};
+  FT_TRY(ft_pdata_poison(e->d, s, err));
+  FT_TRY(enqueue(c, s, err));
+  FT_CUDA_TRY(err, cudaStreamSynchronize(s));
+  FT_TRY(ft_pdata_check(e->d, &chk, err));
+  res->rel_err = chk.rel_err;
+  res->max_abs_err = chk.max_abs_err;
+  /* cuBLAS GEMM alone computes no epilogue: its error against E(xW^T) is information only. */
+  int judged = !(c->job->type == FT_JOB_BASELINE && c->job->baseline == FT_BL_CUBLAS_GEMM);
+  if (judged && (chk.bad || !(chk.rel_err <= FT_TOL_FP32))) {
+    snprintf(res->status, sizeof res->status, "wrong_result");
+    snprintf(res->message, sizeof res->message, "rel_err %.3g > %.0e or %lld non-finite element(s)", chk.rel_err,
+             FT_TOL_FP32, (long long)chk.bad);
+    return FT_OK;
+  }
+  ft_bench_opts o = {2, c->job->repeats, e->flush_l2, 0.5};
+  ft_timing tm;
+  FT_TRY(ft_bench_run(e->bench, enqueue, c, &o, &tm, err));
+  snprintf(res->status, sizeof res->status, "ok");
+  res->median_ms = tm.median_ms;
+  res->min_ms = tm.min_ms;
+  res->iqr_ms = tm.iqr_ms;
+  res->repeats = tm.repeats;
+  return FT_OK;
+}
+
+static void engine_run(engine *e, const ft_runner_job *job, ft_runner_result *res) {
+  memset(res, 0, sizeof *res);
+  res->median_ms = res->min_ms = res->iqr_ms = -1;
+  res->rel_err = res->max_abs_err = -1;
+  ft_loaded l;
+  memset(&l, 0, sizeof l);
+  call c = {e, job, &l};
+  ft_err err;
+  ft__err_clear(&err);
+  ft_status st = FT_OK;
+  if (job->type == FT_JOB_BASELINE) {
+    snprintf(res->describe, sizeof res->describe, "%s", ft_baseline_describe(e->bl, (ft_baseline_kind)job->baseline));
+    if (!ft_baseline_available(e->bl, (ft_baseline_kind)job->baseline)) {
+      snprintf(res->status, sizeof res->status, "unavailable");
+      return;
+    }
+  } else {
+    st = ft_loaded_init(&l, job->cubin, (size_t)job->cubin_size, job->kernel, job->reduce, &err);
+    if (st == FT_OK) st = ensure_ws(e, job->geom.workspace_bytes, &err);
+  }
+  if (st == FT_OK) st = verify_and_time(e, &c, res, &err);
+  ft_loaded_free(&l);
+  if (st != FT_OK) {
+    snprintf(res->status, sizeof res->status, "launch_error");
+    snprintf(res->message, sizeof res->message, "%.500s", err.msg);
+  }
+  cudaError_t last = cudaGetLastError();
+  res->context_lost = is_sticky(last) || is_sticky(cudaDeviceSynchronize());
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The wire: [u32 type][u32 size of the fixed part][u64 bytes that follow][fixed][bytes]. */
+
+enum { MSG_SETUP = 0x46540001, MSG_HELLO, MSG_JOB, MSG_RESULT };
+
+typedef struct msg_head {
+  uint32_t type, fixed;
+  uint64_t extra;
+} msg_head;
+
+/* What travels back with a hello or a result: the status and, on failure, its message. */
+typedef struct msg_status {
+  int32_t status;
+  char msg[sizeof(((ft_err *)0)->msg)];
+} msg_status;
+
+static int send_all(int fd, const void *p, size_t n) {
+  const char *c = p;
+  while (n > 0) {
+    ssize_t w = send(fd, c, n, MSG_NOSIGNAL); /* a dead peer is an error, never SIGPIPE */
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
+    c += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+/* Reads n bytes before deadline (CLOCK_MONOTONIC seconds, <= 0: none). 0 ok, -1 closed/error,
+ * -2 timed out. */
+static double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int recv_all(int fd, void *p, size_t n, double deadline) {
+  char *c = p;
+  while (n > 0) {
+    if (deadline > 0) {
+      double left = deadline - mono_s();
+      if (left <= 0) return -2;
+      struct pollfd pfd = {fd, POLLIN, 0};
+      int r = poll(&pfd, 1, (int)(left * 1000) + 1);
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) return -1;
+      if (r == 0) return -2;
+    }
+    ssize_t got = recv(fd, c, n, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return -1;
+    c += got;
+    n -= (size_t)got;
+  }
+  return 0;
+}
+
+static int send_msg(int fd, uint32_t type, const void *fixed, uint32_t fixed_size, const void *extra,
+                    uint64_t extra_size) {
+  msg_head h = {type, fixed_size, extra_size};
+  if (send_all(fd, &h, sizeof h) || send_all(fd, fixed, fixed_size)) return -1;
+  return extra_size ? send_all(fd, extra, (size_t)extra_size) : 0;
+}
+
+/* Receives a message of the expected type and fixed size; *extra is malloc'd when present. */
+static int recv_msg(int fd, uint32_t type, void *fixed, uint32_t fixed_size, void **extra, uint64_t *extra_size,
+                    double deadline) {
+  msg_head h;
+  int r = recv_all(fd, &h, sizeof h, deadline);
+  if (r) return r;
+  if (h.type != type || h.fixed != fixed_size || (!extra && h.extra) || h.extra > ((uint64_t)1 << 30)) return -3;
+  if ((r = recv_all(fd, fixed, fixed_size, deadline))) return r;
+  if (extra) {
+    *extra = NULL;
+    *extra_size = h.extra;
+    if (h.extra) {
+      if (!(*extra = malloc((size_t)h.extra))) return -1;
+      if ((r = recv_all(fd, *extra, (size_t)h.extra, deadline))) {
+        free(*extra);
+        *extra = NULL;
+        return r;
+      }
+    }
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The worker process. */
+
+typedef struct hello_msg {
+  msg_status st;
+  ft_runner_hello hello;
+} hello_msg;
+
+typedef struct result_msg {
+  msg_status st;
+  ft_runner_result res;
+} result_msg;
+
+int ft_worker_main(int fd) {
+  /* Ctrl-C is for the tuner: it stops after the job in flight and then closes this worker. */
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = SIG_IGN;
+  sigaction(SIGINT, &sa, NULL);
+  ft_runner_setup setup;
+  if (recv_msg(fd, MSG_SETUP, &setup, sizeof setup, NULL, NULL, 0)) return 2;
+  setup.epilogue[FT_EP_MAX_TEXT] = '\0';
+  ft_err err;
+  ft__err_clear(&err);
+  hello_msg h;
+  memset(&h, 0, sizeof h);
+  engine *e = NULL;
+  h.st.status = engine_open(&setup, &e, &h.hello, &err);
+  snprintf(h.st.msg, sizeof h.st.msg, "%s", err.msg);
+  if (send_msg(fd, MSG_HELLO, &h, sizeof h, NULL, 0) || !e) {
+    engine_close(e);
+    return h.st.status == FT_OK ? 2 : 1;
+  }
+  for (;;) {
+    ft_runner_job job;
+    void *cubin = NULL;
+    uint64_t size = 0;
+    if (recv_msg(fd, MSG_JOB, &job, sizeof job, &cubin, &size, 0)) break; /* the tuner is done */
+    job.cubin = cubin;
+    job.cubin_size = size;
+    job.kernel[sizeof job.kernel - 1] = job.reduce[sizeof job.reduce - 1] = '\0';
+    result_msg m;
+    memset(&m, 0, sizeof m);
+    engine_run(e, &job, &m.res);
+    free(cubin);
+    if (send_msg(fd, MSG_RESULT, &m, sizeof m, NULL, 0) || m.res.context_lost) break;
+  }
+  engine_close(e);
+  return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The tuner's side. */
+
+struct ft_runner {
+  engine *local;        /* in-process mode */
+  char *exe;            /* worker mode */
+  ft_runner_setup setup;
+  double job_timeout_s;
+  pid_t pid;
+  int fd;
+  int restarts;
+};
+
+static void worker_kill(ft_runner *r) {
+  if (r->fd >= 0) close(r->fd);
+  r->fd = -1;
+  if (r->pid > 0) {
+    /* Closing the socket ends a healthy worker within moments; a hung one needs the signal. */
+    int status;
+    pid_t got = 0;
+    for (int i = 0; i < 200 && (got = waitpid(r->pid, &status, WNOHANG)) == 0; i++) {
+      struct timespec ts = {0, 10 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+    }
+    if (got == 0) {
+      kill(r->pid, SIGKILL);
+      waitpid(r->pid, &status, 0);
+    }
+  }
+  r->pid = 0;
+}
+
+static ft_status worker_spawn(ft_runner *r, ft_runner_hello *hello, ft_err *err) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
+    return ft__fail(err, FT_ERR_IO, "cannot create the worker socket: %s", strerror(errno));
+  fcntl(sv[0], F_SETFD, FD_CLOEXEC);
+  char fdarg[16];
+  snprintf(fdarg, sizeof fdarg, "%d", sv[1]);
+  char *argv[] = {r->exe, "__worker", fdarg, NULL};
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(sv[0]);
+    close(sv[1]);
+    return ft__fail(err, FT_ERR_IO, "cannot start a worker process: %s", strerror(errno));
+  }
+  if (pid == 0) {
+    close(sv[0]);
+    execv(r->exe, argv);
+    _exit(127);
+  }
+  close(sv[1]);
+  r->pid = pid;
+  r->fd = sv[0];
+  hello_msg h;
+  /* Setting up builds the inputs and the float64 reference: minutes at most. */
+  int rc = send_msg(r->fd, MSG_SETUP, &r->setup, sizeof r->setup, NULL, 0);
+  if (!rc) rc = recv_msg(r->fd, MSG_HELLO, &h, sizeof h, NULL, NULL, mono_s() + 900);
+  if (rc) {
+    worker_kill(r);
+    return ft__fail(err, FT_ERR_IO, "worker %s did not start (%s)", r->exe,
+                    rc == -2 ? "no answer in 900 s" : "it exited or spoke another protocol version");
+  }
+  if (h.st.status != FT_OK) {
+    worker_kill(r);
+    h.st.msg[sizeof h.st.msg - 1] = '\0';
+    return ft__fail(err, (ft_status)h.st.status, "%s", h.st.msg);
+  }
+  *hello = h.hello;
+  return FT_OK;
+}
+
+const char *ft_default_worker(void) {
+  const char *env = getenv("FUSEDTUNE_WORKER");
+  if (env && env[0]) return env;
+#ifdef FUSEDTUNE_INSTALLED_CLI
+  if (access(FUSEDTUNE_INSTALLED_CLI, X_OK) == 0) return FUSEDTUNE_INSTALLED_CLI;
+#endif
+  return NULL;
+}
+
+ft_status ft_runner_start(const char *worker_exe, const ft_runner_setup *setup, double job_timeout_s,
+                          ft_runner **out, ft_runner_hello *hello, ft_err *err) {
+  *out = NULL;
+  ft_runner *r = calloc(1, sizeof *r);
+  if (!r) return ft__fail(err, FT_ERR_NOMEM, "out of memory");
+  r->setup = *setup;
+  r->job_timeout_s = job_timeout_s > 0 ? job_timeout_s : 60;
+  r->fd = -1;
+  ft_status st;
+  if (worker_exe) {
+    r->exe = ft__strdup(worker_exe);
+    st = r->exe ? worker_spawn(r, hello, err) : ft__fail(err, FT_ERR_NOMEM, "out of memory");
+  } else {
+    st = engine_open(setup, &r->local, hello, err);
+  }
+  if (st != FT_OK) {
+    ft_runner_stop(r);
+    return st;
+  }
+  *out = r;
+  return FT_OK;
+}
+
+static void died(ft_runner *r, int why, ft_runner_result *res) {
+  int status = 0;
+  if (r->pid > 0 && why != -2 && waitpid(r->pid, &status, 0) == r->pid) r->pid = 0;
+  memset(res, 0, sizeof *res);
+  res->median_ms = res->min_ms = res->iqr_ms = res->rel_err = res->max_abs_err = -1;
+  if (why == -2) {
+    snprintf(res->status, sizeof res->status, "timeout");
+    snprintf(res->message, sizeof res->message, "no result within %.0f s: worker killed and restarted",
+             r->job_timeout_s);
+  } else {
+    snprintf(res->status, sizeof res->status, "launch_error");
+    if (WIFSIGNALED(status))
+      snprintf(res->message, sizeof res->message, "worker died of signal %d; restarted", WTERMSIG(status));
+    else
+      snprintf(res->message, sizeof res->message, "worker exited (status %d); restarted", WEXITSTATUS(status));
+  }
+  res->context_lost = 1;
+  if (why == -2 && r->pid > 0) kill(r->pid, SIGKILL); /* hung: do not wait for it */
+  worker_kill(r);
+}
+
+ft_status ft_runner_run(ft_runner *r, const ft_runner_job *job, ft_runner_result *res, ft_err *err) {
+  if (r->local) {
+    engine_run(r->local, job, res);
+    if (res->context_lost)
+      return ft__fail(err, FT_ERR_CUDA, "%s (%s) and the CUDA context is lost; without a worker process the tune "
+                      "cannot go on: results so far are stored, run tune again to continue", res->message,
+                      job->type == FT_JOB_CANDIDATE ? "candidate" : "baseline");
+    return FT_OK;
+  }
+  if (r->fd < 0) { /* the last job killed the worker: a fresh one, same data */
+    ft_runner_hello hello;
+    FT_TRY(worker_spawn(r, &hello, err));
+    r->restarts++;
+  }
+  result_msg m;
+  int rc = send_msg(r->fd, MSG_JOB, job, sizeof *job, job->cubin, job->type == FT_JOB_CANDIDATE ? job->cubin_size : 0);
+  if (!rc) rc = recv_msg(r->fd, MSG_RESULT, &m, sizeof m, NULL, NULL, mono_s() + r->job_timeout_s);
+  if (rc) {
+    died(r, rc, res);
+    return FT_OK;
+  }
+  *res = m.res;
+  res->status[sizeof res->status - 1] = res->message[sizeof res->message - 1] = '\0';
+  res->describe[sizeof res->describe - 1] = '\0';
+  if (res->context_lost) worker_kill(r); /* it exits by itself; reap it */
+  return FT_OK;
+}
+
+int ft_runner_isolated(const ft_runner *r) { return r->local == NULL; }
+int ft_runner_restarts(const ft_runner *r) { return r->restarts; }
+
+void ft_runner_stop(ft_runner *r) {
+  if (!r) return;
+  engine_close(r->local);
+  worker_kill(r);
+  free(r->exe);
+  free(r);
+}

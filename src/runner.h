@@ -1,0 +1,68 @@
+/* Where candidates run. The tuner hands each one (a loaded cubin, its geometry) to a runner,
+ * which verifies it against the float64 reference and times it. A runner is either a worker
+ * process (isolated: a fault or a hang there costs one candidate and a restart, never the tune)
+ * or, when no worker executable is available, this process itself. */
+#ifndef FT_RUNNER_H
+#define FT_RUNNER_H
+
+#include "baseline.h"
+#include "bench.h"
+
+typedef struct ft_runner_setup {
+  int64_t m, n, k;
+  char epilogue[FT_EP_MAX_TEXT + 1];
+  uint64_t seed;
+  int flush_l2;
+} ft_runner_setup;
+
+/* What the device is, as the runner found it. */
+typedef struct ft_runner_hello {
+  ft_device_info info;
+  ft_device_limits limits;
+  char arch[16];
+} ft_runner_hello;
+
+typedef enum ft_job_type { FT_JOB_BASELINE = 1, FT_JOB_CANDIDATE = 2 } ft_job_type;
+
+typedef struct ft_runner_job {
+  ft_job_type type;
+  int baseline;      /* ft_baseline_kind, FT_JOB_BASELINE */
+  ft_variant v;      /* FT_JOB_CANDIDATE */
+  ft_launch_geom geom;
+  char kernel[32], reduce[32];
+  int repeats;
+  const void *cubin; /* not sent: follows the job on the wire */
+  uint64_t cubin_size;
+} ft_runner_job;
+
+typedef struct ft_runner_result {
+  char status[16];   /* ok, wrong_result, launch_error, timeout */
+  double median_ms, min_ms, iqr_ms;
+  int repeats;
+  double rel_err, max_abs_err;
+  int context_lost;  /* the CUDA context is unusable after this job */
+  char describe[128];/* baselines: what was run */
+  char message[512];
+} ft_runner_result;
+
+typedef struct ft_runner ft_runner;
+
+/* worker_exe: an executable that runs `EXE __worker FD` (the fusedtune CLI), or NULL to run in
+ * this process. job_timeout_s bounds every job of a worker (a hung kernel is killed with it). */
+ft_status ft_runner_start(const char *worker_exe, const ft_runner_setup *setup, double job_timeout_s,
+                          ft_runner **out, ft_runner_hello *hello, ft_err *err);
+/* Runs one job. A candidate's own failure is a result, not an error: the return value is
+ * non-OK only when the runner itself cannot go on. */
+ft_status ft_runner_run(ft_runner *r, const ft_runner_job *job, ft_runner_result *res, ft_err *err);
+int ft_runner_isolated(const ft_runner *r);
+int ft_runner_restarts(const ft_runner *r);
+void ft_runner_stop(ft_runner *r); /* NULL is a no-op */
+
+/* The worker side: serves jobs on socket fd until it closes. Returns the process exit code. */
+int ft_worker_main(int fd);
+
+/* The worker executable the library uses by default: $FUSEDTUNE_WORKER, else the installed
+ * fusedtune CLI, else NULL (in-process). */
+const char *ft_default_worker(void);
+
+#endif
