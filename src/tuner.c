@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "compile.h"
+#include "embedded.h"
 #include "runner.h"
 
 typedef struct cand {
@@ -20,7 +21,7 @@ typedef struct cand {
   ft_compile_job job;
   ft_launch_geom geom;
   int known;    /* measured before with the same source: skipped unless --retune */
-  int injected; /* the test hook's deliberately wrong candidate */
+  int injected; /* the test hook's planted candidate: 1 wrong, 2 fault, 3 hang (0: none) */
   double quick_ms;
 } cand;
 
@@ -126,7 +127,7 @@ static ft_status add_candidates(tuner *t, ft_variant_kind kind, int *cap, ft_err
   ft_variant *vs = NULL;
   int n = 0;
   FT_TRY(ft_space_enumerate(kind, t->req->m, t->req->n, t->req->k, &t->dev.limits, &vs, &n, err));
-  if (t->nc + n + 1 > *cap) {
+  if (t->nc + n + 3 > *cap) { /* + room for the test hook's planted candidates */
     int ncap = t->nc + n + 8;
     cand *nc = realloc(t->c, (size_t)ncap * sizeof *nc);
     if (!nc) {
@@ -146,14 +147,36 @@ static ft_status add_candidates(tuner *t, ft_variant_kind kind, int *cap, ft_err
   return FT_OK;
 }
 
+/* The test hook's faulting or hanging kernel (kernels_src/test_faults.cu). */
+static ft_status plant_faulty_source(cand *c, ft_err *err) {
+  size_t len = 0;
+  const char *body = ft__embedded("kernels_src/test_faults.cu", &len);
+  if (!body) return ft__fail(err, FT_ERR_INTERNAL, "kernels_src/test_faults.cu is not embedded");
+  const char *def = c->injected == 2 ? "#define FT_TEST_FAULT 1\n" : "#define FT_TEST_HANG 1\n";
+  memset(&c->src, 0, sizeof c->src);
+  c->src.text = malloc(strlen(def) + len + 1);
+  if (!c->src.text) return ft__fail(err, FT_ERR_NOMEM, "out of memory");
+  memcpy(c->src.text, def, strlen(def));
+  memcpy(c->src.text + strlen(def), body, len + 1);
+  ft__hash_hex(c->src.text, strlen(c->src.text), c->src.hash);
+  snprintf(c->src.kernel, sizeof c->src.kernel, "ft_gemm");
+  c->geom.has_reduce = 0;
+  return FT_OK;
+}
+
 static ft_status prepare_candidate(tuner *t, cand *c, ft_err *err) {
   ft_variant_name(&c->v, c->name, sizeof c->name);
   ft_variant_json(&c->v, c->json, sizeof c->json);
   ft_variant_geometry(&c->v, t->req->m, t->req->n, t->req->k, &c->geom);
-  FT_TRY(ft_codegen_variant(&c->v, c->injected ? t->wrong_ep : t->ep, &c->src, err));
+  if (c->injected >= 2) {
+    FT_TRY(plant_faulty_source(c, err));
+  } else {
+    FT_TRY(ft_codegen_variant(&c->v, c->injected ? t->wrong_ep : t->ep, &c->src, err));
+  }
   if (c->injected) {
+    static const char *const suffix[] = {"", "_injected_wrong", "_injected_fault", "_injected_hang"};
     size_t len = strlen(c->name);
-    snprintf(c->name + len, sizeof c->name - len, "_injected_wrong");
+    snprintf(c->name + len, sizeof c->name - len, "%s", suffix[c->injected]);
   }
   c->job.src = c->src.text;
   c->job.hash = c->src.hash;
@@ -300,6 +323,31 @@ static ft_status setup(tuner *t, ft_err *err) {
   return FT_OK;
 }
 
+/* The test hook (see FT_TEST_INJECT_ENV): clones of a plain fused candidate whose kernel is
+ * wrong, faults or hangs. Room for three extra candidates was reserved by add_candidates. */
+static ft_status plant_test_candidates(tuner *t, int n_gemm, ft_err *err) {
+  const char *inject = getenv(FT_TEST_INJECT_ENV);
+  if (!inject || !inject[0] || n_gemm == 0) return FT_OK;
+  int base = 0;
+  while (base < n_gemm - 1 && t->c[base].v.split_k != 1) base++; /* no reduction kernel needed */
+  static const char *const kinds[] = {"wrong", "fault", "hang"};
+  for (int i = 0; i < 3; i++) {
+    if (!strstr(inject, kinds[i])) continue;
+    if (i == 0 && !t->wrong_ep) {
+      /* Scale the expression, keeping its `where` declarations outside the parentheses. */
+      char text[FT_EP_MAX_TEXT + 64];
+      const char *canon = ft_ep_canonical(t->ep), *w = strstr(canon, " where ");
+      int len = w ? (int)(w - canon) : (int)strlen(canon);
+      snprintf(text, sizeof text, "(%.*s) * 1.01%s", len, canon, w ? w : "");
+      FT_TRY(ft_ep_parse(text, &t->wrong_ep, err));
+    }
+    cand *c = &t->c[t->nc++];
+    *c = t->c[base];
+    c->injected = i + 1;
+  }
+  return FT_OK;
+}
+
 static ft_status enumerate_all(tuner *t, ft_err *err) {
   int cap = 0;
   FT_TRY(add_candidates(t, FT_VK_GEMM, &cap, err));
@@ -313,18 +361,7 @@ static ft_status enumerate_all(tuner *t, ft_err *err) {
     memmove(t->c + ng, t->c + n_gemm, (size_t)keep_e * sizeof *t->c);
     t->nc = ng + keep_e;
   }
-  const char *inject = getenv(FT_TEST_INJECT_ENV);
-  if (inject && inject[0] == '1' && n_gemm > 0) {
-    /* Scale the expression, keeping its `where` declarations outside the parentheses. */
-    char text[FT_EP_MAX_TEXT + 64];
-    const char *canon = ft_ep_canonical(t->ep), *w = strstr(canon, " where ");
-    int len = w ? (int)(w - canon) : (int)strlen(canon);
-    snprintf(text, sizeof text, "(%.*s) * 1.01%s", len, canon, w ? w : "");
-    FT_TRY(ft_ep_parse(text, &t->wrong_ep, err));
-    cand *c = &t->c[t->nc++];
-    *c = t->c[0];
-    c->injected = 1;
-  }
+  FT_TRY(plant_test_candidates(t, n_gemm, err));
   t->sum->n_candidates = t->nc;
   for (int i = 0; i < t->nc; i++) FT_TRY(prepare_candidate(t, &t->c[i], err));
   return FT_OK;

@@ -59,8 +59,9 @@ typedef struct ft_tune_summary {
 ft_status ft_tune_run(ft_db *db, const ft_tune_req *req, ft_tune_summary *out, ft_err *err);
 void ft_tune_summary_free(ft_tune_summary *s);
 
-/* Test-only hook: with FUSEDTUNE_TEST_INJECT_WRONG=1 in the environment, the tuner adds one
- * deliberately wrong fused candidate (its epilogue scaled by 1.01) that must be caught. */
-#define FT_TEST_INJECT_ENV "FUSEDTUNE_TEST_INJECT_WRONG"
+/* Test-only hook: FUSEDTUNE_TEST_INJECT, a comma list of "wrong" (a fused candidate whose
+ * epilogue is scaled by 1.01), "fault" (a kernel storing out of bounds) and "hang" (a kernel that
+ * never returns), adds those candidates; each must be caught and never chosen. */
+#define FT_TEST_INJECT_ENV "FUSEDTUNE_TEST_INJECT"
 
 #endif

@@ -8,7 +8,7 @@
 static ft_status tune(ft_db *db, ft_gpu *g, int64_t m, int64_t n, int64_t k, const char *epi, int retune,
                       ft_tune_summary *s, ft_err *e) {
   (void)g;
-  ft_tune_req req = {m, n, k, epi, FT_MATH_FP32, "exhaustive", 120, 20, retune, 0, 1, 7, 48, NULL, getenv("FT_CLI"), 20};
+  ft_tune_req req = {m, n, k, epi, FT_MATH_FP32, "exhaustive", 120, 20, retune, 0, 1, 7, 48, NULL, getenv("FT_CLI"), 8};
   return ft_tune_run(db, &req, s, e);
 }
 
@@ -32,7 +32,7 @@ int main(void) {
   ft_db *db = NULL;
   ASSERT_OK(ft_db_open(path, FT_DB_CREATE, &db, &e));
 
-  setenv(FT_TEST_INJECT_ENV, "1", 1);
+  setenv(FT_TEST_INJECT_ENV, "wrong", 1);
   ft_tune_summary s;
   st = tune(db, g, 129, 257, 515, "minsub", 0, &s, &e);
   if (st != FT_OK) fprintf(stderr, "tune: %s\n", e.msg);
@@ -49,6 +49,26 @@ int main(void) {
   ASSERT_EQ_INT(s.n_wrong, 1); /* only the planted one */
   ft_tune_summary_free(&s);
   unsetenv(FT_TEST_INJECT_ENV);
+
+  /* a faulting and a hanging candidate: each costs one result and a worker restart */
+  if (getenv("FT_CLI")) {
+    setenv(FT_TEST_INJECT_ENV, "fault,hang", 1);
+    st = tune(db, g, 64, 96, 128, "biasrelu", 0, &s, &e);
+    unsetenv(FT_TEST_INJECT_ENV);
+    if (st != FT_OK) fprintf(stderr, "tune with planted fault and hang: %s\n", e.msg);
+    ASSERT_OK(st);
+    ASSERT_TRUE(find_injected(&s, "launch_error"));
+    ASSERT_TRUE(find_injected(&s, "timeout"));
+    ASSERT_EQ_INT(s.worker_restarts, 2);
+    ASSERT_TRUE(s.has_best);
+    ASSERT_TRUE(strstr(s.best.variant, "injected") == NULL);
+    ASSERT_TRUE(s.n_ok > 0);
+    fprintf(stderr, "planted fault + hang: %d ok, %d launch_error, %d restarts, %.1fs\n", s.n_ok, s.n_launch_error,
+            s.worker_restarts, s.total_s);
+    ft_tune_summary_free(&s);
+  } else {
+    fprintf(stderr, "FT_CLI not set: no worker process, fault/hang isolation not tested\n");
+  }
 
   /* again: every candidate known, nothing compiled */
   st = tune(db, g, 129, 257, 515, "minsub", 0, &s, &e);
