@@ -197,6 +197,11 @@ typedef struct ft_tune_options {
 
 /* Tunes p on the current device, storing every measured candidate, and writes the best
  * launchable configuration to *best. Needs a writable database and a GPU.
+ * Candidates run in a worker process (the fusedtune executable named by $FUSEDTUNE_WORKER, else
+ * the installed one), so a faulting or hanging kernel costs one result and a restart; without a
+ * worker executable they run in this process and a fault ends the tune with FT_ERR_CUDA (what
+ * was measured stays stored). Blocks for up to the budget; not to be called concurrently on one
+ * ctx.
  * Returns FT_OK, FT_ERR_INVALID_ARG, FT_ERR_PARSE, FT_ERR_UNSUPPORTED, FT_ERR_NO_DEVICE,
  * FT_ERR_CUDA, FT_ERR_CUBLAS, FT_ERR_COMPILE, FT_ERR_DB, FT_ERR_NOT_FOUND (no candidate was
  * correct), FT_ERR_INTERRUPTED. */
