@@ -6,7 +6,8 @@
 // (register tile of one thread), FT_VEC (global load width: 1, 2, 4), FT_STAGES (1: global ->
 // registers -> double-buffered shared memory; >= 2: cp.async pipeline of that many stages),
 // FT_SPLIT_K (k slices, gridDim.z; partials go to WS and ft_splitk_reduce applies E once),
-// FT_SWIZZLE (block rasterization group along m for L2 reuse).
+// FT_SWIZZLE (block rasterization group along m for L2 reuse), FT_LAYOUT (0: tiles kept
+// [rows][BK] as below; 1: k-major, see "Layout 1" further down), FT_MINB (__launch_bounds__).
 //
 // Layout. Both tiles are kept as in global memory, [rows][BK] with the row padded to BK + 4
 // floats: cp.async can copy 16-byte pieces straight in, the register path stores float4
@@ -19,6 +20,10 @@
 // and 4 * FT_VEC-byte aligned X and W, so a vector is wholly inside or outside the matrix.
 
 FT_DEFINE_APPLY_EPILOGUE()
+
+#ifndef FT_LAYOUT
+#define FT_LAYOUT 0
+#endif
 
 #define FT_TH_N (FT_BN / FT_TN)
 #define FT_TH_M (FT_BM / FT_TM)
@@ -34,6 +39,40 @@ FT_DEFINE_APPLY_EPILOGUE()
 
 #if FT_BK % 4 != 0 || FT_BK % FT_VEC != 0 || FT_BM % FT_TM != 0 || FT_BN % FT_TN != 0
 #error "fusedtune: inconsistent GEMM variant"
+#endif
+#if FT_LAYOUT >= 1 && (FT_STAGES != 1 || FT_TM % 4 != 0 || FT_TN % 4 != 0)
+#error "fusedtune: the k-major layout needs stages 1 and thread tiles of whole float4 groups"
+#endif
+#if FT_LAYOUT == 2 && (FT_BM % (4 * FT_TM) != 0 || FT_BN % (8 * FT_TN) != 0)
+#error "fusedtune: layout 2 needs whole 4x8-lane warp tiles"
+#endif
+
+// Layout 1 (k-major). Tiles are stored transposed, As[BK][BM + 4] and Bs[BK][BN + 4], so for
+// one k a thread reads its TM values of A and TN values of B with TM/4 + TN/4 128-bit loads and
+// does TM * TN FFMA, holding only TM + TN operands. Thread (ty, tx) owns the rows
+// g * (BM / GM) + ty * 4 + i (GM = TM / 4 groups of 4 consecutive rows, i < 4), and likewise the
+// columns with tx: a quarter-warp reads 8 consecutive float4 of B (conflict-free) and one float4
+// of A (broadcast), and each thread's outputs form whole float4 in every row for the store.
+// Global -> registers as float4 along k (prefetching the next tile during compute), then four
+// scalar stores into the transposed, double-buffered shared tile; one barrier per k tile.
+#define FT_LDM (FT_BM + 4)
+#define FT_LDN (FT_BN + 4)
+#define FT_KM_A_FLOATS (FT_BK * FT_LDM)
+#define FT_KM_STAGE_FLOATS (FT_BK * (FT_LDM + FT_LDN))
+#define FT_GM (FT_TM / 4)
+#define FT_GN (FT_TN / 4)
+// Layout 2 is layout 1 with the threads of a warp as 4 x 8 lanes over a (4 TM) x (8 TN) warp
+// tile (groups at a stride of 16 rows / 32 columns), so one LDS.128 of a warp reads 4
+// broadcast A vectors and 8 consecutive B vectors: one wavefront each. FT_RS / FT_CS: stride
+// between a thread's row / column groups.
+#if FT_LAYOUT == 2
+#define FT_WM (4 * FT_TM)
+#define FT_WN (8 * FT_TN)
+#define FT_RS (FT_WM / FT_GM)
+#define FT_CS (FT_WN / FT_GN)
+#else
+#define FT_RS (FT_BM / FT_GM)
+#define FT_CS (FT_BN / FT_GN)
 #endif
 
 // Loads FT_VEC floats from global memory (read-only path).
@@ -93,6 +132,72 @@ __device__ __forceinline__ void ft_store_regs(const float (&r)[LOADS][FT_VEC], f
   for (int l = 0; l < LOADS; l++) {
     int tr, kc;
     if (ft_slot<ROWS>(l, tr, kc)) ft_st_vec(S + tr * FT_LDS + kc, r[l]);
+  }
+}
+
+// Register path into a k-major tile: element (row tr, k kc + e) goes to S[(kc + e) * LD + tr].
+template <int ROWS, int LOADS, int LD>
+__device__ __forceinline__ void ft_store_regs_t(const float (&r)[LOADS][FT_VEC], float *S) {
+#pragma unroll
+  for (int l = 0; l < LOADS; l++) {
+    int tr, kc;
+    if (ft_slot<ROWS>(l, tr, kc)) {
+#pragma unroll
+      for (int e = 0; e < FT_VEC; e++) S[(kc + e) * LD + tr] = r[l][e];
+    }
+  }
+}
+
+// Layouts 1, 2: acc += A_tile * B_tile^T over the BK of one stage, one k at a time; the
+// thread's rows are rb + g * FT_RS + (0..3), its columns cb + g * FT_CS + (0..3).
+__device__ __forceinline__ void ft_compute_tile_km(float (&acc)[FT_TM][FT_TN], const float *As,
+                                                   const float *Bs, int rb, int cb) {
+#pragma unroll
+  for (int kk = 0; kk < FT_BK; kk++) {
+    float a[FT_TM], b[FT_TN];
+#pragma unroll
+    for (int g = 0; g < FT_GM; g++) {
+      const float4 t =
+          *reinterpret_cast<const float4 *>(As + kk * FT_LDM + g * FT_RS + rb);
+      a[g * 4 + 0] = t.x; a[g * 4 + 1] = t.y; a[g * 4 + 2] = t.z; a[g * 4 + 3] = t.w;
+    }
+#pragma unroll
+    for (int g = 0; g < FT_GN; g++) {
+      const float4 t =
+          *reinterpret_cast<const float4 *>(Bs + kk * FT_LDN + g * FT_CS + cb);
+      b[g * 4 + 0] = t.x; b[g * 4 + 1] = t.y; b[g * 4 + 2] = t.z; b[g * 4 + 3] = t.w;
+    }
+#pragma unroll
+    for (int i = 0; i < FT_TM; i++)
+#pragma unroll
+      for (int j = 0; j < FT_TN; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+  }
+}
+
+// Layout 1: the output of one float4 group, (row, col .. col + 3), through E (or raw partials
+// into the split-K workspace slice). float4 stores when the row holds whole vectors.
+__device__ __forceinline__ void ft_store_group(float *__restrict__ Y, float *__restrict__ WS,
+                                               const float *v, int row, int col, int M, int N,
+                                               const FtEpArgs &ep) {
+#if FT_SPLIT_K > 1
+  float *dst = WS + ((size_t)blockIdx.z * (size_t)M + (size_t)row) * (size_t)N + col;
+  float o[4] = {v[0], v[1], v[2], v[3]};
+  (void)Y;
+  (void)ep;
+#else
+  float *dst = Y + (size_t)row * (size_t)N + col;
+  float o[4];
+#pragma unroll
+  for (int e = 0; e < 4; e++) o[e] = ft_apply_epilogue(v[e], row, col + e, ep);
+  (void)WS;
+  (void)M;
+#endif
+  if ((N & 3) == 0 && col + 3 < N && ((unsigned long long)dst & 15) == 0) {
+    *reinterpret_cast<float4 *>(dst) = make_float4(o[0], o[1], o[2], o[3]);
+  } else {
+#pragma unroll
+    for (int e = 0; e < 4; e++)
+      if (col + e < N) dst[e] = o[e];
   }
 }
 
@@ -181,6 +286,16 @@ ft_gemm(const float *__restrict__ X, const float *__restrict__ W, float *__restr
 #endif
   const int ntiles = (kend - kbeg + FT_BK - 1) / FT_BK;
   const int tx = (int)threadIdx.x % FT_TH_N, ty = (int)threadIdx.x / FT_TH_N;
+#if FT_LAYOUT == 2
+#define FT_TR0 \
+  ((int)(threadIdx.x >> 5) / (FT_BN / FT_WN) * FT_WM + (int)((threadIdx.x >> 3) & 3) * 4)
+#define FT_TC0 \
+  ((int)(threadIdx.x >> 5) % (FT_BN / FT_WN) * FT_WN + (int)(threadIdx.x & 7) * 4)
+#elif FT_LAYOUT == 1
+// First row / column of the thread's groups (inline, as ptxas allocates best at 128 regs).
+#define FT_TR0 (ty * 4)
+#define FT_TC0 (tx * 4)
+#endif
 
   float acc[FT_TM][FT_TN];
 #pragma unroll
@@ -188,7 +303,34 @@ ft_gemm(const float *__restrict__ X, const float *__restrict__ W, float *__restr
 #pragma unroll
     for (int j = 0; j < FT_TN; j++) acc[i][j] = 0.0f;
 
-#if FT_STAGES == 1
+#if FT_LAYOUT >= 1
+  // Prefetch tile t + 1 into registers while computing tile t from k-major buffer t & 1.
+  if (ntiles > 0) {
+    float ra[FT_A_LOADS][FT_VEC], rb[FT_B_LOADS][FT_VEC];
+    ft_load_regs<FT_BM, FT_A_LOADS>(ra, X, m0, M, K, kbeg, kend);
+    ft_load_regs<FT_BN, FT_B_LOADS>(rb, W, n0, N, K, kbeg, kend);
+    ft_store_regs_t<FT_BM, FT_A_LOADS, FT_LDM>(ra, smem);
+    ft_store_regs_t<FT_BN, FT_B_LOADS, FT_LDN>(rb, smem + FT_KM_A_FLOATS);
+    __syncthreads();
+    for (int t = 0; t < ntiles; t++) {
+      const float *cur = smem + (t & 1) * FT_KM_STAGE_FLOATS;
+      const bool more = t + 1 < ntiles;
+      if (more) {
+        const int k0 = kbeg + (t + 1) * FT_BK;
+        ft_load_regs<FT_BM, FT_A_LOADS>(ra, X, m0, M, K, k0, kend);
+        ft_load_regs<FT_BN, FT_B_LOADS>(rb, W, n0, N, K, k0, kend);
+      }
+      ft_compute_tile_km(acc, cur, cur + FT_KM_A_FLOATS, FT_TR0, FT_TC0);
+      if (more) {
+        float *nxt = smem + ((t + 1) & 1) * FT_KM_STAGE_FLOATS;
+        ft_store_regs_t<FT_BM, FT_A_LOADS, FT_LDM>(ra, nxt);
+        ft_store_regs_t<FT_BN, FT_B_LOADS, FT_LDN>(rb, nxt + FT_KM_A_FLOATS);
+      }
+      // Buffer (t + 1) & 1 is complete and buffer t & 1 is free for iteration t + 1.
+      __syncthreads();
+    }
+  }
+#elif FT_STAGES == 1
   // Prefetch tile t + 1 into registers while computing tile t from shared buffer t & 1.
   if (ntiles > 0) {
     float ra[FT_A_LOADS][FT_VEC], rb[FT_B_LOADS][FT_VEC];
@@ -250,6 +392,21 @@ ft_gemm(const float *__restrict__ X, const float *__restrict__ W, float *__restr
 #endif
 
   // Epilogue in registers, then the single store (partials, without E, when split-K).
+#if FT_LAYOUT >= 1
+  (void)tx;
+  (void)ty;
+#pragma unroll
+  for (int i = 0; i < FT_TM; i++) {
+    const int row = m0 + (i / 4) * FT_RS + FT_TR0 + (i % 4);
+    if (row >= M) continue;
+#pragma unroll
+    for (int g = 0; g < FT_GN; g++) {
+      const int col = n0 + g * FT_CS + FT_TC0;
+      if (col >= N) continue;
+      ft_store_group(Y, WS, &acc[i][g * 4], row, col, M, N, ep);
+    }
+  }
+#else
 #pragma unroll
   for (int i = 0; i < FT_TM; i++) {
     const int row = m0 + ty + i * FT_TH_M;
@@ -265,6 +422,7 @@ ft_gemm(const float *__restrict__ X, const float *__restrict__ W, float *__restr
 #endif
     }
   }
+#endif
 #if FT_SPLIT_K > 1
   (void)Y;
   (void)ep;

@@ -63,7 +63,7 @@ static int64_t sm_smem(const ft_device_limits *lim) { return (int64_t)lim->max_s
 static int gemm_threads(const ft_variant *v) { return (v->bm / v->tm) * (v->bn / v->tn); }
 
 static size_t gemm_smem(const ft_variant *v) {
-  if (v->layout == 1) /* double-buffered As[bk][bm + 4], Bs[bk][bn + 4] */
+  if (v->layout >= 1) /* double-buffered As[bk][bm + 4], Bs[bk][bn + 4] */
     return 2 * (size_t)v->bk * (size_t)(v->bm + 4 + v->bn + 4) * sizeof(float);
   const size_t bufs = v->stages > 1 ? (size_t)v->stages : 2;
   return bufs * (size_t)(v->bm + v->bn) * (size_t)(v->bk + 4) * sizeof(float);
@@ -80,7 +80,7 @@ static int gemm_reg_estimate(const ft_variant *v) {
   int staging = 0;
   if (v->stages == 1)
     staging = (ceil_div_int(v->bm * v->bk, threads) + ceil_div_int(v->bn * v->bk, threads));
-  if (v->layout == 1) /* one k at a time: tm + tn operands; staging of whole vectors */
+  if (v->layout >= 1) /* one k at a time: tm + tn operands; staging of whole vectors */
     return v->tm * v->tn + v->tm + v->tn + staging + 24;
   const int frag = 4 * (v->tm > v->tn ? v->tm : v->tn);
   return v->tm * v->tn + frag + 4 + staging + 28 + (v->bk == 32 ? 24 : 0);
@@ -99,7 +99,7 @@ static int gemm_loads(const ft_variant *v) {
 
 int ft__gemm_min_blocks(const ft_variant *v) {
   const int threads = gemm_threads(v);
-  if (v->layout == 1) {
+  if (v->layout >= 1) {
     /* 16 registers over the estimate: the k-major 128x128 8x8 bk 8 tile then gets its 128
      * (ptxas: 127, no spill) and 2 blocks of 256 threads per SM; at bk 16 (8 more staging
      * registers) a 128 cap spilled ~80 B, so it runs 1 block per SM instead. */
@@ -145,8 +145,10 @@ static int gemm_valid(const ft_variant *v, char *why, size_t whylen) {
   if (v->split_k < 1 || v->split_k > FT_MAX_SPLIT_K) WHY("split_k %d: must be 1..%d", v->split_k, FT_MAX_SPLIT_K);
   if (!is_pow2_between(v->swizzle, 1, 16)) WHY("swizzle %d: must be 1, 2, 4, 8 or 16", v->swizzle);
   if (v->block != 0 || v->ept != 0) WHY("gemm variant with epilogue-pass fields");
-  if (v->layout != 0 && v->layout != 1) WHY("layout %d: must be 0 or 1", v->layout);
-  if (v->layout == 1 && v->stages != 1) WHY("layout 1 (k-major) needs stages 1, not %d", v->stages);
+  if (v->layout < 0 || v->layout > 2) WHY("layout %d: must be 0, 1 or 2", v->layout);
+  if (v->layout >= 1 && v->stages != 1) WHY("layout %d (k-major) needs stages 1, not %d", v->layout, v->stages);
+  if (v->layout == 2 && (v->bm % (4 * v->tm) || v->bn % (8 * v->tn)))
+    WHY("layout 2: block tile %dx%d not whole 4x8-lane warp tiles of %dx%d", v->bm, v->bn, v->tm, v->tn);
   if (v->bm < v->tm || v->bn < v->tn) WHY("thread tile larger than block tile");
   const int threads = gemm_threads(v);
   if (threads < 32 || threads > 1024 || threads % 32 != 0)
@@ -259,7 +261,7 @@ typedef struct scored {
 static int gemm_occupancy(const ft_variant *v, const ft_device_limits *lim) {
   const int threads = gemm_threads(v);
   int est = gemm_reg_estimate(v);
-  if (v->layout == 1) {
+  if (v->layout >= 1) {
     est = 65536 / (threads * ft__gemm_min_blocks(v)); /* the __launch_bounds__ cap */
     if (est > 255) est = 255;
   } else if (v->tm * v->tn >= 64) {
@@ -289,10 +291,12 @@ static double gemm_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k,
   const double blk_reuse = (double)v->bm * v->bn / (v->bm + v->bn) / 64.0;  /* 128^2 -> 1 */
   double eff = (reg_reuse < 1 ? reg_reuse : 1.0) * (blk_reuse < 1 ? 0.5 + 0.5 * blk_reuse : 1.0);
   eff *= warps >= 8 ? 1.0 : 0.55 + 0.45 * warps / 8.0;
-  if (v->layout == 1) {
-    /* k-major: 4 LDS.128 per 64 FFMA and 2+ blocks per SM instead of 1 (measured: the [rows]
-     * layout's 8x8 reaches only 83-88 % of cuBLAS); bk 8 keeps a stage small. */
-    eff *= 1.25;
+  if (v->layout >= 1) {
+    /* k-major: 4 LDS.128 per 64 FFMA, 2 blocks of 256 threads per SM. Measured on the H200
+     * (2026-11-29) no faster than the [rows] layout: 128x128 bk 8 ran 1.755 ms at minsub (k2)
+     * and 3.521 ms at biasrelu, against 1.619 / 3.261 for bm64_bn64_bk16_t8x8_s3. */
+    eff *= 0.97;
+    if (warps < 16) eff *= 0.85; /* one k at a time: wants two blocks' warps per SM */
   } else if (v->stages == 1 || v->bk == 8) {
     eff *= 0.97; /* fewer loads in flight per barrier */
   }
@@ -375,10 +379,14 @@ static ft_status enumerate_gemm(int64_t m, int64_t n, int64_t k, const ft_device
       if (!tile_plausible(tiles[a], tiles[c], m, n)) continue;
       for (size_t t = 0; t < 4; t++)
         for (size_t kk = 0; kk < 3; kk++)
-          for (int st = 0; st <= 4; st++) {
-            /* st 0: the k-major layout (stages 1); 1..4: the [rows] layout's stages. */
-            const int lay = st == 0;
+          for (int st = -1; st <= 4; st++) {
+            /* st 0, -1: k-major layouts 1, 2 (stages 1); 1..4: the [rows] layout's stages. */
+            const int lay = st == 0 ? 1 : st < 0 ? 2 : 0;
+            /* Layout 2 (warp-tiled k-major) measured slower still (2.05 ms minsub, 3.55 ms
+             * biasrelu): valid, codegen'd and tested, but not enumerated. */
+            if (lay == 2) continue;
             if (lay && tts[t][0] * tts[t][1] < 32) continue; /* 4x4: too little reuse */
+            if (lay && bks[kk] == 32) continue; /* staging spills or caps occupancy at 1 */
             v.bm = tiles[a], v.bn = tiles[c], v.tm = tts[t][0], v.tn = tts[t][1];
             v.bk = bks[kk], v.stages = lay ? 1 : st, v.split_k = 1, v.swizzle = 1, v.layout = lay;
             const int threads = gemm_threads(&v);
@@ -492,7 +500,7 @@ int ft_variant_name(const ft_variant *v, char *buf, size_t len) {
     return snprintf(buf, len, "epi_b%d_v%d_e%d", v->block, v->vec, v->ept);
   return snprintf(buf, len, "gemm_bm%d_bn%d_bk%d_t%dx%d_v%d_s%d_k%d_z%d%s", v->bm, v->bn, v->bk,
                   v->tm, v->tn, v->vec, v->stages, v->split_k, v->swizzle,
-                  v->layout == 1 ? "_km" : "");
+                  v->layout == 1 ? "_km" : v->layout == 2 ? "_kw" : "");
 }
 
 int ft_variant_json(const ft_variant *v, char *buf, size_t len) {
@@ -501,9 +509,9 @@ int ft_variant_json(const ft_variant *v, char *buf, size_t len) {
                     v->block, v->vec, v->ept);
   return snprintf(buf, len,
                   "{\"kind\":\"gemm\",\"bm\":%d,\"bn\":%d,\"bk\":%d,\"tm\":%d,\"tn\":%d,"
-                  "\"vec\":%d,\"stages\":%d,\"split_k\":%d,\"swizzle\":%d%s}",
+                  "\"vec\":%d,\"stages\":%d,\"split_k\":%d,\"swizzle\":%d%s%.0d}",
                   v->bm, v->bn, v->bk, v->tm, v->tn, v->vec, v->stages, v->split_k, v->swizzle,
-                  v->layout ? ",\"layout\":1" : "");
+                  v->layout ? ",\"layout\":" : "", v->layout); /* %.0d: 0 prints nothing */
 }
 
 /* The keys of each kind, in ft_variant_json's order, and where they land. */

@@ -67,6 +67,16 @@ static ft_status build_batch(ft_gpu *g, const shape *sh, const ft_epilogue *ep, 
   int ng = 0, np = 0;
   FT_TRY(ft_space_enumerate(FT_VK_GEMM, sh->m, sh->n, sh->k, lim, &gv, &ng, e));
   ft_status s = ft_space_enumerate(FT_VK_EPILOGUE, sh->m, sh->n, sh->k, lim, &pv, &np, e);
+  /* FT_TEST_LAYOUT=L: only the GEMM variants of layout L, no epilogue passes (a quick check of
+   * one kernel family). */
+  const char *only = getenv("FT_TEST_LAYOUT");
+  if (s == FT_OK && only && (only[0] >= '0' && only[0] <= '2')) {
+    int kept = 0;
+    for (int i = 0; i < ng; i++)
+      if (gv[i].layout == only[0] - '0') gv[kept++] = gv[i];
+    ng = kept;
+    np = 0;
+  }
   const int n = 1 + ng + np;
   b->v = calloc((size_t)n, sizeof *b->v);
   b->src = calloc((size_t)n, sizeof *b->src);

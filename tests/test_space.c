@@ -60,13 +60,14 @@ static void test_enumerate(const ft_device_limits *lim) {
       ASSERT_OK(ft_space_enumerate((ft_variant_kind)kind, s->m, s->n, s->k, lim, &vs, &n, &e));
       printf("%-9s %s: %d variants\n", s->name, kind == FT_VK_GEMM ? "gemm" : "epilogue", n);
       ASSERT_TRUE(n > 0 && n <= 400);
-      int vec_ok = 1, stages_seen = 0, split_seen = 0;
+      int vec_ok = 1, stages_seen = 0, split_seen = 0, layouts_seen = 0;
       for (int j = 0; j < n; j++) {
         char why[160] = "";
         if (!ft_variant_applicable(&vs[j], s->m, s->n, s->k, lim, why, sizeof why))
           FT_FAIL_AT_("%s variant %d not applicable: %s", s->name, j, why);
         if (kind == FT_VK_GEMM && vs[j].vec > 1 && s->k % vs[j].vec) vec_ok = 0;
         if (kind == FT_VK_GEMM) stages_seen |= 1 << vs[j].stages;
+        if (kind == FT_VK_GEMM) layouts_seen |= 1 << vs[j].layout;
         if (vs[j].split_k > 1) split_seen = 1;
         check_roundtrip(&vs[j]);
         check_geometry(&vs[j], s);
@@ -75,6 +76,7 @@ static void test_enumerate(const ft_device_limits *lim) {
       ASSERT_TRUE(vec_ok);
       if (kind == FT_VK_GEMM && s->k >= 999) ASSERT_EQ_INT(stages_seen, 0x1e); /* 1..4 all kept */
       if (kind == FT_VK_GEMM && s->m == 128 && s->k == 16384) ASSERT_TRUE(split_seen);
+      if (kind == FT_VK_GEMM && s->k >= 999) ASSERT_EQ_INT(layouts_seen, 3); /* layouts 0 and 1 */
       if (kind == FT_VK_GEMM && i == 0) {
         char name[128];
         ft_variant_name(&vs[0], name, sizeof name);
@@ -108,6 +110,28 @@ static void test_names(void) {
   ft_variant_json(&v, buf, sizeof buf);
   ASSERT_EQ_STR(buf, "{\"kind\":\"gemm\",\"bm\":64,\"bn\":128,\"bk\":16,\"tm\":8,\"tn\":8,\"vec\":4,"
                      "\"stages\":2,\"split_k\":1,\"swizzle\":8}");
+  /* Layout 1 (k-major): a name suffix and one more key; layout 0 written as before. */
+  ft_variant km = v;
+  km.bm = 128, km.bk = 8, km.stages = 1, km.swizzle = 1, km.layout = 1;
+  ft_variant_name(&km, buf, sizeof buf);
+  ASSERT_EQ_STR(buf, "gemm_bm128_bn128_bk8_t8x8_v4_s1_k1_z1_km");
+  ft_variant_json(&km, buf, sizeof buf);
+  ASSERT_EQ_STR(buf, "{\"kind\":\"gemm\",\"bm\":128,\"bn\":128,\"bk\":8,\"tm\":8,\"tn\":8,\"vec\":4,"
+                     "\"stages\":1,\"split_k\":1,\"swizzle\":1,\"layout\":1}");
+  ft_variant kb;
+  ft_err kerr;
+  ASSERT_OK(ft_variant_from_json(buf, &kb, &kerr));
+  ASSERT_TRUE(memcmp(&kb, &km, sizeof km) == 0);
+  /* An explicit "layout":0 is the same variant as no key. */
+  ASSERT_OK(ft_variant_from_json("{\"kind\":\"gemm\",\"bm\":64,\"bn\":128,\"bk\":16,\"tm\":8,\"tn\":8,"
+                                 "\"vec\":4,\"stages\":2,\"split_k\":1,\"swizzle\":8,\"layout\":0}",
+                                 &kb, &kerr));
+  ASSERT_TRUE(memcmp(&kb, &v, sizeof v) == 0);
+  km.layout = 2;
+  ft_variant_name(&km, buf, sizeof buf);
+  ASSERT_EQ_STR(buf, "gemm_bm128_bn128_bk8_t8x8_v4_s1_k1_z1_kw");
+  ft_variant_json(&km, buf, sizeof buf);
+  ASSERT_CONTAINS(buf, "\"swizzle\":1,\"layout\":2}");
   ft_variant e = {0};
   e.kind = FT_VK_EPILOGUE, e.block = 256, e.vec = 4, e.ept = 8;
   ft_variant_name(&e, buf, sizeof buf);
@@ -153,6 +177,10 @@ static void test_hostile_json(void) {
       "{\"kind\":\"gemm\\u0000\",\"bm\":64}",
       "{\"kind\":\"gemm\",\"bm\":64,\"bn\":128,\"bk\":16,\"tm\":8,\"tn\":8,\"vec\":4,\"stages\":2,\"split_k\":1,\"swizzle\":8",
       "{\"kind\":\"kernel\",\"bm\":64}",
+      "{\"kind\":\"gemm\",\"bm\":64,\"bn\":128,\"bk\":16,\"tm\":8,\"tn\":8,\"vec\":4,\"stages\":1,\"split_k\":1,\"swizzle\":8,\"layout\":3}",
+      "{\"kind\":\"gemm\",\"bm\":64,\"bn\":128,\"bk\":16,\"tm\":8,\"tn\":8,\"vec\":4,\"stages\":2,\"split_k\":1,\"swizzle\":8,\"layout\":1}",
+      "{\"kind\":\"gemm\",\"bm\":64,\"bn\":128,\"bk\":16,\"tm\":8,\"tn\":8,\"vec\":4,\"stages\":1,\"split_k\":1,\"swizzle\":8,\"layout\":\"km\"}",
+      "{\"kind\":\"epilogue\",\"block\":256,\"vec\":4,\"ept\":8,\"layout\":0}",
       "{\"kind\":\"epilogue\",\"block\":256,\"vec\":4,\"ept\":8,\"kind\":\"gemm\"}",
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
