@@ -188,7 +188,8 @@ __device__ __forceinline__ void ft_store_group(float *__restrict__ Y, float *__r
   float *dst = Y + (size_t)row * (size_t)N + col;
   float o[4];
 #pragma unroll
-  for (int e = 0; e < 4; e++) o[e] = ft_apply_epilogue(v[e], row, col + e, ep);
+  for (int e = 0; e < 4; e++) /* E may read vectors at col + e: only inside the matrix */
+    o[e] = col + e < N ? ft_apply_epilogue(v[e], row, col + e, ep) : 0.0f;
   (void)WS;
   (void)M;
 #endif
