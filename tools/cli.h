@@ -6,6 +6,7 @@
 
 #include "common.h"
 #include "db.h"
+#include "epilogue.h"
 
 /* Exit codes: 0 success, 1 failure, 2 usage error, 3 nothing tuned for the key (query). */
 enum { EXIT_USAGE = 2, EXIT_NOT_TUNED = 3 };
@@ -37,6 +38,11 @@ int parse_shape(const char *s, int64_t *m, int64_t *n, int64_t *k, char *why, si
 int parse_math(const char *s, ft_math *out);
 int parse_double(const char *s, double *out);
 int parse_int(const char *s, long lo, long hi, long *out);
+
+/* Parses --shape and --epilogue into a problem key and the parsed epilogue (*ep, caller frees).
+ * Returns 0, or the exit code after printing the error. */
+int cli_problem_key(const char *cmd, const char *shape, const char *epi, ft_problem_key *key,
+                    ft_epilogue **ep, ft_err *err);
 
 /* Opens the database for a command: read commands never create it. */
 ft_status cli_open_db(const cli *c, int write, ft_db **db, ft_err *err);

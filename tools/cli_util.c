@@ -134,3 +134,15 @@ const char *cli_db_path(const cli *c) {
 ft_status cli_open_db(const cli *c, int write, ft_db **db, ft_err *err) {
   return ft_db_open(cli_db_path(c), write ? FT_DB_CREATE : FT_DB_READONLY, db, err);
 }
+
+int cli_problem_key(const char *cmd, const char *shape, const char *epi, ft_problem_key *key,
+                    ft_epilogue **ep, ft_err *err) {
+  char why[256];
+  int64_t m, n, k;
+  *ep = NULL;
+  ft__err_clear(err);
+  if (!parse_shape(shape, &m, &n, &k, why, sizeof why)) return usage_error(cmd, "%s", why);
+  if (ft_ep_parse(epi, ep, err) != FT_OK) return fail_err(err);
+  ft_problem_key_set(key, m, n, k, ft_ep_canonical(*ep), ft_ep_hash(*ep));
+  return 0;
+}

@@ -105,14 +105,10 @@ int cmd_bench(cli *c, int argc, char **argv) {
   if (rc) return rc;
   if (!shape) return usage_error("bench", "--shape MxNxK is required");
   ft_problem_key key;
-  memset(&key, 0, sizeof key);
-  char why[256];
-  if (!parse_shape(shape, &key.m, &key.n, &key.k, why, sizeof why)) return usage_error("bench", "%s", why);
-  ft_err err;
-  ft__err_clear(&err);
   ft_epilogue *ep = NULL;
-  if (ft_ep_parse(epi, &ep, &err) != FT_OK) return fail_err(&err);
-  ft_problem_key_set(&key, key.m, key.n, key.k, ft_ep_canonical(ep), ft_ep_hash(ep));
+  ft_err err;
+  rc = cli_problem_key("bench", shape, epi, &key, &ep, &err);
+  if (rc) return rc;
 
   ft_gpu *g = NULL;
   ft_db *db = NULL;

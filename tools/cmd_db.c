@@ -138,17 +138,14 @@ int cmd_query(cli *c, int argc, char **argv) {
   }
   if (!shape) return usage_error("query", "--shape is required");
   if (!epi) return usage_error("query", "--epilogue is required");
+  int rc;
   ft_problem_key key;
-  memset(&key, 0, sizeof key);
-  char why[256];
-  if (!parse_shape(shape, &key.m, &key.n, &key.k, why, sizeof why)) return usage_error("query", "%s", why);
-  ft_err err;
-  ft__err_clear(&err);
   ft_epilogue *ep = NULL;
-  if (ft_ep_parse(epi, &ep, &err) != FT_OK) return fail_err(&err);
-  ft_problem_key_set(&key, key.m, key.n, key.k, ft_ep_canonical(ep), ft_ep_hash(ep));
+  ft_err err;
+  rc = cli_problem_key("query", shape, epi, &key, &ep, &err);
+  if (rc) return rc;
 
-  int rc = 1;
+  rc = 1;
   ft_db *db = NULL;
   ft_gpu *g = NULL;
   ft_device_info dev;
