@@ -1,6 +1,7 @@
 /* The command line as a person uses it, without a GPU: help, usage errors (exit 2, one line),
  * database commands, export -> import -> export round trip, no-device failures. */
 #include <sys/stat.h>
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -158,6 +159,51 @@ static void test_no_device(void) {
   ASSERT_CONTAINS(R.out, "variant(s)");
 }
 
+/* Runs `fusedtune ARGS` as user nobody (root only: file modes do not bind root). Returns the
+ * exit status, or -1 when it could not run that way. */
+static int run_as_nobody(char *const args[]) {
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) dup2(null, 1), dup2(null, 2);
+    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(120);
+    if (access(".", X_OK) != 0) _exit(121); /* nobody cannot reach the scratch folder */
+    execv(cli, args);
+    _exit(122);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) >= 120) return -1;
+  return WEXITSTATUS(st);
+}
+
+/* Unreadable and read-only databases, as a user the file modes apply to. */
+static void test_file_modes(void) {
+  if (geteuid() != 0) return;
+  ASSERT_EQ_INT(run("--db modes.db init"), 0);
+  ASSERT_EQ_INT(run("--db modes.db export --out modes.json"), 0);
+  ASSERT_OK(chmod(".", 0755));
+  ASSERT_OK(chmod("modes.db", 0000));
+  char *list[] = {(char *)cli, "--db", "modes.db", "list", NULL};
+  int rc = run_as_nobody(list);
+  if (rc < 0) {
+    fprintf(stderr, "note: cannot run as nobody here; file-mode checks skipped\n");
+    chmod("modes.db", 0644);
+    return;
+  }
+  ASSERT_EQ_INT(rc, 1); /* unreadable: an error, no crash */
+  ASSERT_OK(chmod("modes.db", 0444));
+  struct stat before, after;
+  ASSERT_OK(stat("modes.db", &before));
+  ASSERT_EQ_INT(run_as_nobody(list), 0); /* read-only: read commands work */
+  char *imp[] = {(char *)cli, "--db", "modes.db", "import", "modes.json", NULL};
+  ASSERT_EQ_INT(run_as_nobody(imp), 1); /* a write command is refused */
+  ASSERT_OK(stat("modes.db", &after));
+  ASSERT_TRUE(before.st_mtime == after.st_mtime && before.st_size == after.st_size);
+  chmod("modes.db", 0644);
+}
+
 int main(void) {
   cli = getenv("FT_CLI");
   const char *tmp = getenv("FT_TEST_TMP");
@@ -172,6 +218,7 @@ int main(void) {
   test_epilogue_cmd();
   test_database_commands();
   test_no_device();
+  test_file_modes();
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (!ft_test_failures && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
   return FT_TEST_DONE();
