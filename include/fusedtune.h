@@ -185,7 +185,7 @@ FT_API void ft_plan_destroy(ft_plan *plan);
 typedef struct ft_tune_options {
   size_t struct_size;   /* sizeof(ft_tune_options) */
   const char *strategy; /* "exhaustive" (default), "random", "halving" */
-  double budget_s;      /* wall-clock bound of the whole tune; 0 = default (170 s) */
+  double budget_s;      /* wall-clock bound of the whole tune; 0 = default (150 s) */
   int repeats;          /* timed repeats per candidate, >= 20 (default 30) */
   int retune;           /* 1: measure again even when results exist */
   int flush_l2;         /* 1: flush L2 between timed repeats */

@@ -108,9 +108,19 @@ static ft_status check_problem(ft_ctx *ctx, const ft_problem *p, const ft_epilog
   return FT_OK;
 }
 
+/* The caller's current CUDA device ("this GPU" in the header). */
+static int current_device(void) {
+  int d = 0;
+  if (cudaGetDevice(&d) != cudaSuccess) {
+    cudaGetLastError();
+    d = 0;
+  }
+  return d;
+}
+
 static ft_status need_gpu(ft_ctx *ctx) {
   if (ctx->gpu) return FT_OK;
-  return ft_gpu_open(0, &ctx->gpu, &ctx->err);
+  return ft_gpu_open(current_device(), &ctx->gpu, &ctx->err);
 }
 
 void ft__ctx_set_device(ft_ctx *ctx, const ft_device_info *dev, const ft_device_limits *lim) {
@@ -357,7 +367,10 @@ ft_status ft_plan_launch(ft_plan *plan, const ft_args *args, cudaStream_t stream
   /* What the variant's vector loads and stores need (see kernels_src/gemm_fp32.cu). */
   size_t vec_bytes = (size_t)(plan->v.vec > 0 ? plan->v.vec : 1) * sizeof(float);
   size_t need[3] = {vec_bytes, vec_bytes, sizeof(float)};
-  if (plan->v.kind == FT_VK_EPILOGUE) need[2] = vec_bytes;
+  if (plan->v.kind == FT_VK_EPILOGUE) { /* cuBLAS reads x and W; the pass reads and writes y */
+    need[0] = need[1] = sizeof(float);
+    need[2] = vec_bytes;
+  }
   else if (plan->v.split_k > 1 && plan->n % 4 == 0) need[2] = 4 * sizeof(float);
   const void *ptrs[3] = {args->x, args->w, args->y};
   const char *names[3] = {"x", "w", "y"};
@@ -390,7 +403,7 @@ ft_status ft_tune(ft_ctx *ctx, const ft_problem *p, const ft_tune_options *opt, 
   ft_tune_req req = {p->m, p->n, p->k, p->epilogue, p->math, search,
                      opt->budget_s > 0 ? opt->budget_s : FT_TUNE_DEFAULT_BUDGET_S,
                      opt->repeats ? opt->repeats : FT_TUNE_DEFAULT_REPEATS, opt->retune, opt->flush_l2,
-                     opt->quiet ? 0 : 1, opt->seed, 0, NULL, ft_default_worker(), 0};
+                     opt->quiet ? 0 : 1, opt->seed, 0, NULL, ft_default_worker(), 0, current_device()};
   ft_tune_summary sum;
   ft_status s = ft_tune_run(ctx->db, &req, &sum, &ctx->err);
   if (s == FT_OK && !sum.has_best) s = fail(ctx, FT_ERR_NOT_FOUND, "no candidate was correct; nothing to choose");

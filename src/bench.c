@@ -85,17 +85,19 @@ static double now_s(void) {
 ft_status ft_bench_run(ft_bench *b, ft_enqueue_fn fn, void *user, const ft_bench_opts *opt,
                        ft_timing *out, ft_err *err) {
   int reps = opt->repeats < 1 ? 1 : opt->repeats > FT_MAX_REPEATS ? FT_MAX_REPEATS : opt->repeats;
-  FT_TRY(ensure_events(b, reps, err));
   if (opt->flush_l2) FT_TRY(ensure_flush(b, err));
+  int warmup = opt->warmup < 1 ? 1 : opt->warmup;
   double t0 = now_s();
-  for (int i = 0; i < (opt->warmup < 1 ? 1 : opt->warmup); i++) FT_TRY(fn(user, b->stream, err));
+  for (int i = 0; i < warmup; i++) FT_TRY(fn(user, b->stream, err));
   FT_CUDA_TRY(err, cudaStreamSynchronize(b->stream));
-  /* Bound the repeats by the measured warm-up cost so slow candidates cannot eat the budget. */
-  double one = now_s() - t0;
+  /* Bound the repeats by the measured cost of one call so slow candidates cannot eat the budget,
+   * but never below 20 (or what was asked, if less): medians of fewer are not trusted. */
+  double one = (now_s() - t0) / warmup;
   if (opt->max_seconds > 0 && one > 0) {
-    int fit = (int)(opt->max_seconds / one);
-    if (fit < reps) reps = fit < 3 ? 3 : fit;
+    int fit = (int)(opt->max_seconds / one), floor = reps < 20 ? reps : 20;
+    if (fit < reps) reps = fit < floor ? floor : fit;
   }
+  FT_TRY(ensure_events(b, reps, err));
   for (int i = 0; i < reps; i++) {
     if (opt->flush_l2)
       FT_CUDA_TRY(err, cudaMemsetAsync(b->flush, i & 0xff, b->flush_bytes, b->stream));

@@ -11,7 +11,8 @@ typedef struct ft_bench_opts {
   int warmup;         /* untimed calls first (>= 1) */
   int repeats;        /* timed calls (>= 1; the tuner uses >= 20) */
   int flush_l2;       /* overwrite a buffer larger than L2 before each timed call */
-  double max_seconds; /* stop repeating early once this much time was spent (0 = no bound) */
+  double max_seconds; /* fewer timed calls when they would take longer than this, never fewer than
+                       * min(repeats, 20) (0 = no bound) */
 } ft_bench_opts;
 
 typedef struct ft_timing {

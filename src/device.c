@@ -119,32 +119,36 @@ void ft_loaded_free(ft_loaded *l) {
   if (l) memset(l, 0, sizeof *l);
 }
 
+/* allowed: what k may already use; above 48 KiB the kernel must opt in, once, not per launch
+ * (a host call inside the timed loop would bias small kernels). NULL: no dynamic smem. */
 static ft_status launch(cudaKernel_t k, const unsigned grid[3], const unsigned block[3], size_t smem,
-                        void **args, cudaStream_t stream, ft_err *err) {
-  if (smem > 48 * 1024)
+                        size_t *allowed, void **args, cudaStream_t stream, ft_err *err) {
+  if (smem > 48 * 1024 && (!allowed || smem > *allowed)) {
     FT_CUDA_TRY(err, cudaFuncSetAttribute((const void *)k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           (int)smem));
+    if (allowed) *allowed = smem;
+  }
   dim3 g = {grid[0], grid[1], grid[2]}, b = {block[0], block[1], block[2]};
   FT_CUDA_TRY(err, cudaLaunchKernel((const void *)k, g, b, args, smem, stream));
   return FT_OK;
 }
 
-ft_status ft_variant_launch(const ft_loaded *l, const ft_variant *v, const ft_launch_geom *geom,
+ft_status ft_variant_launch(ft_loaded *l, const ft_variant *v, const ft_launch_geom *geom,
                             const float *X, const float *W, float *Y, float *ws, int m, int n, int k,
                             const ft_ep_args_dev *ep, cudaStream_t stream, ft_err *err) {
   ft_ep_args_dev epv = *ep;
   if (v->kind == FT_VK_EPILOGUE) {
     void *args[] = {&Y, &m, &n, &epv};
-    return launch(l->main, geom->grid, geom->block, geom->smem, args, stream, err);
+    return launch(l->main, geom->grid, geom->block, geom->smem, &l->smem_allowed, args, stream, err);
   }
   void *args[] = {(void *)&X, (void *)&W, &Y, &ws, &m, &n, &k, &epv};
-  FT_TRY(launch(l->main, geom->grid, geom->block, geom->smem, args, stream, err));
+  FT_TRY(launch(l->main, geom->grid, geom->block, geom->smem, &l->smem_allowed, args, stream, err));
   if (geom->has_reduce) {
     if (!l->reduce) return ft__fail(err, FT_ERR_INTERNAL, "split-K variant without a reduce kernel");
     int s = v->split_k;
     const float *wsc = ws;
     void *rargs[] = {(void *)&wsc, &Y, &m, &n, &s, &epv};
-    FT_TRY(launch(l->reduce, geom->rgrid, geom->rblock, 0, rargs, stream, err));
+    FT_TRY(launch(l->reduce, geom->rgrid, geom->rblock, 0, NULL, rargs, stream, err));
   }
   return FT_OK;
 }
@@ -159,5 +163,5 @@ ft_status ft_eager_step_launch(const ft_loaded *l, const float *in0, const float
   if (blocks == 0) blocks = 1;
   unsigned grid[3] = {blocks, 1, 1}, block[3] = {threads, 1, 1};
   void *args[] = {(void *)&in0, (void *)&in1, (void *)&in2, &out, &m, &n, &epv};
-  return launch(l->main, grid, block, 0, args, stream, err);
+  return launch(l->main, grid, block, 0, NULL, args, stream, err);
 }

@@ -32,6 +32,7 @@ typedef struct ft_loaded {
   cudaLibrary_t lib;
   cudaKernel_t main;   /* ft_gemm / ft_epilogue_pass / ft_eager_step */
   cudaKernel_t reduce; /* ft_splitk_reduce or NULL */
+  size_t smem_allowed; /* dynamic shared memory main is already allowed to use (set once) */
 } ft_loaded;
 
 ft_status ft_loaded_init(ft_loaded *l, const void *cubin, size_t size, const char *kernel,
@@ -41,7 +42,7 @@ void ft_loaded_free(ft_loaded *l); /* safe on a zeroed struct */
 /* Enqueues a GEMM variant (FT_VK_GEMM: main, then the reduction when split-K) or an epilogue
  * pass (FT_VK_EPILOGUE: Y = E(Y), X and W unused) on stream. ws must hold
  * geom.workspace_bytes. Checks launch errors (cudaGetLastError) but does not synchronize. */
-ft_status ft_variant_launch(const ft_loaded *l, const ft_variant *v, const ft_launch_geom *geom,
+ft_status ft_variant_launch(ft_loaded *l, const ft_variant *v, const ft_launch_geom *geom,
                             const float *X, const float *W, float *Y, float *ws, int m, int n, int k,
                             const ft_ep_args_dev *ep, cudaStream_t stream, ft_err *err);
 

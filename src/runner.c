@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -45,7 +46,7 @@ static ft_status engine_open(const ft_runner_setup *s, engine **out, ft_runner_h
   engine *e = calloc(1, sizeof *e);
   if (!e) return ft__fail(err, FT_ERR_NOMEM, "out of memory");
   e->flush_l2 = s->flush_l2;
-  ft_status st = ft_gpu_open(0, &e->g, err);
+  ft_status st = ft_gpu_open(s->device, &e->g, err);
   if (st == FT_OK) {
     memset(hello, 0, sizeof *hello);
     hello->info = *ft_gpu_info(e->g);
@@ -306,13 +307,15 @@ struct ft_runner {
   int restarts;
 };
 
-static void worker_kill(ft_runner *r) {
+/* Closes the socket and reaps the worker: a healthy one ends within moments of the close, a hung
+ * one (or one told to go with `now`) gets SIGKILL. Returns its wait status (0 if none). */
+static int worker_kill(ft_runner *r, int now) {
+  int status = 0;
   if (r->fd >= 0) close(r->fd);
   r->fd = -1;
   if (r->pid > 0) {
-    /* Closing the socket ends a healthy worker within moments; a hung one needs the signal. */
-    int status;
     pid_t got = 0;
+    if (now) kill(r->pid, SIGKILL);
     for (int i = 0; i < 200 && (got = waitpid(r->pid, &status, WNOHANG)) == 0; i++) {
       struct timespec ts = {0, 10 * 1000 * 1000};
       nanosleep(&ts, NULL);
@@ -323,13 +326,15 @@ static void worker_kill(ft_runner *r) {
     }
   }
   r->pid = 0;
+  return status;
 }
 
 static ft_status worker_spawn(ft_runner *r, ft_runner_hello *hello, ft_err *err) {
   int sv[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
+  /* Close-on-exec from the start: no other child of this process inherits the socket. */
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
     return ft__fail(err, FT_ERR_IO, "cannot create the worker socket: %s", strerror(errno));
-  fcntl(sv[0], F_SETFD, FD_CLOEXEC);
+  const pid_t parent = getpid();
   char fdarg[16];
   snprintf(fdarg, sizeof fdarg, "%d", sv[1]);
   char *argv[] = {r->exe, "__worker", fdarg, NULL};
@@ -340,7 +345,11 @@ static ft_status worker_spawn(ft_runner *r, ft_runner_hello *hello, ft_err *err)
     return ft__fail(err, FT_ERR_IO, "cannot start a worker process: %s", strerror(errno));
   }
   if (pid == 0) {
-    close(sv[0]);
+    /* The worker's end survives exec; the worker dies with the tuner even if it hangs in a
+     * kernel and never reads the socket again. */
+    fcntl(sv[1], F_SETFD, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(126);
     execv(r->exe, argv);
     _exit(127);
   }
@@ -352,12 +361,12 @@ static ft_status worker_spawn(ft_runner *r, ft_runner_hello *hello, ft_err *err)
   int rc = send_msg(r->fd, MSG_SETUP, &r->setup, sizeof r->setup, NULL, 0);
   if (!rc) rc = recv_msg(r->fd, MSG_HELLO, &h, sizeof h, NULL, NULL, mono_s() + 900);
   if (rc) {
-    worker_kill(r);
+    worker_kill(r, 1);
     return ft__fail(err, FT_ERR_IO, "worker %s did not start (%s)", r->exe,
                     rc == -2 ? "no answer in 900 s" : "it exited or spoke another protocol version");
   }
   if (h.st.status != FT_OK) {
-    worker_kill(r);
+    worker_kill(r, 0);
     h.st.msg[sizeof h.st.msg - 1] = '\0';
     return ft__fail(err, (ft_status)h.st.status, "%s", h.st.msg);
   }
@@ -398,8 +407,8 @@ ft_status ft_runner_start(const char *worker_exe, const ft_runner_setup *setup, 
 }
 
 static void died(ft_runner *r, int why, ft_runner_result *res) {
-  int status = 0;
-  if (r->pid > 0 && why != -2 && waitpid(r->pid, &status, 0) == r->pid) r->pid = 0;
+  /* -2: hung; -3: it spoke another protocol; both are still alive and must be killed. */
+  int status = worker_kill(r, why == -2 || why == -3);
   memset(res, 0, sizeof *res);
   res->median_ms = res->min_ms = res->iqr_ms = res->rel_err = res->max_abs_err = -1;
   if (why == -2) {
@@ -408,14 +417,14 @@ static void died(ft_runner *r, int why, ft_runner_result *res) {
              r->job_timeout_s);
   } else {
     snprintf(res->status, sizeof res->status, "launch_error");
-    if (WIFSIGNALED(status))
+    if (why == -3)
+      snprintf(res->message, sizeof res->message, "worker answered in another protocol version; restarted");
+    else if (WIFSIGNALED(status))
       snprintf(res->message, sizeof res->message, "worker died of signal %d; restarted", WTERMSIG(status));
     else
       snprintf(res->message, sizeof res->message, "worker exited (status %d); restarted", WEXITSTATUS(status));
   }
   res->context_lost = 1;
-  if (why == -2 && r->pid > 0) kill(r->pid, SIGKILL); /* hung: do not wait for it */
-  worker_kill(r);
 }
 
 ft_status ft_runner_run(ft_runner *r, const ft_runner_job *job, ft_runner_result *res, ft_err *err) {
@@ -442,7 +451,7 @@ ft_status ft_runner_run(ft_runner *r, const ft_runner_job *job, ft_runner_result
   *res = m.res;
   res->status[sizeof res->status - 1] = res->message[sizeof res->message - 1] = '\0';
   res->describe[sizeof res->describe - 1] = '\0';
-  if (res->context_lost) worker_kill(r); /* it exits by itself; reap it */
+  if (res->context_lost) worker_kill(r, 0); /* it exits by itself; reap it */
   return FT_OK;
 }
 
@@ -452,7 +461,7 @@ int ft_runner_restarts(const ft_runner *r) { return r->restarts; }
 void ft_runner_stop(ft_runner *r) {
   if (!r) return;
   engine_close(r->local);
-  worker_kill(r);
+  worker_kill(r, 0);
   free(r->exe);
   free(r);
 }

@@ -9,6 +9,7 @@
 #include "bench.h"
 
 typedef struct ft_runner_setup {
+  int device; /* CUDA device ordinal */
   int64_t m, n, k;
   char epilogue[FT_EP_MAX_TEXT + 1];
   uint64_t seed;

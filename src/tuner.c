@@ -22,6 +22,8 @@ typedef struct cand {
   ft_launch_geom geom;
   int known;    /* measured before with the same source: skipped unless --retune */
   int injected; /* the test hook's planted candidate: 1 wrong, 2 fault, 3 hang (0: none) */
+  int screened; /* run in this tune (halving: its short timing) */
+  ft_runner_result last;
   double quick_ms;
 } cand;
 
@@ -84,6 +86,7 @@ static ft_status record(tuner *t, const char *strategy, const char *variant, con
     else if (!strcmp(status, "wrong_result")) t->sum->n_wrong++;
     else if (!strcmp(status, "compile_error")) t->sum->n_compile_error++;
     else if (!strcmp(status, "launch_error")) t->sum->n_launch_error++;
+    else if (!strcmp(status, "timeout")) t->sum->n_timeout++;
   }
   if (t->sum->nentries >= FT_TUNE_MAX_ENTRIES) return FT_OK; /* stored; only the summary is full */
   ft_tune_entry *e = &t->sum->entries[t->sum->nentries++];
@@ -187,16 +190,17 @@ static ft_status prepare_candidate(tuner *t, cand *c, ft_err *err) {
   return FT_OK;
 }
 
-/* Verifies and times one candidate with `repeats` in the runner; stores the result when store
- * is set. Returns non-OK only for failures that end the tune (database, runner). */
-static ft_status measure(tuner *t, cand *c, int repeats, int store, ft_err *err) {
-  const char *strategy = c->v.kind == FT_VK_GEMM ? "fused" : "cublas+epilogue";
-  t->sum->n_measured += store;
+/* Verifies and times one candidate with `repeats` in the runner, keeping the result in c->last.
+ * Returns non-OK only for failures that end the tune (runner). */
+static ft_status run_candidate(tuner *t, cand *c, int repeats, ft_err *err) {
+  ft_runner_result *r = &c->last;
   if (c->job.status != FT_OK) {
-    char msg[256];
-    snprintf(msg, sizeof msg, "%.250s", c->job.log ? c->job.log : "NVRTC failed");
+    memset(r, 0, sizeof *r);
+    r->median_ms = r->min_ms = r->iqr_ms = r->rel_err = r->max_abs_err = -1;
+    snprintf(r->status, sizeof r->status, "compile_error");
+    snprintf(r->message, sizeof r->message, "%.250s", c->job.log ? c->job.log : "NVRTC failed");
     c->quick_ms = INFINITY;
-    return store ? record(t, strategy, c->name, c->json, "compile_error", NULL, -1, -1, c->src.hash, msg, err) : FT_OK;
+    return FT_OK;
   }
   ft_runner_job job;
   memset(&job, 0, sizeof job);
@@ -208,14 +212,20 @@ static ft_status measure(tuner *t, cand *c, int repeats, int store, ft_err *err)
   job.repeats = repeats;
   job.cubin = c->job.cubin;
   job.cubin_size = c->job.cubin_size;
-  ft_runner_result r;
-  FT_TRY(ft_runner_run(t->runner, &job, &r, err));
-  int ok = !strcmp(r.status, "ok");
-  c->quick_ms = ok ? r.median_ms : INFINITY;
-  if (!store) return FT_OK;
-  ft_timing tm = {r.median_ms, r.min_ms, r.iqr_ms, r.repeats};
-  return record(t, strategy, c->name, c->json, r.status, ok ? &tm : NULL, r.rel_err, r.max_abs_err, c->src.hash,
-                r.message, err);
+  FT_TRY(ft_runner_run(t->runner, &job, r, err));
+  c->quick_ms = !strcmp(r->status, "ok") ? r->median_ms : INFINITY;
+  return FT_OK;
+}
+
+/* Stores the candidate's last result. */
+static ft_status store_candidate(tuner *t, cand *c, ft_err *err) {
+  const ft_runner_result *r = &c->last;
+  const char *strategy = c->v.kind == FT_VK_GEMM ? "fused" : "cublas+epilogue";
+  int ok = !strcmp(r->status, "ok");
+  ft_timing tm = {r->median_ms, r->min_ms, r->iqr_ms, r->repeats};
+  t->sum->n_measured++;
+  return record(t, strategy, c->name, c->json, r->status, ok ? &tm : NULL, r->rel_err, r->max_abs_err, c->src.hash,
+                r->message, err);
 }
 
 static ft_status compile_candidates(tuner *t, ft_err *err) {
@@ -263,8 +273,11 @@ static ft_status check_stop(const tuner *t, ft_err *err) {
   return FT_OK;
 }
 
+/* Screened candidates by their quick median, fastest first; the others last. */
 static int cmp_quick(const void *a, const void *b) {
-  double x = ((const cand *)a)->quick_ms, y = ((const cand *)b)->quick_ms;
+  const cand *ca = a, *cb = b;
+  if (ca->screened != cb->screened) return cb->screened - ca->screened;
+  double x = ca->quick_ms, y = cb->quick_ms;
   return (x > y) - (x < y);
 }
 
@@ -274,8 +287,8 @@ static ft_status search(tuner *t, ft_err *err) {
   t->sum->n_skipped_known = t->nc - todo;
   if (!strcmp(t->req->search, "random")) shuffle(t->c, t->nc, t->req->seed);
   int halving = !strcmp(t->req->search, "halving");
-  int done = 0;
-  /* Halving: a short timing of everything, then the best quarter timed in full. */
+  int done = 0, screened = 0;
+  /* Halving: a short timing of everything first; what is stored is decided below. */
   for (int i = 0; i < t->nc; i++) {
     cand *c = &t->c[i];
     if (c->known) continue;
@@ -284,24 +297,35 @@ static ft_status search(tuner *t, ft_err *err) {
       break;
     }
     FT_TRY(check_stop(t, err));
-    FT_TRY(measure(t, c, halving ? 5 : t->req->repeats, !halving, err));
+    FT_TRY(run_candidate(t, c, halving ? 5 : t->req->repeats, err));
+    c->screened = 1;
+    screened++;
+    if (!halving) FT_TRY(store_candidate(t, c, err));
     progress(t, ++done, todo, halving ? "screening" : "tuning");
   }
   if (!halving) return FT_OK;
+  /* Then the best quarter (at least 4) timed in full, within the budget; the rest keep their
+   * screening result (stored with its 5 repeats). */
   qsort(t->c, (size_t)t->nc, sizeof *t->c, cmp_quick);
-  int keep = 0;
-  for (int i = 0; i < t->nc; i++) keep += !t->c[i].known && isfinite(t->c[i].quick_ms) && t->c[i].quick_ms > 0;
-  keep = keep / 4 < 4 ? (keep < 4 ? keep : 4) : keep / 4;
+  int good = 0;
+  for (int i = 0; i < t->nc; i++) good += t->c[i].screened && isfinite(t->c[i].quick_ms);
+  int keep = good / 4 < 4 ? (good < 4 ? good : 4) : good / 4;
+  int rank = 0;
   done = 0;
-  int total = 0;
-  for (int i = 0; i < t->nc; i++) total += !t->c[i].known && t->c[i].quick_ms != 0;
   for (int i = 0; i < t->nc; i++) {
     cand *c = &t->c[i];
-    if (c->known || c->quick_ms == 0) continue; /* never screened: out of budget */
+    if (!c->screened) continue;
     FT_TRY(check_stop(t, err));
-    int full = i < keep && !over_budget(t);
-    FT_TRY(measure(t, c, full ? t->req->repeats : 5, 1, err));
-    progress(t, ++done, total, "timing");
+    if (isfinite(c->quick_ms) && rank < keep) {
+      if (over_budget(t)) {
+        t->sum->budget_exhausted = 1;
+      } else {
+        rank++;
+        FT_TRY(run_candidate(t, c, t->req->repeats, err));
+      }
+    }
+    FT_TRY(store_candidate(t, c, err));
+    progress(t, ++done, screened, "timing");
   }
   return FT_OK;
 }
@@ -361,7 +385,7 @@ static ft_status enumerate_all(tuner *t, ft_err *err) {
     memmove(t->c + ng, t->c + n_gemm, (size_t)keep_e * sizeof *t->c);
     t->nc = ng + keep_e;
   }
-  FT_TRY(plant_test_candidates(t, n_gemm, err));
+  FT_TRY(plant_test_candidates(t, n_gemm < t->nc ? n_gemm : t->nc, err));
   t->sum->n_candidates = t->nc;
   for (int i = 0; i < t->nc; i++) FT_TRY(prepare_candidate(t, &t->c[i], err));
   return FT_OK;
@@ -371,10 +395,12 @@ static ft_status tune_body(tuner *t, ft_err *err) {
   FT_TRY(ft_ep_parse(t->req->epilogue, &t->ep, err));
   ft_runner_setup rs;
   memset(&rs, 0, sizeof rs);
+  rs.device = t->req->device;
   rs.m = t->req->m;
   rs.n = t->req->n;
   rs.k = t->req->k;
-  snprintf(rs.epilogue, sizeof rs.epilogue, "%s", ft_ep_canonical(t->ep));
+  /* The text as given (<= FT_EP_MAX_TEXT): the canonical form can be longer. */
+  snprintf(rs.epilogue, sizeof rs.epilogue, "%s", t->req->epilogue);
   rs.seed = t->req->seed;
   rs.flush_l2 = t->req->flush_l2;
   if (t->req->progress)

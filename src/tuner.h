@@ -22,6 +22,7 @@ typedef struct ft_tune_req {
   volatile int *stop;   /* set nonzero (e.g. from a SIGINT handler) to end after the candidate in flight */
   const char *worker_exe; /* runs candidates in `EXE __worker FD` processes; NULL: in this process */
   double job_timeout_s;   /* bound on one candidate in a worker (a hang is killed); 0 = 60 s */
+  int device;             /* CUDA device ordinal */
 } ft_tune_req;
 
 #define FT_TUNE_DEFAULT_BUDGET_S 150.0
@@ -41,7 +42,7 @@ typedef struct ft_tune_summary {
   ft_tune_entry *entries; /* every result of this run, malloc'd */
   int nentries;
   int n_candidates;       /* fused + cublas+epilogue candidates enumerated */
-  int n_measured, n_ok, n_wrong, n_compile_error, n_launch_error, n_skipped_known;
+  int n_measured, n_ok, n_wrong, n_compile_error, n_launch_error, n_timeout, n_skipped_known;
   int n_compiled, n_cached;
   double compile_s, total_s;
   int budget_exhausted;

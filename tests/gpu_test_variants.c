@@ -101,7 +101,7 @@ static ft_status build_batch(ft_gpu *g, const shape *sh, const ft_epilogue *ep, 
   return s;
 }
 
-static ft_status launch_one(const ft_loaded *l, const ft_variant *v, const shape *sh, ft_pdata *d,
+static ft_status launch_one(ft_loaded *l, const ft_variant *v, const shape *sh, ft_pdata *d,
                             float *ws, ft_err *e) {
   ft_launch_geom geom;
   ft_variant_geometry(v, sh->m, sh->n, sh->k, &geom);
@@ -109,7 +109,7 @@ static ft_status launch_one(const ft_loaded *l, const ft_variant *v, const shape
 }
 
 /* Runs variant i of b (after the raw GEMM for an epilogue pass) and checks it. */
-static ft_status run_variant(const batch *b, int i, const ft_loaded *raw, const shape *sh, ft_pdata *d,
+static ft_status run_variant(const batch *b, int i, ft_loaded *raw, const shape *sh, ft_pdata *d,
                              float *ws, ft_check *chk, ft_err *e) {
   ft_loaded l;
   FT_TRY(ft_loaded_init(&l, b->jobs[i].cubin, b->jobs[i].cubin_size, b->src[i].kernel, b->src[i].reduce, e));

@@ -123,7 +123,10 @@ int cmd_bench(cli *c, int argc, char **argv) {
   ft_check chk = {0, 0, 0};
   ft_bench_opts o = {3, repeats, 0, 0};
   ft_status st = ft_gpu_open(0, &g, &err);
-  if (st == FT_OK) st = cli_open_db(c, 0, &db, &err);
+  if (st == FT_OK && cli_open_db(c, 0, &db, &err) != FT_OK) { /* a missing database is a failure, not "not tuned" */
+    rc = fail_err(&err);
+    goto done;
+  }
   if (st == FT_OK) st = ft_db_find_device(db, ft_gpu_info(g)->fingerprint, NULL, &dev, &dev_id, &err);
   if (st == FT_OK) st = ft_db_best(db, dev_id, &key, &best, &err);
   if (st == FT_ERR_NOT_FOUND) {

@@ -45,6 +45,8 @@ static int parse_tune_args(int argc, char **argv, tune_cli *t) {
     if (pos) return usage_error("tune", "unexpected argument '%s'", a);
     size_t nl = strcspn(a, "=");
 #define IS(name) (nl == strlen(name) && !strncmp(a, name, nl))
+    const int flag = IS("--json") || IS("--quiet") || IS("--retune") || IS("--flush-l2");
+    if (flag && a[nl] == '=') return usage_error("tune", "option %.*s takes no value", (int)nl, a);
     if (IS("--json")) t->json = 1;
     else if (IS("--quiet")) t->quiet = 1;
     else if (IS("--retune")) t->req.retune = 1;
@@ -121,9 +123,9 @@ static void print_summary(const tune_cli *t, const ft_tune_summary *s) {
   for (int i = 0; i < s->nentries && shown < 10; i++)
     if (is_candidate(&sorted[i]) && !strcmp(sorted[i].status, "ok")) print_row(&sorted[i], s), shown++;
   free(sorted);
-  printf("\n%d candidates: %d measured now (%d ok, %d wrong_result, %d compile_error, %d launch_error), "
+  printf("\n%d candidates: %d measured now (%d ok, %d wrong_result, %d compile_error, %d launch_error, %d timeout), "
          "%d measured before (--retune to repeat)%s\n",
-         s->n_candidates, s->n_measured, s->n_ok, s->n_wrong, s->n_compile_error, s->n_launch_error,
+         s->n_candidates, s->n_measured, s->n_ok, s->n_wrong, s->n_compile_error, s->n_launch_error, s->n_timeout,
          s->n_skipped_known, s->budget_exhausted ? "; budget ran out" : "");
   printf("compile: %d compiled, %d from cache, %.1f s; total %.1f s", s->n_compiled, s->n_cached, s->compile_s,
          s->total_s);
@@ -138,16 +140,22 @@ static void print_summary(const tune_cli *t, const ft_tune_summary *s) {
   }
 }
 
+/* A JSON number, or null where there is none (unmeasured: < 0; not finite). */
+static void json_number(double v) {
+  if (isfinite(v) && v >= 0) printf("%.17g", v);
+  else printf("null");
+}
+
 static void print_summary_json(const ft_tune_summary *s) {
   printf("{\"device\":");
   ft_json_write_string(stdout, s->device_name);
   printf(",\"epilogue\":");
   ft_json_write_string(stdout, s->epilogue);
   printf(",\"eager_ms\":%.17g,\"candidates\":%d,\"measured\":%d,\"ok\":%d,\"wrong_result\":%d,"
-         "\"compile_error\":%d,\"launch_error\":%d,\"known\":%d,\"compiled\":%d,\"cached\":%d,"
+         "\"compile_error\":%d,\"launch_error\":%d,\"timeout\":%d,\"known\":%d,\"compiled\":%d,\"cached\":%d,"
          "\"compile_s\":%.3f,\"total_s\":%.3f,\"budget_exhausted\":%s,\"best\":",
          s->eager_ms, s->n_candidates, s->n_measured, s->n_ok, s->n_wrong, s->n_compile_error, s->n_launch_error,
-         s->n_skipped_known, s->n_compiled, s->n_cached, s->compile_s, s->total_s,
+         s->n_timeout, s->n_skipped_known, s->n_compiled, s->n_cached, s->compile_s, s->total_s,
          s->budget_exhausted ? "true" : "false");
   if (!s->has_best) {
     printf("null");
@@ -168,7 +176,11 @@ static void print_summary_json(const ft_tune_summary *s) {
     ft_json_write_string(stdout, e->variant);
     printf(",\"status\":");
     ft_json_write_string(stdout, e->status);
-    printf(",\"median_ms\":%.17g,\"rel_err\":%.17g}", e->median_ms, e->rel_err);
+    printf(",\"median_ms\":");
+    json_number(e->median_ms);
+    printf(",\"rel_err\":");
+    json_number(e->rel_err);
+    printf("}");
   }
   printf("]}\n");
 }
