@@ -8,6 +8,7 @@
 #include "baseline.h"
 #include "compile.h"
 #include "api_internal.h"
+#include "best.h"
 #include "tuner.h"
 
 #define FT_HASH_CACHE 16
@@ -171,6 +172,18 @@ static ft_status current_hash(ft_ctx *ctx, const ft_epilogue *ep, const char *co
   return FT_OK;
 }
 
+typedef struct source_check {
+  ft_ctx *ctx;
+  const ft_epilogue *ep;
+} source_check;
+
+/* ft_source_check through the context's memo of source hashes (warm lookups stay fast). */
+static int memo_is_current(void *user, const ft_best *b) {
+  source_check *c = user;
+  char h[17];
+  return current_hash(c->ctx, c->ep, b->config_json, h) == FT_OK && strcmp(h, b->source_hash) == 0;
+}
+
 static void fill_config(ft_config *out, const ft_best *b, int exact) {
   memset(out, 0, sizeof *out);
   snprintf(out->strategy, sizeof out->strategy, "%s", b->strategy);
@@ -194,13 +207,33 @@ typedef struct nearest {
   int found;
 } nearest;
 
-static int consider_nearest(void *user, const ft_best *b) {
-  nearest *nr = user;
+/* Of one tuned shape's results (fastest first), the first that applies to the asked shape and
+ * was measured with today's kernel source. */
+typedef struct usable {
+  nearest *nr;
+  ft_best row;
+  int found;
+} usable;
+
+static int take_usable(void *user, const ft_best *b) {
+  usable *u = user;
   ft_variant v;
-  char why[128], h[17];
+  char why[128];
+  source_check chk = {u->nr->ctx, u->nr->ep};
   if (ft_variant_from_json(b->config_json, &v, NULL) != FT_OK) return 0;
-  if (!ft_variant_applicable(&v, nr->p->m, nr->p->n, nr->p->k, &nr->ctx->lim, why, sizeof why)) return 0;
-  if (current_hash(nr->ctx, nr->ep, b->config_json, h) != FT_OK || strcmp(h, b->source_hash) != 0) return 0;
+  if (!ft_variant_applicable(&v, u->nr->p->m, u->nr->p->n, u->nr->p->k, &u->nr->ctx->lim, why, sizeof why)) return 0;
+  if (!memo_is_current(&chk, b)) return 0;
+  u->row = *b;
+  u->found = 1;
+  return 1;
+}
+
+static int consider_nearest(void *user, const ft_best *best) {
+  nearest *nr = user;
+  usable u = {nr, {0}, 0};
+  ft_err e;
+  if (ft_db_each_candidate(nr->ctx->db, best, take_usable, &u, &e) != FT_OK || !u.found) return 0;
+  const ft_best *b = &u.row;
   double d = 0;
   double a[3] = {(double)nr->p->m, (double)nr->p->n, (double)nr->p->k};
   double t[3] = {(double)b->key.m, (double)b->key.n, (double)b->key.k};
@@ -223,17 +256,13 @@ ft_status ft_lookup(ft_ctx *ctx, const ft_problem *p, unsigned flags, ft_config 
   ft_problem_key key;
   ft_problem_key_set(&key, p->m, p->n, p->k, ft_ep_canonical(ep), ft_ep_hash(ep));
   ft_best b;
-  ft_status s = ft_db_best(ctx->db, ctx->device_id, &key, &b, &ctx->err);
-  if (s != FT_OK && s != FT_ERR_NOT_FOUND) return s;
   int stale = 0;
+  source_check chk = {ctx, ep};
+  ft_status s = ft_best_current(ctx->db, ctx->device_id, &key, ep, memo_is_current, &chk, &b, &stale, &ctx->err);
+  if (s != FT_OK && s != FT_ERR_NOT_FOUND) return s;
   if (s == FT_OK) {
-    char h[17];
-    FT_TRY(current_hash(ctx, ep, b.config_json, h));
-    stale = strcmp(h, b.source_hash) != 0;
-    if (!stale) {
-      fill_config(out, &b, 1);
-      return FT_OK;
-    }
+    fill_config(out, &b, 1);
+    return FT_OK;
   }
   if (flags & FT_LOOKUP_NEAREST) {
     nearest nr = {ctx, p, ep, 0, {0}, 0};

@@ -117,6 +117,11 @@ static const char *const k_sql[FT_ST_COUNT] = {
         " FROM best AS b JOIN problems AS p ON p.id = b.problem_id"
         " JOIN devices AS d ON d.id = b.device_id"
         " ORDER BY d.fingerprint, p.m, p.n, p.k, p.layout, p.math, p.epilogue_hash",
+    /* Every launchable correct result of one problem, fastest first (the best's order). */
+    [FT_ST_EACH_CANDIDATE] =
+        "SELECT strategy, variant, config, source_hash, median_ms, (SELECT name FROM devices WHERE id = ?1)"
+        " FROM results WHERE device_id = ?1 AND problem_id = ?2 AND " FT_DB_BEST_WHERE
+        " ORDER BY median_ms, created, uuid",
     [FT_ST_HAS_RESULT] =
         "SELECT 1 FROM results WHERE device_id = ?1 AND problem_id = ?2 AND strategy = ?3"
         " AND source_hash = ?4 AND config = ?5 LIMIT 1",
@@ -1044,4 +1049,22 @@ void ft_problem_key_set(ft_problem_key *key, int64_t m, int64_t n, int64_t k, co
   snprintf(key->math, sizeof key->math, "fp32");
   snprintf(key->epilogue, sizeof key->epilogue, "%s", epilogue);
   snprintf(key->epilogue_hash, sizeof key->epilogue_hash, "%s", epilogue_hash);
+}
+
+ft_status ft_db_each_candidate(ft_db *db, const ft_best *best, ft_best_cb cb, void *user, ft_err *err) {
+  FT_TRY(need(err, db && best && cb, "ft_db_each_candidate: NULL argument"));
+  sqlite3_stmt *st = ft__db_stmt(db, FT_ST_EACH_CANDIDATE, err);
+  if (!st) return err ? err->status : FT_ERR_DB;
+  sqlite3_bind_int64(st, 1, best->device_id);
+  sqlite3_bind_int64(st, 2, best->problem_id);
+  ft_status s = FT_OK;
+  int rc;
+  ft_best row = *best;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    s = read_best_cols(db, st, 0, &row, err);
+    if (s != FT_OK || cb(user, &row)) break;
+  }
+  if (s == FT_OK && rc != SQLITE_ROW && rc != SQLITE_DONE) s = ft__db_error(db, err, rc, "listing the results");
+  sqlite3_reset(st);
+  return s;
 }

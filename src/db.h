@@ -115,6 +115,11 @@ ft_status ft_db_each_best_for_epilogue(ft_db *db, int64_t device_id, const char 
  * statement is shared). */
 ft_status ft_db_each_best(ft_db *db, ft_best_cb cb, void *user, ft_err *err);
 
+/* Every launchable correct result of best's device and problem, fastest first, as ft_best rows
+ * (key and eager_ms copied from best); the callback returns nonzero to stop. Used to skip
+ * results measured with an older kernel source. */
+ft_status ft_db_each_candidate(ft_db *db, const ft_best *best, ft_best_cb cb, void *user, ft_err *err);
+
 /* Whether results already exist for (device, problem, source_hash, config_json, strategy);
  * used by tune to skip what was measured unless --retune. */
 ft_status ft_db_has_result(ft_db *db, int64_t device_id, int64_t problem_id, const char *strategy,

@@ -26,6 +26,7 @@ typedef enum ft_db_stmt_id {
   FT_ST_EACH_BEST_EPI,
   FT_ST_EACH_BEST,
   FT_ST_HAS_RESULT,
+  FT_ST_EACH_CANDIDATE,
   FT_ST_CUBIN_GET,
   FT_ST_CUBIN_PUT,
   FT_ST_COUNT

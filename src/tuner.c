@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "best.h"
 #include "compile.h"
 #include "embedded.h"
 #include "runner.h"
@@ -444,7 +445,8 @@ ft_status ft_tune_run(ft_db *db, const ft_tune_req *req, ft_tune_summary *out, f
     ft_problem_key key;
     ft_problem_key_set(&key, req->m, req->n, req->k, ft_ep_canonical(t.ep), ft_ep_hash(t.ep));
     ft_err e3;
-    out->has_best = ft_db_best(db, t.device_id, &key, &out->best, &e3) == FT_OK;
+    int stale;
+    out->has_best = ft_best_current(db, t.device_id, &key, t.ep, NULL, NULL, &out->best, &stale, &e3) == FT_OK;
   }
   out->total_s = now_s() - t.t0;
   for (int i = 0; i < t.nc; i++) {

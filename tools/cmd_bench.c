@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "baseline.h"
+#include "best.h"
 #include "bench.h"
 #include "cli.h"
 #include "compile.h"
@@ -128,7 +129,8 @@ int cmd_bench(cli *c, int argc, char **argv) {
     goto done;
   }
   if (st == FT_OK) st = ft_db_find_device(db, ft_gpu_info(g)->fingerprint, NULL, &dev, &dev_id, &err);
-  if (st == FT_OK) st = ft_db_best(db, dev_id, &key, &best, &err);
+  int stale = 0;
+  if (st == FT_OK) st = ft_best_current(db, dev_id, &key, ep, NULL, NULL, &best, &stale, &err);
   if (st == FT_ERR_NOT_FOUND) {
     fprintf(stderr, "fusedtune: nothing tuned for %s, epilogue '%s' on this GPU: run 'fusedtune tune' first\n", shape,
             key.epilogue);

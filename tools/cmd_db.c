@@ -8,7 +8,7 @@
 
 #include "cli.h"
 #include "json.h"
-#include "codegen.h"
+#include "best.h"
 #include "device.h"
 
 #define FT_IMPORT_MAX_BYTES ((size_t)1 << 30)
@@ -158,20 +158,16 @@ int cmd_query(cli *c, int argc, char **argv) {
   ft_status st = devname ? FT_OK : ft_gpu_open(0, &g, &err);
   if (st == FT_OK)
     st = ft_db_find_device(db, devname ? NULL : ft_gpu_info(g)->fingerprint, devname, &dev, &device_id, &err);
-  if (st == FT_OK) st = ft_db_best(db, device_id, &key, &b, &err);
+  int stale = 0;
+  if (st == FT_OK) st = ft_best_current(db, device_id, &key, ep, NULL, NULL, &b, &stale, &err);
   if (st == FT_ERR_NOT_FOUND) {
-    fprintf(stderr, "fusedtune: nothing tuned for %s, epilogue '%s', fp32 on %s\n", shape, key.epilogue,
+    fprintf(stderr, "fusedtune: %s for %s, epilogue '%s', fp32 on %s\n",
+            stale ? "only stale results (older kernel source; tune again)" : "nothing tuned", shape, key.epilogue,
             devname ? devname : g ? ft_gpu_info(g)->name : "this device");
     rc = EXIT_NOT_TUNED;
   } else if (st != FT_OK) {
     rc = fail_err(&err);
   } else {
-    /* A result measured with another kernel source than today's would not be launched as is. */
-    ft_variant v;
-    ft_kernel_src src = {0};
-    int stale = ft_variant_from_json(b.config_json, &v, NULL) != FT_OK ||
-                ft_codegen_variant(&v, ep, &src, NULL) != FT_OK || strcmp(src.hash, b.source_hash) != 0;
-    ft_kernel_src_free(&src);
     if (json) {
       best_json(&b);
       printf("\n");
@@ -182,7 +178,6 @@ int cmd_query(cli *c, int argc, char **argv) {
              b.config_json, b.median_ms);
       if (b.eager_ms > 0) printf("eager      %.4f ms (speedup %.3fx)\n", b.eager_ms, speedup(&b));
     }
-    if (stale) fprintf(stderr, "fusedtune: note: measured with an older kernel source; tune again to refresh\n");
     rc = 0;
   }
   ft_gpu_close(g);
