@@ -1,5 +1,6 @@
 /* Kernel text: "// fusedtune generated", the variant's #defines, ft_common.cuh, ft_math.cuh, the
- * epilogue's CUDA expression as a macro, then the template. Only numbers and text rebuilt from
+ * epilogue's CUDA expression as a macro, then the template (for a GEMM: gemm_common.cuh and the
+ * layout's file). Only numbers and text rebuilt from
  * the epilogue AST enter the source; user text never does. GPU-free. */
 #include "codegen.h"
 
@@ -131,7 +132,13 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
     sb_puts(&b, "#define FT_EPILOGUE_EXPR (");
     sb_puts(&b, expr);
     sb_puts(&b, ")\n");
-    s = sb_embedded(&b, v->kind == FT_VK_GEMM ? "kernels_src/gemm_fp32.cu" : "kernels_src/epilogue_pass.cu", err);
+    if (v->kind == FT_VK_GEMM) {
+      s = sb_embedded(&b, "kernels_src/gemm_common.cuh", err);
+      if (s == FT_OK)
+        s = sb_embedded(&b, v->layout == 3 ? "kernels_src/gemm_fp32_warp.cu" : "kernels_src/gemm_fp32.cu", err);
+    } else {
+      s = sb_embedded(&b, "kernels_src/epilogue_pass.cu", err);
+    }
   }
   if (s != FT_OK) {
     free(b.p);

@@ -62,8 +62,14 @@ static int64_t sm_smem(const ft_device_limits *lim) { return (int64_t)lim->max_s
 
 static int gemm_threads(const ft_variant *v) { return (v->bm / v->tm) * (v->bn / v->tn); }
 
+/* Layout 3 (kernels_src/gemm_fp32_warp.cu): lanes of a warp along m (4 or 8) and the warp tile,
+ * as the kernel derives them; 8 lanes along m when tn > tm keeps the warp tile square. */
+static int warp_lanes_m(const ft_variant *v) { return v->tn > v->tm ? 8 : 4; }
+static int warp_tile_m(const ft_variant *v) { return warp_lanes_m(v) * v->tm; }
+static int warp_tile_n(const ft_variant *v) { return (32 / warp_lanes_m(v)) * v->tn; }
+
 static size_t gemm_smem(const ft_variant *v) {
-  if (v->layout >= 1) /* double-buffered As[bk][bm + 4], Bs[bk][bn + 4] */
+  if (v->layout == 3) /* double-buffered k-major As[bk][bm + 4], Bs[bk][bn + 4] */
     return 2 * (size_t)v->bk * (size_t)(v->bm + 4 + v->bn + 4) * sizeof(float);
   const size_t bufs = v->stages > 1 ? (size_t)v->stages : 2;
   return bufs * (size_t)(v->bm + v->bn) * (size_t)(v->bk + 4) * sizeof(float);
@@ -77,33 +83,38 @@ static int ceil_div_int(int a, int b) { return (a + b - 1) / b; }
  * (tests/test_compile.c prints it); it sets __launch_bounds__ and prunes the space. */
 static int gemm_reg_estimate(const ft_variant *v) {
   const int threads = gemm_threads(v);
+  if (v->layout == 3) /* two fragment sets of tm + tn, staging in whole 4-float chunks */
+    return v->tm * v->tn + 2 * (v->tm + v->tn) +
+           4 * (ceil_div_int(v->bm * v->bk / 4, threads) + ceil_div_int(v->bn * v->bk / 4, threads)) + 24;
   int staging = 0;
   if (v->stages == 1)
     staging = (ceil_div_int(v->bm * v->bk, threads) + ceil_div_int(v->bn * v->bk, threads));
-  if (v->layout >= 1) /* one k at a time: tm + tn operands; staging of whole vectors */
-    return v->tm * v->tn + v->tm + v->tn + staging + 24;
   const int frag = 4 * (v->tm > v->tn ? v->tm : v->tn);
   return v->tm * v->tn + frag + 4 + staging + 28 + (v->bk == 32 ? 24 : 0);
 }
 
-/* Above this the estimate says ptxas would spill even with all 255 registers. */
+/* Above this the estimate says ptxas would spill even with all 255 registers (layout 0; the
+ * warp-tiled layout 3 keeps fewer values live per FFMA and fits 224, measured with ptxas). */
 #define FT_REG_PRUNE 190
+#define FT_REG_PRUNE_WARP 240
 
 /* Global vector loads per thread and k tile. ptxas keeps an address per load live across the
  * k loop, so many narrow loads cost registers the estimate does not see: beyond this, spills. */
 #define FT_MAX_LOADS 16
 static int gemm_loads(const ft_variant *v) {
   const int threads = gemm_threads(v);
+  if (v->layout == 3) /* 4-float chunks, each 4 / vec loads */
+    return (ceil_div_int(v->bm * v->bk / 4, threads) + ceil_div_int(v->bn * v->bk / 4, threads)) * (4 / v->vec);
   return ceil_div_int(v->bm * v->bk / v->vec, threads) + ceil_div_int(v->bn * v->bk / v->vec, threads);
 }
 
 int ft__gemm_min_blocks(const ft_variant *v) {
   const int threads = gemm_threads(v);
-  if (v->layout >= 1) {
-    /* 16 registers over the estimate: the k-major 128x128 8x8 bk 8 tile then gets its 128
-     * (ptxas: 127, no spill) and 2 blocks of 256 threads per SM; at bk 16 (8 more staging
-     * registers) a 128 cap spilled ~80 B, so it runs 1 block per SM instead. */
-    const int need = (gemm_reg_estimate(v) + 16 + 7) / 8 * 8;
+  if (v->layout == 3) {
+    /* As many blocks as the estimate lets fit: 2 for 128-thread 16x8 tiles (the cap stays
+     * 255), 2 for 256-thread 8x8 bk 8 tiles (cap 128: ptxas fits them in 127), else 1 (at
+     * bk 16 the 8x8 tile needs ~160). */
+    const int need = (gemm_reg_estimate(v) + 7) / 8 * 8;
     int b = 65536 / (threads * need);
     if (b * threads > 2048) b = 2048 / threads;
     if (b < 1) b = 1;
@@ -138,17 +149,26 @@ static int gemm_valid(const ft_variant *v, char *why, size_t whylen) {
   if (!is_pow2_between(v->bm, 16, 256) || !is_pow2_between(v->bn, 16, 256))
     WHY("block tile %dx%d: each must be a power of two in 16..256", v->bm, v->bn);
   if (v->bk != 8 && v->bk != 16 && v->bk != 32) WHY("bk %d: must be 8, 16 or 32", v->bk);
-  if ((v->tm != 4 && v->tm != 8) || (v->tn != 4 && v->tn != 8))
+  if (v->layout == 1 || v->layout == 2)
+    WHY("layout %d (k-major \"_km\"/\"_kw\") was removed: layout 3 (\"_w\") replaces it; tune again",
+        v->layout);
+  if (v->layout != 0 && v->layout != 3) WHY("layout %d: must be 0 or 3", v->layout);
+  if (v->layout == 0 && ((v->tm != 4 && v->tm != 8) || (v->tn != 4 && v->tn != 8)))
     WHY("thread tile %dx%d: each must be 4 or 8", v->tm, v->tn);
   if (v->vec != 1 && v->vec != 2 && v->vec != 4) WHY("vec %d: must be 1, 2 or 4", v->vec);
   if (v->stages < 1 || v->stages > 4) WHY("stages %d: must be 1..4", v->stages);
   if (v->split_k < 1 || v->split_k > FT_MAX_SPLIT_K) WHY("split_k %d: must be 1..%d", v->split_k, FT_MAX_SPLIT_K);
   if (!is_pow2_between(v->swizzle, 1, 16)) WHY("swizzle %d: must be 1, 2, 4, 8 or 16", v->swizzle);
   if (v->block != 0 || v->ept != 0) WHY("gemm variant with epilogue-pass fields");
-  if (v->layout < 0 || v->layout > 2) WHY("layout %d: must be 0, 1 or 2", v->layout);
-  if (v->layout >= 1 && v->stages != 1) WHY("layout %d (k-major) needs stages 1, not %d", v->layout, v->stages);
-  if (v->layout == 2 && (v->bm % (4 * v->tm) || v->bn % (8 * v->tn)))
-    WHY("layout 2: block tile %dx%d not whole 4x8-lane warp tiles of %dx%d", v->bm, v->bn, v->tm, v->tn);
+  if (v->layout == 3) {
+    if ((v->tm != 8 && v->tm != 16) || (v->tn != 8 && v->tn != 16) || v->tm * v->tn > 128)
+      WHY("layout 3: thread tile %dx%d must be 8x8, 16x8 or 8x16", v->tm, v->tn);
+    if (v->stages != 1) WHY("layout 3 stages %d: must be 1 (register staging)", v->stages);
+    if (v->bk == 32) WHY("layout 3 bk 32: must be 8 or 16");
+    if (v->bm % warp_tile_m(v) || v->bn % warp_tile_n(v))
+      WHY("layout 3: block tile %dx%d not whole warp tiles of %dx%d", v->bm, v->bn, warp_tile_m(v),
+          warp_tile_n(v));
+  }
   if (v->bm < v->tm || v->bn < v->tn) WHY("thread tile larger than block tile");
   const int threads = gemm_threads(v);
   if (threads < 32 || threads > 1024 || threads % 32 != 0)
@@ -191,7 +211,7 @@ int ft_variant_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k,
   if (g.smem > (size_t)lim->max_smem_per_block) WHY("shared memory %zu B > device limit %d B", g.smem, lim->max_smem_per_block);
   const int est = gemm_reg_estimate(v);
   if (gemm_loads(v) > FT_MAX_LOADS) WHY("%d global loads per thread and tile: would spill", gemm_loads(v));
-  if (est > FT_REG_PRUNE || (int64_t)threads * est > lim->regs_per_block)
+  if (est > (v->layout == 3 ? FT_REG_PRUNE_WARP : FT_REG_PRUNE) || (int64_t)threads * est > lim->regs_per_block)
     WHY("needs about %d registers per thread (%d threads): would spill", est, threads);
   if (v->vec > 1 && k % v->vec != 0) WHY("vec %d needs k %% %d == 0 (k = %lld)", v->vec, v->vec, (long long)k);
   if ((int64_t)v->split_k * m * n > FT_MAX_ELEMS) WHY("split-K workspace too large");
@@ -261,7 +281,7 @@ typedef struct scored {
 static int gemm_occupancy(const ft_variant *v, const ft_device_limits *lim) {
   const int threads = gemm_threads(v);
   int est = gemm_reg_estimate(v);
-  if (v->layout >= 1) {
+  if (v->layout == 3) {
     est = 65536 / (threads * ft__gemm_min_blocks(v)); /* the __launch_bounds__ cap */
     if (est > 255) est = 255;
   } else if (v->tm * v->tn >= 64) {
@@ -291,12 +311,10 @@ static double gemm_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k,
   const double blk_reuse = (double)v->bm * v->bn / (v->bm + v->bn) / 64.0;  /* 128^2 -> 1 */
   double eff = (reg_reuse < 1 ? reg_reuse : 1.0) * (blk_reuse < 1 ? 0.5 + 0.5 * blk_reuse : 1.0);
   eff *= warps >= 8 ? 1.0 : 0.55 + 0.45 * warps / 8.0;
-  if (v->layout >= 1) {
-    /* k-major: 4 LDS.128 per 64 FFMA, 2 blocks of 256 threads per SM. Measured on the H200
-     * (2026-11-29) no faster than the [rows] layout: 128x128 bk 8 ran 1.755 ms at minsub (k2)
-     * and 3.521 ms at biasrelu, against 1.619 / 3.261 for bm64_bn64_bk16_t8x8_s3. */
-    eff *= 0.97;
-    if (warps < 16) eff *= 0.85; /* one k at a time: wants two blocks' warps per SM */
+  if (v->layout == 3) {
+    /* Warp-tiled: measured on the H200 (2026-11-29) 5-8 % faster than the best [rows] tiles
+     * (1.548 vs 1.678 ms at minsub, 2.858 vs 3.323 ms at biasrelu), given 8 warps per SM. */
+    eff *= 1.08;
   } else if (v->stages == 1 || v->bk == 8) {
     eff *= 0.97; /* fewer loads in flight per barrier */
   }
@@ -365,6 +383,25 @@ static ft_status push(grow_buf *b, const ft_variant *v, double cost, ft_err *err
   return FT_OK;
 }
 
+/* Pushes v with each worthwhile split factor and swizzle, if it fits the shape and device. */
+static ft_status push_splits(ft_variant *v, int64_t m, int64_t n, int64_t k,
+                             const ft_device_limits *lim, grow_buf *b, ft_err *err) {
+  const int threads = gemm_threads(v);
+  if (threads < 64 || threads > 256) return FT_OK;
+  v->split_k = 1, v->swizzle = 1;
+  int splits[8];
+  const int ns = split_candidates(v, m, n, k, lim, splits);
+  const int multi_row = (m + v->bm - 1) / v->bm > 1 && (n + v->bn - 1) / v->bn > 1;
+  for (int s = 0; s < ns; s++)
+    for (int z = 1; z <= (multi_row ? 8 : 1); z += 7) {
+      v->split_k = splits[s];
+      v->swizzle = z;
+      if (!ft_variant_applicable(v, m, n, k, lim, NULL, 0)) continue;
+      FT_TRY(push(b, v, gemm_cost(v, m, n, k, lim), err));
+    }
+  return FT_OK;
+}
+
 /* Every plausible GEMM variant at the widest vector width k allows. */
 static ft_status enumerate_gemm(int64_t m, int64_t n, int64_t k, const ft_device_limits *lim,
                                 grow_buf *b, ft_err *err) {
@@ -379,31 +416,27 @@ static ft_status enumerate_gemm(int64_t m, int64_t n, int64_t k, const ft_device
       if (!tile_plausible(tiles[a], tiles[c], m, n)) continue;
       for (size_t t = 0; t < 4; t++)
         for (size_t kk = 0; kk < 3; kk++)
-          for (int st = -1; st <= 4; st++) {
-            /* st 0, -1: k-major layouts 1, 2 (stages 1); 1..4: the [rows] layout's stages. */
-            const int lay = st == 0 ? 1 : st < 0 ? 2 : 0;
-            /* Layout 2 (warp-tiled k-major) measured slower still (2.05 ms minsub, 3.55 ms
-             * biasrelu): valid, codegen'd and tested, but not enumerated. */
-            if (lay == 2) continue;
-            if (lay && tts[t][0] * tts[t][1] < 32) continue; /* 4x4: too little reuse */
-            if (lay && bks[kk] == 32) continue; /* staging spills or caps occupancy at 1 */
+          for (int st = 1; st <= 4; st++) {
             v.bm = tiles[a], v.bn = tiles[c], v.tm = tts[t][0], v.tn = tts[t][1];
-            v.bk = bks[kk], v.stages = lay ? 1 : st, v.split_k = 1, v.swizzle = 1, v.layout = lay;
-            const int threads = gemm_threads(&v);
-            if (threads < 64 || threads > 256) continue;
+            v.bk = bks[kk], v.stages = st, v.layout = 0;
             /* Each thread loads whole vectors: tiles divide evenly over the threads. */
-            if ((v.bm * v.bk / v.vec) % threads || (v.bn * v.bk / v.vec) % threads) continue;
-            int splits[8];
-            const int ns = split_candidates(&v, m, n, k, lim, splits);
-            const int multi_row = (m + v.bm - 1) / v.bm > 1 && (n + v.bn - 1) / v.bn > 1;
-            for (int s = 0; s < ns; s++)
-              for (int z = 1; z <= (multi_row ? 8 : 1); z += 7) {
-                v.split_k = splits[s];
-                v.swizzle = z;
-                if (!ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) continue;
-                FT_TRY(push(b, &v, gemm_cost(&v, m, n, k, lim), err));
-              }
+            if ((v.bm * v.bk / v.vec) % gemm_threads(&v) || (v.bn * v.bk / v.vec) % gemm_threads(&v))
+              continue;
+            FT_TRY(push_splits(&v, m, n, k, lim, b, err));
           }
+    }
+  /* Layout 3, warp-tiled: 16x8, 8x16 and 8x8 thread tiles over 64..256 block tiles. */
+  static const int wtts[][2] = {{16, 8}, {8, 16}, {8, 8}};
+  for (size_t a = 1; a < 4; a++)
+    for (size_t c = 1; c < 4; c++) {
+      if (!tile_plausible(tiles[a], tiles[c], m, n)) continue;
+      for (size_t t = 0; t < 3; t++)
+        for (size_t kk = 0; kk < 2; kk++) {
+          v.bm = tiles[a], v.bn = tiles[c], v.tm = wtts[t][0], v.tn = wtts[t][1];
+          v.bk = bks[kk], v.stages = 1, v.layout = 3;
+          if (!ft_variant_valid(&v, NULL, 0)) continue;
+          FT_TRY(push_splits(&v, m, n, k, lim, b, err));
+        }
     }
   return FT_OK;
 }
@@ -500,7 +533,7 @@ int ft_variant_name(const ft_variant *v, char *buf, size_t len) {
     return snprintf(buf, len, "epi_b%d_v%d_e%d", v->block, v->vec, v->ept);
   return snprintf(buf, len, "gemm_bm%d_bn%d_bk%d_t%dx%d_v%d_s%d_k%d_z%d%s", v->bm, v->bn, v->bk,
                   v->tm, v->tn, v->vec, v->stages, v->split_k, v->swizzle,
-                  v->layout == 1 ? "_km" : v->layout == 2 ? "_kw" : "");
+                  v->layout == 3 ? "_w" : "");
 }
 
 int ft_variant_json(const ft_variant *v, char *buf, size_t len) {

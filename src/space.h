@@ -18,8 +18,9 @@ typedef struct ft_variant {
   int stages;     /* shared-memory stages: 1 = plain loads, >= 2 = cp.async pipeline */
   int split_k;    /* k slices; > 1 adds a reduction kernel that applies E once */
   int swizzle;    /* block rasterization group (1 = none) for L2 reuse */
-  int layout;     /* shared tiles: 0 = [rows][bk] (cp.async-able), 1 = k-major [bk][rows]
-                   * (register path only: stages 1); named "_km", JSON key only when 1 */
+  int layout;     /* kernel family: 0 = [rows][bk] shared tiles (gemm_fp32.cu, cp.async-able);
+                   * 3 = warp-tiled, k-major tiles (gemm_fp32_warp.cu, stages 1, thread tiles
+                   * 8x8/16x8/8x16), named "_w". 1 and 2 (k-major, "_km"/"_kw") were removed. */
   /* FT_VK_EPILOGUE */
   int block;      /* threads per block */
   int ept;        /* elements per thread (multiple of vec) */
@@ -50,9 +51,9 @@ int ft_variant_valid(const ft_variant *v, char *why, size_t whylen);
 int ft_variant_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k,
                           const ft_device_limits *lim, char *why, size_t whylen);
 
-/* Stable name ("gemm_bm64_bn128_bk16_t8x8_v4_s2_k1_z8", "..._z8_km" for layout 1,
+/* Stable name ("gemm_bm64_bn128_bk16_t8x8_v4_s2_k1_z8", "..._z8_w" for layout 3,
  * "epi_b256_v4_e8") and JSON ({"kind":"gemm","bm":64,...} with keys in a fixed order; "layout"
- * written, and accepted as optional, only for layout 1). Return bytes written (snprintf). */
+ * written only when not 0, accepted as optional). Return bytes written (snprintf). */
 int ft_variant_name(const ft_variant *v, char *buf, size_t len);
 int ft_variant_json(const ft_variant *v, char *buf, size_t len);
 /* Parses what ft_variant_json wrote (strictly); FT_ERR_FORMAT on anything else. */

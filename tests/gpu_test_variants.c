@@ -60,6 +60,25 @@ static void batch_free(batch *b) {
   memset(b, 0, sizeof *b);
 }
 
+/* Warp-tiled (layout 3) variants the enumeration leaves out of small shapes (tiles of 64 and
+ * more are "implausible" there) but that ft_lookup's nearest match may still launch on them:
+ * each is added where it applies, so every kernel family meets every tail. */
+static int extra_warp_variants(const shape *sh, const ft_device_limits *lim, ft_variant out[8]) {
+  static const int cfg[][6] = {/* bm, bn, bk, tm, tn, split_k */
+                               {128, 128, 8, 16, 8, 1}, {128, 128, 16, 8, 16, 2},
+                               {64, 64, 16, 8, 8, 1},   {256, 128, 8, 16, 8, 3}};
+  int n = 0;
+  for (size_t i = 0; i < sizeof cfg / sizeof cfg[0]; i++) {
+    ft_variant v = {0};
+    v.kind = FT_VK_GEMM, v.layout = 3, v.stages = 1, v.swizzle = 1;
+    v.bm = cfg[i][0], v.bn = cfg[i][1], v.bk = cfg[i][2], v.tm = cfg[i][3], v.tn = cfg[i][4];
+    v.split_k = cfg[i][5];
+    v.vec = sh->k % 4 == 0 ? 4 : sh->k % 2 == 0 ? 2 : 1;
+    if (ft_variant_applicable(&v, sh->m, sh->n, sh->k, lim, NULL, 0)) out[n++] = v;
+  }
+  return n;
+}
+
 /* Enumerates, generates and compiles every variant of (shape, epilogue). */
 static ft_status build_batch(ft_gpu *g, const shape *sh, const ft_epilogue *ep, batch *b, ft_err *e) {
   const ft_device_limits *lim = ft_gpu_limits(g);
@@ -70,14 +89,16 @@ static ft_status build_batch(ft_gpu *g, const shape *sh, const ft_epilogue *ep, 
   /* FT_TEST_LAYOUT=L: only the GEMM variants of layout L, no epilogue passes (a quick check of
    * one kernel family). */
   const char *only = getenv("FT_TEST_LAYOUT");
-  if (s == FT_OK && only && (only[0] >= '0' && only[0] <= '2')) {
+  if (s == FT_OK && only && (only[0] >= '0' && only[0] <= '3')) {
     int kept = 0;
     for (int i = 0; i < ng; i++)
       if (gv[i].layout == only[0] - '0') gv[kept++] = gv[i];
     ng = kept;
     np = 0;
   }
-  const int n = 1 + ng + np;
+  ft_variant extra[8];
+  const int nx = only && only[0] != '3' ? 0 : extra_warp_variants(sh, lim, extra);
+  const int n = 1 + ng + nx + np;
   b->v = calloc((size_t)n, sizeof *b->v);
   b->src = calloc((size_t)n, sizeof *b->src);
   b->jobs = calloc((size_t)n, sizeof *b->jobs);
@@ -85,7 +106,8 @@ static ft_status build_batch(ft_gpu *g, const shape *sh, const ft_epilogue *ep, 
   if (s == FT_OK) {
     b->v[0] = raw_gemm_variant();
     memcpy(b->v + 1, gv, (size_t)ng * sizeof *gv);
-    memcpy(b->v + 1 + ng, pv, (size_t)np * sizeof *pv);
+    memcpy(b->v + 1 + ng, extra, (size_t)nx * sizeof *extra);
+    memcpy(b->v + 1 + ng + nx, pv, (size_t)np * sizeof *pv);
   }
   free(gv);
   free(pv);

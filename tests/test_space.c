@@ -76,7 +76,7 @@ static void test_enumerate(const ft_device_limits *lim) {
       ASSERT_TRUE(vec_ok);
       if (kind == FT_VK_GEMM && s->k >= 999) ASSERT_EQ_INT(stages_seen, 0x1e); /* 1..4 all kept */
       if (kind == FT_VK_GEMM && s->m == 128 && s->k == 16384) ASSERT_TRUE(split_seen);
-      if (kind == FT_VK_GEMM && s->k >= 999) ASSERT_EQ_INT(layouts_seen, 3); /* layouts 0 and 1 */
+      if (kind == FT_VK_GEMM && s->k >= 999) ASSERT_EQ_INT(layouts_seen, 9); /* layouts 0 and 3 */
       if (kind == FT_VK_GEMM && i == 0) {
         char name[128];
         ft_variant_name(&vs[0], name, sizeof name);
@@ -110,14 +110,14 @@ static void test_names(void) {
   ft_variant_json(&v, buf, sizeof buf);
   ASSERT_EQ_STR(buf, "{\"kind\":\"gemm\",\"bm\":64,\"bn\":128,\"bk\":16,\"tm\":8,\"tn\":8,\"vec\":4,"
                      "\"stages\":2,\"split_k\":1,\"swizzle\":8}");
-  /* Layout 1 (k-major): a name suffix and one more key; layout 0 written as before. */
+  /* Layout 3 (warp-tiled): a name suffix and one more key; layout 0 written as before. */
   ft_variant km = v;
-  km.bm = 128, km.bk = 8, km.stages = 1, km.swizzle = 1, km.layout = 1;
+  km.bm = 128, km.bk = 8, km.tm = 16, km.stages = 1, km.split_k = 2, km.swizzle = 1, km.layout = 3;
   ft_variant_name(&km, buf, sizeof buf);
-  ASSERT_EQ_STR(buf, "gemm_bm128_bn128_bk8_t8x8_v4_s1_k1_z1_km");
+  ASSERT_EQ_STR(buf, "gemm_bm128_bn128_bk8_t16x8_v4_s1_k2_z1_w");
   ft_variant_json(&km, buf, sizeof buf);
-  ASSERT_EQ_STR(buf, "{\"kind\":\"gemm\",\"bm\":128,\"bn\":128,\"bk\":8,\"tm\":8,\"tn\":8,\"vec\":4,"
-                     "\"stages\":1,\"split_k\":1,\"swizzle\":1,\"layout\":1}");
+  ASSERT_EQ_STR(buf, "{\"kind\":\"gemm\",\"bm\":128,\"bn\":128,\"bk\":8,\"tm\":16,\"tn\":8,\"vec\":4,"
+                     "\"stages\":1,\"split_k\":2,\"swizzle\":1,\"layout\":3}");
   ft_variant kb;
   ft_err kerr;
   ASSERT_OK(ft_variant_from_json(buf, &kb, &kerr));
@@ -127,11 +127,13 @@ static void test_names(void) {
                                  "\"vec\":4,\"stages\":2,\"split_k\":1,\"swizzle\":8,\"layout\":0}",
                                  &kb, &kerr));
   ASSERT_TRUE(memcmp(&kb, &v, sizeof v) == 0);
-  km.layout = 2;
-  ft_variant_name(&km, buf, sizeof buf);
-  ASSERT_EQ_STR(buf, "gemm_bm128_bn128_bk8_t8x8_v4_s1_k1_z1_kw");
-  ft_variant_json(&km, buf, sizeof buf);
-  ASSERT_CONTAINS(buf, "\"swizzle\":1,\"layout\":2}");
+  /* Layouts 1 and 2 (k-major) were removed: a stored one is refused with a reason. */
+  ASSERT_EQ_INT(ft_variant_from_json("{\"kind\":\"gemm\",\"bm\":128,\"bn\":128,\"bk\":8,\"tm\":8,"
+                                     "\"tn\":8,\"vec\":4,\"stages\":1,\"split_k\":1,\"swizzle\":1,"
+                                     "\"layout\":1}",
+                                     &kb, &kerr),
+                FT_ERR_FORMAT);
+  ASSERT_CONTAINS(kerr.msg, "removed");
   ft_variant e = {0};
   e.kind = FT_VK_EPILOGUE, e.block = 256, e.vec = 4, e.ept = 8;
   ft_variant_name(&e, buf, sizeof buf);
@@ -177,7 +179,11 @@ static void test_hostile_json(void) {
       "{\"kind\":\"gemm\\u0000\",\"bm\":64}",
       "{\"kind\":\"gemm\",\"bm\":64,\"bn\":128,\"bk\":16,\"tm\":8,\"tn\":8,\"vec\":4,\"stages\":2,\"split_k\":1,\"swizzle\":8",
       "{\"kind\":\"kernel\",\"bm\":64}",
-      "{\"kind\":\"gemm\",\"bm\":64,\"bn\":128,\"bk\":16,\"tm\":8,\"tn\":8,\"vec\":4,\"stages\":1,\"split_k\":1,\"swizzle\":8,\"layout\":3}",
+      "{\"kind\":\"gemm\",\"bm\":64,\"bn\":128,\"bk\":16,\"tm\":8,\"tn\":8,\"vec\":4,\"stages\":1,\"split_k\":1,\"swizzle\":8,\"layout\":5}",
+      "{\"kind\":\"gemm\",\"bm\":64,\"bn\":128,\"bk\":16,\"tm\":8,\"tn\":8,\"vec\":4,\"stages\":2,\"split_k\":1,\"swizzle\":8,\"layout\":3}",
+      "{\"kind\":\"gemm\",\"bm\":64,\"bn\":128,\"bk\":16,\"tm\":4,\"tn\":8,\"vec\":4,\"stages\":1,\"split_k\":1,\"swizzle\":8,\"layout\":3}",
+      "{\"kind\":\"gemm\",\"bm\":64,\"bn\":128,\"bk\":16,\"tm\":16,\"tn\":16,\"vec\":4,\"stages\":1,\"split_k\":1,\"swizzle\":8,\"layout\":3}",
+      "{\"kind\":\"gemm\",\"bm\":32,\"bn\":128,\"bk\":16,\"tm\":16,\"tn\":8,\"vec\":4,\"stages\":1,\"split_k\":1,\"swizzle\":8,\"layout\":3}",
       "{\"kind\":\"gemm\",\"bm\":64,\"bn\":128,\"bk\":16,\"tm\":8,\"tn\":8,\"vec\":4,\"stages\":2,\"split_k\":1,\"swizzle\":8,\"layout\":1}",
       "{\"kind\":\"gemm\",\"bm\":64,\"bn\":128,\"bk\":16,\"tm\":8,\"tn\":8,\"vec\":4,\"stages\":1,\"split_k\":1,\"swizzle\":8,\"layout\":\"km\"}",
       "{\"kind\":\"epilogue\",\"block\":256,\"vec\":4,\"ept\":8,\"layout\":0}",

@@ -1,0 +1,200 @@
+// fusedtune fp32 GEMM, warp-tiled (FT_LAYOUT 3): Y[m,n] = E(sum_k X[m,k] * W[n,k]), X [M,K]
+// and W [N,K] row-major (K-contiguous), plain FFMA, each output summed over k in increasing
+// order. Same defines and launch as gemm_fp32.cu, except FT_STAGES (always 1 here: register
+// staging) and FT_VEC (the width of the global loads of a 4-float chunk: 1, 2 or 4).
+//
+// Why this shape (profiled on the H200 with Nsight Compute, 2026-11-29). Hopper issues one FFMA
+// per SM sub-partition per clock, so every instruction that is not an FFMA costs throughput:
+// - Thread tiles of 16x8 (or 8x16) outputs: 6 128-bit shared loads per 128 FFMA. cuBLAS's own
+//   SGEMM for these shapes uses the same 128x128x8 tile, 4 warps of 64x64 and 255 registers.
+// - Tiles are kept k-major, As[BK][BM + 4] and Bs[BK][BN + 4], so a thread reads 4 consecutive
+//   rows (columns) of one of its groups with one LDS.128. The lanes of a warp form an
+//   FT_LM x FT_LN grid over a (FT_LM TM) x (FT_LN TN) warp tile (FT_LM 8 when TN > TM, keeping
+//   the warp tile square), so one LDS of a warp reads at most 8 distinct vectors.
+// - The fragments of k + 1 are read while the FFMA of k run (two register sets); the next
+//   global tile is loaded into registers during the whole compute of the current one, then
+//   stored transposed into the other shared buffer: one barrier per k tile.
+// - Global loads are coalesced (the chunks of one row are adjacent lanes); the +4 padding
+//   makes the transposing stores of those lanes land in different banks.
+// - FFMA in serpentine order, so consecutive FFMA share an operand (register reuse cache).
+// Measured at minsub 128x16384x16384: 0.93-0.95x cuBLAS's time ratio for the best variants,
+// against 0.86x for the [rows] layout of gemm_fp32.cu; see docs/BENCHMARKS.md.
+
+#ifndef FT_LM
+#define FT_LM (FT_TN > FT_TM ? 8 : 4)
+#endif
+#define FT_LN (32 / FT_LM)
+#define FT_WM (FT_LM * FT_TM)
+#define FT_WN (FT_LN * FT_TN)
+#define FT_WARPS_N (FT_BN / FT_WN)
+#define FT_THREADS ((FT_BM / FT_WM) * FT_WARPS_N * 32)
+#define FT_GM (FT_TM / 4)
+#define FT_GN (FT_TN / 4)
+#define FT_A_CHUNKS (FT_BM * FT_BK / 4)
+#define FT_B_CHUNKS (FT_BN * FT_BK / 4)
+#define FT_A_LOADS ((FT_A_CHUNKS + FT_THREADS - 1) / FT_THREADS)
+#define FT_B_LOADS ((FT_B_CHUNKS + FT_THREADS - 1) / FT_THREADS)
+#define FT_LDA (FT_BM + 4)
+#define FT_LDB (FT_BN + 4)
+#define FT_A_FLOATS (FT_BK * FT_LDA)
+#define FT_STAGE_FLOATS (FT_BK * (FT_LDA + FT_LDB))
+
+#if FT_BK % 4 != 0 || FT_TM % 4 != 0 || FT_TN % 4 != 0 || FT_BM % FT_WM != 0 || \
+    FT_BN % FT_WN != 0 || FT_BM < 32 || FT_BN < 32 || (FT_LM != 4 && FT_LM != 8)
+#error "fusedtune: inconsistent warp-tiled GEMM variant"
+#endif
+
+// Loads the 4 k (chunk) of one row from global memory: zero outside the matrix. With FT_VEC 4
+// the host guarantees K % 4 == 0 and 16-byte alignment, so a chunk is wholly in or out.
+// (Measured: a branch-free form, loading a valid dummy address when masked, ran 1.6x slower.)
+__device__ __forceinline__ float4 ft_w_chunk(const float *P, int grow, int nrows, int K, int gk,
+                                             int kend) {
+  float4 r = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  if (grow >= nrows) return r;
+  const float *p = P + (size_t)grow * (size_t)K + gk;
+#if FT_VEC == 4
+  if (gk < kend) r = __ldg(reinterpret_cast<const float4 *>(p));
+#elif FT_VEC == 2
+  if (gk < kend) {
+    const float2 t = __ldg(reinterpret_cast<const float2 *>(p));
+    r.x = t.x; r.y = t.y;
+  }
+  if (gk + 2 < kend) {
+    const float2 t = __ldg(reinterpret_cast<const float2 *>(p + 2));
+    r.z = t.x; r.w = t.y;
+  }
+#else
+  if (gk < kend) r.x = __ldg(p);
+  if (gk + 1 < kend) r.y = __ldg(p + 1);
+  if (gk + 2 < kend) r.z = __ldg(p + 2);
+  if (gk + 3 < kend) r.w = __ldg(p + 3);
+#endif
+  return r;
+}
+
+// Global tile (rows row0.., k k0..) -> registers, LOADS chunks per thread.
+template <int ROWS, int LOADS>
+__device__ __forceinline__ void ft_w_load(float4 (&r)[LOADS], const float *P, int row0,
+                                          int nrows, int K, int k0, int kend) {
+#pragma unroll
+  for (int l = 0; l < LOADS; l++) {
+    const int s = (int)threadIdx.x + l * FT_THREADS;
+    if ((ROWS * FT_BK / 4) % FT_THREADS != 0 && s >= ROWS * FT_BK / 4) continue;
+    r[l] = ft_w_chunk(P, row0 + s / (FT_BK / 4), nrows, K, k0 + (s % (FT_BK / 4)) * 4, kend);
+  }
+}
+
+// Registers -> k-major shared tile S[k][ROWS].
+template <int ROWS, int LOADS, int LD>
+__device__ __forceinline__ void ft_w_store(const float4 (&r)[LOADS], float *S) {
+#pragma unroll
+  for (int l = 0; l < LOADS; l++) {
+    const int s = (int)threadIdx.x + l * FT_THREADS;
+    if ((ROWS * FT_BK / 4) % FT_THREADS != 0 && s >= ROWS * FT_BK / 4) continue;
+    float *d = S + (s % (FT_BK / 4)) * 4 * LD + s / (FT_BK / 4);
+    d[0] = r[l].x;
+    d[LD] = r[l].y;
+    d[2 * LD] = r[l].z;
+    d[3 * LD] = r[l].w;
+  }
+}
+
+// Fragments of one k: the thread's TM values of A and TN values of B.
+__device__ __forceinline__ void ft_w_frag(float4 (&a)[FT_GM], float4 (&b)[FT_GN], const float *As,
+                                          const float *Bs, int k, int r0, int c0) {
+#pragma unroll
+  for (int g = 0; g < FT_GM; g++)
+    a[g] = *reinterpret_cast<const float4 *>(As + k * FT_LDA + r0 + g * (FT_LM * 4));
+#pragma unroll
+  for (int g = 0; g < FT_GN; g++)
+    b[g] = *reinterpret_cast<const float4 *>(Bs + k * FT_LDB + c0 + g * (FT_LN * 4));
+}
+
+__device__ __forceinline__ void ft_w_fma(float (&acc)[FT_TM][FT_TN], const float4 (&a)[FT_GM],
+                                         const float4 (&b)[FT_GN]) {
+#pragma unroll
+  for (int i = 0; i < FT_TM; i++) {
+    const float4 av = a[i / 4];
+    const float ai = (i % 4 == 0) ? av.x : (i % 4 == 1) ? av.y : (i % 4 == 2) ? av.z : av.w;
+#pragma unroll
+    for (int jj = 0; jj < FT_TN; jj++) {
+      const int j = (i & 1) ? FT_TN - 1 - jj : jj;  // serpentine: b[j] reused across rows
+      const float4 bv = b[j / 4];
+      const float bj = (j % 4 == 0) ? bv.x : (j % 4 == 1) ? bv.y : (j % 4 == 2) ? bv.z : bv.w;
+      acc[i][j] = fmaf(ai, bj, acc[i][j]);
+    }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(FT_THREADS, FT_MINB)
+ft_gemm(const float *__restrict__ X, const float *__restrict__ W, float *__restrict__ Y,
+        float *__restrict__ WS, int M, int N, int K, FtEpArgs ep) {
+  extern __shared__ float4 ft_smem4[];
+  float *smem = reinterpret_cast<float *>(ft_smem4);
+
+  const int tiles_m = (M + FT_BM - 1) / FT_BM, tiles_n = (N + FT_BN - 1) / FT_BN;
+  int bm, bn;
+  ft_block_tile(tiles_m, tiles_n, bm, bn);
+  if (bm >= tiles_m) return;  // never with the host's grid; keeps a wrong grid in bounds
+  const int m0 = bm * FT_BM, n0 = bn * FT_BN;
+  int kbeg, kend;
+  ft_splitk_range(K, kbeg, kend);
+  const int ntiles = (kend - kbeg + FT_BK - 1) / FT_BK;
+
+  const int warp = (int)threadIdx.x >> 5, lane = (int)threadIdx.x & 31;
+  const int r0 = (warp / FT_WARPS_N) * FT_WM + (lane / FT_LN) * 4;
+  const int c0 = (warp % FT_WARPS_N) * FT_WN + (lane % FT_LN) * 4;
+
+  float acc[FT_TM][FT_TN];
+#pragma unroll
+  for (int i = 0; i < FT_TM; i++)
+#pragma unroll
+    for (int j = 0; j < FT_TN; j++) acc[i][j] = 0.0f;
+
+  if (ntiles > 0) {
+    float4 ra[FT_A_LOADS], rb[FT_B_LOADS];
+    ft_w_load<FT_BM, FT_A_LOADS>(ra, X, m0, M, K, kbeg, kend);
+    ft_w_load<FT_BN, FT_B_LOADS>(rb, W, n0, N, K, kbeg, kend);
+    ft_w_store<FT_BM, FT_A_LOADS, FT_LDA>(ra, smem);
+    ft_w_store<FT_BN, FT_B_LOADS, FT_LDB>(rb, smem + FT_A_FLOATS);
+    __syncthreads();
+    float4 fa[2][FT_GM], fb[2][FT_GN];
+    ft_w_frag(fa[0], fb[0], smem, smem + FT_A_FLOATS, 0, r0, c0);
+    // Branch-free body, so ptxas can schedule it as one block: after the last tile the
+    // "next" tile is the current one again and goes to the buffer nobody reads any more.
+    for (int t = 0; t < ntiles; t++) {
+      const float *cur = smem + (t & 1) * FT_STAGE_FLOATS;
+      float *nxt = smem + ((t + 1) & 1) * FT_STAGE_FLOATS;
+      const int k0 = kbeg + (t + 1 < ntiles ? t + 1 : t) * FT_BK;
+      ft_w_load<FT_BM, FT_A_LOADS>(ra, X, m0, M, K, k0, kend);
+      ft_w_load<FT_BN, FT_B_LOADS>(rb, W, n0, N, K, k0, kend);
+#pragma unroll
+      for (int k = 0; k < FT_BK; k++) {
+        if (k == FT_BK - 1) {
+          // Buffer nxt was last read before the previous barrier: fill it, publish it, and
+          // read the first fragments of the next tile while the last FFMA of this one run.
+          ft_w_store<FT_BM, FT_A_LOADS, FT_LDA>(ra, nxt);
+          ft_w_store<FT_BN, FT_B_LOADS, FT_LDB>(rb, nxt + FT_A_FLOATS);
+          __syncthreads();
+          ft_w_frag(fa[(k + 1) & 1], fb[(k + 1) & 1], nxt, nxt + FT_A_FLOATS, 0, r0, c0);
+        } else {
+          ft_w_frag(fa[(k + 1) & 1], fb[(k + 1) & 1], cur, cur + FT_A_FLOATS, k + 1, r0, c0);
+        }
+        ft_w_fma(acc, fa[k & 1], fb[k & 1]);
+      }
+    }
+  }
+
+  // Epilogue in registers, then float4 stores (partials, without E, when split-K).
+#pragma unroll
+  for (int i = 0; i < FT_TM; i++) {
+    const int row = m0 + r0 + (i / 4) * (FT_LM * 4) + (i % 4);
+    if (row >= M) continue;
+#pragma unroll
+    for (int g = 0; g < FT_GN; g++) {
+      const int col = n0 + c0 + g * (FT_LN * 4);
+      if (col >= N) continue;
+      ft_store_group(Y, WS, &acc[i][g * 4], row, col, M, N, ep);
+    }
+  }
+}
