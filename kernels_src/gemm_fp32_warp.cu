@@ -1,7 +1,9 @@
 // fusedtune fp32 GEMM, warp-tiled (FT_LAYOUT 3): Y[m,n] = E(sum_k X[m,k] * W[n,k]), X [M,K]
 // and W [N,K] row-major (K-contiguous), plain FFMA, each output summed over k in increasing
-// order. Same defines and launch as gemm_fp32.cu, except FT_STAGES (always 1 here: register
-// staging) and FT_VEC (the width of the global loads of a 4-float chunk: 1, 2 or 4).
+// order. Same defines and launch as gemm_fp32.cu, except FT_STAGES (tiles in flight, both
+// through registers: 1 = the next tile's loads are issued as the current tile's compute starts;
+// 2 = issued one tile earlier still, see below) and FT_VEC (the width of the global loads of a
+// 4-float chunk: 1, 2 or 4).
 //
 // Why this shape (profiled on the H200 with Nsight Compute, 2026-11-29). Hopper issues one FFMA
 // per SM sub-partition per clock, so every instruction that is not an FFMA costs throughput:
@@ -157,6 +159,13 @@ ft_gemm(const float *__restrict__ X, const float *__restrict__ W, float *__restr
     ft_w_load<FT_BN, FT_B_LOADS>(rb, W, n0, N, K, kbeg, kend);
     ft_w_store<FT_BM, FT_A_LOADS, FT_LDA>(ra, smem);
     ft_w_store<FT_BN, FT_B_LOADS, FT_LDB>(rb, smem + FT_A_FLOATS);
+#if FT_STAGES == 2
+    {
+      const int k1 = kbeg + (ntiles > 1 ? 1 : 0) * FT_BK;
+      ft_w_load<FT_BM, FT_A_LOADS>(ra, X, m0, M, K, k1, kend);
+      ft_w_load<FT_BN, FT_B_LOADS>(rb, W, n0, N, K, k1, kend);
+    }
+#endif
     __syncthreads();
     float4 fa[2][FT_GM], fb[2][FT_GN];
     ft_w_frag(fa[0], fb[0], smem, smem + FT_A_FLOATS, 0, r0, c0);
@@ -165,9 +174,11 @@ ft_gemm(const float *__restrict__ X, const float *__restrict__ W, float *__restr
     for (int t = 0; t < ntiles; t++) {
       const float *cur = smem + (t & 1) * FT_STAGE_FLOATS;
       float *nxt = smem + ((t + 1) & 1) * FT_STAGE_FLOATS;
+#if FT_STAGES == 1
       const int k0 = kbeg + (t + 1 < ntiles ? t + 1 : t) * FT_BK;
       ft_w_load<FT_BM, FT_A_LOADS>(ra, X, m0, M, K, k0, kend);
       ft_w_load<FT_BN, FT_B_LOADS>(rb, W, n0, N, K, k0, kend);
+#endif
 #pragma unroll
       for (int k = 0; k < FT_BK; k++) {
         if (k == FT_BK - 1) {
@@ -175,6 +186,16 @@ ft_gemm(const float *__restrict__ X, const float *__restrict__ W, float *__restr
           // read the first fragments of the next tile while the last FFMA of this one run.
           ft_w_store<FT_BM, FT_A_LOADS, FT_LDA>(ra, nxt);
           ft_w_store<FT_BN, FT_B_LOADS, FT_LDB>(rb, nxt + FT_A_FLOATS);
+#if FT_STAGES == 2
+          // Loads of tile t + 2 before the barrier, which ptxas does not move them across:
+          // a whole tile of compute hides their latency. With stages 1 ptxas sinks the loads
+          // it finds at the top of the tile down towards their stores when registers are
+          // short, and the warps then wait on memory (Nsight Compute: long-scoreboard stalls;
+          // 128x128 bk 8 16x8 at minsub ran 2.15 ms with stages 1, 1.70 ms with stages 2).
+          const int k2 = kbeg + (t + 2 < ntiles ? t + 2 : ntiles - 1) * FT_BK;
+          ft_w_load<FT_BM, FT_A_LOADS>(ra, X, m0, M, K, k2, kend);
+          ft_w_load<FT_BN, FT_B_LOADS>(rb, W, n0, N, K, k2, kend);
+#endif
           __syncthreads();
           ft_w_frag(fa[(k + 1) & 1], fb[(k + 1) & 1], nxt, nxt + FT_A_FLOATS, 0, r0, c0);
         } else {

@@ -15,12 +15,12 @@ typedef struct ft_variant {
   int bm, bn, bk; /* block tile */
   int tm, tn;     /* register tile per thread: threads = (bm / tm) * (bn / tn) */
   int vec;        /* global load/store vector width: 1, 2, 4 (also used by FT_VK_EPILOGUE) */
-  int stages;     /* shared-memory stages: 1 = plain loads, >= 2 = cp.async pipeline */
+  int stages;     /* layout 0: 1 = plain loads, >= 2 = cp.async stages; layout 3: tiles ahead */
   int split_k;    /* k slices; > 1 adds a reduction kernel that applies E once */
   int swizzle;    /* block rasterization group (1 = none) for L2 reuse */
   int layout;     /* kernel family: 0 = [rows][bk] shared tiles (gemm_fp32.cu, cp.async-able);
-                   * 3 = warp-tiled, k-major tiles (gemm_fp32_warp.cu, stages 1, thread tiles
-                   * 8x8/16x8/8x16), named "_w". 1 and 2 (k-major, "_km"/"_kw") were removed. */
+                   * 3 = warp-tiled, k-major tiles (gemm_fp32_warp.cu, thread tiles 8x8/16x8/
+                   * 8x16, stages 1 or 2 = tiles loaded ahead), named "_w". 1 and 2 (k-major, "_km"/"_kw") were removed. */
   /* FT_VK_EPILOGUE */
   int block;      /* threads per block */
   int ept;        /* elements per thread (multiple of vec) */

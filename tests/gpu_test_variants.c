@@ -64,13 +64,14 @@ static void batch_free(batch *b) {
  * more are "implausible" there) but that ft_lookup's nearest match may still launch on them:
  * each is added where it applies, so every kernel family meets every tail. */
 static int extra_warp_variants(const shape *sh, const ft_device_limits *lim, ft_variant out[8]) {
-  static const int cfg[][6] = {/* bm, bn, bk, tm, tn, split_k */
-                               {128, 128, 8, 16, 8, 1}, {128, 128, 16, 8, 16, 2},
-                               {64, 64, 16, 8, 8, 1},   {256, 128, 8, 16, 8, 3}};
+  static const int cfg[][7] = {/* bm, bn, bk, tm, tn, split_k, stages */
+                               {128, 128, 8, 16, 8, 1, 1}, {128, 128, 16, 8, 16, 2, 1},
+                               {64, 64, 16, 8, 8, 1, 1},   {256, 128, 8, 16, 8, 3, 1},
+                               {128, 128, 8, 16, 8, 1, 2}, {128, 256, 8, 8, 16, 4, 2}};
   int n = 0;
   for (size_t i = 0; i < sizeof cfg / sizeof cfg[0]; i++) {
     ft_variant v = {0};
-    v.kind = FT_VK_GEMM, v.layout = 3, v.stages = 1, v.swizzle = 1;
+    v.kind = FT_VK_GEMM, v.layout = 3, v.stages = cfg[i][6], v.swizzle = 1;
     v.bm = cfg[i][0], v.bn = cfg[i][1], v.bk = cfg[i][2], v.tm = cfg[i][3], v.tn = cfg[i][4];
     v.split_k = cfg[i][5];
     v.vec = sh->k % 4 == 0 ? 4 : sh->k % 2 == 0 ? 2 : 1;

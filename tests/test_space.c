@@ -180,7 +180,7 @@ static void test_hostile_json(void) {
       "{\"kind\":\"gemm\",\"bm\":64,\"bn\":128,\"bk\":16,\"tm\":8,\"tn\":8,\"vec\":4,\"stages\":2,\"split_k\":1,\"swizzle\":8",
       "{\"kind\":\"kernel\",\"bm\":64}",
       "{\"kind\":\"gemm\",\"bm\":64,\"bn\":128,\"bk\":16,\"tm\":8,\"tn\":8,\"vec\":4,\"stages\":1,\"split_k\":1,\"swizzle\":8,\"layout\":5}",
-      "{\"kind\":\"gemm\",\"bm\":64,\"bn\":128,\"bk\":16,\"tm\":8,\"tn\":8,\"vec\":4,\"stages\":2,\"split_k\":1,\"swizzle\":8,\"layout\":3}",
+      "{\"kind\":\"gemm\",\"bm\":64,\"bn\":128,\"bk\":16,\"tm\":8,\"tn\":8,\"vec\":4,\"stages\":3,\"split_k\":1,\"swizzle\":8,\"layout\":3}",
       "{\"kind\":\"gemm\",\"bm\":64,\"bn\":128,\"bk\":16,\"tm\":4,\"tn\":8,\"vec\":4,\"stages\":1,\"split_k\":1,\"swizzle\":8,\"layout\":3}",
       "{\"kind\":\"gemm\",\"bm\":64,\"bn\":128,\"bk\":16,\"tm\":16,\"tn\":16,\"vec\":4,\"stages\":1,\"split_k\":1,\"swizzle\":8,\"layout\":3}",
       "{\"kind\":\"gemm\",\"bm\":32,\"bn\":128,\"bk\":16,\"tm\":16,\"tn\":8,\"vec\":4,\"stages\":1,\"split_k\":1,\"swizzle\":8,\"layout\":3}",
