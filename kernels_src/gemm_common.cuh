@@ -1,5 +1,5 @@
 // fusedtune GEMM pieces shared by the kernel templates (gemm_fp32.cu, gemm_fp32_warp.cu):
-// block rasterization, the split-K slice of a block, the store of a float4 group of outputs
+// block rasterization, the split-K slice of a block, a block's tile origin, the store of a float4 group of outputs
 // through E, and the deterministic split-K reduction. Appended by codegen before the template.
 
 FT_DEFINE_APPLY_EPILOGUE()
@@ -33,6 +33,20 @@ __device__ __forceinline__ void ft_splitk_range(int K, int &kbeg, int &kend) {
   kbeg = (int)(b < K ? b : K);
   kend = (int)(b + per < K ? b + per : K);
 #endif
+}
+
+// This block's output tile origin (m0, n0) and k range; false for a block outside the tile grid
+// (never with the host's grid; keeps a wrong grid in bounds).
+__device__ __forceinline__ bool ft_block_setup(int M, int N, int K, int &m0, int &n0, int &kbeg,
+                                               int &kend) {
+  const int tiles_m = (M + FT_BM - 1) / FT_BM, tiles_n = (N + FT_BN - 1) / FT_BN;
+  int bm, bn;
+  ft_block_tile(tiles_m, tiles_n, bm, bn);
+  if (bm >= tiles_m) return false;
+  m0 = bm * FT_BM;
+  n0 = bn * FT_BN;
+  ft_splitk_range(K, kbeg, kend);
+  return true;
 }
 
 // The output of one float4 group, (row, col .. col + 3), through E (or raw partials

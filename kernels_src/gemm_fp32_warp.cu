@@ -134,13 +134,8 @@ ft_gemm(const float *__restrict__ X, const float *__restrict__ W, float *__restr
   extern __shared__ float4 ft_smem4[];
   float *smem = reinterpret_cast<float *>(ft_smem4);
 
-  const int tiles_m = (M + FT_BM - 1) / FT_BM, tiles_n = (N + FT_BN - 1) / FT_BN;
-  int bm, bn;
-  ft_block_tile(tiles_m, tiles_n, bm, bn);
-  if (bm >= tiles_m) return;  // never with the host's grid; keeps a wrong grid in bounds
-  const int m0 = bm * FT_BM, n0 = bn * FT_BN;
-  int kbeg, kend;
-  ft_splitk_range(K, kbeg, kend);
+  int m0, n0, kbeg, kend;
+  if (!ft_block_setup(M, N, K, m0, n0, kbeg, kend)) return;
   const int ntiles = (kend - kbeg + FT_BK - 1) / FT_BK;
 
   const int warp = (int)threadIdx.x >> 5, lane = (int)threadIdx.x & 31;
