@@ -85,8 +85,11 @@ static int gemm_reg_estimate(const ft_variant *v) {
   const int threads = gemm_threads(v);
   if (v->layout == 3) { /* two fragment sets of tm + tn, staging in whole 4-float chunks */
     const int staging = 4 * (ceil_div_int(v->bm * v->bk / 4, threads) + ceil_div_int(v->bn * v->bk / 4, threads));
-    /* stages 2 keeps the staging live across the whole tile (ptxas cannot sink the loads) */
-    return v->tm * v->tn + 2 * (v->tm + v->tn) + staging * v->stages + 24;
+    /* stages 2 keeps the staging live across the whole tile (ptxas cannot sink the loads);
+     * 8x8 tiles at bk 16 measured 156-180 (ptxas keeps more shared loads in flight), and
+     * with stages 2 they spilled at 255 whenever 2 or more blocks were to fit (so: prune) */
+    const int bk16_8x8 = v->tm * v->tn == 64 && v->bk == 16 ? (v->stages == 2 ? 96 : 32) : 0;
+    return v->tm * v->tn + 2 * (v->tm + v->tn) + staging * v->stages + 24 + bk16_8x8;
   }
   int staging = 0;
   if (v->stages == 1)
@@ -96,9 +99,9 @@ static int gemm_reg_estimate(const ft_variant *v) {
 }
 
 /* Above this the estimate says ptxas would spill even with all 255 registers (layout 0; the
- * warp-tiled layout 3 keeps fewer values live per FFMA and fits 224, measured with ptxas). */
+ * warp-tiled layout 3 keeps fewer values live per FFMA: up to 232 fit, 240 spilled 56-184 B). */
 #define FT_REG_PRUNE 190
-#define FT_REG_PRUNE_WARP 240
+#define FT_REG_PRUNE_WARP 232
 
 /* Global vector loads per thread and k tile. ptxas keeps an address per load live across the
  * k loop, so many narrow loads cost registers the estimate does not see: beyond this, spills. */
@@ -110,17 +113,23 @@ static int gemm_loads(const ft_variant *v) {
   return ceil_div_int(v->bm * v->bk / v->vec, threads) + ceil_div_int(v->bn * v->bk / v->vec, threads);
 }
 
+/* The per-thread register cap ptxas derives from __launch_bounds__(threads, minb): the warps
+ * of minb blocks, rounded up to whole groups of 4 (one per SM sub-partition), share the 64K
+ * registers, allocated in steps of 8 (64 threads, minb 7: 14 warps count as 16, cap 128). */
+static int launch_bounds_cap(int threads, int minb) {
+  const int warps = (threads / 32 * minb + 3) / 4 * 4;
+  const int cap = 65536 / (warps * 32) / 8 * 8;
+  return cap > 255 ? 255 : cap;
+}
+
 int ft__gemm_min_blocks(const ft_variant *v) {
   const int threads = gemm_threads(v);
   if (v->layout == 3) {
-    /* As many blocks as the estimate lets fit: 2 for 128-thread 16x8 tiles (the cap stays
-     * 255), 2 for 256-thread 8x8 bk 8 tiles (cap 128: ptxas fits them in 127), else 1 (at
-     * bk 16 the 8x8 tile needs ~160). */
-    const int need = (gemm_reg_estimate(v) + 7) / 8 * 8;
-    int b = 65536 / (threads * need);
-    if (b * threads > 2048) b = 2048 / threads;
-    if (b < 1) b = 1;
-    if (b > 8) b = 8;
+    /* The most blocks per SM whose cap still holds the estimate (128-thread 16x8 tiles: 2, cap
+     * 255; 256-thread 8x8 bk 8 tiles: 2, cap 128), at most 8 and 2048 threads. */
+    const int need = gemm_reg_estimate(v);
+    int b = 1;
+    while (b < 8 && (b + 1) * threads <= 2048 && launch_bounds_cap(threads, b + 1) >= need) b++;
     return b;
   }
   /* The 8x8 tile wants all the registers ptxas can give it, and narrow loads need addresses
@@ -167,6 +176,9 @@ static int gemm_valid(const ft_variant *v, char *why, size_t whylen) {
       WHY("layout 3: thread tile %dx%d must be 8x8, 16x8 or 8x16", v->tm, v->tn);
     if (v->stages != 1 && v->stages != 2) WHY("layout 3 stages %d: must be 1 or 2", v->stages);
     if (v->bk == 32) WHY("layout 3 bk 32: must be 8 or 16");
+    if (gemm_threads(v) > 256) /* 512 threads cap registers at 128: the 8x8 tile spills */
+      WHY("layout 3: %d threads per block (block tile %dx%d over %dx%d): at most 256", gemm_threads(v), v->bm,
+          v->bn, v->tm, v->tn);
     if (v->bm % warp_tile_m(v) || v->bn % warp_tile_n(v))
       WHY("layout 3: block tile %dx%d not whole warp tiles of %dx%d", v->bm, v->bn, warp_tile_m(v),
           warp_tile_n(v));
@@ -284,8 +296,7 @@ static int gemm_occupancy(const ft_variant *v, const ft_device_limits *lim) {
   const int threads = gemm_threads(v);
   int est = gemm_reg_estimate(v);
   if (v->layout == 3) {
-    est = 65536 / (threads * ft__gemm_min_blocks(v)); /* the __launch_bounds__ cap */
-    if (est > 255) est = 255;
+    est = launch_bounds_cap(threads, ft__gemm_min_blocks(v)); /* ptxas may use all of it */
   } else if (v->tm * v->tn >= 64) {
     est = 65536 / threads < 255 ? 65536 / threads : 255; /* see min_blocks */
   }
@@ -314,8 +325,8 @@ static double gemm_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k,
   double eff = (reg_reuse < 1 ? reg_reuse : 1.0) * (blk_reuse < 1 ? 0.5 + 0.5 * blk_reuse : 1.0);
   eff *= warps >= 8 ? 1.0 : 0.55 + 0.45 * warps / 8.0;
   if (v->layout == 3) {
-    /* Warp-tiled: measured on the H200 (2026-11-29) 5-8 % faster than the best [rows] tiles
-     * (1.548 vs 1.678 ms at minsub, 2.858 vs 3.323 ms at biasrelu), given 8 warps per SM. */
+    /* Warp-tiled: measured on the H200 (2026-11-29) 10-16 % faster than the best [rows] tiles
+     * (1.476 vs 1.620 ms at minsub, 2.826 vs 3.266 ms at biasrelu), given 8 warps per SM. */
     eff *= v->stages == 2 ? 1.10 : 1.08; /* stages 2: 1-2 % faster when it fits (bk 8) */
   } else if (v->stages == 1 || v->bk == 8) {
     eff *= 0.97; /* fewer loads in flight per barrier */

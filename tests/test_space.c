@@ -184,6 +184,7 @@ static void test_hostile_json(void) {
       "{\"kind\":\"gemm\",\"bm\":64,\"bn\":128,\"bk\":16,\"tm\":4,\"tn\":8,\"vec\":4,\"stages\":1,\"split_k\":1,\"swizzle\":8,\"layout\":3}",
       "{\"kind\":\"gemm\",\"bm\":64,\"bn\":128,\"bk\":16,\"tm\":16,\"tn\":16,\"vec\":4,\"stages\":1,\"split_k\":1,\"swizzle\":8,\"layout\":3}",
       "{\"kind\":\"gemm\",\"bm\":32,\"bn\":128,\"bk\":16,\"tm\":16,\"tn\":8,\"vec\":4,\"stages\":1,\"split_k\":1,\"swizzle\":8,\"layout\":3}",
+      "{\"kind\":\"gemm\",\"bm\":256,\"bn\":256,\"bk\":8,\"tm\":8,\"tn\":8,\"vec\":4,\"stages\":1,\"split_k\":1,\"swizzle\":1,\"layout\":3}",
       "{\"kind\":\"gemm\",\"bm\":64,\"bn\":128,\"bk\":16,\"tm\":8,\"tn\":8,\"vec\":4,\"stages\":2,\"split_k\":1,\"swizzle\":8,\"layout\":1}",
       "{\"kind\":\"gemm\",\"bm\":64,\"bn\":128,\"bk\":16,\"tm\":8,\"tn\":8,\"vec\":4,\"stages\":1,\"split_k\":1,\"swizzle\":8,\"layout\":\"km\"}",
       "{\"kind\":\"epilogue\",\"block\":256,\"vec\":4,\"ept\":8,\"layout\":0}",

@@ -75,7 +75,7 @@ static ft_status check_call(best_call *c, ft_bench *bench, ft_check *chk, ft_err
   FT_TRY(ft_pdata_poison(c->d, ft_bench_stream(bench), err));
   FT_TRY(enqueue_best(c, ft_bench_stream(bench), err));
   if (cudaStreamSynchronize(ft_bench_stream(bench)) != cudaSuccess)
-    return ft__fail(err, FT_ERR_CUDA, "%s failed to run", c->v.kind == FT_VK_EPILOGUE ? "best config" : "GEMM config");
+    return ft__fail(err, FT_ERR_CUDA, "configuration failed to run");
   return ft_pdata_check(c->d, chk, err);
 }
 
@@ -125,6 +125,7 @@ int cmd_bench(cli *c, int argc, char **argv) {
                    "Times in one run: the eager-style baseline, cuBLAS GEMM alone, cuBLAS SGEMM 8192^3 (this GPU's\n"
                    "cuBLAS FFMA peak) and the best configuration stored for the problem, and prints the ratios.\n"
                    "When the stored best is not a fused GEMM kernel, the fastest fused GEMM stored is timed too.\n"
+                   "Every timed configuration is first checked against float64; exit 1 if one is out of tolerance.\n"
                    "Tune the problem first.\n", stdout), 0;
   const char *shape = NULL, *epi = "none";
   int repeats = 50;
@@ -173,8 +174,15 @@ int cmd_bench(cli *c, int argc, char **argv) {
   if (st == FT_OK) st = check_call(&b, bench, &chk, &err);
   if (st == FT_OK && strcmp(best.strategy, "fused") != 0) st = ft_db_each_candidate(db, &best, take_fused, &fs, &err);
   fb.g = g, fb.d = b.d;
-  if (st == FT_OK && fs.found) st = load_best(db, g, ep, &fbest, &fb, &err);
-  if (st == FT_OK && fs.found) st = check_call(&fb, bench, &fchk, &err);
+  if (st == FT_OK && fs.found) {
+    /* Best effort: the extra row must not cost the measurements asked for. A fault that breaks
+     * the CUDA context still shows in those. */
+    ft_err ferr;
+    if (load_best(db, g, ep, &fbest, &fb, &ferr) != FT_OK || check_call(&fb, bench, &fchk, &ferr) != FT_OK) {
+      fprintf(stderr, "fusedtune: warning: fastest fused GEMM %s skipped: %s\n", fbest.variant, ferr.msg);
+      fs.found = 0;
+    }
+  }
   bl_call ce = {bl, FT_BL_EAGER}, cg = {bl, FT_BL_CUBLAS_GEMM};
   /* Interleave the measured strategies so drift of the shared machine hits them alike. */
   if (st == FT_OK) st = ft_bench_run(bench, enqueue_bl, &ce, &o, &t_eager, &err);
@@ -196,8 +204,9 @@ int cmd_bench(cli *c, int argc, char **argv) {
   printf("  %-44.44s %10.4f %9.1f %11.3fx\n", best.variant, t_best.median_ms, fl / t_best.median_ms / 1e9,
          t_eager.median_ms / t_best.median_ms);
   if (fs.found)
-    printf("  %-44.44s %10.4f %9.1f %11.3fx  (fastest fused GEMM, rel_err %.2e)\n", fbest.variant, t_fused.median_ms,
-           fl / t_fused.median_ms / 1e9, t_eager.median_ms / t_fused.median_ms, fchk.rel_err);
+    printf("  %-44.44s %10.4f %9.1f %11.3fx  (fastest fused GEMM, rel_err %.2e, %s)\n", fbest.variant,
+           t_fused.median_ms, fl / t_fused.median_ms / 1e9, t_eager.median_ms / t_fused.median_ms, fchk.rel_err,
+           fchk.bad == 0 && fchk.rel_err <= FT_TOL_FP32 ? "within 1e-5" : "OUT OF TOLERANCE");
   printf("  %-44s %10.4f %9.1f\n", "cuBLAS SGEMM 8192^3 (peak reference)", t_peak.median_ms, fp / t_peak.median_ms / 1e9);
   printf("best vs cuBLAS GEMM alone: %.3fx; best reaches %.0f%% of cuBLAS's 8192^3 rate; rel_err %.2e (%s)\n",
          t_gemm.median_ms / t_best.median_ms, 100.0 * (fl / t_best.median_ms) / (fp / t_peak.median_ms), chk.rel_err,

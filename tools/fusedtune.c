@@ -24,7 +24,7 @@ static const char *usage_text =
     "  variants   list (and optionally compile) the kernel variants for a problem\n"
     "  epilogue   parse an epilogue expression: canonical form, parameters, CUDA code\n"
     "  devices    list the visible CUDA devices\n"
-    "  bench      time the stored best beside the cuBLAS baselines and print the ratios\n"
+    "  bench      time the stored best (and the fastest fused GEMM) beside the cuBLAS baselines\n"
     "\n"
     "global options:\n"
     "  --db PATH      database file (default: $FUSEDTUNE_DB, else ./fusedtune.db)\n"
