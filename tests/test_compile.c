@@ -168,6 +168,39 @@ static void test_dedupe(const ft_device_limits *lim) {
   ft_kernel_src_free(&k);
 }
 
+/* Every warp-tiled (layout 3) tile configuration minsub enumerates (split-K and swizzle aside)
+ * compiles without spilling: their register model sets __launch_bounds__ close to the limit. */
+static void check_warp_spills(const ft_device_limits *lim) {
+  const shape *sh = &k_shapes[0];
+  ft_err e;
+  ft_epilogue *ep = NULL;
+  ft_variant *g = NULL;
+  int ng = 0, checked = 0;
+  ASSERT_OK(ft_ep_parse(sh->epilogue, &ep, &e));
+  ASSERT_OK(ft_space_enumerate(FT_VK_GEMM, sh->m, sh->n, sh->k, lim, &g, &ng, &e));
+  for (int i = 0; i < ng; i++) {
+    if (g[i].layout != 3) continue;
+    int seen = 0;
+    for (int j = 0; j < i && !seen; j++)
+      seen = g[j].layout == 3 && g[j].bm == g[i].bm && g[j].bn == g[i].bn && g[j].bk == g[i].bk &&
+             g[j].tm == g[i].tm && g[j].tn == g[i].tn && g[j].stages == g[i].stages && g[j].vec == g[i].vec;
+    if (seen) continue;
+    ft_kernel_src k;
+    ft_kernel_usage u;
+    char name[128];
+    ft_variant_name(&g[i], name, sizeof name);
+    ASSERT_OK(ft_codegen_variant(&g[i], ep, &k, &e));
+    if (ft_compile_usage(k.text, ARCH, "ft_gemm", &u, &e) != FT_OK) FT_FAIL_AT_("usage %s: %s", name, e.msg);
+    else if (u.spill_stores != 0) FT_FAIL_AT_("%s spills %d B (%d regs)", name, u.spill_stores, u.regs);
+    checked++;
+    ft_kernel_src_free(&k);
+  }
+  printf("warp-tiled tile configurations of %s checked for spills: %d\n", sh->name, checked);
+  ASSERT_TRUE(checked > 0);
+  free(g);
+  ft_ep_free(ep);
+}
+
 /* ptxas -v of the leading GEMM variants of the seed shapes: registers and spills. */
 static void report_usage(const ft_device_limits *lim) {
   for (int s = 0; s < 2; s++) {
@@ -211,6 +244,7 @@ int main(void) {
   test_bad_source();
   test_dedupe(&lim);
   report_usage(&lim);
+  check_warp_spills(&lim);
   seen done = {0};
   int total = 0;
   const double t0 = now_s();
