@@ -474,10 +474,17 @@ static ft_status create_schema(ft_db *db, ft_err *err) {
 static ft_status prepare_writable(ft_db *db, int empty, ft_err *err) {
   if (sqlite3_db_readonly(db->h, "main") == 1)
     return ft__fail(err, FT_ERR_DB, "database %s is not writable: open it read-only", db->path);
-  sqlite3_stmt *st = NULL;
-  int rc = sqlite3_prepare_v2(db->h, "PRAGMA journal_mode = WAL", -1, &st, NULL);
-  if (rc == SQLITE_OK) rc = sqlite3_step(st);
-  sqlite3_finalize(st);
+  /* Two processes switching a new file to WAL at once can each hold the shared lock the other
+   * must escalate past; SQLite then answers SQLITE_BUSY at once, without the busy handler
+   * (that wait could deadlock). So retry here, for as long as the busy timeout. */
+  int rc = SQLITE_BUSY;
+  for (int waited = 0; (rc & 0xff) == SQLITE_BUSY && waited <= BUSY_TIMEOUT_MS; waited += 10) {
+    if (waited) sqlite3_sleep(10);
+    sqlite3_stmt *st = NULL;
+    rc = sqlite3_prepare_v2(db->h, "PRAGMA journal_mode = WAL", -1, &st, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+  }
   /* Where WAL is impossible (a file system without shared memory) SQLite keeps the old mode and
    * says so in the row; that is still correct, only readers then wait for writers. */
   if (rc != SQLITE_ROW) return ft__db_error(db, err, rc, "switching to WAL journal mode");
