@@ -4,68 +4,22 @@
  * the epilogue AST enter the source; user text never does. GPU-free. */
 #include "codegen.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "embedded.h"
-
-/* strlen bounded by max (strnlen is POSIX, not C17). memchr stops at the first match (C11
- * 7.24.5.1), so nothing past the terminator is read. */
-static size_t bounded_len(const char *s, size_t max) {
-  const char *z = memchr(s, '\0', max);
-  return z ? (size_t)(z - s) : max;
-}
+#include "strbuf.h"
 
 
-typedef struct strbuf {
-  char *p;
-  size_t len, cap;
-  int oom;
-} strbuf;
-
-static void sb_append(strbuf *b, const char *s, size_t n) {
-  if (b->oom) return;
-  if (b->len + n + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->len + n + 1) cap *= 2;
-    char *np = realloc(b->p, cap);
-    if (!np) {
-      b->oom = 1;
-      return;
-    }
-    b->p = np;
-    b->cap = cap;
-  }
-  memcpy(b->p + b->len, s, n);
-  b->len += n;
-  b->p[b->len] = '\0';
-}
-
-static void sb_puts(strbuf *b, const char *s) { sb_append(b, s, strlen(s)); }
-
-static void sb_printf(strbuf *b, const char *fmt, ...) FT_PRINTF(2, 3);
-static void sb_printf(strbuf *b, const char *fmt, ...) {
-  char tmp[256];
-  va_list ap;
-  va_start(ap, fmt);
-  const int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-  va_end(ap);
-  if (n < 0 || (size_t)n >= sizeof tmp) {
-    b->oom = 1; /* never with the short lines written here */
-    return;
-  }
-  sb_append(b, tmp, (size_t)n);
-}
 
 /* Appends an embedded kernels_src file, ending with a newline. */
-static ft_status sb_embedded(strbuf *b, const char *name, ft_err *err) {
+static ft_status sb_embedded(ft_strbuf *b, const char *name, ft_err *err) {
   size_t len = 0;
   const char *text = ft__embedded(name, &len);
   if (!text) return ft__fail(err, FT_ERR_INTERNAL, "codegen: %s is not embedded", name);
-  sb_append(b, text, len);
-  sb_puts(b, "\n");
+  ft_sb_putn(b, text, len);
+  ft_sb_puts(b, "\n");
   return FT_OK;
 }
 
@@ -74,7 +28,7 @@ static ft_status sb_embedded(strbuf *b, const char *name, ft_err *err) {
  * rebuilds it from the AST; this keeps a bug there from becoming code injection. */
 static ft_status check_expr(const char *e, size_t max, const char *what, ft_err *err) {
   if (!e) return ft__fail(err, FT_ERR_INTERNAL, "codegen: no %s expression", what);
-  const size_t n = bounded_len(e, max);
+  const size_t n = ft__bounded_len(e, max);
   if (n == 0 || n == max) return ft__fail(err, FT_ERR_INTERNAL, "codegen: %s expression empty or too long", what);
   static const char allowed[] = "_.,()[]+-*/<>=!?:&|~^% ";
   for (size_t i = 0; i < n; i++) {
@@ -89,21 +43,21 @@ static ft_status check_expr(const char *e, size_t max, const char *what, ft_err 
   return FT_OK;
 }
 
-static void variant_defines(strbuf *b, const ft_variant *v) {
+static void variant_defines(ft_strbuf *b, const ft_variant *v) {
   if (v->kind == FT_VK_GEMM) {
-    sb_printf(b, "#define FT_BM %d\n#define FT_BN %d\n#define FT_BK %d\n", v->bm, v->bn, v->bk);
-    sb_printf(b, "#define FT_TM %d\n#define FT_TN %d\n#define FT_VEC %d\n", v->tm, v->tn, v->vec);
-    sb_printf(b, "#define FT_STAGES %d\n#define FT_SPLIT_K %d\n#define FT_SWIZZLE %d\n", v->stages,
+    ft_sb_printf(b, "#define FT_BM %d\n#define FT_BN %d\n#define FT_BK %d\n", v->bm, v->bn, v->bk);
+    ft_sb_printf(b, "#define FT_TM %d\n#define FT_TN %d\n#define FT_VEC %d\n", v->tm, v->tn, v->vec);
+    ft_sb_printf(b, "#define FT_STAGES %d\n#define FT_SPLIT_K %d\n#define FT_SWIZZLE %d\n", v->stages,
               v->split_k, v->swizzle);
-    sb_printf(b, "#define FT_MINB %d\n#define FT_LAYOUT %d\n", ft__gemm_min_blocks(v), v->layout);
+    ft_sb_printf(b, "#define FT_MINB %d\n#define FT_LAYOUT %d\n", ft__gemm_min_blocks(v), v->layout);
   } else {
-    sb_printf(b, "#define FT_BLOCK %d\n#define FT_VEC %d\n#define FT_EPT %d\n", v->block, v->vec,
+    ft_sb_printf(b, "#define FT_BLOCK %d\n#define FT_VEC %d\n#define FT_EPT %d\n", v->block, v->vec,
               v->ept);
   }
 }
 
 /* Moves a finished buffer into out and hashes it. */
-static ft_status finish(strbuf *b, ft_kernel_src *out, ft_err *err) {
+static ft_status finish(ft_strbuf *b, ft_kernel_src *out, ft_err *err) {
   if (b->oom) {
     free(b->p);
     return ft__fail(err, FT_ERR_NOMEM, "codegen: out of memory");
@@ -123,15 +77,15 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
   const char *expr = ep ? ft_ep_cuda(ep) : "x";
   FT_TRY(check_expr(expr, FT_EP_MAX_TEXT * 8, "epilogue", err));
 
-  strbuf b = {0};
-  sb_puts(&b, "// fusedtune generated\n");
+  ft_strbuf b = {0};
+  ft_sb_puts(&b, "// fusedtune generated\n");
   variant_defines(&b, v);
   ft_status s = sb_embedded(&b, "kernels_src/ft_common.cuh", err);
   if (s == FT_OK) s = sb_embedded(&b, "kernels_src/ft_math.cuh", err);
   if (s == FT_OK) {
-    sb_puts(&b, "#define FT_EPILOGUE_EXPR (");
-    sb_puts(&b, expr);
-    sb_puts(&b, ")\n");
+    ft_sb_puts(&b, "#define FT_EPILOGUE_EXPR (");
+    ft_sb_puts(&b, expr);
+    ft_sb_puts(&b, ")\n");
     if (v->kind == FT_VK_GEMM) {
       s = sb_embedded(&b, "kernels_src/gemm_common.cuh", err);
       if (s == FT_OK)
@@ -158,14 +112,14 @@ ft_status ft_codegen_eager_step(const ft_ep_step *step, ft_kernel_src *out, ft_e
   if (!step || !out) return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: NULL argument");
   memset(out, 0, sizeof *out);
   FT_TRY(check_expr(step->expr, sizeof step->expr, "step", err));
-  strbuf b = {0};
-  sb_puts(&b, "// fusedtune generated\n");
+  ft_strbuf b = {0};
+  ft_sb_puts(&b, "// fusedtune generated\n");
   ft_status s = sb_embedded(&b, "kernels_src/ft_common.cuh", err);
   if (s == FT_OK) s = sb_embedded(&b, "kernels_src/ft_math.cuh", err);
   if (s == FT_OK) {
-    sb_puts(&b, "#define FT_STEP_EXPR (");
-    sb_puts(&b, step->expr);
-    sb_puts(&b, ")\n");
+    ft_sb_puts(&b, "#define FT_STEP_EXPR (");
+    ft_sb_puts(&b, step->expr);
+    ft_sb_puts(&b, ")\n");
     s = sb_embedded(&b, "kernels_src/eager_step.cu", err);
   }
   if (s != FT_OK) {

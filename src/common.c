@@ -57,3 +57,9 @@ const char *ft_status_string(ft_status s) {
 
 int ft_version_number(void) { return FUSEDTUNE_VERSION_NUMBER; }
 const char *ft_version_string(void) { return FUSEDTUNE_VERSION_STRING; }
+
+size_t ft__bounded_len(const char *s, size_t max) {
+  /* memchr stops at the first match (C11 7.24.5.1), so nothing past the terminator is read. */
+  const char *z = memchr(s, '\0', max);
+  return z ? (size_t)(z - s) : max;
+}

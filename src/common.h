@@ -39,6 +39,9 @@ void ft__err_clear(ft_err *e);
 uint64_t ft__fnv1a64(const void *data, size_t len);
 void ft__hash_hex(const void *data, size_t len, char out[17]);
 
+/* strlen bounded by max (strnlen is POSIX, not C17): reads no byte past the first NUL or max. */
+size_t ft__bounded_len(const char *s, size_t max);
+
 /* strdup that reports allocation failure through NULL. */
 char *ft__strdup(const char *s);
 

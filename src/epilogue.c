@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "strbuf.h"
+
 /* ------------------------------------------------------------------------------------------ */
 /* Tables                                                                                       */
 
@@ -105,48 +107,6 @@ struct ft_epilogue {
   char hash[17];
 };
 
-/* ------------------------------------------------------------------------------------------ */
-/* String builder: printers never fail midway; allocation failure is checked once at the end. */
-
-typedef struct sbuf {
-  char *p;
-  size_t len, cap;
-  int oom;
-} sbuf;
-
-static void sb_putn(sbuf *b, const char *s, size_t n) {
-  if (b->oom) return;
-  if (b->len + n + 1 > b->cap) {
-    size_t nc = b->cap ? b->cap : 64;
-    while (nc < b->len + n + 1) nc *= 2;
-    char *q = realloc(b->p, nc);
-    if (!q) {
-      b->oom = 1;
-      return;
-    }
-    b->p = q;
-    b->cap = nc;
-  }
-  memcpy(b->p + b->len, s, n);
-  b->len += n;
-  b->p[b->len] = '\0';
-}
-
-static void sb_puts(sbuf *b, const char *s) { sb_putn(b, s, strlen(s)); }
-
-static void sb_printf(sbuf *b, const char *fmt, ...) FT_PRINTF(2, 3);
-static void sb_printf(sbuf *b, const char *fmt, ...) {
-  char tmp[128];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-  va_end(ap);
-  if (n < 0 || (size_t)n >= sizeof tmp) {
-    b->oom = 1; /* never happens: callers print short numbers and names */
-    return;
-  }
-  sb_putn(b, tmp, (size_t)n);
-}
 
 /* ------------------------------------------------------------------------------------------ */
 /* Numbers                                                                                      */
@@ -684,7 +644,7 @@ typedef struct printer {
   const ft_epilogue *ep;
   print_mode mode;
   const int *in_of; /* PM_CUDA steps: node -> IN operand index, or -1; NULL otherwise */
-  sbuf out;
+  ft_strbuf out;
 } printer;
 
 static int is_input(const printer *pr, int n) { return pr->in_of && pr->in_of[n] >= 0; }
@@ -708,39 +668,39 @@ static int prec(const printer *pr, int n) {
 static void print_node(printer *pr, int n);
 
 static void print_wrapped(printer *pr, int n, int parens) {
-  if (parens) sb_puts(&pr->out, "(");
+  if (parens) ft_sb_puts(&pr->out, "(");
   print_node(pr, n);
-  if (parens) sb_puts(&pr->out, ")");
+  if (parens) ft_sb_puts(&pr->out, ")");
 }
 
 static void print_param(printer *pr, const ep_node *nd) {
   const ft_ep_param *q = &pr->ep->params[nd->slot];
-  if (pr->mode == PM_CANON) sb_puts(&pr->out, q->name);
-  else if (q->kind == FT_PARAM_SCALAR) sb_printf(&pr->out, "ep.s[%d]", nd->slot);
-  else sb_printf(&pr->out, "ep.v[%d][%s]", nd->slot, q->kind == FT_PARAM_COLVEC ? "col" : "row");
+  if (pr->mode == PM_CANON) ft_sb_puts(&pr->out, q->name);
+  else if (q->kind == FT_PARAM_SCALAR) ft_sb_printf(&pr->out, "ep.s[%d]", nd->slot);
+  else ft_sb_printf(&pr->out, "ep.v[%d][%s]", nd->slot, q->kind == FT_PARAM_COLVEC ? "col" : "row");
 }
 
 static void print_leaf(printer *pr, const ep_node *nd) {
   char num[48];
   if (nd->kind == N_X) {
-    sb_puts(&pr->out, "x");
+    ft_sb_puts(&pr->out, "x");
   } else if (nd->kind == N_PARAM) {
     print_param(pr, nd);
   } else {
     if (pr->mode == PM_CANON) format_number(nd->num, num, sizeof num);
     else format_float_literal(nd->num, num, sizeof num);
-    sb_puts(&pr->out, num);
+    ft_sb_puts(&pr->out, num);
   }
 }
 
 static void print_call(printer *pr, const ep_node *nd) {
-  sb_puts(&pr->out, pr->mode == PM_CANON ? k_fns[nd->fn].name : k_fns[nd->fn].cuda);
-  sb_puts(&pr->out, "(");
+  ft_sb_puts(&pr->out, pr->mode == PM_CANON ? k_fns[nd->fn].name : k_fns[nd->fn].cuda);
+  ft_sb_puts(&pr->out, "(");
   for (int i = 0; i < nd->nkids; i++) {
-    if (i) sb_puts(&pr->out, ", ");
+    if (i) ft_sb_puts(&pr->out, ", ");
     print_node(pr, nd->kid[i]);
   }
-  sb_puts(&pr->out, ")");
+  ft_sb_puts(&pr->out, ")");
 }
 
 /* Minimal parentheses without reassociation: a left operand needs them when it binds looser,
@@ -751,14 +711,14 @@ static void print_node(printer *pr, int n) {
   const ep_node *nd = &pr->ep->nodes[n];
   static const char *const ops[] = {[N_ADD] = " + ", [N_SUB] = " - ", [N_MUL] = " * ", [N_DIV] = " / "};
   if (is_input(pr, n)) {
-    sb_printf(&pr->out, "IN%d", pr->in_of[n]);
+    ft_sb_printf(&pr->out, "IN%d", pr->in_of[n]);
     return;
   }
   switch (nd->kind) {
     case N_NEG: {
       int k = nd->kid[0];
       int neg_kid = !is_input(pr, k) && pr->ep->nodes[k].kind == N_NEG;
-      sb_puts(&pr->out, neg_kid ? "- " : "-");
+      ft_sb_puts(&pr->out, neg_kid ? "- " : "-");
       print_wrapped(pr, k, prec(pr, k) < 3);
       return;
     }
@@ -767,7 +727,7 @@ static void print_node(printer *pr, int n) {
     case N_MUL:
     case N_DIV:
       print_wrapped(pr, nd->kid[0], prec(pr, nd->kid[0]) < prec(pr, n));
-      sb_puts(&pr->out, ops[nd->kind]);
+      ft_sb_puts(&pr->out, ops[nd->kind]);
       print_wrapped(pr, nd->kid[1], prec(pr, nd->kid[1]) <= prec(pr, n));
       return;
     case N_CALL:
@@ -790,14 +750,14 @@ static char *print_cuda(const ft_epilogue *ep, int n, const int *in_of) {
   return pr.out.p;
 }
 
-static void print_decl(sbuf *b, const ft_ep_param *q) {
+static void print_decl(ft_strbuf *b, const ft_ep_param *q) {
   char num[48];
-  if (q->kind == FT_PARAM_COLVEC) sb_printf(b, "col %s", q->name);
-  else if (q->kind == FT_PARAM_ROWVEC) sb_printf(b, "row %s", q->name);
-  else if (!q->has_default) sb_printf(b, "scalar %s", q->name);
+  if (q->kind == FT_PARAM_COLVEC) ft_sb_printf(b, "col %s", q->name);
+  else if (q->kind == FT_PARAM_ROWVEC) ft_sb_printf(b, "row %s", q->name);
+  else if (!q->has_default) ft_sb_printf(b, "scalar %s", q->name);
   else {
     format_number(q->def, num, sizeof num);
-    sb_printf(b, "%s = %s", q->name, num);
+    ft_sb_printf(b, "%s = %s", q->name, num);
   }
 }
 
@@ -807,7 +767,7 @@ static char *print_canonical(const ft_epilogue *ep) {
   int first = 1;
   for (int i = 0; i < ep->nparams; i++) {
     if (strcmp(ep->params[i].name, "bias") == 0) continue; /* implicit */
-    sb_puts(&pr.out, first ? " where " : ", ");
+    ft_sb_puts(&pr.out, first ? " where " : ", ");
     print_decl(&pr.out, &ep->params[i]);
     first = 0;
   }
@@ -867,17 +827,11 @@ static const char *expand_preset(const char *text) {
   return text;
 }
 
-/* strnlen is POSIX, not C17. */
-static size_t bounded_len(const char *s, size_t max) {
-  size_t n = 0;
-  while (n < max && s[n]) n++;
-  return n;
-}
 
 ft_status ft_ep_parse(const char *text, ft_epilogue **out, ft_err *err) {
   if (out) *out = NULL;
   if (!text || !out) return ft__fail(err, FT_ERR_INVALID_ARG, "epilogue: NULL argument");
-  if (bounded_len(text, FT_EP_MAX_TEXT + 1) > FT_EP_MAX_TEXT)
+  if (ft__bounded_len(text, FT_EP_MAX_TEXT + 1) > FT_EP_MAX_TEXT)
     return ft__fail(err, FT_ERR_PARSE, "epilogue: col %d: text longer than %d bytes", FT_EP_MAX_TEXT + 1,
                     FT_EP_MAX_TEXT);
   ft_epilogue *ep = calloc(1, sizeof *ep);

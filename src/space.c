@@ -7,12 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* strlen bounded by max (strnlen is POSIX, not C17). memchr stops at the first match (C11
- * 7.24.5.1), so nothing past the terminator is read. */
-static size_t bounded_len(const char *s, size_t max) {
-  const char *z = memchr(s, '\0', max);
-  return z ? (size_t)(z - s) : max;
-}
 
 
 /* The kernels index with size_t and take int dimensions; this bounds every matrix and the
@@ -704,7 +698,7 @@ static ft_status assign_fields(const json_field *f, int nf, const json_key *keys
 
 ft_status ft_variant_from_json(const char *json, ft_variant *out, ft_err *err) {
   if (!json || !out) return ft__fail(err, FT_ERR_INVALID_ARG, "variant JSON: NULL argument");
-  if (bounded_len(json, JSON_MAX_INPUT + 1) > JSON_MAX_INPUT)
+  if (ft__bounded_len(json, JSON_MAX_INPUT + 1) > JSON_MAX_INPUT)
     return ft__fail(err, FT_ERR_FORMAT, "variant JSON: longer than %d bytes", JSON_MAX_INPUT);
   json_field f[JSON_MAX_FIELDS];
   int nf;

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cuda_runtime_api.h>
+
 #define FT_TEST_SKIP_CODE 77
 
 static int ft_test_failures = 0;
@@ -68,6 +70,16 @@ static int ft_test_failures = 0;
   } while (0)
 
 /* End of main(): prints a summary line and returns the exit code. */
+/* Whether a CUDA device is usable here (CI machines have no driver). */
+static inline int ft_test_have_gpu(void) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n > 0;
+}
+
 #define FT_TEST_DONE()                                                              \
   (ft_test_failures ? (fprintf(stderr, "%d assertion(s) failed\n", ft_test_failures), 1) \
                     : (fprintf(stderr, "all assertions passed\n"), 0))

@@ -10,15 +10,6 @@
 
 static char path[512];
 
-static int have_gpu(void) {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return n > 0;
-}
-
 static void fake_device(ft_device_info *dev, ft_device_limits *lim) {
   memset(dev, 0, sizeof *dev);
   snprintf(dev->name, sizeof dev->name, "Test GPU H200-like");
@@ -104,7 +95,7 @@ static void test_bad_arguments(void) {
 }
 
 static void test_no_device(void) {
-  if (have_gpu()) return; /* the GPU tests cover this path on a GPU machine */
+  if (ft_test_have_gpu()) return; /* the GPU tests cover this path on a GPU machine */
   ft_ctx *ctx = NULL;
   ASSERT_OK(ft_open(path, FT_OPEN_CREATE, &ctx));
   ft_config cfg;

@@ -38,15 +38,6 @@ static int lines(const char *s) {
   return n;
 }
 
-static int have_gpu(void) {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return n > 0;
-}
-
 static void test_help(void) {
   ASSERT_EQ_INT(run("--help"), 0);
   ASSERT_CONTAINS(R.out, "commands:");
@@ -144,7 +135,7 @@ static void test_database_commands(void) {
 }
 
 static void test_no_device(void) {
-  if (have_gpu()) return;
+  if (ft_test_have_gpu()) return;
   ASSERT_EQ_INT(run("--db t.db tune --shape 128x256x512 --epilogue minsub"), 1);
   ASSERT_CONTAINS(R.out, "fusedtune: no CUDA device: ");
   ASSERT_EQ_INT(lines(R.out), 1);

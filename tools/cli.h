@@ -30,6 +30,8 @@ const char *opt_next(opt_iter *it, int *positional);
 const char *opt_value(opt_iter *it, const char *name);
 
 int usage_error(const char *cmd, const char *fmt, ...) FT_PRINTF(2, 3);
+/* Prints text and returns 1 when argv holds -h or --help. */
+int wants_help(int argc, char **argv, const char *text);
 int fail_msg(const char *fmt, ...) FT_PRINTF(1, 2);
 int fail_err(const ft_err *e);
 

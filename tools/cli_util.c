@@ -146,3 +146,12 @@ int cli_problem_key(const char *cmd, const char *shape, const char *epi, ft_prob
   ft_problem_key_set(key, m, n, k, ft_ep_canonical(*ep), ft_ep_hash(*ep));
   return 0;
 }
+
+int wants_help(int argc, char **argv, const char *text) {
+  for (int i = 0; i < argc; i++)
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      fputs(text, stdout);
+      return 1;
+    }
+  return 0;
+}

@@ -119,14 +119,13 @@ static int parse_bench_args(int argc, char **argv, const char **shape, const cha
 }
 
 int cmd_bench(cli *c, int argc, char **argv) {
-  for (int i = 0; i < argc; i++)
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
-      return fputs("usage: fusedtune [--db PATH] bench --shape MxNxK --epilogue E [--repeats N]\n"
+  if (wants_help(argc, argv, "usage: fusedtune [--db PATH] bench --shape MxNxK --epilogue E [--repeats N]\n"
                    "Times in one run: the eager-style baseline, cuBLAS GEMM alone, cuBLAS SGEMM 8192^3 (this GPU's\n"
                    "cuBLAS FFMA peak) and the best configuration stored for the problem, and prints the ratios.\n"
                    "When the stored best is not a fused GEMM kernel, the fastest fused GEMM stored is timed too.\n"
                    "Every timed configuration is first checked against float64; exit 1 if one is out of tolerance.\n"
-                   "Tune the problem first.\n", stdout), 0;
+                   "Tune the problem first.\n"))
+    return 0;
   const char *shape = NULL, *epi = "none";
   int repeats = 50;
   int rc = parse_bench_args(argc, argv, &shape, &epi, &repeats);

@@ -13,15 +13,6 @@
 
 #define FT_IMPORT_MAX_BYTES ((size_t)1 << 30)
 
-static int wants_help(int argc, char **argv, const char *text) {
-  for (int i = 0; i < argc; i++)
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      fputs(text, stdout);
-      return 1;
-    }
-  return 0;
-}
-
 int cmd_init(cli *c, int argc, char **argv) {
   if (wants_help(argc, argv,
                  "usage: fusedtune [--db PATH] init\n"

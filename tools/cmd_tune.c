@@ -193,8 +193,7 @@ static void on_sigint(int sig) {
 }
 
 int cmd_tune(cli *c, int argc, char **argv) {
-  for (int i = 0; i < argc; i++)
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return fputs(tune_help, stdout), 0;
+  if (wants_help(argc, argv, tune_help)) return 0;
   tune_cli t;
   memset(&t, 0, sizeof t);
   t.req.search = "exhaustive";
