@@ -1,13 +1,17 @@
 // fusedtune GEMM pieces shared by the kernel templates (gemm_fp32.cu, gemm_fp32_warp.cu):
 // block rasterization, the split-K slice of a block, a block's tile origin, the store of a float4 group of outputs
-// through E, and the deterministic split-K reduction. Appended by codegen before the template.
+// through E, the deterministic split-K reduction and the stream-K fixup. Appended by codegen
+// before the template.
+
+#ifndef FT_STREAMK
+#define FT_STREAMK 0 // stream-K blocks (gemm_fp32_warp.cu only); 0 = one block per tile and slice
+#endif
 
 FT_DEFINE_APPLY_EPILOGUE()
 
-// Block -> (tile row, tile column). With FT_SWIZZLE = G, G tile rows are walked column by
+// Tile index -> (tile row, tile column). With FT_SWIZZLE = G, G tile rows are walked column by
 // column, so blocks running together share W tiles as well as X tiles in L2.
-__device__ __forceinline__ void ft_block_tile(int tiles_m, int tiles_n, int &bm, int &bn) {
-  const int bid = (int)blockIdx.x;
+__device__ __forceinline__ void ft_tile_coords(int bid, int tiles_m, int tiles_n, int &bm, int &bn) {
 #if FT_SWIZZLE > 1
   const int span = FT_SWIZZLE * tiles_n;
   const int group = bid / span;
@@ -21,6 +25,10 @@ __device__ __forceinline__ void ft_block_tile(int tiles_m, int tiles_n, int &bm,
   bm = bid / tiles_n;
   bn = bid - bm * tiles_n;
 #endif
+}
+
+__device__ __forceinline__ void ft_block_tile(int tiles_m, int tiles_n, int &bm, int &bn) {
+  ft_tile_coords((int)blockIdx.x, tiles_m, tiles_n, bm, bn);
 }
 
 // This block's k range [kbeg, kend): whole BK tiles, so vector alignment holds in every slice.
@@ -49,25 +57,9 @@ __device__ __forceinline__ bool ft_block_setup(int M, int N, int K, int &m0, int
   return true;
 }
 
-// The output of one float4 group, (row, col .. col + 3), through E (or raw partials
-// into the split-K workspace slice). float4 stores when the row holds whole vectors.
-__device__ __forceinline__ void ft_store_group(float *__restrict__ Y, float *__restrict__ WS,
-                                               const float *v, int row, int col, int M, int N,
-                                               const FtEpArgs &ep) {
-#if FT_SPLIT_K > 1
-  float *dst = WS + ((size_t)blockIdx.z * (size_t)M + (size_t)row) * (size_t)N + col;
-  float o[4] = {v[0], v[1], v[2], v[3]};
-  (void)Y;
-  (void)ep;
-#else
-  float *dst = Y + (size_t)row * (size_t)N + col;
-  float o[4];
-#pragma unroll
-  for (int e = 0; e < 4; e++) /* E may read vectors at col + e: only inside the matrix */
-    o[e] = col + e < N ? ft_apply_epilogue(v[e], row, col + e, ep) : 0.0f;
-  (void)WS;
-  (void)M;
-#endif
+// Four outputs (row, col .. col + 3) to dst = &row[col]: one float4 store when the row holds
+// whole vectors, else only the columns inside the matrix.
+__device__ __forceinline__ void ft_store4(float *dst, const float *o, int col, int N) {
   if ((N & 3) == 0 && col + 3 < N && ((unsigned long long)dst & 15) == 0) {
     *reinterpret_cast<float4 *>(dst) = make_float4(o[0], o[1], o[2], o[3]);
   } else {
@@ -75,6 +67,32 @@ __device__ __forceinline__ void ft_store_group(float *__restrict__ Y, float *__r
     for (int e = 0; e < 4; e++)
       if (col + e < N) dst[e] = o[e];
   }
+}
+
+// E applied to the sums v of (row, col .. col + 3), stored to Y.
+__device__ __forceinline__ void ft_store_y(float *__restrict__ Y, const float *v, int row, int col, int N,
+                                           const FtEpArgs &ep) {
+  float o[4];
+#pragma unroll
+  for (int e = 0; e < 4; e++) /* E may read vectors at col + e: only inside the matrix */
+    o[e] = col + e < N ? ft_apply_epilogue(v[e], row, col + e, ep) : 0.0f;
+  ft_store4(Y + (size_t)row * (size_t)N + col, o, col, N);
+}
+
+// The output of one float4 group, (row, col .. col + 3), through E (or raw partials
+// into the split-K workspace slice).
+__device__ __forceinline__ void ft_store_group(float *__restrict__ Y, float *__restrict__ WS,
+                                               const float *v, int row, int col, int M, int N,
+                                               const FtEpArgs &ep) {
+#if FT_SPLIT_K > 1
+  (void)Y;
+  (void)ep;
+  ft_store4(WS + ((size_t)blockIdx.z * (size_t)M + (size_t)row) * (size_t)N + col, v, col, N);
+#else
+  (void)WS;
+  (void)M;
+  ft_store_y(Y, v, row, col, N, ep);
+#endif
 }
 
 #if FT_SPLIT_K > 1
@@ -108,5 +126,55 @@ ft_splitk_reduce(const float *__restrict__ WS, float *__restrict__ Y, int M, int
     Y[base + e] = ft_apply_epilogue(s, row, col, ep);
     ft_rowcol_next(N, row, col);
   }
+}
+#endif
+
+#if FT_STREAMK > 0
+// Stream-K: the work units, (tile, k tile) pairs in tile-major order, are split evenly over
+// FT_STREAMK blocks, so every SM gets the same share however the tiles fall into waves. Block b
+// takes units [ft_sk_begin(b), ft_sk_begin(b + 1)): with units = q FT_STREAMK + r, the first r
+// blocks take q + 1. A tile that falls to one block gets E and its store there; a tile shared
+// by several leaves partials (the block's first tile in its workspace slot 0, its last in
+// slot 1, each a whole FT_BM x FT_BN tile) and ft_streamk_fixup adds them.
+__device__ __forceinline__ long long ft_sk_begin(long long b, long long units) {
+  const long long q = units / FT_STREAMK, r = units % FT_STREAMK;
+  return b * q + (b < r ? b : r);
+}
+
+// The block whose range holds unit u (< units).
+__device__ __forceinline__ int ft_sk_owner(long long u, long long units) {
+  const long long q = units / FT_STREAMK, r = units % FT_STREAMK;
+  if (u < r * (q + 1)) return (int)(u / (q + 1));
+  return (int)(r + (u - r * (q + 1)) / q); /* q > 0 here: u >= r and u < q FT_STREAMK + r */
+}
+
+// Block (tile, chunk of 1024 outputs): Y = E(sum of the tile's partials), added in block
+// order, which is k order, so the result is the same on every run. Tiles one block finished
+// return at once. (One block per tile ran too few threads to keep memory busy.)
+extern "C" __global__ void __launch_bounds__(256)
+ft_streamk_fixup(const float *__restrict__ WS, float *__restrict__ Y, int M, int N, int K,
+                 FtEpArgs ep) {
+  const int tiles_m = (M + FT_BM - 1) / FT_BM, tiles_n = (N + FT_BN - 1) / FT_BN;
+  const int kt = (K + FT_BK - 1) / FT_BK;
+  const int tile = (int)blockIdx.x, e = ((int)blockIdx.y * 256 + (int)threadIdx.x) * 4;
+  if (tile >= tiles_m * tiles_n || e >= FT_BM * FT_BN) return;
+  const long long units = (long long)tiles_m * tiles_n * kt, u0 = (long long)tile * kt;
+  const int b0 = ft_sk_owner(u0, units), b1 = ft_sk_owner(u0 + kt - 1, units);
+  if (b0 == b1) return;
+  int bm, bn;
+  ft_tile_coords(tile, tiles_m, tiles_n, bm, bn);
+  const int row = bm * FT_BM + e / FT_BN, col = bn * FT_BN + e % FT_BN;
+  if (row >= M || col >= N) return;
+  const size_t tile_floats = (size_t)FT_BM * FT_BN;
+  /* b0 began before this tile unless its range starts exactly here; the later blocks all
+   * began inside it, so it is their first tile (slot 0). */
+  const size_t slot0 = (size_t)b0 * 2 + (ft_sk_begin(b0, units) == u0 ? 0 : 1);
+  float4 s = *reinterpret_cast<const float4 *>(WS + slot0 * tile_floats + e);
+  for (int b = b0 + 1; b <= b1; b++) {
+    const float4 p = *reinterpret_cast<const float4 *>(WS + (size_t)b * 2 * tile_floats + e);
+    s.x += p.x; s.y += p.y; s.z += p.z; s.w += p.w;
+  }
+  const float v[4] = {s.x, s.y, s.z, s.w};
+  ft_store_y(Y, v, row, col, N, ep);
 }
 #endif

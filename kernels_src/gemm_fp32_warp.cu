@@ -2,8 +2,9 @@
 // and W [N,K] row-major (K-contiguous), plain FFMA, each output summed over k in increasing
 // order. Same defines and launch as gemm_fp32.cu, except FT_STAGES (tiles in flight, both
 // through registers: 1 = the next tile's loads are issued as the current tile's compute starts;
-// 2 = issued one tile earlier still, see below) and FT_VEC (the width of the global loads of a
-// 4-float chunk: 1, 2 or 4).
+// 2 = issued one tile earlier still, see below), FT_VEC (the width of the global loads of a
+// 4-float chunk: 1, 2 or 4) and FT_STREAMK (> 0: a grid of that many blocks sharing the
+// (tile, k tile) units evenly, so no SM idles in a last partial wave; see gemm_common.cuh).
 //
 // Why this shape (profiled on the H200 with Nsight Compute, 2026-11-29). Hopper issues one FFMA
 // per SM sub-partition per clock, so every instruction that is not an FFMA costs throughput:
@@ -130,80 +131,74 @@ __device__ __forceinline__ void ft_w_fma(float (&acc)[FT_TM][FT_TN], const float
   }
 }
 
-extern "C" __global__ void __launch_bounds__(FT_THREADS, FT_MINB)
-ft_gemm(const float *__restrict__ X, const float *__restrict__ W, float *__restrict__ Y,
-        float *__restrict__ WS, int M, int N, int K, FtEpArgs ep) {
-  extern __shared__ float4 ft_smem4[];
-  float *smem = reinterpret_cast<float *>(ft_smem4);
-
-  int m0, n0, kbeg, kend;
-  if (!ft_block_setup(M, N, K, m0, n0, kbeg, kend)) return;
-  const int ntiles = (kend - kbeg + FT_BK - 1) / FT_BK;
-
-  const int warp = (int)threadIdx.x >> 5, lane = (int)threadIdx.x & 31;
-  const int r0 = (warp / FT_WARPS_N) * FT_WM + (lane / FT_LN) * 4;
-  const int c0 = (warp % FT_WARPS_N) * FT_WN + (lane % FT_LN) * 4;
-
-  float acc[FT_TM][FT_TN];
+// acc = the sum over k in [kbeg, kend) for the output tile at (m0, n0). Enters with every
+// thread past its last read of shared memory (a barrier or the kernel's start).
+__device__ __forceinline__ void ft_w_tile(float (&acc)[FT_TM][FT_TN], const float *__restrict__ X,
+                                          const float *__restrict__ W, int M, int N, int K, int m0,
+                                          int n0, int kbeg, int kend, float *smem, int r0, int c0) {
 #pragma unroll
   for (int i = 0; i < FT_TM; i++)
 #pragma unroll
     for (int j = 0; j < FT_TN; j++) acc[i][j] = 0.0f;
-
-  if (ntiles > 0) {
-    float4 ra[FT_A_LOADS], rb[FT_B_LOADS];
-    ft_w_load<FT_BM, FT_A_LOADS>(ra, X, m0, M, K, kbeg, kend);
-    ft_w_load<FT_BN, FT_B_LOADS>(rb, W, n0, N, K, kbeg, kend);
-    ft_w_store<FT_BM, FT_A_LOADS, FT_LDA>(ra, smem);
-    ft_w_store<FT_BN, FT_B_LOADS, FT_LDB>(rb, smem + FT_A_FLOATS);
+  const int ntiles = (kend - kbeg + FT_BK - 1) / FT_BK;
+  if (ntiles <= 0) return;
+  float4 ra[FT_A_LOADS], rb[FT_B_LOADS];
+  ft_w_load<FT_BM, FT_A_LOADS>(ra, X, m0, M, K, kbeg, kend);
+  ft_w_load<FT_BN, FT_B_LOADS>(rb, W, n0, N, K, kbeg, kend);
+  ft_w_store<FT_BM, FT_A_LOADS, FT_LDA>(ra, smem);
+  ft_w_store<FT_BN, FT_B_LOADS, FT_LDB>(rb, smem + FT_A_FLOATS);
 #if FT_STAGES == 2
-    {
-      const int k1 = kbeg + (ntiles > 1 ? 1 : 0) * FT_BK;
-      ft_w_load<FT_BM, FT_A_LOADS>(ra, X, m0, M, K, k1, kend);
-      ft_w_load<FT_BN, FT_B_LOADS>(rb, W, n0, N, K, k1, kend);
-    }
+  {
+    const int k1 = kbeg + (ntiles > 1 ? 1 : 0) * FT_BK;
+    ft_w_load<FT_BM, FT_A_LOADS>(ra, X, m0, M, K, k1, kend);
+    ft_w_load<FT_BN, FT_B_LOADS>(rb, W, n0, N, K, k1, kend);
+  }
 #endif
-    __syncthreads();
-    float4 fa[2][FT_GM], fb[2][FT_GN];
-    ft_w_frag(fa[0], fb[0], smem, smem + FT_A_FLOATS, 0, r0, c0);
-    // Branch-free body, so ptxas can schedule it as one block: after the last tile the
-    // "next" tile is the current one again and goes to the buffer nobody reads any more.
-    for (int t = 0; t < ntiles; t++) {
-      const float *cur = smem + (t & 1) * FT_STAGE_FLOATS;
-      float *nxt = smem + ((t + 1) & 1) * FT_STAGE_FLOATS;
+  __syncthreads();
+  float4 fa[2][FT_GM], fb[2][FT_GN];
+  ft_w_frag(fa[0], fb[0], smem, smem + FT_A_FLOATS, 0, r0, c0);
+  // Branch-free body, so ptxas can schedule it as one block: after the last tile the
+  // "next" tile is the current one again and goes to the buffer nobody reads any more.
+  for (int t = 0; t < ntiles; t++) {
+    const float *cur = smem + (t & 1) * FT_STAGE_FLOATS;
+    float *nxt = smem + ((t + 1) & 1) * FT_STAGE_FLOATS;
 #if FT_STAGES == 1
-      const int k0 = kbeg + (t + 1 < ntiles ? t + 1 : t) * FT_BK;
-      ft_w_load<FT_BM, FT_A_LOADS>(ra, X, m0, M, K, k0, kend);
-      ft_w_load<FT_BN, FT_B_LOADS>(rb, W, n0, N, K, k0, kend);
+    const int k0 = kbeg + (t + 1 < ntiles ? t + 1 : t) * FT_BK;
+    ft_w_load<FT_BM, FT_A_LOADS>(ra, X, m0, M, K, k0, kend);
+    ft_w_load<FT_BN, FT_B_LOADS>(rb, W, n0, N, K, k0, kend);
 #endif
 #pragma unroll
-      for (int k = 0; k < FT_BK; k++) {
-        if (k == FT_BK - 1) {
-          // Buffer nxt was last read before the previous barrier: fill it, publish it, and
-          // read the first fragments of the next tile while the last FFMA of this one run.
-          ft_w_store<FT_BM, FT_A_LOADS, FT_LDA>(ra, nxt);
-          ft_w_store<FT_BN, FT_B_LOADS, FT_LDB>(rb, nxt + FT_A_FLOATS);
+    for (int k = 0; k < FT_BK; k++) {
+      if (k == FT_BK - 1) {
+        // Buffer nxt was last read before the previous barrier: fill it, publish it, and
+        // read the first fragments of the next tile while the last FFMA of this one run.
+        ft_w_store<FT_BM, FT_A_LOADS, FT_LDA>(ra, nxt);
+        ft_w_store<FT_BN, FT_B_LOADS, FT_LDB>(rb, nxt + FT_A_FLOATS);
 #if FT_STAGES == 2
-          // Loads of tile t + 2 before the barrier, which ptxas does not move them across:
-          // a whole tile of compute hides their latency. With stages 1 ptxas sinks the loads
-          // it finds at the top of the tile down towards their stores when registers are
-          // short, and the warps then wait on memory (Nsight Compute: long-scoreboard stalls;
-          // 128x128 bk 8 16x8 at minsub ran 2.15 ms with stages 1, 1.70 ms with stages 2).
-          const int k2 = kbeg + (t + 2 < ntiles ? t + 2 : ntiles - 1) * FT_BK;
-          ft_w_load<FT_BM, FT_A_LOADS>(ra, X, m0, M, K, k2, kend);
-          ft_w_load<FT_BN, FT_B_LOADS>(rb, W, n0, N, K, k2, kend);
+        // Loads of tile t + 2 before the barrier, which ptxas does not move them across:
+        // a whole tile of compute hides their latency. With stages 1 ptxas sinks the loads
+        // it finds at the top of the tile down towards their stores when registers are
+        // short, and the warps then wait on memory (Nsight Compute: long-scoreboard stalls;
+        // 128x128 bk 8 16x8 at minsub ran 2.15 ms with stages 1, 1.70 ms with stages 2).
+        const int k2 = kbeg + (t + 2 < ntiles ? t + 2 : ntiles - 1) * FT_BK;
+        ft_w_load<FT_BM, FT_A_LOADS>(ra, X, m0, M, K, k2, kend);
+        ft_w_load<FT_BN, FT_B_LOADS>(rb, W, n0, N, K, k2, kend);
 #endif
-          __syncthreads();
-          ft_w_frag(fa[(k + 1) & 1], fb[(k + 1) & 1], nxt, nxt + FT_A_FLOATS, 0, r0, c0);
-        } else {
-          ft_w_frag(fa[(k + 1) & 1], fb[(k + 1) & 1], cur, cur + FT_A_FLOATS, k + 1, r0, c0);
-        }
-        ft_w_fma(acc, fa[k & 1], fb[k & 1]);
+        __syncthreads();
+        ft_w_frag(fa[(k + 1) & 1], fb[(k + 1) & 1], nxt, nxt + FT_A_FLOATS, 0, r0, c0);
+      } else {
+        ft_w_frag(fa[(k + 1) & 1], fb[(k + 1) & 1], cur, cur + FT_A_FLOATS, k + 1, r0, c0);
       }
+      ft_w_fma(acc, fa[k & 1], fb[k & 1]);
     }
   }
+}
 
-  // Epilogue in registers, then float4 stores (partials, without E, when split-K).
+// The thread's outputs of the tile at (m0, n0): E in registers, then float4 stores (partials,
+// without E, when split-K).
+__device__ __forceinline__ void ft_w_store_out(const float (&acc)[FT_TM][FT_TN], float *__restrict__ Y,
+                                               float *__restrict__ WS, int M, int N, int m0, int n0,
+                                               int r0, int c0, const FtEpArgs &ep) {
 #pragma unroll
   for (int i = 0; i < FT_TM; i++) {
     const int row = m0 + r0 + (i / 4) * (FT_LM * 4) + (i % 4);
@@ -215,4 +210,61 @@ ft_gemm(const float *__restrict__ X, const float *__restrict__ W, float *__restr
       ft_store_group(Y, WS, &acc[i][g * 4], row, col, M, N, ep);
     }
   }
+}
+
+#if FT_STREAMK > 0
+// The thread's partial sums into a whole-tile workspace slot (row-major FT_BM x FT_BN, also
+// the rows and columns outside the matrix: ft_streamk_fixup reads only those inside).
+__device__ __forceinline__ void ft_w_store_partial(const float (&acc)[FT_TM][FT_TN], float *slot,
+                                                   int r0, int c0) {
+#pragma unroll
+  for (int i = 0; i < FT_TM; i++)
+#pragma unroll
+    for (int g = 0; g < FT_GN; g++)
+      *reinterpret_cast<float4 *>(slot + (r0 + (i / 4) * (FT_LM * 4) + (i % 4)) * FT_BN + c0 +
+                                  g * (FT_LN * 4)) =
+          make_float4(acc[i][g * 4], acc[i][g * 4 + 1], acc[i][g * 4 + 2], acc[i][g * 4 + 3]);
+}
+#endif
+
+extern "C" __global__ void __launch_bounds__(FT_THREADS, FT_MINB)
+ft_gemm(const float *__restrict__ X, const float *__restrict__ W, float *__restrict__ Y,
+        float *__restrict__ WS, int M, int N, int K, FtEpArgs ep) {
+  extern __shared__ float4 ft_smem4[];
+  float *smem = reinterpret_cast<float *>(ft_smem4);
+  const int warp = (int)threadIdx.x >> 5, lane = (int)threadIdx.x & 31;
+  const int r0 = (warp / FT_WARPS_N) * FT_WM + (lane / FT_LN) * 4;
+  const int c0 = (warp % FT_WARPS_N) * FT_WN + (lane % FT_LN) * 4;
+  float acc[FT_TM][FT_TN];
+#if FT_STREAMK > 0
+  // This block's units (see ft_sk_begin), one tile segment at a time: whole tiles get E and
+  // their store here, the partial first and last ones go to the block's two workspace slots.
+  // (Measured on the H200: the same tiles run 1.5-6 % slower in this loop than as one tile per
+  // block, ptxas scheduling the main loop differently; keeping the loop state in shared memory
+  // instead of registers was slower still.)
+  const int tiles_m = (M + FT_BM - 1) / FT_BM, tiles_n = (N + FT_BN - 1) / FT_BN;
+  const int kt = (K + FT_BK - 1) / FT_BK;
+  const long long units = (long long)tiles_m * tiles_n * kt;
+  long long u = ft_sk_begin((long long)blockIdx.x, units);
+  const long long uend = ft_sk_begin((long long)blockIdx.x + 1, units);
+  for (int seg = 0; u < uend; seg++) {
+    const int tile = (int)(u / kt);
+    const int kt0 = (int)(u - (long long)tile * kt);
+    const int kt1 = (int)(kt - kt0 < uend - u ? kt : kt0 + (uend - u));
+    int bm, bn;
+    ft_tile_coords(tile, tiles_m, tiles_n, bm, bn);
+    if (seg > 0) __syncthreads(); /* everyone is done reading the last segment's tiles */
+    ft_w_tile(acc, X, W, M, N, K, bm * FT_BM, bn * FT_BN, kt0 * FT_BK, min(K, kt1 * FT_BK), smem, r0, c0);
+    if (kt0 == 0 && kt1 == kt)
+      ft_w_store_out(acc, Y, WS, M, N, bm * FT_BM, bn * FT_BN, r0, c0, ep);
+    else
+      ft_w_store_partial(acc, WS + ((size_t)blockIdx.x * 2 + (seg > 0 ? 1 : 0)) * ((size_t)FT_BM * FT_BN), r0, c0);
+    u += kt1 - kt0;
+  }
+#else
+  int m0, n0, kbeg, kend;
+  if (!ft_block_setup(M, N, K, m0, n0, kbeg, kend)) return;
+  ft_w_tile(acc, X, W, M, N, K, m0, n0, kbeg, kend, smem, r0, c0);
+  ft_w_store_out(acc, Y, WS, M, N, m0, n0, r0, c0, ep);
+#endif
 }

@@ -50,6 +50,7 @@ static void variant_defines(ft_strbuf *b, const ft_variant *v) {
     ft_sb_printf(b, "#define FT_STAGES %d\n#define FT_SPLIT_K %d\n#define FT_SWIZZLE %d\n", v->stages,
               v->split_k, v->swizzle);
     ft_sb_printf(b, "#define FT_MINB %d\n#define FT_LAYOUT %d\n", ft__gemm_min_blocks(v), v->layout);
+    if (v->streamk) ft_sb_printf(b, "#define FT_STREAMK %d\n", v->streamk);
   } else {
     ft_sb_printf(b, "#define FT_BLOCK %d\n#define FT_VEC %d\n#define FT_EPT %d\n", v->block, v->vec,
               v->ept);
@@ -102,6 +103,7 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
   if (v->kind == FT_VK_GEMM) {
     strcpy(out->kernel, "ft_gemm");
     if (v->split_k > 1) strcpy(out->reduce, "ft_splitk_reduce");
+    if (v->streamk > 0) strcpy(out->reduce, "ft_streamk_fixup");
   } else {
     strcpy(out->kernel, "ft_epilogue_pass");
   }

@@ -144,8 +144,8 @@ ft_status ft_variant_launch(ft_loaded *l, const ft_variant *v, const ft_launch_g
   void *args[] = {(void *)&X, (void *)&W, &Y, &ws, &m, &n, &k, &epv};
   FT_TRY(launch(l->main, geom->grid, geom->block, geom->smem, &l->smem_allowed, args, stream, err));
   if (geom->has_reduce) {
-    if (!l->reduce) return ft__fail(err, FT_ERR_INTERNAL, "split-K variant without a reduce kernel");
-    int s = v->split_k;
+    if (!l->reduce) return ft__fail(err, FT_ERR_INTERNAL, "split-K or stream-K variant without its second kernel");
+    int s = v->streamk > 0 ? k : v->split_k; /* the fixup derives its blocks' ranges from K */
     const float *wsc = ws;
     void *rargs[] = {(void *)&wsc, &Y, &m, &n, &s, &epv};
     FT_TRY(launch(l->reduce, geom->rgrid, geom->rblock, 0, NULL, rargs, stream, err));

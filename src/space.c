@@ -14,8 +14,11 @@
  * int tile arithmetic inside the kernels cannot overflow. */
 #define FT_MAX_ELEMS ((int64_t)1 << 36)
 #define FT_MAX_SPLIT_K 64
+#define FT_MAX_STREAMK 4096  /* stream-K blocks: a few per SM of the largest GPUs */
+#define FT_SK_MIN_UNITS 32   /* stream-K: at least this many k tiles per block */
 #define FT_SPACE_CAP 384     /* enumeration keeps the best-scored this many GEMM variants */
 #define FT_REDUCE_BLOCK 256  /* ft_splitk_reduce: threads per block, 4 elements per thread */
+#define FT_FIXUP_BLOCK 256   /* ft_streamk_fixup: threads per block, 4 outputs per thread */
 #define FT_STEP_BLOCK 256    /* ft_eager_step: threads per block, 4 elements per thread */
 
 /* ------------------------------------------------------------------------------------------ */
@@ -164,6 +167,9 @@ static int gemm_valid(const ft_variant *v, char *why, size_t whylen) {
   if (v->stages < 1 || v->stages > 4) WHY("stages %d: must be 1..4", v->stages);
   if (v->split_k < 1 || v->split_k > FT_MAX_SPLIT_K) WHY("split_k %d: must be 1..%d", v->split_k, FT_MAX_SPLIT_K);
   if (!is_pow2_between(v->swizzle, 1, 16)) WHY("swizzle %d: must be 1, 2, 4, 8 or 16", v->swizzle);
+  if (v->streamk < 0 || v->streamk > FT_MAX_STREAMK) WHY("streamk %d: must be 0..%d", v->streamk, FT_MAX_STREAMK);
+  if (v->streamk > 0 && v->layout != 3) WHY("streamk %d: only layout 3 (\"_w\") has stream-K", v->streamk);
+  if (v->streamk > 0 && v->split_k != 1) WHY("streamk %d with split_k %d: stream-K already splits k", v->streamk, v->split_k);
   if (v->block != 0 || v->ept != 0) WHY("gemm variant with epilogue-pass fields");
   if (v->layout == 3) {
     if ((v->tm != 8 && v->tm != 16) || (v->tn != 8 && v->tn != 16) || v->tm * v->tn > 128)
@@ -190,7 +196,8 @@ static int epilogue_valid(const ft_variant *v, char *why, size_t whylen) {
   if (v->vec != 1 && v->vec != 2 && v->vec != 4) WHY("vec %d: must be 1, 2 or 4", v->vec);
   if (v->ept < v->vec || v->ept > 64 || v->ept % v->vec != 0)
     WHY("ept %d: must be a multiple of vec in vec..64", v->ept);
-  if (v->bm || v->bn || v->bk || v->tm || v->tn || v->stages || v->split_k || v->swizzle || v->layout)
+  if (v->bm || v->bn || v->bk || v->tm || v->tn || v->stages || v->split_k || v->swizzle || v->layout ||
+      v->streamk)
     WHY("epilogue variant with GEMM fields");
   return 1;
 }
@@ -247,6 +254,16 @@ void ft_variant_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, f
   g->grid[2] = v->split_k > 0 ? (unsigned)v->split_k : 1;
   g->block[0] = (unsigned)gemm_threads(v);
   g->smem = gemm_smem(v);
+  if (v->streamk > 0) { /* two whole-tile partial slots per block; fixup blocks: (tile, 1024 outputs) */
+    g->grid[0] = (unsigned)v->streamk;
+    g->grid[2] = 1;
+    g->workspace_bytes = (size_t)v->streamk * 2 * (size_t)v->bm * (size_t)v->bn * sizeof(float);
+    g->has_reduce = 1;
+    g->rblock[0] = FT_FIXUP_BLOCK;
+    g->rgrid[0] = tiles > UINT_MAX ? UINT_MAX : (unsigned)tiles;
+    g->rgrid[1] = (unsigned)(v->bm * v->bn / (FT_FIXUP_BLOCK * 4));
+    return;
+  }
   if (v->split_k > 1) {
     g->workspace_bytes = (size_t)v->split_k * (size_t)m * (size_t)n * sizeof(float);
     g->has_reduce = 1;
@@ -309,7 +326,7 @@ static double gemm_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k,
                         const ft_device_limits *lim) {
   const int64_t tm = (m + v->bm - 1) / v->bm, tn = (n + v->bn - 1) / v->bn;
   const int64_t slice = ((k + v->split_k - 1) / v->split_k + v->bk - 1) / v->bk * v->bk;
-  const int64_t blocks = tm * tn * v->split_k;
+  const int64_t blocks = v->streamk > 0 ? v->streamk : tm * tn * v->split_k;
   const int occ = gemm_occupancy(v, lim);
   const int64_t per_sm = (blocks + lim->sm_count - 1) / lim->sm_count;
   const int64_t resident = per_sm < occ ? per_sm : occ;
@@ -325,11 +342,21 @@ static double gemm_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k,
   } else if (v->stages == 1 || v->bk == 8) {
     eff *= 0.97; /* fewer loads in flight per barrier */
   }
-  const double fma = (double)per_sm * v->bm * v->bn * (double)slice;
+  double fma = (double)per_sm * v->bm * v->bn * (double)slice;
+  if (v->streamk > 0) /* every SM gets an even share of the padded work */
+    fma = (double)(tm * tn) * v->bm * v->bn * (double)((k + v->bk - 1) / v->bk * v->bk) / lim->sm_count;
   double cost = fma / eff;
+  if (v->streamk > 0) /* up to two whole-tile partials per block, written and read back */
+    cost += 8.0 * 2.0 * 4.0 * 2.0 * (double)v->streamk * v->bm * v->bn / lim->sm_count;
   if (v->split_k > 1) /* partials written and read back: ~8 FMA-equivalents per byte */
     cost += 8.0 * 2.0 * 4.0 * (double)v->split_k * m * n / lim->sm_count;
   if (v->swizzle > 1) cost *= 0.995; /* small L2 gain on multi-row grids */
+  if (v->streamk > 0) {
+    /* Measured on the H200 (2026-11-29): the same tiles run 1.5-6 % slower in the stream-K
+     * loop than one per block, and blocks at different k share fewer operands in L2 when
+     * tiles share rows or columns. */
+    cost /= tm > 1 && tn > 1 ? 0.95 : 0.97;
+  }
   return cost;
 }
 
@@ -358,6 +385,19 @@ static int split_candidates(const ft_variant *v, int64_t m, int64_t n, int64_t k
     out[cnt++] = s;
   }
   return cnt;
+}
+
+/* Stream-K blocks worth trying for layout-3 v (0: none): one per resident slot of the GPU,
+ * when the tiles leave the last wave at most 98 % full and each block still gets
+ * FT_SK_MIN_UNITS k tiles or more. */
+static int streamk_blocks(const ft_variant *v, int64_t m, int64_t n, int64_t k, const ft_device_limits *lim) {
+  if (v->layout != 3) return 0;
+  const int64_t tiles = ((m + v->bm - 1) / v->bm) * ((n + v->bn - 1) / v->bn);
+  const int64_t slots = (int64_t)lim->sm_count * gemm_occupancy(v, lim);
+  const int64_t waves = (tiles + slots - 1) / slots;
+  if (slots > FT_MAX_STREAMK || tiles * 100 > waves * slots * 98) return 0;
+  if (tiles * ((k + v->bk - 1) / v->bk) < slots * FT_SK_MIN_UNITS) return 0;
+  return (int)slots;
 }
 
 /* Whether a block tile is worth trying for this shape: no dimension more than twice the
@@ -406,6 +446,13 @@ static ft_status push_splits(ft_variant *v, int64_t m, int64_t n, int64_t k,
       if (!ft_variant_applicable(v, m, n, k, lim, NULL, 0)) continue;
       FT_TRY(push(b, v, gemm_cost(v, m, n, k, lim), err));
     }
+  v->split_k = 1, v->swizzle = 1;
+  const int sk = streamk_blocks(v, m, n, k, lim);
+  if (sk > 0) {
+    v->streamk = sk;
+    if (ft_variant_applicable(v, m, n, k, lim, NULL, 0)) FT_TRY(push(b, v, gemm_cost(v, m, n, k, lim), err));
+    v->streamk = 0;
+  }
   return FT_OK;
 }
 
@@ -470,9 +517,9 @@ static ft_status enumerate_epilogue(int64_t m, int64_t n, int64_t k, const ft_de
   return FT_OK;
 }
 
-/* Marks (cost = -1) all but keep of the sorted candidates as dropped. Each split factor keeps
- * its best FT_SPACE_RESERVE first, so the cost model alone cannot remove a whole split
- * factor (or split-free kernels) from what the tuner measures; the rest go by cost. */
+/* Marks (cost = -1) all but keep of the sorted candidates as dropped. Each split factor (and
+ * stream-K) keeps its best FT_SPACE_RESERVE first, so the cost model alone cannot remove a
+ * whole split factor (or split-free kernels) from what the tuner measures; the rest go by cost. */
 #define FT_SPACE_RESERVE 48
 static void select_kept(scored *a, int n, int keep) {
   if (n <= keep) return;
@@ -480,7 +527,7 @@ static void select_kept(scored *a, int n, int keep) {
   int per_split[FT_MAX_SPLIT_K + 1] = {0}, taken = 0;
   if (take) {
     for (int i = 0; i < n && taken < keep; i++)
-      if (per_split[a[i].v.split_k]++ < FT_SPACE_RESERVE) take[i] = 1, taken++;
+      if (per_split[a[i].v.streamk ? 0 : a[i].v.split_k]++ < FT_SPACE_RESERVE) take[i] = 1, taken++;
   }
   for (int i = 0; i < n; i++) {
     if (take && take[i]) continue;
@@ -541,8 +588,10 @@ ft_status ft_space_enumerate(ft_variant_kind kind, int64_t m, int64_t n, int64_t
 int ft_variant_name(const ft_variant *v, char *buf, size_t len) {
   if (v->kind == FT_VK_EPILOGUE)
     return snprintf(buf, len, "epi_b%d_v%d_e%d", v->block, v->vec, v->ept);
-  return snprintf(buf, len, "gemm_bm%d_bn%d_bk%d_t%dx%d_v%d_s%d_k%d_z%d%s", v->bm, v->bn, v->bk,
-                  v->tm, v->tn, v->vec, v->stages, v->split_k, v->swizzle,
+  char sk[24] = "";
+  if (v->streamk) snprintf(sk, sizeof sk, "_sk%d", v->streamk);
+  return snprintf(buf, len, "gemm_bm%d_bn%d_bk%d_t%dx%d_v%d_s%d_k%d_z%d%s%s", v->bm, v->bn, v->bk,
+                  v->tm, v->tn, v->vec, v->stages, v->split_k, v->swizzle, sk,
                   v->layout == 3 ? "_w" : "");
 }
 
@@ -552,9 +601,10 @@ int ft_variant_json(const ft_variant *v, char *buf, size_t len) {
                     v->block, v->vec, v->ept);
   return snprintf(buf, len,
                   "{\"kind\":\"gemm\",\"bm\":%d,\"bn\":%d,\"bk\":%d,\"tm\":%d,\"tn\":%d,"
-                  "\"vec\":%d,\"stages\":%d,\"split_k\":%d,\"swizzle\":%d%s%.0d}",
+                  "\"vec\":%d,\"stages\":%d,\"split_k\":%d,\"swizzle\":%d%s%.0d%s%.0d}",
                   v->bm, v->bn, v->bk, v->tm, v->tn, v->vec, v->stages, v->split_k, v->swizzle,
-                  v->layout ? ",\"layout\":" : "", v->layout); /* %.0d: 0 prints nothing */
+                  v->streamk ? ",\"streamk\":" : "", v->streamk, v->layout ? ",\"layout\":" : "",
+                  v->layout); /* %.0d: 0 prints nothing */
 }
 
 /* The keys of each kind, in ft_variant_json's order, and where they land. */
@@ -669,29 +719,26 @@ static ft_status parse_object(json_cursor *c, json_field *fields, int *nfields) 
 }
 
 /* Moves the integer fields named by keys into v; every key required, no other key allowed,
- * except the optional key (NULL: none) read into *opt when present. */
+ * except the nopt optional keys, read when present. */
 static ft_status assign_fields(const json_field *f, int nf, const json_key *keys, size_t nkeys,
-                               const json_key *opt, ft_variant *v, ft_err *err) {
-  int has_opt = 0;
-  for (int i = 0; opt && i < nf; i++)
-    if (strcmp(f[i].key, opt->name) == 0) has_opt = 1;
-  if ((size_t)nf != nkeys + 1 + (size_t)has_opt)
-    return ft__fail(err, FT_ERR_FORMAT, "variant JSON: expected %zu keys, found %d",
-                    nkeys + 1 + (size_t)has_opt, nf);
+                               const json_key *opt, size_t nopt, ft_variant *v, ft_err *err) {
+  size_t present = 0;
+  for (int i = 0; i < nf; i++)
+    for (size_t j = 0; j < nopt; j++)
+      if (strcmp(f[i].key, opt[j].name) == 0) present++;
+  if ((size_t)nf != nkeys + 1 + present)
+    return ft__fail(err, FT_ERR_FORMAT, "variant JSON: expected %zu keys, found %d", nkeys + 1 + present, nf);
   for (int i = 0; i < nf; i++) {
     if (strcmp(f[i].key, "kind") == 0) continue;
-    if (has_opt && strcmp(f[i].key, opt->name) == 0) {
-      if (f[i].is_string)
-        return ft__fail(err, FT_ERR_FORMAT, "variant JSON: \"%s\" must be an integer", f[i].key);
-      *(int *)((char *)v + opt->offset) = (int)f[i].num;
-      continue;
-    }
-    size_t j = 0;
-    while (j < nkeys && strcmp(keys[j].name, f[i].key) != 0) j++;
-    if (j == nkeys) return ft__fail(err, FT_ERR_FORMAT, "variant JSON: unknown key \"%s\"", f[i].key);
+    const json_key *key = NULL;
+    for (size_t j = 0; !key && j < nkeys; j++)
+      if (strcmp(keys[j].name, f[i].key) == 0) key = &keys[j];
+    for (size_t j = 0; !key && j < nopt; j++)
+      if (strcmp(opt[j].name, f[i].key) == 0) key = &opt[j];
+    if (!key) return ft__fail(err, FT_ERR_FORMAT, "variant JSON: unknown key \"%s\"", f[i].key);
     if (f[i].is_string)
       return ft__fail(err, FT_ERR_FORMAT, "variant JSON: \"%s\" must be an integer", f[i].key);
-    *(int *)((char *)v + keys[j].offset) = (int)f[i].num;
+    *(int *)((char *)v + key->offset) = (int)f[i].num;
   }
   return FT_OK;
 }
@@ -712,12 +759,13 @@ ft_status ft_variant_from_json(const char *json, ft_variant *out, ft_err *err) {
   memset(&v, 0, sizeof v);
   if (strcmp(kind->str, "gemm") == 0) {
     v.kind = FT_VK_GEMM;
-    static const json_key layout_key = {"layout", offsetof(ft_variant, layout)};
-    FT_TRY(assign_fields(f, nf, k_gemm_keys, sizeof k_gemm_keys / sizeof k_gemm_keys[0], &layout_key,
-                         &v, err));
+    static const json_key optional[] = {{"streamk", offsetof(ft_variant, streamk)},
+                                        {"layout", offsetof(ft_variant, layout)}};
+    FT_TRY(assign_fields(f, nf, k_gemm_keys, sizeof k_gemm_keys / sizeof k_gemm_keys[0], optional,
+                         sizeof optional / sizeof optional[0], &v, err));
   } else if (strcmp(kind->str, "epilogue") == 0) {
     v.kind = FT_VK_EPILOGUE;
-    FT_TRY(assign_fields(f, nf, k_epi_keys, sizeof k_epi_keys / sizeof k_epi_keys[0], NULL, &v, err));
+    FT_TRY(assign_fields(f, nf, k_epi_keys, sizeof k_epi_keys / sizeof k_epi_keys[0], NULL, 0, &v, err));
   } else {
     return ft__fail(err, FT_ERR_FORMAT, "variant JSON: unknown kind \"%s\"", kind->str);
   }

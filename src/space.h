@@ -18,6 +18,9 @@ typedef struct ft_variant {
   int stages;     /* layout 0: 1 = plain loads, >= 2 = cp.async stages; layout 3: tiles ahead */
   int split_k;    /* k slices; > 1 adds a reduction kernel that applies E once */
   int swizzle;    /* block rasterization group (1 = none) for L2 reuse */
+  int streamk;    /* layout 3 only: > 0 = a grid of this many blocks sharing the (tile, k tile)
+                   * units evenly (stream-K; shared tiles summed by a fixup kernel that applies
+                   * E), named "_sk<n>"; 0 = one block per tile and split-K slice */
   int layout;     /* kernel family: 0 = [rows][bk] shared tiles (gemm_fp32.cu, cp.async-able);
                    * 3 = warp-tiled, k-major tiles (gemm_fp32_warp.cu, thread tiles 8x8/16x8/
                    * 8x16, stages 1 or 2 = tiles loaded ahead), named "_w". 1 and 2 (k-major, "_km"/"_kw") were removed. */
@@ -52,8 +55,8 @@ int ft_variant_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k,
                           const ft_device_limits *lim, char *why, size_t whylen);
 
 /* Stable name ("gemm_bm64_bn128_bk16_t8x8_v4_s2_k1_z8", "..._z8_w" for layout 3,
- * "epi_b256_v4_e8") and JSON ({"kind":"gemm","bm":64,...} with keys in a fixed order; "layout"
- * written only when not 0, accepted as optional). Return bytes written (snprintf). */
+ * "..._z1_sk132_w" with stream-K, "epi_b256_v4_e8") and JSON ({"kind":"gemm","bm":64,...} with
+ * keys in a fixed order; "streamk" and "layout" written only when not 0, accepted as optional). Return bytes written (snprintf). */
 int ft_variant_name(const ft_variant *v, char *buf, size_t len);
 int ft_variant_json(const ft_variant *v, char *buf, size_t len);
 /* Parses what ft_variant_json wrote (strictly); FT_ERR_FORMAT on anything else. */
@@ -63,8 +66,8 @@ ft_status ft_variant_from_json(const char *json, ft_variant *out, ft_err *err);
 typedef struct ft_launch_geom {
   unsigned grid[3], block[3];
   size_t smem;            /* dynamic shared memory bytes */
-  size_t workspace_bytes; /* split-K partials; 0 if none */
-  int has_reduce;         /* a second kernel (split-K reduction) follows */
+  size_t workspace_bytes; /* split-K or stream-K partials; 0 if none */
+  int has_reduce;         /* a second kernel (split-K reduction, stream-K fixup) follows */
   unsigned rgrid[3], rblock[3];
 } ft_launch_geom;
 

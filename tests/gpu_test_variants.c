@@ -62,18 +62,23 @@ static void batch_free(batch *b) {
 
 /* Warp-tiled (layout 3) variants the enumeration leaves out of small shapes (tiles of 64 and
  * more are "implausible" there) but that ft_lookup's nearest match may still launch on them:
- * each is added where it applies, so every kernel family meets every tail. */
-static int extra_warp_variants(const shape *sh, const ft_device_limits *lim, ft_variant out[8]) {
-  static const int cfg[][7] = {/* bm, bn, bk, tm, tn, split_k, stages */
-                               {128, 128, 8, 16, 8, 1, 1}, {128, 128, 16, 8, 16, 2, 1},
-                               {64, 64, 16, 8, 8, 1, 1},   {256, 128, 8, 16, 8, 3, 1},
-                               {128, 128, 8, 16, 8, 1, 2}, {128, 256, 8, 8, 16, 4, 2}};
+ * each is added where it applies, so every kernel family meets every tail. The stream-K ones
+ * split the units unevenly on purpose: 3, 7 and 5 blocks leave tiles shared by two or three
+ * blocks, blocks inside one tile, and (on 1x1x1 and 17x33x65, one k tile) blocks with no work. */
+#define MAX_EXTRA 12
+static int extra_warp_variants(const shape *sh, const ft_device_limits *lim, ft_variant out[MAX_EXTRA]) {
+  static const int cfg[][8] = {/* bm, bn, bk, tm, tn, split_k, stages, streamk */
+                               {128, 128, 8, 16, 8, 1, 1, 0},  {128, 128, 16, 8, 16, 2, 1, 0},
+                               {64, 64, 16, 8, 8, 1, 1, 0},    {256, 128, 8, 16, 8, 3, 1, 0},
+                               {128, 128, 8, 16, 8, 1, 2, 0},  {128, 256, 8, 8, 16, 4, 2, 0},
+                               {128, 128, 8, 16, 8, 1, 2, 3},  {64, 64, 16, 8, 8, 1, 1, 7},
+                               {128, 64, 8, 8, 8, 1, 2, 5},    {128, 256, 16, 8, 16, 1, 1, 132}};
   int n = 0;
-  for (size_t i = 0; i < sizeof cfg / sizeof cfg[0]; i++) {
+  for (size_t i = 0; i < sizeof cfg / sizeof cfg[0] && n < MAX_EXTRA; i++) {
     ft_variant v = {0};
     v.kind = FT_VK_GEMM, v.layout = 3, v.stages = cfg[i][6], v.swizzle = 1;
     v.bm = cfg[i][0], v.bn = cfg[i][1], v.bk = cfg[i][2], v.tm = cfg[i][3], v.tn = cfg[i][4];
-    v.split_k = cfg[i][5];
+    v.split_k = cfg[i][5], v.streamk = cfg[i][7];
     v.vec = sh->k % 4 == 0 ? 4 : sh->k % 2 == 0 ? 2 : 1;
     if (ft_variant_applicable(&v, sh->m, sh->n, sh->k, lim, NULL, 0)) out[n++] = v;
   }
@@ -97,7 +102,7 @@ static ft_status build_batch(ft_gpu *g, const shape *sh, const ft_epilogue *ep, 
     ng = kept;
     np = 0;
   }
-  ft_variant extra[8];
+  ft_variant extra[MAX_EXTRA];
   const int nx = only && only[0] != '3' ? 0 : extra_warp_variants(sh, lim, extra);
   const int n = 1 + ng + nx + np;
   b->v = calloc((size_t)n, sizeof *b->v);
@@ -128,6 +133,11 @@ static ft_status launch_one(ft_loaded *l, const ft_variant *v, const shape *sh, 
                             float *ws, ft_err *e) {
   ft_launch_geom geom;
   ft_variant_geometry(v, sh->m, sh->n, sh->k, &geom);
+  /* NaN in every workspace byte: a partial the reduction reads but no block wrote shows. */
+  if (ws && geom.workspace_bytes) {
+    const cudaError_t ce = cudaMemset(ws, 0xff, geom.workspace_bytes);
+    if (ce != cudaSuccess) return ft_cuda_fail(e, ce, "poisoning the workspace");
+  }
   return ft_variant_launch(l, v, &geom, d->dX, d->dW, d->dY, ws, sh->m, sh->n, sh->k, &d->args, 0, e);
 }
 

@@ -48,6 +48,14 @@ static void test_structure(ft_epilogue *ep) {
   ASSERT_EQ_STR(k.reduce, "ft_splitk_reduce");
   ft_kernel_src_free(&k);
 
+  /* Stream-K (warp-tiled only): its block count as a define and the fixup as second kernel. */
+  v.split_k = 1, v.layout = 3, v.tm = 16, v.bk = 8, v.stages = 2, v.swizzle = 1, v.streamk = 264;
+  ASSERT_OK(ft_codegen_variant(&v, ep, &k, &e));
+  ASSERT_CONTAINS(k.text, "#define FT_STREAMK 264\n");
+  ASSERT_CONTAINS(k.text, "ft_streamk_fixup(");
+  ASSERT_EQ_STR(k.reduce, "ft_streamk_fixup");
+  ft_kernel_src_free(&k);
+
   ft_variant p = {0};
   p.kind = FT_VK_EPILOGUE, p.block = 256, p.vec = 4, p.ept = 8;
   ASSERT_OK(ft_codegen_variant(&p, ep, &k, &e));

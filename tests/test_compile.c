@@ -168,8 +168,8 @@ static void test_dedupe(const ft_device_limits *lim) {
   ft_kernel_src_free(&k);
 }
 
-/* Every warp-tiled (layout 3) tile configuration minsub enumerates (split-K and swizzle aside)
- * compiles without spilling: their register model sets __launch_bounds__ close to the limit. */
+/* Every warp-tiled (layout 3) tile configuration minsub enumerates (split-K and swizzle aside,
+ * with and without stream-K) compiles without spilling: their register model sets __launch_bounds__ close to the limit. */
 static void check_warp_spills(const ft_device_limits *lim) {
   const shape *sh = &k_shapes[0];
   ft_err e;
@@ -183,7 +183,8 @@ static void check_warp_spills(const ft_device_limits *lim) {
     int seen = 0;
     for (int j = 0; j < i && !seen; j++)
       seen = g[j].layout == 3 && g[j].bm == g[i].bm && g[j].bn == g[i].bn && g[j].bk == g[i].bk &&
-             g[j].tm == g[i].tm && g[j].tn == g[i].tn && g[j].stages == g[i].stages && g[j].vec == g[i].vec;
+             g[j].tm == g[i].tm && g[j].tn == g[i].tn && g[j].stages == g[i].stages && g[j].vec == g[i].vec &&
+             (g[j].streamk > 0) == (g[i].streamk > 0);
     if (seen) continue;
     ft_kernel_src k;
     ft_kernel_usage u;

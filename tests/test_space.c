@@ -26,7 +26,18 @@ static void check_geometry(const ft_variant *v, const shape *s) {
     return;
   }
   ASSERT_EQ_INT(g.block[0], (v->bm / v->tm) * (v->bn / v->tn));
-  ASSERT_EQ_INT(g.grid[0], ((s->m + v->bm - 1) / v->bm) * ((s->n + v->bn - 1) / v->bn));
+  const int64_t tiles = ((s->m + v->bm - 1) / v->bm) * ((s->n + v->bn - 1) / v->bn);
+  if (v->streamk > 0) { /* a grid of streamk blocks, two tile slots each, a fixup block per tile */
+    ASSERT_EQ_INT(g.grid[0], v->streamk);
+    ASSERT_EQ_INT(g.grid[2], 1);
+    ASSERT_EQ_INT(g.has_reduce, 1);
+    ASSERT_EQ_INT(g.workspace_bytes, (int64_t)v->streamk * 2 * v->bm * v->bn * 4);
+    ASSERT_EQ_INT(g.rgrid[0], tiles);
+    ASSERT_EQ_INT(g.rblock[0], 256);
+    ASSERT_EQ_INT(g.rgrid[1], v->bm * v->bn / 1024);
+    return;
+  }
+  ASSERT_EQ_INT(g.grid[0], tiles);
   ASSERT_EQ_INT(g.grid[2], v->split_k);
   ASSERT_TRUE(g.smem > 0 && g.smem <= 232448);
   ASSERT_EQ_INT(g.has_reduce, v->split_k > 1);
@@ -60,7 +71,7 @@ static void test_enumerate(const ft_device_limits *lim) {
       ASSERT_OK(ft_space_enumerate((ft_variant_kind)kind, s->m, s->n, s->k, lim, &vs, &n, &e));
       printf("%-9s %s: %d variants\n", s->name, kind == FT_VK_GEMM ? "gemm" : "epilogue", n);
       ASSERT_TRUE(n > 0 && n <= 400);
-      int vec_ok = 1, stages_seen = 0, split_seen = 0, layouts_seen = 0;
+      int vec_ok = 1, stages_seen = 0, split_seen = 0, layouts_seen = 0, streamk_seen = 0;
       for (int j = 0; j < n; j++) {
         char why[160] = "";
         if (!ft_variant_applicable(&vs[j], s->m, s->n, s->k, lim, why, sizeof why))
@@ -69,6 +80,7 @@ static void test_enumerate(const ft_device_limits *lim) {
         if (kind == FT_VK_GEMM) stages_seen |= 1 << vs[j].stages;
         if (kind == FT_VK_GEMM) layouts_seen |= 1 << vs[j].layout;
         if (vs[j].split_k > 1) split_seen = 1;
+        if (vs[j].streamk > 0) streamk_seen = 1;
         check_roundtrip(&vs[j]);
         check_geometry(&vs[j], s);
         for (int q = 0; q < j; q++) ASSERT_TRUE(memcmp(&vs[q], &vs[j], sizeof vs[j]) != 0);
@@ -76,6 +88,10 @@ static void test_enumerate(const ft_device_limits *lim) {
       ASSERT_TRUE(vec_ok);
       if (kind == FT_VK_GEMM && s->k >= 999) ASSERT_EQ_INT(stages_seen, 0x1e); /* 1..4 all kept */
       if (kind == FT_VK_GEMM && s->m == 128 && s->k == 16384) ASSERT_TRUE(split_seen);
+      /* The seed shapes leave a last wave partly empty (128 or 256 tiles on 132 SMs): stream-K
+       * variants are measured there; the tiny shape has too little work per block for them. */
+      if (kind == FT_VK_GEMM && s->k >= 8192) ASSERT_TRUE(streamk_seen);
+      if (kind == FT_VK_GEMM && s->k == 1) ASSERT_TRUE(!streamk_seen);
       if (kind == FT_VK_GEMM && s->k >= 999) ASSERT_EQ_INT(layouts_seen, 9); /* layouts 0 and 3 */
       if (kind == FT_VK_GEMM && i == 0) {
         char name[128];
@@ -145,6 +161,60 @@ static void test_names(void) {
   ft_err err;
   ASSERT_OK(ft_variant_from_json(" { \"ept\" : 8 ,\n\"vec\":4, \"block\":256, \"kind\":\"epilogue\" } ", &back, &err));
   ASSERT_TRUE(memcmp(&back, &e, sizeof e) == 0);
+}
+
+/* Stream-K: only on layout 3 without split-K, named "_sk<n>", written as an optional key. */
+static void test_streamk(const ft_device_limits *lim) {
+  ft_variant v = {0};
+  v.kind = FT_VK_GEMM, v.layout = 3;
+  v.bm = 128, v.bn = 256, v.bk = 8, v.tm = 16, v.tn = 8, v.vec = 4, v.stages = 2, v.split_k = 1, v.swizzle = 1;
+  v.streamk = 132;
+  char buf[256], why[160];
+  ft_err e;
+  ASSERT_TRUE(ft_variant_valid(&v, why, sizeof why));
+  ft_variant_name(&v, buf, sizeof buf);
+  ASSERT_EQ_STR(buf, "gemm_bm128_bn256_bk8_t16x8_v4_s2_k1_z1_sk132_w");
+  ft_variant_json(&v, buf, sizeof buf);
+  ASSERT_EQ_STR(buf, "{\"kind\":\"gemm\",\"bm\":128,\"bn\":256,\"bk\":8,\"tm\":16,\"tn\":8,\"vec\":4,"
+                     "\"stages\":2,\"split_k\":1,\"swizzle\":1,\"streamk\":132,\"layout\":3}");
+  check_roundtrip(&v);
+  ASSERT_TRUE(ft_variant_applicable(&v, 128, 16384, 16384, lim, why, sizeof why));
+  const shape odd = {"odd", 129, 257, 515};
+  check_geometry(&v, &odd);
+  ft_variant bad = v;
+  bad.split_k = 2;
+  ASSERT_TRUE(!ft_variant_valid(&bad, why, sizeof why));
+  ASSERT_CONTAINS(why, "split_k");
+  bad = v, bad.streamk = -1;
+  ASSERT_TRUE(!ft_variant_valid(&bad, why, sizeof why));
+  bad = v, bad.streamk = 4097;
+  ASSERT_TRUE(!ft_variant_valid(&bad, why, sizeof why));
+  ASSERT_CONTAINS(why, "streamk");
+  bad = v, bad.layout = 0, bad.tm = 8, bad.stages = 1;
+  ASSERT_TRUE(!ft_variant_valid(&bad, why, sizeof why));
+  ASSERT_CONTAINS(why, "layout 3");
+  /* JSON: the same checks, and an epilogue variant has no such key. */
+  ASSERT_EQ_INT(ft_variant_from_json("{\"kind\":\"gemm\",\"bm\":128,\"bn\":128,\"bk\":8,\"tm\":8,\"tn\":8,"
+                                     "\"vec\":4,\"stages\":1,\"split_k\":1,\"swizzle\":1,\"streamk\":132}",
+                                     &bad, &e),
+                FT_ERR_FORMAT);
+  ASSERT_CONTAINS(e.msg, "layout 3");
+  ASSERT_EQ_INT(ft_variant_from_json("{\"kind\":\"epilogue\",\"block\":256,\"vec\":4,\"ept\":8,\"streamk\":1}",
+                                     &bad, &e),
+                FT_ERR_FORMAT);
+  ASSERT_EQ_INT(ft_variant_from_json("{\"kind\":\"gemm\",\"bm\":128,\"bn\":256,\"bk\":8,\"tm\":16,\"tn\":8,"
+                                     "\"vec\":4,\"stages\":2,\"split_k\":1,\"swizzle\":1,\"streamk\":132,"
+                                     "\"layout\":3,\"streamk\":132}",
+                                     &bad, &e),
+                FT_ERR_FORMAT);
+  ASSERT_CONTAINS(e.msg, "duplicate");
+  /* "streamk":0 is the same variant as no key. */
+  ft_variant plain = v;
+  plain.streamk = 0;
+  ASSERT_OK(ft_variant_from_json("{\"kind\":\"gemm\",\"bm\":128,\"bn\":256,\"bk\":8,\"tm\":16,\"tn\":8,"
+                                 "\"vec\":4,\"stages\":2,\"split_k\":1,\"swizzle\":1,\"streamk\":0,\"layout\":3}",
+                                 &bad, &e));
+  ASSERT_TRUE(memcmp(&bad, &plain, sizeof plain) == 0);
 }
 
 static void test_hostile_json(void) {
@@ -259,6 +329,7 @@ int main(void) {
   }
   test_limits();
   test_names();
+  test_streamk(&lim);
   test_hostile_json();
   test_applicability(&lim);
   test_shapes();

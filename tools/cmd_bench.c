@@ -195,18 +195,18 @@ int cmd_bench(cli *c, int argc, char **argv) {
   }
   double fl = 2.0 * (double)key.m * (double)key.n * (double)key.k, fp = 2.0 * 8192.0 * 8192.0 * 8192.0;
   printf("%s  %s  epilogue %s  fp32, medians of %d\n", ft_gpu_info(g)->name, shape, key.epilogue, repeats);
-  printf("  %-44s %10s %9s %12s\n", "strategy", "median_ms", "TFLOP/s", "eager/this");
-  printf("  %-44s %10.4f %9.1f %12s\n", "eager-style (cuBLAS + per-op kernels)", t_eager.median_ms,
+  printf("  %-48s %10s %9s %12s\n", "strategy", "median_ms", "TFLOP/s", "eager/this");
+  printf("  %-48s %10.4f %9.1f %12s\n", "eager-style (cuBLAS + per-op kernels)", t_eager.median_ms,
          fl / t_eager.median_ms / 1e9, "1.000x");
-  printf("  %-44s %10.4f %9.1f %11.3fx\n", "cuBLAS GEMM alone (no epilogue)", t_gemm.median_ms, fl / t_gemm.median_ms / 1e9,
+  printf("  %-48s %10.4f %9.1f %11.3fx\n", "cuBLAS GEMM alone (no epilogue)", t_gemm.median_ms, fl / t_gemm.median_ms / 1e9,
          t_eager.median_ms / t_gemm.median_ms);
-  printf("  %-44.44s %10.4f %9.1f %11.3fx\n", best.variant, t_best.median_ms, fl / t_best.median_ms / 1e9,
+  printf("  %-48s %10.4f %9.1f %11.3fx\n", best.variant, t_best.median_ms, fl / t_best.median_ms / 1e9,
          t_eager.median_ms / t_best.median_ms);
   if (fs.found)
-    printf("  %-44.44s %10.4f %9.1f %11.3fx  (fastest fused GEMM, rel_err %.2e, %s)\n", fbest.variant,
+    printf("  %-48s %10.4f %9.1f %11.3fx  (fastest fused GEMM, rel_err %.2e, %s)\n", fbest.variant,
            t_fused.median_ms, fl / t_fused.median_ms / 1e9, t_eager.median_ms / t_fused.median_ms, fchk.rel_err,
            fchk.bad == 0 && fchk.rel_err <= FT_TOL_FP32 ? "within 1e-5" : "OUT OF TOLERANCE");
-  printf("  %-44s %10.4f %9.1f\n", "cuBLAS SGEMM 8192^3 (peak reference)", t_peak.median_ms, fp / t_peak.median_ms / 1e9);
+  printf("  %-48s %10.4f %9.1f\n", "cuBLAS SGEMM 8192^3 (peak reference)", t_peak.median_ms, fp / t_peak.median_ms / 1e9);
   printf("best vs cuBLAS GEMM alone: %.3fx; best reaches %.0f%% of cuBLAS's 8192^3 rate; rel_err %.2e (%s)\n",
          t_gemm.median_ms / t_best.median_ms, 100.0 * (fl / t_best.median_ms) / (fp / t_peak.median_ms), chk.rel_err,
          chk.bad == 0 && chk.rel_err <= FT_TOL_FP32 ? "within 1e-5" : "OUT OF TOLERANCE");
