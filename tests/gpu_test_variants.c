@@ -64,7 +64,8 @@ static void batch_free(batch *b) {
  * more are "implausible" there) but that ft_lookup's nearest match may still launch on them:
  * each is added where it applies, so every kernel family meets every tail. The stream-K ones
  * split the units unevenly on purpose: 3, 7 and 5 blocks leave tiles shared by two or three
- * blocks, blocks inside one tile, and (on 1x1x1 and 17x33x65, one k tile) blocks with no work. */
+ * blocks, blocks inside one tile, and blocks with no work (fewer units than blocks: 1x1x1, and
+ * 17x33x65 with 7 blocks on its 5 units). */
 #define MAX_EXTRA 12
 static int extra_warp_variants(const shape *sh, const ft_device_limits *lim, ft_variant out[MAX_EXTRA]) {
   static const int cfg[][8] = {/* bm, bn, bk, tm, tn, split_k, stages, streamk */

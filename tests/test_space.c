@@ -27,6 +27,7 @@ static void check_geometry(const ft_variant *v, const shape *s) {
   }
   ASSERT_EQ_INT(g.block[0], (v->bm / v->tm) * (v->bn / v->tn));
   const int64_t tiles = ((s->m + v->bm - 1) / v->bm) * ((s->n + v->bn - 1) / v->bn);
+  ASSERT_TRUE(g.smem > 0 && g.smem <= 232448);
   if (v->streamk > 0) { /* a grid of streamk blocks, two tile slots each, a fixup block per tile */
     ASSERT_EQ_INT(g.grid[0], v->streamk);
     ASSERT_EQ_INT(g.grid[2], 1);
