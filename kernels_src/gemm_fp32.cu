@@ -110,6 +110,14 @@ __device__ __forceinline__ void ft_load_async(float *S, const float *P, int row0
   }
 }
 
+// The k tile at k0 of X and W into shared stage `stage`, asynchronously.
+__device__ __forceinline__ void ft_load_stage(float *smem, int stage, const float *X, const float *W,
+                                              int M, int N, int K, int m0, int n0, int k0, int kend) {
+  float *st = smem + stage * FT_STAGE_FLOATS;
+  ft_load_async<FT_BM, FT_A_LOADS>(st, X, m0, M, K, k0, kend);
+  ft_load_async<FT_BN, FT_B_LOADS>(st + FT_A_FLOATS, W, n0, N, K, k0, kend);
+}
+
 // acc += A_tile * B_tile^T over the BK of one stage, four k at a time (one float4 per row).
 __device__ __forceinline__ void ft_compute_tile(float (&acc)[FT_TM][FT_TN], const float *As,
                                                 const float *Bs, int ty, int tx) {
@@ -184,12 +192,7 @@ ft_gemm(const float *__restrict__ X, const float *__restrict__ W, float *__restr
   // (empty groups past the end keep the wait count uniform).
 #pragma unroll
   for (int s = 0; s < FT_STAGES - 1; s++) {
-    if (s < ntiles) {
-      float *st = smem + s * FT_STAGE_FLOATS;
-      const int k0 = kbeg + s * FT_BK;
-      ft_load_async<FT_BM, FT_A_LOADS>(st, X, m0, M, K, k0, kend);
-      ft_load_async<FT_BN, FT_B_LOADS>(st + FT_A_FLOATS, W, n0, N, K, k0, kend);
-    }
+    if (s < ntiles) ft_load_stage(smem, s, X, W, M, N, K, m0, n0, kbeg + s * FT_BK, kend);
     ft_cp_async_commit();
   }
   int read_stage = 0, write_stage = FT_STAGES - 1;
@@ -198,12 +201,7 @@ ft_gemm(const float *__restrict__ X, const float *__restrict__ W, float *__restr
     // Tile t is visible to all threads, and all finished reading the stage refilled below.
     __syncthreads();
     const int pf = t + FT_STAGES - 1;
-    if (pf < ntiles) {
-      float *st = smem + write_stage * FT_STAGE_FLOATS;
-      const int k0 = kbeg + pf * FT_BK;
-      ft_load_async<FT_BM, FT_A_LOADS>(st, X, m0, M, K, k0, kend);
-      ft_load_async<FT_BN, FT_B_LOADS>(st + FT_A_FLOATS, W, n0, N, K, k0, kend);
-    }
+    if (pf < ntiles) ft_load_stage(smem, write_stage, X, W, M, N, K, m0, n0, kbeg + pf * FT_BK, kend);
     ft_cp_async_commit();
     const float *cur = smem + read_stage * FT_STAGE_FLOATS;
     ft_compute_tile(acc, cur, cur + FT_A_FLOATS, ty, tx);

@@ -555,6 +555,20 @@ void ft_db_close(ft_db *db) {
   free(db);
 }
 
+void ft_db_remove_files(const char *path) {
+  if (!path) return;
+  const size_t n = strlen(path);
+  char *side = malloc(n + 5);
+  remove(path);
+  if (!side) return;
+  memcpy(side, path, n);
+  memcpy(side + n, "-wal", 5);
+  remove(side);
+  memcpy(side + n, "-shm", 5);
+  remove(side);
+  free(side);
+}
+
 int ft_db_readonly(const ft_db *db) { return db ? db->readonly : 1; }
 
 /* ---------------------------------------------------------------------------------------------

@@ -25,6 +25,10 @@ int ft_db_schema_version(void);
 ft_status ft_db_open(const char *path, unsigned flags, ft_db **out, ft_err *err);
 void ft_db_close(ft_db *db); /* NULL is a no-op */
 
+/* Deletes the database file at path and its -wal and -shm side files, where they exist (a closed
+ * database only; errors ignored: what is missing needs no removing). */
+void ft_db_remove_files(const char *path);
+
 /* 1 when db was opened with FT_DB_READONLY (every write function then fails with FT_ERR_DB
  * without touching the file), else 0. NULL counts as read-only. */
 int ft_db_readonly(const ft_db *db);

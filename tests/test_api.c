@@ -212,11 +212,6 @@ int main(void) {
   test_no_device();
   unlink(path);
   test_lookup();
-  unlink(path);
-  char side[600];
-  snprintf(side, sizeof side, "%s-wal", path);
-  unlink(side);
-  snprintf(side, sizeof side, "%s-shm", path);
-  unlink(side);
+  ft_db_remove_files(path);
   return FT_TEST_DONE();
 }

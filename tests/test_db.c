@@ -25,23 +25,10 @@ static const char *tmp_path(const char *name) {
   static int n;
   char *p = paths[n++ % 64];
   snprintf(p, 1200, "%s/test_db_%ld_%d_%s", g_dir, (long)getpid(), n, name);
-  char side[1300];
-  unlink(p);
-  snprintf(side, sizeof side, "%s-wal", p);
-  unlink(side);
-  snprintf(side, sizeof side, "%s-shm", p);
-  unlink(side);
+  ft_db_remove_files(p);
   return p;
 }
 
-static void remove_db(const char *p) {
-  char side[1300];
-  unlink(p);
-  snprintf(side, sizeof side, "%s-wal", p);
-  unlink(side);
-  snprintf(side, sizeof side, "%s-shm", p);
-  unlink(side);
-}
 
 static int exists(const char *p) { return access(p, F_OK) == 0; }
 
@@ -207,7 +194,7 @@ static void test_create(void) {
   ft_db_close(db);
   ASSERT_EQ_INT(count(p, "SELECT count(*) FROM meta"), 1);
   ft_db_close(NULL);
-  remove_db(p);
+  ft_db_remove_files(p);
 
   db = open_ok(":memory:", FT_DB_CREATE);
   fixture fx = setup(db, "00000000000000aa", 128);
@@ -243,7 +230,7 @@ static void test_hostile_files(void) {
   ft_status s = ft_db_open(p, 0, &db, &err);
   ASSERT_TRUE(s == FT_ERR_DB || s == FT_ERR_IO);
   ASSERT_CONTAINS(err.msg, p);
-  remove_db(p);
+  ft_db_remove_files(p);
 
   /* An SQLite database of some other program. */
   p = tmp_path("other.db");
@@ -257,7 +244,7 @@ static void test_hostile_files(void) {
   ASSERT_TRUE(len == len2 && memcmp(after, after2, len) == 0);
   free(after);
   free(after2);
-  remove_db(p);
+  ft_db_remove_files(p);
 
   /* An empty file is a new database when writable, nothing when read-only. */
   p = tmp_path("empty.db");
@@ -267,7 +254,7 @@ static void test_hostile_files(void) {
   db = open_ok(p, 0);
   ft_db_close(db);
   ASSERT_EQ_INT(count(p, "PRAGMA user_version"), 1);
-  remove_db(p);
+  ft_db_remove_files(p);
 }
 
 static void test_newer_version(void) {
@@ -299,7 +286,7 @@ static void test_newer_version(void) {
               before.st_mtim.tv_nsec == after.st_mtim.tv_nsec);
   free(bytes);
   free(bytes2);
-  remove_db(p);
+  ft_db_remove_files(p);
 }
 
 static void test_migration(void) {
@@ -323,7 +310,7 @@ static void test_migration(void) {
   ft_db_close(db);
   /* This build reads up to version 1: the migrated file is now "newer". */
   ASSERT_EQ_INT(ft_db_open(p, 0, &db, &err), FT_ERR_VERSION);
-  remove_db(p);
+  ft_db_remove_files(p);
 
   /* A failing step rolls back every step of the migration. */
   static const char *const broken[] = {"CREATE TABLE extra (x);", "THIS IS NOT SQL;"};
@@ -334,7 +321,7 @@ static void test_migration(void) {
   ft_db_close(db);
   ASSERT_EQ_INT(count(p, "PRAGMA user_version"), 1);
   ASSERT_EQ_INT(count(p, "SELECT count(*) FROM sqlite_master WHERE name = 'extra'"), 0);
-  remove_db(p);
+  ft_db_remove_files(p);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -479,7 +466,7 @@ static void test_best(void) {
 #endif
   if (timed && !getenv("FT_TEST_NO_TIMING")) ASSERT_TRUE(best_us < 10.0);
   ft_db_close(db);
-  remove_db(p);
+  ft_db_remove_files(p);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -735,7 +722,7 @@ static void test_malformed(void) {
   free(before);
   free(after);
   ft_db_close(db);
-  remove_db(p);
+  ft_db_remove_files(p);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -790,11 +777,11 @@ static void test_concurrent_writers(void) {
   ft_db *db = open_ok(p, FT_DB_CREATE);
   ft_db_close(db);
   run_writers(p, 0);
-  remove_db(p);
+  ft_db_remove_files(p);
   /* Both processes creating the same new file at once. */
   p = tmp_path("concurrent_create.db");
   run_writers(p, FT_DB_CREATE);
-  remove_db(p);
+  ft_db_remove_files(p);
 }
 
 /* Child of the read-only directory test: drops root if it has it, then reads. With
@@ -908,12 +895,12 @@ static void test_readonly(void) {
   ASSERT_TRUE(len == len2 && memcmp(bytes, bytes2, len) == 0);
   free(bytes2);
   chmod(dir, 0755);
-  remove_db(ro);
-  remove_db(walfull);
+  ft_db_remove_files(ro);
+  ft_db_remove_files(walfull);
   rmdir(dir);
   free(bytes);
   chmod(p, 0644);
-  remove_db(p);
+  ft_db_remove_files(p);
 }
 
 int main(void) {

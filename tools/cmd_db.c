@@ -302,12 +302,7 @@ int cmd_import(cli *c, int argc, char **argv) {
   free(text);
   if (st != FT_OK && !existed && strcmp(path, ":memory:") != 0) {
     /* A rejected import leaves no trace: not even the empty database it would have filled. */
-    char side[4200];
-    remove(path);
-    snprintf(side, sizeof side, "%s-wal", path);
-    remove(side);
-    snprintf(side, sizeof side, "%s-shm", path);
-    remove(side);
+    ft_db_remove_files(path);
   }
   if (st != FT_OK) return fail_err(&err);
   printf("imported %s into %s\n", argv[0], cli_db_path(c));
