@@ -5,8 +5,6 @@
 // every vector start, a multiple of 4 elements, is 16-byte aligned). Unused inputs may be NULL;
 // OUT may be one of the inputs (no __restrict__): each element is read before it is written.
 
-#define FT_STEP_BLOCK 256
-
 __device__ __forceinline__ float ft_step_apply(float IN0, float IN1, float IN2, int row, int col,
                                                const FtEpArgs &ep) {
   (void)IN0; (void)IN1; (void)IN2; (void)row; (void)col; (void)ep;
@@ -17,11 +15,11 @@ __device__ __forceinline__ float4 ft_step_load4(const float *p, size_t i) {
   return p ? *reinterpret_cast<const float4 *>(p + i) : make_float4(0.f, 0.f, 0.f, 0.f);
 }
 
-extern "C" __global__ void __launch_bounds__(FT_STEP_BLOCK)
+extern "C" __global__ void __launch_bounds__(FT_AUX_BLOCK)
 ft_eager_step(const float *in0, const float *in1,
               const float *in2, float *out, int M, int N, FtEpArgs ep) {
   const size_t total = (size_t)M * (size_t)N;
-  const size_t i = ((size_t)blockIdx.x * FT_STEP_BLOCK + threadIdx.x) * 4;
+  const size_t i = ((size_t)blockIdx.x * FT_AUX_BLOCK + threadIdx.x) * FT_AUX_ELEMS;
   if (i >= total) return;
   int row, col;
   ft_rowcol(i, total, N, row, col);

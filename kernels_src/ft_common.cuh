@@ -1,10 +1,16 @@
 // fusedtune device-side common code: the epilogue argument block and cp.async helpers.
 // Compiled by NVRTC without system headers, so only builtins are used.
 
+// FT_EP_SLOTS, FT_AUX_BLOCK and FT_AUX_ELEMS come from the host (src/kernel_abi.h), written
+// by codegen: one definition for both sides.
+#if !defined(FT_EP_SLOTS) || !defined(FT_AUX_BLOCK) || !defined(FT_AUX_ELEMS)
+#error "fusedtune: kernel ABI constants missing (codegen writes them)"
+#endif
+
 // Same layout as the host's ft_ep_args_dev: vectors and scalars of the epilogue, by slot.
 struct FtEpArgs {
-  const float *v[8];
-  float s[8];
+  const float *v[FT_EP_SLOTS];
+  float s[FT_EP_SLOTS];
 };
 
 // ft_apply_epilogue is defined by this macro, expanded in a template *after* codegen has

@@ -95,14 +95,18 @@ __device__ __forceinline__ void ft_store_group(float *__restrict__ Y, float *__r
 #endif
 }
 
+#if FT_AUX_ELEMS != 4
+#error "fusedtune: the reduction kernels take 4 elements (one float4) per thread"
+#endif
+
 #if FT_SPLIT_K > 1
 // Y = E(sum of the S slices of WS), slices added in index order so the result is the same on
 // every run. Four consecutive elements per thread; float4 when a row holds whole vectors.
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(FT_AUX_BLOCK)
 ft_splitk_reduce(const float *__restrict__ WS, float *__restrict__ Y, int M, int N, int S,
                  FtEpArgs ep) {
   const size_t total = (size_t)M * (size_t)N;
-  const size_t base = ((size_t)blockIdx.x * 256 + threadIdx.x) * 4;
+  const size_t base = ((size_t)blockIdx.x * FT_AUX_BLOCK + threadIdx.x) * FT_AUX_ELEMS;
   if (base >= total) return;
   int row, col;
   ft_rowcol(base, total, N, row, col);
@@ -151,12 +155,12 @@ __device__ __forceinline__ int ft_sk_owner(long long u, long long units) {
 // Block (tile, chunk of 1024 outputs): Y = E(sum of the tile's partials), added in block
 // order, which is k order, so the result is the same on every run. Tiles one block finished
 // return at once. (One block per tile ran too few threads to keep memory busy.)
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(FT_AUX_BLOCK)
 ft_streamk_fixup(const float *__restrict__ WS, float *__restrict__ Y, int M, int N, int K,
                  FtEpArgs ep) {
   const int tiles_m = (M + FT_BM - 1) / FT_BM, tiles_n = (N + FT_BN - 1) / FT_BN;
   const int kt = (K + FT_BK - 1) / FT_BK;
-  const int tile = (int)blockIdx.x, e = ((int)blockIdx.y * 256 + (int)threadIdx.x) * 4;
+  const int tile = (int)blockIdx.x, e = ((int)blockIdx.y * FT_AUX_BLOCK + (int)threadIdx.x) * FT_AUX_ELEMS;
   if (tile >= tiles_m * tiles_n || e >= FT_BM * FT_BN) return;
   const long long units = (long long)tiles_m * tiles_n * kt, u0 = (long long)tile * kt;
   const int b0 = ft_sk_owner(u0, units), b1 = ft_sk_owner(u0 + kt - 1, units);

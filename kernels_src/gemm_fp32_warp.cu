@@ -25,9 +25,6 @@
 // SGEMM's speed, against 0.88x / 0.83x for the [rows] layout of gemm_fp32.cu; see
 // docs/BENCHMARKS.md.
 
-#ifndef FT_LM
-#define FT_LM (FT_TN > FT_TM ? 8 : 4)
-#endif
 #define FT_LN (32 / FT_LM)
 #define FT_WM (FT_LM * FT_TM)
 #define FT_WN (FT_LN * FT_TN)
@@ -48,6 +45,8 @@
     FT_BN % FT_WN != 0 || FT_BM < 32 || FT_BN < 32 || (FT_LM != 4 && FT_LM != 8)
 #error "fusedtune: inconsistent warp-tiled GEMM variant"
 #endif
+// The host sizes the launch's dynamic shared memory (src/family_fp32_warp.c): two stages.
+static_assert(FT_SMEM_BYTES == 2 * FT_STAGE_FLOATS * sizeof(float), "fusedtune: shared memory size");
 
 // Loads the 4 k (chunk) of one row from global memory: zero outside the matrix. With FT_VEC 4
 // the host guarantees K % 4 == 0 and 16-byte alignment, so a chunk is wholly in or out.

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "baseline.h"
 #include "compile.h"
+#include "launch.h"
 #include "api_internal.h"
 #include "best.h"
 #include "tuner.h"
@@ -40,11 +40,7 @@ struct ft_plan {
   ft_ctx *ctx;
   char name[FT_NAME_MAX];
   ft_epilogue *ep;
-  ft_variant v;
-  ft_launch_geom geom;
-  ft_loaded loaded;
-  float *ws;
-  int m, n, k;
+  ft_launchable run;
 };
 
 static ft_status fail(ft_ctx *ctx, ft_status s, const char *msg) {
@@ -280,7 +276,8 @@ ft_status ft_lookup(ft_ctx *ctx, const ft_problem *p, unsigned flags, ft_config 
 }
 
 static ft_status load_cubin(ft_ctx *ctx, const ft_kernel_src *src, void **cubin, size_t *size) {
-  const char *arch = ft_gpu_arch(ctx->gpu);
+  char arch[16];
+  ft_kernel_target(src, ft_gpu_arch(ctx->gpu), arch);
   const char *opts = ft_compile_options(arch);
   ft_status s = ft_db_cubin_get(ctx->db, src->hash, arch, ft_nvrtc_version(), opts, cubin, size, &ctx->err);
   if (s != FT_ERR_NOT_FOUND) return s;
@@ -311,27 +308,16 @@ ft_status ft_plan_create(ft_ctx *ctx, const ft_problem *p, const ft_config *cfg,
   ft_plan *pl = calloc(1, sizeof *pl);
   if (!pl) return fail(ctx, FT_ERR_NOMEM, "out of memory");
   pl->ctx = ctx;
-  pl->v = v;
   ft_variant_name(&v, pl->name, sizeof pl->name);
-  pl->m = (int)p->m;
-  pl->n = (int)p->n;
-  pl->k = (int)p->k;
-  ft_variant_geometry(&v, p->m, p->n, p->k, &pl->geom);
   ft_kernel_src src = {0};
   void *cubin = NULL;
   size_t size = 0;
   ft_status s = ft_ep_parse(p->epilogue, &pl->ep, &ctx->err);
   if (s == FT_OK) s = ft_codegen_variant(&v, pl->ep, &src, &ctx->err);
   if (s == FT_OK) s = load_cubin(ctx, &src, &cubin, &size);
-  if (s == FT_OK) s = ft_loaded_init(&pl->loaded, cubin, size, src.kernel, src.reduce, &ctx->err);
-  if (s == FT_OK && pl->geom.workspace_bytes) {
-    cudaError_t e = cudaMalloc((void **)&pl->ws, pl->geom.workspace_bytes);
-    if (e != cudaSuccess) s = ft_cuda_fail(&ctx->err, e, "split-K workspace");
-  }
-  if (s == FT_OK && v.kind == FT_VK_EPILOGUE) {
-    void *h;
-    s = ft_gpu_cublas(ctx->gpu, &h, &ctx->err);
-  }
+  if (s == FT_OK)
+    s = ft_launchable_init(&pl->run, ctx->gpu, &v, (int)p->m, (int)p->n, (int)p->k, cubin, size, src.kernel, src.reduce,
+                           &ctx->err);
   free(cubin);
   ft_kernel_src_free(&src);
   if (s != FT_OK) {
@@ -344,8 +330,7 @@ ft_status ft_plan_create(ft_ctx *ctx, const ft_problem *p, const ft_config *cfg,
 
 void ft_plan_destroy(ft_plan *plan) {
   if (!plan) return;
-  ft_loaded_free(&plan->loaded);
-  cudaFree(plan->ws);
+  ft_launchable_free(&plan->run);
   ft_ep_free(plan->ep);
   free(plan);
 }
@@ -393,26 +378,14 @@ ft_status ft_plan_launch(ft_plan *plan, const ft_args *args, cudaStream_t stream
   if (!args->x || !args->w || !args->y) return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch: x, w and y must be set");
   if ((args->n_vecs && !args->vecs) || (args->n_scalars && !args->scalars) || args->n_vecs < 0 || args->n_scalars < 0)
     return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch: vecs/scalars arrays do not match their counts");
-  /* What the variant's vector loads and stores need (see kernels_src/gemm_fp32.cu). */
-  size_t vec_bytes = (size_t)(plan->v.vec > 0 ? plan->v.vec : 1) * sizeof(float);
-  size_t need[3] = {vec_bytes, vec_bytes, sizeof(float)};
-  if (plan->v.kind == FT_VK_EPILOGUE) { /* cuBLAS reads x and W; the pass reads and writes y */
-    need[0] = need[1] = sizeof(float);
-    need[2] = vec_bytes;
+  if (ft_launchable_check(&plan->run, args->x, args->w, args->y, plan->name, err) != FT_OK) {
+    char msg[sizeof err->msg];
+    snprintf(msg, sizeof msg, "%s", err->msg);
+    return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch: %s", msg);
   }
-  else if (plan->v.split_k > 1 && plan->n % 4 == 0) need[2] = 4 * sizeof(float);
-  const void *ptrs[3] = {args->x, args->w, args->y};
-  const char *names[3] = {"x", "w", "y"};
-  for (int i = 0; i < 3; i++)
-    if ((uintptr_t)ptrs[i] % need[i])
-      return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch: %s is not %zu-byte aligned, as configuration %s needs",
-                      names[i], need[i], plan->name);
   ft_ep_args_dev dev;
   FT_TRY(bind_args(plan, args, &dev));
-  if (plan->v.kind == FT_VK_EPILOGUE)
-    FT_TRY(ft_cublas_sgemm(plan->ctx->gpu, args->x, args->w, args->y, plan->m, plan->n, plan->k, stream, err));
-  return ft_variant_launch(&plan->loaded, &plan->v, &plan->geom, args->x, args->w, args->y, plan->ws, plan->m, plan->n,
-                           plan->k, &dev, stream, err);
+  return ft_launchable_enqueue(&plan->run, args->x, args->w, args->y, &dev, stream, err);
 }
 
 ft_status ft_tune(ft_ctx *ctx, const ft_problem *p, const ft_tune_options *opt, ft_config *best) {

@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checks.h"
 #include "compile.h"
+#include "launch.h"
 
 #define FT_LT_WORKSPACE (32u << 20)
 
@@ -36,27 +38,6 @@ struct ft_baselines {
 const char *ft_baseline_strategy(ft_baseline_kind k) {
   static const char *names[FT_BL_COUNT] = {"eager", "cublas_gemm", "cublaslt"};
   return k < FT_BL_COUNT ? names[k] : "?";
-}
-
-static ft_status cublas_fail(ft_err *err, cublasStatus_t s, const char *what) {
-  return ft__fail(err, FT_ERR_CUBLAS, "%s: %s", what, cublasGetStatusString(s));
-}
-#define FT_CUBLAS_TRY(err, call)                                        \
-  do {                                                                  \
-    cublasStatus_t ft_cs_ = (call);                                     \
-    if (ft_cs_ != CUBLAS_STATUS_SUCCESS) return cublas_fail(err, ft_cs_, #call); \
-  } while (0)
-
-ft_status ft_cublas_sgemm(ft_gpu *g, const float *X, const float *W, float *Y, int m, int n, int k,
-                          cudaStream_t stream, ft_err *err) {
-  void *hv;
-  FT_TRY(ft_gpu_cublas(g, &hv, err));
-  cublasHandle_t h = hv;
-  const float one = 1.0f, zero = 0.0f;
-  FT_CUBLAS_TRY(err, cublasSetStream(h, stream));
-  /* Column-major view: y^T [n x m] = (W as [k x n])^T * (x as [k x m]). */
-  FT_CUBLAS_TRY(err, cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, W, k, X, k, &zero, Y, n));
-  return FT_OK;
 }
 
 static void lt_gemm_free(lt_gemm *l) {
@@ -91,7 +72,7 @@ static ft_status lt_gemm_init(ft_baselines *b, lt_gemm *l, cublasLtEpilogue_t ep
   if (s == CUBLAS_STATUS_SUCCESS)
     s = cublasLtMatmulAlgoGetHeuristic(b->lt, l->op, l->la, l->lb, l->lc, l->lc, pref, 1, &heur, &found);
   cublasLtMatmulPreferenceDestroy(pref);
-  if (s != CUBLAS_STATUS_SUCCESS) return cublas_fail(err, s, "cublasLtMatmulAlgoGetHeuristic");
+  if (s != CUBLAS_STATUS_SUCCESS) return ft_cublas_fail(err, s, "cublasLtMatmulAlgoGetHeuristic");
   if (found < 1) return ft__fail(err, FT_ERR_UNSUPPORTED, "cuBLASLt has no algorithm for this epilogue");
   l->algo = heur.algo;
   l->ready = 1;
@@ -172,7 +153,7 @@ ft_status ft_baselines_create(ft_gpu *g, ft_db *db, const ft_epilogue *ep, ft_pd
   b->d = d;
   *out = b;
   cublasStatus_t cs = cublasLtCreate(&b->lt);
-  if (cs != CUBLAS_STATUS_SUCCESS) return cublas_fail(err, cs, "cublasLtCreate");
+  if (cs != CUBLAS_STATUS_SUCCESS) return ft_cublas_fail(err, cs, "cublasLtCreate");
   FT_CUDA_TRY(err, cudaMalloc(&b->lt_ws, FT_LT_WORKSPACE));
   FT_TRY(ft_ep_eager_plan(ep, &b->plan, err));
   if (b->plan.gemm_bias_slot >= 0)

@@ -32,8 +32,5 @@ const char *ft_baseline_describe(const ft_baselines *b, ft_baseline_kind kind);
 /* Enqueues one call writing d->dY. */
 ft_status ft_baseline_enqueue(ft_baselines *b, ft_baseline_kind kind, cudaStream_t stream, ft_err *err);
 
-/* y = x W^T with cuBLAS SGEMM (pedantic fp32, no TF32) on stream. */
-ft_status ft_cublas_sgemm(ft_gpu *g, const float *X, const float *W, float *Y, int m, int n, int k,
-                          cudaStream_t stream, ft_err *err);
 
 #endif

@@ -1,15 +1,22 @@
-/* Kernel text: "// fusedtune generated", the variant's #defines, ft_common.cuh, ft_math.cuh, the
- * epilogue's CUDA expression as a macro, then the template (for a GEMM: gemm_common.cuh and the
- * layout's file). Only numbers and text rebuilt from
- * the epilogue AST enter the source; user text never does. GPU-free. */
+/* Kernel text: "// fusedtune generated", the family's #defines for the variant, the shared ABI
+ * constants, ft_common.cuh, ft_math.cuh, the epilogue's CUDA expression as a macro, then the
+ * family's sources. Only numbers and text rebuilt from the epilogue AST enter the source; user
+ * text never does. GPU-free. */
 #include "codegen.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "compile.h"
 #include "embedded.h"
+#include "family.h"
+#include "kernel_abi.h"
 #include "strbuf.h"
+
+/* Bumped on purpose when kernels_src/eager_step.cu changes behaviour without its text showing
+ * it (part of the step kernels' source hashes). */
+#define FT_EAGER_STEP_REVISION 1
 
 
 
@@ -43,28 +50,33 @@ static ft_status check_expr(const char *e, size_t max, const char *what, ft_err 
   return FT_OK;
 }
 
-static void variant_defines(ft_strbuf *b, const ft_variant *v) {
-  if (v->kind == FT_VK_GEMM) {
-    ft_sb_printf(b, "#define FT_BM %d\n#define FT_BN %d\n#define FT_BK %d\n", v->bm, v->bn, v->bk);
-    ft_sb_printf(b, "#define FT_TM %d\n#define FT_TN %d\n#define FT_VEC %d\n", v->tm, v->tn, v->vec);
-    ft_sb_printf(b, "#define FT_STAGES %d\n#define FT_SPLIT_K %d\n#define FT_SWIZZLE %d\n", v->stages,
-              v->split_k, v->swizzle);
-    ft_sb_printf(b, "#define FT_MINB %d\n#define FT_LAYOUT %d\n", ft__gemm_min_blocks(v), v->layout);
-    if (v->streamk) ft_sb_printf(b, "#define FT_STREAMK %d\n", v->streamk);
-  } else {
-    ft_sb_printf(b, "#define FT_BLOCK %d\n#define FT_VEC %d\n#define FT_EPT %d\n", v->block, v->vec,
-              v->ept);
-  }
+/* The host/kernel shared constants (src/kernel_abi.h), written into every source. */
+static void abi_defines(ft_strbuf *b) {
+  ft_sb_printf(b, "#define FT_EP_SLOTS %d\n#define FT_AUX_BLOCK %d\n#define FT_AUX_ELEMS %d\n", FT_EP_SLOTS,
+               FT_AUX_BLOCK, FT_AUX_ELEMS);
 }
 
-/* Moves a finished buffer into out and hashes it. */
-static ft_status finish(ft_strbuf *b, ft_kernel_src *out, ft_err *err) {
+/* Moves a finished buffer into out and hashes what reaches the compiler: the code without
+ * comments and with whitespace normalised (ft_code_digest), the compile options and the
+ * revision of what generated it, so that a comment changes no hash and stored results stay
+ * current. */
+static ft_status finish(ft_strbuf *b, const char *generator, int revision, ft_kernel_src *out, ft_err *err) {
   if (b->oom) {
     free(b->p);
     return ft__fail(err, FT_ERR_NOMEM, "codegen: out of memory");
   }
+  ft_strbuf h = {0};
+  ft_sb_printf(&h, "fusedtune source hash 2\ngenerator %s revision %d\noptions %s\n", generator, revision,
+               ft_compile_options_digest());
+  ft_code_digest(b->p, &h);
+  if (h.oom) {
+    free(b->p);
+    free(h.p);
+    return ft__fail(err, FT_ERR_NOMEM, "codegen: out of memory");
+  }
   out->text = b->p;
-  ft__hash_hex(b->p, b->len, out->hash);
+  ft__hash_hex(h.p, h.len, out->hash);
+  free(h.p);
   return FT_OK;
 }
 
@@ -74,39 +86,32 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
   memset(out, 0, sizeof *out);
   char why[160];
   if (!ft_variant_valid(v, why, sizeof why)) return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: %s", why);
+  const ft_family *fam = ft_family_of(v);
   /* NULL epilogue: the identity, for a plain GEMM (tests, references). */
   const char *expr = ep ? ft_ep_cuda(ep) : "x";
   FT_TRY(check_expr(expr, FT_EP_MAX_TEXT * 8, "epilogue", err));
 
   ft_strbuf b = {0};
   ft_sb_puts(&b, "// fusedtune generated\n");
-  variant_defines(&b, v);
+  fam->defines(v, &b);
+  abi_defines(&b);
   ft_status s = sb_embedded(&b, "kernels_src/ft_common.cuh", err);
   if (s == FT_OK) s = sb_embedded(&b, "kernels_src/ft_math.cuh", err);
   if (s == FT_OK) {
     ft_sb_puts(&b, "#define FT_EPILOGUE_EXPR (");
     ft_sb_puts(&b, expr);
     ft_sb_puts(&b, ")\n");
-    if (v->kind == FT_VK_GEMM) {
-      s = sb_embedded(&b, "kernels_src/gemm_common.cuh", err);
-      if (s == FT_OK)
-        s = sb_embedded(&b, v->layout == 3 ? "kernels_src/gemm_fp32_warp.cu" : "kernels_src/gemm_fp32.cu", err);
-    } else {
-      s = sb_embedded(&b, "kernels_src/epilogue_pass.cu", err);
-    }
+    for (const char *const *f = fam->sources; s == FT_OK && *f; f++) s = sb_embedded(&b, *f, err);
   }
   if (s != FT_OK) {
     free(b.p);
     return s;
   }
-  FT_TRY(finish(&b, out, err));
-  if (v->kind == FT_VK_GEMM) {
-    strcpy(out->kernel, "ft_gemm");
-    if (v->split_k > 1) strcpy(out->reduce, "ft_splitk_reduce");
-    if (v->streamk > 0) strcpy(out->reduce, "ft_streamk_fixup");
-  } else {
-    strcpy(out->kernel, "ft_epilogue_pass");
-  }
+  FT_TRY(finish(&b, fam->name, fam->revision, out, err));
+  snprintf(out->kernel, sizeof out->kernel, "%s", fam->kernel);
+  const char *reduce = fam->reduce_kernel(v);
+  snprintf(out->reduce, sizeof out->reduce, "%s", reduce ? reduce : "");
+  snprintf(out->arch_suffix, sizeof out->arch_suffix, "%s", fam->arch_suffix);
   return FT_OK;
 }
 
@@ -116,6 +121,7 @@ ft_status ft_codegen_eager_step(const ft_ep_step *step, ft_kernel_src *out, ft_e
   FT_TRY(check_expr(step->expr, sizeof step->expr, "step", err));
   ft_strbuf b = {0};
   ft_sb_puts(&b, "// fusedtune generated\n");
+  abi_defines(&b);
   ft_status s = sb_embedded(&b, "kernels_src/ft_common.cuh", err);
   if (s == FT_OK) s = sb_embedded(&b, "kernels_src/ft_math.cuh", err);
   if (s == FT_OK) {
@@ -128,7 +134,7 @@ ft_status ft_codegen_eager_step(const ft_ep_step *step, ft_kernel_src *out, ft_e
     free(b.p);
     return s;
   }
-  FT_TRY(finish(&b, out, err));
+  FT_TRY(finish(&b, "eager_step", FT_EAGER_STEP_REVISION, out, err));
   strcpy(out->kernel, "ft_eager_step");
   return FT_OK;
 }
@@ -137,4 +143,8 @@ void ft_kernel_src_free(ft_kernel_src *k) {
   if (!k) return;
   free(k->text);
   k->text = NULL;
+}
+
+void ft_kernel_target(const ft_kernel_src *src, const char *device_arch, char out[16]) {
+  snprintf(out, 16, "%s%s", device_arch ? device_arch : "", src ? src->arch_suffix : "");
 }

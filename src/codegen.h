@@ -6,6 +6,8 @@
  *   ft_gemm(const float *X, const float *W, float *Y, float *WS, int M, int N, int K, FtEpArgs ep)
  *       split_k == 1: Y = E(X * W^T).  split_k > 1: WS[s][M][N] = partial sums (no E), then
  *   ft_splitk_reduce(const float *WS, float *Y, int M, int N, int S, FtEpArgs ep): Y = E(sum_s WS)
+ *   ft_streamk_fixup(const float *WS, float *Y, int M, int N, int K, FtEpArgs ep): stream-K
+ *       (streamk > 0): adds the partial tiles blocks left in WS and applies E
  *   ft_epilogue_pass(float *Y, int M, int N, FtEpArgs ep): Y = E(Y) in place
  *   ft_eager_step(const float *IN0, const float *IN1, const float *IN2, float *OUT, int M, int N,
  *                 FtEpArgs ep): OUT = step expression, one elementwise pass
@@ -16,27 +18,31 @@
 #include "epilogue.h"
 #include "space.h"
 
-#define FT_EP_SLOTS 8
-
-/* Host mirror of the device struct FtEpArgs (same layout). */
-typedef struct ft_ep_args_dev {
-  const float *v[FT_EP_SLOTS];
-  float s[FT_EP_SLOTS];
-} ft_ep_args_dev;
+#include "kernel_abi.h"
+#include "strbuf.h"
 
 typedef struct ft_kernel_src {
   char *text;         /* malloc'd NVRTC source; ft_kernel_src_free() */
-  char hash[17];      /* hash of text: the cache key and the staleness check */
+  char hash[17];      /* hash of what reaches the compiler (comments and layout ignored, the
+                       * family's revision and the compile options included): the cache key
+                       * and the staleness check */
   char kernel[32];    /* "ft_gemm", "ft_epilogue_pass" or "ft_eager_step" */
-  char reduce[32];    /* "ft_splitk_reduce" or "" */
+  char reduce[32];    /* "ft_splitk_reduce", "ft_streamk_fixup" or "" */
+  char arch_suffix[8]; /* appended to the device's "sm_XY" as the compile target ("a") */
 } ft_kernel_src;
 
-/* v must be ft_variant_valid; ep NULL means the identity epilogue (a plain GEMM). Variant
- * parameters become FT_BM, FT_BN, FT_BK, FT_TM, FT_TN, FT_VEC, FT_STAGES, FT_SPLIT_K,
- * FT_SWIZZLE, FT_MINB (GEMM) or FT_BLOCK, FT_VEC, FT_EPT (epilogue pass). */
+/* v must be ft_variant_valid; ep NULL means the identity epilogue (a plain GEMM). The variant's
+ * family writes its parameters as #defines (src/family_*.c). */
 ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kernel_src *out,
                              ft_err *err);
 ft_status ft_codegen_eager_step(const ft_ep_step *step, ft_kernel_src *out, ft_err *err);
 void ft_kernel_src_free(ft_kernel_src *k); /* frees text; NULL-safe */
+
+/* Appends src without comments, whitespace runs as one blank (a newline where the run held
+ * one), continued lines joined: what the hash covers. */
+void ft_code_digest(const char *src, ft_strbuf *out);
+
+/* The compile target of src on a device of arch ("sm_90" + "a"), into out[16]. */
+void ft_kernel_target(const ft_kernel_src *src, const char *device_arch, char out[16]);
 
 #endif

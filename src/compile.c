@@ -5,6 +5,8 @@
 
 #include "compile.h"
 
+#include "checks.h"
+
 #include <nvrtc.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -24,6 +26,8 @@ static const char *const k_options[][2] = {
     FT_OPTS("sm_87"),  FT_OPTS("sm_89"),   FT_OPTS("sm_90"),  FT_OPTS("sm_90a"),
     FT_OPTS("sm_100"), FT_OPTS("sm_100a"), FT_OPTS("sm_120"), FT_OPTS("sm_120a"),
 };
+
+const char *ft_compile_options_digest(void) { return FT_OPTS_TAIL; }
 
 #define FT_MAX_OPTS 16
 #define FT_LOG_HEAD 1500 /* log bytes quoted in an error message */
@@ -65,21 +69,17 @@ static char *program_log(nvrtcProgram prog) {
   return log;
 }
 
-static ft_status nvrtc_fail(ft_err *err, nvrtcResult r, const char *what) {
-  return ft__fail(err, FT_ERR_COMPILE, "NVRTC %s: %s", what, nvrtcGetErrorString(r));
-}
-
 static ft_status take_cubin(nvrtcProgram prog, void **cubin, size_t *size, ft_err *err) {
   size_t n = 0;
   nvrtcResult r = nvrtcGetCUBINSize(prog, &n);
-  if (r != NVRTC_SUCCESS) return nvrtc_fail(err, r, "nvrtcGetCUBINSize");
+  if (r != NVRTC_SUCCESS) return ft_nvrtc_fail(err, r, "nvrtcGetCUBINSize");
   if (n == 0) return ft__fail(err, FT_ERR_COMPILE, "NVRTC produced no cubin (virtual architecture?)");
   char *buf = malloc(n);
   if (!buf) return ft__fail(err, FT_ERR_NOMEM, "compile: out of memory for a %zu-byte cubin", n);
   r = nvrtcGetCUBIN(prog, buf);
   if (r != NVRTC_SUCCESS) {
     free(buf);
-    return nvrtc_fail(err, r, "nvrtcGetCUBIN");
+    return ft_nvrtc_fail(err, r, "nvrtcGetCUBIN");
   }
   *cubin = buf;
   *size = n;
@@ -99,7 +99,7 @@ static ft_status compile_with(const char *src, const char *arch, const char *ext
 
   nvrtcProgram prog;
   nvrtcResult r = nvrtcCreateProgram(&prog, src, "fusedtune.cu", 0, NULL, NULL);
-  if (r != NVRTC_SUCCESS) return nvrtc_fail(err, r, "nvrtcCreateProgram");
+  if (r != NVRTC_SUCCESS) return ft_nvrtc_fail(err, r, "nvrtcCreateProgram");
   ft_status s = FT_OK;
   r = nvrtcCompileProgram(prog, argc, argv);
   char *text = program_log(prog);
@@ -110,7 +110,7 @@ static ft_status compile_with(const char *src, const char *arch, const char *ext
     s = take_cubin(prog, cubin, size, err);
   }
   r = nvrtcDestroyProgram(&prog);
-  if (s == FT_OK && r != NVRTC_SUCCESS) s = nvrtc_fail(err, r, "nvrtcDestroyProgram");
+  if (s == FT_OK && r != NVRTC_SUCCESS) s = ft_nvrtc_fail(err, r, "nvrtcDestroyProgram");
   if (s != FT_OK && cubin && *cubin) {
     free(*cubin);
     *cubin = NULL;
@@ -174,11 +174,18 @@ typedef struct pool {
   pthread_mutex_t mu;
 } pool;
 
+/* The job's compile target: the call's architecture plus the job's suffix ("sm_90" + "a"). */
+static const char *job_arch(const ft_compile_job *job, const char *arch, char buf[24]) {
+  if (!job->arch_suffix || !job->arch_suffix[0]) return arch;
+  snprintf(buf, 24, "%.15s%.7s", arch, job->arch_suffix);
+  return buf;
+}
+
 static void compile_job(ft_compile_job *job, const char *arch) {
   ft_err e;
   ft__err_clear(&e);
-  char *log = NULL;
-  job->status = compile_with(job->src, arch, NULL, &job->cubin, &job->cubin_size, &log, &e);
+  char *log = NULL, tb[24];
+  job->status = compile_with(job->src, job_arch(job, arch, tb), NULL, &job->cubin, &job->cubin_size, &log, &e);
   if (job->status != FT_OK && job->status != FT_ERR_COMPILE) {
     /* Out of memory and the like still mark the job failed, with the reason as its log. */
     free(log);
@@ -263,10 +270,11 @@ static ft_status copy_result(ft_compile_job *dst, const ft_compile_job *src, ft_
 static ft_status lookup_cached(ft_db *db, const char *arch, ft_compile_job *jobs, const int *primary,
                                int n, ft_err *err) {
   const int ver = ft_nvrtc_version();
-  const char *opts = ft_compile_options(arch);
   for (int i = 0; i < n; i++) {
     if (primary[i] != i) continue;
-    ft_status s = ft_db_cubin_get(db, jobs[i].hash, arch, ver, opts, &jobs[i].cubin,
+    char tb[24];
+    const char *target = job_arch(&jobs[i], arch, tb);
+    ft_status s = ft_db_cubin_get(db, jobs[i].hash, target, ver, ft_compile_options(target), &jobs[i].cubin,
                                   &jobs[i].cubin_size, err);
     if (s == FT_OK) {
       jobs[i].cached = 1;
@@ -284,11 +292,13 @@ static ft_status lookup_cached(ft_db *db, const char *arch, ft_compile_job *jobs
 static void store_compiled(ft_db *db, const char *arch, ft_compile_job *jobs, const int *primary,
                            int n) {
   const int ver = ft_nvrtc_version();
-  const char *opts = ft_compile_options(arch);
   for (int i = 0; i < n; i++) {
     if (primary[i] != i || jobs[i].cached || jobs[i].status != FT_OK) continue;
     ft_err e;
-    if (ft_db_cubin_put(db, jobs[i].hash, arch, ver, opts, jobs[i].cubin, jobs[i].cubin_size, &e) != FT_OK)
+    char tb[24];
+    const char *target = job_arch(&jobs[i], arch, tb);
+    if (ft_db_cubin_put(db, jobs[i].hash, target, ver, ft_compile_options(target), jobs[i].cubin, jobs[i].cubin_size,
+                        &e) != FT_OK)
       return; /* read-only or failing database: the rest would fail the same way */
   }
 }
@@ -299,6 +309,10 @@ static ft_status check_jobs(const char *arch, ft_compile_job *jobs, int n, ft_er
     return ft__fail(err, FT_ERR_INVALID_ARG, "compile: unknown architecture \"%.32s\"", arch ? arch : "(null)");
   for (int i = 0; i < n; i++) {
     if (!jobs[i].src || !jobs[i].hash) return ft__fail(err, FT_ERR_INVALID_ARG, "compile: job %d lacks src or hash", i);
+    char tb[24];
+    if (!ft_compile_options(job_arch(&jobs[i], arch, tb)))
+      return ft__fail(err, FT_ERR_INVALID_ARG, "compile: job %d: unknown architecture \"%.32s%.7s\"", i, arch,
+                      jobs[i].arch_suffix);
     jobs[i].cubin = NULL;
     jobs[i].cubin_size = 0;
     jobs[i].cached = 0;

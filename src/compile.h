@@ -11,6 +11,10 @@ int ft_nvrtc_version(void);
  * fp32 math: no fast-math; precise division and sqrt; FMA contraction allowed. */
 const char *ft_compile_options(const char *arch);
 
+/* The options every architecture shares (all but --gpu-architecture): part of every source
+ * hash, so that changing them makes stored results stale. */
+const char *ft_compile_options_digest(void);
+
 typedef struct ft_compile_job {
   const char *src;   /* in: NVRTC source */
   const char *hash;  /* in: its hash (cache key) */
@@ -19,6 +23,7 @@ typedef struct ft_compile_job {
   int cached;        /* out: 1 if it came from the cache */
   ft_status status;  /* out: FT_OK or FT_ERR_COMPILE */
   char *log;         /* out: malloc'd NVRTC log on failure (or warnings), may be NULL */
+  const char *arch_suffix; /* in: appended to the call's arch as the target (ft_kernel_src's), or NULL */
 } ft_compile_job;
 
 /* Compiles one source. */

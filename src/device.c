@@ -1,4 +1,4 @@
-/* CUDA device discovery, fingerprint, cubin loading and launches (runtime API only). */
+/* CUDA device discovery, fingerprint and cubin loading (runtime API only). */
 #include "device.h"
 
 #include <cublas_v2.h>
@@ -16,10 +16,6 @@ struct ft_gpu {
   char arch[16];
   cublasHandle_t cublas;
 };
-
-ft_status ft_cuda_fail(ft_err *err, cudaError_t e, const char *what) {
-  return ft__fail(err, FT_ERR_CUDA, "%s: %s: %s", what, cudaGetErrorName(e), cudaGetErrorString(e));
-}
 
 void ft_device_fingerprint(ft_device_info *info) {
   char key[512];
@@ -117,51 +113,4 @@ ft_status ft_loaded_init(ft_loaded *l, const void *cubin, size_t size, const cha
 void ft_loaded_free(ft_loaded *l) {
   if (l && l->lib) cudaLibraryUnload(l->lib);
   if (l) memset(l, 0, sizeof *l);
-}
-
-/* allowed: what k may already use; above 48 KiB the kernel must opt in, once, not per launch
- * (a host call inside the timed loop would bias small kernels). NULL: no dynamic smem. */
-static ft_status launch(cudaKernel_t k, const unsigned grid[3], const unsigned block[3], size_t smem,
-                        size_t *allowed, void **args, cudaStream_t stream, ft_err *err) {
-  if (smem > 48 * 1024 && (!allowed || smem > *allowed)) {
-    FT_CUDA_TRY(err, cudaFuncSetAttribute((const void *)k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          (int)smem));
-    if (allowed) *allowed = smem;
-  }
-  dim3 g = {grid[0], grid[1], grid[2]}, b = {block[0], block[1], block[2]};
-  FT_CUDA_TRY(err, cudaLaunchKernel((const void *)k, g, b, args, smem, stream));
-  return FT_OK;
-}
-
-ft_status ft_variant_launch(ft_loaded *l, const ft_variant *v, const ft_launch_geom *geom,
-                            const float *X, const float *W, float *Y, float *ws, int m, int n, int k,
-                            const ft_ep_args_dev *ep, cudaStream_t stream, ft_err *err) {
-  ft_ep_args_dev epv = *ep;
-  if (v->kind == FT_VK_EPILOGUE) {
-    void *args[] = {&Y, &m, &n, &epv};
-    return launch(l->main, geom->grid, geom->block, geom->smem, &l->smem_allowed, args, stream, err);
-  }
-  void *args[] = {(void *)&X, (void *)&W, &Y, &ws, &m, &n, &k, &epv};
-  FT_TRY(launch(l->main, geom->grid, geom->block, geom->smem, &l->smem_allowed, args, stream, err));
-  if (geom->has_reduce) {
-    if (!l->reduce) return ft__fail(err, FT_ERR_INTERNAL, "split-K or stream-K variant without its second kernel");
-    int s = v->streamk > 0 ? k : v->split_k; /* the fixup derives its blocks' ranges from K */
-    const float *wsc = ws;
-    void *rargs[] = {(void *)&wsc, &Y, &m, &n, &s, &epv};
-    FT_TRY(launch(l->reduce, geom->rgrid, geom->rblock, 0, NULL, rargs, stream, err));
-  }
-  return FT_OK;
-}
-
-ft_status ft_eager_step_launch(const ft_loaded *l, const float *in0, const float *in1,
-                               const float *in2, float *out, int m, int n, const ft_ep_args_dev *ep,
-                               cudaStream_t stream, ft_err *err) {
-  ft_ep_args_dev epv = *ep;
-  int64_t total = (int64_t)m * n;
-  unsigned threads = 256, per = 4;
-  unsigned blocks = (unsigned)((total + (int64_t)threads * per - 1) / ((int64_t)threads * per));
-  if (blocks == 0) blocks = 1;
-  unsigned grid[3] = {blocks, 1, 1}, block[3] = {threads, 1, 1};
-  void *args[] = {(void *)&in0, (void *)&in1, (void *)&in2, &out, &m, &n, &epv};
-  return launch(l->main, grid, block, 0, NULL, args, stream, err);
 }

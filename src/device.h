@@ -1,11 +1,12 @@
-/* The CUDA device: discovery, fingerprint, cubin loading and kernel launch through the runtime
- * API (cudaLibraryLoadData / cudaLibraryGetKernel / cudaLaunchKernel), so nothing links libcuda
- * and the binaries start on machines without a driver. */
+/* The CUDA device: discovery, fingerprint and cubin loading through the runtime API
+ * (cudaLibraryLoadData / cudaLibraryGetKernel), so nothing links libcuda and the binaries start
+ * on machines without a driver. Launches: src/launch.h. */
 #ifndef FT_DEVICE_H
 #define FT_DEVICE_H
 
 #include <cuda_runtime_api.h>
 
+#include "checks.h"
 #include "codegen.h"
 #include "db.h"
 #include "space.h"
@@ -31,32 +32,12 @@ void ft_device_fingerprint(ft_device_info *info);
 typedef struct ft_loaded {
   cudaLibrary_t lib;
   cudaKernel_t main;   /* ft_gemm / ft_epilogue_pass / ft_eager_step */
-  cudaKernel_t reduce; /* ft_splitk_reduce or NULL */
+  cudaKernel_t reduce; /* ft_splitk_reduce / ft_streamk_fixup or NULL */
   size_t smem_allowed; /* dynamic shared memory main is already allowed to use (set once) */
 } ft_loaded;
 
 ft_status ft_loaded_init(ft_loaded *l, const void *cubin, size_t size, const char *kernel,
                          const char *reduce, ft_err *err);
 void ft_loaded_free(ft_loaded *l); /* safe on a zeroed struct */
-
-/* Enqueues a GEMM variant (FT_VK_GEMM: main, then the reduction when split-K) or an epilogue
- * pass (FT_VK_EPILOGUE: Y = E(Y), X and W unused) on stream. ws must hold
- * geom.workspace_bytes. Checks launch errors (cudaGetLastError) but does not synchronize. */
-ft_status ft_variant_launch(ft_loaded *l, const ft_variant *v, const ft_launch_geom *geom,
-                            const float *X, const float *W, float *Y, float *ws, int m, int n, int k,
-                            const ft_ep_args_dev *ep, cudaStream_t stream, ft_err *err);
-
-/* Enqueues one eager step kernel: OUT = f(IN0, IN1, IN2). */
-ft_status ft_eager_step_launch(const ft_loaded *l, const float *in0, const float *in1,
-                               const float *in2, float *out, int m, int n, const ft_ep_args_dev *ep,
-                               cudaStream_t stream, ft_err *err);
-
-/* Turns a CUDA error into FT_ERR_CUDA with "what: cudaErrorName: description". */
-ft_status ft_cuda_fail(ft_err *err, cudaError_t e, const char *what);
-#define FT_CUDA_TRY(err, call)                                           \
-  do {                                                                   \
-    cudaError_t ft_ce_ = (call);                                         \
-    if (ft_ce_ != cudaSuccess) return ft_cuda_fail((err), ft_ce_, #call); \
-  } while (0)
 
 #endif

@@ -25,14 +25,11 @@ typedef struct engine {
   ft_pdata *d;
   ft_baselines *bl;
   ft_bench *bench;
-  float *ws;
-  size_t ws_bytes;
   int flush_l2;
 } engine;
 
 static void engine_close(engine *e) {
   if (!e) return;
-  cudaFree(e->ws);
   ft_baselines_free(e->bl);
   ft_bench_free(e->bench);
   ft_pdata_free(e->d);
@@ -68,16 +65,14 @@ static ft_status engine_open(const ft_runner_setup *s, engine **out, ft_runner_h
 typedef struct call {
   engine *e;
   const ft_runner_job *job;
-  ft_loaded *l;
+  ft_launchable *run;
 } call;
 
 static ft_status enqueue(void *user, cudaStream_t s, ft_err *err) {
   call *c = user;
   ft_pdata *d = c->e->d;
   if (c->job->type == FT_JOB_BASELINE) return ft_baseline_enqueue(c->e->bl, (ft_baseline_kind)c->job->baseline, s, err);
-  if (c->job->v.kind == FT_VK_EPILOGUE) FT_TRY(ft_cublas_sgemm(c->e->g, d->dX, d->dW, d->dY, d->m, d->n, d->k, s, err));
-  return ft_variant_launch(c->l, &c->job->v, &c->job->geom, d->dX, d->dW, d->dY, c->e->ws, d->m, d->n, d->k, &d->args,
-                           s, err);
+  return ft_launchable_enqueue(c->run, d->dX, d->dW, d->dY, &d->args, s, err);
 }
 
 /* A CUDA error that poisons the context (illegal address, trap, ...): nothing after it counts. */
@@ -85,16 +80,6 @@ static int is_sticky(cudaError_t e) {
   return e == cudaErrorIllegalAddress || e == cudaErrorLaunchFailure || e == cudaErrorMisalignedAddress ||
          e == cudaErrorHardwareStackError || e == cudaErrorIllegalInstruction || e == cudaErrorAssert ||
          e == cudaErrorInvalidPc || e == cudaErrorLaunchTimeout || e == cudaErrorInvalidAddressSpace;
-}
-
-static ft_status ensure_ws(engine *e, size_t bytes, ft_err *err) {
-  if (bytes <= e->ws_bytes) return FT_OK;
-  cudaFree(e->ws);
-  e->ws = NULL;
-  e->ws_bytes = 0;
-  FT_CUDA_TRY(err, cudaMalloc((void **)&e->ws, bytes));
-  e->ws_bytes = bytes;
-  return FT_OK;
 }
 
 /* Verifies the job on poisoned output, then times it; fills res. */
@@ -130,9 +115,9 @@ static void engine_run(engine *e, const ft_runner_job *job, ft_runner_result *re
   memset(res, 0, sizeof *res);
   res->median_ms = res->min_ms = res->iqr_ms = -1;
   res->rel_err = res->max_abs_err = -1;
-  ft_loaded l;
-  memset(&l, 0, sizeof l);
-  call c = {e, job, &l};
+  ft_launchable run;
+  memset(&run, 0, sizeof run);
+  call c = {e, job, &run};
   ft_err err;
   ft__err_clear(&err);
   ft_status st = FT_OK;
@@ -143,11 +128,12 @@ static void engine_run(engine *e, const ft_runner_job *job, ft_runner_result *re
       return;
     }
   } else {
-    st = ft_loaded_init(&l, job->cubin, (size_t)job->cubin_size, job->kernel, job->reduce, &err);
-    if (st == FT_OK) st = ensure_ws(e, job->geom.workspace_bytes, &err);
+    const ft_pdata *d = e->d;
+    st = ft_launchable_init(&run, e->g, &job->v, d->m, d->n, d->k, job->cubin, (size_t)job->cubin_size, job->kernel,
+                            job->reduce, &err);
   }
   if (st == FT_OK) st = verify_and_time(e, &c, res, &err);
-  ft_loaded_free(&l);
+  ft_launchable_free(&run);
   if (st != FT_OK) {
     snprintf(res->status, sizeof res->status, "launch_error");
     snprintf(res->message, sizeof res->message, "%.500s", err.msg);

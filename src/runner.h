@@ -7,6 +7,7 @@
 
 #include "baseline.h"
 #include "bench.h"
+#include "launch.h"
 
 typedef struct ft_runner_setup {
   int device; /* CUDA device ordinal */

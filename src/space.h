@@ -1,4 +1,5 @@
-/* The variant space: kernel configurations, their constraints, names and JSON form. GPU-free. */
+/* The variant space: kernel configurations, their constraints, names and JSON form. What
+ * differs between kernel families is asked of the family table (src/family.h). GPU-free. */
 #ifndef FT_SPACE_H
 #define FT_SPACE_H
 
@@ -15,15 +16,14 @@ typedef struct ft_variant {
   int bm, bn, bk; /* block tile */
   int tm, tn;     /* register tile per thread: threads = (bm / tm) * (bn / tn) */
   int vec;        /* global load/store vector width: 1, 2, 4 (also used by FT_VK_EPILOGUE) */
-  int stages;     /* layout 0: 1 = plain loads, >= 2 = cp.async stages; layout 3: tiles ahead */
+  int stages;     /* pipelining, as the family defines it */
   int split_k;    /* k slices; > 1 adds a reduction kernel that applies E once */
   int swizzle;    /* block rasterization group (1 = none) for L2 reuse */
-  int streamk;    /* layout 3 only: > 0 = a grid of this many blocks sharing the (tile, k tile)
+  int streamk;    /* families with stream-K: > 0 = a grid of this many blocks sharing the (tile, k tile)
                    * units evenly (stream-K; shared tiles summed by a fixup kernel that applies
                    * E), named "_sk<n>"; 0 = one block per tile and split-K slice */
-  int layout;     /* kernel family: 0 = [rows][bk] shared tiles (gemm_fp32.cu, cp.async-able);
-                   * 3 = warp-tiled, k-major tiles (gemm_fp32_warp.cu, thread tiles 8x8/16x8/
-                   * 8x16, stages 1 or 2 = tiles loaded ahead), named "_w". 1 and 2 (k-major, "_km"/"_kw") were removed. */
+  int layout;     /* with kind, names the kernel family (src/family.c's table): for GEMMs 0 =
+                   * fp32_rows (gemm_fp32.cu), 3 = fp32_warp (gemm_fp32_warp.cu, "_w") */
   /* FT_VK_EPILOGUE */
   int block;      /* threads per block */
   int ept;        /* elements per thread (multiple of vec) */
@@ -65,6 +65,7 @@ ft_status ft_variant_from_json(const char *json, ft_variant *out, ft_err *err);
 /* How to launch v on (m, n, k). */
 typedef struct ft_launch_geom {
   unsigned grid[3], block[3];
+  unsigned cluster[3];    /* thread-block cluster shape; 1x1x1 = no cluster */
   size_t smem;            /* dynamic shared memory bytes */
   size_t workspace_bytes; /* split-K or stream-K partials; 0 if none */
   int has_reduce;         /* a second kernel (split-K reduction, stream-K fixup) follows */
@@ -73,15 +74,17 @@ typedef struct ft_launch_geom {
 
 void ft_variant_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_launch_geom *g);
 
-/* How to launch ft_eager_step on an [m, n] matrix (256 threads, 4 elements per thread). */
+/* How to launch ft_eager_step on an [m, n] matrix (FT_AUX_BLOCK threads, FT_AUX_ELEMS elements
+ * per thread: src/kernel_abi.h). */
 void ft_eager_step_geometry(int64_t m, int64_t n, ft_launch_geom *g);
-
-/* Minimum resident blocks per SM the GEMM kernel of v is compiled for (__launch_bounds__):
- * used by codegen, a function of the variant only. */
-int ft__gemm_min_blocks(const ft_variant *v);
 
 /* Largest m, n, k (and products) the kernels' index types support. */
 #define FT_MAX_DIM ((int64_t)1 << 30)
+/* The kernels index with size_t and take int dimensions; this bounds every matrix and the
+ * split-K workspace (2^36 floats = 256 GiB, more than any GPU holds) so that grid sizes and
+ * int tile arithmetic inside the kernels cannot overflow. */
+#define FT_MAX_ELEMS ((int64_t)1 << 36)
+#define FT_MAX_SPLIT_K 64
 ft_status ft_check_shape(int64_t m, int64_t n, int64_t k, ft_err *err);
 
 #endif

@@ -184,6 +184,7 @@ static ft_status prepare_candidate(tuner *t, cand *c, ft_err *err) {
   }
   c->job.src = c->src.text;
   c->job.hash = c->src.hash;
+  c->job.arch_suffix = c->src.arch_suffix;
   if (!t->req->retune && !c->injected) {
     const char *strategy = c->v.kind == FT_VK_GEMM ? "fused" : "cublas+epilogue";
     FT_TRY(ft_db_has_result(t->db, t->device_id, t->problem_id, strategy, c->json, c->src.hash, &c->known, err));

@@ -21,10 +21,6 @@ static void fill_uniform(float *a, size_t n, float lo, float hi, uint64_t *s) {
   for (size_t i = 0; i < n; i++) a[i] = lo + (hi - lo) * (float)((next_u64(s) >> 40) * 0x1.0p-24);
 }
 
-static ft_status cublas_fail(ft_err *err, cublasStatus_t s, const char *what) {
-  return ft__fail(err, FT_ERR_CUBLAS, "%s: %s", what, cublasGetStatusString(s));
-}
-
 static ft_status upload(float **dst, const float *src, size_t n, ft_err *err) {
   FT_CUDA_TRY(err, cudaMalloc((void **)dst, n * sizeof(float)));
   FT_CUDA_TRY(err, cudaMemcpy(*dst, src, n * sizeof(float), cudaMemcpyHostToDevice));
@@ -60,7 +56,7 @@ static ft_status reference_gemm(ft_gpu *g, const float *hx, const float *hw, int
     cublasStatus_t s = cublasSetStream(h, 0);
     if (s == CUBLAS_STATUS_SUCCESS)
       s = cublasDgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, dw, k, dx, k, &zero, dy, n);
-    if (s != CUBLAS_STATUS_SUCCESS) st = cublas_fail(err, s, "reference cublasDgemm");
+    if (s != CUBLAS_STATUS_SUCCESS) st = ft_cublas_fail(err, s, "reference cublasDgemm");
   }
   if (st == FT_OK) {
     cudaError_t e = cudaMemcpy(acc, dy, (size_t)m * n * sizeof(double), cudaMemcpyDeviceToHost);

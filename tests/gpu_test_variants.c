@@ -8,6 +8,7 @@
 
 #include "codegen.h"
 #include "compile.h"
+#include "launch.h"
 #include "ft_test.h"
 #include "verify.h"
 
@@ -34,7 +35,8 @@ static double now_s(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* A small plain GEMM (any shape applies) that writes x W^T for the epilogue-pass variants. */
+/* A small plain GEMM with the identity epilogue: compiled with the batch (the identity must
+ * compile for every shape); the epilogue passes run after cuBLAS SGEMM, as in the library. */
 static ft_variant raw_gemm_variant(void) {
   ft_variant v = {0};
   v.kind = FT_VK_GEMM;
@@ -123,6 +125,7 @@ static ft_status build_batch(ft_gpu *g, const shape *sh, const ft_epilogue *ep, 
     if (s == FT_OK) {
       b->jobs[i].src = b->src[i].text;
       b->jobs[i].hash = b->src[i].hash;
+      b->jobs[i].arch_suffix = b->src[i].arch_suffix;
       b->n = i + 1;
     }
   }
@@ -130,43 +133,27 @@ static ft_status build_batch(ft_gpu *g, const shape *sh, const ft_epilogue *ep, 
   return s;
 }
 
-static ft_status launch_one(ft_loaded *l, const ft_variant *v, const shape *sh, ft_pdata *d,
-                            float *ws, ft_err *e) {
-  ft_launch_geom geom;
-  ft_variant_geometry(v, sh->m, sh->n, sh->k, &geom);
-  /* NaN in every workspace byte: a partial the reduction reads but no block wrote shows. */
-  if (ws && geom.workspace_bytes) {
-    const cudaError_t ce = cudaMemset(ws, 0xff, geom.workspace_bytes);
-    if (ce != cudaSuccess) return ft_cuda_fail(e, ce, "poisoning the workspace");
-  }
-  return ft_variant_launch(l, v, &geom, d->dX, d->dW, d->dY, ws, sh->m, sh->n, sh->k, &d->args, 0, e);
-}
-
-/* Runs variant i of b (after the raw GEMM for an epilogue pass) and checks it. */
-static ft_status run_variant(const batch *b, int i, ft_loaded *raw, const shape *sh, ft_pdata *d,
-                             float *ws, ft_check *chk, ft_err *e) {
-  ft_loaded l;
-  FT_TRY(ft_loaded_init(&l, b->jobs[i].cubin, b->jobs[i].cubin_size, b->src[i].kernel, b->src[i].reduce, e));
+/* Runs variant i of b through the library's launch path (an epilogue pass after cuBLAS SGEMM)
+ * on poisoned output, with NaN in every workspace byte first (a partial the reduction reads but
+ * no block wrote shows), and checks it. */
+static ft_status run_variant(ft_gpu *g, const batch *b, int i, const shape *sh, ft_pdata *d, ft_check *chk,
+                             ft_err *e) {
+  ft_launchable run;
+  FT_TRY(ft_launchable_init(&run, g, &b->v[i], sh->m, sh->n, sh->k, b->jobs[i].cubin, b->jobs[i].cubin_size,
+                            b->src[i].kernel, b->src[i].reduce, e));
   ft_status s = ft_pdata_poison(d, 0, e);
-  if (s == FT_OK && b->v[i].kind == FT_VK_EPILOGUE) s = launch_one(raw, &b->v[0], sh, d, ws, e);
-  if (s == FT_OK) s = launch_one(&l, &b->v[i], sh, d, ws, e);
+  if (s == FT_OK && run.ws) {
+    const cudaError_t ce = cudaMemset(run.ws, 0xff, run.geom.workspace_bytes);
+    if (ce != cudaSuccess) s = ft_cuda_fail(e, ce, "poisoning the workspace");
+  }
+  if (s == FT_OK) s = ft_launchable_enqueue(&run, d->dX, d->dW, d->dY, &d->args, 0, e);
   if (s == FT_OK) {
     const cudaError_t ce = cudaDeviceSynchronize();
     if (ce != cudaSuccess) s = ft_cuda_fail(e, ce, "kernel execution");
   }
   if (s == FT_OK) s = ft_pdata_check(d, chk, e);
-  ft_loaded_free(&l);
+  ft_launchable_free(&run);
   return s;
-}
-
-static size_t max_workspace(const batch *b, const shape *sh) {
-  size_t ws = 0;
-  for (int i = 0; i < b->n; i++) {
-    ft_launch_geom geom;
-    ft_variant_geometry(&b->v[i], sh->m, sh->n, sh->k, &geom);
-    if (geom.workspace_bytes > ws) ws = geom.workspace_bytes;
-  }
-  return ws;
 }
 
 static void record(tally *t, const ft_variant *v, const char *what, const ft_check *c, ft_status s,
@@ -200,7 +187,6 @@ static void run_case(ft_gpu *g, const shape *sh, const char *eptext, tally *t) {
   ft_epilogue *ep = NULL;
   ft_pdata *d = NULL;
   batch b = {0};
-  float *ws = NULL;
   if (ft_ep_parse(eptext, &ep, &e) != FT_OK || ft_pdata_create(g, sh->m, sh->n, sh->k, ep, 1234, &d, &e) != FT_OK) {
     FT_FAIL_AT_("%s: setup: %s", what, e.msg);
     goto done;
@@ -211,14 +197,7 @@ static void run_case(ft_gpu *g, const shape *sh, const char *eptext, tally *t) {
     goto done;
   }
   const double t1 = now_s();
-  const size_t wsb = max_workspace(&b, sh);
-  if (wsb && cudaMalloc((void **)&ws, wsb) != cudaSuccess) {
-    FT_FAIL_AT_("%s: workspace of %zu bytes", what, wsb);
-    goto done;
-  }
-  ft_loaded raw;
-  if (b.jobs[0].status != FT_OK ||
-      ft_loaded_init(&raw, b.jobs[0].cubin, b.jobs[0].cubin_size, b.src[0].kernel, NULL, &e) != FT_OK) {
+  if (b.jobs[0].status != FT_OK) {
     FT_FAIL_AT_("%s: raw GEMM: %s", what, b.jobs[0].log ? b.jobs[0].log : e.msg);
     goto done;
   }
@@ -227,15 +206,13 @@ static void run_case(ft_gpu *g, const shape *sh, const char *eptext, tally *t) {
     ft_check c = {0};
     ft__err_clear(&e);
     ft_status s = b.jobs[i].status;
-    if (s == FT_OK) s = run_variant(&b, i, &raw, sh, d, ws, &c, &e);
+    if (s == FT_OK) s = run_variant(g, &b, i, sh, d, &c, &e);
     record(t, &b.v[i], what, &c, s, b.jobs[i].status != FT_OK && b.jobs[i].log ? b.jobs[i].log : e.msg);
   }
-  ft_loaded_free(&raw);
   printf("%-36s %4d variants, %d failed (compile %.1f s, run %.1f s)\n", what, b.n - 1,
          t->failed - before, t1 - t0, now_s() - t1);
   fflush(stdout);
 done:
-  cudaFree(ws);
   batch_free(&b);
   ft_pdata_free(d);
   ft_ep_free(ep);

@@ -34,10 +34,37 @@ static void test_structure(ft_epilogue *ep) {
   ASSERT_EQ_STR(k.kernel, "ft_gemm");
   ASSERT_EQ_STR(k.reduce, "");
   ASSERT_EQ_INT(strlen(k.hash), 16);
-  /* The hash is of the text. */
-  char h[17];
-  ft__hash_hex(k.text, strlen(k.text), h);
-  ASSERT_EQ_STR(h, k.hash);
+  /* The hash covers what reaches the compiler, not comments or layout: the same source with a
+   * comment line, a block comment and re-indented lines digests the same; a changed token
+   * does not. */
+  {
+    ft_strbuf a = {0}, b = {0}, c = {0};
+    ft_code_digest(k.text, &a);
+    ft_strbuf edited = {0};
+    const char *second = strchr(k.text, '\n') + 1;
+    ft_sb_putn(&edited, k.text, (size_t)(second - k.text));
+    ft_sb_puts(&edited, "// a comment a developer added\n  /* and a block\n comment */  \n\n");
+    for (const char *p = second; *p; p++) ft_sb_putn(&edited, *p == ' ' ? "   " : p, 1);
+    ft_code_digest(edited.p, &b);
+    ASSERT_TRUE(!a.oom && !b.oom && !edited.oom);
+    ASSERT_EQ_STR(a.p, b.p);
+    char *changed = ft__strdup(k.text);
+    ASSERT_TRUE(changed != NULL);
+    char *bm = changed ? strstr(changed, "#define FT_BM 128") : NULL;
+    ASSERT_TRUE(bm != NULL);
+    if (bm) bm[strlen("#define FT_BM 12")] = '9';
+    if (changed) ft_code_digest(changed, &c);
+    ASSERT_TRUE(c.p && strcmp(a.p, c.p) != 0);
+    /* A literal keeps its inner spaces and comment markers. */
+    ft_strbuf d = {0};
+    ft_code_digest("#error \"a  // b\"  // gone\nx\n", &d);
+    ASSERT_EQ_STR(d.p, "#error \"a  // b\"\nx\n");
+    free(a.p), free(b.p), free(c.p), free(d.p), free(edited.p), free(changed);
+  }
+  ft_kernel_src k2;
+  ASSERT_OK(ft_codegen_variant(&v, ep, &k2, &e));
+  ASSERT_EQ_STR(k.hash, k2.hash); /* deterministic */
+  ft_kernel_src_free(&k2);
   ft_kernel_src_free(&k);
   ASSERT_TRUE(k.text == NULL);
   ft_kernel_src_free(&k); /* twice is fine */

@@ -9,21 +9,18 @@
 #include "bench.h"
 #include "cli.h"
 #include "compile.h"
+#include "launch.h"
 
 typedef struct best_call {
   ft_gpu *g;
   ft_pdata *d;
-  ft_variant v;
-  ft_launch_geom geom;
-  ft_loaded l;
-  float *ws;
+  ft_launchable run;
 } best_call;
 
 static ft_status enqueue_best(void *user, cudaStream_t s, ft_err *err) {
   best_call *b = user;
   ft_pdata *d = b->d;
-  if (b->v.kind == FT_VK_EPILOGUE) FT_TRY(ft_cublas_sgemm(b->g, d->dX, d->dW, d->dY, d->m, d->n, d->k, s, err));
-  return ft_variant_launch(&b->l, &b->v, &b->geom, d->dX, d->dW, d->dY, b->ws, d->m, d->n, d->k, &d->args, s, err);
+  return ft_launchable_enqueue(&b->run, d->dX, d->dW, d->dY, &d->args, s, err);
 }
 
 typedef struct bl_call {
@@ -38,18 +35,16 @@ static ft_status enqueue_bl(void *user, cudaStream_t s, ft_err *err) {
 
 static ft_status load_best(ft_db *db, ft_gpu *g, const ft_epilogue *ep, const ft_best *best, best_call *b,
                            ft_err *err) {
-  FT_TRY(ft_variant_from_json(best->config_json, &b->v, err));
-  ft_variant_geometry(&b->v, b->d->m, b->d->n, b->d->k, &b->geom);
+  ft_variant v;
+  FT_TRY(ft_variant_from_json(best->config_json, &v, err));
   ft_kernel_src src;
-  FT_TRY(ft_codegen_variant(&b->v, ep, &src, err));
-  ft_compile_job job = {src.text, src.hash, NULL, 0, 0, FT_OK, NULL};
+  FT_TRY(ft_codegen_variant(&v, ep, &src, err));
+  ft_compile_job job = {src.text, src.hash, NULL, 0, 0, FT_OK, NULL, src.arch_suffix};
   ft_status st = ft_compile_many(db, ft_gpu_arch(g), &job, 1, 1, err);
   if (st == FT_OK && job.status != FT_OK) st = ft__fail(err, FT_ERR_COMPILE, "best config does not compile: %.500s", job.log ? job.log : "");
-  if (st == FT_OK) st = ft_loaded_init(&b->l, job.cubin, job.cubin_size, src.kernel, src.reduce, err);
-  if (st == FT_OK && b->geom.workspace_bytes) {
-    cudaError_t e = cudaMalloc((void **)&b->ws, b->geom.workspace_bytes);
-    if (e != cudaSuccess) st = ft_cuda_fail(err, e, "workspace");
-  }
+  if (st == FT_OK)
+    st = ft_launchable_init(&b->run, g, &v, b->d->m, b->d->n, b->d->k, job.cubin, job.cubin_size, src.kernel,
+                            src.reduce, err);
   ft_compile_job_clear(&job);
   ft_kernel_src_free(&src);
   return st;
@@ -214,10 +209,8 @@ int cmd_bench(cli *c, int argc, char **argv) {
     printf("fastest fused GEMM vs cuBLAS GEMM alone: %.3fx\n", t_gemm.median_ms / t_fused.median_ms);
   rc = chk.bad == 0 && chk.rel_err <= FT_TOL_FP32 && fchk.bad == 0 && fchk.rel_err <= FT_TOL_FP32 ? 0 : 1;
 done:
-  ft_loaded_free(&b.l);
-  cudaFree(b.ws);
-  ft_loaded_free(&fb.l);
-  cudaFree(fb.ws);
+  ft_launchable_free(&b.run);
+  ft_launchable_free(&fb.run);
   ft_baselines_free(bl);
   ft_bench_free(bench);
   ft_pdata_free(b.d);

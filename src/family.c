@@ -1,0 +1,59 @@
+/* The table of kernel families and what they share: lookup and argument lists. GPU-free. */
+#include "family.h"
+
+#include <stdio.h>
+#include <string.h>
+
+extern const ft_family ft_family_fp32_rows, ft_family_fp32_warp, ft_family_epilogue_pass;
+
+/* One line per family. Enumeration visits them in this order. */
+static const ft_family *const k_families[] = {
+    &ft_family_fp32_rows,
+    &ft_family_fp32_warp,
+    &ft_family_epilogue_pass,
+    NULL,
+};
+
+/* Families that existed once, so that a result stored by an older fusedtune gets a message
+ * that says what to do instead of "unknown". */
+static const struct {
+  ft_variant_kind kind;
+  int layout;
+  const char *why;
+} k_retired[] = {
+    {FT_VK_GEMM, 1, "layout 1 (k-major \"_km\") was removed: layout 3 (\"_w\") replaces it; tune again"},
+    {FT_VK_GEMM, 2, "layout 2 (k-major \"_kw\") was removed: layout 3 (\"_w\") replaces it; tune again"},
+};
+
+const ft_family *const *ft_families(void) { return k_families; }
+
+const ft_family *ft_family_find(ft_variant_kind kind, int layout) {
+  for (const ft_family *const *f = k_families; *f; f++)
+    if ((*f)->kind == kind && (*f)->layout == layout) return *f;
+  return NULL;
+}
+
+const ft_family *ft_family_of(const ft_variant *v) { return v ? ft_family_find(v->kind, v->layout) : NULL; }
+
+void ft_family_missing(ft_variant_kind kind, int layout, char *why, size_t whylen) {
+  if (!why || !whylen) return;
+  for (size_t i = 0; i < sizeof k_retired / sizeof k_retired[0]; i++)
+    if (k_retired[i].kind == kind && k_retired[i].layout == layout) {
+      snprintf(why, whylen, "%s", k_retired[i].why);
+      return;
+    }
+  snprintf(why, whylen, "layout %d: no kernel family of this kind has it", layout);
+}
+
+ft_status ft_arg_push(ft_arg_store *st, const void *value, size_t size, ft_err *err) {
+  /* 16-byte aligned offsets (64 for large structs such as tensor maps): enough for every
+   * kernel parameter type. */
+  const size_t align = size >= 64 ? 64 : 16;
+  const size_t at = (st->used + align - 1) / align * align;
+  if (st->n == (int)(sizeof st->ptrs / sizeof st->ptrs[0]) || at + size > sizeof st->bytes)
+    return ft__fail(err, FT_ERR_INTERNAL, "kernel arguments: more than the argument store holds");
+  memcpy(st->bytes + at, value, size);
+  st->ptrs[st->n++] = st->bytes + at;
+  st->used = at + size;
+  return FT_OK;
+}

@@ -1,0 +1,106 @@
+/* Kernel families: everything that differs between one kind of kernel and another (fp32 row
+ * tiles, fp32 warp tiles, the standalone epilogue pass, ...) behind one table of operations.
+ * A family is one file of host rules (src/family_*.c) plus its kernel source; nothing outside
+ * that file tests which family a variant is: space.c, codegen.c and launch.c ask the table.
+ * GPU-free.
+ *
+ * Adding a family: write src/family_<name>.c defining one `const ft_family`, its kernel source
+ * in kernels_src/ (listed in CMakeLists.txt's FUSEDTUNE_EMBED_FILES), one line in k_families
+ * (src/family.c), and tests (docs/ARCHITECTURE.md has the checklist). */
+#ifndef FT_FAMILY_H
+#define FT_FAMILY_H
+
+#include "space.h"
+#include "strbuf.h"
+
+/* Where enumeration puts a candidate with its modelled cost (lower = likely faster). */
+typedef struct ft_space_sink ft_space_sink;
+ft_status ft_space_push(ft_space_sink *s, const ft_variant *v, double cost, ft_err *err);
+
+/* What a launch binds: the problem's device pointers and sizes. The kernel argument list is
+ * the family's to build (ft_family.kernel_args), so a family with other parameters (tensor
+ * maps, say) needs nothing outside its file. */
+typedef struct ft_launch_io {
+  const void *x, *w;
+  void *y;
+  void *ws; /* geometry's workspace_bytes, or NULL when 0 */
+  int m, n, k;
+  const void *ep; /* ft_ep_args_dev */
+} ft_launch_io;
+
+/* Storage the argument pointers point into: lives for one launch. */
+typedef struct ft_arg_store {
+  _Alignas(64) unsigned char bytes[1024];
+  size_t used;
+  void *ptrs[16];
+  int n;
+} ft_arg_store;
+
+/* A JSON key of a variant and the int field of ft_variant it fills. */
+typedef struct ft_json_key {
+  const char *name;
+  size_t offset;
+} ft_json_key;
+
+typedef struct ft_family {
+  const char *name;     /* "fp32_rows": docs, `variants` output */
+  ft_variant_kind kind; /* what the variant computes (strategy "fused" or "cublas+epilogue") */
+  int layout;           /* the variant's `layout` value that names this family (JSON "layout") */
+  const char *suffix;   /* appended to variant names ("_w"); "" for none */
+  /* Bumped by a developer on purpose when the family's kernels change behaviour in a way the
+   * source text does not show (it is part of every source hash). */
+  int revision;
+  const char *arch_suffix; /* appended to the device's "sm_XY" as the compile target ("a") */
+  /* kernels_src files after the common prelude and the epilogue macro, in order. */
+  const char *const *sources;
+  const char *kernel; /* the main entry point */
+  int after_cublas;   /* 1: the kernel runs on y after cuBLAS SGEMM wrote x W^T there */
+
+  /* Its JSON form: {"kind":..., the keys in order, then each optional key that is not 0}. Both
+   * lists end with a {NULL, 0} entry. */
+  const ft_json_key *keys, *opt_keys;
+  /* Its stable name ("gemm_bm64_..._z8_w"); returns what snprintf returns. */
+  int (*variant_name)(const ft_variant *v, char *buf, size_t len);
+
+  /* Family-specific well-formedness (common fields are checked by ft_variant_valid). */
+  int (*valid)(const ft_variant *v, char *why, size_t whylen);
+  /* Whether v (valid) fits (m, n, k) on lim; why as above. */
+  int (*applicable)(const ft_variant *v, int64_t m, int64_t n, int64_t k, const ft_device_limits *lim,
+                    char *why, size_t whylen);
+  /* Pushes every plausible variant for the shape with its cost. */
+  ft_status (*enumerate)(int64_t m, int64_t n, int64_t k, const ft_device_limits *lim, ft_space_sink *sink,
+                         ft_err *err);
+  /* Launch geometry: grid, block, cluster, dynamic shared memory, workspace, second kernel. */
+  void (*geometry)(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_launch_geom *g);
+  /* The #defines that make the kernel source this variant. */
+  void (*defines)(const ft_variant *v, ft_strbuf *b);
+  /* The second kernel v launches after the main one (split-K reduction, stream-K fixup), or
+   * NULL when it has none. */
+  const char *(*reduce_kernel)(const ft_variant *v);
+  /* Byte alignment x, w and y must have for v on (m, n, k). */
+  void (*alignment)(const ft_variant *v, int m, int n, int k, size_t need[3]);
+  /* Argument lists of the main and the second kernel. */
+  ft_status (*kernel_args)(const ft_variant *v, const ft_launch_io *io, ft_arg_store *st, ft_err *err);
+  ft_status (*reduce_args)(const ft_variant *v, const ft_launch_io *io, ft_arg_store *st, ft_err *err);
+} ft_family;
+
+/* The family of v (by kind and layout), or NULL when no family has that combination. */
+const ft_family *ft_family_of(const ft_variant *v);
+const ft_family *ft_family_find(ft_variant_kind kind, int layout);
+/* Why no family has (kind, layout): a retired family's message ("was removed: ...") or
+ * "unknown"; writes into why. */
+void ft_family_missing(ft_variant_kind kind, int layout, char *why, size_t whylen);
+/* The families, in table order (NULL-terminated). */
+const ft_family *const *ft_families(void);
+
+/* Appends one argument of size bytes to st (copied); FT_ERR_INTERNAL when st is full. */
+ft_status ft_arg_push(ft_arg_store *st, const void *value, size_t size, ft_err *err);
+
+/* WHY(...) in a family or space rule: writes the reason when asked and returns 0. */
+#define FT_WHY(...)                                                \
+  do {                                                             \
+    if (why && whylen) snprintf(why, whylen, __VA_ARGS__);         \
+    return 0;                                                      \
+  } while (0)
+
+#endif

@@ -1,0 +1,113 @@
+/* Family epilogue_pass: the standalone elementwise pass Y = E(Y) that runs after cuBLAS's GEMM
+ * (strategy "cublas+epilogue"; kernels_src/epilogue_pass.cu, names "epi_..."). GPU-free. */
+#include <stddef.h>
+#include <stdio.h>
+
+#include "family.h"
+#include "kernel_abi.h"
+
+static int epi_valid(const ft_variant *v, char *why, size_t whylen) {
+  if (v->block < 32 || v->block > 1024 || v->block % 32 != 0)
+    FT_WHY("block %d: must be a multiple of 32 in 32..1024", v->block);
+  if (v->vec != 1 && v->vec != 2 && v->vec != 4) FT_WHY("vec %d: must be 1, 2 or 4", v->vec);
+  if (v->ept < v->vec || v->ept > 64 || v->ept % v->vec != 0)
+    FT_WHY("ept %d: must be a multiple of vec in vec..64", v->ept);
+  if (v->bm || v->bn || v->bk || v->tm || v->tn || v->stages || v->split_k || v->swizzle || v->layout ||
+      v->streamk)
+    FT_WHY("epilogue variant with GEMM fields");
+  return 1;
+}
+
+static int epi_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k, const ft_device_limits *lim,
+                          char *why, size_t whylen) {
+  (void)m, (void)n, (void)k;
+  if (v->block > lim->max_threads_per_block) FT_WHY("block %d > device limit %d", v->block, lim->max_threads_per_block);
+  return 1;
+}
+
+static ft_status epi_enumerate(int64_t m, int64_t n, int64_t k, const ft_device_limits *lim, ft_space_sink *sink,
+                               ft_err *err) {
+  static const int blocks[] = {128, 256, 512};
+  static const int vecs[] = {4, 2, 1};
+  ft_variant v = {0};
+  v.kind = FT_VK_EPILOGUE;
+  for (size_t i = 0; i < 3; i++)
+    for (size_t j = 0; j < 3; j++)
+      for (int ept = vecs[j]; ept <= 16; ept *= 2) {
+        v.block = blocks[i], v.vec = vecs[j], v.ept = ept;
+        if (!ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) continue;
+        /* Wide accesses and 8 elements per thread are what elementwise kernels like. */
+        const double cost = (5 - v.vec) * 10.0 + (ept == 8 ? 0 : ept == 4 || ept == 16 ? 1 : 2) +
+                            (v.block == 256 ? 0 : 0.5);
+        FT_TRY(ft_space_push(sink, &v, cost, err));
+      }
+  return FT_OK;
+}
+
+static void epi_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_launch_geom *g) {
+  (void)k;
+  if (v->block <= 0 || v->ept <= 0) return;
+  g->block[0] = (unsigned)v->block;
+  g->grid[0] = (unsigned)((m * n + (int64_t)v->block * v->ept - 1) / ((int64_t)v->block * v->ept));
+}
+
+static void epi_defines(const ft_variant *v, ft_strbuf *b) {
+  ft_sb_printf(b, "#define FT_BLOCK %d\n#define FT_VEC %d\n#define FT_EPT %d\n", v->block, v->vec, v->ept);
+}
+
+static const char *epi_reduce_kernel(const ft_variant *v) {
+  (void)v;
+  return NULL;
+}
+
+/* cuBLAS reads x and W; the pass reads and writes y with vec-wide accesses. */
+static void epi_alignment(const ft_variant *v, int m, int n, int k, size_t need[3]) {
+  (void)m, (void)n, (void)k;
+  need[0] = need[1] = sizeof(float);
+  need[2] = (size_t)(v->vec > 0 ? v->vec : 1) * sizeof(float);
+}
+
+/* ft_epilogue_pass(Y, M, N, ep) */
+static ft_status epi_kernel_args(const ft_variant *v, const ft_launch_io *io, ft_arg_store *st, ft_err *err) {
+  (void)v;
+  FT_TRY(ft_arg_push(st, &io->y, sizeof io->y, err));
+  FT_TRY(ft_arg_push(st, &io->m, sizeof io->m, err));
+  FT_TRY(ft_arg_push(st, &io->n, sizeof io->n, err));
+  return ft_arg_push(st, io->ep, sizeof(ft_ep_args_dev), err);
+}
+
+static int epi_name(const ft_variant *v, char *buf, size_t len) {
+  return snprintf(buf, len, "epi_b%d_v%d_e%d", v->block, v->vec, v->ept);
+}
+
+static const ft_json_key k_epi_keys[] = {{"block", offsetof(ft_variant, block)},
+                                         {"vec", offsetof(ft_variant, vec)},
+                                         {"ept", offsetof(ft_variant, ept)},
+                                         {NULL, 0}};
+static const ft_json_key k_epi_opt_keys[] = {{NULL, 0}};
+
+static const char *const k_epi_sources[] = {"kernels_src/epilogue_pass.cu", NULL};
+
+const ft_family ft_family_epilogue_pass = {
+    .name = "epilogue_pass",
+    .kind = FT_VK_EPILOGUE,
+    .layout = 0,
+    .suffix = "",
+    .revision = 1,
+    .arch_suffix = "",
+    .sources = k_epi_sources,
+    .kernel = "ft_epilogue_pass",
+    .after_cublas = 1,
+    .keys = k_epi_keys,
+    .opt_keys = k_epi_opt_keys,
+    .variant_name = epi_name,
+    .valid = epi_valid,
+    .applicable = epi_applicable,
+    .enumerate = epi_enumerate,
+    .geometry = epi_geometry,
+    .defines = epi_defines,
+    .reduce_kernel = epi_reduce_kernel,
+    .alignment = epi_alignment,
+    .kernel_args = epi_kernel_args,
+    .reduce_args = NULL,
+};

@@ -1,0 +1,17 @@
+/* Constants and structs the host and the kernels in kernels_src/ share. Codegen writes each
+ * constant into every kernel source as a #define (ft_kernel_abi_defines), so there is one
+ * definition; kernels check with #error that they got them. GPU-free. */
+#ifndef FT_KERNEL_ABI_H
+#define FT_KERNEL_ABI_H
+
+#define FT_EP_SLOTS 8    /* vectors and scalars an epilogue may bind (FtEpArgs) */
+#define FT_AUX_BLOCK 256 /* threads per block of ft_splitk_reduce, ft_streamk_fixup, ft_eager_step */
+#define FT_AUX_ELEMS 4   /* elements per thread of those kernels */
+
+/* Host mirror of the device struct FtEpArgs (kernels_src/ft_common.cuh; same layout). */
+typedef struct ft_ep_args_dev {
+  const float *v[FT_EP_SLOTS];
+  float s[FT_EP_SLOTS];
+} ft_ep_args_dev;
+
+#endif

@@ -1,0 +1,123 @@
+/* The one launch path; see launch.h. */
+#include "launch.h"
+
+#include <cublas_v2.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "checks.h"
+
+ft_status ft_launchable_init(ft_launchable *L, ft_gpu *g, const ft_variant *v, int m, int n, int k,
+                             const void *cubin, size_t size, const char *kernel, const char *reduce, ft_err *err) {
+  memset(L, 0, sizeof *L);
+  const ft_family *fam = ft_family_of(v);
+  if (!fam) return ft__fail(err, FT_ERR_INTERNAL, "launch: variant of no known kernel family");
+  ft_launchable t;
+  memset(&t, 0, sizeof t);
+  t.v = *v, t.fam = fam, t.g = g, t.m = m, t.n = n, t.k = k;
+  ft_variant_geometry(v, m, n, k, &t.geom);
+  if (t.geom.has_reduce && !(reduce && reduce[0]))
+    return ft__fail(err, FT_ERR_INTERNAL, "launch: a split-K or stream-K variant without its second kernel");
+  FT_TRY(ft_loaded_init(&t.loaded, cubin, size, kernel, reduce, err));
+  if (t.geom.workspace_bytes) {
+    const cudaError_t e = cudaMalloc(&t.ws, t.geom.workspace_bytes);
+    if (e != cudaSuccess) {
+      ft_loaded_free(&t.loaded);
+      return ft_cuda_fail(err, e, "cudaMalloc (split-K / stream-K workspace)");
+    }
+  }
+  if (fam->after_cublas) {
+    void *h;
+    ft_status s = ft_gpu_cublas(g, &h, err);
+    if (s != FT_OK) {
+      ft_launchable_free(&t);
+      return s;
+    }
+  }
+  *L = t;
+  return FT_OK;
+}
+
+void ft_launchable_free(ft_launchable *L) {
+  if (!L) return;
+  ft_loaded_free(&L->loaded);
+  if (L->ws) cudaFree(L->ws);
+  memset(L, 0, sizeof *L);
+}
+
+ft_status ft_launchable_check(const ft_launchable *L, const void *x, const void *w, const void *y, const char *name,
+                              ft_err *err) {
+  size_t need[3] = {1, 1, 1};
+  L->fam->alignment(&L->v, L->m, L->n, L->k, need);
+  const void *ptrs[3] = {x, w, y};
+  static const char *const names[3] = {"x", "w", "y"};
+  for (int i = 0; i < 3; i++)
+    if ((uintptr_t)ptrs[i] % need[i])
+      return ft__fail(err, FT_ERR_INVALID_ARG, "%s is not %zu-byte aligned, as configuration %s needs", names[i],
+                      need[i], name ? name : "this configuration");
+  return FT_OK;
+}
+
+/* allowed: what k may already use; above 48 KiB the kernel must opt in, once, not per launch
+ * (a host call inside the timed loop would bias small kernels). NULL: no dynamic smem. */
+static ft_status launch(cudaKernel_t k, const unsigned grid[3], const unsigned block[3], const unsigned cluster[3],
+                        size_t smem, size_t *allowed, void **args, cudaStream_t stream, ft_err *err) {
+  if (smem > 48 * 1024 && (!allowed || smem > *allowed)) {
+    FT_CUDA_TRY(err, cudaFuncSetAttribute((const void *)k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    if (allowed) *allowed = smem;
+  }
+  const dim3 g = {grid[0], grid[1], grid[2]}, b = {block[0], block[1], block[2]};
+  if (cluster && cluster[0] * cluster[1] * cluster[2] > 1) {
+    cudaLaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = cluster[0], attr.val.clusterDim.y = cluster[1], attr.val.clusterDim.z = cluster[2];
+    cudaLaunchConfig_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDim = g, cfg.blockDim = b, cfg.dynamicSmemBytes = smem, cfg.stream = stream;
+    cfg.attrs = &attr, cfg.numAttrs = 1;
+    FT_CUDA_TRY(err, cudaLaunchKernelExC(&cfg, (const void *)k, args));
+    return FT_OK;
+  }
+  FT_CUDA_TRY(err, cudaLaunchKernel((const void *)k, g, b, args, smem, stream));
+  return FT_OK;
+}
+
+ft_status ft_launchable_enqueue(ft_launchable *L, const float *x, const float *w, float *y, const ft_ep_args_dev *ep,
+                                cudaStream_t stream, ft_err *err) {
+  if (!L->fam) return ft__fail(err, FT_ERR_INTERNAL, "launch: nothing loaded");
+  if (L->fam->after_cublas) FT_TRY(ft_cublas_sgemm(L->g, x, w, y, L->m, L->n, L->k, stream, err));
+  const ft_launch_io io = {x, w, y, L->ws, L->m, L->n, L->k, ep};
+  ft_arg_store st;
+  st.used = 0, st.n = 0;
+  FT_TRY(L->fam->kernel_args(&L->v, &io, &st, err));
+  FT_TRY(launch(L->loaded.main, L->geom.grid, L->geom.block, L->geom.cluster, L->geom.smem, &L->loaded.smem_allowed,
+                st.ptrs, stream, err));
+  if (!L->geom.has_reduce) return FT_OK;
+  if (!L->loaded.reduce || !L->fam->reduce_args)
+    return ft__fail(err, FT_ERR_INTERNAL, "split-K or stream-K variant without its second kernel");
+  st.used = 0, st.n = 0;
+  FT_TRY(L->fam->reduce_args(&L->v, &io, &st, err));
+  return launch(L->loaded.reduce, L->geom.rgrid, L->geom.rblock, NULL, 0, NULL, st.ptrs, stream, err);
+}
+
+ft_status ft_cublas_sgemm(ft_gpu *g, const float *X, const float *W, float *Y, int m, int n, int k,
+                          cudaStream_t stream, ft_err *err) {
+  void *hv;
+  FT_TRY(ft_gpu_cublas(g, &hv, err));
+  cublasHandle_t h = hv;
+  const float one = 1.0f, zero = 0.0f;
+  FT_CUBLAS_TRY(err, cublasSetStream(h, stream));
+  /* Column-major view: y^T [n x m] = (W as [k x n])^T * (x as [k x m]). */
+  FT_CUBLAS_TRY(err, cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, W, k, X, k, &zero, Y, n));
+  return FT_OK;
+}
+
+ft_status ft_eager_step_launch(const ft_loaded *l, const float *in0, const float *in1, const float *in2, float *out,
+                               int m, int n, const ft_ep_args_dev *ep, cudaStream_t stream, ft_err *err) {
+  ft_ep_args_dev epv = *ep;
+  ft_launch_geom g;
+  ft_eager_step_geometry(m, n, &g);
+  void *args[] = {(void *)&in0, (void *)&in1, (void *)&in2, &out, &m, &n, &epv};
+  return launch(l->main, g.grid, g.block, NULL, 0, NULL, args, stream, err);
+}

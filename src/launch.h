@@ -1,0 +1,45 @@
+/* The one launch path: a variant loaded on the device with its workspace, checked against the
+ * pointers it is given and enqueued. The C API's plans, the worker's candidates and `bench`
+ * all launch through it, so "cuBLAS then the epilogue pass, or the fused kernel" is written
+ * once. The eager-style baseline's step kernels and cuBLAS SGEMM are launched here too. */
+#ifndef FT_LAUNCH_H
+#define FT_LAUNCH_H
+
+#include "device.h"
+#include "family.h"
+
+typedef struct ft_launchable {
+  ft_variant v;
+  const ft_family *fam;
+  ft_launch_geom geom;
+  ft_loaded loaded;
+  void *ws; /* geom.workspace_bytes of device memory, owned */
+  ft_gpu *g; /* for the cuBLAS GEMM a family that runs after cuBLAS needs (not owned) */
+  int m, n, k;
+} ft_launchable;
+
+/* Loads cubin (compiled from src, the variant's kernel text) on the current device for
+ * (m, n, k) and allocates its workspace. v must be applicable to the shape. On failure *L is
+ * left zeroed (ft_launchable_free is still safe). */
+ft_status ft_launchable_init(ft_launchable *L, ft_gpu *g, const ft_variant *v, int m, int n, int k,
+                             const void *cubin, size_t size, const char *kernel, const char *reduce, ft_err *err);
+void ft_launchable_free(ft_launchable *L); /* safe on a zeroed struct */
+
+/* FT_ERR_INVALID_ARG naming the pointer when x, w or y lacks the alignment v needs. */
+ft_status ft_launchable_check(const ft_launchable *L, const void *x, const void *w, const void *y, const char *name,
+                              ft_err *err);
+
+/* Enqueues y = E(x W^T) on stream: the fused kernel (and its second kernel), or cuBLAS SGEMM
+ * then the epilogue pass. Checks launch errors but does not synchronize. */
+ft_status ft_launchable_enqueue(ft_launchable *L, const float *x, const float *w, float *y, const ft_ep_args_dev *ep,
+                                cudaStream_t stream, ft_err *err);
+
+/* y = x W^T with cuBLAS SGEMM (pedantic fp32, no TF32) on stream. */
+ft_status ft_cublas_sgemm(ft_gpu *g, const float *X, const float *W, float *Y, int m, int n, int k,
+                          cudaStream_t stream, ft_err *err);
+
+/* Enqueues one eager step kernel: OUT = f(IN0, IN1, IN2). */
+ft_status ft_eager_step_launch(const ft_loaded *l, const float *in0, const float *in1, const float *in2, float *out,
+                               int m, int n, const ft_ep_args_dev *ep, cudaStream_t stream, ft_err *err);
+
+#endif
