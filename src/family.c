@@ -33,6 +33,12 @@ const ft_family *ft_family_find(ft_variant_kind kind, int layout) {
   return NULL;
 }
 
+const ft_family *ft_family_named(const char *name) {
+  for (const ft_family *const *f = k_families; name && *f; f++)
+    if (strcmp((*f)->name, name) == 0) return *f;
+  return NULL;
+}
+
 const ft_family *ft_family_of(const ft_variant *v) { return v ? ft_family_find(v->kind, v->layout) : NULL; }
 
 void ft_family_missing(ft_variant_kind kind, int layout, char *why, size_t whylen) {

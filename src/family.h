@@ -87,6 +87,7 @@ typedef struct ft_family {
 /* The family of v (by kind and layout), or NULL when no family has that combination. */
 const ft_family *ft_family_of(const ft_variant *v);
 const ft_family *ft_family_find(ft_variant_kind kind, int layout);
+const ft_family *ft_family_named(const char *name); /* NULL when no family has the name */
 /* Why no family has (kind, layout): a retired family's message ("was removed: ...") or
  * "unknown"; writes into why. */
 void ft_family_missing(ft_variant_kind kind, int layout, char *why, size_t whylen);

@@ -8,6 +8,7 @@
 
 #include "codegen.h"
 #include "compile.h"
+#include "family.h"
 #include "launch.h"
 #include "ft_test.h"
 #include "verify.h"
@@ -62,7 +63,7 @@ static void batch_free(batch *b) {
   memset(b, 0, sizeof *b);
 }
 
-/* Warp-tiled (layout 3) variants the enumeration leaves out of small shapes (tiles of 64 and
+/* Warp-tiled (fp32_warp) variants the enumeration leaves out of small shapes (tiles of 64 and
  * more are "implausible" there) but that ft_lookup's nearest match may still launch on them:
  * each is added where it applies, so every kernel family meets every tail. The stream-K ones
  * split the units unevenly on purpose: 3, 7 and 5 blocks leave tiles shared by two or three
@@ -79,7 +80,7 @@ static int extra_warp_variants(const shape *sh, const ft_device_limits *lim, ft_
   int n = 0;
   for (size_t i = 0; i < sizeof cfg / sizeof cfg[0] && n < MAX_EXTRA; i++) {
     ft_variant v = {0};
-    v.kind = FT_VK_GEMM, v.layout = 3, v.stages = cfg[i][6], v.swizzle = 1;
+    v.kind = FT_VK_GEMM, v.layout = ft_family_named("fp32_warp")->layout, v.stages = cfg[i][6], v.swizzle = 1;
     v.bm = cfg[i][0], v.bn = cfg[i][1], v.bk = cfg[i][2], v.tm = cfg[i][3], v.tn = cfg[i][4];
     v.split_k = cfg[i][5], v.streamk = cfg[i][7];
     v.vec = sh->k % 4 == 0 ? 4 : sh->k % 2 == 0 ? 2 : 1;
@@ -95,13 +96,13 @@ static ft_status build_batch(ft_gpu *g, const shape *sh, const ft_epilogue *ep, 
   int ng = 0, np = 0;
   FT_TRY(ft_space_enumerate(FT_VK_GEMM, sh->m, sh->n, sh->k, lim, &gv, &ng, e));
   ft_status s = ft_space_enumerate(FT_VK_EPILOGUE, sh->m, sh->n, sh->k, lim, &pv, &np, e);
-  /* FT_TEST_LAYOUT=L: only the GEMM variants of layout L, no epilogue passes (a quick check of
-   * one kernel family). */
-  const char *only = getenv("FT_TEST_LAYOUT");
-  if (s == FT_OK && only && (only[0] >= '0' && only[0] <= '3')) {
+  /* FT_TEST_FAMILY=NAME (e.g. fp32_warp): only the GEMM variants of that kernel family, no
+   * epilogue passes (a quick check of one family). */
+  const char *only = getenv("FT_TEST_FAMILY");
+  if (s == FT_OK && only && only[0]) {
     int kept = 0;
     for (int i = 0; i < ng; i++)
-      if (gv[i].layout == only[0] - '0') gv[kept++] = gv[i];
+      if (!strcmp(ft_family_of(&gv[i])->name, only)) gv[kept++] = gv[i];
     ng = kept;
     np = 0;
   }

@@ -1,5 +1,6 @@
 /* The variant space: enumeration bounds, applicability, names, strict JSON, geometry, shapes. */
 #include "ft_test.h"
+#include "family.h"
 #include "space.h"
 
 typedef struct shape {
@@ -62,6 +63,60 @@ static void check_roundtrip(const ft_variant *v) {
   ASSERT_EQ_STR(name, name2);
 }
 
+/* Position of f in the family table (-1: not in it). */
+static int family_index(const ft_family *f) {
+  const ft_family *const *t = ft_families();
+  for (int i = 0; t[i]; i++)
+    if (t[i] == f) return i;
+  return -1;
+}
+
+static int family_named(const char *name) {
+  const ft_family *const *t = ft_families();
+  for (int i = 0; t[i]; i++)
+    if (!strcmp(t[i]->name, name)) return i;
+  FT_FAIL_AT_("no family named %s", name);
+  return -1;
+}
+
+/* The family table: every operation present, names and (kind, layout) unique, and every
+ * variant a family enumerates belongs to it (ft_family_of finds the same entry). */
+static void test_families(const ft_device_limits *lim) {
+  const ft_family *const *t = ft_families();
+  int n = 0;
+  for (; t[n]; n++) {
+    const ft_family *f = t[n];
+    ASSERT_TRUE(f->name && f->suffix && f->arch_suffix && f->sources && f->sources[0] && f->kernel);
+    ASSERT_TRUE(f->keys && f->opt_keys && f->variant_name && f->valid && f->applicable && f->enumerate &&
+                f->geometry && f->defines && f->reduce_kernel && f->alignment && f->kernel_args);
+    ASSERT_TRUE(f->revision >= 1);
+    ASSERT_TRUE(ft_family_find(f->kind, f->layout) == f);
+    for (int j = 0; j < n; j++) {
+      ASSERT_TRUE(strcmp(t[j]->name, f->name) != 0);
+      ASSERT_TRUE(t[j]->kind != f->kind || t[j]->layout != f->layout);
+    }
+  }
+  ASSERT_TRUE(n >= 3);
+  for (int kind = FT_VK_GEMM; kind <= FT_VK_EPILOGUE; kind++) {
+    ft_variant *vs = NULL;
+    int nv = 0;
+    ft_err e;
+    ASSERT_OK(ft_space_enumerate((ft_variant_kind)kind, 1024, 8192, 8192, lim, &vs, &nv, &e));
+    for (int j = 0; j < nv; j++) {
+      const ft_family *f = ft_family_of(&vs[j]);
+      ASSERT_TRUE(f != NULL && f->kind == (ft_variant_kind)kind);
+      if (f && f->reduce_kernel(&vs[j])) ASSERT_TRUE(f->reduce_args != NULL);
+    }
+    free(vs);
+  }
+  /* A layout no family has, and a retired one, say so. */
+  char why[160] = "";
+  ft_family_missing(FT_VK_GEMM, 1, why, sizeof why);
+  ASSERT_CONTAINS(why, "removed");
+  ft_family_missing(FT_VK_GEMM, 7, why, sizeof why);
+  ASSERT_CONTAINS(why, "layout 7");
+}
+
 static void test_enumerate(const ft_device_limits *lim) {
   for (size_t i = 0; i < sizeof k_shapes / sizeof k_shapes[0]; i++) {
     const shape *s = &k_shapes[i];
@@ -79,7 +134,7 @@ static void test_enumerate(const ft_device_limits *lim) {
           FT_FAIL_AT_("%s variant %d not applicable: %s", s->name, j, why);
         if (kind == FT_VK_GEMM && vs[j].vec > 1 && s->k % vs[j].vec) vec_ok = 0;
         if (kind == FT_VK_GEMM) stages_seen |= 1 << vs[j].stages;
-        if (kind == FT_VK_GEMM) layouts_seen |= 1 << vs[j].layout;
+        if (kind == FT_VK_GEMM) layouts_seen |= 1 << family_index(ft_family_of(&vs[j]));
         if (vs[j].split_k > 1) split_seen = 1;
         if (vs[j].streamk > 0) streamk_seen = 1;
         check_roundtrip(&vs[j]);
@@ -93,7 +148,8 @@ static void test_enumerate(const ft_device_limits *lim) {
        * variants are measured there; the tiny shape has too little work per block for them. */
       if (kind == FT_VK_GEMM && s->k >= 8192) ASSERT_TRUE(streamk_seen);
       if (kind == FT_VK_GEMM && s->k == 1) ASSERT_TRUE(!streamk_seen);
-      if (kind == FT_VK_GEMM && s->k >= 999) ASSERT_EQ_INT(layouts_seen, 9); /* layouts 0 and 3 */
+      if (kind == FT_VK_GEMM && s->k >= 999) /* both FFMA families */
+        ASSERT_EQ_INT(layouts_seen, (1 << family_named("fp32_rows")) | (1 << family_named("fp32_warp")));
       if (kind == FT_VK_GEMM && i == 0) {
         char name[128];
         ft_variant_name(&vs[0], name, sizeof name);
@@ -334,6 +390,7 @@ int main(void) {
   test_hostile_json();
   test_applicability(&lim);
   test_shapes();
+  test_families(&lim);
   test_enumerate(&lim);
   return FT_TEST_DONE();
 }
