@@ -9,6 +9,8 @@
 #include "compile.h"
 #include "fusedtune_tool.h"
 
+_Static_assert(FT_EPILOGUE_MAX_PARAMS == FT_EP_MAX_PARAMS, "the public parameter table must hold every parameter");
+
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
