@@ -1,8 +1,11 @@
 /*
  * fusedtune — autotuned fused GEMM + elementwise-epilogue CUDA kernels, remembered in SQLite.
  *
- * This is the only public header. It is the manual: every function documents its parameters,
- * the statuses it can return, who owns what it returns, and its thread-safety.
+ * This is the public header for programs that use tuned kernels. It is the manual: every function
+ * documents its parameters, the statuses it can return, who owns what it returns, and its
+ * thread-safety. fusedtune_tool.h adds what tools built on the library need (the fusedtune CLI
+ * uses nothing else): export/import, iteration over stored results, device and variant listing,
+ * epilogue inspection, benchmarking, a tune with a full report, the worker entry point.
  *
  * Problem solved: y[m, n] = E(sum_k x[m, k] * W[n, k]) with x [M, K] and W [N, K] row-major
  * (the nn.Linear layout), bias-like vectors [N] or [M], and E an elementwise expression
@@ -127,6 +130,15 @@ FT_API void ft_close(ft_ctx *ctx);
  * CUDA error name). Valid until the next call on ctx; owned by ctx. Never NULL. */
 FT_API const char *ft_errmsg(const ft_ctx *ctx);
 
+/* Checks p without touching a device or a database: p not NULL, 1 <= m, n, k <= 2^30, an
+ * epilogue that parses, a math mode that exists. Every ft_ function taking a problem makes this
+ * same check first. On failure, when msg is not NULL, writes a one-line reason naming what is
+ * wrong ("shape 0x8x8: m, n and k must be positive") into msg (truncated to msg_size bytes,
+ * always NUL-terminated when msg_size > 0).
+ * Returns FT_OK, FT_ERR_INVALID_ARG (p or its epilogue NULL, shape out of range), FT_ERR_PARSE,
+ * FT_ERR_UNSUPPORTED (math mode), FT_ERR_NOMEM. Thread-safe. */
+FT_API ft_status ft_check_problem(const ft_problem *p, char *msg, size_t msg_size);
+
 /* Looks up the best configuration for p on the current CUDA device.
  * Exact key (device, shape, epilogue, math) with a current kernel source -> FT_OK, out->exact=1.
  * With FT_LOOKUP_NEAREST and no exact hit: the best configuration tuned on this device for the
@@ -181,7 +193,24 @@ FT_API ft_status ft_plan_launch(ft_plan *plan, const ft_args *args, cudaStream_t
 /* Frees the plan and its device resources. NULL is a no-op. */
 FT_API void ft_plan_destroy(ft_plan *plan);
 
-/* Options of ft_tune. Start from FT_TUNE_OPTIONS_INIT; struct_size rejects uninitialized use. */
+/* One update of a running tune, given to ft_tune_options.progress. Plain data, valid only
+ * during the call. */
+typedef struct ft_tune_progress {
+  const char *phase;   /* "preparing", "compiling", "compiled" (a step: message set, total 0),
+                        * or "tuning", "screening", "timing" (a loop over candidates) */
+  const char *message; /* a line for people ("compiling 120 candidate(s)..."); "" in loops */
+  int done, total;     /* candidates finished and to run in this phase; 0, 0 for a step */
+  double best_ms;      /* fastest correct candidate so far in ms; < 0 when none yet */
+  double elapsed_s;    /* since the tune started */
+  double eta_s;        /* estimated seconds left in this phase; < 0 when unknown */
+} ft_tune_progress;
+
+/* Called by ft_tune on the tuning thread; must not call back into the same ft_ctx. */
+typedef void (*ft_tune_progress_fn)(void *user, const ft_tune_progress *update);
+
+/* Options of ft_tune. Start from FT_TUNE_OPTIONS_INIT; struct_size rejects uninitialized use.
+ * The fields from progress on came with 0.2: a struct_size of FT_TUNE_OPTIONS_V1_SIZE (a
+ * program built against 0.1) is accepted and they read as NULL / 0. */
 typedef struct ft_tune_options {
   size_t struct_size;   /* sizeof(ft_tune_options) */
   const char *strategy; /* "exhaustive" (default), "random", "halving" */
@@ -189,19 +218,28 @@ typedef struct ft_tune_options {
   int repeats;          /* timed repeats per candidate, >= 20 (default 30) */
   int retune;           /* 1: measure again even when results exist */
   int flush_l2;         /* 1: flush L2 between timed repeats */
-  int quiet;            /* 1: no progress output */
+  int quiet;            /* 1: progress is never called */
   uint64_t seed;        /* input seed; 0 = default */
+  ft_tune_progress_fn progress; /* NULL: no progress reports (the library never prints) */
+  void *progress_user;          /* passed to progress */
+  volatile int *stop;   /* NULL, or set nonzero (a SIGINT handler) to end the tune after the
+                         * candidate in flight: FT_ERR_INTERRUPTED, what was measured stays stored */
+  const char *worker_exe; /* executable serving `EXE __worker FD` (see ft_worker_serve in
+                           * fusedtune_tool.h); NULL: $FUSEDTUNE_WORKER, else the installed CLI */
+  int max_candidates;   /* measure at most this many candidates; 0 = all */
 } ft_tune_options;
 
-#define FT_TUNE_OPTIONS_INIT {sizeof(ft_tune_options), "exhaustive", 0.0, 30, 0, 0, 1, 0}
+#define FT_TUNE_OPTIONS_V1_SIZE (offsetof(ft_tune_options, seed) + sizeof(uint64_t))
+#define FT_TUNE_OPTIONS_INIT \
+  {sizeof(ft_tune_options), "exhaustive", 0.0, 30, 0, 0, 1, 0, NULL, NULL, NULL, NULL, 0}
 
 /* Tunes p on the current device, storing every measured candidate, and writes the best
  * launchable configuration to *best. Needs a writable database and a GPU.
- * Candidates run in a worker process (the fusedtune executable named by $FUSEDTUNE_WORKER, else
- * the installed one), so a faulting or hanging kernel costs one result and a restart; without a
- * worker executable they run in this process and a fault ends the tune with FT_ERR_CUDA (what
- * was measured stays stored). Blocks for up to the budget; not to be called concurrently on one
- * ctx.
+ * Candidates run in a worker process (opt->worker_exe, else the fusedtune executable named by
+ * $FUSEDTUNE_WORKER, else the installed one), so a faulting or hanging kernel costs one result
+ * and a restart; without a worker executable they run in this process and a fault ends the tune
+ * with FT_ERR_CUDA (what was measured stays stored). Progress goes to opt->progress, never to a
+ * stream. Blocks for up to the budget; not to be called concurrently on one ctx.
  * Returns FT_OK, FT_ERR_INVALID_ARG, FT_ERR_PARSE, FT_ERR_UNSUPPORTED, FT_ERR_NO_DEVICE,
  * FT_ERR_CUDA, FT_ERR_CUBLAS, FT_ERR_COMPILE, FT_ERR_DB, FT_ERR_NOT_FOUND (no candidate was
  * correct), FT_ERR_INTERRUPTED. */

@@ -1,6 +1,7 @@
 /* The public C API: open a database, look up the best configuration for a problem on this GPU,
  * turn it into a launchable plan (cubin from the cache), launch it, or tune. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,14 +81,7 @@ const char *ft_errmsg(const ft_ctx *ctx) {
 
 /* Checks what can be checked without a device or database and parses the epilogue (cached). */
 static ft_status check_problem(ft_ctx *ctx, const ft_problem *p, const ft_epilogue **ep) {
-  if (!p) return fail(ctx, FT_ERR_INVALID_ARG, "problem is NULL");
-  if (p->m <= 0 || p->n <= 0 || p->k <= 0)
-    return ft__fail(&ctx->err, FT_ERR_INVALID_ARG, "shape %lldx%lldx%lld: m, n and k must be positive",
-                    (long long)p->m, (long long)p->n, (long long)p->k);
-  FT_TRY(ft_check_shape(p->m, p->n, p->k, &ctx->err));
-  if (!p->epilogue) return fail(ctx, FT_ERR_INVALID_ARG, "problem epilogue is NULL (use \"none\" for no epilogue)");
-  if (p->math != FT_MATH_FP32)
-    return ft__fail(&ctx->err, FT_ERR_UNSUPPORTED, "math mode %d: only FT_MATH_FP32 exists", (int)p->math);
+  FT_TRY(ft__check_problem(p, &ctx->err));
   if (!ctx->last_ep || strcmp(ctx->last_ep_text, p->epilogue) != 0) {
     ft_epilogue *e = NULL;
     FT_TRY(ft_ep_parse(p->epilogue, &e, &ctx->err));
@@ -106,7 +100,7 @@ static ft_status check_problem(ft_ctx *ctx, const ft_problem *p, const ft_epilog
 }
 
 /* The caller's current CUDA device ("this GPU" in the header). */
-static int current_device(void) {
+int ft__current_device(void) {
   int d = 0;
   if (cudaGetDevice(&d) != cudaSuccess) {
     cudaGetLastError();
@@ -117,7 +111,22 @@ static int current_device(void) {
 
 static ft_status need_gpu(ft_ctx *ctx) {
   if (ctx->gpu) return FT_OK;
-  return ft_gpu_open(current_device(), &ctx->gpu, &ctx->err);
+  return ft_gpu_open(ft__current_device(), &ctx->gpu, &ctx->err);
+}
+
+ft_err *ft__ctx_err(ft_ctx *ctx) { return &ctx->err; }
+ft_db *ft__ctx_db(ft_ctx *ctx) { return ctx->db; }
+unsigned ft__ctx_flags(const ft_ctx *ctx) { return ctx->flags; }
+
+ft_status ft__ctx_gpu(ft_ctx *ctx, ft_gpu **out) {
+  *out = NULL;
+  FT_TRY(need_gpu(ctx));
+  *out = ctx->gpu;
+  return FT_OK;
+}
+
+ft_status ft__ctx_problem(ft_ctx *ctx, const ft_problem *p, const ft_epilogue **ep) {
+  return check_problem(ctx, p, ep);
 }
 
 void ft__ctx_set_device(ft_ctx *ctx, const ft_device_info *dev, const ft_device_limits *lim) {
@@ -180,7 +189,7 @@ static int memo_is_current(void *user, const ft_best *b) {
   return current_hash(c->ctx, c->ep, b->config_json, h) == FT_OK && strcmp(h, b->source_hash) == 0;
 }
 
-static void fill_config(ft_config *out, const ft_best *b, int exact) {
+void ft__fill_config(ft_config *out, const ft_best *b, int exact) {
   memset(out, 0, sizeof *out);
   snprintf(out->strategy, sizeof out->strategy, "%s", b->strategy);
   snprintf(out->name, sizeof out->name, "%s", b->variant);
@@ -196,6 +205,7 @@ static void fill_config(ft_config *out, const ft_best *b, int exact) {
 
 typedef struct nearest {
   ft_ctx *ctx;
+  const ft_device_limits *lim; /* the device's, for applicability */
   const ft_problem *p;
   const ft_epilogue *ep;
   double best_dist;
@@ -217,7 +227,7 @@ static int take_usable(void *user, const ft_best *b) {
   char why[128];
   source_check chk = {u->nr->ctx, u->nr->ep};
   if (ft_variant_from_json(b->config_json, &v, NULL) != FT_OK) return 0;
-  if (!ft_variant_applicable(&v, u->nr->p->m, u->nr->p->n, u->nr->p->k, &u->nr->ctx->lim, why, sizeof why)) return 0;
+  if (!ft_variant_applicable(&v, u->nr->p->m, u->nr->p->n, u->nr->p->k, u->nr->lim, why, sizeof why)) return 0;
   if (!memo_is_current(&chk, b)) return 0;
   u->row = *b;
   u->found = 1;
@@ -242,37 +252,76 @@ static int consider_nearest(void *user, const ft_best *best) {
   return 0;
 }
 
-ft_status ft_lookup(ft_ctx *ctx, const ft_problem *p, unsigned flags, ft_config *out) {
-  if (!ctx) return FT_ERR_INVALID_ARG;
-  if (!out) return fail(ctx, FT_ERR_INVALID_ARG, "ft_lookup: out is NULL");
+/* The device row and limits a lookup runs against: the current device, or the one stored under
+ * name (limits then from its architecture). */
+typedef struct lookup_dev {
+  int64_t id;
+  ft_device_limits lim;
+  char name[256];
+} lookup_dev;
+
+static ft_status find_lookup_dev(ft_ctx *ctx, const char *name, lookup_dev *d) {
+  memset(d, 0, sizeof *d);
+  if (!name) {
+    FT_TRY(need_device_row(ctx));
+    d->id = ctx->device_id;
+    d->lim = ctx->lim;
+    snprintf(d->name, sizeof d->name, "%s", ctx->dev.name);
+    return FT_OK;
+  }
+  ft_device_info found;
+  ft_status s = ft_db_find_device(ctx->db, NULL, name, &found, &d->id, &ctx->err);
+  if (s != FT_OK) return s;
+  char arch[16];
+  snprintf(arch, sizeof arch, "sm_%d%d", found.cc_major, found.cc_minor);
+  if (ft_limits_for_arch(arch, &d->lim, NULL) != FT_OK) ft_limits_for_arch("sm_90", &d->lim, NULL);
+  snprintf(d->name, sizeof d->name, "%s", found.name);
+  return FT_OK;
+}
+
+ft_status ft__lookup_best(ft_ctx *ctx, const char *device_name, const ft_problem *p, unsigned flags, ft_best *out,
+                          int *exact) {
   if (flags & ~FT_LOOKUP_NEAREST) return ft__fail(&ctx->err, FT_ERR_INVALID_ARG, "ft_lookup: unknown flags 0x%x", flags);
   const ft_epilogue *ep = NULL;
   FT_TRY(check_problem(ctx, p, &ep));
-  FT_TRY(need_device_row(ctx));
   ft_problem_key key;
   ft_problem_key_set(&key, p->m, p->n, p->k, ft_ep_canonical(ep), ft_ep_hash(ep));
-  ft_best b;
+  lookup_dev d;
+  ft_status s = find_lookup_dev(ctx, device_name, &d);
   int stale = 0;
   source_check chk = {ctx, ep};
-  ft_status s = ft_best_current(ctx->db, ctx->device_id, &key, ep, memo_is_current, &chk, &b, &stale, &ctx->err);
+  if (s == FT_OK) s = ft_best_current(ctx->db, d.id, &key, ep, memo_is_current, &chk, out, &stale, &ctx->err);
   if (s != FT_OK && s != FT_ERR_NOT_FOUND) return s;
   if (s == FT_OK) {
-    fill_config(out, &b, 1);
+    *exact = 1;
     return FT_OK;
   }
-  if (flags & FT_LOOKUP_NEAREST) {
-    nearest nr = {ctx, p, ep, 0, {0}, 0};
-    FT_TRY(ft_db_each_best_for_epilogue(ctx->db, ctx->device_id, key.epilogue_hash, key.math, consider_nearest,
-                                        &nr, &ctx->err));
+  if (d.id && (flags & FT_LOOKUP_NEAREST)) {
+    nearest nr = {ctx, &d.lim, p, ep, 0, {0}, 0};
+    FT_TRY(ft_db_each_best_for_epilogue(ctx->db, d.id, key.epilogue_hash, key.math, consider_nearest, &nr,
+                                        &ctx->err));
     if (nr.found) {
-      fill_config(out, &nr.best, 0);
+      *out = nr.best;
+      *exact = 0;
       return FT_OK;
     }
   }
-  return ft__fail(&ctx->err, FT_ERR_NOT_FOUND, "%s for %lldx%lldx%lld, epilogue '%s' on %s%s",
+  if (!d.id && device_name) snprintf(d.name, sizeof d.name, "%s", device_name);
+  if (!d.id && !device_name) return FT_ERR_NOT_FOUND; /* need_device_row said why */
+  return ft__fail(&ctx->err, FT_ERR_NOT_FOUND, "%s for %lldx%lldx%lld, epilogue '%s', fp32 on %s%s",
                   stale ? "only a stale result (measured with an older kernel source; tune again)" : "nothing tuned",
-                  (long long)p->m, (long long)p->n, (long long)p->k, key.epilogue, ctx->dev.name,
+                  (long long)p->m, (long long)p->n, (long long)p->k, key.epilogue, d.name,
                   flags & FT_LOOKUP_NEAREST ? " (nor a nearby applicable shape)" : "");
+}
+
+ft_status ft_lookup(ft_ctx *ctx, const ft_problem *p, unsigned flags, ft_config *out) {
+  if (!ctx) return FT_ERR_INVALID_ARG;
+  if (!out) return fail(ctx, FT_ERR_INVALID_ARG, "ft_lookup: out is NULL");
+  ft_best b;
+  int exact = 0;
+  FT_TRY(ft__lookup_best(ctx, NULL, p, flags, &b, &exact));
+  ft__fill_config(out, &b, exact);
+  return FT_OK;
 }
 
 static ft_status load_cubin(ft_ctx *ctx, const ft_kernel_src *src, void **cubin, size_t *size) {
@@ -388,11 +437,13 @@ ft_status ft_plan_launch(ft_plan *plan, const ft_args *args, cudaStream_t stream
   return ft_launchable_enqueue(&plan->run, args->x, args->w, args->y, &dev, stream, err);
 }
 
-ft_status ft_tune(ft_ctx *ctx, const ft_problem *p, const ft_tune_options *opt, ft_config *best) {
-  if (!ctx) return FT_ERR_INVALID_ARG;
-  if (!opt || opt->struct_size != sizeof(ft_tune_options))
+/* The fields of ft_tune_options after seed exist only when struct_size covers them. */
+#define FT_OPT_HAS(opt, field) ((opt)->struct_size >= offsetof(ft_tune_options, field) + sizeof((opt)->field))
+
+ft_status ft__tune_summary(ft_ctx *ctx, const ft_problem *p, const ft_tune_options *opt, ft_tune_summary *sum) {
+  memset(sum, 0, sizeof *sum);
+  if (!opt || opt->struct_size < FT_TUNE_OPTIONS_V1_SIZE || opt->struct_size > sizeof(ft_tune_options))
     return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune: options must start from FT_TUNE_OPTIONS_INIT");
-  if (!best) return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune: best is NULL");
   const ft_epilogue *ep = NULL;
   FT_TRY(check_problem(ctx, p, &ep));
   const char *search = opt->strategy ? opt->strategy : "exhaustive";
@@ -401,16 +452,31 @@ ft_status ft_tune(ft_ctx *ctx, const ft_problem *p, const ft_tune_options *opt, 
   if (opt->repeats != 0 && opt->repeats < 20)
     return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune: repeats must be >= 20");
   if (opt->budget_s < 0 || !isfinite(opt->budget_s)) return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune: budget_s must be >= 0");
+  int max_cand = FT_OPT_HAS(opt, max_candidates) ? opt->max_candidates : 0;
+  if (max_cand < 0) return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune: max_candidates must be >= 0");
   if (ctx->flags & FT_OPEN_READONLY) return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune: the database was opened read-only");
+  const char *worker = FT_OPT_HAS(opt, worker_exe) && opt->worker_exe ? opt->worker_exe : ft_default_worker();
   ft_tune_req req = {p->m, p->n, p->k, p->epilogue, p->math, search,
                      opt->budget_s > 0 ? opt->budget_s : FT_TUNE_DEFAULT_BUDGET_S,
                      opt->repeats ? opt->repeats : FT_TUNE_DEFAULT_REPEATS, opt->retune, opt->flush_l2,
-                     opt->quiet ? 0 : 1, opt->seed, 0, NULL, ft_default_worker(), 0, current_device()};
-  ft_tune_summary sum;
-  ft_status s = ft_tune_run(ctx->db, &req, &sum, &ctx->err);
-  if (s == FT_OK && !sum.has_best) s = fail(ctx, FT_ERR_NOT_FOUND, "no candidate was correct; nothing to choose");
-  if (s == FT_OK) fill_config(best, &sum.best, 1);
-  ft_tune_summary_free(&sum);
+                     NULL, NULL, opt->seed, max_cand, FT_OPT_HAS(opt, stop) ? opt->stop : NULL, worker, 0,
+                     ft__current_device()};
+  if (!opt->quiet && FT_OPT_HAS(opt, progress_user)) {
+    req.progress = opt->progress;
+    req.progress_user = opt->progress_user;
+  }
+  ft_status s = ft_tune_run(ctx->db, &req, sum, &ctx->err);
   ctx->device_id = 0; /* the device row may be new */
+  return s;
+}
+
+ft_status ft_tune(ft_ctx *ctx, const ft_problem *p, const ft_tune_options *opt, ft_config *best) {
+  if (!ctx) return FT_ERR_INVALID_ARG;
+  if (!best) return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune: best is NULL");
+  ft_tune_summary sum;
+  ft_status s = ft__tune_summary(ctx, p, opt, &sum);
+  if (s == FT_OK && !sum.has_best) s = fail(ctx, FT_ERR_NOT_FOUND, "no candidate was correct; nothing to choose");
+  if (s == FT_OK) ft__fill_config(best, &sum.best, 1);
+  ft_tune_summary_free(&sum);
   return s;
 }

@@ -1,10 +1,43 @@
-/* Internal hooks of the C API, for tests: pretend a device so lookups run without a GPU. */
+/* Internal hooks of the C API: what the files of the public API (api*.c) share about an ft_ctx,
+ * and, for tests, a pretended device so lookups run without a GPU. */
 #ifndef FT_API_INTERNAL_H
 #define FT_API_INTERNAL_H
 
 #include "db.h"
+#include "device.h"
+#include "epilogue.h"
 #include "space.h"
+#include "tuner.h"
 
 void ft__ctx_set_device(ft_ctx *ctx, const ft_device_info *dev, const ft_device_limits *lim);
+
+/* The context's error record, database and open flags (FT_OPEN_*). */
+ft_err *ft__ctx_err(ft_ctx *ctx);
+ft_db *ft__ctx_db(ft_ctx *ctx);
+unsigned ft__ctx_flags(const ft_ctx *ctx);
+/* The context's GPU (the current device), opened on first use. */
+ft_status ft__ctx_gpu(ft_ctx *ctx, ft_gpu **out);
+/* Checks p (ft__check_problem) and parses its epilogue; *ep is owned by ctx, valid until the
+ * next call on ctx. */
+ft_status ft__ctx_problem(ft_ctx *ctx, const ft_problem *p, const ft_epilogue **ep);
+
+/* The calling thread's current CUDA device (0 when none can be asked). */
+int ft__current_device(void);
+
+/* ft_check_problem without the epilogue parse: p, shape range, epilogue set, math mode. */
+ft_status ft__check_problem(const ft_problem *p, ft_err *err);
+
+/* ft_lookup on the current device (device_name NULL) or on the device stored under that name;
+ * *exact is 1 for p's own shape, 0 for the nearest (FT_LOOKUP_NEAREST). */
+ft_status ft__lookup_best(ft_ctx *ctx, const char *device_name, const ft_problem *p, unsigned flags,
+                          ft_best *out, int *exact);
+void ft__fill_config(ft_config *out, const ft_best *b, int exact);
+
+/* ft_tune's run: the whole summary (caller frees it with ft_tune_summary_free). */
+ft_status ft__tune_summary(ft_ctx *ctx, const ft_problem *p, const ft_tune_options *opt,
+                           ft_tune_summary *sum);
+
+/* Copies a message into a caller buffer (msg may be NULL, msg_size 0). */
+void ft__copy_msg(char *msg, size_t msg_size, const char *text);
 
 #endif

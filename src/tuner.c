@@ -3,7 +3,7 @@
 #include "tuner.h"
 
 #include <math.h>
-#include <stdio.h>
+#include <stdio.h> /* snprintf */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -50,28 +50,25 @@ static double now_s(void) {
 
 static int over_budget(const tuner *t) { return now_s() - t->t0 > t->req->budget_s; }
 
-static void progress(tuner *t, int done, int total, const char *what) {
+/* Reports one step ("preparing", "compiling", ...) with a line for people. */
+static void report_step(tuner *t, const char *phase, const char *message) {
+  if (!t->req->progress) return;
+  ft_tune_progress u = {phase, message, 0, 0, -1, now_s() - t->t0, -1};
+  t->req->progress(t->req->progress_user, &u);
+}
+
+/* Reports a loop's progress: done of total candidates, the fastest correct one so far. */
+static void progress(tuner *t, int done, int total, const char *phase) {
   if (!t->req->progress || total <= 0) return;
   double el = now_s() - t->t0;
-  double eta = done > 0 ? el / done * (total - done) : 0;
-  char best[64] = "-";
+  ft_tune_progress u = {phase, "", done, total, -1, el, done > 0 ? el / done * (total - done) : -1};
   for (int i = 0; i < t->sum->nentries; i++) {
     ft_tune_entry *e = &t->sum->entries[i];
-    if (strcmp(e->status, "ok") == 0 && (!strcmp(e->strategy, "fused") || !strcmp(e->strategy, "cublas+epilogue"))) {
-      double b = atof(best);
-      if (best[0] == '-' || e->median_ms < b) snprintf(best, sizeof best, "%.4f", e->median_ms);
-    }
+    if (strcmp(e->status, "ok") == 0 && (!strcmp(e->strategy, "fused") || !strcmp(e->strategy, "cublas+epilogue")) &&
+        (u.best_ms < 0 || e->median_ms < u.best_ms))
+      u.best_ms = e->median_ms;
   }
-  if (t->req->progress == 2) {
-    int w = 30, fill = total ? done * w / total : 0;
-    char bar[64];
-    for (int i = 0; i < w; i++) bar[i] = i < fill ? '#' : '.';
-    bar[w] = 0;
-    fprintf(stderr, "\r%s [%s] %d/%d best %s ms ETA %.0fs   ", what, bar, done, total, best, eta);
-    if (done == total) fputc('\n', stderr);
-  } else if (done == total || done % 25 == 0) {
-    fprintf(stderr, "%s: %d/%d done, best %s ms, %.0fs elapsed\n", what, done, total, best, el);
-  }
+  t->req->progress(t->req->progress_user, &u);
 }
 
 /* Stores one result and mirrors it into the summary. */
@@ -405,18 +402,21 @@ static ft_status tune_body(tuner *t, ft_err *err) {
   snprintf(rs.epilogue, sizeof rs.epilogue, "%s", t->req->epilogue);
   rs.seed = t->req->seed;
   rs.flush_l2 = t->req->flush_l2;
-  if (t->req->progress)
-    fprintf(stderr, "preparing inputs and the float64 reference%s...\n",
-            t->req->worker_exe ? " in a worker process" : " (no worker process: candidates run in this one)");
+  report_step(t, "preparing",
+              t->req->worker_exe ? "preparing inputs and the float64 reference in a worker process..."
+                                 : "preparing inputs and the float64 reference (no worker process: candidates run "
+                                   "in this one)...");
   FT_TRY(ft_runner_start(t->req->worker_exe, &rs, t->req->job_timeout_s, &t->runner, &t->dev, err));
   FT_TRY(setup(t, err));
   FT_TRY(run_baselines(t, err));
   FT_TRY(enumerate_all(t, err));
-  if (t->req->progress) fprintf(stderr, "compiling %d candidate(s)...\n", t->nc);
+  char line[128];
+  snprintf(line, sizeof line, "compiling %d candidate(s)...", t->nc);
+  report_step(t, "compiling", line);
   FT_TRY(compile_candidates(t, err));
-  if (t->req->progress)
-    fprintf(stderr, "compiled %d, %d from the cache, in %.1f s\n", t->sum->n_compiled, t->sum->n_cached,
-            t->sum->compile_s);
+  snprintf(line, sizeof line, "compiled %d, %d from the cache, in %.1f s", t->sum->n_compiled, t->sum->n_cached,
+           t->sum->compile_s);
+  report_step(t, "compiled", line);
   return search(t, err);
 }
 

@@ -16,7 +16,8 @@ typedef struct ft_tune_req {
   int repeats;          /* timed repeats per candidate (>= 20) */
   int retune;           /* measure again what was measured before */
   int flush_l2;
-  int progress;         /* 0 none, 1 plain lines, 2 terminal bar (stderr) */
+  ft_tune_progress_fn progress; /* NULL: no reports; the library itself never prints */
+  void *progress_user;
   uint64_t seed;
   int max_candidates;   /* 0 = no limit (tests use small limits) */
   volatile int *stop;   /* set nonzero (e.g. from a SIGINT handler) to end after the candidate in flight */

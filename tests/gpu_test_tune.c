@@ -8,7 +8,7 @@
 static ft_status tune(ft_db *db, ft_gpu *g, int64_t m, int64_t n, int64_t k, const char *epi, int retune,
                       ft_tune_summary *s, ft_err *e) {
   (void)g;
-  ft_tune_req req = {m, n, k, epi, FT_MATH_FP32, "exhaustive", 120, 20, retune, 0, 1, 7, 48, NULL, getenv("FT_CLI"), 8, 0};
+  ft_tune_req req = {m, n, k, epi, FT_MATH_FP32, "exhaustive", 120, 20, retune, 0, NULL, NULL, 7, 48, NULL, getenv("FT_CLI"), 8, 0};
   return ft_tune_run(db, &req, s, e);
 }
 

@@ -1,12 +1,17 @@
-/* Shared pieces of the fusedtune command line. */
+/* Shared pieces of the fusedtune command line: a client of the public API only. */
 #ifndef FT_CLI_H
 #define FT_CLI_H
 
 #include <stdio.h>
 
-#include "common.h"
-#include "db.h"
-#include "epilogue.h"
+#include "fusedtune.h"
+#include "fusedtune_tool.h"
+
+#if defined(__GNUC__)
+#define CLI_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define CLI_PRINTF(a, b)
+#endif
 
 /* Exit codes: 0 success, 1 failure, 2 usage error, 3 nothing tuned for the key (query). */
 enum { EXIT_USAGE = 2, EXIT_NOT_TUNED = 3 };
@@ -29,25 +34,29 @@ const char *opt_next(opt_iter *it, int *positional);
 /* The value of the option just returned (next argv, or after '='); NULL after a usage error. */
 const char *opt_value(opt_iter *it, const char *name);
 
-int usage_error(const char *cmd, const char *fmt, ...) FT_PRINTF(2, 3);
+int usage_error(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
 /* Prints text and returns 1 when argv holds -h or --help. */
 int wants_help(int argc, char **argv, const char *text);
-int fail_msg(const char *fmt, ...) FT_PRINTF(1, 2);
-int fail_err(const ft_err *e);
+int fail_msg(const char *fmt, ...) CLI_PRINTF(1, 2);
+/* Prints "fusedtune: msg" and returns the exit code for status s (2 for bad input, else 1). */
+int fail_status(ft_status s, const char *msg);
+/* fail_status with ft_errmsg(ctx), then closes ctx. */
+int fail_ctx(ft_status s, ft_ctx *ctx);
 
-/* "MxNxK" with each a positive integer within the kernels' limits. */
-int parse_shape(const char *s, int64_t *m, int64_t *n, int64_t *k, char *why, size_t whylen);
+/* Parses "MxNxK" text into p's shape; the range is checked by the library (ft_check_problem).
+ * Returns 0, or the exit code after printing the usage error. */
+int parse_shape(const char *cmd, const char *s, ft_problem *p);
 int parse_math(const char *s, ft_math *out);
 int parse_double(const char *s, double *out);
 int parse_int(const char *s, long lo, long hi, long *out);
 
-/* Parses --shape and --epilogue into a problem key and the parsed epilogue (*ep, caller frees).
+/* Parses --shape and --epilogue into p (p->epilogue = epi) and checks it with the library.
  * Returns 0, or the exit code after printing the error. */
-int cli_problem_key(const char *cmd, const char *shape, const char *epi, ft_problem_key *key,
-                    ft_epilogue **ep, ft_err *err);
+int cli_problem(const char *cmd, const char *shape, const char *epi, ft_problem *p);
 
-/* Opens the database for a command: read commands never create it. */
-ft_status cli_open_db(const cli *c, int write, ft_db **db, ft_err *err);
+/* Opens the database for a command: read commands never create it. Returns 0 or the exit code
+ * after printing the error. */
+int cli_open(const cli *c, int write, ft_ctx **ctx);
 const char *cli_db_path(const cli *c);
 
 int cmd_init(cli *c, int argc, char **argv);

@@ -1,12 +1,12 @@
 /* Argument scanning, parsing of shapes and numbers, error printing, database opening. */
 #include <errno.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
-#include "space.h"
 
 const char *opt_next(opt_iter *it, int *positional) {
   if (it->i >= it->argc) return NULL;
@@ -45,18 +45,25 @@ int fail_msg(const char *fmt, ...) {
   return 1;
 }
 
-int fail_err(const ft_err *e) {
-  fprintf(stderr, "fusedtune: %s\n", e->msg[0] ? e->msg : ft_status_string(e->status));
-  return e->status == FT_ERR_PARSE || e->status == FT_ERR_INVALID_ARG ? EXIT_USAGE : 1;
+int fail_status(ft_status s, const char *msg) {
+  fprintf(stderr, "fusedtune: %s\n", msg && msg[0] ? msg : ft_status_string(s));
+  return s == FT_ERR_PARSE || s == FT_ERR_INVALID_ARG ? EXIT_USAGE : 1;
 }
 
+int fail_ctx(ft_status s, ft_ctx *ctx) {
+  int rc = fail_status(s, ctx ? ft_errmsg(ctx) : NULL);
+  ft_close(ctx);
+  return rc;
+}
+
+/* One decimal dimension; 0 when there is none, -1 when it does not fit in 63 bits. */
 static int parse_dim(const char **p, int64_t *out) {
   const char *s = *p;
   if (*s < '0' || *s > '9') return 0;
   int64_t v = 0;
   while (*s >= '0' && *s <= '9') {
+    if (v > (INT64_MAX - 9) / 10) return -1;
     v = v * 10 + (*s - '0');
-    if (v > FT_MAX_DIM) return -1;
     s++;
   }
   *p = s;
@@ -64,39 +71,18 @@ static int parse_dim(const char **p, int64_t *out) {
   return 1;
 }
 
-int parse_shape(const char *s, int64_t *m, int64_t *n, int64_t *k, char *why, size_t whylen) {
-  int64_t *dims[3] = {m, n, k};
+int parse_shape(const char *cmd, const char *s, ft_problem *pr) {
+  int64_t *dims[3] = {&pr->m, &pr->n, &pr->k};
   const char *names[3] = {"M", "N", "K"};
   const char *p = s;
   for (int i = 0; i < 3; i++) {
     int r = parse_dim(&p, dims[i]);
-    if (r < 0) {
-      snprintf(why, whylen, "shape '%s': %s is larger than %lld", s, names[i], (long long)FT_MAX_DIM);
-      return 0;
-    }
-    if (r == 0) {
-      snprintf(why, whylen, "shape '%s' is not MxNxK with positive integers (e.g. 128x16384x16384)", s);
-      return 0;
-    }
-    if (*dims[i] == 0) {
-      snprintf(why, whylen, "shape '%s': %s must be at least 1", s, names[i]);
-      return 0;
-    }
-    if (i < 2 && *p++ != 'x') {
-      snprintf(why, whylen, "shape '%s' is not MxNxK with positive integers (e.g. 128x16384x16384)", s);
-      return 0;
-    }
+    if (r < 0) return usage_error(cmd, "shape '%s': %s is too large", s, names[i]);
+    if (r == 0 || (i < 2 && *p++ != 'x'))
+      return usage_error(cmd, "shape '%s' is not MxNxK with positive integers (e.g. 128x16384x16384)", s);
   }
-  if (*p) {
-    snprintf(why, whylen, "shape '%s' has trailing text '%s'", s, p);
-    return 0;
-  }
-  ft_err e;
-  if (ft_check_shape(*m, *n, *k, &e) != FT_OK) {
-    snprintf(why, whylen, "%s", e.msg);
-    return 0;
-  }
-  return 1;
+  if (*p) return usage_error(cmd, "shape '%s' has trailing text '%s'", s, p);
+  return 0;
 }
 
 int parse_math(const char *s, ft_math *out) {
@@ -131,20 +117,26 @@ const char *cli_db_path(const cli *c) {
   return env && env[0] ? env : "fusedtune.db";
 }
 
-ft_status cli_open_db(const cli *c, int write, ft_db **db, ft_err *err) {
-  return ft_db_open(cli_db_path(c), write ? FT_DB_CREATE : FT_DB_READONLY, db, err);
+int cli_open(const cli *c, int write, ft_ctx **ctx) {
+  ft_status s = ft_open(cli_db_path(c), write ? FT_OPEN_CREATE : FT_OPEN_READONLY, ctx);
+  if (s == FT_OK) return 0;
+  int rc = fail_ctx(s, *ctx);
+  *ctx = NULL;
+  return rc;
 }
 
-int cli_problem_key(const char *cmd, const char *shape, const char *epi, ft_problem_key *key,
-                    ft_epilogue **ep, ft_err *err) {
-  char why[256];
-  int64_t m, n, k;
-  *ep = NULL;
-  ft__err_clear(err);
-  if (!parse_shape(shape, &m, &n, &k, why, sizeof why)) return usage_error(cmd, "%s", why);
-  if (ft_ep_parse(epi, ep, err) != FT_OK) return fail_err(err);
-  ft_problem_key_set(key, m, n, k, ft_ep_canonical(*ep), ft_ep_hash(*ep));
-  return 0;
+int cli_problem(const char *cmd, const char *shape, const char *epi, ft_problem *p) {
+  memset(p, 0, sizeof *p);
+  int rc = parse_shape(cmd, shape, p);
+  if (rc) return rc;
+  p->epilogue = epi;
+  p->math = FT_MATH_FP32;
+  char why[2048];
+  ft_status s = ft_check_problem(p, why, sizeof why);
+  if (s == FT_OK) return 0;
+  /* A bad shape is a usage error of the command; a bad expression explains itself. */
+  if (s == FT_ERR_INVALID_ARG) return usage_error(cmd, "%s", why);
+  return fail_status(s, why);
 }
 
 int wants_help(int argc, char **argv, const char *text) {

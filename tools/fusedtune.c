@@ -1,11 +1,9 @@
 /* fusedtune: the command line. Dispatches to one function per command (tools/cmd_*.c). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include <stdlib.h>
-
 #include "cli.h"
-#include "runner.h"
 
 static const char *usage_text =
     "usage: fusedtune [--db PATH] COMMAND [options]\n"
@@ -42,7 +40,8 @@ typedef struct command {
 static const command commands[] = {
     {"tune", cmd_tune},         {"query", cmd_query},       {"list", cmd_list},
     {"export", cmd_export},     {"import", cmd_import},     {"init", cmd_init},
-    {"variants", cmd_variants}, {"epilogue", cmd_epilogue}, {"devices", cmd_devices},    {"bench", cmd_bench},
+    {"variants", cmd_variants}, {"epilogue", cmd_epilogue}, {"devices", cmd_devices},
+    {"bench", cmd_bench},
 };
 
 int main(int argc, char **argv) {
@@ -69,7 +68,7 @@ int main(int argc, char **argv) {
     return EXIT_USAGE;
   }
   /* The tuner's worker process (not for people): `fusedtune __worker FD`. */
-  if (!strcmp(argv[i], "__worker") && i + 1 < argc) return ft_worker_main(atoi(argv[i + 1]));
+  if (!strcmp(argv[i], "__worker") && i + 1 < argc) return ft_worker_serve(atoi(argv[i + 1]));
   /* Options without a command word belong to tune: `fusedtune --shape S --epilogue E`. */
   if (argv[i][0] == '-') return cmd_tune(&c, argc - i, argv + i);
   for (size_t j = 0; j < sizeof commands / sizeof commands[0]; j++)

@@ -1,0 +1,253 @@
+/*
+ * fusedtune_tool.h — what tools built on fusedtune need beyond fusedtune.h.
+ *
+ * The fusedtune command line is a client of fusedtune.h and this header, nothing more:
+ *   - export / import of a database (JSON, CSV), removing a database's files;
+ *   - iteration over the stored best entries, lookup of one entry with its device and problem;
+ *   - the visible CUDA devices;
+ *   - the kernel variants of a problem (optionally compiled), epilogue inspection;
+ *   - a tune returning its full report (every result, counts, times);
+ *   - the benchmark of a stored best beside the cuBLAS baselines;
+ *   - the worker entry point the tuner runs candidates in.
+ *
+ * Conventions are those of fusedtune.h: functions return ft_status; results go through the last
+ * pointer argument; the detail of a failure is in ft_errmsg(ctx). Functions that take no ft_ctx
+ * write their one-line reason into a caller buffer (msg, msg_size: truncated, NUL-terminated when
+ * msg_size > 0; msg may be NULL). Structs are plain data; an object the library allocates says who
+ * frees it. Functions taking an ft_ctx follow its rule: one thread at a time per ctx. Functions
+ * taking no ctx are thread-safe unless they say otherwise.
+ */
+#ifndef FUSEDTUNE_TOOL_H
+#define FUSEDTUNE_TOOL_H
+
+#include <stdio.h>
+
+#include "fusedtune.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- the database ---- */
+
+/* The schema version this build writes (SQLite's PRAGMA user_version). Thread-safe. */
+FT_API int ft_schema_version(void);
+
+/* Flags of ft_export. */
+#define FT_EXPORT_CSV 0x1u    /* one row per result (default: lossless JSON, see docs/FORMAT.md) */
+#define FT_EXPORT_CUBINS 0x2u /* JSON only: include the cached cubins (base64) */
+
+/* Writes the whole database to out (deterministic order, no local row ids). Output already
+ * written stays written on failure; the caller owns out and checks its own write errors too.
+ * Returns FT_OK, FT_ERR_INVALID_ARG (out NULL, unknown flags, FT_EXPORT_CUBINS with CSV),
+ * FT_ERR_DB, FT_ERR_IO, FT_ERR_NOMEM. */
+FT_API ft_status ft_export(ft_ctx *ctx, FILE *out, unsigned flags);
+
+/* Rows an import added (rows already present are not counted) and rows the file held. */
+typedef struct ft_import_counts {
+  int64_t devices, problems, runs, results, cubins;
+  int64_t devices_in, problems_in, runs_in, results_in, cubins_in;
+} ft_import_counts;
+
+/* Merges the JSON export in the file at path (at most 1 GiB) in one transaction: importing twice
+ * is the same as once, every measurement is kept. A malformed file is rejected whole, naming the
+ * place ("import: results[3].median_ms: expected a number"), the database unchanged. stats may
+ * be NULL. Needs a writable ctx.
+ * Returns FT_OK, FT_ERR_INVALID_ARG, FT_ERR_IO (unreadable, a directory), FT_ERR_FORMAT,
+ * FT_ERR_VERSION (an export of a newer format), FT_ERR_DB, FT_ERR_NOMEM. */
+FT_API ft_status ft_import_file(ft_ctx *ctx, const char *path, ft_import_counts *stats);
+
+/* Deletes the database file at path and its -wal and -shm side files where they exist. For a
+ * closed database only (no ft_ctx open on it); errors are ignored. NULL is a no-op. */
+FT_API void ft_remove_database(const char *path);
+
+/* One stored best: a (device, problem) and its fastest launchable configuration. Plain data. */
+typedef struct ft_best_entry {
+  char device_name[256];
+  char math[16];           /* "fp32" */
+  char epilogue[4096];     /* canonical epilogue text */
+  ft_config config;        /* the configuration; config.tuned_m, _n, _k: the shape it was tuned for */
+} ft_best_entry;
+
+/* Called once per entry; return nonzero to stop. The entry is valid during the call only. The
+ * callback must not call ft_each_best on the same ctx (other calls on ctx are fine). */
+typedef int (*ft_best_entry_fn)(void *user, const ft_best_entry *entry);
+
+/* Every (device, problem) best of the database, ordered by device fingerprint, then m, n, k.
+ * No GPU is touched. Returns FT_OK (also when fn stopped early or there is nothing),
+ * FT_ERR_INVALID_ARG (fn NULL), FT_ERR_DB. */
+FT_API ft_status ft_each_best(ft_ctx *ctx, ft_best_entry_fn fn, void *user);
+
+/* ft_lookup that also names the device and the problem. device_name NULL: the current CUDA
+ * device; else the device stored under that exact name (as ft_each_best gives it; no GPU is
+ * touched). flags as ft_lookup (FT_LOOKUP_NEAREST). On success out->config.exact says whether
+ * the entry was tuned for p's own shape; out->config.tuned_m, _n, _k is the shape it was.
+ * Returns what ft_lookup returns; FT_ERR_NOT_FOUND also when no device of that name is stored. */
+FT_API ft_status ft_lookup_entry(ft_ctx *ctx, const char *device_name, const ft_problem *p,
+                                 unsigned flags, ft_best_entry *out);
+
+/* ---- devices ---- */
+
+typedef struct ft_device_desc {
+  int ordinal;            /* CUDA device ordinal (after CUDA_VISIBLE_DEVICES) */
+  char name[256];
+  char fingerprint[17];   /* what results are stored under */
+  char arch[16];          /* "sm_90" */
+  int sm_count;
+  int64_t mem_bytes;
+  int driver_version, runtime_version, nvrtc_version, cublas_version;
+} ft_device_desc;
+
+/* How many CUDA devices are visible. Returns FT_OK, FT_ERR_NO_DEVICE ("no CUDA device: ..." in
+ * msg: no driver, no device). Thread-safe. */
+FT_API ft_status ft_device_count(int *count, char *msg, size_t msg_size);
+
+/* Describes device ordinal (-1: the calling thread's current device). The current device is
+ * left as it was. Returns FT_OK, FT_ERR_INVALID_ARG (out NULL), FT_ERR_NO_DEVICE (no such
+ * ordinal, no driver), FT_ERR_CUDA, FT_ERR_NOMEM. Thread-safe. */
+FT_API ft_status ft_device_describe(int ordinal, ft_device_desc *out, char *msg, size_t msg_size);
+
+/* ---- kernel variants and epilogues (no GPU needed) ---- */
+
+typedef struct ft_variant_info {
+  char name[FT_NAME_MAX];         /* "gemm_bm64_bn128_bk16_t8x8_v4_s2_k1_z8" */
+  char config[FT_CONFIG_JSON_MAX]; /* the variant's JSON configuration */
+  char strategy[32];              /* "fused" (GEMM kernel) or "cublas+epilogue" (epilogue pass) */
+  char source_hash[17];           /* hash of the kernel text generated for it */
+  ft_status compile_status;       /* FT_VARIANTS_COMPILE: FT_OK or FT_ERR_COMPILE; else FT_OK */
+  char compile_log[512];          /* head of the NVRTC log when it failed */
+} ft_variant_info;
+
+typedef struct ft_variant_list {
+  char arch[16];           /* the architecture enumerated for */
+  char epilogue[4096];     /* canonical epilogue */
+  int count;
+  ft_variant_info *items;  /* count items, owned by the list */
+  int compiled;            /* FT_VARIANTS_COMPILE was given */
+  int n_compiled_ok;
+  double compile_s;        /* wall time of the compilation */
+} ft_variant_list;
+
+#define FT_VARIANTS_COMPILE 0x1u /* compile every variant with NVRTC (no GPU needed) */
+
+/* Enumerates the kernel variants applicable to p on arch ("sm_90"; NULL: the current device's,
+ * else sm_90), likely-good first, GEMM kernels then epilogue passes. *out is the caller's:
+ * ft_variant_list_free(). A variant that does not compile is an item, not a failure.
+ * Returns FT_OK, FT_ERR_INVALID_ARG (unknown arch or flags, out NULL, bad shape), FT_ERR_PARSE,
+ * FT_ERR_UNSUPPORTED, FT_ERR_COMPILE (NVRTC unusable), FT_ERR_NOMEM. */
+FT_API ft_status ft_variants(const ft_problem *p, const char *arch, unsigned flags,
+                             ft_variant_list **out, char *msg, size_t msg_size);
+FT_API void ft_variant_list_free(ft_variant_list *list); /* NULL is a no-op */
+
+#define FT_EPILOGUE_MAX_PARAMS 8
+
+typedef enum ft_param_type { FT_PARAM_TYPE_SCALAR = 0, FT_PARAM_TYPE_COLVEC = 1, FT_PARAM_TYPE_ROWVEC = 2 } ft_param_type;
+
+typedef struct ft_epilogue_param {
+  char name[32];
+  ft_param_type type;  /* a scalar; a vector of n floats (per column) or of m floats (per row) */
+  int has_default;     /* scalars only */
+  double default_value;
+} ft_epilogue_param;
+
+typedef struct ft_epilogue_info {
+  const char *canonical; /* one text for every spelling of the expression */
+  char hash[17];
+  const char *cuda;      /* the generated CUDA float expression */
+  int n_params;
+  ft_epilogue_param params[FT_EPILOGUE_MAX_PARAMS]; /* in kernel slot order */
+} ft_epilogue_info;
+
+/* Parses an expression or preset name. *out (strings included) is the caller's:
+ * ft_epilogue_info_free(). Returns FT_OK, FT_ERR_INVALID_ARG, FT_ERR_PARSE ("epilogue: col C:
+ * what (hint)" in msg), FT_ERR_NOMEM. */
+FT_API ft_status ft_epilogue_inspect(const char *text, ft_epilogue_info **out, char *msg, size_t msg_size);
+FT_API void ft_epilogue_info_free(ft_epilogue_info *info); /* NULL is a no-op */
+
+/* The presets: returns their count; for i in range sets *name and *text (static strings) when
+ * those are not NULL. */
+FT_API int ft_epilogue_preset(int i, const char **name, const char **text);
+
+/* ---- tune with a report ---- */
+
+typedef struct ft_result_info {
+  char strategy[32];       /* "fused", "cublas+epilogue", or a baseline: "eager", "cublas_gemm", "cublaslt" */
+  char variant[FT_NAME_MAX];
+  char status[16];         /* "ok", "wrong_result", "compile_error", "launch_error", "timeout" */
+  double median_ms, min_ms, iqr_ms; /* < 0 when not measured */
+  double rel_err, max_abs_err;      /* < 0 when not checked */
+  char message[256];
+} ft_result_info;
+
+typedef struct ft_tune_report {
+  char device_name[256];
+  char epilogue[4096];     /* canonical */
+  double flops;            /* 2 m n k */
+  double eager_ms;         /* eager baseline of this run; 0 when not measured */
+  int n_candidates;        /* fused + cublas+epilogue candidates enumerated */
+  int n_measured, n_ok, n_wrong, n_compile_error, n_launch_error, n_timeout;
+  int n_known;             /* measured before with the same kernel source, skipped */
+  int n_compiled, n_cached;
+  double compile_s, total_s;
+  int budget_exhausted;
+  int worker_restarts;     /* workers replaced after a fault or a hang */
+  int has_best;            /* 0: no candidate was correct */
+  ft_config best;          /* the database's best after the run (has_best) */
+  int n_results;
+  ft_result_info *results; /* this run's results in order, owned by the report */
+} ft_tune_report;
+
+/* ft_tune with everything the run found: *report is the caller's (ft_tune_report_free), set on
+ * FT_OK only. Unlike ft_tune, a run where no candidate was correct is FT_OK with has_best = 0.
+ * Returns what ft_tune returns, except FT_ERR_NOT_FOUND. */
+FT_API ft_status ft_tune_ex(ft_ctx *ctx, const ft_problem *p, const ft_tune_options *opt,
+                            ft_tune_report **report);
+FT_API void ft_tune_report_free(ft_tune_report *report); /* NULL is a no-op */
+
+/* ---- bench ---- */
+
+typedef struct ft_bench_report {
+  char device_name[256];
+  char epilogue[4096];     /* canonical */
+  int repeats;
+  double flops, peak_flops; /* 2 m n k of the problem and of the 8192^3 reference */
+  double eager_ms;          /* eager-style baseline: cuBLAS + one kernel per operation */
+  double gemm_ms;           /* cuBLAS GEMM alone, no epilogue */
+  double peak_ms;           /* cuBLAS SGEMM 8192^3: this GPU's cuBLAS FFMA rate */
+  ft_config best;           /* the stored best that was timed */
+  double best_ms, best_rel_err;
+  int best_ok;              /* within the fp32 tolerance (1e-5 vs float64) */
+  int has_fused;            /* the best is not a fused GEMM and the fastest fused GEMM was timed */
+  ft_config fused;
+  double fused_ms, fused_rel_err;
+  int fused_ok;
+  char warning[512];        /* why the fastest fused GEMM was skipped; "" when it was not */
+} ft_bench_report;
+
+/* Times in one run, on the current device, interleaved: the eager-style baseline, cuBLAS GEMM
+ * alone, the best stored for p (checked against float64 first) and, when that is not a fused
+ * GEMM kernel, the fastest current fused GEMM result, then cuBLAS SGEMM 8192^3. repeats timed
+ * calls each (20..1000). Compiled cubins are cached unless ctx is read-only.
+ * Returns FT_OK (a result out of tolerance is FT_OK with best_ok / fused_ok 0),
+ * FT_ERR_INVALID_ARG, FT_ERR_PARSE, FT_ERR_UNSUPPORTED, FT_ERR_NOT_FOUND (nothing tuned for p
+ * here), FT_ERR_NO_DEVICE, FT_ERR_CUDA, FT_ERR_CUBLAS, FT_ERR_COMPILE, FT_ERR_DB, FT_ERR_NOMEM. */
+FT_API ft_status ft_bench_problem(ft_ctx *ctx, const ft_problem *p, int repeats, ft_bench_report *out);
+
+/* ---- output ---- */
+
+/* Writes s as a quoted JSON string to out, as fusedtune's own JSON does: control characters,
+ * '"' and '\\' escaped, valid UTF-8 copied, each invalid byte written as U+FFFD. NULL s writes
+ * null. Write errors show in ferror(out). Thread-safe (as far as out is). */
+FT_API void ft_write_json_string(FILE *out, const char *s);
+
+/* ---- the worker ---- */
+
+/* Serves the tuner's jobs on the connected socket fd until the tuner closes it: what an
+ * executable named in ft_tune_options.worker_exe runs for `EXE __worker FD`. Returns the process
+ * exit code (0 after a clean close). Call from a process of its own, on its main thread. */
+FT_API int ft_worker_serve(int fd);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FUSEDTUNE_TOOL_H */

@@ -1,0 +1,31 @@
+/* The one check of a problem (shape range, epilogue, math mode) that the API and the CLI share. */
+#include <stdio.h>
+
+#include "api_internal.h"
+
+void ft__copy_msg(char *msg, size_t msg_size, const char *text) {
+  if (msg && msg_size > 0) snprintf(msg, msg_size, "%s", text);
+}
+
+ft_status ft__check_problem(const ft_problem *p, ft_err *err) {
+  if (!p) return ft__fail(err, FT_ERR_INVALID_ARG, "problem is NULL");
+  if (p->m <= 0 || p->n <= 0 || p->k <= 0)
+    return ft__fail(err, FT_ERR_INVALID_ARG, "shape %lldx%lldx%lld: m, n and k must be positive", (long long)p->m,
+                    (long long)p->n, (long long)p->k);
+  FT_TRY(ft_check_shape(p->m, p->n, p->k, err)); /* the kernels' limits */
+  if (!p->epilogue) return ft__fail(err, FT_ERR_INVALID_ARG, "problem epilogue is NULL (use \"none\" for no epilogue)");
+  if (p->math != FT_MATH_FP32)
+    return ft__fail(err, FT_ERR_UNSUPPORTED, "math mode %d: only FT_MATH_FP32 exists", (int)p->math);
+  return FT_OK;
+}
+
+ft_status ft_check_problem(const ft_problem *p, char *msg, size_t msg_size) {
+  ft_err err;
+  ft__err_clear(&err);
+  ft_status s = ft__check_problem(p, &err);
+  ft_epilogue *ep = NULL;
+  if (s == FT_OK) s = ft_ep_parse(p->epilogue, &ep, &err);
+  ft_ep_free(ep);
+  if (s != FT_OK) ft__copy_msg(msg, msg_size, err.msg[0] ? err.msg : ft_status_string(s));
+  return s;
+}
