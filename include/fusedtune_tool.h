@@ -28,6 +28,44 @@
 extern "C" {
 #endif
 
+/* What a stored result measured, and how it ended: one list each, the enums and the names the
+ * database and the exports store generated from them. */
+#define FT_STRATEGY_MAP(X)                                                 \
+  X(FUSED, "fused")                     /* a GEMM kernel with E fused */   \
+  X(CUBLAS_EPILOGUE, "cublas+epilogue") /* cuBLAS GEMM + one E pass */     \
+  X(EAGER, "eager")                     /* baseline: GEMM + a kernel per op */ \
+  X(CUBLAS_GEMM, "cublas_gemm")         /* baseline: the GEMM alone */     \
+  X(CUBLASLT, "cublaslt")               /* baseline: cuBLASLt's own epilogue */
+
+#define FT_RESULT_STATUS_MAP(X) \
+  X(OK, "ok")                   \
+  X(WRONG_RESULT, "wrong_result") \
+  X(COMPILE_ERROR, "compile_error") \
+  X(LAUNCH_ERROR, "launch_error") \
+  X(TIMEOUT, "timeout")         \
+  X(UNAVAILABLE, "unavailable") /* a baseline that does not apply (never stored) */
+
+typedef enum ft_strategy {
+#define FT_STRATEGY_ENUM_(name, text) FT_STRATEGY_##name,
+  FT_STRATEGY_MAP(FT_STRATEGY_ENUM_)
+#undef FT_STRATEGY_ENUM_
+  FT_STRATEGY_COUNT
+} ft_strategy;
+
+typedef enum ft_result_status {
+#define FT_RESULT_ENUM_(name, text) FT_RESULT_##name,
+  FT_RESULT_STATUS_MAP(FT_RESULT_ENUM_)
+#undef FT_RESULT_ENUM_
+  FT_RESULT_STATUS_COUNT
+} ft_result_status;
+
+/* The stored name of s ("fused", "ok", ...); "?" outside the list. Static, thread-safe. */
+FT_API const char *ft_strategy_name(ft_strategy s);
+FT_API const char *ft_result_status_name(ft_result_status s);
+/* The value named text: 1 and *out set, or 0 when no entry has that name. Thread-safe. */
+FT_API int ft_strategy_from_name(const char *text, ft_strategy *out);
+FT_API int ft_result_status_from_name(const char *text, ft_result_status *out);
+
 /* ---- the database ---- */
 
 /* The schema version this build writes (SQLite's PRAGMA user_version). Thread-safe. */
@@ -112,7 +150,7 @@ FT_API ft_status ft_device_describe(int ordinal, ft_device_desc *out, char *msg,
 typedef struct ft_variant_info {
   char name[FT_NAME_MAX];         /* "gemm_bm64_bn128_bk16_t8x8_v4_s2_k1_z8" */
   char config[FT_CONFIG_JSON_MAX]; /* the variant's JSON configuration */
-  char strategy[32];              /* "fused" (GEMM kernel) or "cublas+epilogue" (epilogue pass) */
+  ft_strategy strategy;           /* FT_STRATEGY_FUSED or FT_STRATEGY_CUBLAS_EPILOGUE */
   char source_hash[17];           /* hash of the kernel text generated for it */
   ft_status compile_status;       /* FT_VARIANTS_COMPILE: FT_OK or FT_ERR_COMPILE; else FT_OK */
   char compile_log[512];          /* head of the NVRTC log when it failed */
@@ -170,10 +208,12 @@ FT_API int ft_epilogue_preset(int i, const char **name, const char **text);
 
 /* ---- tune with a report ---- */
 
+
+
 typedef struct ft_result_info {
-  char strategy[32];       /* "fused", "cublas+epilogue", or a baseline: "eager", "cublas_gemm", "cublaslt" */
+  ft_strategy strategy;    /* a candidate (FUSED, CUBLAS_EPILOGUE) or a baseline */
   char variant[FT_NAME_MAX];
-  char status[16];         /* "ok", "wrong_result", "compile_error", "launch_error", "timeout" */
+  ft_result_status status; /* never UNAVAILABLE */
   double median_ms, min_ms, iqr_ms; /* < 0 when not measured */
   double rel_err, max_abs_err;      /* < 0 when not checked */
   char message[256];

@@ -51,7 +51,7 @@ static ft_status add_kind(ft_variant_list *l, ft_variant_kind kind, const ft_pro
     memset(it, 0, sizeof *it);
     ft_variant_name(&vs[i], it->name, sizeof it->name);
     ft_variant_json(&vs[i], it->config, sizeof it->config);
-    snprintf(it->strategy, sizeof it->strategy, "%s", kind == FT_VK_GEMM ? "fused" : "cublas+epilogue");
+    it->strategy = kind == FT_VK_GEMM ? FT_STRATEGY_FUSED : FT_STRATEGY_CUBLAS_EPILOGUE;
     ft_kernel_src src;
     s = ft_codegen_variant(&vs[i], ep, &src, err);
     if (s != FT_OK) break;

@@ -8,9 +8,9 @@
 
 static void fill_result(ft_result_info *r, const ft_tune_entry *e) {
   memset(r, 0, sizeof *r);
-  snprintf(r->strategy, sizeof r->strategy, "%s", e->strategy);
+  r->strategy = e->strategy;
   snprintf(r->variant, sizeof r->variant, "%s", e->variant);
-  snprintf(r->status, sizeof r->status, "%s", e->status);
+  r->status = e->status;
   r->median_ms = e->median_ms;
   r->min_ms = e->min_ms;
   r->iqr_ms = e->iqr_ms;

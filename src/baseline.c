@@ -35,9 +35,9 @@ struct ft_baselines {
   char eager_desc[128];
 };
 
-const char *ft_baseline_strategy(ft_baseline_kind k) {
-  static const char *names[FT_BL_COUNT] = {"eager", "cublas_gemm", "cublaslt"};
-  return k < FT_BL_COUNT ? names[k] : "?";
+ft_strategy ft_baseline_strategy(ft_baseline_kind k) {
+  static const ft_strategy s[FT_BL_COUNT] = {FT_STRATEGY_EAGER, FT_STRATEGY_CUBLAS_GEMM, FT_STRATEGY_CUBLASLT};
+  return k < FT_BL_COUNT ? s[k] : FT_STRATEGY_EAGER;
 }
 
 static void lt_gemm_free(lt_gemm *l) {

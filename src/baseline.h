@@ -15,7 +15,7 @@ typedef enum ft_baseline_kind {
   FT_BL_COUNT
 } ft_baseline_kind;
 
-const char *ft_baseline_strategy(ft_baseline_kind k); /* "eager", "cublas_gemm", "cublaslt" */
+ft_strategy ft_baseline_strategy(ft_baseline_kind k); /* EAGER, CUBLAS_GEMM, CUBLASLT */
 
 typedef struct ft_baselines ft_baselines;
 

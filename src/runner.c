@@ -95,7 +95,7 @@ static ft_status verify_and_time(engine *e, call *c, ft_runner_result *res, ft_e
   /* cuBLAS GEMM alone computes no epilogue: its error against E(xW^T) is information only. */
   int judged = !(c->job->type == FT_JOB_BASELINE && c->job->baseline == FT_BL_CUBLAS_GEMM);
   if (judged && (chk.bad || !(chk.rel_err <= FT_TOL_FP32))) {
-    snprintf(res->status, sizeof res->status, "wrong_result");
+    res->status = FT_RESULT_WRONG_RESULT;
     snprintf(res->message, sizeof res->message, "rel_err %.3g > %.0e or %lld non-finite element(s)", chk.rel_err,
              FT_TOL_FP32, (long long)chk.bad);
     return FT_OK;
@@ -103,7 +103,7 @@ static ft_status verify_and_time(engine *e, call *c, ft_runner_result *res, ft_e
   ft_bench_opts o = {2, c->job->repeats, e->flush_l2, 0.5};
   ft_timing tm;
   FT_TRY(ft_bench_run(e->bench, enqueue, c, &o, &tm, err));
-  snprintf(res->status, sizeof res->status, "ok");
+  res->status = FT_RESULT_OK;
   res->median_ms = tm.median_ms;
   res->min_ms = tm.min_ms;
   res->iqr_ms = tm.iqr_ms;
@@ -124,7 +124,7 @@ static void engine_run(engine *e, const ft_runner_job *job, ft_runner_result *re
   if (job->type == FT_JOB_BASELINE) {
     snprintf(res->describe, sizeof res->describe, "%s", ft_baseline_describe(e->bl, (ft_baseline_kind)job->baseline));
     if (!ft_baseline_available(e->bl, (ft_baseline_kind)job->baseline)) {
-      snprintf(res->status, sizeof res->status, "unavailable");
+      res->status = FT_RESULT_UNAVAILABLE;
       return;
     }
   } else {
@@ -135,7 +135,7 @@ static void engine_run(engine *e, const ft_runner_job *job, ft_runner_result *re
   if (st == FT_OK) st = verify_and_time(e, &c, res, &err);
   ft_launchable_free(&run);
   if (st != FT_OK) {
-    snprintf(res->status, sizeof res->status, "launch_error");
+    res->status = FT_RESULT_LAUNCH_ERROR;
     snprintf(res->message, sizeof res->message, "%.500s", err.msg);
   }
   cudaError_t last = cudaGetLastError();
@@ -398,11 +398,11 @@ static void died(ft_runner *r, int why, ft_runner_result *res) {
   memset(res, 0, sizeof *res);
   res->median_ms = res->min_ms = res->iqr_ms = res->rel_err = res->max_abs_err = -1;
   if (why == -2) {
-    snprintf(res->status, sizeof res->status, "timeout");
+    res->status = FT_RESULT_TIMEOUT;
     snprintf(res->message, sizeof res->message, "no result within %.0f s: worker killed and restarted",
              r->job_timeout_s);
   } else {
-    snprintf(res->status, sizeof res->status, "launch_error");
+    res->status = FT_RESULT_LAUNCH_ERROR;
     if (why == -3)
       snprintf(res->message, sizeof res->message, "worker answered in another protocol version; restarted");
     else if (WIFSIGNALED(status))
@@ -435,7 +435,11 @@ ft_status ft_runner_run(ft_runner *r, const ft_runner_job *job, ft_runner_result
     return FT_OK;
   }
   *res = m.res;
-  res->status[sizeof res->status - 1] = res->message[sizeof res->message - 1] = '\0';
+  res->message[sizeof res->message - 1] = '\0';
+  if ((unsigned)res->status >= FT_RESULT_STATUS_COUNT) { /* never from our worker; kept out of the database */
+    res->status = FT_RESULT_LAUNCH_ERROR;
+    snprintf(res->message, sizeof res->message, "worker sent an unknown result status");
+  }
   res->describe[sizeof res->describe - 1] = '\0';
   if (res->context_lost) worker_kill(r, 0); /* it exits by itself; reap it */
   return FT_OK;

@@ -38,7 +38,7 @@ typedef struct ft_runner_job {
 } ft_runner_job;
 
 typedef struct ft_runner_result {
-  char status[16];   /* ok, wrong_result, launch_error, timeout */
+  ft_result_status status; /* OK, WRONG_RESULT, LAUNCH_ERROR, TIMEOUT, UNAVAILABLE */
   double median_ms, min_ms, iqr_ms;
   int repeats;
   double rel_err, max_abs_err;

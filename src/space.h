@@ -4,6 +4,7 @@
 #define FT_SPACE_H
 
 #include "common.h"
+#include "fusedtune_tool.h" /* ft_strategy */
 
 typedef enum ft_variant_kind {
   FT_VK_GEMM = 0,    /* fused GEMM + epilogue (strategy "fused") */
@@ -77,6 +78,15 @@ void ft_variant_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, f
 /* How to launch ft_eager_step on an [m, n] matrix (FT_AUX_BLOCK threads, FT_AUX_ELEMS elements
  * per thread: src/kernel_abi.h). */
 void ft_eager_step_geometry(int64_t m, int64_t n, ft_launch_geom *g);
+
+/* What a variant's results are stored as: FUSED (a GEMM kernel) or CUBLAS_EPILOGUE (a pass). */
+static inline ft_strategy ft_variant_strategy(const ft_variant *v) {
+  return v->kind == FT_VK_GEMM ? FT_STRATEGY_FUSED : FT_STRATEGY_CUBLAS_EPILOGUE;
+}
+/* Whether s is one the tuner chooses a best among (a candidate, not a baseline). */
+static inline int ft_strategy_is_candidate(ft_strategy s) {
+  return s == FT_STRATEGY_FUSED || s == FT_STRATEGY_CUBLAS_EPILOGUE;
+}
 
 /* Largest m, n, k (and products) the kernels' index types support. */
 #define FT_MAX_DIM ((int64_t)1 << 30)

@@ -64,7 +64,7 @@ static void progress(tuner *t, int done, int total, const char *phase) {
   ft_tune_progress u = {phase, "", done, total, -1, el, done > 0 ? el / done * (total - done) : -1};
   for (int i = 0; i < t->sum->nentries; i++) {
     ft_tune_entry *e = &t->sum->entries[i];
-    if (strcmp(e->status, "ok") == 0 && (!strcmp(e->strategy, "fused") || !strcmp(e->strategy, "cublas+epilogue")) &&
+    if (e->status == FT_RESULT_OK && ft_strategy_is_candidate(e->strategy) &&
         (u.best_ms < 0 || e->median_ms < u.best_ms))
       u.best_ms = e->median_ms;
   }
@@ -72,26 +72,28 @@ static void progress(tuner *t, int done, int total, const char *phase) {
 }
 
 /* Stores one result and mirrors it into the summary. */
-static ft_status record(tuner *t, const char *strategy, const char *variant, const char *json,
-                        const char *status, const ft_timing *tm, double rel, double maxabs,
+static ft_status record(tuner *t, ft_strategy strategy, const char *variant, const char *json,
+                        ft_result_status status, const ft_timing *tm, double rel, double maxabs,
                         const char *hash, const char *msg, ft_err *err) {
-  ft_result_row r = {t->run_id, t->device_id, t->problem_id, strategy, variant, json, status,
+  /* The lists become text here, at the database boundary. */
+  ft_result_row r = {t->run_id, t->device_id, t->problem_id, ft_strategy_name(strategy), variant, json,
+                     ft_result_status_name(status),
                      tm ? tm->median_ms : -1, tm ? tm->min_ms : -1, tm ? tm->iqr_ms : -1,
                      tm ? tm->repeats : 0, rel, maxabs, hash, msg ? msg : ""};
   FT_TRY(ft_db_insert_result(t->db, &r, err));
-  if (!strcmp(strategy, "fused") || !strcmp(strategy, "cublas+epilogue")) {
-    if (!strcmp(status, "ok")) t->sum->n_ok++;
-    else if (!strcmp(status, "wrong_result")) t->sum->n_wrong++;
-    else if (!strcmp(status, "compile_error")) t->sum->n_compile_error++;
-    else if (!strcmp(status, "launch_error")) t->sum->n_launch_error++;
-    else if (!strcmp(status, "timeout")) t->sum->n_timeout++;
+  if (ft_strategy_is_candidate(strategy)) {
+    if (status == FT_RESULT_OK) t->sum->n_ok++;
+    else if (status == FT_RESULT_WRONG_RESULT) t->sum->n_wrong++;
+    else if (status == FT_RESULT_COMPILE_ERROR) t->sum->n_compile_error++;
+    else if (status == FT_RESULT_LAUNCH_ERROR) t->sum->n_launch_error++;
+    else if (status == FT_RESULT_TIMEOUT) t->sum->n_timeout++;
   }
   if (t->sum->nentries >= FT_TUNE_MAX_ENTRIES) return FT_OK; /* stored; only the summary is full */
   ft_tune_entry *e = &t->sum->entries[t->sum->nentries++];
   memset(e, 0, sizeof *e);
-  snprintf(e->strategy, sizeof e->strategy, "%s", strategy);
+  e->strategy = strategy;
   snprintf(e->variant, sizeof e->variant, "%s", variant);
-  snprintf(e->status, sizeof e->status, "%s", status);
+  e->status = status;
   e->median_ms = r.median_ms;
   e->min_ms = r.min_ms;
   e->iqr_ms = r.iqr_ms;
@@ -112,12 +114,12 @@ static ft_status run_baselines(tuner *t, ft_err *err) {
     job.repeats = t->req->repeats;
     ft_runner_result r;
     FT_TRY(ft_runner_run(t->runner, &job, &r, err));
-    if (!strcmp(r.status, "unavailable")) continue;
+    if (r.status == FT_RESULT_UNAVAILABLE) continue;
     ft_timing tm = {r.median_ms, r.min_ms, r.iqr_ms, r.repeats};
-    const char *strategy = ft_baseline_strategy((ft_baseline_kind)k);
-    FT_TRY(record(t, strategy, r.describe, "{}", r.status, !strcmp(r.status, "ok") ? &tm : NULL, r.rel_err,
+    const ft_strategy strategy = ft_baseline_strategy((ft_baseline_kind)k);
+    FT_TRY(record(t, strategy, r.describe, "{}", r.status, r.status == FT_RESULT_OK ? &tm : NULL, r.rel_err,
                   r.max_abs_err, "", r.message, err));
-    if (k == FT_BL_EAGER && !strcmp(r.status, "ok")) t->sum->eager_ms = r.median_ms;
+    if (k == FT_BL_EAGER && r.status == FT_RESULT_OK) t->sum->eager_ms = r.median_ms;
   }
   return FT_OK;
 }
@@ -183,8 +185,8 @@ static ft_status prepare_candidate(tuner *t, cand *c, ft_err *err) {
   c->job.hash = c->src.hash;
   c->job.arch_suffix = c->src.arch_suffix;
   if (!t->req->retune && !c->injected) {
-    const char *strategy = c->v.kind == FT_VK_GEMM ? "fused" : "cublas+epilogue";
-    FT_TRY(ft_db_has_result(t->db, t->device_id, t->problem_id, strategy, c->json, c->src.hash, &c->known, err));
+    FT_TRY(ft_db_has_result(t->db, t->device_id, t->problem_id, ft_strategy_name(ft_variant_strategy(&c->v)), c->json,
+                            c->src.hash, &c->known, err));
   }
   return FT_OK;
 }
@@ -196,7 +198,7 @@ static ft_status run_candidate(tuner *t, cand *c, int repeats, ft_err *err) {
   if (c->job.status != FT_OK) {
     memset(r, 0, sizeof *r);
     r->median_ms = r->min_ms = r->iqr_ms = r->rel_err = r->max_abs_err = -1;
-    snprintf(r->status, sizeof r->status, "compile_error");
+    r->status = FT_RESULT_COMPILE_ERROR;
     snprintf(r->message, sizeof r->message, "%.250s", c->job.log ? c->job.log : "NVRTC failed");
     c->quick_ms = INFINITY;
     return FT_OK;
@@ -212,18 +214,17 @@ static ft_status run_candidate(tuner *t, cand *c, int repeats, ft_err *err) {
   job.cubin = c->job.cubin;
   job.cubin_size = c->job.cubin_size;
   FT_TRY(ft_runner_run(t->runner, &job, r, err));
-  c->quick_ms = !strcmp(r->status, "ok") ? r->median_ms : INFINITY;
+  c->quick_ms = r->status == FT_RESULT_OK ? r->median_ms : INFINITY;
   return FT_OK;
 }
 
 /* Stores the candidate's last result. */
 static ft_status store_candidate(tuner *t, cand *c, ft_err *err) {
   const ft_runner_result *r = &c->last;
-  const char *strategy = c->v.kind == FT_VK_GEMM ? "fused" : "cublas+epilogue";
-  int ok = !strcmp(r->status, "ok");
+  int ok = r->status == FT_RESULT_OK;
   ft_timing tm = {r->median_ms, r->min_ms, r->iqr_ms, r->repeats};
   t->sum->n_measured++;
-  return record(t, strategy, c->name, c->json, r->status, ok ? &tm : NULL, r->rel_err, r->max_abs_err, c->src.hash,
+  return record(t, ft_variant_strategy(&c->v), c->name, c->json, r->status, ok ? &tm : NULL, r->rel_err, r->max_abs_err, c->src.hash,
                 r->message, err);
 }
 

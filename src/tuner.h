@@ -30,9 +30,9 @@ typedef struct ft_tune_req {
 #define FT_TUNE_DEFAULT_REPEATS 30
 
 typedef struct ft_tune_entry {
-  char strategy[32];
+  ft_strategy strategy;
   char variant[128];
-  char status[16];
+  ft_result_status status;
   double median_ms, min_ms, iqr_ms, rel_err, max_abs_err;
   char message[256];
 } ft_tune_entry;

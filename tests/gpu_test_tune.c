@@ -13,11 +13,11 @@ static ft_status tune(ft_db *db, ft_gpu *g, int64_t m, int64_t n, int64_t k, con
 }
 
 /* Whether the planted candidate `what` ("wrong", "fault", "hang") ended with status. */
-static int find_injected(const ft_tune_summary *s, const char *what, const char *status) {
+static int find_injected(const ft_tune_summary *s, const char *what, ft_result_status status) {
   char suffix[32];
   snprintf(suffix, sizeof suffix, "_injected_%s", what);
   for (int i = 0; i < s->nentries; i++)
-    if (strstr(s->entries[i].variant, suffix) && !strcmp(s->entries[i].status, status)) return 1;
+    if (strstr(s->entries[i].variant, suffix) && s->entries[i].status == status) return 1;
   return 0;
 }
 
@@ -43,7 +43,7 @@ int main(void) {
   ASSERT_TRUE(s.has_best);
   ASSERT_TRUE(s.eager_ms > 0);
   ASSERT_TRUE(s.n_ok > 0);
-  ASSERT_TRUE(find_injected(&s, "wrong", "wrong_result"));
+  ASSERT_TRUE(find_injected(&s, "wrong", FT_RESULT_WRONG_RESULT));
   ASSERT_TRUE(strstr(s.best.variant, "injected") == NULL);
   ASSERT_TRUE(!strcmp(s.best.strategy, "fused") || !strcmp(s.best.strategy, "cublas+epilogue"));
   fprintf(stderr, "first tune: %d candidates, %d ok, %d wrong, %d compile errors, compiled %d in %.1fs, total %.1fs; "
@@ -60,8 +60,8 @@ int main(void) {
     unsetenv(FT_TEST_INJECT_ENV);
     if (st != FT_OK) fprintf(stderr, "tune with planted fault and hang: %s\n", e.msg);
     ASSERT_OK(st);
-    ASSERT_TRUE(find_injected(&s, "fault", "launch_error"));
-    ASSERT_TRUE(find_injected(&s, "hang", "timeout"));
+    ASSERT_TRUE(find_injected(&s, "fault", FT_RESULT_LAUNCH_ERROR));
+    ASSERT_TRUE(find_injected(&s, "hang", FT_RESULT_TIMEOUT));
     /* Workers restart lazily, when the next job comes: the hang is the last candidate. */
     ASSERT_TRUE(s.worker_restarts >= 1);
     ASSERT_TRUE(s.has_best);

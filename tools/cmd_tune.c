@@ -85,23 +85,24 @@ static double tflops(double flops, double ms) { return ms > 0 ? flops / (ms * 1e
 
 static int cmp_entry(const void *a, const void *b) {
   const ft_result_info *x = a, *y = b;
-  int xo = !strcmp(x->status, "ok"), yo = !strcmp(y->status, "ok");
+  int xo = x->status == FT_RESULT_OK, yo = y->status == FT_RESULT_OK;
   if (xo != yo) return yo - xo;
   return (x->median_ms > y->median_ms) - (x->median_ms < y->median_ms);
 }
 
 static int is_candidate(const ft_result_info *e) {
-  return !strcmp(e->strategy, "fused") || !strcmp(e->strategy, "cublas+epilogue");
+  return e->strategy == FT_STRATEGY_FUSED || e->strategy == FT_STRATEGY_CUBLAS_EPILOGUE;
 }
 
 static void print_row(const ft_result_info *e, const ft_tune_report *s) {
   char sp[16] = "-", tf[16] = "-", ms[16] = "-";
-  if (!strcmp(e->status, "ok")) {
+  if (e->status == FT_RESULT_OK) {
     snprintf(ms, sizeof ms, "%.4f", e->median_ms);
     snprintf(tf, sizeof tf, "%.1f", tflops(s->flops, e->median_ms));
     if (s->eager_ms > 0) snprintf(sp, sizeof sp, "%.3fx", s->eager_ms / e->median_ms);
   }
-  printf("  %-16s %-48.48s %-12s %10s %8s %10.2e %8s\n", e->strategy, e->variant, e->status, ms, tf, e->rel_err, sp);
+  printf("  %-16s %-48.48s %-12s %10s %8s %10.2e %8s\n", ft_strategy_name(e->strategy), e->variant,
+         ft_result_status_name(e->status), ms, tf, e->rel_err, sp);
 }
 
 static void print_summary(const tune_cli *t, const ft_tune_report *s) {
@@ -117,7 +118,7 @@ static void print_summary(const tune_cli *t, const ft_tune_report *s) {
     if (!is_candidate(&sorted[i])) print_row(&sorted[i], s);
   int shown = 0;
   for (int i = 0; i < s->n_results && shown < 10; i++)
-    if (is_candidate(&sorted[i]) && !strcmp(sorted[i].status, "ok")) print_row(&sorted[i], s), shown++;
+    if (is_candidate(&sorted[i]) && sorted[i].status == FT_RESULT_OK) print_row(&sorted[i], s), shown++;
   free(sorted);
   printf("\n%d candidates: %d measured now (%d ok, %d wrong_result, %d compile_error, %d launch_error, %d timeout), "
          "%d measured before (--retune to repeat)%s\n",
@@ -167,11 +168,11 @@ static void print_summary_json(const ft_tune_report *s) {
   for (int i = 0; i < s->n_results; i++) {
     const ft_result_info *e = &s->results[i];
     printf("%s{\"strategy\":", i ? "," : "");
-    ft_write_json_string(stdout, e->strategy);
+    ft_write_json_string(stdout, ft_strategy_name(e->strategy));
     printf(",\"variant\":");
     ft_write_json_string(stdout, e->variant);
     printf(",\"status\":");
-    ft_write_json_string(stdout, e->status);
+    ft_write_json_string(stdout, ft_result_status_name(e->status));
     printf(",\"median_ms\":");
     json_number(e->median_ms);
     printf(",\"rel_err\":");
