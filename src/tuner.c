@@ -150,6 +150,7 @@ static ft_status add_candidates(tuner *t, ft_variant_kind kind, int *cap, ft_err
   return FT_OK;
 }
 
+#ifdef FT_TEST_HOOKS
 /* The test hook's faulting or hanging kernel (kernels_src/test_faults.cu). */
 static ft_status plant_faulty_source(cand *c, ft_err *err) {
   size_t len = 0;
@@ -166,14 +167,18 @@ static ft_status plant_faulty_source(cand *c, ft_err *err) {
   c->geom.has_reduce = 0;
   return FT_OK;
 }
+#endif
 
 static ft_status prepare_candidate(tuner *t, cand *c, ft_err *err) {
   ft_variant_name(&c->v, c->name, sizeof c->name);
   ft_variant_json(&c->v, c->json, sizeof c->json);
   ft_variant_geometry(&c->v, t->req->m, t->req->n, t->req->k, &c->geom);
+#ifdef FT_TEST_HOOKS
   if (c->injected >= 2) {
     FT_TRY(plant_faulty_source(c, err));
-  } else {
+  } else
+#endif
+  {
     FT_TRY(ft_codegen_variant(&c->v, c->injected ? t->wrong_ep : t->ep, &c->src, err));
   }
   if (c->injected) {
@@ -347,6 +352,9 @@ static ft_status setup(tuner *t, ft_err *err) {
   return FT_OK;
 }
 
+#ifdef FT_TEST_HOOKS
+int ft_tune_test_hooks(void) { return 1; }
+
 /* The test hook (see FT_TEST_INJECT_ENV): clones of a plain fused candidate whose kernel is
  * wrong, faults or hangs. Room for three extra candidates was reserved by add_candidates. */
 static ft_status plant_test_candidates(tuner *t, int n_gemm, ft_err *err) {
@@ -371,6 +379,15 @@ static ft_status plant_test_candidates(tuner *t, int n_gemm, ft_err *err) {
   }
   return FT_OK;
 }
+#else
+int ft_tune_test_hooks(void) { return 0; }
+
+/* Builds without -DFUSEDTUNE_TEST_HOOKS=ON have no hook: the variable is ignored. */
+static ft_status plant_test_candidates(tuner *t, int n_gemm, ft_err *err) {
+  (void)t, (void)n_gemm, (void)err;
+  return FT_OK;
+}
+#endif
 
 static ft_status enumerate_all(tuner *t, ft_err *err) {
   int cap = 0;
