@@ -189,7 +189,8 @@ enum {
 #define FT__JKEY_KEY_COL(json)
 #define FT_DB_JSON_KEYS(LIST) {LIST(FT__JKEY, )}
 
-/* The CSV header ("uuid,created,...") and its SELECT list; the problem's columns are never first. */
+/* The CSV header ("uuid,created,...") and its SELECT list; the problem's columns are never
+ * first. */
 #define FT__CSV_HEAD(n, name, expr) FT__SEP(n, ",") #name
 #define FT__CSV_HEAD_PROBLEM(n) FT_PROBLEM_COLUMNS(FT__CSV_HEAD_PCOL, )
 #define FT__CSV_HEAD_PCOL(c, n, col, ...) "," #col

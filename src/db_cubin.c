@@ -29,7 +29,8 @@ static ft_status copy_blob(ft_db *db, sqlite3_stmt *st, void **data, size_t *siz
 
 ft_status ft_db_cubin_get(ft_db *db, const char *source_hash, const char *arch, int nvrtc_version,
                           const char *options, void **data, size_t *size, ft_err *err) {
-  FT_TRY(ft__db_need(err, db && source_hash && arch && data && size, "ft_db_cubin_get: NULL argument"));
+  FT_TRY(ft__db_need(err, db && source_hash && arch && data && size,
+                     "ft_db_cubin_get: NULL argument"));
   *data = NULL;
   *size = 0;
   sqlite3_stmt *st = ft__db_stmt(db, FT_ST_CUBIN_GET, err);
@@ -50,7 +51,8 @@ ft_status ft_db_cubin_get(ft_db *db, const char *source_hash, const char *arch, 
 
 ft_status ft_db_cubin_put(ft_db *db, const char *source_hash, const char *arch, int nvrtc_version,
                           const char *options, const void *data, size_t size, ft_err *err) {
-  FT_TRY(ft__db_need(err, db && source_hash && arch && (data || !size), "ft_db_cubin_put: NULL argument"));
+  FT_TRY(ft__db_need(err, db && source_hash && arch && (data || !size),
+                     "ft_db_cubin_put: NULL argument"));
   FT_TRY(ft__db_need(err, size <= (size_t)INT32_MAX, "ft_db_cubin_put: cubin larger than 2 GiB"));
   FT_TRY(ft__db_begin_write(db, "storing a cubin", err));
   sqlite3_stmt *st = ft__db_stmt(db, FT_ST_CUBIN_PUT, err);

@@ -48,7 +48,8 @@ typedef struct imp_best { /* validated for shape, then ignored: best is derived 
   FT_IMP_MEMBERS(FT_BEST_COLUMNS)
 } imp_best;
 
-const ft_imp_field ft__imp_key_fields[FT_IMP_N_KEY_FIELDS] = {FT_PROBLEM_COLUMNS(FT__IMP_KEY_FIELD, )};
+const ft_imp_field ft__imp_key_fields[FT_IMP_N_KEY_FIELDS] = {
+    FT_PROBLEM_COLUMNS(FT__IMP_KEY_FIELD, )};
 static const ft_imp_field k_device_fields[] = {FT_IMP_FIELDS(FT_DEVICE_COLUMNS, imp_device)};
 static const ft_imp_field k_problem_fields[] = {FT_IMP_FIELDS(FT_PROBLEM_COLUMNS, imp_problem)};
 static const ft_imp_field k_run_fields[] = {FT_IMP_FIELDS(FT_RUN_COLUMNS, imp_run)};
@@ -143,7 +144,8 @@ static ft_status sort_unique(void *recs, size_t n, size_t rec_size, size_t idx_o
 
 static imp_device *find_device(const import_set *s, const char *fp) {
   imp_device key = {.fingerprint = fp}, *kp = &key;
-  imp_device **hit = s->n_devices ? bsearch(&kp, s->dev_sorted, s->n_devices, sizeof kp, dev_cmp) : NULL;
+  imp_device **hit =
+      s->n_devices ? bsearch(&kp, s->dev_sorted, s->n_devices, sizeof kp, dev_cmp) : NULL;
   return hit ? *hit : NULL;
 }
 
@@ -233,7 +235,8 @@ static ft_status read_header(const ft_json *root, ft_err *err) {
   static const char *const known[] = {"format", "version", "devices", "problems",
                                       "runs",   "results", "best",    "cubins"};
   if (root->type != FT_JSON_OBJECT)
-    return ft__imp_bad(err, "top level", "expected an object, found %s", ft_json_type_name(root->type));
+    return ft__imp_bad(err, "top level", "expected an object, found %s",
+                       ft_json_type_name(root->type));
   const ft_json *fmt = ft_json_get(root, "format"), *ver = ft_json_get(root, "version");
   if (!fmt || fmt->type != FT_JSON_STRING || strcmp(fmt->str, FT_DB_EXPORT_FORMAT) != 0)
     return ft__imp_bad(err, "format", "expected \"%s\"", FT_DB_EXPORT_FORMAT);
@@ -282,7 +285,9 @@ static ft_status validate(const ft_json *root, import_set *s, ft_err *err) {
 /* ---------------------------------------------------------------------------------------------
  * Import: merge */
 
-enum { M_DEV_INS, M_DEV_ID, M_PROB_INS, M_PROB_ID, M_RUN_INS, M_RUN_ID, M_RES_INS, M_CUBIN_INS, M_N };
+enum {
+  M_DEV_INS, M_DEV_ID, M_PROB_INS, M_PROB_ID, M_RUN_INS, M_RUN_ID, M_RES_INS, M_CUBIN_INS, M_N
+};
 
 /* Every column a parameter, so the file's times and versions are kept; rows already present
  * stay as they are. */
@@ -324,7 +329,8 @@ static ft_status bind_fields(merger *m, sqlite3_stmt *st, const ft_imp_field *fs
       rc = isnan(v) ? sqlite3_bind_null(st, f->param) : sqlite3_bind_double(st, f->param, v);
     } else {
       const char *s = *(const char *const *)slot;
-      rc = s ? sqlite3_bind_text(st, f->param, s, -1, SQLITE_STATIC) : sqlite3_bind_null(st, f->param);
+      rc = s ? sqlite3_bind_text(st, f->param, s, -1, SQLITE_STATIC)
+             : sqlite3_bind_null(st, f->param);
     }
     FT_TRY(bound(m, rc, doing));
   }
@@ -397,8 +403,9 @@ static ft_status merge_cubin(merger *m, const imp_cubin *c) {
   sqlite3_stmt *st = m->st[M_CUBIN_INS];
   FT_TRY(bind_fields(m, st, k_cubin_fields, NF(k_cubin_fields), c, doing));
   /* A zero-length blob must still be a BLOB, not NULL, for the NOT NULL column. */
-  FT_TRY(bound(m, sqlite3_bind_blob64(st, FT_COL(cubins, data), c->n_bytes ? (const void *)c->bytes : "",
-                                      c->n_bytes, SQLITE_STATIC), doing));
+  const void *data = c->n_bytes ? (const void *)c->bytes : "";
+  FT_TRY(bound(m, sqlite3_bind_blob64(st, FT_COL(cubins, data), data, c->n_bytes, SQLITE_STATIC),
+               doing));
   return run_insert(m, M_CUBIN_INS, &m->stats->cubins, doing);
 }
 

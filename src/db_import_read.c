@@ -42,20 +42,25 @@ static ft_status read_fields(const ft_json *obj, const char *where, const ft_imp
 
 static ft_status read_string(const ft_json *v, const char *path, const ft_imp_field *fd,
                              void *slot, ft_err *err) {
-  int nullable = fd->kind == FT_IK_STR_NULL || fd->kind == FT_IK_UUID_NULL || fd->kind == FT_IK_TIME_NULL;
+  int nullable =
+      fd->kind == FT_IK_STR_NULL || fd->kind == FT_IK_UUID_NULL || fd->kind == FT_IK_TIME_NULL;
   if (v->type == FT_JSON_NULL && nullable) {
     *(const char **)slot = NULL;
     return FT_OK;
   }
   if (v->type != FT_JSON_STRING)
-    return ft__imp_bad(err, path, nullable ? "expected a string or null, found %s" : "expected a string, found %s",
-               ft_json_type_name(v->type));
+    return ft__imp_bad(err, path,
+                       nullable ? "expected a string or null, found %s"
+                                : "expected a string, found %s",
+                       ft_json_type_name(v->type));
   if (strlen(v->str) != v->str_len) return ft__imp_bad(err, path, "contains a NUL character%s", "");
   if (fd->kind == FT_IK_UUID || fd->kind == FT_IK_UUID_NULL) {
-    if (!is_uuid(v->str, v->str_len)) return ft__imp_bad(err, path, "not a lowercase uuid: \"%.60s\"", v->str);
+    if (!is_uuid(v->str, v->str_len))
+      return ft__imp_bad(err, path, "not a lowercase uuid: \"%.60s\"", v->str);
   } else if (fd->kind == FT_IK_TIME || fd->kind == FT_IK_TIME_NULL) {
     if (!is_timestamp(v->str, v->str_len))
-      return ft__imp_bad(err, path, "not an ISO-8601 UTC time (YYYY-MM-DDTHH:MM:SS.fffZ): \"%.60s\"", v->str);
+      return ft__imp_bad(err, path,
+                         "not an ISO-8601 UTC time (YYYY-MM-DDTHH:MM:SS.fffZ): \"%.60s\"", v->str);
   } else if ((int64_t)v->str_len < fd->lo || (int64_t)v->str_len > fd->hi) {
     char what[96];
     snprintf(what, sizeof what, "length %zu outside %" PRId64 "..%" PRId64 " bytes", v->str_len,
@@ -91,9 +96,10 @@ static ft_status read_number(const ft_json *v, const char *path, const ft_imp_fi
     return FT_OK;
   }
   if (v->type != FT_JSON_NUMBER)
-    return ft__imp_bad(err, path, fd->kind == FT_IK_NUM_NULL ? "expected a number or null, found %s"
-                                                 : "expected a number, found %s",
-               ft_json_type_name(v->type));
+    return ft__imp_bad(err, path,
+                       fd->kind == FT_IK_NUM_NULL ? "expected a number or null, found %s"
+                                                  : "expected a number, found %s",
+                       ft_json_type_name(v->type));
   if (fd->kind == FT_IK_NUM_NULL && v->number < 0)
     return ft__imp_bad(err, path, "expected a non-negative number or null%s", "");
   *(double *)slot = v->number;

@@ -281,7 +281,7 @@ static ft_status prepare_writable(ft_db *db, int empty, ft_err *err) {
   /* NORMAL is durable against a crash of the process in WAL mode; only power loss can drop the
    * last commits, which is an acceptable price for a measurement store. */
   FT_TRY(ft__db_exec(db, "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON",
-                  "setting pragmas", err));
+                     "setting pragmas", err));
   if (empty) FT_TRY(create_schema(db, err));
   int v = user_version(db, &rc);
   if (rc != SQLITE_OK) return ft__db_error(db, err, rc, "reading the schema version");

@@ -103,10 +103,11 @@ static ft_status insert_device(ft_db *db, const ft_device_info *dev, int64_t *id
 
 ft_status ft_db_upsert_device(ft_db *db, const ft_device_info *dev, int64_t *device_id, ft_err *err) {
   FT_TRY(ft__db_need(err, db && dev && device_id, "ft_db_upsert_device: NULL argument"));
-  FT_TRY(ft__db_need(err, dev->fingerprint[0] && memchr(dev->fingerprint, 0, sizeof dev->fingerprint),
-              "ft_db_upsert_device: empty fingerprint"));
+  FT_TRY(ft__db_need(err,
+                     dev->fingerprint[0] && memchr(dev->fingerprint, 0, sizeof dev->fingerprint),
+                     "ft_db_upsert_device: empty fingerprint"));
   FT_TRY(ft__db_need(err, memchr(dev->name, 0, sizeof dev->name) != NULL,
-              "ft_db_upsert_device: name not terminated"));
+                     "ft_db_upsert_device: name not terminated"));
   FT_TRY(ft__db_begin_write(db, "recording the device", err));
   return ft__db_finish(db, insert_device(db, dev, device_id, err), "recording the device", err);
 }
@@ -133,7 +134,7 @@ static void read_device(sqlite3_stmt *st, ft_device_info *out, int64_t *id) {
 ft_status ft_db_find_device(ft_db *db, const char *fingerprint, const char *name,
                             ft_device_info *out, int64_t *device_id, ft_err *err) {
   FT_TRY(ft__db_need(err, db && (fingerprint || name) && out && device_id,
-              "ft_db_find_device: NULL argument"));
+                     "ft_db_find_device: NULL argument"));
   sqlite3_stmt *st = ft__db_stmt(db, fingerprint ? FT_ST_DEVICE_BY_FP : FT_ST_DEVICE_BY_NAME, err);
   if (!st) return err ? err->status : FT_ERR_DB;
   sqlite3_bind_text(st, 1, fingerprint ? fingerprint : name, -1, SQLITE_STATIC);
@@ -161,14 +162,16 @@ static void bind_problem_key(sqlite3_stmt *st, const ft_problem_key *key) {
 }
 
 static ft_status check_key(const ft_problem_key *key, ft_err *err) {
-  FT_TRY(ft__db_need(err, key->m > 0 && key->n > 0 && key->k > 0, "problem key: m, n, k must be > 0"));
+  FT_TRY(ft__db_need(err, key->m > 0 && key->n > 0 && key->k > 0,
+                     "problem key: m, n, k must be > 0"));
   FT_TRY(ft__db_need(err,
-              memchr(key->layout, 0, sizeof key->layout) && memchr(key->math, 0, sizeof key->math) &&
-                  memchr(key->epilogue, 0, sizeof key->epilogue) &&
-                  memchr(key->epilogue_hash, 0, sizeof key->epilogue_hash),
-              "problem key: a text field is not NUL-terminated"));
+                     memchr(key->layout, 0, sizeof key->layout) &&
+                         memchr(key->math, 0, sizeof key->math) &&
+                         memchr(key->epilogue, 0, sizeof key->epilogue) &&
+                         memchr(key->epilogue_hash, 0, sizeof key->epilogue_hash),
+                     "problem key: a text field is not NUL-terminated"));
   return ft__db_need(err, key->layout[0] && key->math[0] && key->epilogue_hash[0],
-              "problem key: layout, math and epilogue_hash must be set");
+                     "problem key: layout, math and epilogue_hash must be set");
 }
 
 static ft_status insert_problem(ft_db *db, const ft_problem_key *key, int64_t *id, ft_err *err) {
@@ -212,7 +215,7 @@ ft_status ft_db_begin_run(ft_db *db, int64_t device_id, const char *options_json
   FT_TRY(ft__db_need(err, db && run_id, "ft_db_begin_run: NULL argument"));
   if (options_json) {
     FT_TRY(ft__db_need(err, strlen(options_json) <= FT_DB_MESSAGE_MAX,
-                "ft_db_begin_run: options longer than 1 MiB"));
+                       "ft_db_begin_run: options longer than 1 MiB"));
     FT_TRY(check_json(options_json, "ft_db_begin_run: options_json", err));
   }
   FT_TRY(ft__db_begin_write(db, "recording the run", err));
@@ -222,7 +225,8 @@ ft_status ft_db_begin_run(ft_db *db, int64_t device_id, const char *options_json
 
 ft_status ft_db_end_run(ft_db *db, int64_t run_id, const char *outcome, ft_err *err) {
   FT_TRY(ft__db_need(err, db && outcome, "ft_db_end_run: NULL argument"));
-  FT_TRY(ft__db_need(err, strlen(outcome) <= 4096, "ft_db_end_run: outcome longer than 4096 bytes"));
+  FT_TRY(ft__db_need(err, strlen(outcome) <= 4096,
+                     "ft_db_end_run: outcome longer than 4096 bytes"));
   FT_TRY(ft__db_begin_write(db, "ending the run", err));
   sqlite3_stmt *st = ft__db_stmt(db, FT_ST_RUN_END, err);
   ft_status s = st ? FT_OK : (err ? err->status : FT_ERR_DB);
@@ -270,19 +274,20 @@ static ft_status check_json(const char *s, const char *what, ft_err *err) {
 /* The same bounds import enforces (docs/FORMAT.md), which are what ft_best/ft_config hold. */
 static ft_status check_row(const ft_result_row *r, ft_err *err) {
   FT_TRY(ft__db_need(err, r->strategy && r->variant && r->config_json && r->status,
-              "ft_db_insert_result: strategy, variant, config_json and status must be set"));
+                     "ft_db_insert_result: strategy, variant, config_json and status must be set"));
   if (!known_status(r->status))
     return ft__fail(err, FT_ERR_INVALID_ARG, "ft_db_insert_result: unknown status \"%s\"",
                     r->status);
   FT_TRY(ft__db_need(err, r->strategy[0] && strlen(r->strategy) < 32,
-              "ft_db_insert_result: strategy must be 1..31 bytes"));
-  FT_TRY(ft__db_need(err, strlen(r->variant) < 128, "ft_db_insert_result: variant longer than 127 bytes"));
+                     "ft_db_insert_result: strategy must be 1..31 bytes"));
+  FT_TRY(ft__db_need(err, strlen(r->variant) < 128,
+                     "ft_db_insert_result: variant longer than 127 bytes"));
   FT_TRY(ft__db_need(err, strlen(r->config_json) < FT_CONFIG_JSON_MAX,
-              "ft_db_insert_result: config_json longer than 511 bytes"));
+                     "ft_db_insert_result: config_json longer than 511 bytes"));
   FT_TRY(ft__db_need(err, !r->source_hash || strlen(r->source_hash) <= 16,
-              "ft_db_insert_result: source_hash longer than 16 bytes"));
+                     "ft_db_insert_result: source_hash longer than 16 bytes"));
   FT_TRY(ft__db_need(err, !r->message || strlen(r->message) <= FT_DB_MESSAGE_MAX,
-              "ft_db_insert_result: message longer than 1 MiB"));
+                     "ft_db_insert_result: message longer than 1 MiB"));
   FT_TRY(ft__db_need(err, r->repeats >= 0, "ft_db_insert_result: repeats must be >= 0"));
   return check_json(r->config_json, "ft_db_insert_result: config_json", err);
 }
@@ -456,7 +461,7 @@ static ft_status each_best(ft_db *db, sqlite3_stmt *st, ft_best_cb cb, void *use
 ft_status ft_db_each_best_for_epilogue(ft_db *db, int64_t device_id, const char *epilogue_hash,
                                        const char *math, ft_best_cb cb, void *user, ft_err *err) {
   FT_TRY(ft__db_need(err, db && epilogue_hash && math && cb,
-              "ft_db_each_best_for_epilogue: NULL argument"));
+                     "ft_db_each_best_for_epilogue: NULL argument"));
   sqlite3_stmt *st = ft__db_stmt(db, FT_ST_EACH_BEST_EPI, err);
   if (!st) return err ? err->status : FT_ERR_DB;
   sqlite3_bind_int64(st, 1, device_id);
@@ -474,7 +479,8 @@ ft_status ft_db_each_best(ft_db *db, ft_best_cb cb, void *user, ft_err *err) {
 
 ft_status ft_db_has_result(ft_db *db, int64_t device_id, int64_t problem_id, const char *strategy,
                            const char *config_json, const char *source_hash, int *found, ft_err *err) {
-  FT_TRY(ft__db_need(err, db && strategy && config_json && found, "ft_db_has_result: NULL argument"));
+  FT_TRY(ft__db_need(err, db && strategy && config_json && found,
+                     "ft_db_has_result: NULL argument"));
   sqlite3_stmt *st = ft__db_stmt(db, FT_ST_HAS_RESULT, err);
   if (!st) return err ? err->status : FT_ERR_DB;
   sqlite3_bind_int64(st, 1, device_id);

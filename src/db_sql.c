@@ -23,6 +23,13 @@ ft_status ft__db_error(ft_db *db, ft_err *err, int rc, const char *doing) {
 /* Column n of a device is result column n: id comes first. */
 #define DEVICE_SELECT "SELECT id, " FT_DB_COLS(FT_DEVICE_COLUMNS, ) " FROM devices"
 
+/* The rows read_best_row (db_records.c) reads. */
+#define EACH_BEST_SELECT                                                                        \
+  "SELECT b.device_id, b.problem_id, p.m, p.n, p.k, p.layout, p.math, p.epilogue,"              \
+  " p.epilogue_hash, d.name, b.strategy, b.variant, b.config, b.source_hash, b.median_ms"       \
+  " FROM best AS b JOIN problems AS p ON p.id = b.problem_id"                                   \
+  " JOIN devices AS d ON d.id = b.device_id"
+
 static const char *const k_sql[FT_ST_COUNT] = {
     [FT_ST_BEGIN] = "BEGIN IMMEDIATE",
     [FT_ST_COMMIT] = "COMMIT",
@@ -61,17 +68,10 @@ static const char *const k_sql[FT_ST_COUNT] = {
         " AND status = 'ok' AND strategy = 'eager' AND median_ms IS NOT NULL"
         " ORDER BY created DESC, uuid DESC LIMIT 1",
     [FT_ST_EACH_BEST_EPI] =
-        "SELECT b.device_id, b.problem_id, p.m, p.n, p.k, p.layout, p.math, p.epilogue,"
-        " p.epilogue_hash, d.name, b.strategy, b.variant, b.config, b.source_hash, b.median_ms"
-        " FROM best AS b JOIN problems AS p ON p.id = b.problem_id"
-        " JOIN devices AS d ON d.id = b.device_id"
-        " WHERE b.device_id = ?1 AND p.epilogue_hash = ?2 AND p.math = ?3"
+        EACH_BEST_SELECT " WHERE b.device_id = ?1 AND p.epilogue_hash = ?2 AND p.math = ?3"
         " ORDER BY p.m, p.n, p.k, p.layout",
     [FT_ST_EACH_BEST] =
-        "SELECT b.device_id, b.problem_id, p.m, p.n, p.k, p.layout, p.math, p.epilogue,"
-        " p.epilogue_hash, d.name, b.strategy, b.variant, b.config, b.source_hash, b.median_ms"
-        " FROM best AS b JOIN problems AS p ON p.id = b.problem_id"
-        " JOIN devices AS d ON d.id = b.device_id"
+        EACH_BEST_SELECT
         " ORDER BY d.fingerprint, p.m, p.n, p.k, p.layout, p.math, p.epilogue_hash",
     /* Every launchable correct result of one problem, fastest first (the best's order). */
     [FT_ST_EACH_CANDIDATE] =
