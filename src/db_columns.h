@@ -23,91 +23,116 @@
 
 #include "db_internal.h"
 
-#define FT_DEVICE_COLUMNS(X, c)                                             \
-  X(c, 1, fingerprint, fingerprint, STR, 1, 16, P, COL)                     \
-  X(c, 2, name, name, STR, 0, 255, P, COL)                                  \
-  X(c, 3, cc_major, cc_major, INT, 0, INT32_MAX, P, COL)                    \
-  X(c, 4, cc_minor, cc_minor, INT, 0, INT32_MAX, P, COL)                    \
-  X(c, 5, sm_count, sm_count, INT, 0, INT32_MAX, P, COL)                    \
-  X(c, 6, mem_bytes, mem_bytes, INT, 0, INT64_MAX, P, COL)                  \
-  X(c, 7, driver_version, driver_version, INT, 0, INT32_MAX, P, COL)        \
-  X(c, 8, runtime_version, runtime_version, INT, 0, INT32_MAX, P, COL)      \
-  X(c, 9, nvrtc_version, nvrtc_version, INT, 0, INT32_MAX, P, COL)          \
-  X(c, 10, cublas_version, cublas_version, INT, 0, INT32_MAX, P, COL)       \
-  X(c, 11, first_seen, first_seen, TIME, 0, 0, NOW_FIRST, COL)              \
+/* Text bounds shared by several tables: what ft_device_info, ft_problem_key and ft_best hold
+ * (db.h), less the NUL, so whatever is stored can be read back whole. */
+#define FT_DB_HASH_MAX 16 /* fingerprints and hashes */
+#define FT_DB_STRATEGY_MAX 31
+#define FT_DB_VARIANT_MAX 127
+#define FT_DB_CONFIG_MAX (FT_CONFIG_JSON_MAX - 1)
+#define FT__FITS(type, field, max) \
+  _Static_assert(sizeof(((type *)0)->field) == (max) + 1, #type "." #field " holds " #max)
+FT__FITS(ft_device_info, fingerprint, FT_DB_HASH_MAX);
+FT__FITS(ft_problem_key, epilogue_hash, FT_DB_HASH_MAX);
+FT__FITS(ft_best, source_hash, FT_DB_HASH_MAX);
+FT__FITS(ft_best, strategy, FT_DB_STRATEGY_MAX);
+FT__FITS(ft_best, variant, FT_DB_VARIANT_MAX);
+FT__FITS(ft_best, config_json, FT_DB_CONFIG_MAX);
+
+#define FT_DEVICE_COLUMNS(X, c)                                               \
+  X(c, 1, fingerprint, fingerprint, STR, 1, FT_DB_HASH_MAX, P, COL)           \
+  X(c, 2, name, name, STR, 0, 255, P, COL)                                    \
+  X(c, 3, cc_major, cc_major, INT, 0, INT32_MAX, P, COL)                      \
+  X(c, 4, cc_minor, cc_minor, INT, 0, INT32_MAX, P, COL)                      \
+  X(c, 5, sm_count, sm_count, INT, 0, INT32_MAX, P, COL)                      \
+  X(c, 6, mem_bytes, mem_bytes, INT, 0, INT64_MAX, P, COL)                    \
+  X(c, 7, driver_version, driver_version, INT, 0, INT32_MAX, P, COL)          \
+  X(c, 8, runtime_version, runtime_version, INT, 0, INT32_MAX, P, COL)        \
+  X(c, 9, nvrtc_version, nvrtc_version, INT, 0, INT32_MAX, P, COL)            \
+  X(c, 10, cublas_version, cublas_version, INT, 0, INT32_MAX, P, COL)         \
+  X(c, 11, first_seen, first_seen, TIME, 0, 0, NOW_FIRST, COL)                \
   X(c, 12, last_seen, last_seen, TIME, 0, 0, NOW, COL)
 
-#define FT_PROBLEM_COLUMNS(X, c)                                            \
-  X(c, 1, m, m, INT, 1, INT64_MAX, P, KCOL)                                 \
-  X(c, 2, n, n, INT, 1, INT64_MAX, P, KCOL)                                 \
-  X(c, 3, k, k, INT, 1, INT64_MAX, P, KCOL)                                 \
-  X(c, 4, layout, layout, STR, 1, 15, P, KCOL)                              \
-  X(c, 5, math, math, STR, 1, 15, P, KCOL)                                  \
-  X(c, 6, epilogue, epilogue, STR, 0, 4095, P, COL)                         \
-  X(c, 7, epilogue_hash, epilogue_hash, STR, 1, 16, P, KCOL)
+#define FT_PROBLEM_COLUMNS(X, c)                                              \
+  X(c, 1, m, m, INT, 1, INT64_MAX, P, KCOL)                                   \
+  X(c, 2, n, n, INT, 1, INT64_MAX, P, KCOL)                                   \
+  X(c, 3, k, k, INT, 1, INT64_MAX, P, KCOL)                                   \
+  X(c, 4, layout, layout, STR, 1, 15, P, KCOL)                                \
+  X(c, 5, math, math, STR, 1, 15, P, KCOL)                                    \
+  X(c, 6, epilogue, epilogue, STR, 0, 4095, P, COL)                           \
+  X(c, 7, epilogue_hash, epilogue_hash, STR, 1, FT_DB_HASH_MAX, P, KCOL)
 
-#define FT_RUN_COLUMNS(X, c)                                                \
-  X(c, 1, uuid, uuid, UUID, 0, 0, P, COL)                                   \
-  X(c, 2, device_id, device, STR, 1, 16, P, DEV)                            \
-  X(c, 3, started, started, TIME, 0, 0, NOW, COL)                           \
-  X(c, 4, ended, ended, TIME_NULL, 0, 0, NO, COL)                           \
-  X(c, 5, tool_version, tool_version, STR, 0, 64, P, COL)                   \
-  X(c, 6, options, options, JSON, 0, FT_DB_MESSAGE_MAX, P, COL)             \
-  X(c, 7, budget_s, budget_s, NUM, 0, 0, P, COL)                            \
+#define FT_RUN_COLUMNS(X, c)                                                  \
+  X(c, 1, uuid, uuid, UUID, 0, 0, P, COL)                                     \
+  X(c, 2, device_id, device, STR, 1, FT_DB_HASH_MAX, P, DEV)                  \
+  X(c, 3, started, started, TIME, 0, 0, NOW, COL)                             \
+  X(c, 4, ended, ended, TIME_NULL, 0, 0, NO, COL)                             \
+  X(c, 5, tool_version, tool_version, STR, 0, 64, P, COL)                     \
+  X(c, 6, options, options, JSON, 0, FT_DB_MESSAGE_MAX, P, COL)               \
+  X(c, 7, budget_s, budget_s, NUM, 0, 0, P, COL)                              \
   X(c, 8, outcome, outcome, STR_NULL, 0, 4096, NO, COL)
 
-#define FT_RESULT_COLUMNS(X, c)                                             \
-  X(c, 1, uuid, uuid, UUID, 0, 0, P, COL)                                   \
-  X(c, 2, run_id, run, UUID_NULL, 0, 0, P, RUN)                             \
-  X(c, 3, device_id, device, STR, 1, 16, P, DEV)                            \
-  X(c, 4, problem_id, problem, KEY, 0, 0, P, PROB)                          \
-  X(c, 5, strategy, strategy, STR, 1, 31, P, COL)                           \
-  X(c, 6, variant, variant, STR, 0, 127, P, COL)                            \
-  X(c, 7, config, config, JSON, 0, 511, P, COL)                             \
-  X(c, 8, status, status, STR, 1, 32, P, COL)                               \
-  X(c, 9, median_ms, median_ms, NUM_NULL, 0, 0, P, COL)                     \
-  X(c, 10, min_ms, min_ms, NUM_NULL, 0, 0, P, COL)                          \
-  X(c, 11, iqr_ms, iqr_ms, NUM_NULL, 0, 0, P, COL)                          \
-  X(c, 12, repeats, repeats, INT, 0, INT32_MAX, P, COL)                     \
-  X(c, 13, rel_err, rel_err, NUM_NULL, 0, 0, P, COL)                        \
-  X(c, 14, max_abs_err, max_abs_err, NUM_NULL, 0, 0, P, COL)                \
-  X(c, 15, source_hash, source_hash, STR, 0, 16, P, COL)                    \
-  X(c, 16, fusedtune_version, fusedtune_version, STR, 0, 64, P, COL)        \
-  X(c, 17, message, message, STR, 0, FT_DB_MESSAGE_MAX, P, COL)             \
+#define FT_RESULT_COLUMNS(X, c)                                               \
+  X(c, 1, uuid, uuid, UUID, 0, 0, P, COL)                                     \
+  X(c, 2, run_id, run, UUID_NULL, 0, 0, P, RUN)                               \
+  X(c, 3, device_id, device, STR, 1, FT_DB_HASH_MAX, P, DEV)                  \
+  X(c, 4, problem_id, problem, KEY, 0, 0, P, PROB)                            \
+  X(c, 5, strategy, strategy, STR, 1, FT_DB_STRATEGY_MAX, P, COL)             \
+  X(c, 6, variant, variant, STR, 0, FT_DB_VARIANT_MAX, P, COL)                \
+  X(c, 7, config, config, JSON, 0, FT_DB_CONFIG_MAX, P, COL)                  \
+  X(c, 8, status, status, STR, 1, 32, P, COL)                                 \
+  X(c, 9, median_ms, median_ms, NUM_NULL, 0, 0, P, COL)                       \
+  X(c, 10, min_ms, min_ms, NUM_NULL, 0, 0, P, COL)                            \
+  X(c, 11, iqr_ms, iqr_ms, NUM_NULL, 0, 0, P, COL)                            \
+  X(c, 12, repeats, repeats, INT, 0, INT32_MAX, P, COL)                       \
+  X(c, 13, rel_err, rel_err, NUM_NULL, 0, 0, P, COL)                          \
+  X(c, 14, max_abs_err, max_abs_err, NUM_NULL, 0, 0, P, COL)                  \
+  X(c, 15, source_hash, source_hash, STR, 0, FT_DB_HASH_MAX, P, COL)          \
+  X(c, 16, fusedtune_version, fusedtune_version, STR, 0, 64, P, COL)          \
+  X(c, 17, message, message, STR, 0, FT_DB_MESSAGE_MAX, P, COL)               \
   X(c, 18, created, created, TIME, 0, 0, NOW, COL)
 
 /* The best view (db/schema.sql): exported and checked on import, never inserted. */
-#define FT_BEST_COLUMNS(X, c)                                               \
-  X(c, 1, device_id, device, STR, 1, 16, NO, DEV)                           \
-  X(c, 2, problem_id, problem, KEY, 0, 0, NO, PROB)                         \
-  X(c, 3, uuid, result, UUID, 0, 0, NO, COL)                                \
-  X(c, 4, strategy, strategy, STR, 1, 31, NO, COL)                          \
-  X(c, 5, variant, variant, STR, 0, 127, NO, COL)                           \
-  X(c, 6, config, config, JSON, 0, 511, NO, COL)                            \
-  X(c, 7, source_hash, source_hash, STR, 0, 16, NO, COL)                    \
+#define FT_BEST_COLUMNS(X, c)                                                 \
+  X(c, 1, device_id, device, STR, 1, FT_DB_HASH_MAX, NO, DEV)                 \
+  X(c, 2, problem_id, problem, KEY, 0, 0, NO, PROB)                           \
+  X(c, 3, uuid, result, UUID, 0, 0, NO, COL)                                  \
+  X(c, 4, strategy, strategy, STR, 1, FT_DB_STRATEGY_MAX, NO, COL)            \
+  X(c, 5, variant, variant, STR, 0, FT_DB_VARIANT_MAX, NO, COL)               \
+  X(c, 6, config, config, JSON, 0, FT_DB_CONFIG_MAX, NO, COL)                 \
+  X(c, 7, source_hash, source_hash, STR, 0, FT_DB_HASH_MAX, NO, COL)          \
   X(c, 8, median_ms, median_ms, NUM, 0, 0, NO, COL)
 
 /* Export order, which is not the schema's: data, the long one, last. */
-#define FT_CUBIN_COLUMNS(X, c)                                              \
-  X(c, 1, source_hash, source_hash, STR, 1, 16, P, COL)                     \
-  X(c, 2, arch, arch, STR, 1, 64, P, COL)                                   \
-  X(c, 3, nvrtc_version, nvrtc_version, INT, 0, INT32_MAX, P, COL)          \
-  X(c, 4, options, options, STR, 0, 1 << 16, P, COL)                        \
-  X(c, 5, size, size, INT, 0, INT32_MAX, P, COL)                            \
-  X(c, 6, created, created, TIME, 0, 0, NOW, COL)                           \
+#define FT_CUBIN_COLUMNS(X, c)                                                \
+  X(c, 1, source_hash, source_hash, STR, 1, FT_DB_HASH_MAX, P, COL)           \
+  X(c, 2, arch, arch, STR, 1, 64, P, COL)                                     \
+  X(c, 3, nvrtc_version, nvrtc_version, INT, 0, INT32_MAX, P, COL)            \
+  X(c, 4, options, options, STR, 0, 1 << 16, P, COL)                          \
+  X(c, 5, size, size, INT, 0, INT32_MAX, P, COL)                              \
+  X(c, 6, created, created, TIME, 0, 0, NOW, COL)                             \
   X(c, 7, data, data, B64, 0, INT64_MAX, P, COL)
 
 /* The CSV export (one row per result): X(n, header, expression), and PROBLEM(n) where every
  * column of the problem stands. */
-#define FT_CSV_COLUMNS(X, PROBLEM)                                          \
-  X(1, uuid, "r.uuid") X(2, created, "r.created") X(3, device, "d.name")    \
-  X(4, fingerprint, "d.fingerprint") PROBLEM(5) X(6, strategy, "r.strategy") \
-  X(7, variant, "r.variant") X(8, status, "r.status")                      \
-  X(9, median_ms, "r.median_ms") X(10, min_ms, "r.min_ms")                 \
-  X(11, iqr_ms, "r.iqr_ms") X(12, repeats, "r.repeats")                    \
-  X(13, rel_err, "r.rel_err") X(14, max_abs_err, "r.max_abs_err")          \
-  X(15, source_hash, "r.source_hash") X(16, config, "r.config")            \
-  X(17, message, "r.message") X(18, run, "ru.uuid")
+#define FT_CSV_COLUMNS(X, PROBLEM)                                            \
+  X(1, uuid, "r.uuid")                                                        \
+  X(2, created, "r.created")                                                  \
+  X(3, device, "d.name")                                                      \
+  X(4, fingerprint, "d.fingerprint")                                          \
+  PROBLEM(5)                                                                  \
+  X(6, strategy, "r.strategy")                                                \
+  X(7, variant, "r.variant")                                                  \
+  X(8, status, "r.status")                                                    \
+  X(9, median_ms, "r.median_ms")                                              \
+  X(10, min_ms, "r.min_ms")                                                   \
+  X(11, iqr_ms, "r.iqr_ms")                                                   \
+  X(12, repeats, "r.repeats")                                                 \
+  X(13, rel_err, "r.rel_err")                                                 \
+  X(14, max_abs_err, "r.max_abs_err")                                         \
+  X(15, source_hash, "r.source_hash")                                         \
+  X(16, config, "r.config")                                                   \
+  X(17, message, "r.message")                                                 \
+  X(18, run, "ru.uuid")
 
 /* Parameter numbers: FT_COL(results, strategy) is 5. */
 #define FT__COL_ENUM(t, n, col, ...) FT__COL_##t##_##col = n,

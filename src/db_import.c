@@ -84,14 +84,19 @@ static void import_set_free(import_set *s) {
 /* ---------------------------------------------------------------------------------------------
  * Import: references and duplicates */
 
+static int cmp_INT(int64_t a, int64_t b) { return a < b ? -1 : a > b; }
+static int cmp_STR(const char *a, const char *b) { return strcmp(a, b); }
+
+/* The problem key's columns in list order, each compared as its kind. */
+#define KEY_CMP(c, n, col, json, kind, lo, hi, ins, sel) KEY_CMP_##sel(kind, json)
+#define KEY_CMP_KCOL(kind, json) \
+  if ((c = cmp_##kind(a->json, b->json)) != 0) return c;
+#define KEY_CMP_COL(kind, json)
+
 static int key_cmp(const ft_imp_key *a, const ft_imp_key *b) {
-  if (a->m != b->m) return a->m < b->m ? -1 : 1;
-  if (a->n != b->n) return a->n < b->n ? -1 : 1;
-  if (a->k != b->k) return a->k < b->k ? -1 : 1;
-  int c = strcmp(a->layout, b->layout);
-  if (c) return c;
-  c = strcmp(a->math, b->math);
-  return c ? c : strcmp(a->epilogue_hash, b->epilogue_hash);
+  int c;
+  FT_PROBLEM_COLUMNS(KEY_CMP, )
+  return 0;
 }
 
 static int dev_cmp(const void *a, const void *b) {
@@ -212,7 +217,7 @@ static ft_status resolve(import_set *s, ft_err *err) {
                      dev_cmp, "devices", "fingerprint", &tmp, err));
   s->dev_sorted = (imp_device **)tmp;
   FT_TRY(sort_unique(s->problems, s->n_problems, sizeof *s->problems, offsetof(imp_problem, idx),
-                     prob_cmp, "problems", "key (m, n, k, layout, math, epilogue_hash)", &tmp, err));
+                     prob_cmp, "problems", "key (" FT_DB_PROBLEM_KEY_COLS("") ")", &tmp, err));
   s->prob_sorted = (imp_problem **)tmp;
   FT_TRY(sort_unique(s->runs, s->n_runs, sizeof *s->runs, offsetof(imp_run, idx), run_cmp, "runs",
                      "uuid", &tmp, err));

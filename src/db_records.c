@@ -278,13 +278,13 @@ static ft_status check_row(const ft_result_row *r, ft_err *err) {
   if (!known_status(r->status))
     return ft__fail(err, FT_ERR_INVALID_ARG, "ft_db_insert_result: unknown status \"%s\"",
                     r->status);
-  FT_TRY(ft__db_need(err, r->strategy[0] && strlen(r->strategy) < 32,
+  FT_TRY(ft__db_need(err, r->strategy[0] && strlen(r->strategy) <= FT_DB_STRATEGY_MAX,
                      "ft_db_insert_result: strategy must be 1..31 bytes"));
-  FT_TRY(ft__db_need(err, strlen(r->variant) < 128,
+  FT_TRY(ft__db_need(err, strlen(r->variant) <= FT_DB_VARIANT_MAX,
                      "ft_db_insert_result: variant longer than 127 bytes"));
-  FT_TRY(ft__db_need(err, strlen(r->config_json) < FT_CONFIG_JSON_MAX,
+  FT_TRY(ft__db_need(err, strlen(r->config_json) <= FT_DB_CONFIG_MAX,
                      "ft_db_insert_result: config_json longer than 511 bytes"));
-  FT_TRY(ft__db_need(err, !r->source_hash || strlen(r->source_hash) <= 16,
+  FT_TRY(ft__db_need(err, !r->source_hash || strlen(r->source_hash) <= FT_DB_HASH_MAX,
                      "ft_db_insert_result: source_hash longer than 16 bytes"));
   FT_TRY(ft__db_need(err, !r->message || strlen(r->message) <= FT_DB_MESSAGE_MAX,
                      "ft_db_insert_result: message longer than 1 MiB"));
