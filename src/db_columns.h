@@ -1,4 +1,4 @@
-/* The columns of each table, defined once. The INSERT statements (db_stmt.c, db_import.c), the
+/* The columns of each table, defined once. The INSERT statements (db_sql.c, db_import.c), the
  * export's SELECT lists and JSON keys (db_export.c), the CSV header and the import's records and
  * field tables (db_import.h) are all expanded from these lists, so they cannot drift apart.
  *
@@ -142,6 +142,21 @@ enum {
   FT_CUBIN_COLUMNS(FT__COL_ENUM, cubins)
 };
 #define FT_COL(table, col) FT__COL_##table##_##col
+
+/* Each n is checked to be the entry's place in its list: a column inserted in the middle must
+ * renumber those after it. */
+#define FT__POS_ENUM(t, n, col, ...) FT__POS_##t##_##col,
+#define FT__POS_CHECK(t, n, col, ...) \
+  _Static_assert(n == FT__POS_##t##_##col, #t "." #col ": n is not its place in the list");
+#define FT__POS_TABLE(LIST, t)                     \
+  enum { FT__POS_##t = 0, LIST(FT__POS_ENUM, t) }; \
+  LIST(FT__POS_CHECK, t)
+FT__POS_TABLE(FT_DEVICE_COLUMNS, devices)
+FT__POS_TABLE(FT_PROBLEM_COLUMNS, problems)
+FT__POS_TABLE(FT_RUN_COLUMNS, runs)
+FT__POS_TABLE(FT_RESULT_COLUMNS, results)
+FT__POS_TABLE(FT_BEST_COLUMNS, best)
+FT__POS_TABLE(FT_CUBIN_COLUMNS, cubins)
 
 /* FT__SEP(n, sep): nothing before the first column (n is 1), sep before the others. */
 #define FT__SECOND(a, b, ...) b

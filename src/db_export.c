@@ -83,6 +83,10 @@ static ft_status write_section(ft_db *db, FILE *f, const section *sec, ft_err *e
 
 #define NKEYS(a) ((int)(sizeof a / sizeof a[0]))
 #define PROBLEM_ORDER FT_DB_PROBLEM_KEY_COLS("p.")
+/* A result with what it refers to (a result of no run keeps a NULL run uuid). */
+#define RESULTS_FROM                                             \
+  " FROM results AS r LEFT JOIN runs AS ru ON ru.id = r.run_id" \
+  " JOIN devices AS d ON d.id = r.device_id JOIN problems AS p ON p.id = r.problem_id"
 
 static const char *const k_device_keys[] = FT_DB_JSON_KEYS(FT_DEVICE_COLUMNS);
 static const char *const k_problem_keys[] = FT_DB_JSON_KEYS(FT_PROBLEM_COLUMNS);
@@ -104,10 +108,7 @@ static const section k_sections[] = {
      " FROM runs AS r JOIN devices AS d ON d.id = r.device_id ORDER BY r.uuid",
      k_run_keys, NKEYS(k_run_keys)},
     {"results",
-     "SELECT " FT_DB_COLS(FT_RESULT_COLUMNS, "r.")
-     " FROM results AS r LEFT JOIN runs AS ru ON ru.id = r.run_id"
-     " JOIN devices AS d ON d.id = r.device_id JOIN problems AS p ON p.id = r.problem_id"
-     " ORDER BY r.uuid",
+     "SELECT " FT_DB_COLS(FT_RESULT_COLUMNS, "r.") RESULTS_FROM " ORDER BY r.uuid",
      k_result_keys, NKEYS(k_result_keys)},
     {"best",
      "SELECT " FT_DB_COLS(FT_BEST_COLUMNS, "b.")
@@ -184,10 +185,7 @@ static void csv_value(FILE *f, sqlite3_stmt *st, int i) {
 ft_status ft_db_export_csv(ft_db *db, FILE *out, ft_err *err) {
   static const char header[] = FT_DB_CSV_HEADER;
   static const char sql[] =
-      "SELECT " FT_DB_CSV_COLS
-      " FROM results AS r LEFT JOIN runs AS ru ON ru.id = r.run_id"
-      " JOIN devices AS d ON d.id = r.device_id JOIN problems AS p ON p.id = r.problem_id"
-      " ORDER BY d.fingerprint, " PROBLEM_ORDER ", r.strategy, r.median_ms IS NULL, r.median_ms,"
+      "SELECT " FT_DB_CSV_COLS RESULTS_FROM " ORDER BY d.fingerprint, " PROBLEM_ORDER ", r.strategy, r.median_ms IS NULL, r.median_ms,"
       " r.uuid";
   if (!db || !out) return ft__fail(err, FT_ERR_INVALID_ARG, "ft_db_export_csv: NULL argument");
   sqlite3_stmt *st = NULL;
