@@ -1,5 +1,6 @@
-/* Shared between db.c (connection, schema, records) and db_export.c (export/import). Not part
- * of the interface other modules use: that is db.h. */
+/* Shared by the db_*.c files: db_sql.c (errors, statements, transactions), db_open.c,
+ * db_records.c, db_cubin.c, db_export.c and db_import*.c. Not part of the interface other
+ * modules use: that is db.h. */
 #ifndef FT_DB_INTERNAL_H
 #define FT_DB_INTERNAL_H
 
@@ -47,6 +48,15 @@ sqlite3_stmt *ft__db_stmt(ft_db *db, ft_db_stmt_id id, ft_err *err);
 /* Records "database PATH: DOING: <sqlite message>" with a status mapped from rc. */
 ft_status ft__db_error(ft_db *db, ft_err *err, int rc, const char *doing);
 
+/* Runs a cached statement that returns no rows (or whose row is not wanted), then resets it. */
+ft_status ft__db_step_done(ft_db *db, sqlite3_stmt *st, const char *doing, ft_err *err);
+
+/* sqlite3_exec of constant SQL text. */
+ft_status ft__db_exec(ft_db *db, const char *sql, const char *doing, ft_err *err);
+
+/* FT_OK when ok, else FT_ERR_INVALID_ARG with the message what: argument checks. */
+ft_status ft__db_need(ft_err *err, int ok, const char *what);
+
 /* Write transactions: BEGIN IMMEDIATE takes the write lock up front (waiting up to the busy
  * timeout), so a concurrent writer makes us wait instead of failing halfway. ft__db_finish
  * commits when s is FT_OK and rolls back otherwise, returning the final status. */
@@ -61,6 +71,16 @@ void ft__db_uuid(char out[37]);
  * to i + 2; the steps from the database's current version up to n_steps + 1 run, nothing else.
  * ft_db_open calls it with the built-in list; tests pass their own to exercise the runner. */
 ft_status ft__db_migrate(ft_db *db, const char *const *steps, int n_steps, ft_err *err);
+
+/* Base64 of p[0..n) as a JSON string (quoted) on f. */
+void ft__db_base64_write(FILE *f, const unsigned char *p, size_t n);
+/* Decodes s[0..len) into a malloc'd *out; 0 when not canonical base64 or out of memory
+ * (*nomem tells which). */
+int ft__db_base64_decode(const char *s, size_t len, unsigned char **out, size_t *out_len,
+                         int *nomem);
+
+#define FT_DB_EXPORT_FORMAT "fusedtune-export" /* the export's "format" */
+#define FT_DB_EXPORT_VERSION 1                 /* the newest export version written and read */
 
 #define FT_DB_MESSAGE_MAX (1 << 20) /* longest message / options text, bytes */
 #define FT_DB_APPLICATION_ID 1179931982 /* 'FTUN' */
