@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "db_import.h"
+#include "fusedtune_tool.h"
 
 /* Records as validated from the file; strings point into the JSON document. */
 typedef struct imp_device {
@@ -175,13 +176,10 @@ static ft_status ref_error(ft_err *err, const char *section, size_t i, const cha
 }
 
 static ft_status resolve_results(import_set *s, ft_err *err) {
-  static const char *const statuses[] = {"ok", "compile_error", "wrong_result", "launch_error",
-                                         "timeout"};
   for (size_t i = 0; i < s->n_results; i++) {
     imp_result *r = &s->results[i];
-    size_t j = 0;
-    while (j < 5 && strcmp(r->status, statuses[j]) != 0) j++;
-    if (j == 5)
+    ft_result_status st;
+    if (!ft_result_status_from_name(r->status, &st) || st == FT_RESULT_UNAVAILABLE)
       return ref_error(err, "results", i, "status",
                        "expected one of ok, compile_error, wrong_result, launch_error, timeout");
     if (!(r->dev = find_device(s, r->device)))

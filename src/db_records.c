@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "db_columns.h"
+#include "fusedtune_tool.h"
 #include "db_internal.h"
 #include "json.h"
 
@@ -244,11 +245,10 @@ ft_status ft_db_end_run(ft_db *db, int64_t run_id, const char *outcome, ft_err *
 /* ---------------------------------------------------------------------------------------------
  * Results */
 
+/* A status of FT_RESULT_STATUS_MAP that is stored (UNAVAILABLE never is). */
 static int known_status(const char *s) {
-  static const char *const ok[] = {"ok", "compile_error", "wrong_result", "launch_error", "timeout"};
-  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
-    if (strcmp(s, ok[i]) == 0) return 1;
-  return 0;
+  ft_result_status st;
+  return ft_result_status_from_name(s, &st) && st != FT_RESULT_UNAVAILABLE;
 }
 
 /* A measurement, or NULL for "not measured" (negative, NaN or infinite). */
