@@ -1,4 +1,5 @@
-/* Strict JSON reader and writer helpers (see json.h for what "strict" means).
+/* The strict JSON reader (see json.h for what "strict" means). Numbers: json_number.c;
+ * the writer: json_write.c.
  *
  * The tree lives in an arena owned by the document, so freeing is one walk over a few blocks and
  * a malformed input of any shape cannot leak. Containers collect their children on two shared
@@ -6,11 +7,10 @@
  * one allocation whatever its size. */
 #include "json.h"
 
-#include <errno.h>
-#include <locale.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "json_internal.h"
 
 /* ---------------------------------------------------------------------------------------------
  * Arena */
@@ -65,7 +65,7 @@ const ft_json *ft_json_root(const ft_json_doc *doc) { return doc ? doc->root : N
 
 /* Length of the well-formed UTF-8 sequence at s (Unicode table 3-7: no overlongs, no
  * surrogates, nothing above U+10FFFF), or 0 when s does not start one. */
-static size_t utf8_len(const unsigned char *s, size_t avail) {
+size_t ft__json_utf8_len(const unsigned char *s, size_t avail) {
   unsigned c = s[0];
   if (c < 0x80) return 1;
   size_t n;
@@ -112,155 +112,6 @@ static size_t utf8_encode(unsigned long cp, char *out) {
   out[3] = (char)(0x80 | (cp & 0x3F));
   return 4;
 }
-
-/* ---------------------------------------------------------------------------------------------
- * Numbers: the C library's strtod and printf follow LC_NUMERIC, which a host program may have
- * set to a locale whose decimal point is ','. These wrappers always speak '.'. */
-
-/* Length of the JSON number at s (RFC 8259 grammar), 0 if none; *integral tells whether it has
- * neither fraction nor exponent. */
-static size_t scan_number(const char *s, size_t avail, int *integral) {
-  size_t i = 0;
-  *integral = 1;
-  if (i < avail && s[i] == '-') i++;
-  if (i >= avail) return 0;
-  if (s[i] == '0') {
-    i++;
-  } else if (s[i] >= '1' && s[i] <= '9') {
-    while (i < avail && s[i] >= '0' && s[i] <= '9') i++;
-  } else {
-    return 0;
-  }
-  if (i < avail && s[i] == '.') {
-    *integral = 0;
-    i++;
-    size_t d = i;
-    while (i < avail && s[i] >= '0' && s[i] <= '9') i++;
-    if (i == d) return 0;
-  }
-  if (i < avail && (s[i] == 'e' || s[i] == 'E')) {
-    *integral = 0;
-    i++;
-    if (i < avail && (s[i] == '+' || s[i] == '-')) i++;
-    size_t d = i;
-    while (i < avail && s[i] >= '0' && s[i] <= '9') i++;
-    if (i == d) return 0;
-  }
-  return i;
-}
-
-int ft_json_parse_double(const char *text, size_t len, double *out) {
-  int integral;
-  if (len == 0 || scan_number(text, len, &integral) != len) return 0;
-  const char *dp = localeconv()->decimal_point;
-  size_t dpl = (dp && dp[0]) ? strlen(dp) : 1;
-  if (!dp || !dp[0]) dp = ".";
-  char small[128];
-  size_t need = len * dpl + 1;
-  char *buf = need <= sizeof small ? small : malloc(need);
-  if (!buf) return 0;
-  size_t o = 0;
-  for (size_t i = 0; i < len; i++) {
-    if (text[i] == '.') {
-      memcpy(buf + o, dp, dpl);
-      o += dpl;
-    } else {
-      buf[o++] = text[i];
-    }
-  }
-  buf[o] = '\0';
-  errno = 0;
-  char *end;
-  double v = strtod(buf, &end);
-  int ok = (size_t)(end - buf) == o && !(errno == ERANGE && isinf(v));
-  if (buf != small) free(buf);
-  if (ok) *out = v;
-  return ok;
-}
-
-/* Replaces the locale's decimal point in buf by '.', in place. */
-static void normalize_decimal_point(char *buf) {
-  const char *dp = localeconv()->decimal_point;
-  if (!dp || !dp[0] || (dp[0] == '.' && dp[1] == '\0')) return;
-  char *hit = strstr(buf, dp);
-  if (!hit) return;
-  size_t dpl = strlen(dp);
-  *hit = '.';
-  memmove(hit + 1, hit + dpl, strlen(hit + dpl) + 1);
-}
-
-size_t ft_json_format_double(double v, char buf[32]) {
-  if (!isfinite(v)) {
-    memcpy(buf, "null", 5);
-    return 4;
-  }
-  /* The shortest of 15, 16, 17 significant digits that reads back exactly: 17 always does. */
-  for (int prec = 15; prec <= 17; prec++) {
-    snprintf(buf, 32, "%.*g", prec, v);
-    normalize_decimal_point(buf);
-    double back;
-    if (prec == 17 || (ft_json_parse_double(buf, strlen(buf), &back) && back == v)) break;
-  }
-  return strlen(buf);
-}
-
-void ft_json_write_double(FILE *f, double v) {
-  char buf[32];
-  size_t n = ft_json_format_double(v, buf);
-  fwrite(buf, 1, n, f);
-}
-
-/* ---------------------------------------------------------------------------------------------
- * Writer */
-
-void ft_json_write_string_n(FILE *f, const char *s, size_t len) {
-  static const char hex[] = "0123456789abcdef";
-  const unsigned char *u = (const unsigned char *)s;
-  putc('"', f);
-  size_t i = 0;
-  while (i < len) {
-    unsigned c = u[i];
-    if (c == '"' || c == '\\') {
-      putc('\\', f);
-      putc((int)c, f);
-    } else if (c < 0x20) {
-      const char *short_esc = c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r"
-                            : c == '\b' ? "\\b" : c == '\f' ? "\\f" : NULL;
-      if (short_esc) {
-        fputs(short_esc, f);
-      } else {
-        fputs("\\u00", f);
-        putc(hex[c >> 4], f);
-        putc(hex[c & 15], f);
-      }
-    } else if (c >= 0x80) {
-      size_t n = utf8_len(u + i, len - i);
-      if (n == 0) {
-        /* U+FFFD as raw UTF-8, not as an escape: re-exporting what was imported must give the
-         * same bytes, and an imported U+FFFD is written raw. */
-        fputs("\xEF\xBF\xBD", f);
-        i++;
-        continue;
-      }
-      fwrite(u + i, 1, n, f);
-      i += n;
-      continue;
-    } else {
-      putc((int)c, f);
-    }
-    i++;
-  }
-  putc('"', f);
-}
-
-void ft_json_write_string(FILE *f, const char *s) {
-  if (!s) {
-    fputs("null", f);
-    return;
-  }
-  ft_json_write_string_n(f, s, strlen(s));
-}
-
 /* ---------------------------------------------------------------------------------------------
  * Reader */
 
@@ -374,7 +225,7 @@ static ft_status parse_string(parser *ps, const char **s, size_t *len) {
     } else if (c < 0x20) {
       return syntax_error(ps, "control character in string (must be escaped)");
     } else {
-      size_t n = utf8_len((const unsigned char *)ps->p, (size_t)(ps->end - ps->p));
+      size_t n = ft__json_utf8_len((const unsigned char *)ps->p, (size_t)(ps->end - ps->p));
       if (n == 0) return syntax_error(ps, "invalid UTF-8 in string");
       memcpy(buf + o, ps->p, n);
       o += n;
@@ -403,7 +254,7 @@ static int integer_value(const char *s, size_t len, int64_t *out) {
 
 static ft_status parse_number(parser *ps, const ft_json **out) {
   int integral;
-  size_t n = scan_number(ps->p, (size_t)(ps->end - ps->p), &integral);
+  size_t n = ft__json_scan_number(ps->p, (size_t)(ps->end - ps->p), &integral);
   if (n == 0) return syntax_error(ps, "invalid number");
   ft_json *v = new_node(ps, FT_JSON_NUMBER);
   if (!v) return out_of_memory(ps);

@@ -1,0 +1,103 @@
+/* The eager-style plan of an epilogue: the GEMM (maybe with the bias folded in), then one
+ * elementwise pass per remaining operation, as PyTorch eager would run it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "epilogue_internal.h"
+
+typedef struct eager_ctx {
+  const ft_epilogue *ep;
+  int *buf;     /* node -> buffer holding its value (0 = GEMM, j = step j-1), or -1 */
+  int *in_of;   /* scratch for the printer */
+  char *xdep;   /* node depends on x */
+  ft_ep_eager *out;
+  ft_err *err;
+} eager_ctx;
+
+static void mark_xdep(eager_ctx *c) {
+  /* Children always precede parents in the node array, so one forward pass suffices. */
+  for (int i = 0; i < c->ep->nnodes; i++) {
+    const ep_node *nd = &c->ep->nodes[i];
+    c->xdep[i] = nd->kind == N_X;
+    for (int k = 0; k < nd->nkids; k++) c->xdep[i] |= c->xdep[nd->kid[k]];
+  }
+}
+
+/* nn.Linear's addmm: the one `x + colvec` (either order) becomes the GEMM's own output. */
+static void fold_bias(eager_ctx *c) {
+  int xs = 0, xnode = -1;
+  for (int i = 0; i < c->ep->nnodes; i++) {
+    if (c->ep->nodes[i].kind != N_X) continue;
+    xs++;
+    xnode = i;
+    c->buf[i] = 0; /* every x reads the GEMM output */
+  }
+  c->out->gemm_bias_slot = -1;
+  if (xs != 1) return;
+  for (int i = 0; i < c->ep->nnodes; i++) {
+    const ep_node *nd = &c->ep->nodes[i];
+    if (nd->kind != N_ADD || (nd->kid[0] != xnode && nd->kid[1] != xnode)) continue;
+    const ep_node *other = &c->ep->nodes[nd->kid[0] == xnode ? nd->kid[1] : nd->kid[0]];
+    if (other->kind != N_PARAM || c->ep->params[other->slot].kind != FT_PARAM_COLVEC) return;
+    c->out->gemm_bias_slot = other->slot;
+    c->buf[i] = 0;
+  }
+}
+
+static ft_status emit_step(eager_ctx *c, int n) {
+  const ep_node *nd = &c->ep->nodes[n];
+  if (c->out->nsteps == FT_EP_MAX_STEPS)
+    return ft__fail(c->err, FT_ERR_UNSUPPORTED, "epilogue: eager plan needs more than %d passes", FT_EP_MAX_STEPS);
+  ft_ep_step *st = &c->out->steps[c->out->nsteps];
+  memset(st, 0, sizeof *st);
+  for (int k = 0; k < nd->nkids; k++) {
+    int kid = nd->kid[k];
+    if (!c->xdep[kid]) continue;
+    int j = 0;
+    while (j < st->nin && st->in[j] != c->buf[kid]) j++;
+    if (j == st->nin) st->in[st->nin++] = c->buf[kid];
+    c->in_of[kid] = j;
+  }
+  char *text = ft__ep_print_cuda(c->ep, n, c->in_of);
+  for (int k = 0; k < nd->nkids; k++) c->in_of[nd->kid[k]] = -1;
+  if (!text) return ft__fail(c->err, FT_ERR_NOMEM, "epilogue: out of memory");
+  size_t len = strlen(text);
+  if (len >= sizeof st->expr) {
+    free(text);
+    return ft__fail(c->err, FT_ERR_UNSUPPORTED, "epilogue: an eager step is longer than %zu characters",
+                    sizeof st->expr - 1);
+  }
+  memcpy(st->expr, text, len + 1);
+  free(text);
+  c->buf[n] = ++c->out->nsteps;
+  return FT_OK;
+}
+
+/* Post-order: operands first, left to right, as eager code would run them. Operations that do
+ * not involve x (constants, parameters) are inlined into the step that uses them. */
+static ft_status plan_node(eager_ctx *c, int n) {
+  if (!c->xdep[n] || c->buf[n] >= 0) return FT_OK;
+  const ep_node *nd = &c->ep->nodes[n];
+  for (int k = 0; k < nd->nkids; k++) FT_TRY(plan_node(c, nd->kid[k]));
+  return emit_step(c, n);
+}
+
+ft_status ft_ep_eager_plan(const ft_epilogue *ep, ft_ep_eager *out, ft_err *err) {
+  if (!ep || !out) return ft__fail(err, FT_ERR_INVALID_ARG, "epilogue: NULL argument");
+  size_t nn = (size_t)ep->nnodes;
+  eager_ctx c = {ep, malloc(nn * sizeof(int)), malloc(nn * sizeof(int)), malloc(nn), out, err};
+  ft_status s = FT_OK;
+  if (!c.buf || !c.in_of || !c.xdep) {
+    s = ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
+  } else {
+    for (size_t i = 0; i < nn; i++) c.buf[i] = c.in_of[i] = -1;
+    out->nsteps = 0;
+    mark_xdep(&c);
+    fold_bias(&c);
+    s = plan_node(&c, ep->root);
+  }
+  free(c.buf);
+  free(c.in_of);
+  free(c.xdep);
+  return s;
+}
