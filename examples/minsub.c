@@ -104,7 +104,7 @@ int main(int argc, char **argv) {
   }
   ft_vec_arg vecs[1] = {{"bias", db}};
   ft_scalar_arg scalars[1] = {{"c", c}};
-  ft_args a = {dx, dw, dy, vecs, 1, scalars, 1};
+  ft_args a = {dx, dw, dy, vecs, 1, scalars, 1, FT_DTYPE_F32};
   time_it(plan, &a, h, m, n, k, 0); /* leaves cuBLAS's x W^T in dy */
   CHECK_CUDA(cudaDeviceSynchronize());
   CHECK_CUDA(cudaMemcpy(href, dy, (size_t)m * n * 4, cudaMemcpyDeviceToHost));

@@ -76,8 +76,37 @@ typedef enum ft_status {
  * the string is static and must not be freed. */
 FT_API const char *ft_status_string(ft_status s);
 
-/* Math modes. Only FT_MATH_FP32 (FFMA, no tensor cores, error <= 1e-5 vs float64) exists now. */
-typedef enum ft_math { FT_MATH_FP32 = 0 } ft_math;
+/* Math modes: one list, the enum and the names ("fp32", ...) used by the CLI and the database
+ * generated from it.
+ *   fp32  x, W, y, vectors fp32; FFMA on CUDA cores (no tensor cores): error <= 1e-5 vs float64.
+ *   tf32  x, W, y, vectors fp32; inputs rounded to tf32 (round to nearest), tensor cores, fp32
+ *         accumulate: error like cuBLAS's TF32 GEMM (~3e-4 relative).
+ *   bf16  x, W, y, vectors bf16 (as a bf16 nn.Linear); fp32 accumulate, E in fp32 on the
+ *         accumulator, one rounding at the store: error like cuBLAS's BF16 GEMM (~2e-3).
+ *   fp16  as bf16 with fp16 storage (~3e-4). */
+#define FT_MATH_MAP(X) \
+  X(FP32, 0, "fp32")   \
+  X(TF32, 1, "tf32")   \
+  X(BF16, 2, "bf16")   \
+  X(FP16, 3, "fp16")
+
+typedef enum ft_math {
+#define FT_MATH_ENUM_(name, value, text) FT_MATH_##name = value,
+  FT_MATH_MAP(FT_MATH_ENUM_)
+#undef FT_MATH_ENUM_
+} ft_math;
+#define FT_MATH_COUNT 4
+
+/* Element type of the tensors a launch binds: FT_DTYPE_F32 in fp32 and tf32 modes, BF16 / F16
+ * in bf16 / fp16 modes. */
+typedef enum ft_dtype { FT_DTYPE_F32 = 0, FT_DTYPE_BF16 = 1, FT_DTYPE_F16 = 2 } ft_dtype;
+
+/* "fp32", "tf32", "bf16", "fp16"; "?" outside the list. Static, thread-safe. */
+FT_API const char *ft_math_name(ft_math m);
+/* The mode named text: 1 and *out set, else 0. Thread-safe. */
+FT_API int ft_math_from_name(const char *text, ft_math *out);
+/* The element type of mode m's tensors. Thread-safe. */
+FT_API ft_dtype ft_math_dtype(ft_math m);
 
 typedef struct ft_ctx ft_ctx;   /* a database connection plus (lazily) a CUDA device */
 typedef struct ft_plan ft_plan; /* a loaded, ready-to-launch kernel configuration */
@@ -88,7 +117,7 @@ typedef struct ft_problem {
   int64_t n;            /* output features: rows of W, columns of y */
   int64_t k;            /* input features: columns of x and W */
   const char *epilogue; /* expression or preset name, e.g. "minsub", "relu(x + bias)" */
-  ft_math math;         /* FT_MATH_FP32 */
+  ft_math math;         /* FT_MATH_FP32 (0), TF32, BF16 or FP16 */
 } ft_problem;
 
 /* Flags of ft_open. */
@@ -159,11 +188,11 @@ FT_API ft_status ft_lookup(ft_ctx *ctx, const ft_problem *p, unsigned flags, ft_
 FT_API ft_status ft_plan_create(ft_ctx *ctx, const ft_problem *p, const ft_config *cfg,
                                 ft_plan **plan);
 
-/* A vector named by the epilogue (e.g. "bias"): device pointer, n floats (per column) or m
- * floats (per row). */
+/* A vector named by the epilogue (e.g. "bias"): device pointer, n elements (per column) or m
+ * (per row) of the args' dtype. */
 typedef struct ft_vec_arg {
   const char *name;
-  const float *data;
+  const void *data;
 } ft_vec_arg;
 
 /* A scalar named by the epilogue (e.g. "c"). */
@@ -173,15 +202,18 @@ typedef struct ft_scalar_arg {
 } ft_scalar_arg;
 
 /* Launch arguments: device pointers, bound by name. A name the epilogue needs that is not
- * bound here is an error unless the expression gives it a default (scalars only). */
+ * bound here is an error unless the expression gives it a default (scalars only). dtype says
+ * what x, w, y and the vectors hold; it must be the plan's mode's (ft_math_dtype), else
+ * FT_ERR_INVALID_ARG: a zero-initialized ft_args means fp32 tensors. */
 typedef struct ft_args {
-  const float *x; /* [m, k] row-major */
-  const float *w; /* [n, k] row-major */
-  float *y;       /* [m, n] row-major, written */
+  const void *x; /* [m, k] row-major */
+  const void *w; /* [n, k] row-major */
+  void *y;       /* [m, n] row-major, written */
   const ft_vec_arg *vecs;
   int n_vecs;
   const ft_scalar_arg *scalars;
   int n_scalars;
+  ft_dtype dtype; /* element type of x, w, y and vecs */
 } ft_args;
 
 /* Enqueues the plan on stream (asynchronous; errors of the kernel itself surface at the next

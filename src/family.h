@@ -51,6 +51,7 @@ typedef struct ft_family {
    * source text does not show (it is part of every source hash). */
   int revision;
   const char *arch_suffix; /* appended to the device's "sm_XY" as the compile target ("a") */
+  unsigned maths;          /* bit 1 << ft_math for each math mode the family serves */
   /* kernels_src files after the common prelude and the epilogue macro, in order. */
   const char *const *sources;
   const char *kernel; /* the main entry point */
@@ -67,9 +68,10 @@ typedef struct ft_family {
   /* Whether v (valid) fits (m, n, k) on lim; why as above. */
   int (*applicable)(const ft_variant *v, int64_t m, int64_t n, int64_t k, const ft_device_limits *lim,
                     char *why, size_t whylen);
-  /* Pushes every plausible variant for the shape with its cost. */
-  ft_status (*enumerate)(int64_t m, int64_t n, int64_t k, const ft_device_limits *lim, ft_space_sink *sink,
-                         ft_err *err);
+  /* Pushes every plausible variant for the shape in math mode math (one of maths) with its
+   * cost. */
+  ft_status (*enumerate)(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,
+                         ft_space_sink *sink, ft_err *err);
   /* Launch geometry: grid, block, cluster, dynamic shared memory, workspace, second kernel. */
   void (*geometry)(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_launch_geom *g);
   /* The #defines that make the kernel source this variant. */

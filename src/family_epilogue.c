@@ -13,7 +13,7 @@ static int epi_valid(const ft_variant *v, char *why, size_t whylen) {
   if (v->ept < v->vec || v->ept > 64 || v->ept % v->vec != 0)
     FT_WHY("ept %d: must be a multiple of vec in vec..64", v->ept);
   if (v->bm || v->bn || v->bk || v->tm || v->tn || v->stages || v->split_k || v->swizzle || v->layout ||
-      v->streamk)
+      v->streamk || v->cluster || v->consumers)
     FT_WHY("epilogue variant with GEMM fields");
   return 1;
 }
@@ -25,12 +25,13 @@ static int epi_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k, 
   return 1;
 }
 
-static ft_status epi_enumerate(int64_t m, int64_t n, int64_t k, const ft_device_limits *lim, ft_space_sink *sink,
-                               ft_err *err) {
+static ft_status epi_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,
+                               ft_space_sink *sink, ft_err *err) {
   static const int blocks[] = {128, 256, 512};
   static const int vecs[] = {4, 2, 1};
   ft_variant v = {0};
   v.kind = FT_VK_EPILOGUE;
+  v.math = (int)math;
   for (size_t i = 0; i < 3; i++)
     for (size_t j = 0; j < 3; j++)
       for (int ept = vecs[j]; ept <= 16; ept *= 2) {
@@ -76,15 +77,17 @@ static ft_status epi_kernel_args(const ft_variant *v, const ft_launch_io *io, ft
   return ft_arg_push(st, io->ep, sizeof(ft_ep_args_dev), err);
 }
 
+/* "epi_b256_v4_e8", with "_bf16" (the mode) outside fp32. */
 static int epi_name(const ft_variant *v, char *buf, size_t len) {
-  return snprintf(buf, len, "epi_b%d_v%d_e%d", v->block, v->vec, v->ept);
+  return snprintf(buf, len, "epi_b%d_v%d_e%d%s%s", v->block, v->vec, v->ept, v->math ? "_" : "",
+                  v->math ? ft_math_name((ft_math)v->math) : "");
 }
 
 static const ft_json_key k_epi_keys[] = {{"block", offsetof(ft_variant, block)},
                                          {"vec", offsetof(ft_variant, vec)},
                                          {"ept", offsetof(ft_variant, ept)},
                                          {NULL, 0}};
-static const ft_json_key k_epi_opt_keys[] = {{NULL, 0}};
+static const ft_json_key k_epi_opt_keys[] = {{"math", offsetof(ft_variant, math)}, {NULL, 0}};
 
 static const char *const k_epi_sources[] = {"kernels_src/epilogue_pass.cu", NULL};
 
@@ -95,6 +98,7 @@ const ft_family ft_family_epilogue_pass = {
     .suffix = "",
     .revision = 1,
     .arch_suffix = "",
+    .maths = (1u << FT_MATH_FP32) | (1u << FT_MATH_TF32) | (1u << FT_MATH_BF16) | (1u << FT_MATH_FP16),
     .sources = k_epi_sources,
     .kernel = "ft_epilogue_pass",
     .after_cublas = 1,

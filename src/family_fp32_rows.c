@@ -67,11 +67,13 @@ static int rows_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k,
   return ft_fp32_applicable(&k_rows, v, m, n, k, lim, why, whylen);
 }
 
-static ft_status rows_enumerate(int64_t m, int64_t n, int64_t k, const ft_device_limits *lim, ft_space_sink *sink,
+static ft_status rows_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,
+                               ft_space_sink *sink,
                                 ft_err *err) {
   static const int tiles[] = {32, 64, 128, 256};
   static const int tts[][2] = {{8, 8}, {8, 4}, {4, 8}, {4, 4}};
   static const int bks[] = {8, 16, 32};
+  (void)math; /* fp32 only */
   ft_variant v = {0};
   v.kind = FT_VK_GEMM;
   v.vec = ft_fp32_vec_for_k(k);
@@ -109,6 +111,7 @@ const ft_family ft_family_fp32_rows = {
     .suffix = "",
     .revision = 1,
     .arch_suffix = "",
+    .maths = 1u << FT_MATH_FP32,
     .sources = k_rows_sources,
     .kernel = "ft_gemm",
     .keys = ft_fp32_json_keys,

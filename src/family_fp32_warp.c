@@ -82,11 +82,13 @@ static int warp_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k,
 
 /* 16x8, 8x16 and 8x8 thread tiles over 64..256 block tiles, loads issued one or two tiles
  * ahead. */
-static ft_status warp_enumerate(int64_t m, int64_t n, int64_t k, const ft_device_limits *lim, ft_space_sink *sink,
+static ft_status warp_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,
+                               ft_space_sink *sink,
                                 ft_err *err) {
   static const int tiles[] = {32, 64, 128, 256};
   static const int bks[] = {8, 16};
   static const int wtts[][2] = {{16, 8}, {8, 16}, {8, 8}};
+  (void)math; /* fp32 only */
   ft_variant v = {0};
   v.kind = FT_VK_GEMM;
   v.vec = ft_fp32_vec_for_k(k);
@@ -127,6 +129,7 @@ const ft_family ft_family_fp32_warp = {
     .suffix = "_w",
     .revision = 1,
     .arch_suffix = "",
+    .maths = 1u << FT_MATH_FP32,
     .sources = k_warp_sources,
     .kernel = "ft_gemm",
     .keys = ft_fp32_json_keys,

@@ -8,9 +8,16 @@
 #define FT_AUX_BLOCK 256 /* threads per block of ft_splitk_reduce, ft_streamk_fixup, ft_eager_step */
 #define FT_AUX_ELEMS 4   /* elements per thread of those kernels */
 
-/* Host mirror of the device struct FtEpArgs (kernels_src/ft_common.cuh; same layout). */
+/* Element types of the tensors as kernels see them (#define FT_DTYPE, written by codegen for
+ * every variant from its math mode); FT_TF32 1 marks tf32 inputs (fp32 storage). */
+#define FT_KDTYPE_F32 0
+#define FT_KDTYPE_BF16 1
+#define FT_KDTYPE_F16 2
+
+/* Host mirror of the device struct FtEpArgs (kernels_src/ft_common.cuh; same layout): vectors
+ * hold the mode's element type. */
 typedef struct ft_ep_args_dev {
-  const float *v[FT_EP_SLOTS];
+  const void *v[FT_EP_SLOTS];
   float s[FT_EP_SLOTS];
 } ft_ep_args_dev;
 

@@ -113,6 +113,30 @@ ft_status ft_cublas_sgemm(ft_gpu *g, const float *X, const float *W, float *Y, i
   return FT_OK;
 }
 
+ft_status ft_cublas_gemm(ft_gpu *g, ft_math math, const void *X, const void *W, void *Y, int m, int n, int k,
+                         cudaStream_t stream, ft_err *err) {
+  if (math == FT_MATH_FP32) return ft_cublas_sgemm(g, X, W, Y, m, n, k, stream, err);
+  void *hv;
+  FT_TRY(ft_gpu_cublas(g, &hv, err));
+  cublasHandle_t h = hv;
+  const float one = 1.0f, zero = 0.0f;
+  cudaDataType_t type = CUDA_R_32F;
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+  if (math == FT_MATH_TF32)
+    compute = CUBLAS_COMPUTE_32F_FAST_TF32;
+  else if (math == FT_MATH_BF16)
+    type = CUDA_R_16BF;
+  else if (math == FT_MATH_FP16)
+    type = CUDA_R_16F;
+  else
+    return ft__fail(err, FT_ERR_INVALID_ARG, "cuBLAS GEMM: math mode %d", (int)math);
+  FT_CUBLAS_TRY(err, cublasSetStream(h, stream));
+  /* Column-major view as in ft_cublas_sgemm. */
+  FT_CUBLAS_TRY(err, cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, W, type, k, X, type, k, &zero, Y, type, n,
+                                  compute, CUBLAS_GEMM_DEFAULT));
+  return FT_OK;
+}
+
 ft_status ft_eager_step_launch(const ft_loaded *l, const float *in0, const float *in1, const float *in2, float *out,
                                int m, int n, const ft_ep_args_dev *ep, cudaStream_t stream, ft_err *err) {
   ft_ep_args_dev epv = *ep;

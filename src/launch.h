@@ -38,6 +38,12 @@ ft_status ft_launchable_enqueue(ft_launchable *L, const float *x, const float *w
 ft_status ft_cublas_sgemm(ft_gpu *g, const float *X, const float *W, float *Y, int m, int n, int k,
                           cudaStream_t stream, ft_err *err);
 
+/* y = x W^T with cuBLAS in mode math: fp32 = ft_cublas_sgemm; tf32 = fp32 tensors with
+ * CUBLAS_COMPUTE_32F_FAST_TF32; bf16 / fp16 = tensors of that type, fp32 accumulate
+ * (CUBLAS_COMPUTE_32F), y rounded once. */
+ft_status ft_cublas_gemm(ft_gpu *g, ft_math math, const void *X, const void *W, void *Y, int m, int n, int k,
+                         cudaStream_t stream, ft_err *err);
+
 /* Enqueues one eager step kernel: OUT = f(IN0, IN1, IN2). */
 ft_status ft_eager_step_launch(const ft_loaded *l, const float *in0, const float *in1, const float *in2, float *out,
                                int m, int n, const ft_ep_args_dev *ep, cudaStream_t stream, ft_err *err);

@@ -1,4 +1,4 @@
-/* Names of the strategy and result-status lists (fusedtune_tool.h): the text the database and
+/* Names of the strategy, result-status and math-mode lists (fusedtune.h, fusedtune_tool.h): the text the database and
  * the exports store, made from the lists in one place. */
 #include <string.h>
 
@@ -39,4 +39,25 @@ int ft_result_status_from_name(const char *text, ft_result_status *out) {
       return 1;
     }
   return 0;
+}
+
+static const char *const k_math[FT_MATH_COUNT] = {
+#define FT_NAME_(name, value, text) [value] = text,
+    FT_MATH_MAP(FT_NAME_)
+#undef FT_NAME_
+};
+
+const char *ft_math_name(ft_math m) { return (unsigned)m < FT_MATH_COUNT ? k_math[m] : "?"; }
+
+int ft_math_from_name(const char *text, ft_math *out) {
+  for (int i = 0; text && i < FT_MATH_COUNT; i++)
+    if (strcmp(text, k_math[i]) == 0) {
+      if (out) *out = (ft_math)i;
+      return 1;
+    }
+  return 0;
+}
+
+ft_dtype ft_math_dtype(ft_math m) {
+  return m == FT_MATH_BF16 ? FT_DTYPE_BF16 : m == FT_MATH_FP16 ? FT_DTYPE_F16 : FT_DTYPE_F32;
 }

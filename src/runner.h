@@ -15,6 +15,7 @@ typedef struct ft_runner_setup {
   char epilogue[FT_EP_MAX_TEXT + 1];
   uint64_t seed;
   int flush_l2;
+  ft_math math; /* the mode candidates compute in; data, reference and baselines follow it */
 } ft_runner_setup;
 
 /* What the device is, as the runner found it. */

@@ -50,6 +50,8 @@ int ft_variant_valid(const ft_variant *v, char *why, size_t whylen) {
     ft_family_missing(v->kind, v->layout, why, whylen);
     return 0;
   }
+  if (v->math < 0 || v->math >= FT_MATH_COUNT || !(f->maths & (1u << v->math)))
+    FT_WHY("math mode %d: the %s kernels do not compute in it", v->math, f->name);
   return f->valid(v, why, whylen);
 }
 
@@ -163,6 +165,11 @@ static void select_kept(scored *a, int n, int keep) {
 
 ft_status ft_space_enumerate(ft_variant_kind kind, int64_t m, int64_t n, int64_t k,
                              const ft_device_limits *lim, ft_variant **out, int *count, ft_err *err) {
+  return ft_space_enumerate_math(kind, m, n, k, FT_MATH_FP32, lim, out, count, err);
+}
+
+ft_status ft_space_enumerate_math(ft_variant_kind kind, int64_t m, int64_t n, int64_t k, ft_math math,
+                                  const ft_device_limits *lim, ft_variant **out, int *count, ft_err *err) {
   if (!lim || !out || !count) return ft__fail(err, FT_ERR_INVALID_ARG, "space: NULL argument");
   *out = NULL;
   *count = 0;
@@ -174,14 +181,14 @@ ft_status ft_space_enumerate(ft_variant_kind kind, int64_t m, int64_t n, int64_t
   ft_space_sink b = {0};
   ft_status s = FT_OK;
   for (const ft_family *const *f = ft_families(); *f && s == FT_OK; f++)
-    if ((*f)->kind == kind) s = (*f)->enumerate(m, n, k, lim, &b, err);
+    if ((*f)->kind == kind && ((*f)->maths & (1u << math))) s = (*f)->enumerate(m, n, k, math, lim, &b, err);
   if (s != FT_OK) {
     free(b.a);
     return s;
   }
   if (b.n == 0) {
     free(b.a);
-    return ft__fail(err, FT_ERR_UNSUPPORTED, "space: no variant fits %lldx%lldx%lld",
+    return ft__fail(err, FT_ERR_UNSUPPORTED, "space: no %s variant fits %lldx%lldx%lld", ft_math_name(math),
                     (long long)m, (long long)n, (long long)k);
   }
   qsort(b.a, (size_t)b.n, sizeof *b.a, cmp_scored);

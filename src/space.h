@@ -25,6 +25,10 @@ typedef struct ft_variant {
                    * E), named "_sk<n>"; 0 = one block per tile and split-K slice */
   int layout;     /* with kind, names the kernel family (src/family.c's table): for GEMMs 0 =
                    * fp32_rows (gemm_fp32.cu), 3 = fp32_warp (gemm_fp32_warp.cu, "_w") */
+  int math;       /* ft_math the variant computes in (0 = fp32); families that serve other modes
+                   * write it as the optional JSON key "math" */
+  int cluster;    /* tensor-core family: thread-block cluster size along the shared operand */
+  int consumers;  /* tensor-core family: consumer warpgroups (block rows = 64 consumers) */
   /* FT_VK_EPILOGUE */
   int block;      /* threads per block */
   int ept;        /* elements per thread (multiple of vec) */
@@ -42,8 +46,11 @@ typedef struct ft_device_limits {
 /* Limits of a known architecture ("sm_90", "sm_80", ...) for GPU-free enumeration. */
 ft_status ft_limits_for_arch(const char *arch, ft_device_limits *out, ft_err *err);
 
-/* All variants of kind applicable to (m, n, k) within lim, likely-good first. *out is malloc'd
- * (caller frees). */
+/* All variants of kind applicable to (m, n, k) in math mode math within lim, likely-good first,
+ * from every family that serves the mode. *out is malloc'd (caller frees). ft_space_enumerate
+ * is the fp32 mode's. */
+ft_status ft_space_enumerate_math(ft_variant_kind kind, int64_t m, int64_t n, int64_t k, ft_math math,
+                                  const ft_device_limits *lim, ft_variant **out, int *count, ft_err *err);
 ft_status ft_space_enumerate(ft_variant_kind kind, int64_t m, int64_t n, int64_t k,
                              const ft_device_limits *lim, ft_variant **out, int *count, ft_err *err);
 

@@ -419,6 +419,7 @@ static ft_status tune_body(tuner *t, ft_err *err) {
   /* The text as given (<= FT_EP_MAX_TEXT): the canonical form can be longer. */
   snprintf(rs.epilogue, sizeof rs.epilogue, "%s", t->req->epilogue);
   rs.seed = t->req->seed;
+  rs.math = t->req->math;
   rs.flush_l2 = t->req->flush_l2;
   report_step(t, "preparing",
               t->req->worker_exe ? "preparing inputs and the float64 reference in a worker process..."

@@ -57,7 +57,7 @@ int main(void) {
   ft_pdata *d = NULL;
   ASSERT_OK(ft_pdata_create(g, (int)p.m, (int)p.n, (int)p.k, ep, 99, &d, &e));
   ft_vec_arg vecs[1] = {{"bias", d->dvec[0]}};
-  ft_args args = {d->dX, d->dW, d->dY, vecs, 1, NULL, 0};
+  ft_args args = {d->dX, d->dW, d->dY, vecs, 1, NULL, 0, FT_DTYPE_F32};
   ASSERT_OK(ft_pdata_poison(d, 0, &e));
   ASSERT_OK(ft_plan_launch(plan, &args, 0));
   ASSERT_OK(cudaDeviceSynchronize());
@@ -66,13 +66,13 @@ int main(void) {
   ASSERT_EQ_INT(chk.bad, 0);
   ASSERT_TRUE(chk.rel_err <= FT_TOL_FP32);
   /* launch-time argument checks */
-  ft_args unbound = {d->dX, d->dW, d->dY, NULL, 0, NULL, 0};
+  ft_args unbound = {d->dX, d->dW, d->dY, NULL, 0, NULL, 0, FT_DTYPE_F32};
   ASSERT_EQ_INT(ft_plan_launch(plan, &unbound, 0), FT_ERR_INVALID_ARG);
   ASSERT_CONTAINS(ft_errmsg(ctx), "bias");
   ft_vec_arg wrong[1] = {{"scale", d->dvec[0]}};
-  ft_args unknown = {d->dX, d->dW, d->dY, wrong, 1, NULL, 0};
+  ft_args unknown = {d->dX, d->dW, d->dY, wrong, 1, NULL, 0, FT_DTYPE_F32};
   ASSERT_EQ_INT(ft_plan_launch(plan, &unknown, 0), FT_ERR_INVALID_ARG);
-  ft_args nul = {NULL, d->dW, d->dY, vecs, 1, NULL, 0};
+  ft_args nul = {NULL, d->dW, d->dY, vecs, 1, NULL, 0, FT_DTYPE_F32};
   ASSERT_EQ_INT(ft_plan_launch(plan, &nul, 0), FT_ERR_INVALID_ARG);
 
   /* NVRTC cost the cache saves */
