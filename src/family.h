@@ -72,6 +72,9 @@ typedef struct ft_family {
    * cost. */
   ft_status (*enumerate)(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,
                          ft_space_sink *sink, ft_err *err);
+  /* Resource estimate: registers per thread the kernel is compiled to fit (the cap ptxas takes
+   * from its __launch_bounds__); a variant whose ptxas usage exceeds it, or spills, is wrong. */
+  int (*reg_cap)(const ft_variant *v);
   /* Launch geometry: grid, block, cluster, dynamic shared memory, workspace, second kernel. */
   void (*geometry)(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_launch_geom *g);
   /* The #defines that make the kernel source this variant. */

@@ -52,6 +52,12 @@ static void epi_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, f
   g->grid[0] = (unsigned)((m * n + (int64_t)v->block * v->ept - 1) / ((int64_t)v->block * v->ept));
 }
 
+/* __launch_bounds__(FT_BLOCK): one block's threads share the 64K registers. */
+static int epi_reg_cap(const ft_variant *v) {
+  const int cap = 65536 / (v->block > 0 ? v->block : 1) / 8 * 8;
+  return cap > 255 ? 255 : cap;
+}
+
 static void epi_defines(const ft_variant *v, ft_strbuf *b) {
   ft_sb_printf(b, "#define FT_BLOCK %d\n#define FT_VEC %d\n#define FT_EPT %d\n", v->block, v->vec, v->ept);
 }
@@ -108,6 +114,7 @@ const ft_family ft_family_epilogue_pass = {
     .valid = epi_valid,
     .applicable = epi_applicable,
     .enumerate = epi_enumerate,
+    .reg_cap = epi_reg_cap,
     .geometry = epi_geometry,
     .defines = epi_defines,
     .reduce_kernel = epi_reduce_kernel,

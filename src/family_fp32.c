@@ -30,6 +30,10 @@ int ft_fp32_launch_bounds_cap(int threads, int minb) {
   return cap > 255 ? 255 : cap;
 }
 
+int ft_fp32_reg_cap(const ft_fp32_traits *t, const ft_variant *v) {
+  return ft_fp32_launch_bounds_cap(ft_fp32_threads(v), t->min_blocks(v));
+}
+
 static int is_pow2_between(int x, int lo, int hi) { return x >= lo && x <= hi && (x & (x - 1)) == 0; }
 
 /* ------------------------------------------------------------------------------------------ */

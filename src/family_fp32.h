@@ -20,6 +20,7 @@ typedef struct ft_fp32_traits {
 } ft_fp32_traits;
 
 int ft_fp32_threads(const ft_variant *v);
+int ft_fp32_reg_cap(const ft_fp32_traits *t, const ft_variant *v);
 
 /* The per-thread register cap ptxas derives from __launch_bounds__(threads, minb). */
 int ft_fp32_launch_bounds_cap(int threads, int minb);

@@ -98,6 +98,8 @@ static void rows_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, 
   ft_fp32_geometry(&k_rows, v, m, n, k, g);
 }
 
+static int rows_reg_cap(const ft_variant *v) { return ft_fp32_reg_cap(&k_rows, v); }
+
 static void rows_defines(const ft_variant *v, ft_strbuf *b) { ft_fp32_defines(&k_rows, v, b); }
 
 static int rows_name(const ft_variant *v, char *buf, size_t len) { return ft_fp32_name(v, "", buf, len); }
@@ -120,6 +122,7 @@ const ft_family ft_family_fp32_rows = {
     .valid = rows_valid,
     .applicable = rows_applicable,
     .enumerate = rows_enumerate,
+    .reg_cap = rows_reg_cap,
     .geometry = rows_geometry,
     .defines = rows_defines,
     .reduce_kernel = ft_fp32_reduce_kernel,

@@ -113,6 +113,8 @@ static void warp_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, 
   ft_fp32_geometry(&k_warp, v, m, n, k, g);
 }
 
+static int warp_reg_cap(const ft_variant *v) { return ft_fp32_reg_cap(&k_warp, v); }
+
 static void warp_defines(const ft_variant *v, ft_strbuf *b) {
   ft_fp32_defines(&k_warp, v, b);
   ft_sb_printf(b, "#define FT_LM %d\n", lanes_m(v));
@@ -138,6 +140,7 @@ const ft_family ft_family_fp32_warp = {
     .valid = warp_valid,
     .applicable = warp_applicable,
     .enumerate = warp_enumerate,
+    .reg_cap = warp_reg_cap,
     .geometry = warp_geometry,
     .defines = warp_defines,
     .reduce_kernel = ft_fp32_reduce_kernel,

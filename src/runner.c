@@ -1,10 +1,14 @@
 /* Runners: the engine that verifies and times one job on the GPU, and the worker process that
  * hosts it so a faulting or hanging candidate cannot end the tune. */
+#define _GNU_SOURCE /* dladdr */
 #include "runner.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -360,13 +364,32 @@ static ft_status worker_spawn(ft_runner *r, ft_runner_hello *hello, ft_err *err)
   return FT_OK;
 }
 
+/* The installed CLI, found from where this library was loaded (lib/ -> ../bin/fusedtune), so
+ * an installed tree still finds it after it is moved; "" when there is none. A name without a
+ * slash is a program found on $PATH (the library linked into it): not a place to start from. */
+static char installed_cli[PATH_MAX];
+
+static void find_installed_cli(void) {
+#ifdef FUSEDTUNE_LIB_TO_CLI
+  Dl_info info;
+  char lib[PATH_MAX], cli[PATH_MAX + sizeof FUSEDTUNE_LIB_TO_CLI + 1];
+  if (!dladdr(installed_cli, &info) || !info.dli_fname || !strchr(info.dli_fname, '/') ||
+      !realpath(info.dli_fname, lib))
+    return;
+  char *slash = strrchr(lib, '/');
+  if (!slash) return;
+  *slash = '\0';
+  snprintf(cli, sizeof cli, "%s/%s", lib, FUSEDTUNE_LIB_TO_CLI);
+  if (!realpath(cli, installed_cli) || access(installed_cli, X_OK) != 0) installed_cli[0] = '\0';
+#endif
+}
+
 const char *ft_default_worker(void) {
   const char *env = getenv("FUSEDTUNE_WORKER");
   if (env && env[0]) return env;
-#ifdef FUSEDTUNE_INSTALLED_CLI
-  if (access(FUSEDTUNE_INSTALLED_CLI, X_OK) == 0) return FUSEDTUNE_INSTALLED_CLI;
-#endif
-  return NULL;
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, find_installed_cli);
+  return installed_cli[0] ? installed_cli : NULL;
 }
 
 ft_status ft_runner_start(const char *worker_exe, const ft_runner_setup *setup, double job_timeout_s,

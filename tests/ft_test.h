@@ -69,7 +69,14 @@ static int ft_test_failures = 0;
     return FT_TEST_SKIP_CODE;                                   \
   } while (0)
 
-/* End of main(): prints a summary line and returns the exit code. */
+/* From main(), when the test cannot run at all: a failure, never a pass (a skip is only for a
+ * GPU test without a GPU). */
+#define RETURN_FAIL(...)                                        \
+  do {                                                          \
+    FT_FAIL_AT_(__VA_ARGS__);                                   \
+    return FT_TEST_DONE();                                      \
+  } while (0)
+
 /* Whether a CUDA device is usable here (CI machines have no driver). */
 static inline int ft_test_have_gpu(void) {
   int n = 0;
@@ -80,6 +87,7 @@ static inline int ft_test_have_gpu(void) {
   return n > 0;
 }
 
+/* End of main(): prints a summary line and returns the exit code. */
 #define FT_TEST_DONE()                                                              \
   (ft_test_failures ? (fprintf(stderr, "%d assertion(s) failed\n", ft_test_failures), 1) \
                     : (fprintf(stderr, "all assertions passed\n"), 0))

@@ -110,7 +110,7 @@ int main(void) {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) RETURN_SKIP("no CUDA device");
   cli = getenv("FT_CLI");
-  if (!cli) RETURN_SKIP("FT_CLI is not set (run through ctest)");
+  if (!cli) RETURN_FAIL("FT_CLI is not set (run through ctest)");
   const char *tmp = getenv("FT_TEST_TMP");
   snprintf(db, sizeof db, "%s/gpu_robust_%ld.db", tmp ? tmp : "/tmp", (long)getpid());
   unlink(db);

@@ -73,7 +73,7 @@ int main(void) {
             s.worker_restarts, s.total_s);
     ft_tune_summary_free(&s);
   } else {
-    fprintf(stderr, "FT_CLI not set: no worker process, fault/hang isolation not tested\n");
+    FT_FAIL_AT_("FT_CLI is not set (run through ctest): fault and hang isolation untested");
   }
 
   /* again: every candidate known, nothing compiled */

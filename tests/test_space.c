@@ -88,7 +88,7 @@ static void test_families(const ft_device_limits *lim) {
     const ft_family *f = t[n];
     ASSERT_TRUE(f->name && f->suffix && f->arch_suffix && f->sources && f->sources[0] && f->kernel);
     ASSERT_TRUE(f->keys && f->opt_keys && f->variant_name && f->valid && f->applicable && f->enumerate &&
-                f->geometry && f->defines && f->reduce_kernel && f->alignment && f->kernel_args);
+                f->reg_cap && f->geometry && f->defines && f->reduce_kernel && f->alignment && f->kernel_args);
     ASSERT_TRUE(f->revision >= 1);
     ASSERT_TRUE(ft_family_find(f->kind, f->layout) == f);
     for (int j = 0; j < n; j++) {
