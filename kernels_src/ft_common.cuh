@@ -7,9 +7,49 @@
 #error "fusedtune: kernel ABI constants missing (codegen writes them)"
 #endif
 
+// Element type of the tensors (FT_DTYPE, from the variant's math mode; src/kernel_abi.h):
+// 0 fp32, 1 bf16, 2 fp16. ft_elem_t is the storage type; ft_to_float / ft_from_float convert
+// (round to nearest even when narrowing). ft_vec_t is an epilogue vector's element: it reads
+// as float in every mode, so `x + ep.v[0][col]` is the same expression text everywhere.
+#ifndef FT_DTYPE
+#define FT_DTYPE 0
+#endif
+#if FT_DTYPE == 0
+typedef float ft_elem_t;
+typedef float ft_vec_t;
+__device__ __forceinline__ float ft_to_float(float v) { return v; }
+__device__ __forceinline__ float ft_from_float(float v) { return v; }
+#elif FT_DTYPE == 1 || FT_DTYPE == 2
+typedef unsigned short ft_elem_t;
+__device__ __forceinline__ float ft_to_float(unsigned short b) {
+#if FT_DTYPE == 1
+  return __uint_as_float((unsigned)b << 16);
+#else
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(b));
+  return f;
+#endif
+}
+__device__ __forceinline__ unsigned short ft_from_float(float f) {
+  unsigned short r;
+#if FT_DTYPE == 1
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(f));
+#else
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(f));
+#endif
+  return r;
+}
+struct ft_vec_t {
+  unsigned short b;
+  __device__ __forceinline__ operator float() const { return ft_to_float(b); }
+};
+#else
+#error "fusedtune: FT_DTYPE must be 0 (fp32), 1 (bf16) or 2 (fp16)"
+#endif
+
 // Same layout as the host's ft_ep_args_dev: vectors and scalars of the epilogue, by slot.
 struct FtEpArgs {
-  const float *v[FT_EP_SLOTS];
+  const ft_vec_t *v[FT_EP_SLOTS];
   float s[FT_EP_SLOTS];
 };
 

@@ -125,7 +125,7 @@ static ft_status build_eager_steps(ft_baselines *b, ft_db *db, ft_err *err) {
   memset(jobs, 0, sizeof jobs);
   ft_status st = FT_OK;
   for (int i = 0; i < n && st == FT_OK; i++) {
-    st = ft_codegen_eager_step(&b->plan.steps[i], &srcs[i], err);
+    st = ft_codegen_eager_step(&b->plan.steps[i], FT_MATH_FP32, &srcs[i], err);
     jobs[i].src = srcs[i].text;
     jobs[i].hash = srcs[i].hash;
   }

@@ -50,10 +50,15 @@ static ft_status check_expr(const char *e, size_t max, const char *what, ft_err 
   return FT_OK;
 }
 
-/* The host/kernel shared constants (src/kernel_abi.h), written into every source. */
-static void abi_defines(ft_strbuf *b) {
+/* The host/kernel shared constants (src/kernel_abi.h), written into every source, and the
+ * element type of the tensors in math mode math (FT_DTYPE; FT_TF32 for tf32 inputs). */
+static void abi_defines(ft_strbuf *b, ft_math math) {
   ft_sb_printf(b, "#define FT_EP_SLOTS %d\n#define FT_AUX_BLOCK %d\n#define FT_AUX_ELEMS %d\n", FT_EP_SLOTS,
                FT_AUX_BLOCK, FT_AUX_ELEMS);
+  const ft_dtype dt = ft_math_dtype(math);
+  if (dt != FT_DTYPE_F32)
+    ft_sb_printf(b, "#define FT_DTYPE %d\n", dt == FT_DTYPE_BF16 ? FT_KDTYPE_BF16 : FT_KDTYPE_F16);
+  if (math == FT_MATH_TF32) ft_sb_puts(b, "#define FT_TF32 1\n");
 }
 
 /* Moves a finished buffer into out and hashes what reaches the compiler: the code without
@@ -94,7 +99,7 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
   ft_strbuf b = {0};
   ft_sb_puts(&b, "// fusedtune generated\n");
   fam->defines(v, &b);
-  abi_defines(&b);
+  abi_defines(&b, (ft_math)v->math);
   ft_status s = sb_embedded(&b, "kernels_src/ft_common.cuh", err);
   if (s == FT_OK) s = sb_embedded(&b, "kernels_src/ft_math.cuh", err);
   if (s == FT_OK) {
@@ -115,13 +120,13 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
   return FT_OK;
 }
 
-ft_status ft_codegen_eager_step(const ft_ep_step *step, ft_kernel_src *out, ft_err *err) {
+ft_status ft_codegen_eager_step(const ft_ep_step *step, ft_math math, ft_kernel_src *out, ft_err *err) {
   if (!step || !out) return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: NULL argument");
   memset(out, 0, sizeof *out);
   FT_TRY(check_expr(step->expr, sizeof step->expr, "step", err));
   ft_strbuf b = {0};
   ft_sb_puts(&b, "// fusedtune generated\n");
-  abi_defines(&b);
+  abi_defines(&b, math);
   ft_status s = sb_embedded(&b, "kernels_src/ft_common.cuh", err);
   if (s == FT_OK) s = sb_embedded(&b, "kernels_src/ft_math.cuh", err);
   if (s == FT_OK) {

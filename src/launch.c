@@ -83,10 +83,10 @@ static ft_status launch(cudaKernel_t k, const unsigned grid[3], const unsigned b
   return FT_OK;
 }
 
-ft_status ft_launchable_enqueue(ft_launchable *L, const float *x, const float *w, float *y, const ft_ep_args_dev *ep,
+ft_status ft_launchable_enqueue(ft_launchable *L, const void *x, const void *w, void *y, const ft_ep_args_dev *ep,
                                 cudaStream_t stream, ft_err *err) {
   if (!L->fam) return ft__fail(err, FT_ERR_INTERNAL, "launch: nothing loaded");
-  if (L->fam->after_cublas) FT_TRY(ft_cublas_sgemm(L->g, x, w, y, L->m, L->n, L->k, stream, err));
+  if (L->fam->after_cublas) FT_TRY(ft_cublas_gemm(L->g, (ft_math)L->v.math, x, w, y, L->m, L->n, L->k, stream, err));
   const ft_launch_io io = {x, w, y, L->ws, L->m, L->n, L->k, ep};
   ft_arg_store st;
   st.used = 0, st.n = 0;

@@ -29,9 +29,10 @@ void ft_launchable_free(ft_launchable *L); /* safe on a zeroed struct */
 ft_status ft_launchable_check(const ft_launchable *L, const void *x, const void *w, const void *y, const char *name,
                               ft_err *err);
 
-/* Enqueues y = E(x W^T) on stream: the fused kernel (and its second kernel), or cuBLAS SGEMM
- * then the epilogue pass. Checks launch errors but does not synchronize. */
-ft_status ft_launchable_enqueue(ft_launchable *L, const float *x, const float *w, float *y, const ft_ep_args_dev *ep,
+/* Enqueues y = E(x W^T) on stream: the fused kernel (and its second kernel), or cuBLAS's GEMM
+ * of the variant's mode then the epilogue pass. x, w, y hold the mode's element type. Checks
+ * launch errors but does not synchronize. */
+ft_status ft_launchable_enqueue(ft_launchable *L, const void *x, const void *w, void *y, const ft_ep_args_dev *ep,
                                 cudaStream_t stream, ft_err *err);
 
 /* y = x W^T with cuBLAS SGEMM (pedantic fp32, no TF32) on stream. */

@@ -158,7 +158,7 @@ static void test_eager_steps(ft_epilogue *ep) {
   ASSERT_OK(ft_ep_eager_plan(ep, &plan, &e));
   for (int i = 0; i < plan.nsteps; i++) {
     ft_kernel_src k;
-    ASSERT_OK(ft_codegen_eager_step(&plan.steps[i], &k, &e));
+    ASSERT_OK(ft_codegen_eager_step(&plan.steps[i], FT_MATH_FP32, &k, &e));
     ASSERT_EQ_STR(k.kernel, "ft_eager_step");
     ASSERT_CONTAINS(k.text, "#define FT_STEP_EXPR (");
     ASSERT_CONTAINS(k.text, plan.steps[i].expr);
@@ -168,11 +168,11 @@ static void test_eager_steps(ft_epilogue *ep) {
   ft_ep_step bad = {0};
   strcpy(bad.expr, "IN0)\n#include <x>\n(");
   ft_kernel_src k;
-  ASSERT_EQ_INT(ft_codegen_eager_step(&bad, &k, &e), FT_ERR_INTERNAL);
+  ASSERT_EQ_INT(ft_codegen_eager_step(&bad, FT_MATH_FP32, &k, &e), FT_ERR_INTERNAL);
   strcpy(bad.expr, "IN0 /* c */");
-  ASSERT_EQ_INT(ft_codegen_eager_step(&bad, &k, &e), FT_ERR_INTERNAL);
+  ASSERT_EQ_INT(ft_codegen_eager_step(&bad, FT_MATH_FP32, &k, &e), FT_ERR_INTERNAL);
   bad.expr[0] = '\0';
-  ASSERT_EQ_INT(ft_codegen_eager_step(&bad, &k, &e), FT_ERR_INTERNAL);
+  ASSERT_EQ_INT(ft_codegen_eager_step(&bad, FT_MATH_FP32, &k, &e), FT_ERR_INTERNAL);
 }
 
 int main(void) {

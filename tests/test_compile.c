@@ -76,7 +76,7 @@ static int make_sources(const shape *sh, const ft_device_limits *lim, ft_kernel_
       FT_FAIL_AT_("codegen: %s", e.msg);
   }
   for (int i = 0; src && i < plan.nsteps; i++) {
-    if (ft_codegen_eager_step(&plan.steps[i], &src[n], &e) == FT_OK)
+    if (ft_codegen_eager_step(&plan.steps[i], FT_MATH_FP32, &src[n], &e) == FT_OK)
       n++;
     else
       FT_FAIL_AT_("codegen step: %s", e.msg);
