@@ -154,6 +154,9 @@ typedef struct ft_variant_info {
   char source_hash[17];           /* hash of the kernel text generated for it */
   ft_status compile_status;       /* FT_VARIANTS_COMPILE: FT_OK or FT_ERR_COMPILE; else FT_OK */
   char compile_log[512];          /* head of the NVRTC log when it failed */
+  int regs;                       /* registers per thread ptxas reported (families compiled with
+                                   * ptxas -v, e.g. tc), else -1 */
+  int spill_bytes;                /* spill stores + loads ptxas reported, else -1 */
 } ft_variant_info;
 
 typedef struct ft_variant_list {

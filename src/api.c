@@ -285,7 +285,7 @@ ft_status ft__lookup_best(ft_ctx *ctx, const char *device_name, const ft_problem
   const ft_epilogue *ep = NULL;
   FT_TRY(check_problem(ctx, p, &ep));
   ft_problem_key key;
-  ft_problem_key_set(&key, p->m, p->n, p->k, ft_ep_canonical(ep), ft_ep_hash(ep));
+  ft_problem_key_set(&key, p->m, p->n, p->k, p->math, ft_ep_canonical(ep), ft_ep_hash(ep));
   lookup_dev d;
   ft_status s = find_lookup_dev(ctx, device_name, &d);
   int stale = 0;
@@ -349,6 +349,9 @@ ft_status ft_plan_create(ft_ctx *ctx, const ft_problem *p, const ft_config *cfg,
   FT_TRY(check_problem(ctx, p, &ep));
   ft_variant v;
   FT_TRY(ft_variant_from_json(cfg->config, &v, &ctx->err));
+  if (v.math != (int)p->math)
+    return ft__fail(&ctx->err, FT_ERR_INVALID_ARG, "configuration %s computes in %s, the problem asks for %s",
+                    cfg->name, ft_math_name((ft_math)v.math), ft_math_name(p->math));
   FT_TRY(need_gpu(ctx));
   char why[256];
   if (!ft_variant_applicable(&v, p->m, p->n, p->k, ft_gpu_limits(ctx->gpu), why, sizeof why))
@@ -427,6 +430,13 @@ ft_status ft_plan_launch(ft_plan *plan, const ft_args *args, cudaStream_t stream
   if (!args->x || !args->w || !args->y) return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch: x, w and y must be set");
   if ((args->n_vecs && !args->vecs) || (args->n_scalars && !args->scalars) || args->n_vecs < 0 || args->n_scalars < 0)
     return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch: vecs/scalars arrays do not match their counts");
+  static const char *const dtypes[] = {"fp32", "bf16", "fp16"};
+  const ft_dtype want = ft_math_dtype((ft_math)plan->run.v.math);
+  if (args->dtype != want)
+    return ft__fail(err, FT_ERR_INVALID_ARG,
+                    "ft_plan_launch: args.dtype %s, but the plan computes in %s on %s tensors (set args.dtype)",
+                    (unsigned)args->dtype < 3 ? dtypes[args->dtype] : "(invalid)",
+                    ft_math_name((ft_math)plan->run.v.math), dtypes[want]);
   if (ft_launchable_check(&plan->run, args->x, args->w, args->y, plan->name, err) != FT_OK) {
     char msg[sizeof err->msg];
     snprintf(msg, sizeof msg, "%s", err->msg);

@@ -14,8 +14,9 @@ ft_status ft__check_problem(const ft_problem *p, ft_err *err) {
                     (long long)p->n, (long long)p->k);
   FT_TRY(ft_check_shape(p->m, p->n, p->k, err)); /* the kernels' limits */
   if (!p->epilogue) return ft__fail(err, FT_ERR_INVALID_ARG, "problem epilogue is NULL (use \"none\" for no epilogue)");
-  if (p->math != FT_MATH_FP32)
-    return ft__fail(err, FT_ERR_UNSUPPORTED, "math mode %d: only FT_MATH_FP32 exists", (int)p->math);
+  if ((unsigned)p->math >= FT_MATH_COUNT)
+    return ft__fail(err, FT_ERR_UNSUPPORTED, "math mode %d: must be one of FT_MATH_FP32, TF32, BF16, FP16",
+                    (int)p->math);
   return FT_OK;
 }
 

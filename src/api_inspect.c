@@ -40,7 +40,7 @@ static ft_status add_kind(ft_variant_list *l, ft_variant_kind kind, const ft_pro
                           const ft_epilogue *ep, ft_kernel_src **srcs, int keep, ft_err *err) {
   ft_variant *vs = NULL;
   int nv = 0;
-  FT_TRY(ft_space_enumerate(kind, p->m, p->n, p->k, lim, &vs, &nv, err));
+  FT_TRY(ft_space_enumerate_math(kind, p->m, p->n, p->k, p->math, lim, &vs, &nv, err));
   ft_variant_info *items = realloc(l->items, (size_t)(l->count + nv + 1) * sizeof *items);
   ft_kernel_src *ks = keep ? realloc(*srcs, (size_t)(l->count + nv + 1) * sizeof *ks) : NULL;
   if (items) l->items = items;
@@ -56,6 +56,7 @@ static ft_status add_kind(ft_variant_list *l, ft_variant_kind kind, const ft_pro
     s = ft_codegen_variant(&vs[i], ep, &src, err);
     if (s != FT_OK) break;
     memcpy(it->source_hash, src.hash, sizeof it->source_hash);
+    it->regs = it->spill_bytes = -1;
     if (keep) (*srcs)[l->count] = src;
     else ft_kernel_src_free(&src);
     l->count++;
@@ -64,12 +65,25 @@ static ft_status add_kind(ft_variant_list *l, ft_variant_kind kind, const ft_pro
   return s;
 }
 
+/* "Used N registers" and "S bytes spill stores, L bytes spill loads" from a ptxas -v log. */
+static void ptxas_usage(const char *log, int *regs, int *spill) {
+  const char *u = log ? strstr(log, "Used ") : NULL;
+  if (u) *regs = atoi(u + 5);
+  const char *sp = log ? strstr(log, "bytes stack frame, ") : NULL;
+  if (sp) {
+    int stores = 0, loads = 0;
+    if (sscanf(sp, "bytes stack frame, %d bytes spill stores, %d bytes spill loads", &stores, &loads) == 2)
+      *spill = stores + loads;
+  }
+}
+
 static ft_status compile_list(ft_variant_list *l, ft_kernel_src *srcs, ft_err *err) {
   ft_compile_job *jobs = calloc((size_t)l->count + 1, sizeof *jobs);
   if (!jobs) return ft__fail(err, FT_ERR_NOMEM, "out of memory");
   for (int i = 0; i < l->count; i++) {
     jobs[i].src = srcs[i].text;
     jobs[i].hash = srcs[i].hash;
+    jobs[i].arch_suffix = srcs[i].arch_suffix;
   }
   double t0 = now_s();
   ft_status s = ft_compile_many(NULL, l->arch, jobs, l->count, 0, err);
@@ -81,6 +95,7 @@ static ft_status compile_list(ft_variant_list *l, ft_kernel_src *srcs, ft_err *e
     l->n_compiled_ok += s == FT_OK && jobs[i].status == FT_OK;
     if (s == FT_OK && jobs[i].status != FT_OK)
       snprintf(it->compile_log, sizeof it->compile_log, "%.300s", jobs[i].log ? jobs[i].log : "");
+    ptxas_usage(jobs[i].log, &it->regs, &it->spill_bytes);
     ft_compile_job_clear(&jobs[i]);
   }
   free(jobs);

@@ -21,9 +21,12 @@
 #define FT_OPTS(sm) {sm, "--gpu-architecture=" sm FT_OPTS_TAIL}
 
 /* Static strings so the options can serve as a cache key from any thread. */
+/* sm_90a (wgmma, TMA: the tensor-core family) compiles with ptxas -v, so that spills and
+ * serialized wgmma show in the log and reject the candidate (ft__compile_rejection). */
 static const char *const k_options[][2] = {
     FT_OPTS("sm_70"),  FT_OPTS("sm_75"),   FT_OPTS("sm_80"),  FT_OPTS("sm_86"),
-    FT_OPTS("sm_87"),  FT_OPTS("sm_89"),   FT_OPTS("sm_90"),  FT_OPTS("sm_90a"),
+    FT_OPTS("sm_87"),  FT_OPTS("sm_89"),   FT_OPTS("sm_90"),
+    {"sm_90a", "--gpu-architecture=sm_90a" FT_OPTS_TAIL " --ptxas-options=-v"},
     FT_OPTS("sm_100"), FT_OPTS("sm_100a"), FT_OPTS("sm_120"), FT_OPTS("sm_120a"),
 };
 
@@ -107,7 +110,9 @@ static ft_status compile_with(const char *src, const char *arch, const char *ext
     s = ft__fail(err, FT_ERR_COMPILE, "NVRTC compile failed (%s): %.*s", nvrtcGetErrorString(r),
                  FT_LOG_HEAD, text ? text : "(no log)");
   } else if (cubin) {
-    s = take_cubin(prog, cubin, size, err);
+    char why[256];
+    s = ft__compile_rejection(text, why, sizeof why) ? ft__fail(err, FT_ERR_COMPILE, "rejected: %s", why)
+                                                      : take_cubin(prog, cubin, size, err);
   }
   r = nvrtcDestroyProgram(&prog);
   if (s == FT_OK && r != NVRTC_SUCCESS) s = ft_nvrtc_fail(err, r, "nvrtcDestroyProgram");
@@ -121,6 +126,36 @@ static ft_status compile_with(const char *src, const char *arch, const char *ext
   else
     free(text);
   return s;
+}
+
+int ft__compile_rejection(const char *log, char *why, size_t whylen) {
+  if (!log) return 0;
+  static const char *const serialized[] = {"C7515", "C7511", "C7508", "C7509", "C7510"};
+  for (size_t i = 0; i < sizeof serialized / sizeof serialized[0]; i++) {
+    const char *w = strstr(log, serialized[i]);
+    if (w) {
+      const char *e = strchr(w, '\n');
+      snprintf(why, whylen, "ptxas serialized wgmma (%.*s)", (int)(e ? e - w : 160), w);
+      return 1;
+    }
+  }
+  for (const char *p = strstr(log, "bytes spill stores"); p; p = strstr(p + 1, "bytes spill stores")) {
+    /* "N bytes stack frame, S bytes spill stores, L bytes spill loads" */
+    const char *q = p;
+    while (q > log && q[-1] == ' ') q--;
+    while (q > log && q[-1] >= '0' && q[-1] <= '9') q--;
+    const long stores = strtol(q, NULL, 10);
+    const char *l = strstr(p, "bytes spill loads");
+    const char *ql = l;
+    while (ql && ql > p && ql[-1] == ' ') ql--;
+    while (ql && ql > p && ql[-1] >= '0' && ql[-1] <= '9') ql--;
+    const long loads = ql ? strtol(ql, NULL, 10) : 0;
+    if (stores > 0 || loads > 0) {
+      snprintf(why, whylen, "ptxas spilled %ld bytes (stores) and %ld bytes (loads) to local memory", stores, loads);
+      return 1;
+    }
+  }
+  return 0;
 }
 
 ft_status ft_compile_one(const char *src, const char *arch, void **cubin, size_t *size, char **log,
@@ -174,9 +209,11 @@ typedef struct pool {
   pthread_mutex_t mu;
 } pool;
 
-/* The job's compile target: the call's architecture plus the job's suffix ("sm_90" + "a"). */
+/* The job's compile target: the call's architecture plus the job's suffix ("sm_90" + "a"),
+ * unless the architecture names it already. */
 static const char *job_arch(const ft_compile_job *job, const char *arch, char buf[24]) {
-  if (!job->arch_suffix || !job->arch_suffix[0]) return arch;
+  const size_t n = arch ? strlen(arch) : 0, sn = job->arch_suffix ? strlen(job->arch_suffix) : 0;
+  if (sn == 0 || (n >= sn && strcmp(arch + n - sn, job->arch_suffix) == 0)) return arch;
   snprintf(buf, 24, "%.15s%.7s", arch, job->arch_suffix);
   return buf;
 }

@@ -26,6 +26,11 @@ typedef struct ft_compile_job {
   const char *arch_suffix; /* in: appended to the call's arch as the target (ft_kernel_src's), or NULL */
 } ft_compile_job;
 
+/* Whether a successful compile's log says the code must not run: ptxas serialized wgmma
+ * (C7515, C7511, C7508-C7510) or spilled registers; why gets the reason. Compiles whose log
+ * does so fail with FT_ERR_COMPILE "rejected: ...". */
+int ft__compile_rejection(const char *log, char *why, size_t whylen);
+
 /* Compiles one source. */
 ft_status ft_compile_one(const char *src, const char *arch, void **cubin, size_t *size, char **log,
                          ft_err *err);

@@ -55,13 +55,14 @@ ft_status ft_db_find_device(ft_db *db, const char *fingerprint, const char *name
 typedef struct ft_problem_key {
   int64_t m, n, k;
   char layout[16];         /* "xrow_wrow" (nn.Linear) */
-  char math[16];           /* "fp32" */
+  char math[16];           /* ft_math_name: "fp32", "tf32", "bf16", "fp16" */
   char epilogue[4096];     /* canonical epilogue text */
   char epilogue_hash[17];
 } ft_problem_key;
 
-/* Fills key for an nn.Linear-layout fp32 problem with the given canonical epilogue and hash. */
-void ft_problem_key_set(ft_problem_key *key, int64_t m, int64_t n, int64_t k, const char *epilogue,
+/* Fills key for an nn.Linear-layout problem in mode math with the given canonical epilogue and
+ * hash. */
+void ft_problem_key_set(ft_problem_key *key, int64_t m, int64_t n, int64_t k, ft_math math, const char *epilogue,
                         const char *epilogue_hash);
 
 ft_status ft_db_upsert_problem(ft_db *db, const ft_problem_key *key, int64_t *problem_id, ft_err *err);

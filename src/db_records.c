@@ -496,14 +496,14 @@ ft_status ft_db_has_result(ft_db *db, int64_t device_id, int64_t problem_id, con
   return s;
 }
 
-void ft_problem_key_set(ft_problem_key *key, int64_t m, int64_t n, int64_t k, const char *epilogue,
+void ft_problem_key_set(ft_problem_key *key, int64_t m, int64_t n, int64_t k, ft_math math, const char *epilogue,
                         const char *epilogue_hash) {
   memset(key, 0, sizeof *key);
   key->m = m;
   key->n = n;
   key->k = k;
   snprintf(key->layout, sizeof key->layout, "xrow_wrow");
-  snprintf(key->math, sizeof key->math, "fp32");
+  snprintf(key->math, sizeof key->math, "%s", ft_math_name(math));
   snprintf(key->epilogue, sizeof key->epilogue, "%s", epilogue);
   snprintf(key->epilogue_hash, sizeof key->epilogue_hash, "%s", epilogue_hash);
 }

@@ -4,12 +4,13 @@
 #include <stdio.h>
 #include <string.h>
 
-extern const ft_family ft_family_fp32_rows, ft_family_fp32_warp, ft_family_epilogue_pass;
+extern const ft_family ft_family_fp32_rows, ft_family_fp32_warp, ft_family_tc, ft_family_epilogue_pass;
 
 /* One line per family. Enumeration visits them in this order. */
 static const ft_family *const k_families[] = {
     &ft_family_fp32_rows,
     &ft_family_fp32_warp,
+    &ft_family_tc,
     &ft_family_epilogue_pass,
     NULL,
 };

@@ -13,7 +13,7 @@ static int epi_valid(const ft_variant *v, char *why, size_t whylen) {
   if (v->ept < v->vec || v->ept > 64 || v->ept % v->vec != 0)
     FT_WHY("ept %d: must be a multiple of vec in vec..64", v->ept);
   if (v->bm || v->bn || v->bk || v->tm || v->tn || v->stages || v->split_k || v->swizzle || v->layout ||
-      v->streamk || v->cluster || v->consumers)
+      v->streamk || v->cluster || v->consumers || v->grid)
     FT_WHY("epilogue variant with GEMM fields");
   return 1;
 }

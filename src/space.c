@@ -25,6 +25,7 @@ static const struct {
     {"sm_89", {8, 9, 128, 1024, 101376, 65536}},
     /* H100 / H200: 132 SMs, 227 KB opt-in. */
     {"sm_90", {9, 0, 132, 1024, 232448, 65536}},
+    {"sm_90a", {9, 0, 132, 1024, 232448, 65536}}, /* the same device, its wgmma/TMA features named */
 };
 
 ft_status ft_limits_for_arch(const char *arch, ft_device_limits *out, ft_err *err) {
@@ -35,7 +36,7 @@ ft_status ft_limits_for_arch(const char *arch, ft_device_limits *out, ft_err *er
       return FT_OK;
     }
   }
-  return ft__fail(err, FT_ERR_UNSUPPORTED, "limits: unknown architecture \"%.32s\" (known: sm_80, sm_89, sm_90)",
+  return ft__fail(err, FT_ERR_UNSUPPORTED, "limits: unknown architecture \"%.32s\" (known: sm_80, sm_89, sm_90, sm_90a)",
                   arch);
 }
 

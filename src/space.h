@@ -29,6 +29,7 @@ typedef struct ft_variant {
                    * write it as the optional JSON key "math" */
   int cluster;    /* tensor-core family: thread-block cluster size along the shared operand */
   int consumers;  /* tensor-core family: consumer warpgroups (block rows = 64 consumers) */
+  int grid;       /* tensor-core family: persistent grid size in blocks */
   /* FT_VK_EPILOGUE */
   int block;      /* threads per block */
   int ept;        /* elements per thread (multiple of vec) */

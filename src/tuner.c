@@ -129,7 +129,7 @@ static ft_status run_baselines(tuner *t, ft_err *err) {
 static ft_status add_candidates(tuner *t, ft_variant_kind kind, int *cap, ft_err *err) {
   ft_variant *vs = NULL;
   int n = 0;
-  FT_TRY(ft_space_enumerate(kind, t->req->m, t->req->n, t->req->k, &t->dev.limits, &vs, &n, err));
+  FT_TRY(ft_space_enumerate_math(kind, t->req->m, t->req->n, t->req->k, t->req->math, &t->dev.limits, &vs, &n, err));
   if (t->nc + n + 3 > *cap) { /* + room for the test hook's planted candidates */
     int ncap = t->nc + n + 8;
     cand *nc = realloc(t->c, (size_t)ncap * sizeof *nc);
@@ -340,7 +340,7 @@ static ft_status setup(tuner *t, ft_err *err) {
   const ft_device_info info = t->dev.info;
   snprintf(t->sum->device_name, sizeof t->sum->device_name, "%s", info.name);
   ft_problem_key key;
-  ft_problem_key_set(&key, t->req->m, t->req->n, t->req->k, ft_ep_canonical(t->ep), ft_ep_hash(t->ep));
+  ft_problem_key_set(&key, t->req->m, t->req->n, t->req->k, t->req->math, ft_ep_canonical(t->ep), ft_ep_hash(t->ep));
   snprintf(t->sum->epilogue, sizeof t->sum->epilogue, "%s", key.epilogue);
   FT_TRY(ft_db_upsert_problem(t->db, &key, &t->problem_id, err));
   char opts[512];
@@ -442,7 +442,7 @@ static ft_status tune_body(tuner *t, ft_err *err) {
 ft_status ft_tune_run(ft_db *db, const ft_tune_req *req, ft_tune_summary *out, ft_err *err) {
   memset(out, 0, sizeof *out);
   FT_TRY(ft_check_shape(req->m, req->n, req->k, err));
-  if (req->math != FT_MATH_FP32) return ft__fail(err, FT_ERR_UNSUPPORTED, "only the fp32 math mode exists");
+  if ((unsigned)req->math >= FT_MATH_COUNT) return ft__fail(err, FT_ERR_INVALID_ARG, "math mode %d", (int)req->math);
   tuner t;
   memset(&t, 0, sizeof t);
   t.db = db;
@@ -463,7 +463,7 @@ ft_status ft_tune_run(ft_db *db, const ft_tune_req *req, ft_tune_summary *out, f
   }
   if (st == FT_OK && t.device_id && t.problem_id) {
     ft_problem_key key;
-    ft_problem_key_set(&key, req->m, req->n, req->k, ft_ep_canonical(t.ep), ft_ep_hash(t.ep));
+    ft_problem_key_set(&key, req->m, req->n, req->k, req->math, ft_ep_canonical(t.ep), ft_ep_hash(t.ep));
     ft_err e3;
     int stale;
     out->has_best = ft_best_current(db, t.device_id, &key, t.ep, NULL, NULL, &out->best, &stale, &e3) == FT_OK;

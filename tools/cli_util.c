@@ -85,13 +85,7 @@ int parse_shape(const char *cmd, const char *s, ft_problem *pr) {
   return 0;
 }
 
-int parse_math(const char *s, ft_math *out) {
-  if (strcmp(s, "fp32") == 0) {
-    *out = FT_MATH_FP32;
-    return 1;
-  }
-  return 0;
-}
+int parse_math(const char *s, ft_math *out) { return ft_math_from_name(s, out); }
 
 int parse_double(const char *s, double *out) {
   char *end;

@@ -98,7 +98,7 @@ int cmd_list(cli *c, int argc, char **argv) {
 }
 
 static const char *query_help =
-    "usage: fusedtune [--db PATH] query --shape MxNxK --epilogue E [--math fp32] [--device-name NAME] [--nearest]\n"
+    "usage: fusedtune [--db PATH] query --shape MxNxK --epilogue E [--math M] [--device-name NAME] [--nearest]\n"
     "                                   [--json]\n"
     "Prints the best configuration tuned for the problem on this GPU (the current CUDA device; or on\n"
     "the device named NAME, as 'list' shows it). Exit status 3 when nothing was tuned for that key.\n"
@@ -129,7 +129,7 @@ int cmd_query(cli *c, int argc, char **argv) {
     else if (!strncmp(a, "--math", 6) && (a[6] == 0 || a[6] == '=')) {
       const char *v = opt_value(&it, a);
       if (!v) return EXIT_USAGE;
-      if (!parse_math(v, &math)) return usage_error("query", "unknown --math '%s' (only fp32 exists)", v);
+      if (!parse_math(v, &math)) return usage_error("query", "unknown --math '%s' (fp32, tf32, bf16, fp16)", v);
       continue;
     } else return usage_error("query", "unknown option '%s'", a);
     if (!(*dst = opt_value(&it, a))) return EXIT_USAGE;
@@ -162,9 +162,10 @@ int cmd_query(cli *c, int argc, char **argv) {
     if (!b->exact)
       snprintf(near, sizeof near, " (nearest tuned shape %lldx%lldx%lld)", (long long)b->tuned_m,
                (long long)b->tuned_n, (long long)b->tuned_k);
-    printf("device     %s\nproblem    %lldx%lldx%lld fp32, epilogue %s%s\nstrategy   %s\nvariant    %s\n"
+    printf("device     %s\nproblem    %lldx%lldx%lld %s, epilogue %s%s\nstrategy   %s\nvariant    %s\n"
            "config     %s\nmedian     %.4f ms\n",
-           e->device_name, (long long)p.m, (long long)p.n, (long long)p.k, e->epilogue, near, b->strategy, b->name,
+           e->device_name, (long long)p.m, (long long)p.n, (long long)p.k, ft_math_name(p.math), e->epilogue, near,
+           b->strategy, b->name,
            b->config, b->median_ms);
     if (b->eager_ms > 0) printf("eager      %.4f ms (speedup %.3fx)\n", b->eager_ms, speedup(b));
   }

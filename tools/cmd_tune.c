@@ -15,7 +15,8 @@ static const char *tune_help =
     "\n"
     "  --shape MxNxK        M rows of x, N output features, K input features (required)\n"
     "  --epilogue E         expression or preset (default: none); see 'fusedtune epilogue --help'\n"
-    "  --math fp32          math mode (only fp32 exists: FFMA, error <= 1e-5 vs float64)\n"
+    "  --math M             math mode: fp32 (FFMA, error <= 1e-5 vs float64; default), tf32, bf16, fp16\n"
+    "                       (tensor cores; correct = within 2x cuBLAS's own error in that mode)\n"
     "  --strategy S         exhaustive (default), random, or halving (time all briefly, re-time best quarter)\n"
     "  --budget SECONDS     bound on the whole tune, compilation included (default 150); what finished is stored\n"
     "  --repeats N          timed repeats per candidate, >= 20 (default 30)\n"
@@ -57,7 +58,7 @@ static int parse_tune_args(int argc, char **argv, tune_cli *t) {
       if (IS("--shape")) t->shape = v;
       else if (IS("--epilogue")) t->epi = v;
       else if (IS("--math")) {
-        if (!parse_math(v, &t->p.math)) return usage_error("tune", "unknown --math '%s' (only fp32 exists so far)", v);
+        if (!parse_math(v, &t->p.math)) return usage_error("tune", "unknown --math '%s' (fp32, tf32, bf16, fp16)", v);
       } else if (IS("--strategy")) {
         if (strcmp(v, "exhaustive") && strcmp(v, "random") && strcmp(v, "halving"))
           return usage_error("tune", "unknown --strategy '%s' (exhaustive, random, halving)", v);
@@ -106,8 +107,8 @@ static void print_row(const ft_result_info *e, const ft_tune_report *s) {
 }
 
 static void print_summary(const tune_cli *t, const ft_tune_report *s) {
-  printf("\n%s  %lldx%lldx%lld  epilogue %s  fp32\n", s->device_name, (long long)t->p.m, (long long)t->p.n,
-         (long long)t->p.k, s->epilogue);
+  printf("\n%s  %lldx%lldx%lld  epilogue %s  %s\n", s->device_name, (long long)t->p.m, (long long)t->p.n,
+         (long long)t->p.k, s->epilogue, ft_math_name(t->p.math));
   printf("  %-16s %-48s %-12s %10s %8s %10s %8s\n", "strategy", "variant", "status", "median_ms", "TFLOP/s", "rel_err",
          "vs eager");
   ft_result_info *sorted = malloc((size_t)s->n_results * sizeof *sorted + 1);
@@ -300,11 +301,20 @@ int cmd_devices(cli *c, int argc, char **argv) {
   return 0;
 }
 
-/* --compile: failures on stderr (unless --json), then the counts. */
+/* --compile: failures on stderr (unless --json), ptxas usage where the family reports it, then
+ * the counts. */
 static int print_compiled(const ft_variant_list *l, int json) {
-  for (int i = 0; i < l->count && !json; i++)
-    if (l->items[i].compile_status != FT_OK)
-      fprintf(stderr, "compile failed: %s: %.300s\n", l->items[i].name, l->items[i].compile_log);
+  int shown = 0, worst_regs = -1, spilled = 0;
+  for (int i = 0; i < l->count; i++) {
+    const ft_variant_info *v = &l->items[i];
+    if (v->compile_status != FT_OK && !json) fprintf(stderr, "compile failed: %s: %.300s\n", v->name, v->compile_log);
+    if (v->regs < 0) continue;
+    if (v->regs > worst_regs) worst_regs = v->regs;
+    spilled += v->spill_bytes > 0;
+    if (!json) printf("%-52s %3d registers, %d bytes spilled\n", v->name, v->regs, v->spill_bytes), shown++;
+  }
+  if (shown) printf("ptxas: %d variant(s) reported, at most %d registers, %d spilled; none serialized wgmma "
+                    "(those are rejected as compile errors)\n", shown, worst_regs, spilled);
   int ok = l->n_compiled_ok, n = l->count;
   if (json) printf("{\"compiled_ok\":%d,\"failed\":%d,\"wall_s\":%.3f}\n", ok, n - ok, l->compile_s);
   else printf("compiled %d variant(s) for %s: %d ok, %d failed, %.1f s wall\n", n, l->arch, ok, n - ok, l->compile_s);
@@ -313,7 +323,7 @@ static int print_compiled(const ft_variant_list *l, int json) {
 
 int cmd_variants(cli *c, int argc, char **argv) {
   (void)c;
-  const char *shape = NULL, *epi = "none", *arch = NULL;
+  const char *shape = NULL, *epi = "none", *arch = NULL, *math = "fp32";
   int json = 0, compile = 0;
   opt_iter it = {argc, argv, 0, "variants"};
   const char *a;
@@ -322,22 +332,27 @@ int cmd_variants(cli *c, int argc, char **argv) {
     if (pos) return usage_error("variants", "unexpected argument '%s'", a);
     size_t nl = strcspn(a, "=");
     if (!strcmp(a, "-h") || !strcmp(a, "--help"))
-      return fputs("usage: fusedtune variants --shape MxNxK [--epilogue E] [--arch sm_90] [--compile] [--json]\n"
-                   "Lists the kernel variants (fused GEMM and standalone epilogue) applicable to the problem on\n"
-                   "the architecture (default: the current GPU's, else sm_90), each with the hash of its kernel\n"
-                   "source. --compile compiles them all with NVRTC (no GPU needed) and reports ok/failed counts\n"
-                   "and wall time.\n", stdout), 0;
+      return fputs("usage: fusedtune variants --shape MxNxK [--epilogue E] [--math M] [--arch sm_90] [--compile]\n"
+                   "                          [--json]\n"
+                   "Lists the kernel variants (fused GEMM and standalone epilogue) applicable to the problem in\n"
+                   "math mode M (fp32, tf32, bf16, fp16; default fp32) on the architecture (default: the current\n"
+                   "GPU's, else sm_90; sm_90 and sm_90a both enable the Hopper tensor-core family), each with\n"
+                   "the hash of its kernel source. --compile compiles them all with NVRTC (no GPU needed) and\n"
+                   "reports ok/failed counts, wall time and, for the tensor-core family, ptxas registers and\n"
+                   "spills (a spill or serialized wgmma makes a variant a compile error).\n", stdout), 0;
     if (!strcmp(a, "--json")) json = 1;
     else if (!strcmp(a, "--compile")) compile = 1;
     else if (nl == 7 && !strncmp(a, "--shape", 7)) { if (!(shape = opt_value(&it, a))) return EXIT_USAGE; }
     else if (nl == 10 && !strncmp(a, "--epilogue", 10)) { if (!(epi = opt_value(&it, a))) return EXIT_USAGE; }
     else if (nl == 6 && !strncmp(a, "--arch", 6)) { if (!(arch = opt_value(&it, a))) return EXIT_USAGE; }
+    else if (nl == 6 && !strncmp(a, "--math", 6)) { if (!(math = opt_value(&it, a))) return EXIT_USAGE; }
     else return usage_error("variants", "unknown option '%s'", a);
   }
   if (!shape) return usage_error("variants", "--shape MxNxK is required");
   ft_problem p;
   int rc = cli_problem("variants", shape, epi, &p);
   if (rc) return rc;
+  if (!parse_math(math, &p.math)) return usage_error("variants", "unknown --math '%s' (fp32, tf32, bf16, fp16)", math);
   char msg[2048];
   ft_variant_list *l = NULL;
   ft_status st = ft_variants(&p, arch, compile ? FT_VARIANTS_COMPILE : 0, &l, msg, sizeof msg);

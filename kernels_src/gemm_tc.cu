@@ -1,0 +1,279 @@
+// fusedtune Hopper tensor-core GEMM (family tc, src/family_tc.c): Y[m,n] = E(sum_k X[m,k] *
+// W[n,k]), X [M,K] and W [N,K] row-major (both K-major), E = FT_EPILOGUE_EXPR applied to the
+// fp32 accumulator in registers, one rounding at the store. Compiled by NVRTC for sm_90a.
+//
+// Structure: TMA (128-byte swizzle) fills a ring of FT_STAGES shared-memory stages guarded by
+// full/empty mbarriers; warpgroup FT_CONSUMERS is the producer (one thread issues TMA,
+// setmaxnreg.dec); warpgroups 0..FT_CONSUMERS-1 each own 64 rows of the FT_BM x FT_BN tile and
+// run wgmma m64nBNk16 (bf16/fp16) or m64nBNk8 (tf32) from shared memory. The grid is
+// persistent: block b walks tile units b, b + gridDim, ... in a grouped order (FT_GROUP unit
+// rows walked column by column), so the producer prefetches the next tile while the consumers
+// run the epilogue. With FT_CLUSTER 2 the two blocks of a cluster take adjacent tile rows of the
+// same tile column and each loads half of the W tile, multicast to both.
+//
+// Variant defines (codegen, from the family): FT_BN, FT_CONSUMERS, FT_STAGES, FT_CLUSTER,
+// FT_GROUP, FT_SMEM_BYTES; FT_DTYPE (ft_common.cuh: 0 fp32 storage with FT_TF32, 1 bf16,
+// 2 fp16). Host contract (src/family_tc.c): grid a multiple of FT_CLUSTER, block 128
+// (FT_CONSUMERS + 1) threads, FT_SMEM_BYTES of dynamic shared memory, two tensor maps (box
+// {FT_BK, FT_BM} over x, {FT_BK, FT_BN / FT_CLUSTER} over W, 128-byte swizzle, zero fill,
+// TFLOAT32 type in tf32 mode so TMA rounds to nearest), K >= 1 and K * element size a multiple
+// of 16 bytes.
+
+FT_DEFINE_APPLY_EPILOGUE()
+
+// A CUtensorMap, opaque here (the kernel text includes no CUDA header).
+struct alignas(64) FtTmaDesc {
+  char b[128];
+};
+
+__device__ __forceinline__ unsigned ft_smem(const void *p) {
+  return (unsigned)__cvta_generic_to_shared(p);
+}
+
+__device__ __forceinline__ void ft_mbar_init(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count));
+}
+
+__device__ __forceinline__ void ft_mbar_expect_tx(unsigned bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+
+__device__ __forceinline__ void ft_mbar_wait(unsigned bar, unsigned parity) {
+  unsigned ok;
+  do {
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(ok)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
+  } while (!ok);
+}
+
+// Releases a stage: one arrival on the empty barrier of every block of the cluster, since with
+// multicast each block's producer writes into both blocks' stage.
+__device__ __forceinline__ void ft_mbar_release(unsigned bar) {
+#if FT_CLUSTER == 1
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+#else
+#pragma unroll
+  for (unsigned cta = 0; cta < FT_CLUSTER; cta++) {
+    unsigned remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(bar), "r"(cta));
+    /* Default (.release.cta) semantics: the wgmma reads of the stage are complete by
+     * wait_group already; an explicit .release.cluster here cost ~40 % (a cluster-scope fence
+     * per k tile). */
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
+  }
+#endif
+}
+
+__device__ __forceinline__ void ft_tma_load(unsigned dst, const FtTmaDesc *map, int c0, int c1,
+                                            unsigned bar) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%2, %3}], [%4];" ::"r"(dst),
+               "l"((unsigned long long)map), "r"(c0), "r"(c1), "r"(bar)
+               : "memory");
+}
+
+#if FT_CLUSTER > 1
+// The same box into the same offset of every block in mask, each block's barrier told.
+__device__ __forceinline__ void ft_tma_load_mc(unsigned dst, const FtTmaDesc *map, int c0, int c1,
+                                               unsigned bar, unsigned short mask) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(dst),
+               "l"((unsigned long long)map), "r"(c0), "r"(c1), "r"(bar), "h"(mask)
+               : "memory");
+}
+#endif
+
+__device__ __forceinline__ void ft_cluster_sync() {
+#if FT_CLUSTER > 1
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
+#endif
+}
+
+// K-major operand in 128-byte-swizzled rows of 128 bytes: 8-row atoms 1024 bytes apart (SBO),
+// LBO unused for this swizzle (1 by convention), swizzle mode 1 = 128B.
+__device__ __forceinline__ unsigned long long ft_desc(unsigned addr) {
+  return (unsigned long long)((addr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
+}
+
+// Tile unit -> (unit row, tile column): FT_GROUP unit rows walked column by column, so the
+// blocks running together share W tiles as well as X tiles in L2.
+__device__ __forceinline__ void ft_unit_coords(int u, int rows, int cols, int &r, int &c) {
+#if FT_GROUP > 1
+  const int span = FT_GROUP * cols;
+  const int group = u / span;
+  const int first = group * FT_GROUP;
+  const int n = min(rows - first, FT_GROUP);
+  const int in_group = u - group * span;
+  r = first + in_group % n;
+  c = in_group / n;
+#else
+  r = u / cols;
+  c = u - r * cols;
+#endif
+}
+
+__device__ __forceinline__ unsigned ft_pack(float lo, float hi) {
+  unsigned r;
+#if FT_DTYPE == 1
+  asm("cvt.rn.bf16x2.f32 %0, %2, %1;" : "=r"(r) : "f"(lo), "f"(hi));
+#else
+  asm("cvt.rn.f16x2.f32 %0, %2, %1;" : "=r"(r) : "f"(lo), "f"(hi));
+#endif
+  return r;
+}
+
+// E of two adjacent outputs (row, col), (row, col + 1), stored when inside the matrix.
+__device__ __forceinline__ void ft_store2(ft_elem_t *__restrict__ Y, float a, float b, int row,
+                                          int col, int M, int N, const FtEpArgs &ep) {
+  if (row >= M || col >= N) return;
+  ft_elem_t *dst = Y + (size_t)row * (size_t)N + col;
+  if (col + 1 < N) {
+    a = ft_apply_epilogue(a, row, col, ep);
+    b = ft_apply_epilogue(b, row, col + 1, ep);
+#if FT_DTYPE == 0
+    if ((N & 1) == 0) {
+      asm volatile("st.global.v2.f32 [%0], {%1, %2};" ::"l"(dst), "f"(a), "f"(b) : "memory");
+    } else {
+      dst[0] = a;
+      dst[1] = b;
+    }
+#else
+    const unsigned p = ft_pack(a, b);
+    if ((N & 1) == 0) {
+      *reinterpret_cast<unsigned *>(dst) = p;
+    } else {
+      dst[0] = (unsigned short)(p & 0xFFFF);
+      dst[1] = (unsigned short)(p >> 16);
+    }
+#endif
+  } else {
+    a = ft_apply_epilogue(a, row, col, ep);
+#if FT_DTYPE == 0
+    dst[0] = a;
+#else
+    dst[0] = (unsigned short)(ft_pack(a, 0.0f) & 0xFFFF);
+#endif
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(FT_THREADS, 1)
+ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTmaDesc tma_w,
+           ft_elem_t *__restrict__ Y, int M, int N, int K, FtEpArgs ep) {
+  extern __shared__ unsigned char ft_smem_raw[];
+  const unsigned base = (ft_smem(ft_smem_raw) + 1023u) & ~1023u;
+  const unsigned sA = base, sB = base + FT_STAGES * FT_A_BYTES;
+  const unsigned full = base + FT_STAGES * FT_STAGE_BYTES, empty = full + 8 * FT_STAGES;
+  const int wg = (int)threadIdx.x / 128, tid = (int)threadIdx.x % 128;
+#if FT_CLUSTER > 1
+  unsigned rank;
+  asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+#else
+  const unsigned rank = 0;
+#endif
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < FT_STAGES; s++) {
+      ft_mbar_init(full + 8 * s, 1);
+      ft_mbar_init(empty + 8 * s, FT_CONSUMERS * FT_CLUSTER);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  ft_cluster_sync(); /* remote barriers initialised before anyone signals them */
+
+  const int tiles_m = (M + FT_BM - 1) / FT_BM, tiles_n = (N + FT_BN - 1) / FT_BN;
+  const int unit_rows = (tiles_m + FT_CLUSTER - 1) / FT_CLUSTER, unit_cols = tiles_n;
+#define FT_TILE_ORIGIN(ur, uc) ((ur) * FT_CLUSTER + (int)rank) * FT_BM, (uc) * FT_BN
+  const int units = unit_rows * unit_cols;
+  const int first_unit = (int)blockIdx.x / FT_CLUSTER, unit_step = (int)gridDim.x / FT_CLUSTER;
+  const int ktiles = (K + FT_BK - 1) / FT_BK;
+
+  if (wg == FT_CONSUMERS) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(FT_PRODUCER_REGS));
+    if (tid == 0) {
+      asm volatile("prefetch.tensormap [%0];" ::"l"((unsigned long long)&tma_x) : "memory");
+      asm volatile("prefetch.tensormap [%0];" ::"l"((unsigned long long)&tma_w) : "memory");
+      int stage = 0;
+      unsigned phase = 0;
+      for (int u = first_unit; u < units; u += unit_step) {
+        int ur, uc;
+        ft_unit_coords(u, unit_rows, unit_cols, ur, uc);
+        const int m0_n0[2] = {FT_TILE_ORIGIN(ur, uc)};
+        const int m0 = m0_n0[0], n0 = m0_n0[1];
+        for (int kt = 0; kt < ktiles; kt++) {
+          ft_mbar_wait(empty + 8 * stage, phase ^ 1);
+          const unsigned bar = full + 8 * stage;
+          ft_mbar_expect_tx(bar, FT_STAGE_BYTES);
+#if FT_CLUSTER > 1
+          ft_tma_load(sA + stage * FT_A_BYTES, &tma_x, kt * FT_BK, m0, bar);
+          ft_tma_load_mc(sB + stage * FT_B_BYTES + rank * (FT_B_BYTES / 2), &tma_w, kt * FT_BK,
+                         n0 + (int)rank * (FT_BN / 2), bar, (unsigned short)3);
+#else
+          ft_tma_load(sA + stage * FT_A_BYTES, &tma_x, kt * FT_BK, m0, bar);
+          ft_tma_load(sB + stage * FT_B_BYTES, &tma_w, kt * FT_BK, n0, bar);
+#endif
+          if (++stage == FT_STAGES) {
+            stage = 0;
+            phase ^= 1;
+          }
+        }
+      }
+    }
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(FT_CONSUMER_REGS));
+    float d[FT_BN / 2];
+    int stage = 0;
+    unsigned phase = 0;
+    const int warp = tid / 32, lane = tid % 32;
+    for (int u = first_unit; u < units; u += unit_step) {
+      int ur, uc;
+      ft_unit_coords(u, unit_rows, unit_cols, ur, uc);
+      const int m0_n0[2] = {FT_TILE_ORIGIN(ur, uc)};
+      const int m0 = m0_n0[0], n0 = m0_n0[1];
+      int prev = 0;
+      for (int kt = 0; kt < ktiles; kt++) {
+        ft_mbar_wait(full + 8 * stage, phase);
+        const unsigned long long da = ft_desc(sA + stage * FT_A_BYTES + wg * (64 * 128));
+        const unsigned long long db = ft_desc(sB + stage * FT_B_BYTES);
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+        for (int kk = 0; kk < FT_BK / FT_KSTEP; kk++) /* 32 bytes of k per step: +2 in desc */
+          ft_wgmma(d, da + 2 * kk, db + 2 * kk, (kt | kk) != 0);
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        if (kt > 0) {
+          asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+          if (tid == 0) ft_mbar_release(empty + 8 * prev);
+        }
+        prev = stage;
+        if (++stage == FT_STAGES) {
+          stage = 0;
+          phase ^= 1;
+        }
+      }
+      asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+#pragma unroll
+      for (int i = 0; i < FT_BN / 2; i++) asm volatile("" : "+f"(d[i])::"memory");
+      if (tid == 0) ft_mbar_release(empty + 8 * prev);
+
+      /* Accumulator layout of m64nN: d[8 w + k] is row 16 warp + lane/4 + 8 ((k>>1)&1),
+       * column 16 w + 2 (lane%4) + (k&1) + 8 (k>>2). */
+      const int row = m0 + wg * 64 + warp * 16 + lane / 4;
+      const int colb = n0 + 2 * (lane % 4);
+#pragma unroll
+      for (int w = 0; w < FT_BN / 16; w++) {
+#pragma unroll
+        for (int j = 0; j < 2; j++) {
+          const int col = colb + 16 * w + 8 * j;
+          ft_store2(Y, d[8 * w + 4 * j + 0], d[8 * w + 4 * j + 1], row, col, M, N, ep);
+          ft_store2(Y, d[8 * w + 4 * j + 2], d[8 * w + 4 * j + 3], row + 8, col, M, N, ep);
+        }
+      }
+    }
+  }
+  __syncwarp();
+  ft_cluster_sync(); /* no block leaves while its partner may still write or signal it */
+}

@@ -1,0 +1,44 @@
+// fusedtune Hopper tensor-core GEMM, part 1 of 3: the variant's derived constants and checks
+// (parts: gemm_tc_config.cuh, wgmma_sm90.cuh, gemm_tc.cu, concatenated in this order by codegen,
+// since the wgmma wrappers expand FT_WGMMA_OP defined here).
+
+#define FT_PRODUCER_REGS 40
+#define FT_CONSUMER_REGS 232
+#define FT_BM (64 * FT_CONSUMERS)
+#define FT_THREADS (128 * (FT_CONSUMERS + 1))
+
+#if FT_DTYPE == 0
+#if !defined(FT_TF32)
+#error "fusedtune: the tensor-core family takes fp32 storage only in tf32 mode"
+#endif
+#define FT_ESIZE 4
+#define FT_KSTEP 8
+#define FT_WGMMA_OP "k8.f32.tf32.tf32"
+#define FT_WGMMA_TAIL ", 1, 1"
+#else
+#define FT_ESIZE 2
+#define FT_KSTEP 16
+#if FT_DTYPE == 1
+#define FT_WGMMA_OP "k16.f32.bf16.bf16"
+#else
+#define FT_WGMMA_OP "k16.f32.f16.f16"
+#endif
+#define FT_WGMMA_TAIL ", 1, 1, 0, 0"
+#endif
+
+#define FT_BK (128 / FT_ESIZE)
+
+#if FT_BN % 32 != 0 || FT_BN < 64 || FT_BN > 256 || (FT_CONSUMERS != 1 && FT_CONSUMERS != 2) ||         \
+    (FT_CLUSTER != 1 && FT_CLUSTER != 2) || FT_STAGES < 2 || (FT_CLUSTER == 2 && (FT_BN / 2) % 8 != 0) || \
+    FT_GROUP < 1
+#error "fusedtune: inconsistent tensor-core GEMM variant"
+#endif
+
+#define FT_A_BYTES (FT_BM * 128)
+#define FT_B_BYTES (FT_BN * 128)
+#define FT_STAGE_BYTES (FT_A_BYTES + FT_B_BYTES)
+// Stages, then 2 FT_STAGES mbarriers; 1024 bytes of slack to align the ring (128B swizzle). The
+// host sizes the launch with the same sum (src/family_tc.c).
+static_assert(FT_SMEM_BYTES == FT_STAGES * FT_STAGE_BYTES + 16 * FT_STAGES + 1024,
+              "fusedtune: shared memory size");
+

@@ -1,0 +1,210 @@
+/* Family tc: the Hopper tensor-core GEMM (kernels_src/gemm_tc_config.cuh, wgmma_sm90.cuh,
+ * gemm_tc.cu; layout 4, names "tc_..."): TMA loads into a ring of stages, wgmma from shared
+ * memory, a producer warpgroup and one or two consumer warpgroups, a persistent grid walking
+ * tiles in a grouped order, clusters of 2 multicasting the W tile, the epilogue applied to the
+ * accumulator in registers. tf32, bf16 and fp16 modes; compiled for sm_90a. GPU-free but for
+ * the tensor maps of a launch (src/tensormap.c). */
+#include <stddef.h>
+#include <stdio.h>
+
+#include "family.h"
+#include "kernel_abi.h"
+#include "tensormap.h"
+
+#define TC_MAX_STAGES 12
+#define TC_MAX_GRID 4096
+
+static int esize(const ft_variant *v) { return v->math == FT_MATH_TF32 ? 4 : 2; }
+static int tc_bm(const ft_variant *v) { return 64 * v->consumers; }
+static int tc_threads(const ft_variant *v) { return 128 * (v->consumers + 1); }
+
+/* As gemm_tc_config.cuh sums it: the stages, two mbarriers per stage, 1024 B to align the ring. */
+static size_t tc_smem(const ft_variant *v) {
+  return (size_t)v->stages * (size_t)(tc_bm(v) + v->bn) * 128 + 16 * (size_t)v->stages + 1024;
+}
+
+static int is_pow2_between(int x, int lo, int hi) { return x >= lo && x <= hi && (x & (x - 1)) == 0; }
+
+static int tc_valid(const ft_variant *v, char *why, size_t whylen) {
+  if (v->bn < 64 || v->bn > 256 || v->bn % 32) FT_WHY("tc: bn %d must be a multiple of 32 in 64..256", v->bn);
+  if (v->bk != 128 / esize(v)) FT_WHY("tc: bk %d must be %d (128 bytes of k) in %s", v->bk, 128 / esize(v),
+                                      ft_math_name((ft_math)v->math));
+  if (v->consumers != 1 && v->consumers != 2) FT_WHY("tc: consumers %d must be 1 or 2", v->consumers);
+  if (v->cluster != 1 && v->cluster != 2) FT_WHY("tc: cluster %d must be 1 or 2", v->cluster);
+  if (v->stages < 2 || v->stages > TC_MAX_STAGES) FT_WHY("tc: stages %d must be 2..%d", v->stages, TC_MAX_STAGES);
+  if (!is_pow2_between(v->swizzle, 1, 16)) FT_WHY("tc: swizzle (tile group) %d must be 1, 2, 4, 8 or 16", v->swizzle);
+  if (v->grid < v->cluster || v->grid > TC_MAX_GRID || v->grid % v->cluster)
+    FT_WHY("tc: grid %d must be a multiple of the cluster in %d..%d", v->grid, v->cluster, TC_MAX_GRID);
+  if (v->bm || v->tm || v->tn || v->vec || v->split_k || v->streamk || v->block || v->ept)
+    FT_WHY("tc variant with fields of another family");
+  return 1;
+}
+
+/* Hopper's wgmma and TMA (sm_90a); TMA rows must be whole 16-byte units. */
+static int tc_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k, const ft_device_limits *lim,
+                         char *why, size_t whylen) {
+  (void)m, (void)n;
+  if (lim->cc_major != 9 || lim->cc_minor != 0)
+    FT_WHY("tc: needs compute capability 9.0 (wgmma, TMA), device has %d.%d", lim->cc_major, lim->cc_minor);
+  if ((k * esize(v)) % 16)
+    FT_WHY("tc: k %lld is not a multiple of %d (TMA rows of 16 bytes in %s)", (long long)k, 16 / esize(v),
+           ft_math_name((ft_math)v->math));
+  if (tc_threads(v) > lim->max_threads_per_block) FT_WHY("tc: %d threads > device limit", tc_threads(v));
+  if (tc_smem(v) > (size_t)lim->max_smem_per_block)
+    FT_WHY("shared memory %zu B > device limit %d B", tc_smem(v), lim->max_smem_per_block);
+  return 1;
+}
+
+static void tc_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_launch_geom *g) {
+  (void)k;
+  if (v->consumers <= 0 || v->bn <= 0 || v->cluster <= 0) return;
+  const int64_t tiles_m = (m + tc_bm(v) - 1) / tc_bm(v), tiles_n = (n + v->bn - 1) / v->bn;
+  const int64_t units = (tiles_m + v->cluster - 1) / v->cluster * tiles_n;
+  int64_t blocks = units * v->cluster; /* no block without a tile unit of its own */
+  if (blocks > v->grid) blocks = v->grid;
+  g->grid[0] = (unsigned)blocks;
+  g->block[0] = (unsigned)tc_threads(v);
+  g->cluster[0] = (unsigned)v->cluster;
+  g->smem = tc_smem(v);
+}
+
+/* __launch_bounds__(threads, 1): ptxas starts every warp at 65536 / threads registers (168 for
+ * 384 threads); setmaxnreg then moves them between the producer and the consumers. */
+static int tc_reg_cap(const ft_variant *v) {
+  const int cap = 65536 / tc_threads(v) / 8 * 8;
+  return cap > 255 ? 255 : cap;
+}
+
+static void tc_defines(const ft_variant *v, ft_strbuf *b) {
+  ft_sb_printf(b, "#define FT_BN %d\n#define FT_CONSUMERS %d\n#define FT_STAGES %d\n", v->bn, v->consumers, v->stages);
+  ft_sb_printf(b, "#define FT_CLUSTER %d\n#define FT_GROUP %d\n#define FT_SMEM_BYTES %zu\n", v->cluster, v->swizzle,
+               tc_smem(v));
+}
+
+static const char *tc_reduce_kernel(const ft_variant *v) {
+  (void)v;
+  return NULL;
+}
+
+/* TMA reads x and W from 16-byte aligned bases; y takes pairs of elements per store. */
+static void tc_alignment(const ft_variant *v, int m, int n, int k, size_t need[3]) {
+  (void)m, (void)n, (void)k;
+  need[0] = need[1] = 16;
+  need[2] = 2 * (size_t)esize(v);
+}
+
+static int map_kind(const ft_variant *v) {
+  return v->math == FT_MATH_TF32 ? 1 : v->math == FT_MATH_BF16 ? 2 : 3;
+}
+
+/* ft_gemm_tc(tma_x, tma_w, Y, M, N, K, ep): the maps are encoded per launch for its pointers. */
+static ft_status tc_kernel_args(const ft_variant *v, const ft_launch_io *io, ft_arg_store *st, ft_err *err) {
+  ft_tensormap tx, tw;
+  FT_TRY(ft_tensormap_2d(&tx, io->x, map_kind(v), (uint64_t)io->m, (uint64_t)io->k, (uint32_t)tc_bm(v),
+                         (uint32_t)v->bk, err));
+  FT_TRY(ft_tensormap_2d(&tw, io->w, map_kind(v), (uint64_t)io->n, (uint64_t)io->k, (uint32_t)(v->bn / v->cluster),
+                         (uint32_t)v->bk, err));
+  FT_TRY(ft_arg_push(st, tx.bytes, sizeof tx.bytes, err));
+  FT_TRY(ft_arg_push(st, tw.bytes, sizeof tw.bytes, err));
+  FT_TRY(ft_arg_push(st, &io->y, sizeof io->y, err));
+  FT_TRY(ft_arg_push(st, &io->m, sizeof io->m, err));
+  FT_TRY(ft_arg_push(st, &io->n, sizeof io->n, err));
+  FT_TRY(ft_arg_push(st, &io->k, sizeof io->k, err));
+  return ft_arg_push(st, io->ep, sizeof(ft_ep_args_dev), err);
+}
+
+/* Time model: the busiest block's tiles (persistent blocks take units round robin) times a
+ * tile's MMA work over an efficiency that grows with the tile width (wider wgmma, fewer
+ * operand bytes per FLOP), measured on the H200 (experiments of 2026-12-01: BN 256 best at
+ * 8192^3 and 1024x8192x8192, BN 128 at 128x16384x16384 where BN 256 leaves half the SMs idle). */
+static double tc_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k) {
+  const int64_t tiles_m = (m + tc_bm(v) - 1) / tc_bm(v), tiles_n = (n + v->bn - 1) / v->bn;
+  const int64_t units = (tiles_m + v->cluster - 1) / v->cluster * tiles_n;
+  const int64_t blocks_units = v->grid / v->cluster;
+  const int64_t per_block = (units + blocks_units - 1) / blocks_units;
+  const double eff = v->bn >= 256 ? 1.0 : v->bn >= 192 ? 0.96 : v->bn >= 128 ? 0.92 : 0.78;
+  const int64_t kp = (k + v->bk - 1) / v->bk * v->bk;
+  double cost = (double)per_block * v->cluster * tc_bm(v) * v->bn * (double)kp / eff / v->cluster;
+  if (v->cluster == 2) cost *= 0.98;   /* W multicast: +0-3 % where tiles share a column */
+  if (v->stages < 4) cost *= 1.05;     /* too few loads in flight */
+  if (v->swizzle == 16) cost *= 1.001; /* g8 and g16 measured alike: keep g8 first */
+  return cost;
+}
+
+static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,
+                              ft_space_sink *sink, ft_err *err) {
+  static const int bns[] = {256, 192, 128, 64};
+  ft_variant v = {0};
+  v.kind = FT_VK_GEMM;
+  v.layout = 4;
+  v.math = (int)math;
+  v.bk = 128 / esize(&v);
+  for (int c = (m <= 64 ? 1 : 2); c <= 2; c++)
+    for (size_t b = 0; b < sizeof bns / sizeof bns[0]; b++)
+      for (int cl = 1; cl <= 2; cl++)
+        for (int z = 8; z <= 16; z *= 2) {
+          v.consumers = c, v.bn = bns[b], v.cluster = cl, v.swizzle = z;
+          const int64_t tiles_m = (m + tc_bm(&v) - 1) / tc_bm(&v);
+          if (cl == 2 && tiles_m < 2) continue;         /* the partner's tile would be empty */
+          if (z == 16 && tiles_m <= 8) continue;        /* one group either way */
+          if (v.bn > 64 && v.bn >= 2 * n) continue;     /* mostly padding */
+          v.grid = lim->sm_count / cl * cl;
+          /* The deepest ring that fits, and one stage less. */
+          int most = 0;
+          for (int s = 2; s <= TC_MAX_STAGES; s++) {
+            v.stages = s;
+            if (tc_smem(&v) <= (size_t)lim->max_smem_per_block) most = s;
+          }
+          for (int s = most; s >= 2 && s >= most - 1; s--) {
+            v.stages = s;
+            if (!ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) continue;
+            FT_TRY(ft_space_push(sink, &v, tc_cost(&v, m, n, k), err));
+          }
+        }
+  return FT_OK;
+}
+
+/* "tc_bm128_bn256_bk64_s4_c1_z8_p132_bf16" */
+static int tc_name(const ft_variant *v, char *buf, size_t len) {
+  return snprintf(buf, len, "tc_bm%d_bn%d_bk%d_s%d_c%d_z%d_p%d_%s", tc_bm(v), v->bn, v->bk, v->stages, v->cluster,
+                  v->swizzle, v->grid, ft_math_name((ft_math)v->math));
+}
+
+static const ft_json_key k_tc_keys[] = {{"bn", offsetof(ft_variant, bn)},
+                                        {"bk", offsetof(ft_variant, bk)},
+                                        {"stages", offsetof(ft_variant, stages)},
+                                        {"consumers", offsetof(ft_variant, consumers)},
+                                        {"cluster", offsetof(ft_variant, cluster)},
+                                        {"swizzle", offsetof(ft_variant, swizzle)},
+                                        {"grid", offsetof(ft_variant, grid)},
+                                        {NULL, 0}};
+static const ft_json_key k_tc_opt_keys[] = {
+    {"layout", offsetof(ft_variant, layout)}, {"math", offsetof(ft_variant, math)}, {NULL, 0}};
+
+static const char *const k_tc_sources[] = {"kernels_src/gemm_tc_config.cuh", "kernels_src/wgmma_sm90.cuh",
+                                           "kernels_src/gemm_tc.cu", NULL};
+
+const ft_family ft_family_tc = {
+    .name = "tc",
+    .kind = FT_VK_GEMM,
+    .layout = 4,
+    .suffix = "",
+    .revision = 1,
+    .arch_suffix = "a",
+    .maths = (1u << FT_MATH_TF32) | (1u << FT_MATH_BF16) | (1u << FT_MATH_FP16),
+    .sources = k_tc_sources,
+    .kernel = "ft_gemm_tc",
+    .keys = k_tc_keys,
+    .opt_keys = k_tc_opt_keys,
+    .variant_name = tc_name,
+    .valid = tc_valid,
+    .applicable = tc_applicable,
+    .enumerate = tc_enumerate,
+    .reg_cap = tc_reg_cap,
+    .geometry = tc_geometry,
+    .defines = tc_defines,
+    .reduce_kernel = tc_reduce_kernel,
+    .alignment = tc_alignment,
+    .kernel_args = tc_kernel_args,
+    .reduce_args = NULL,
+};
