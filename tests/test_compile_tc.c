@@ -1,0 +1,161 @@
+/* The tensor-core family without a GPU: every variant it enumerates for both seed shapes, in
+ * tf32, bf16 and fp16, with the three test epilogues, compiles with NVRTC for sm_90a, and
+ * ptxas reports no spill, no stack and no serialized wgmma (those would reject it), and no more
+ * registers than its __launch_bounds__ cap; plus the rejection rule on logs, and the family's
+ * validity rules. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+
+#include <time.h>
+
+#include "codegen.h"
+#include "compile.h"
+#include "family.h"
+#include "ft_test.h"
+
+typedef struct shape {
+  const char *epilogue;
+  int64_t m, n, k;
+} shape;
+
+static const shape k_shapes[] = {
+    {"minsub", 128, 16384, 16384},
+    {"biasrelu", 1024, 8192, 8192},
+    {"x + 2*sigmoid(x)", 127, 1000, 1000}, /* ragged M and N */
+};
+static const ft_math k_modes[] = {FT_MATH_TF32, FT_MATH_BF16, FT_MATH_FP16};
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* "Used N registers" of a ptxas -v log, -1 without one. */
+static int used_regs(const char *log) {
+  const char *u = log ? strstr(log, "Used ") : NULL;
+  return u ? atoi(u + 5) : -1;
+}
+
+static void compile_mode(const shape *sh, ft_math math, const ft_device_limits *lim, int *total) {
+  ft_err e;
+  ft_epilogue *ep = NULL;
+  ASSERT_OK(ft_ep_parse(sh->epilogue, &ep, &e));
+  ft_variant *v = NULL;
+  int n = 0;
+  ASSERT_OK(ft_space_enumerate_math(FT_VK_GEMM, sh->m, sh->n, sh->k, math, lim, &v, &n, &e));
+  ASSERT_TRUE(n >= 4);
+  ft_kernel_src *src = calloc((size_t)n, sizeof *src);
+  ft_compile_job *jobs = calloc((size_t)n, sizeof *jobs);
+  ASSERT_TRUE(src && jobs);
+  const ft_family *tc = ft_family_named("tc");
+  for (int i = 0; src && jobs && i < n; i++) {
+    ASSERT_TRUE(ft_family_of(&v[i]) == tc); /* no other family computes in these modes */
+    ASSERT_OK(ft_codegen_variant(&v[i], ep, &src[i], &e));
+    ASSERT_EQ_STR(src[i].arch_suffix, "a");
+    jobs[i].src = src[i].text, jobs[i].hash = src[i].hash, jobs[i].arch_suffix = src[i].arch_suffix;
+  }
+  const double t0 = now_s();
+  ASSERT_OK(ft_compile_many(NULL, "sm_90", jobs, n, 0, &e));
+  for (int i = 0; src && jobs && i < n; i++) {
+    char name[128];
+    ft_variant_name(&v[i], name, sizeof name);
+    if (jobs[i].status != FT_OK) {
+      FT_FAIL_AT_("%s %s: %.600s", ft_math_name(math), name, jobs[i].log ? jobs[i].log : "(no log)");
+    } else {
+      const int regs = used_regs(jobs[i].log), cap = tc->reg_cap(&v[i]);
+      if (regs < 0 || regs > cap) FT_FAIL_AT_("%s: %d registers (cap %d)", name, regs, cap);
+      ASSERT_TRUE(strstr(jobs[i].log, "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads") != NULL);
+    }
+    ft_compile_job_clear(&jobs[i]);
+    ft_kernel_src_free(&src[i]);
+  }
+  printf("%-18s %lldx%lldx%lld %s: %d variants compiled for sm_90a in %.1f s\n", sh->epilogue, (long long)sh->m,
+         (long long)sh->n, (long long)sh->k, ft_math_name(math), n, now_s() - t0);
+  *total += n;
+  free(src);
+  free(jobs);
+  free(v);
+  ft_ep_free(ep);
+}
+
+static void test_rejection(void) {
+  char why[256];
+  ASSERT_TRUE(!ft__compile_rejection(NULL, why, sizeof why));
+  ASSERT_TRUE(!ft__compile_rejection("ptxas info    : Used 168 registers, used 1 barriers, 0 bytes stack frame, 0 "
+                                     "bytes spill stores, 0 bytes spill loads\n",
+                                     why, sizeof why));
+  ASSERT_TRUE(ft__compile_rejection("ptxas info    : 8 bytes stack frame, 16 bytes spill stores, 24 bytes spill "
+                                    "loads\n",
+                                    why, sizeof why));
+  ASSERT_CONTAINS(why, "16 bytes (stores) and 24 bytes (loads)");
+  ASSERT_TRUE(ft__compile_rejection("ptxas warning : (C7515) Potential Performance Loss: wgmma.mma_async "
+                                    "instructions are serialized\n",
+                                    why, sizeof why));
+  ASSERT_CONTAINS(why, "C7515");
+}
+
+/* Shape-free rules: each field's range, a mode the family serves, no other family's fields. */
+static void test_validity(const ft_device_limits *lim) {
+  ft_variant v = {0};
+  v.kind = FT_VK_GEMM, v.layout = ft_family_named("tc")->layout, v.math = FT_MATH_BF16;
+  v.bn = 128, v.bk = 64, v.stages = 6, v.consumers = 2, v.cluster = 1, v.swizzle = 8, v.grid = 132;
+  char why[160] = "";
+  ASSERT_TRUE(ft_variant_valid(&v, why, sizeof why));
+  ft_variant b = v;
+  b.bn = 48;
+  ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
+  ASSERT_CONTAINS(why, "bn 48");
+  b = v, b.bk = 32; /* 128 bytes of k are 64 bf16 */
+  ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
+  b = v, b.math = FT_MATH_TF32; /* ... and 32 floats */
+  ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
+  b.bk = 32;
+  ASSERT_TRUE(ft_variant_valid(&b, why, sizeof why));
+  b = v, b.math = FT_MATH_FP32;
+  ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
+  ASSERT_CONTAINS(why, "math mode");
+  b = v, b.cluster = 2, b.grid = 131;
+  ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
+  b = v, b.tm = 8;
+  ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
+  /* Applicability: K in whole 16-byte rows, compute capability 9.0, shared memory. */
+  ASSERT_TRUE(ft_variant_applicable(&v, 128, 1000, 1000, lim, why, sizeof why));
+  ASSERT_TRUE(!ft_variant_applicable(&v, 128, 1000, 1001, lim, why, sizeof why));
+  ASSERT_CONTAINS(why, "multiple of 8");
+  b = v, b.stages = 12;
+  ASSERT_TRUE(!ft_variant_applicable(&b, 128, 1000, 1000, lim, why, sizeof why));
+  ASSERT_CONTAINS(why, "shared memory");
+  ft_device_limits a100;
+  ft_err e;
+  ASSERT_OK(ft_limits_for_arch("sm_80", &a100, &e));
+  ASSERT_TRUE(!ft_variant_applicable(&v, 128, 1000, 1000, &a100, why, sizeof why));
+  ft_variant *vs = NULL;
+  int n = 0;
+  ASSERT_EQ_INT(ft_space_enumerate_math(FT_VK_GEMM, 128, 1000, 1000, FT_MATH_BF16, &a100, &vs, &n, &e),
+                FT_ERR_UNSUPPORTED); /* no family serves bf16 GEMMs there: the epilogue pass does */
+  free(vs);
+  /* JSON and name round trip. */
+  char json[512], name[128];
+  ft_variant_json(&v, json, sizeof json);
+  ASSERT_EQ_STR(json, "{\"kind\":\"gemm\",\"bn\":128,\"bk\":64,\"stages\":6,\"consumers\":2,\"cluster\":1,"
+                      "\"swizzle\":8,\"grid\":132,\"layout\":4,\"math\":2}");
+  ft_variant back;
+  ASSERT_OK(ft_variant_from_json(json, &back, &e));
+  ASSERT_TRUE(memcmp(&back, &v, sizeof v) == 0);
+  ft_variant_name(&v, name, sizeof name);
+  ASSERT_EQ_STR(name, "tc_bm128_bn128_bk64_s6_c1_z8_p132_bf16");
+}
+
+int main(void) {
+  ft_device_limits lim;
+  ft_err e;
+  if (ft_limits_for_arch("sm_90", &lim, &e) != FT_OK) RETURN_FAIL(e.msg);
+  test_rejection();
+  test_validity(&lim);
+  int total = 0;
+  const double t0 = now_s();
+  for (size_t s = 0; s < sizeof k_shapes / sizeof k_shapes[0]; s++)
+    for (size_t m = 0; m < sizeof k_modes / sizeof k_modes[0]; m++) compile_mode(&k_shapes[s], k_modes[m], &lim, &total);
+  printf("%d tensor-core variants compiled in %.1f s\n", total, now_s() - t0);
+  return FT_TEST_DONE();
+}
