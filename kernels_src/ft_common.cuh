@@ -65,6 +65,25 @@ struct FtEpArgs {
     return (float)(FT_EPILOGUE_EXPR);                                                        \
   }
 
+// Index -> (row, column) of a rows x cols grid of tiles, G rows walked column by column, so
+// blocks running together share W tiles as well as X tiles in L2 (G = 1: row-major order).
+template <int G>
+__device__ __forceinline__ void ft_grouped_coords(int i, int rows, int cols, int &r, int &c) {
+  if (G > 1) {
+    const int span = G * cols;
+    const int group = i / span;
+    const int first = group * G;
+    const int n = min(rows - first, G);
+    const int in_group = i - group * span;
+    r = first + in_group % n;
+    c = in_group / n;
+  } else {
+    (void)rows;
+    r = i / cols;
+    c = i - r * cols;
+  }
+}
+
 // Shared-memory address of a generic pointer, as cp.async wants it.
 __device__ __forceinline__ unsigned ft_smem_addr(const void *p) {
   return (unsigned)__cvta_generic_to_shared(p);

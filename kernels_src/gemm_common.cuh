@@ -9,22 +9,10 @@
 
 FT_DEFINE_APPLY_EPILOGUE()
 
-// Tile index -> (tile row, tile column). With FT_SWIZZLE = G, G tile rows are walked column by
-// column, so blocks running together share W tiles as well as X tiles in L2.
+// Tile index -> (tile row, tile column), FT_SWIZZLE tile rows walked column by column
+// (ft_grouped_coords).
 __device__ __forceinline__ void ft_tile_coords(int bid, int tiles_m, int tiles_n, int &bm, int &bn) {
-#if FT_SWIZZLE > 1
-  const int span = FT_SWIZZLE * tiles_n;
-  const int group = bid / span;
-  const int first = group * FT_SWIZZLE;
-  const int rows = min(tiles_m - first, FT_SWIZZLE);
-  const int in_group = bid - group * span;
-  bm = first + in_group % rows;
-  bn = in_group / rows;
-#else
-  (void)tiles_m;
-  bm = bid / tiles_n;
-  bn = bid - bm * tiles_n;
-#endif
+  ft_grouped_coords<FT_SWIZZLE>(bid, tiles_m, tiles_n, bm, bn);
 }
 
 __device__ __forceinline__ void ft_block_tile(int tiles_m, int tiles_n, int &bm, int &bn) {

@@ -99,22 +99,6 @@ __device__ __forceinline__ unsigned long long ft_desc(unsigned addr) {
   return (unsigned long long)((addr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
 }
 
-// Tile unit -> (unit row, tile column): FT_GROUP unit rows walked column by column, so the
-// blocks running together share W tiles as well as X tiles in L2.
-__device__ __forceinline__ void ft_unit_coords(int u, int rows, int cols, int &r, int &c) {
-#if FT_GROUP > 1
-  const int span = FT_GROUP * cols;
-  const int group = u / span;
-  const int first = group * FT_GROUP;
-  const int n = min(rows - first, FT_GROUP);
-  const int in_group = u - group * span;
-  r = first + in_group % n;
-  c = in_group / n;
-#else
-  r = u / cols;
-  c = u - r * cols;
-#endif
-}
 
 __device__ __forceinline__ unsigned ft_pack(float lo, float hi) {
   unsigned r;
@@ -201,7 +185,7 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
       unsigned phase = 0;
       for (int u = first_unit; u < units; u += unit_step) {
         int ur, uc;
-        ft_unit_coords(u, unit_rows, unit_cols, ur, uc);
+        ft_grouped_coords<FT_GROUP>(u, unit_rows, unit_cols, ur, uc);
         const int m0_n0[2] = {FT_TILE_ORIGIN(ur, uc)};
         const int m0 = m0_n0[0], n0 = m0_n0[1];
         for (int kt = 0; kt < ktiles; kt++) {
@@ -231,7 +215,7 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
     const int warp = tid / 32, lane = tid % 32;
     for (int u = first_unit; u < units; u += unit_step) {
       int ur, uc;
-      ft_unit_coords(u, unit_rows, unit_cols, ur, uc);
+      ft_grouped_coords<FT_GROUP>(u, unit_rows, unit_cols, ur, uc);
       const int m0_n0[2] = {FT_TILE_ORIGIN(ur, uc)};
       const int m0 = m0_n0[0], n0 = m0_n0[1];
       int prev = 0;

@@ -15,6 +15,13 @@ static const char *const k_status[] = {
 #undef FT_NAME_
 };
 
+/* Index of text in names[0..n), -1 when none. */
+static int find_name(const char *const *names, int n, const char *text) {
+  for (int i = 0; text && i < n; i++)
+    if (names[i] && strcmp(text, names[i]) == 0) return i;
+  return -1;
+}
+
 const char *ft_strategy_name(ft_strategy s) {
   return (unsigned)s < FT_STRATEGY_COUNT ? k_strategy[s] : "?";
 }
@@ -24,21 +31,15 @@ const char *ft_result_status_name(ft_result_status s) {
 }
 
 int ft_strategy_from_name(const char *text, ft_strategy *out) {
-  for (int i = 0; text && i < FT_STRATEGY_COUNT; i++)
-    if (strcmp(text, k_strategy[i]) == 0) {
-      if (out) *out = (ft_strategy)i;
-      return 1;
-    }
-  return 0;
+  const int i = find_name(k_strategy, FT_STRATEGY_COUNT, text);
+  if (i >= 0 && out) *out = (ft_strategy)i;
+  return i >= 0;
 }
 
 int ft_result_status_from_name(const char *text, ft_result_status *out) {
-  for (int i = 0; text && i < FT_RESULT_STATUS_COUNT; i++)
-    if (strcmp(text, k_status[i]) == 0) {
-      if (out) *out = (ft_result_status)i;
-      return 1;
-    }
-  return 0;
+  const int i = find_name(k_status, FT_RESULT_STATUS_COUNT, text);
+  if (i >= 0 && out) *out = (ft_result_status)i;
+  return i >= 0;
 }
 
 static const char *const k_math[FT_MATH_COUNT] = {
@@ -50,12 +51,9 @@ static const char *const k_math[FT_MATH_COUNT] = {
 const char *ft_math_name(ft_math m) { return (unsigned)m < FT_MATH_COUNT ? k_math[m] : "?"; }
 
 int ft_math_from_name(const char *text, ft_math *out) {
-  for (int i = 0; text && i < FT_MATH_COUNT; i++)
-    if (strcmp(text, k_math[i]) == 0) {
-      if (out) *out = (ft_math)i;
-      return 1;
-    }
-  return 0;
+  const int i = find_name(k_math, FT_MATH_COUNT, text);
+  if (i >= 0 && out) *out = (ft_math)i;
+  return i >= 0;
 }
 
 ft_dtype ft_math_dtype(ft_math m) {
