@@ -91,8 +91,10 @@ static ft_status lt_gemm_init(ft_baselines *b, lt_gemm *l, cublasLtEpilogue_t ep
   if (s == CUBLAS_STATUS_SUCCESS)
     s = cublasLtMatmulAlgoGetHeuristic(b->lt, l->op, l->la, l->lb, l->lc, l->lc, pref, 1, &heur, &found);
   cublasLtMatmulPreferenceDestroy(pref);
+  /* NOT_SUPPORTED: no algorithm for this combination (types, epilogue, leading dimensions). */
+  if (s == CUBLAS_STATUS_NOT_SUPPORTED || (s == CUBLAS_STATUS_SUCCESS && found < 1))
+    return ft__fail(err, FT_ERR_UNSUPPORTED, "cuBLASLt has no algorithm for this epilogue");
   if (s != CUBLAS_STATUS_SUCCESS) return ft_cublas_fail(err, s, "cublasLtMatmulAlgoGetHeuristic");
-  if (found < 1) return ft__fail(err, FT_ERR_UNSUPPORTED, "cuBLASLt has no algorithm for this epilogue");
   l->algo = heur.algo;
   l->ready = 1;
   return FT_OK;
