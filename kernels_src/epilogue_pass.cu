@@ -1,10 +1,12 @@
 // fusedtune standalone epilogue pass: Y = E(Y) in place over an [M, N] row-major matrix (the
 // "cuBLAS GEMM, then one fused elementwise kernel" strategy).
 //
-// Variant defines: FT_BLOCK (threads per block), FT_VEC (floats per access: 1, 2, 4) and FT_EPT
-// (elements per thread, a multiple of FT_VEC). Block b covers elements [b * BLOCK * EPT, ...);
-// its threads step through them FT_VEC at a time, adjacent threads on adjacent vectors, so
-// every access of a warp is contiguous. Y must be 4 * FT_VEC-byte aligned (cudaMalloc is).
+// Variant defines: FT_BLOCK (threads per block), FT_VEC (elements per access: 1, 2, 4) and
+// FT_EPT (elements per thread, a multiple of FT_VEC). Block b covers elements
+// [b * BLOCK * EPT, ...); its threads step through them FT_VEC at a time, adjacent threads on
+// adjacent vectors, so every access of a warp is contiguous. Y holds ft_elem_t and must be
+// sizeof(ft_elem_t) * FT_VEC-byte aligned (cudaMalloc is). E is computed in fp32 in every mode;
+// 16-bit elements are rounded once, at the store.
 
 FT_DEFINE_APPLY_EPILOGUE()
 
@@ -12,8 +14,15 @@ FT_DEFINE_APPLY_EPILOGUE()
 #error "fusedtune: FT_EPT must be a multiple of FT_VEC"
 #endif
 
+#if FT_DTYPE != 0 && FT_VEC > 1
+// 16-bit elements: FT_VEC of them as FT_VEC / 2 32-bit words, one 8- or 4-byte access.
+struct alignas(2 * FT_VEC) ft_epi_pack {
+  unsigned w[FT_VEC / 2];
+};
+#endif
+
 extern "C" __global__ void __launch_bounds__(FT_BLOCK)
-ft_epilogue_pass(float *__restrict__ Y, int M, int N, FtEpArgs ep) {
+ft_epilogue_pass(ft_elem_t *__restrict__ Y, int M, int N, FtEpArgs ep) {
   const size_t total = (size_t)M * (size_t)N;
   const size_t block_base = (size_t)blockIdx.x * (size_t)(FT_BLOCK * FT_EPT);
 #pragma unroll
@@ -22,7 +31,22 @@ ft_epilogue_pass(float *__restrict__ Y, int M, int N, FtEpArgs ep) {
     if (i >= total) return;
     int row, col;
     ft_rowcol(i, total, N, row, col);
-#if FT_VEC == 4
+#if FT_DTYPE != 0 && FT_VEC > 1
+    if (i + FT_VEC <= total) {
+      const ft_epi_pack p = *reinterpret_cast<const ft_epi_pack *>(Y + i);
+      ft_epi_pack o;
+#pragma unroll
+      for (int j = 0; j < FT_VEC; j += 2) {
+        const float lo = ft_apply_epilogue(ft_to_float((ft_elem_t)(p.w[j / 2] & 0xffffu)), row, col, ep);
+        ft_rowcol_next(N, row, col);
+        const float hi = ft_apply_epilogue(ft_to_float((ft_elem_t)(p.w[j / 2] >> 16)), row, col, ep);
+        ft_rowcol_next(N, row, col);
+        o.w[j / 2] = (unsigned)ft_from_float(lo) | ((unsigned)ft_from_float(hi) << 16);
+      }
+      *reinterpret_cast<ft_epi_pack *>(Y + i) = o;
+      continue;
+    }
+#elif FT_VEC == 4
     if (i + 4 <= total) {
       float4 v = *reinterpret_cast<const float4 *>(Y + i);
       v.x = ft_apply_epilogue(v.x, row, col, ep);
@@ -47,7 +71,7 @@ ft_epilogue_pass(float *__restrict__ Y, int M, int N, FtEpArgs ep) {
 #endif
     // Scalar path: FT_VEC == 1, or the last partial vector of the matrix.
     for (size_t e = i; e < i + FT_VEC && e < total; e++) {
-      Y[e] = ft_apply_epilogue(Y[e], row, col, ep);
+      Y[e] = ft_from_float(ft_apply_epilogue(ft_to_float(Y[e]), row, col, ep));
       ft_rowcol_next(N, row, col);
     }
   }

@@ -83,7 +83,7 @@ static ft_status time_peak(ft_gpu *g, ft_bench *bench, const ft_bench_opts *o, f
   ft_epilogue *none = NULL;
   FT_TRY(ft_ep_parse("none", &none, err));
   ft_pdata *d = NULL;
-  ft_status st = ft_pdata_create(g, 8192, 8192, 8192, none, 1, &d, err);
+  ft_status st = ft_pdata_create(g, 8192, 8192, 8192, none, FT_MATH_FP32, 1, &d, err);
   ft_baselines *bl = NULL;
   if (st == FT_OK) st = ft_baselines_create(g, NULL, none, d, &bl, err);
   bl_call c = {bl, FT_BL_CUBLAS_GEMM};
@@ -94,7 +94,7 @@ static ft_status time_peak(ft_gpu *g, ft_bench *bench, const ft_bench_opts *o, f
   return st;
 }
 
-static int within_tol(const ft_check *c) { return c->bad == 0 && c->rel_err <= FT_TOL_FP32; }
+static int within_tol(const ft_check *c, double tol) { return c->bad == 0 && c->rel_err <= tol; }
 
 /* Everything one bench holds on the device. */
 typedef struct bench_run {
@@ -102,6 +102,7 @@ typedef struct bench_run {
   ft_baselines *bl;
   best_call b, fb; /* the stored best; the fastest fused GEMM when that is another strategy */
   ft_best best, fbest;
+  double tol; /* the mode's tolerance on rel_err (ft_pdata_tolerance) */
 } bench_run;
 
 /* The optional row: best effort, it must not cost the measurements asked for. A fault that
@@ -129,6 +130,8 @@ static ft_status bench_body(ft_ctx *ctx, ft_gpu *g, const ft_epilogue *ep, int r
   ft_check chk = {0, 0, 0}, fchk = {0, 0, 0};
   ft_bench_opts o = {3, repeats, 0, 0};
   ft_timing t_eager, t_gemm, t_best, t_peak, t_fused = {0};
+  double cublas_err = 0;
+  FT_TRY(ft_pdata_tolerance(g, r->b.d, &r->tol, &cublas_err, err));
   FT_TRY(ft_bench_create(&r->bench, err));
   FT_TRY(ft_baselines_create(g, db, ep, r->b.d, &r->bl, err));
   FT_TRY(load_best(db, ep, &r->best, &r->b, err));
@@ -148,10 +151,10 @@ static ft_status bench_body(ft_ctx *ctx, ft_gpu *g, const ft_epilogue *ep, int r
   out->best_ms = t_best.median_ms;
   out->peak_ms = t_peak.median_ms;
   out->best_rel_err = chk.rel_err;
-  out->best_ok = within_tol(&chk);
+  out->best_ok = within_tol(&chk, r->tol);
   out->fused_ms = t_fused.median_ms;
   out->fused_rel_err = fchk.rel_err;
-  out->fused_ok = !out->has_fused || within_tol(&fchk);
+  out->fused_ok = !out->has_fused || within_tol(&fchk, r->tol);
   return FT_OK;
 }
 
@@ -180,7 +183,7 @@ ft_status ft_bench_problem(ft_ctx *ctx, const ft_problem *p, int repeats, ft_ben
     out->peak_flops = 2.0 * 8192.0 * 8192.0 * 8192.0;
     ft__fill_config(&out->best, &r->best, 1);
     r->b.g = g;
-    st = ft_pdata_create(g, (int)p->m, (int)p->n, (int)p->k, own, 0, &r->b.d, err);
+    st = ft_pdata_create(g, (int)p->m, (int)p->n, (int)p->k, own, p->math, 0, &r->b.d, err);
   }
   if (st == FT_OK) st = bench_body(ctx, g, own, repeats, r, out);
   free_call(&r->b);

@@ -1,8 +1,11 @@
-/* cuBLAS / cuBLASLt baselines and the eager-style chain of per-op kernels. */
+/* cuBLAS / cuBLASLt baselines and the eager-style chain of per-op kernels, in the problem's math
+ * mode: the GEMM of that mode (tf32 = FAST_TF32 compute; bf16 / fp16 = 16-bit tensors, fp32
+ * accumulate), step kernels that read and write the mode's element type. */
 #include "baseline.h"
 
 #include <cublasLt.h>
 #include <cublas_v2.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,8 +33,11 @@ struct ft_baselines {
   int has_lt_epilogue;
   char lt_name[64];
   ft_ep_eager plan;
+  int has_eager; /* 0 when cuBLASLt has no GEMM+BIAS algorithm for this problem */
   ft_loaded steps[FT_EP_MAX_STEPS];
-  float *tmp[FT_EP_MAX_STEPS + 1]; /* tmp[0] = GEMM output, tmp[j] = step j output */
+  void *tmp[FT_EP_MAX_STEPS + 1]; /* tmp[0] = GEMM output, tmp[j] = step j output */
+  char gemm_desc[32];        /* "SGEMM", "BF16 GEMM", ... */
+  char gemm_alone_desc[64];
   char eager_desc[128];
 };
 
@@ -48,20 +54,33 @@ static void lt_gemm_free(lt_gemm *l) {
   memset(l, 0, sizeof *l);
 }
 
-static ft_status lt_gemm_init(ft_baselines *b, lt_gemm *l, cublasLtEpilogue_t epi, const float *bias,
+/* The cuBLAS data type of d's elements. */
+static cudaDataType_t cuda_type(const ft_pdata *d) {
+  return d->dtype == FT_DTYPE_BF16 ? CUDA_R_16BF : d->dtype == FT_DTYPE_F16 ? CUDA_R_16F : CUDA_R_32F;
+}
+
+/* A cuBLASLt GEMM in d's mode: fp32 accumulate and scale; TF32 tensor cores in tf32 mode;
+ * A, B, C, D and the bias of the mode's element type. */
+static ft_status lt_gemm_init(ft_baselines *b, lt_gemm *l, cublasLtEpilogue_t epi, const void *bias,
                               ft_err *err) {
   ft_pdata *d = b->d;
   cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-  FT_CUBLAS_TRY(err, cublasLtMatmulDescCreate(&l->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cudaDataType_t type = cuda_type(d);
+  const cublasComputeType_t compute = d->math == FT_MATH_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  FT_CUBLAS_TRY(err, cublasLtMatmulDescCreate(&l->op, compute, CUDA_R_32F));
   FT_CUBLAS_TRY(err, cublasLtMatmulDescSetAttribute(l->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
   FT_CUBLAS_TRY(err, cublasLtMatmulDescSetAttribute(l->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
   FT_CUBLAS_TRY(err, cublasLtMatmulDescSetAttribute(l->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
-  if (bias)
+  if (bias) {
+    const int32_t bias_type = (int32_t)type;
     FT_CUBLAS_TRY(err, cublasLtMatmulDescSetAttribute(l->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                                       sizeof bias));
-  FT_CUBLAS_TRY(err, cublasLtMatrixLayoutCreate(&l->la, CUDA_R_32F, (uint64_t)d->k, (uint64_t)d->n, d->k));
-  FT_CUBLAS_TRY(err, cublasLtMatrixLayoutCreate(&l->lb, CUDA_R_32F, (uint64_t)d->k, (uint64_t)d->m, d->k));
-  FT_CUBLAS_TRY(err, cublasLtMatrixLayoutCreate(&l->lc, CUDA_R_32F, (uint64_t)d->n, (uint64_t)d->m, d->n));
+    FT_CUBLAS_TRY(err, cublasLtMatmulDescSetAttribute(l->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
+                                                      sizeof bias_type));
+  }
+  FT_CUBLAS_TRY(err, cublasLtMatrixLayoutCreate(&l->la, type, (uint64_t)d->k, (uint64_t)d->n, d->k));
+  FT_CUBLAS_TRY(err, cublasLtMatrixLayoutCreate(&l->lb, type, (uint64_t)d->k, (uint64_t)d->m, d->k));
+  FT_CUBLAS_TRY(err, cublasLtMatrixLayoutCreate(&l->lc, type, (uint64_t)d->n, (uint64_t)d->m, d->n));
   cublasLtMatmulPreference_t pref = NULL;
   FT_CUBLAS_TRY(err, cublasLtMatmulPreferenceCreate(&pref));
   size_t ws = FT_LT_WORKSPACE;
@@ -72,22 +91,25 @@ static ft_status lt_gemm_init(ft_baselines *b, lt_gemm *l, cublasLtEpilogue_t ep
   if (s == CUBLAS_STATUS_SUCCESS)
     s = cublasLtMatmulAlgoGetHeuristic(b->lt, l->op, l->la, l->lb, l->lc, l->lc, pref, 1, &heur, &found);
   cublasLtMatmulPreferenceDestroy(pref);
+  /* NOT_SUPPORTED: no algorithm for this combination (types, epilogue, leading dimensions). */
+  if (s == CUBLAS_STATUS_NOT_SUPPORTED || (s == CUBLAS_STATUS_SUCCESS && found < 1))
+    return ft__fail(err, FT_ERR_UNSUPPORTED, "cuBLASLt has no algorithm for this epilogue");
   if (s != CUBLAS_STATUS_SUCCESS) return ft_cublas_fail(err, s, "cublasLtMatmulAlgoGetHeuristic");
-  if (found < 1) return ft__fail(err, FT_ERR_UNSUPPORTED, "cuBLASLt has no algorithm for this epilogue");
   l->algo = heur.algo;
   l->ready = 1;
   return FT_OK;
 }
 
-static ft_status lt_gemm_run(ft_baselines *b, lt_gemm *l, float *Y, cudaStream_t stream, ft_err *err) {
+static ft_status lt_gemm_run(ft_baselines *b, lt_gemm *l, void *Y, cudaStream_t stream, ft_err *err) {
   const float one = 1.0f, zero = 0.0f;
   FT_CUBLAS_TRY(err, cublasLtMatmul(b->lt, l->op, &one, b->d->dW, l->la, b->d->dX, l->lb, &zero, Y, l->lc,
                                     Y, l->lc, &l->algo, b->lt_ws, FT_LT_WORKSPACE, stream));
   return FT_OK;
 }
 
-/* Which cuBLASLt built-in epilogue computes exactly this expression, if any. */
-static int match_lt_epilogue(const ft_epilogue *ep, cublasLtEpilogue_t *epi, int *bias_slot,
+/* Which cuBLASLt built-in epilogue computes exactly this expression, if any; name gets
+ * "cuBLASLt RELU_BIAS" with the mode ("cuBLASLt BF16 RELU_BIAS") outside fp32. */
+static int match_lt_epilogue(const ft_epilogue *ep, const char *mode, cublasLtEpilogue_t *epi, int *bias_slot,
                              char *name, size_t namelen) {
   static const struct {
     const char *text;
@@ -110,7 +132,7 @@ static int match_lt_epilogue(const ft_epilogue *ep, cublasLtEpilogue_t *epi, int
     *bias_slot = -1;
     for (int s = 0; s < ft_ep_param_count(ep); s++)
       if (strcmp(ft_ep_param_at(ep, s)->name, "bias") == 0) *bias_slot = s;
-    snprintf(name, namelen, "cuBLASLt %s", forms[i].name);
+    snprintf(name, namelen, "cuBLASLt %s%s", mode, forms[i].name);
     return 1;
   }
   return 0;
@@ -125,7 +147,7 @@ static ft_status build_eager_steps(ft_baselines *b, ft_db *db, ft_err *err) {
   memset(jobs, 0, sizeof jobs);
   ft_status st = FT_OK;
   for (int i = 0; i < n && st == FT_OK; i++) {
-    st = ft_codegen_eager_step(&b->plan.steps[i], FT_MATH_FP32, &srcs[i], err);
+    st = ft_codegen_eager_step(&b->plan.steps[i], b->d->math, &srcs[i], err);
     jobs[i].src = srcs[i].text;
     jobs[i].hash = srcs[i].hash;
   }
@@ -156,18 +178,39 @@ ft_status ft_baselines_create(ft_gpu *g, ft_db *db, const ft_epilogue *ep, ft_pd
   if (cs != CUBLAS_STATUS_SUCCESS) return ft_cublas_fail(err, cs, "cublasLtCreate");
   FT_CUDA_TRY(err, cudaMalloc(&b->lt_ws, FT_LT_WORKSPACE));
   FT_TRY(ft_ep_eager_plan(ep, &b->plan, err));
-  if (b->plan.gemm_bias_slot >= 0)
-    FT_TRY(lt_gemm_init(b, &b->eager_gemm, CUBLASLT_EPILOGUE_BIAS, d->dvec[b->plan.gemm_bias_slot], err));
-  size_t bytes = (size_t)d->m * d->n * sizeof(float);
+  /* "SGEMM" in fp32 (as before modes existed), else "BF16 GEMM"; mode: "" or "BF16 ". */
+  char mode[8] = "";
+  if (d->math != FT_MATH_FP32) {
+    const char *name = ft_math_name(d->math);
+    for (size_t i = 0; name[i] && i < 4; i++) mode[i] = (char)toupper((unsigned char)name[i]);
+    strcat(mode, " ");
+  }
+  if (d->math == FT_MATH_FP32) snprintf(b->gemm_desc, sizeof b->gemm_desc, "SGEMM");
+  else snprintf(b->gemm_desc, sizeof b->gemm_desc, "%sGEMM", mode);
+  b->has_eager = 1;
+  if (b->plan.gemm_bias_slot >= 0) {
+    ft_err lt_err;
+    const ft_status s = lt_gemm_init(b, &b->eager_gemm, CUBLASLT_EPILOGUE_BIAS, d->dvec[b->plan.gemm_bias_slot], &lt_err);
+    /* No algorithm (16-bit tensors with odd leading dimensions, say) leaves the eager baseline
+     * unavailable, as cuBLASLt's epilogues are; any other failure is an error. */
+    if (s == FT_ERR_UNSUPPORTED) b->has_eager = 0;
+    else if (s != FT_OK) return ft__fail(err, s, "%s", lt_err.msg);
+  }
+  size_t bytes = (size_t)d->m * d->n * d->elem;
   for (int j = 0; j < b->plan.nsteps; j++) /* the last step writes y itself */
-    FT_CUDA_TRY(err, cudaMalloc((void **)&b->tmp[j], bytes));
+    FT_CUDA_TRY(err, cudaMalloc(&b->tmp[j], bytes));
   b->tmp[b->plan.nsteps] = d->dY;
   FT_TRY(build_eager_steps(b, db, err));
-  snprintf(b->eager_desc, sizeof b->eager_desc, "cuBLAS%s + %d elementwise kernel(s)",
-           b->plan.gemm_bias_slot >= 0 ? "Lt GEMM+BIAS" : " SGEMM", b->plan.nsteps);
+  if (b->plan.gemm_bias_slot >= 0)
+    snprintf(b->eager_desc, sizeof b->eager_desc, "cuBLASLt %sGEMM+BIAS + %d elementwise kernel(s)%s", mode,
+             b->plan.nsteps, b->has_eager ? "" : " (no cuBLASLt algorithm)");
+  else
+    snprintf(b->eager_desc, sizeof b->eager_desc, "cuBLAS %s + %d elementwise kernel(s)", b->gemm_desc,
+             b->plan.nsteps);
+  snprintf(b->gemm_alone_desc, sizeof b->gemm_alone_desc, "cuBLAS %s alone (no epilogue)", b->gemm_desc);
   cublasLtEpilogue_t epi;
   int bias_slot = -1;
-  if (match_lt_epilogue(ep, &epi, &bias_slot, b->lt_name, sizeof b->lt_name)) {
+  if (match_lt_epilogue(ep, mode, &epi, &bias_slot, b->lt_name, sizeof b->lt_name)) {
     ft_err lt_err;
     /* No algorithm for a fused epilogue is a fact about cuBLASLt, not an error of the tune. */
     if (lt_gemm_init(b, &b->fused_lt, epi, bias_slot >= 0 ? d->dvec[bias_slot] : NULL, &lt_err) == FT_OK)
@@ -190,13 +233,15 @@ void ft_baselines_free(ft_baselines *b) {
 }
 
 int ft_baseline_available(const ft_baselines *b, ft_baseline_kind kind) {
-  return kind == FT_BL_CUBLASLT ? b->has_lt_epilogue : kind < FT_BL_COUNT;
+  if (kind == FT_BL_CUBLASLT) return b->has_lt_epilogue;
+  if (kind == FT_BL_EAGER) return b->has_eager;
+  return kind < FT_BL_COUNT;
 }
 
 const char *ft_baseline_describe(const ft_baselines *b, ft_baseline_kind kind) {
   switch (kind) {
     case FT_BL_EAGER: return b->eager_desc;
-    case FT_BL_CUBLAS_GEMM: return "cuBLAS SGEMM alone (no epilogue)";
+    case FT_BL_CUBLAS_GEMM: return b->gemm_alone_desc;
     case FT_BL_CUBLASLT: return b->has_lt_epilogue ? b->lt_name : "cuBLASLt (no matching epilogue)";
     default: return "?";
   }
@@ -204,11 +249,12 @@ const char *ft_baseline_describe(const ft_baselines *b, ft_baseline_kind kind) {
 
 static ft_status run_eager(ft_baselines *b, cudaStream_t stream, ft_err *err) {
   ft_pdata *d = b->d;
+  if (!b->has_eager) return ft__fail(err, FT_ERR_UNSUPPORTED, "no cuBLASLt GEMM+BIAS algorithm for this problem");
   if (b->plan.gemm_bias_slot >= 0) FT_TRY(lt_gemm_run(b, &b->eager_gemm, b->tmp[0], stream, err));
-  else FT_TRY(ft_cublas_sgemm(b->g, d->dX, d->dW, b->tmp[0], d->m, d->n, d->k, stream, err));
+  else FT_TRY(ft_cublas_gemm(b->g, d->math, d->dX, d->dW, b->tmp[0], d->m, d->n, d->k, stream, err));
   for (int j = 0; j < b->plan.nsteps; j++) {
     const ft_ep_step *s = &b->plan.steps[j];
-    const float *in[3] = {NULL, NULL, NULL};
+    const void *in[3] = {NULL, NULL, NULL};
     for (int i = 0; i < s->nin && i < 3; i++) in[i] = b->tmp[s->in[i]];
     FT_TRY(ft_eager_step_launch(&b->steps[j], in[0], in[1], in[2], b->tmp[j + 1], d->m, d->n, &d->args,
                                 stream, err));
@@ -220,7 +266,7 @@ ft_status ft_baseline_enqueue(ft_baselines *b, ft_baseline_kind kind, cudaStream
   switch (kind) {
     case FT_BL_EAGER: return run_eager(b, stream, err);
     case FT_BL_CUBLAS_GEMM:
-      return ft_cublas_sgemm(b->g, b->d->dX, b->d->dW, b->d->dY, b->d->m, b->d->n, b->d->k, stream, err);
+      return ft_cublas_gemm(b->g, b->d->math, b->d->dX, b->d->dW, b->d->dY, b->d->m, b->d->n, b->d->k, stream, err);
     case FT_BL_CUBLASLT:
       if (!b->has_lt_epilogue) return ft__fail(err, FT_ERR_UNSUPPORTED, "no cuBLASLt epilogue for this expression");
       return lt_gemm_run(b, &b->fused_lt, b->d->dY, stream, err);

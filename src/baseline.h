@@ -1,8 +1,12 @@
-/* The cuBLAS-based strategies timed beside the fused kernels:
- *   eager        cuBLAS GEMM (bias folded in, as nn.Linear's addmm does) + one kernel per op
- *   cublas_gemm  cuBLAS SGEMM alone, no epilogue: the floor cuBLAS sets
+/* The cuBLAS-based strategies timed beside the fused kernels, in the problem's math mode (the
+ * pdata's): every GEMM is cuBLAS's of that mode (fp32: SGEMM; tf32: FAST_TF32 compute; bf16 /
+ * fp16: 16-bit tensors, fp32 accumulate), every tensor and vector of its element type.
+ *   eager        cuBLAS GEMM (bias folded in through cuBLASLt's BIAS epilogue, as nn.Linear's
+ *                addmm does) + one kernel per op, each rounding to the element type as PyTorch
+ *                eager does
+ *   cublas_gemm  cuBLAS GEMM alone, no epilogue: the floor cuBLAS sets (ft_cublas_gemm)
  *   cublaslt     cuBLASLt with its built-in epilogue where the expression maps onto one
- * plus the SGEMM that the "cublas+epilogue" strategy runs before its epilogue pass. */
+ * The "cublas+epilogue" strategy's GEMM is ft_cublas_gemm too (src/launch.c). */
 #ifndef FT_BASELINE_H
 #define FT_BASELINE_H
 
@@ -19,15 +23,17 @@ ft_strategy ft_baseline_strategy(ft_baseline_kind k); /* EAGER, CUBLAS_GEMM, CUB
 
 typedef struct ft_baselines ft_baselines;
 
-/* Prepares every baseline for the problem in d (compiling the eager step kernels through the
- * cubin cache in db, which may be NULL). */
+/* Prepares every baseline for the problem in d, in d's mode (compiling the eager step kernels
+ * through the cubin cache in db, which may be NULL). */
 ft_status ft_baselines_create(ft_gpu *g, ft_db *db, const ft_epilogue *ep, ft_pdata *d,
                               ft_baselines **out, ft_err *err);
 void ft_baselines_free(ft_baselines *b);
 
-/* Whether kind applies (cublaslt only when the expression maps onto a cuBLASLt epilogue). */
+/* Whether kind applies (cublaslt only when the expression maps onto a cuBLASLt epilogue that
+ * has an algorithm for the problem; eager unless its bias-folding GEMM has none). */
 int ft_baseline_available(const ft_baselines *b, ft_baseline_kind kind);
-/* Human description, e.g. "cuBLASLt RELU_BIAS" or "cuBLAS SGEMM + bias + 2 elementwise kernels". */
+/* Human description naming the mode outside fp32, e.g. "cuBLASLt RELU_BIAS", "cuBLASLt BF16
+ * GEMM+BIAS + 2 elementwise kernel(s)", "cuBLAS TF32 GEMM alone (no epilogue)". */
 const char *ft_baseline_describe(const ft_baselines *b, ft_baseline_kind kind);
 /* Enqueues one call writing d->dY. */
 ft_status ft_baseline_enqueue(ft_baselines *b, ft_baseline_kind kind, cudaStream_t stream, ft_err *err);

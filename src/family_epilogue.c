@@ -18,6 +18,8 @@ static int epi_valid(const ft_variant *v, char *why, size_t whylen) {
   return 1;
 }
 
+/* Any m * n in every mode: a thread whose vector would cross the end of the matrix takes the
+ * kernel's scalar path, and every vector start is a multiple of vec elements. */
 static int epi_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k, const ft_device_limits *lim,
                           char *why, size_t whylen) {
   (void)m, (void)n, (void)k;
@@ -67,11 +69,13 @@ static const char *epi_reduce_kernel(const ft_variant *v) {
   return NULL;
 }
 
-/* cuBLAS reads x and W; the pass reads and writes y with vec-wide accesses. */
+/* cuBLAS reads x and W; the pass reads and writes y with vec-element accesses (4 * vec bytes
+ * in fp32 and tf32, 2 * vec bytes of bf16 or fp16). */
 static void epi_alignment(const ft_variant *v, int m, int n, int k, size_t need[3]) {
   (void)m, (void)n, (void)k;
-  need[0] = need[1] = sizeof(float);
-  need[2] = (size_t)(v->vec > 0 ? v->vec : 1) * sizeof(float);
+  const size_t elem = ft_math_dtype((ft_math)v->math) == FT_DTYPE_F32 ? sizeof(float) : 2;
+  need[0] = need[1] = elem;
+  need[2] = (size_t)(v->vec > 0 ? v->vec : 1) * elem;
 }
 
 /* ft_epilogue_pass(Y, M, N, ep) */

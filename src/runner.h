@@ -18,11 +18,15 @@ typedef struct ft_runner_setup {
   ft_math math; /* the mode candidates compute in; data, reference and baselines follow it */
 } ft_runner_setup;
 
-/* What the device is, as the runner found it. */
+/* What the device is, as the runner found it, and the tolerance its results are judged by. */
 typedef struct ft_runner_hello {
   ft_device_info info;
   ft_device_limits limits;
   char arch[16];
+  /* rel_err a result may have and be correct (FT_TOL_FP32 in fp32, else ft_tolerance_rule of
+   * cublas_rel_err), and the error of cuBLAS's GEMM of the mode against x W^T it came from. */
+  double tol;
+  double cublas_rel_err;
 } ft_runner_hello;
 
 typedef enum ft_job_type { FT_JOB_BASELINE = 1, FT_JOB_CANDIDATE = 2 } ft_job_type;

@@ -1,9 +1,13 @@
-/* Random problem data and the float64 reference (cuBLAS DGEMM on upcast inputs + the epilogue
- * evaluated in double by the same AST), and the error norms every candidate is judged by. */
+/* Random problem data in every math mode and the float64 references (cuBLAS DGEMM on the inputs
+ * as the kernels see them, then the epilogue evaluated in double by the same AST), the error
+ * norms every candidate is judged by, and the tolerance rule. */
 #include "verify.h"
+
+#include "launch.h"
 
 #include <cublas_v2.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,10 +25,91 @@ static void fill_uniform(float *a, size_t n, float lo, float hi, uint64_t *s) {
   for (size_t i = 0; i < n; i++) a[i] = lo + (hi - lo) * (float)((next_u64(s) >> 40) * 0x1.0p-24);
 }
 
-static ft_status upload(float **dst, const float *src, size_t n, ft_err *err) {
-  FT_CUDA_TRY(err, cudaMalloc((void **)dst, n * sizeof(float)));
-  FT_CUDA_TRY(err, cudaMemcpy(*dst, src, n * sizeof(float), cudaMemcpyHostToDevice));
-  return FT_OK;
+/* Host conversions: round to nearest even by integer arithmetic on the bits, so the result
+ * does not depend on the host's floating-point environment. */
+static uint32_t f32_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+static float bits_f32(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+uint16_t ft_f32_to_bf16(float f) {
+  uint32_t u = f32_bits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u); /* quiet NaN */
+  u += 0x7fffu + ((u >> 16) & 1u); /* a carry into the exponent is the correct rounding (to Inf too) */
+  return (uint16_t)(u >> 16);
+}
+
+float ft_bf16_to_f32(uint16_t h) { return bits_f32((uint32_t)h << 16); }
+
+uint16_t ft_f32_to_f16(float f) {
+  const uint32_t u = f32_bits(f) & 0x7fffffffu;
+  const uint16_t sign = (uint16_t)((f32_bits(f) >> 16) & 0x8000u);
+  if (u > 0x7f800000u) return sign | 0x7e00u;   /* NaN */
+  if (u >= 0x477ff000u) return sign | 0x7c00u;  /* >= 65520 (halfway above 65504) and Inf */
+  if (u <= 0x33000000u) return sign;             /* <= 2^-25: ties to the even 0 */
+  uint32_t mant, shift;
+  uint32_t h;
+  if (u >= 0x38800000u) { /* normal: 2^-14 and up */
+    mant = u & 0x1fffu;
+    h = ((((u >> 23) - 112u) << 10) | ((u >> 13) & 0x3ffu));
+    shift = 13;
+  } else { /* subnormal: units of 2^-24 */
+    const uint32_t m = (u & 0x7fffffu) | 0x800000u;
+    shift = 126u - (u >> 23);
+    h = m >> shift;
+    mant = m & ((1u << shift) - 1u);
+  }
+  const uint32_t half = 1u << (shift - 1);
+  if (mant > half || (mant == half && (h & 1u))) h++; /* a carry into the exponent is right too */
+  return (uint16_t)(sign | h);
+}
+
+float ft_f16_to_f32(uint16_t h) {
+  const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0) {
+    const float v = ldexpf((float)m, -24);
+    return sign ? -v : v;
+  }
+  if (e == 31) return bits_f32(sign | 0x7f800000u | (m << 13));
+  return bits_f32(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+/* A value of type dt rounded from f, as a float (exact). */
+static float round_to(ft_dtype dt, float f) {
+  if (dt == FT_DTYPE_BF16) return ft_bf16_to_f32(ft_f32_to_bf16(f));
+  if (dt == FT_DTYPE_F16) return ft_f16_to_f32(ft_f32_to_f16(f));
+  return f;
+}
+
+static double elem_to_double(ft_dtype dt, const void *base, size_t i) {
+  if (dt == FT_DTYPE_F32) return ((const float *)base)[i];
+  const uint16_t h = ((const uint16_t *)base)[i];
+  return dt == FT_DTYPE_BF16 ? ft_bf16_to_f32(h) : ft_f16_to_f32(h);
+}
+
+/* Rounds src in place to the element type of d (16-bit modes) and uploads it in that type. */
+static ft_status upload(const ft_pdata *d, void **dst, float *src, size_t n, ft_err *err) {
+  FT_CUDA_TRY(err, cudaMalloc(dst, n * d->elem));
+  if (d->dtype == FT_DTYPE_F32) {
+    FT_CUDA_TRY(err, cudaMemcpy(*dst, src, n * sizeof(float), cudaMemcpyHostToDevice));
+    return FT_OK;
+  }
+  uint16_t *tmp = malloc(n * sizeof *tmp);
+  if (!tmp) return ft__fail(err, FT_ERR_NOMEM, "out of host memory for a %zu-element upload", n);
+  for (size_t i = 0; i < n; i++) {
+    tmp[i] = d->dtype == FT_DTYPE_BF16 ? ft_f32_to_bf16(src[i]) : ft_f32_to_f16(src[i]);
+    src[i] = round_to(d->dtype, src[i]);
+  }
+  const cudaError_t e = cudaMemcpy(*dst, tmp, n * sizeof *tmp, cudaMemcpyHostToDevice);
+  free(tmp);
+  return e == cudaSuccess ? FT_OK : ft_cuda_fail(err, e, "input upload");
 }
 
 static ft_status upload_double(double **dst, const float *src, size_t n, ft_err *err) {
@@ -68,7 +153,21 @@ static ft_status reference_gemm(ft_gpu *g, const float *hx, const float *hw, int
   return st;
 }
 
-static void apply_epilogue(ft_pdata *d, const ft_epilogue *ep) {
+/* ref holds x W^T on entry; keeps a copy in ref_gemm (unless E is x) and applies E to ref. */
+static ft_status apply_epilogue(ft_pdata *d, const ft_epilogue *ep, ft_err *err) {
+  const size_t total = (size_t)d->m * d->n;
+  double g2 = 0.0;
+  for (size_t i = 0; i < total; i++)
+    if (isfinite(d->ref[i])) g2 += d->ref[i] * d->ref[i];
+  d->ref_gemm_norm = sqrt(g2);
+  if (strcmp(ft_ep_canonical(ep), "x") == 0) {
+    d->ref_gemm = d->ref;
+    d->ref_norm = d->ref_gemm_norm;
+    return FT_OK;
+  }
+  d->ref_gemm = malloc(total * sizeof(double));
+  if (!d->ref_gemm) return ft__fail(err, FT_ERR_NOMEM, "out of host memory for the GEMM reference");
+  memcpy(d->ref_gemm, d->ref, total * sizeof(double));
   int np = ft_ep_param_count(ep);
   double vals[FT_EP_SLOTS] = {0};
   double norm2 = 0.0;
@@ -85,6 +184,7 @@ static void apply_epilogue(ft_pdata *d, const ft_epilogue *ep) {
     }
   }
   d->ref_norm = sqrt(norm2);
+  return FT_OK;
 }
 
 static ft_status make_params(ft_pdata *d, const ft_epilogue *ep, float bound, uint64_t *seed,
@@ -101,13 +201,13 @@ static ft_status make_params(ft_pdata *d, const ft_epilogue *ep, float bound, ui
     d->hvec[s] = malloc(len * sizeof(float));
     if (!d->hvec[s]) return ft__fail(err, FT_ERR_NOMEM, "out of host memory for vector '%s'", p->name);
     fill_uniform(d->hvec[s], len, -bound, bound, seed);
-    FT_TRY(upload(&d->dvec[s], d->hvec[s], len, err));
+    FT_TRY(upload(d, &d->dvec[s], d->hvec[s], len, err)); /* hvec: the values as rounded */
     d->args.v[s] = d->dvec[s];
   }
   return FT_OK;
 }
 
-ft_status ft_pdata_create(ft_gpu *g, int m, int n, int k, const ft_epilogue *ep, uint64_t seed,
+ft_status ft_pdata_create(ft_gpu *g, int m, int n, int k, const ft_epilogue *ep, ft_math math, uint64_t seed,
                           ft_pdata **out, ft_err *err) {
   *out = NULL;
   ft_pdata *d = calloc(1, sizeof *d);
@@ -115,12 +215,15 @@ ft_status ft_pdata_create(ft_gpu *g, int m, int n, int k, const ft_epilogue *ep,
   d->m = m;
   d->n = n;
   d->k = k;
+  d->math = math;
+  d->dtype = ft_math_dtype(math);
+  d->elem = d->dtype == FT_DTYPE_F32 ? sizeof(float) : sizeof(uint16_t);
   uint64_t s = seed ? seed : 0x5eed5eedULL;
   float bound = 1.0f / sqrtf((float)k); /* nn.Linear's initialization range */
   float *hx = malloc((size_t)m * k * sizeof(float));
   float *hw = malloc((size_t)n * k * sizeof(float));
   d->ref = malloc((size_t)m * n * sizeof(double));
-  d->host_y = malloc((size_t)m * n * sizeof(float));
+  d->host_y = malloc((size_t)m * n * d->elem);
   ft_status st = FT_OK;
   if (!hx || !hw || !d->ref || !d->host_y) st = ft__fail(err, FT_ERR_NOMEM, "out of host memory for %dx%dx%d", m, n, k);
   if (st == FT_OK) {
@@ -128,14 +231,16 @@ ft_status ft_pdata_create(ft_gpu *g, int m, int n, int k, const ft_epilogue *ep,
     fill_uniform(hw, (size_t)n * k, -bound, bound, &s);
     st = make_params(d, ep, bound, &s, err);
   }
-  if (st == FT_OK) st = upload(&d->dX, hx, (size_t)m * k, err);
-  if (st == FT_OK) st = upload(&d->dW, hw, (size_t)n * k, err);
+  /* In bf16 and fp16 modes the uploads round hx and hw in place: the reference sees what the
+   * kernels see. In tf32 mode they stay fp32, so tf32's rounding is part of every error. */
+  if (st == FT_OK) st = upload(d, &d->dX, hx, (size_t)m * k, err);
+  if (st == FT_OK) st = upload(d, &d->dW, hw, (size_t)n * k, err);
   if (st == FT_OK) {
-    cudaError_t e = cudaMalloc((void **)&d->dY, (size_t)m * n * sizeof(float));
+    cudaError_t e = cudaMalloc(&d->dY, (size_t)m * n * d->elem);
     if (e != cudaSuccess) st = ft_cuda_fail(err, e, "output allocation");
   }
   if (st == FT_OK) st = reference_gemm(g, hx, hw, m, n, k, d->ref, err);
-  if (st == FT_OK) apply_epilogue(d, ep);
+  if (st == FT_OK) st = apply_epilogue(d, ep, err);
   free(hx);
   free(hw);
   if (st != FT_OK) {
@@ -155,24 +260,25 @@ void ft_pdata_free(ft_pdata *d) {
     cudaFree(d->dvec[i]);
     free(d->hvec[i]);
   }
+  if (d->ref_gemm != d->ref) free(d->ref_gemm);
   free(d->ref);
   free(d->host_y);
   free(d);
 }
 
 ft_status ft_pdata_poison(ft_pdata *d, cudaStream_t stream, ft_err *err) {
-  /* All-ones bytes are a NaN in IEEE-754 single precision. */
-  FT_CUDA_TRY(err, cudaMemsetAsync(d->dY, 0xFF, (size_t)d->m * d->n * sizeof(float), stream));
+  /* All-ones bytes are a NaN in IEEE-754 single precision, in bf16 and in fp16. */
+  FT_CUDA_TRY(err, cudaMemsetAsync(d->dY, 0xFF, (size_t)d->m * d->n * d->elem, stream));
   return FT_OK;
 }
 
-ft_status ft_pdata_check(ft_pdata *d, ft_check *out, ft_err *err) {
+static ft_status check_against(ft_pdata *d, const double *ref, double ref_norm, ft_check *out, ft_err *err) {
   size_t total = (size_t)d->m * d->n;
-  FT_CUDA_TRY(err, cudaMemcpy(d->host_y, d->dY, total * sizeof(float), cudaMemcpyDeviceToHost));
+  FT_CUDA_TRY(err, cudaMemcpy(d->host_y, d->dY, total * d->elem, cudaMemcpyDeviceToHost));
   double diff2 = 0.0, maxabs = 0.0;
   int64_t bad = 0;
   for (size_t i = 0; i < total; i++) {
-    double r = d->ref[i], y = d->host_y[i];
+    double r = ref[i], y = elem_to_double(d->dtype, d->host_y, i);
     if (!isfinite(r)) continue; /* the epilogue itself overflowed: nothing to compare */
     if (!isfinite(y)) {
       bad++;
@@ -184,7 +290,42 @@ ft_status ft_pdata_check(ft_pdata *d, ft_check *out, ft_err *err) {
   }
   out->bad = bad;
   out->max_abs_err = maxabs;
-  double denom = d->ref_norm > 0 ? d->ref_norm : 1.0;
+  double denom = ref_norm > 0 ? ref_norm : 1.0;
   out->rel_err = bad ? INFINITY : sqrt(diff2) / denom;
+  return FT_OK;
+}
+
+ft_status ft_pdata_check(ft_pdata *d, ft_check *out, ft_err *err) {
+  return check_against(d, d->ref, d->ref_norm, out, err);
+}
+
+ft_status ft_pdata_check_gemm(ft_pdata *d, ft_check *out, ft_err *err) {
+  return check_against(d, d->ref_gemm, d->ref_gemm_norm, out, err);
+}
+
+double ft_tolerance_floor(ft_math math) {
+  double u = FT_TOL_FP32;
+  if (math == FT_MATH_BF16) u = 0x1.0p-8;
+  else if (math == FT_MATH_FP16) u = 0x1.0p-11;
+  return u > FT_TOL_FP32 ? u : FT_TOL_FP32;
+}
+
+double ft_tolerance_rule(ft_math math, double cublas_rel_err) {
+  if (math == FT_MATH_FP32) return FT_TOL_FP32;
+  const double e = isfinite(cublas_rel_err) && cublas_rel_err > 0 ? cublas_rel_err : 0.0;
+  return 2.0 * e + ft_tolerance_floor(math);
+}
+
+ft_status ft_pdata_tolerance(ft_gpu *g, ft_pdata *d, double *tol, double *cublas_rel_err, ft_err *err) {
+  ft_check chk = {0, 0, 0};
+  FT_TRY(ft_pdata_poison(d, 0, err));
+  FT_TRY(ft_cublas_gemm(g, d->math, d->dX, d->dW, d->dY, d->m, d->n, d->k, 0, err));
+  FT_CUDA_TRY(err, cudaStreamSynchronize(0));
+  FT_TRY(ft_pdata_check_gemm(d, &chk, err));
+  if (chk.bad)
+    return ft__fail(err, FT_ERR_WRONG_RESULT, "cuBLAS %s GEMM wrote %lld non-finite element(s): no tolerance to derive",
+                    ft_math_name(d->math), (long long)chk.bad);
+  *cublas_rel_err = chk.rel_err;
+  *tol = ft_tolerance_rule(d->math, chk.rel_err);
   return FT_OK;
 }

@@ -1,40 +1,76 @@
-/* Test data and the float64 reference: random inputs on the device, cuBLAS DGEMM on upcast
- * inputs, the epilogue evaluated in double on the host by the same AST, error norms. */
+/* Test data and the float64 reference, in every math mode: random inputs on the device in the
+ * mode's element type, cuBLAS DGEMM on the inputs as the kernels see them, the epilogue
+ * evaluated in double on the host by the same AST, error norms and the tolerance rule. */
 #ifndef FT_VERIFY_H
 #define FT_VERIFY_H
 
 #include "device.h"
 
-/* One problem's inputs, output buffer and reference. */
+/* One problem's inputs, output buffer and references. */
 typedef struct ft_pdata {
   int m, n, k;
-  float *dX, *dW, *dY;               /* device: x [m,k], W [n,k], y [m,n] */
-  float *dvec[FT_EP_SLOTS];          /* device vectors for COLVEC/ROWVEC slots, else NULL */
-  float *hvec[FT_EP_SLOTS];          /* host copies of the same */
+  ft_math math;
+  ft_dtype dtype;                    /* element type of dX, dW, dY and the device vectors */
+  size_t elem;                       /* its size in bytes: 4 or 2 */
+  void *dX, *dW, *dY;                /* device: x [m,k], W [n,k], y [m,n] */
+  void *dvec[FT_EP_SLOTS];           /* device vectors for COLVEC/ROWVEC slots, else NULL */
+  float *hvec[FT_EP_SLOTS];          /* host values of the same, as the kernels read them */
   ft_ep_args_dev args;               /* what kernels receive (vectors + scalar values) */
   double *ref;                       /* host [m,n] float64 reference of E(x W^T) */
-  double ref_norm;                   /* ||ref||_2 */
-  float *host_y;                     /* host scratch [m,n] for checks */
+  double *ref_gemm;                  /* host [m,n] float64 x W^T (may alias ref when E is x) */
+  double ref_norm, ref_gemm_norm;    /* their L2 norms over finite elements */
+  void *host_y;                      /* host scratch [m,n] of elem bytes each, for checks */
 } ft_pdata;
 
 /* Random inputs (x uniform [0,1), W and vectors uniform +-1/sqrt(k), scalars at their default or
- * 1.5 without one) from seed, then the reference. */
-ft_status ft_pdata_create(ft_gpu *g, int m, int n, int k, const ft_epilogue *ep, uint64_t seed,
+ * 1.5 without one) from seed, the same values in every mode before conversion; in bf16 and fp16
+ * modes x, W and the vectors are then rounded to the element type (to nearest even). The
+ * references are computed from the inputs as the kernels see them: the rounded 16-bit values
+ * (exact in double), or in tf32 mode the fp32 values, so tf32's own rounding is error. */
+ft_status ft_pdata_create(ft_gpu *g, int m, int n, int k, const ft_epilogue *ep, ft_math math, uint64_t seed,
                           ft_pdata **out, ft_err *err);
 void ft_pdata_free(ft_pdata *d);
 
-/* Fills dY with NaN so an element no kernel wrote fails the check. */
+/* Fills dY with NaN so an element no kernel wrote fails the check (all-ones bytes are a NaN in
+ * fp32, bf16 and fp16). */
 ft_status ft_pdata_poison(ft_pdata *d, cudaStream_t stream, ft_err *err);
 
-/* Copies dY back and compares: rel = ||y - ref|| / ||ref||, max_abs, count of non-finite where
- * the reference is finite. */
+/* Copies dY back, converts it from the element type and compares: rel = ||y - ref|| / ||ref||,
+ * max_abs, count of non-finite where the reference is finite. ft_pdata_check compares with
+ * E(x W^T), ft_pdata_check_gemm with x W^T (for a GEMM without its epilogue). */
 typedef struct ft_check {
   double rel_err, max_abs_err;
   int64_t bad; /* NaN/Inf elements where the reference is finite */
 } ft_check;
 ft_status ft_pdata_check(ft_pdata *d, ft_check *out, ft_err *err);
+ft_status ft_pdata_check_gemm(ft_pdata *d, ft_check *out, ft_err *err);
 
 /* The fp32 tolerance on rel_err. */
 #define FT_TOL_FP32 1e-5
+
+/* The tolerance on rel_err in mode math, given cublas_rel_err, the error of cuBLAS's GEMM of
+ * that mode against x W^T on the same problem (ignored in fp32): fp32 FT_TOL_FP32; otherwise
+ * 2 * cublas_rel_err + ft_tolerance_floor(math). A result is correct when rel_err <= it and no
+ * element is non-finite. GPU-free. */
+double ft_tolerance_rule(ft_math math, double cublas_rel_err);
+/* The floor of the rule: the unit roundoff of the output's element type (2^-8 bf16, 2^-11
+ * fp16), at least FT_TOL_FP32 (tf32's output is fp32). A fused kernel rounds E(acc) once to the
+ * element type, an error of at most one unit roundoff of each element relative to itself, which
+ * cuBLAS's measured error (acc rounded once, relative to ||x W^T||) need not bound when E
+ * changes the values' sizes. */
+double ft_tolerance_floor(ft_math math);
+
+/* Runs cuBLAS's GEMM of d's mode once into dY (stream 0, synchronized), measures its error
+ * against x W^T into *cublas_rel_err and sets *tol by ft_tolerance_rule. In fp32 it still
+ * measures, and *tol is FT_TOL_FP32. Errors: CUDA, cuBLAS; FT_ERR_WRONG_RESULT when cuBLAS's
+ * output has a non-finite element where the reference has none. */
+ft_status ft_pdata_tolerance(ft_gpu *g, ft_pdata *d, double *tol, double *cublas_rel_err, ft_err *err);
+
+/* Host conversions, round to nearest even; NaN stays NaN (quiet), out-of-range values become
+ * infinities. GPU-free. */
+uint16_t ft_f32_to_bf16(float f);
+uint16_t ft_f32_to_f16(float f);
+float ft_bf16_to_f32(uint16_t h);
+float ft_f16_to_f32(uint16_t h);
 
 #endif

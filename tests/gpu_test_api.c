@@ -55,7 +55,7 @@ int main(void) {
   ft_epilogue *ep = NULL;
   ASSERT_OK(ft_ep_parse(p.epilogue, &ep, &e));
   ft_pdata *d = NULL;
-  ASSERT_OK(ft_pdata_create(g, (int)p.m, (int)p.n, (int)p.k, ep, 99, &d, &e));
+  ASSERT_OK(ft_pdata_create(g, (int)p.m, (int)p.n, (int)p.k, ep, FT_MATH_FP32, 99, &d, &e));
   ft_vec_arg vecs[1] = {{"bias", d->dvec[0]}};
   ft_args args = {d->dX, d->dW, d->dY, vecs, 1, NULL, 0, FT_DTYPE_F32};
   ASSERT_OK(ft_pdata_poison(d, 0, &e));

@@ -188,7 +188,7 @@ static void run_case(ft_gpu *g, const shape *sh, const char *eptext, tally *t) {
   ft_epilogue *ep = NULL;
   ft_pdata *d = NULL;
   batch b = {0};
-  if (ft_ep_parse(eptext, &ep, &e) != FT_OK || ft_pdata_create(g, sh->m, sh->n, sh->k, ep, 1234, &d, &e) != FT_OK) {
+  if (ft_ep_parse(eptext, &ep, &e) != FT_OK || ft_pdata_create(g, sh->m, sh->n, sh->k, ep, FT_MATH_FP32, 1234, &d, &e) != FT_OK) {
     FT_FAIL_AT_("%s: setup: %s", what, e.msg);
     goto done;
   }
