@@ -256,10 +256,11 @@ typedef struct ft_bench_report {
   double flops, peak_flops; /* 2 m n k of the problem and of the 8192^3 reference */
   double eager_ms;          /* eager-style baseline: cuBLAS + one kernel per operation */
   double gemm_ms;           /* cuBLAS GEMM alone, no epilogue */
-  double peak_ms;           /* cuBLAS SGEMM 8192^3: this GPU's cuBLAS FFMA rate */
+  double peak_ms;           /* cuBLAS's GEMM 8192^3 in the problem's mode: that mode's rate here */
   ft_config best;           /* the stored best that was timed */
   double best_ms, best_rel_err;
-  int best_ok;              /* within the fp32 tolerance (1e-5 vs float64) */
+  int best_ok;              /* within the mode's tolerance (tolerance) */
+  double tolerance;         /* on rel_err: 1e-5 in fp32, else 2x cuBLAS's error + unit roundoff */
   int has_fused;            /* the best is not a fused GEMM and the fastest fused GEMM was timed */
   ft_config fused;
   double fused_ms, fused_rel_err;
@@ -267,9 +268,10 @@ typedef struct ft_bench_report {
   char warning[512];        /* why the fastest fused GEMM was skipped; "" when it was not */
 } ft_bench_report;
 
-/* Times in one run, on the current device, interleaved: the eager-style baseline, cuBLAS GEMM
- * alone, the best stored for p (checked against float64 first) and, when that is not a fused
- * GEMM kernel, the fastest current fused GEMM result, then cuBLAS SGEMM 8192^3. repeats timed
+/* Times in one run, on the current device, interleaved, in p's math mode: the eager-style
+ * baseline, cuBLAS GEMM alone, the best stored for p (checked against float64 first) and, when
+ * that is not a fused GEMM kernel, the fastest current fused GEMM result, then cuBLAS's GEMM of
+ * the mode at 8192^3. repeats timed
  * calls each (20..1000). Compiled cubins are cached unless ctx is read-only.
  * Returns FT_OK (a result out of tolerance is FT_OK with best_ok / fused_ok 0),
  * FT_ERR_INVALID_ARG, FT_ERR_PARSE, FT_ERR_UNSUPPORTED, FT_ERR_NOT_FOUND (nothing tuned for p
