@@ -53,11 +53,12 @@ ft_status ft_pdata_check_gemm(ft_pdata *d, ft_check *out, ft_err *err);
  * 2 * cublas_rel_err + ft_tolerance_floor(math). A result is correct when rel_err <= it and no
  * element is non-finite. GPU-free. */
 double ft_tolerance_rule(ft_math math, double cublas_rel_err);
-/* The floor of the rule: the unit roundoff of the output's element type (2^-8 bf16, 2^-11
- * fp16), at least FT_TOL_FP32 (tf32's output is fp32). A fused kernel rounds E(acc) once to the
- * element type, an error of at most one unit roundoff of each element relative to itself, which
- * cuBLAS's measured error (acc rounded once, relative to ||x W^T||) need not bound when E
- * changes the values' sizes. */
+/* The floor of the rule: the unit roundoff of what the mode rounds, at least FT_TOL_FP32: the
+ * output's element type in bf16 (2^-8) and fp16 (2^-11), the inputs in tf32 (2^-11; its output
+ * is fp32). A fused kernel rounds E(acc) once to the element type, an error of at most one unit
+ * roundoff of each element relative to itself, which cuBLAS's measured error (acc rounded once,
+ * relative to ||x W^T||) need not bound when E changes the values' sizes; and cuBLAS's TF32 GEMM
+ * may not use tf32 at all on tiny shapes. */
 double ft_tolerance_floor(ft_math math);
 
 /* Runs cuBLAS's GEMM of d's mode once into dY (stream 0, synchronized), measures its error
