@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "example_common.h"
+
 #define CHECK_CUDA(x)                                          \
   do {                                                         \
     cudaError_t e_ = (x);                                      \
@@ -50,30 +52,26 @@ static cublasStatus_t cublas_bf16(cublasHandle_t h, const void *x, const void *w
                       CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 }
 
-/* Median of 30 event-timed calls of the plan (fused = 1) or of cuBLAS's GEMM alone. */
-static float time_it(ft_plan *plan, const ft_args *a, cublasHandle_t h, int m, int n, int k, int fused) {
-  enum { REPS = 30 };
-  float t[REPS];
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
-  for (int r = -3; r < REPS; r++) {
-    cudaEventRecord(e0, 0);
-    if (fused) ft_plan_launch(plan, a, 0);
-    else cublas_bf16(h, a->x, a->w, a->y, m, n, k);
-    cudaEventRecord(e1, 0);
-    cudaEventSynchronize(e1);
-    if (r >= 0) cudaEventElapsedTime(&t[r], e0, e1);
+/* One timed call: the plan (fused = 1) or cuBLAS's GEMM alone. */
+typedef struct timed_call {
+  ft_plan *plan;
+  const ft_args *a;
+  cublasHandle_t h;
+  int m, n, k, fused;
+} timed_call;
+
+static void run_call(void *user) {
+  const timed_call *c = user;
+  if (c->fused) {
+    ft_plan_launch(c->plan, c->a, 0);
+  } else {
+    cublas_bf16(c->h, c->a->x, c->a->w, c->a->y, c->m, c->n, c->k);
   }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  for (int i = 1; i < REPS; i++)
-    for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
-      const float tmp = t[j];
-      t[j] = t[j - 1];
-      t[j - 1] = tmp;
-    }
-  return t[REPS / 2];
+}
+
+static float time_it(ft_plan *plan, const ft_args *a, cublasHandle_t h, int m, int n, int k, int fused) {
+  timed_call c = {plan, a, h, m, n, k, fused};
+  return example_median_ms(run_call, &c);
 }
 
 int main(int argc, char **argv) {
@@ -89,23 +87,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "out of host memory\n");
     goto out;
   }
-  ft_status s = ft_open(argc > 1 ? argv[1] : NULL, FT_OPEN_READONLY, &ctx);
-  if (s != FT_OK) {
-    fprintf(stderr, "ft_open: %s\n", ft_errmsg(ctx));
-    goto out;
-  }
   ft_problem p = {m, n, k, "biasrelu", FT_MATH_BF16};
   ft_config cfg;
-  if ((s = ft_lookup(ctx, &p, FT_LOOKUP_NEAREST, &cfg)) != FT_OK) {
-    fprintf(stderr, "ft_lookup: %s: %s\n", ft_status_string(s), ft_errmsg(ctx));
-    rc = s == FT_ERR_NOT_FOUND ? 3 : 1;
-    goto out;
-  }
-  printf("lookup: %s %s (%s)\n", cfg.strategy, cfg.name, cfg.exact ? "exact" : "nearest");
-  if ((s = ft_plan_create(ctx, &p, &cfg, &plan)) != FT_OK) {
-    fprintf(stderr, "ft_plan_create: %s\n", ft_errmsg(ctx));
-    goto out;
-  }
+  if ((rc = example_plan(argc > 1 ? argv[1] : NULL, &p, &ctx, &cfg, &plan)) != 0) goto out;
+  rc = 1;
   unsigned long long seed = 7;
   const float bound = 1.0f / sqrtf((float)k);
   for (size_t i = 0; i < (size_t)m * k; i++) hx[i] = to_bf16(urand(&seed));
@@ -134,7 +119,7 @@ int main(int argc, char **argv) {
   CHECK_CUDA(cudaDeviceSynchronize());
   CHECK_CUDA(cudaMemcpy(hg, dy, (size_t)m * n * 2, cudaMemcpyDeviceToHost));
   CHECK_CUDA(cudaMemset(dy, 0xFF, (size_t)m * n * 2)); /* NaN: an unwritten element fails */
-  if ((s = ft_plan_launch(plan, &a, 0)) != FT_OK) {
+  if (ft_plan_launch(plan, &a, 0) != FT_OK) {
     fprintf(stderr, "ft_plan_launch: %s\n", ft_errmsg(ctx));
     goto out;
   }

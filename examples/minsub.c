@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "example_common.h"
+
 #define CHECK_CUDA(x)                                                             \
   do {                                                                            \
     cudaError_t e_ = (x);                                                         \
@@ -25,31 +27,27 @@ static float urand(unsigned long long *s) {
   return (float)((*s >> 40) * (1.0 / 16777216.0));
 }
 
-/* Median of `reps` event-timed calls of the plan (fused=1) or of cuBLAS SGEMM (fused=0). */
-static float time_it(ft_plan *plan, const ft_args *a, cublasHandle_t h, int m, int n, int k, int fused) {
-  enum { REPS = 30 };
-  float t[REPS];
-  const float one = 1.0f, zero = 0.0f;
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
-  for (int r = -3; r < REPS; r++) {
-    cudaEventRecord(e0, 0);
-    if (fused) ft_plan_launch(plan, a, 0);
-    else cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, a->w, k, a->x, k, &zero, a->y, n);
-    cudaEventRecord(e1, 0);
-    cudaEventSynchronize(e1);
-    if (r >= 0) cudaEventElapsedTime(&t[r], e0, e1);
+/* One timed call: the plan (fused = 1) or cuBLAS's GEMM alone. */
+typedef struct timed_call {
+  ft_plan *plan;
+  const ft_args *a;
+  cublasHandle_t h;
+  int m, n, k, fused;
+} timed_call;
+
+static void run_call(void *user) {
+  const timed_call *c = user;
+  if (c->fused) {
+    ft_plan_launch(c->plan, c->a, 0);
+  } else {
+    const float one = 1.0f, zero = 0.0f;
+    cublasSgemm(c->h, CUBLAS_OP_T, CUBLAS_OP_N, c->n, c->m, c->k, &one, c->a->w, c->k, c->a->x, c->k, &zero, c->a->y, c->n);
   }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  for (int i = 1; i < REPS; i++) /* insertion sort: tiny array */
-    for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
-      float tmp = t[j];
-      t[j] = t[j - 1];
-      t[j - 1] = tmp;
-    }
-  return t[REPS / 2];
+}
+
+static float time_it(ft_plan *plan, const ft_args *a, cublasHandle_t h, int m, int n, int k, int fused) {
+  timed_call c = {plan, a, h, m, n, k, fused};
+  return example_median_ms(run_call, &c);
 }
 
 int main(int argc, char **argv) {
@@ -66,24 +64,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "out of host memory\n");
     goto out;
   }
-  ft_status s = ft_open(argc > 1 ? argv[1] : NULL, FT_OPEN_READONLY, &ctx);
-  if (s != FT_OK) {
-    fprintf(stderr, "ft_open: %s\n", ft_errmsg(ctx));
-    goto out;
-  }
   ft_problem p = {m, n, k, "minsub", FT_MATH_FP32};
   ft_config cfg;
-  if ((s = ft_lookup(ctx, &p, FT_LOOKUP_NEAREST, &cfg)) != FT_OK) {
-    fprintf(stderr, "ft_lookup: %s: %s\n", ft_status_string(s), ft_errmsg(ctx));
-    rc = s == FT_ERR_NOT_FOUND ? 3 : 1;
-    goto out;
-  }
-  printf("lookup: %s %s (%s, tuned at %lldx%lldx%lld)\n", cfg.strategy, cfg.name, cfg.exact ? "exact" : "nearest",
-         (long long)cfg.tuned_m, (long long)cfg.tuned_n, (long long)cfg.tuned_k);
-  if ((s = ft_plan_create(ctx, &p, &cfg, &plan)) != FT_OK) {
-    fprintf(stderr, "ft_plan_create: %s\n", ft_errmsg(ctx));
-    goto out;
-  }
+  if ((rc = example_plan(argc > 1 ? argv[1] : NULL, &p, &ctx, &cfg, &plan)) != 0) goto out;
+  rc = 1;
   unsigned long long seed = 42;
   const float bound = 1.0f / sqrtf((float)k);
   for (size_t i = 0; i < (size_t)m * k; i++) hx[i] = urand(&seed);
@@ -114,7 +98,7 @@ int main(int argc, char **argv) {
       href[(size_t)i * n + j] = (v < c ? v : c) - c;
     }
   CHECK_CUDA(cudaMemset(dy, 0xFF, (size_t)m * n * 4)); /* NaN: an unwritten element fails */
-  if ((s = ft_plan_launch(plan, &a, 0)) != FT_OK) {
+  if (ft_plan_launch(plan, &a, 0) != FT_OK) {
     fprintf(stderr, "ft_plan_launch: %s\n", ft_errmsg(ctx));
     goto out;
   }

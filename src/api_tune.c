@@ -6,19 +6,6 @@
 #include "fusedtune_tool.h"
 #include "runner.h"
 
-static void fill_result(ft_result_info *r, const ft_tune_entry *e) {
-  memset(r, 0, sizeof *r);
-  r->strategy = e->strategy;
-  snprintf(r->variant, sizeof r->variant, "%s", e->variant);
-  r->status = e->status;
-  r->median_ms = e->median_ms;
-  r->min_ms = e->min_ms;
-  r->iqr_ms = e->iqr_ms;
-  r->rel_err = e->rel_err;
-  r->max_abs_err = e->max_abs_err;
-  snprintf(r->message, sizeof r->message, "%s", e->message);
-}
-
 static ft_status make_report(const ft_tune_summary *s, ft_tune_report **out, ft_err *err) {
   ft_tune_report *r = calloc(1, sizeof *r);
   ft_result_info *res = calloc((size_t)s->nentries + 1, sizeof *res);
@@ -47,7 +34,7 @@ static ft_status make_report(const ft_tune_summary *s, ft_tune_report **out, ft_
   r->worker_restarts = s->worker_restarts;
   r->has_best = s->has_best;
   if (s->has_best) ft__fill_config(&r->best, &s->best, 1);
-  for (int i = 0; i < s->nentries; i++) fill_result(&res[i], &s->entries[i]);
+  for (int i = 0; i < s->nentries; i++) res[i] = s->entries[i];
   r->n_results = s->nentries;
   r->results = res;
   *out = r;

@@ -29,13 +29,8 @@ typedef struct ft_tune_req {
 #define FT_TUNE_DEFAULT_BUDGET_S 150.0
 #define FT_TUNE_DEFAULT_REPEATS 30
 
-typedef struct ft_tune_entry {
-  ft_strategy strategy;
-  char variant[128];
-  ft_result_status status;
-  double median_ms, min_ms, iqr_ms, rel_err, max_abs_err;
-  char message[256];
-} ft_tune_entry;
+/* One result of the run, as the tune report hands it out (fusedtune_tool.h). */
+typedef ft_result_info ft_tune_entry;
 
 #define FT_TUNE_MAX_ENTRIES 8192 /* summary rows kept; every result is stored regardless */
 
