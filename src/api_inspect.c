@@ -40,7 +40,9 @@ static ft_status add_kind(ft_variant_list *l, ft_variant_kind kind, const ft_pro
                           const ft_epilogue *ep, ft_kernel_src **srcs, int keep, ft_err *err) {
   ft_variant *vs = NULL;
   int nv = 0;
-  FT_TRY(ft_space_enumerate_math(kind, p->m, p->n, p->k, p->math, lim, &vs, &nv, err));
+  ft_status es = ft_space_enumerate_math(kind, p->m, p->n, p->k, p->math, lim, &vs, &nv, err);
+  if (es == FT_ERR_UNSUPPORTED && kind == FT_VK_GEMM) es = FT_OK, nv = 0; /* the epilogue pass serves */
+  FT_TRY(es);
   ft_variant_info *items = realloc(l->items, (size_t)(l->count + nv + 1) * sizeof *items);
   ft_kernel_src *ks = keep ? realloc(*srcs, (size_t)(l->count + nv + 1) * sizeof *ks) : NULL;
   if (items) l->items = items;

@@ -148,6 +148,18 @@ static void test_no_device(void) {
   /* variants needs no GPU */
   ASSERT_EQ_INT(run("variants --shape 127x1000x999 --epilogue minsub"), 0);
   ASSERT_CONTAINS(R.out, "variant(s)");
+  /* bf16 on sm_90: tensor-core GEMMs where K is whole 16-byte rows; where it is not, and on a
+   * GPU without them, the epilogue pass alone (never an error). */
+  ASSERT_EQ_INT(run("variants --shape 128x1000x1000 --epilogue biasrelu --math bf16 --arch sm_90a"), 0);
+  ASSERT_CONTAINS(R.out, "tc_bm128_");
+  ASSERT_CONTAINS(R.out, "epi_b256_v4_e8_bf16");
+  ASSERT_EQ_INT(run("variants --shape 128x1000x1001 --epilogue biasrelu --math bf16"), 0);
+  ASSERT_TRUE(strstr(R.out, "tc_") == NULL);
+  ASSERT_CONTAINS(R.out, "36 variant(s)");
+  ASSERT_EQ_INT(run("variants --shape 128x1000x1000 --epilogue biasrelu --math tf32 --arch sm_80"), 0);
+  ASSERT_TRUE(strstr(R.out, "tc_") == NULL);
+  ASSERT_EQ_INT(run("variants --shape 128x1000x1000 --math bf17"), 2);
+  ASSERT_CONTAINS(R.out, "unknown --math 'bf17'");
 }
 
 /* Runs `fusedtune ARGS` as user nobody (root only: file modes do not bind root). Returns the
