@@ -176,7 +176,11 @@ FT_API ft_status ft_check_problem(const ft_problem *p, char *msg, size_t msg_siz
  * never returned as exact.
  * Returns FT_OK, FT_ERR_INVALID_ARG, FT_ERR_PARSE, FT_ERR_UNSUPPORTED (math mode), FT_ERR_NOT_FOUND,
  * FT_ERR_NO_DEVICE, FT_ERR_CUDA, FT_ERR_DB. Arguments are checked before any device or database
- * access. */
+ * access. A lookup needs the GPU: results are stored under the current device's fingerprint (name,
+ * compute capability, SM count, memory), which is part of the key, and read from the device itself.
+ * So without a usable GPU (no driver, none visible) it answers FT_ERR_NO_DEVICE, even on an empty
+ * database; ft_errmsg() says which ("no NVIDIA driver found ..."). To read results tuned on
+ * another machine without its GPU, name the device: ft_lookup_entry() (fusedtune_tool.h). */
 FT_API ft_status ft_lookup(ft_ctx *ctx, const ft_problem *p, unsigned flags, ft_config *out);
 
 /* Makes a launchable plan of cfg for p: takes the cubin from the database cache, compiling with

@@ -15,7 +15,7 @@ ft_status ft_device_count(int *count, char *msg, size_t msg_size) {
   if (e != cudaSuccess || *count == 0) {
     cudaGetLastError(); /* clear the sticky "no driver" error */
     char text[256];
-    snprintf(text, sizeof text, "no CUDA device: %s", e != cudaSuccess ? cudaGetErrorString(e) : "none visible");
+    ft_no_device_text(e, text, sizeof text);
     ft__copy_msg(msg, msg_size, text);
     *count = 0;
     return FT_ERR_NO_DEVICE;

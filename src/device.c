@@ -2,6 +2,7 @@
 #include "device.h"
 
 #include <cublas_v2.h>
+#include <dlfcn.h>
 #include <nvrtc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,13 +36,38 @@ static void read_versions(ft_device_info *info) {
     info->cublas_version = major * 10000 + minor * 100 + patch;
 }
 
+void ft_no_device_text(cudaError_t e, char *buf, size_t size) {
+  /* The runtime says "driver version is insufficient" also when there is no driver at all;
+   * whether libcuda can be loaded tells the two apart. */
+  int have_driver = 0;
+  if (e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice) {
+    void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    have_driver = h != NULL;
+    if (h) dlclose(h);
+  }
+  if ((e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice) && !have_driver)
+    snprintf(buf, size, "no CUDA device: no NVIDIA driver found (libcuda.so.1 cannot be loaded), so no GPU is "
+                        "usable on this machine");
+  else if (e == cudaErrorNoDevice)
+    snprintf(buf, size, "no CUDA device: the NVIDIA driver sees no GPU (check CUDA_VISIBLE_DEVICES)");
+  else if (e == cudaErrorInsufficientDriver)
+    snprintf(buf, size, "no CUDA device: the NVIDIA driver is older than this CUDA runtime (%s); update the driver",
+             cudaGetErrorString(e));
+  else if (e == cudaSuccess)
+    snprintf(buf, size, "no CUDA device: none visible");
+  else
+    snprintf(buf, size, "no CUDA device: %s", cudaGetErrorString(e));
+}
+
 ft_status ft_gpu_open(int ordinal, ft_gpu **out, ft_err *err) {
   *out = NULL;
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
     cudaGetLastError(); /* clear the sticky "no driver" error */
-    return ft__fail(err, FT_ERR_NO_DEVICE, "no CUDA device: %s", cudaGetErrorString(e));
+    char text[256];
+    ft_no_device_text(e, text, sizeof text);
+    return ft__fail(err, FT_ERR_NO_DEVICE, "%s", text);
   }
   if (count <= ordinal)
     return ft__fail(err, FT_ERR_NO_DEVICE, "no CUDA device: %d device(s) visible, asked for #%d",

@@ -15,6 +15,9 @@ typedef struct ft_gpu ft_gpu;
 
 /* Opens device ordinal (0 = first). No device or no driver -> FT_ERR_NO_DEVICE with
  * "no CUDA device: <reason>". Creates a cuBLAS handle on first use (ft_gpu_cublas). */
+/* The one-line "no CUDA device: ..." reason for e, the error of cudaGetDeviceCount (cudaSuccess:
+ * it counted none): names a missing driver as such. */
+void ft_no_device_text(cudaError_t e, char *buf, size_t size);
 ft_status ft_gpu_open(int ordinal, ft_gpu **out, ft_err *err);
 void ft_gpu_close(ft_gpu *g); /* NULL is a no-op */
 
