@@ -1,6 +1,7 @@
 /* Database commands: init, list, query, export, import. None needs a GPU (query needs one only
  * to name the current device; --device-name avoids it). */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -27,8 +28,16 @@ typedef struct list_state {
   int count;
 } list_state;
 
+/* eager over median; 0 when either is unknown, not finite (1e308 / 1e-300 overflows) included. */
 static double speedup(const ft_config *b) {
-  return b->eager_ms > 0 && b->median_ms > 0 ? b->eager_ms / b->median_ms : 0;
+  double r = b->eager_ms > 0 && b->median_ms > 0 ? b->eager_ms / b->median_ms : 0;
+  return isfinite(r) ? r : 0;
+}
+
+/* JSON has no inf or nan: such a value is written as null. */
+static void json_double(const char *fmt, double v) {
+  if (isfinite(v)) printf(fmt, v);
+  else printf("null");
 }
 
 static void best_json(const ft_best_entry *b) {
@@ -46,8 +55,14 @@ static void best_json(const ft_best_entry *b) {
   ft_write_json_string(stdout, c->name);
   printf(",\"config\":%s,\"source_hash\":", c->config[0] ? c->config : "null");
   ft_write_json_string(stdout, c->source_hash);
-  printf(",\"median_ms\":%.17g,\"eager_ms\":%.17g,\"speedup_vs_eager\":%.6g", c->median_ms, c->eager_ms,
-         speedup(c));
+  printf(",\"median_ms\":");
+  json_double("%.17g", c->median_ms);
+  printf(",\"eager_ms\":");
+  json_double("%.17g", c->eager_ms);
+  printf(",\"speedup_vs_eager\":");
+  /* Both measured but the ratio does not fit in a double: null, never inf. */
+  if (c->eager_ms > 0 && c->median_ms > 0 && !speedup(c)) printf("null");
+  else printf("%.6g", speedup(c));
   if (!c->exact) printf(",\"exact\":false"); /* query --nearest: tuned for the shape above */
   printf("}");
 }
