@@ -35,6 +35,16 @@ const char *opt_next(opt_iter *it, int *positional);
 const char *opt_value(opt_iter *it, const char *name);
 
 int usage_error(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
+/* usage_error "WHAT 'a'" for an argument cmd does not take; for --db, that it goes before the
+ * command. */
+int unexpected_arg(const char *cmd, const char *a, const char *what);
+/* Options are taken at most once: the usage error when bit is already in *seen, else 0 (and
+ * the bit set). name_len bytes of name are the option's name. */
+int opt_once(const char *cmd, unsigned *seen, unsigned bit, const char *name, size_t name_len);
+/* s as exactly width characters for a column of a table: control characters (ESC, C1, bidi
+ * overrides) and bytes that are not UTF-8 become '?', longer text is cut on a character
+ * boundary, shorter text padded with spaces. out needs 4 * width + 1 bytes. */
+void cli_cell(char *out, size_t out_size, const char *s, int width);
 /* Prints text and returns 1 when argv holds -h or --help. */
 int wants_help(int argc, char **argv, const char *text);
 int fail_msg(const char *fmt, ...) CLI_PRINTF(1, 2);

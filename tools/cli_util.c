@@ -141,3 +141,57 @@ int wants_help(int argc, char **argv, const char *text) {
     }
   return 0;
 }
+
+int unexpected_arg(const char *cmd, const char *a, const char *what) {
+  if (!strcmp(a, "--db") || !strncmp(a, "--db=", 5))
+    return usage_error(cmd, "--db is a global option: it goes before the command ('fusedtune --db PATH %s ...')",
+                       cmd);
+  return usage_error(cmd, "%s '%s'", what, a);
+}
+
+int opt_once(const char *cmd, unsigned *seen, unsigned bit, const char *name, size_t name_len) {
+  if (*seen & bit)
+    return usage_error(cmd, "option %.*s given twice (each option at most once)", (int)name_len, name);
+  *seen |= bit;
+  return 0;
+}
+
+/* The code point of the UTF-8 sequence at s (its length in *len), or -1 for a byte that does not
+ * start a well-formed sequence (overlong forms and surrogates included). */
+static long utf8_decode(const unsigned char *s, int *len) {
+  int n = s[0] < 0x80 ? 1 : s[0] >= 0xC2 && s[0] <= 0xDF ? 2 : s[0] >= 0xE0 && s[0] <= 0xEF ? 3
+        : s[0] >= 0xF0 && s[0] <= 0xF4 ? 4 : 0;
+  *len = 1;
+  if (!n) return -1;
+  long cp = n == 1 ? s[0] : s[0] & (0x7F >> n);
+  for (int i = 1; i < n; i++) {
+    if ((s[i] & 0xC0) != 0x80) return -1;
+    cp = cp << 6 | (s[i] & 0x3F);
+  }
+  static const long min[5] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < min[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return -1;
+  *len = n;
+  return cp;
+}
+
+/* Characters that steer a terminal rather than show: C0 and C1 controls, DEL, bidi overrides. */
+static int is_control(long cp) {
+  return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || (cp >= 0x202A && cp <= 0x202E) ||
+         (cp >= 0x2066 && cp <= 0x2069);
+}
+
+void cli_cell(char *out, size_t out_size, const char *s, int width) {
+  const unsigned char *p = (const unsigned char *)(s ? s : "");
+  size_t o = 0;
+  int shown = 0;
+  while (*p && shown < width && o + 5 < out_size) {
+    int len;
+    long cp = utf8_decode(p, &len);
+    if (cp < 0 || is_control(cp)) out[o++] = '?';
+    else memcpy(out + o, p, (size_t)len), o += (size_t)len;
+    p += len;
+    shown++;
+  }
+  while (shown < width && o + 1 < out_size) out[o++] = ' ', shown++;
+  out[o] = '\0';
+}

@@ -82,8 +82,13 @@ static int list_one(void *user, const ft_best_entry *e) {
              (long long)b->tuned_k);
     char sp[16] = "-";
     if (speedup(b) > 0) snprintf(sp, sizeof sp, "%.3fx", speedup(b));
-    printf("%-24.24s %-20s %-28.28s %-16s %-44.44s %10.4f %8s\n", e->device_name, shape, e->epilogue, b->strategy,
-           b->name, b->median_ms, sp);
+    /* Stored text may come from an import: never let it steer the terminal or split a character. */
+    char dev[4 * 24 + 1], epi[4 * 28 + 1], strat[4 * 16 + 1], name[4 * 44 + 1];
+    cli_cell(dev, sizeof dev, e->device_name, 24);
+    cli_cell(epi, sizeof epi, e->epilogue, 28);
+    cli_cell(strat, sizeof strat, b->strategy, 16);
+    cli_cell(name, sizeof name, b->name, 44);
+    printf("%s %-20s %s %s %s %10.4f %8s\n", dev, shape, epi, strat, name, b->median_ms, sp);
   }
   s->count++;
   return 0;
