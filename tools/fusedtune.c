@@ -1,4 +1,5 @@
 /* fusedtune: the command line. Dispatches to one function per command (tools/cmd_*.c). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +45,7 @@ static const command commands[] = {
     {"bench", cmd_bench},
 };
 
-int main(int argc, char **argv) {
+static int dispatch(int argc, char **argv) {
   cli c = {NULL, argv[0]};
   int i = 1;
   for (; i < argc; i++) {
@@ -74,4 +75,18 @@ int main(int argc, char **argv) {
   for (size_t j = 0; j < sizeof commands / sizeof commands[0]; j++)
     if (!strcmp(argv[i], commands[j].name)) return commands[j].run(&c, argc - i - 1, argv + i + 1);
   return usage_error(NULL, "unknown command '%s'", argv[i]);
+}
+
+int main(int argc, char **argv) {
+  int rc = dispatch(argc, argv);
+  /* Output that did not arrive (a full disk, a closed pipe) is a failure of every command:
+   * checked once, here. A command that failed has already said why. */
+  errno = 0;
+  int bad = fflush(stdout) != 0;
+  int e = errno;
+  if ((bad || ferror(stdout)) && rc == 0) {
+    fprintf(stderr, "fusedtune: writing standard output failed: %s\n", e ? strerror(e) : "write error");
+    rc = 1;
+  }
+  return rc;
 }
