@@ -1,10 +1,11 @@
 /* The one check of a problem (shape range, epilogue, math mode) that the API and the CLI share. */
 #include <stdio.h>
+#include <string.h>
 
 #include "api_internal.h"
 
 void ft__copy_msg(char *msg, size_t msg_size, const char *text) {
-  if (msg && msg_size > 0) snprintf(msg, msg_size, "%s", text);
+  if (msg && msg_size > 0) ft__fit_text(msg, msg_size, text, strlen(text));
 }
 
 ft_status ft__check_problem(const ft_problem *p, ft_err *err) {

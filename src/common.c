@@ -5,12 +5,51 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A UTF-8 continuation byte (10xxxxxx): never the place to cut. */
+static int is_cont(unsigned char c) { return (c & 0xC0) == 0x80; }
+
+void ft__fit_text(char *dst, size_t cap, const char *src, size_t len) {
+  if (!dst || cap == 0) return;
+  if (len < cap) {
+    memcpy(dst, src, len);
+    dst[len] = '\0';
+    return;
+  }
+  /* Too long: keep the head and the tail (where "does not exist" and the like are) and put
+   * "..." between them, cutting on character boundaries. */
+  if (cap < 8) {
+    dst[0] = '\0';
+    return;
+  }
+  size_t head = (cap - 4) / 2, tail = cap - 4 - head;
+  while (head > 0 && is_cont((unsigned char)src[head])) head--;
+  size_t from = len - tail;
+  while (from < len && is_cont((unsigned char)src[from])) from++;
+  memcpy(dst, src, head);
+  memcpy(dst + head, "...", 3);
+  memcpy(dst + head + 3, src + from, len - from);
+  dst[head + 3 + (len - from)] = '\0';
+}
+
 ft_status ft__fail(ft_err *e, ft_status s, const char *fmt, ...) {
   if (e) {
-    va_list ap;
+    va_list ap, ap2;
     va_start(ap, fmt);
-    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    va_copy(ap2, ap);
+    int n = vsnprintf(e->msg, sizeof e->msg, fmt, ap);
     va_end(ap);
+    char *full = n >= (int)sizeof e->msg ? malloc((size_t)n + 1) : NULL;
+    if (full) {
+      vsnprintf(full, (size_t)n + 1, fmt, ap2);
+      ft__fit_text(e->msg, sizeof e->msg, full, (size_t)n);
+      free(full);
+    } else if (n >= (int)sizeof e->msg) {
+      /* No memory for the whole text: at least never end mid-character. */
+      size_t end = sizeof e->msg - 2;
+      while (end > 0 && is_cont((unsigned char)e->msg[end])) end--;
+      e->msg[end] = '\0';
+    }
+    va_end(ap2);
     e->status = s;
   }
   return s;

@@ -23,6 +23,9 @@ typedef struct ft_err {
 /* Records s and the formatted message in e (e may be NULL) and returns s, so callers can write
  * `return ft__fail(err, FT_ERR_DB, "...: %s", detail);`. */
 ft_status ft__fail(ft_err *e, ft_status s, const char *fmt, ...) FT_PRINTF(3, 4);
+/* Copies len bytes of src into dst (cap bytes, NUL-terminated); text too long keeps its head and
+ * its tail around "...", cut on UTF-8 character boundaries. */
+void ft__fit_text(char *dst, size_t cap, const char *src, size_t len);
 
 /* Clears e to FT_OK with an empty message. */
 void ft__err_clear(ft_err *e);

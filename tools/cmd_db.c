@@ -14,7 +14,7 @@ int cmd_init(cli *c, int argc, char **argv) {
                  "Creates an empty fusedtune database at PATH. An existing fusedtune database is left as it\n"
                  "is (older schemas are migrated forward); any other file is refused.\n"))
     return 0;
-  if (argc > 0) return usage_error("init", "unexpected argument '%s'", argv[0]);
+  if (argc > 0) return unexpected_arg("init", argv[0], "unexpected argument");
   ft_ctx *ctx = NULL;
   int rc = cli_open(c, 1, &ctx);
   if (rc) return rc;
@@ -102,8 +102,9 @@ int cmd_list(cli *c, int argc, char **argv) {
     return 0;
   list_state s = {0, 0};
   for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--json") && s.json) return usage_error("list", "option --json given twice (each option at most once)");
     if (!strcmp(argv[i], "--json")) s.json = 1;
-    else return usage_error("list", "unexpected argument '%s'", argv[i]);
+    else return unexpected_arg("list", argv[i], "unexpected argument");
   }
   ft_ctx *ctx = NULL;
   int rc = cli_open(c, 0, &ctx);

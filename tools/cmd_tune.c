@@ -38,9 +38,15 @@ static int parse_tune_args(int argc, char **argv, tune_cli *t) {
   opt_iter it = {argc, argv, 0, "tune"};
   const char *a;
   int pos;
+  static const char *const names[] = {"--json", "--quiet", "--retune", "--flush-l2", "--shape", "--epilogue",
+                                      "--math", "--strategy", "--budget", "--repeats", "--seed", "--max-candidates"};
+  unsigned seen = 0;
   while ((a = opt_next(&it, &pos))) {
-    if (pos) return usage_error("tune", "unexpected argument '%s'", a);
+    if (pos) return unexpected_arg("tune", a, "unexpected argument");
     size_t nl = strcspn(a, "=");
+    for (unsigned j = 0; j < sizeof names / sizeof names[0]; j++)
+      if (nl == strlen(names[j]) && !strncmp(a, names[j], nl) && opt_once("tune", &seen, 1u << j, a, nl))
+        return EXIT_USAGE;
 #define IS(name) (nl == strlen(name) && !strncmp(a, name, nl))
     const int flag = IS("--json") || IS("--quiet") || IS("--retune") || IS("--flush-l2");
     if (flag && a[nl] == '=') return usage_error("tune", "option %.*s takes no value", (int)nl, a);
@@ -52,7 +58,7 @@ static int parse_tune_args(int argc, char **argv, tune_cli *t) {
       const char *v = NULL;
       if (!IS("--shape") && !IS("--epilogue") && !IS("--math") && !IS("--strategy") && !IS("--budget") &&
           !IS("--repeats") && !IS("--seed") && !IS("--max-candidates"))
-        return usage_error("tune", "unknown option '%s'", a);
+        return unexpected_arg("tune", a, "unknown option");
       if (!(v = opt_value(&it, a))) return EXIT_USAGE;
       long l;
       if (IS("--shape")) t->shape = v;
@@ -273,8 +279,9 @@ int cmd_devices(cli *c, int argc, char **argv) {
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
       return fputs("usage: fusedtune devices [--json]\nLists the visible CUDA devices with the fingerprint results "
                    "are stored under.\n", stdout), 0;
+    if (!strcmp(argv[i], "--json") && json) return usage_error("devices", "option --json given twice (each option at most once)");
     if (!strcmp(argv[i], "--json")) json = 1;
-    else return usage_error("devices", "unexpected argument '%s'", argv[i]);
+    else return unexpected_arg("devices", argv[i], "unexpected argument");
   }
   char msg[512];
   int count = 0;
@@ -328,9 +335,14 @@ int cmd_variants(cli *c, int argc, char **argv) {
   opt_iter it = {argc, argv, 0, "variants"};
   const char *a;
   int pos;
+  static const char *const names[] = {"--json", "--compile", "--shape", "--epilogue", "--arch", "--math"};
+  unsigned seen = 0;
   while ((a = opt_next(&it, &pos))) {
-    if (pos) return usage_error("variants", "unexpected argument '%s'", a);
+    if (pos) return unexpected_arg("variants", a, "unexpected argument");
     size_t nl = strcspn(a, "=");
+    for (unsigned j = 0; j < sizeof names / sizeof names[0]; j++)
+      if (nl == strlen(names[j]) && !strncmp(a, names[j], nl) && opt_once("variants", &seen, 1u << j, a, nl))
+        return EXIT_USAGE;
     if (!strcmp(a, "-h") || !strcmp(a, "--help"))
       return fputs("usage: fusedtune variants --shape MxNxK [--epilogue E] [--math M] [--arch sm_90] [--compile]\n"
                    "                          [--json]\n"
@@ -346,7 +358,7 @@ int cmd_variants(cli *c, int argc, char **argv) {
     else if (nl == 10 && !strncmp(a, "--epilogue", 10)) { if (!(epi = opt_value(&it, a))) return EXIT_USAGE; }
     else if (nl == 6 && !strncmp(a, "--arch", 6)) { if (!(arch = opt_value(&it, a))) return EXIT_USAGE; }
     else if (nl == 6 && !strncmp(a, "--math", 6)) { if (!(math = opt_value(&it, a))) return EXIT_USAGE; }
-    else return usage_error("variants", "unknown option '%s'", a);
+    else return unexpected_arg("variants", a, "unknown option");
   }
   if (!shape) return usage_error("variants", "--shape MxNxK is required");
   ft_problem p;
@@ -392,7 +404,9 @@ int cmd_epilogue(cli *c, int argc, char **argv) {
       }
       return 0;
     }
+    if (!strcmp(argv[i], "--json") && json) return usage_error("epilogue", "option --json given twice (each option at most once)");
     if (!strcmp(argv[i], "--json")) json = 1;
+    else if (!strcmp(argv[i], "--db") || !strncmp(argv[i], "--db=", 5)) return unexpected_arg("epilogue", argv[i], "");
     else if (!text) text = argv[i];
     else return usage_error("epilogue", "unexpected argument '%s' (quote the expression)", argv[i]);
   }
@@ -400,7 +414,7 @@ int cmd_epilogue(cli *c, int argc, char **argv) {
   char msg[2048];
   ft_epilogue_info *ep = NULL;
   if (ft_epilogue_inspect(text, &ep, msg, sizeof msg) != FT_OK) {
-    fprintf(stderr, "%s\n", msg);
+    fprintf(stderr, "fusedtune: %s\n", msg);
     return EXIT_USAGE;
   }
   static const char *kinds[] = {"scalar", "column vector", "row vector"};

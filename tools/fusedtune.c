@@ -30,7 +30,8 @@ static const char *usage_text =
     "  -h, --help     this help; 'fusedtune COMMAND --help' for a command\n"
     "  --version      print the version\n"
     "\n"
-    "Shapes are MxNxK: M rows of x, N output features, K input features.\n"
+    "Shapes are MxNxK: M rows of x, N output features, K input features. Each option is given at\n"
+    "most once: a repeated option is a usage error.\n"
     "Exit status: 0 success, 1 failure, 2 usage error, 3 nothing tuned for the key (query).\n";
 
 typedef struct command {
@@ -53,6 +54,7 @@ static int dispatch(int argc, char **argv) {
     if (!strcmp(a, "--db") || !strncmp(a, "--db=", 5)) {
       const char *v = a[4] == '=' ? a + 5 : (i + 1 < argc ? argv[++i] : NULL);
       if (!v || !v[0]) return usage_error(NULL, "--db needs a path");
+      if (c.db_path) return usage_error(NULL, "option --db given twice (each option at most once)");
       c.db_path = v;
     } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       fputs(usage_text, stdout);
