@@ -178,6 +178,17 @@ typedef struct ft_variant_list {
  * FT_ERR_UNSUPPORTED, FT_ERR_COMPILE (NVRTC unusable), FT_ERR_NOMEM. */
 FT_API ft_status ft_variants(const ft_problem *p, const char *arch, unsigned flags,
                              ft_variant_list **out, char *msg, size_t msg_size);
+
+/* Called during ft_variants_v2's compilation after each distinct source is compiled: done of
+ * total. It runs on the compiling threads, never on two at once; it must not call back into
+ * fusedtune for the same list. */
+typedef void (*ft_variants_progress_fn)(void *user, int done, int total);
+
+/* ft_variants that reports compile progress through progress(user, ...) (NULL: none), since
+ * FT_VARIANTS_COMPILE can take minutes. Returns what ft_variants returns. */
+FT_API ft_status ft_variants_v2(const ft_problem *p, const char *arch, unsigned flags,
+                                ft_variants_progress_fn progress, void *user, ft_variant_list **out,
+                                char *msg, size_t msg_size);
 FT_API void ft_variant_list_free(ft_variant_list *list); /* NULL is a no-op */
 
 #define FT_EPILOGUE_MAX_PARAMS 8

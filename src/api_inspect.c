@@ -79,7 +79,8 @@ static void ptxas_usage(const char *log, int *regs, int *spill) {
   }
 }
 
-static ft_status compile_list(ft_variant_list *l, ft_kernel_src *srcs, ft_err *err) {
+static ft_status compile_list(ft_variant_list *l, ft_kernel_src *srcs, ft_variants_progress_fn progress, void *user,
+                              ft_err *err) {
   ft_compile_job *jobs = calloc((size_t)l->count + 1, sizeof *jobs);
   if (!jobs) return ft__fail(err, FT_ERR_NOMEM, "out of memory");
   for (int i = 0; i < l->count; i++) {
@@ -88,7 +89,7 @@ static ft_status compile_list(ft_variant_list *l, ft_kernel_src *srcs, ft_err *e
     jobs[i].arch_suffix = srcs[i].arch_suffix;
   }
   double t0 = now_s();
-  ft_status s = ft_compile_many(NULL, l->arch, jobs, l->count, 0, err);
+  ft_status s = ft_compile_many_progress(NULL, l->arch, jobs, l->count, 0, progress, user, err);
   l->compile_s = now_s() - t0;
   l->compiled = 1;
   for (int i = 0; i < l->count; i++) {
@@ -106,6 +107,11 @@ static ft_status compile_list(ft_variant_list *l, ft_kernel_src *srcs, ft_err *e
 
 ft_status ft_variants(const ft_problem *p, const char *arch, unsigned flags, ft_variant_list **out, char *msg,
                       size_t msg_size) {
+  return ft_variants_v2(p, arch, flags, NULL, NULL, out, msg, msg_size);
+}
+
+ft_status ft_variants_v2(const ft_problem *p, const char *arch, unsigned flags, ft_variants_progress_fn progress,
+                         void *user, ft_variant_list **out, char *msg, size_t msg_size) {
   ft_err err;
   ft__err_clear(&err);
   if (!out || (flags & ~FT_VARIANTS_COMPILE)) {
@@ -124,7 +130,7 @@ ft_status ft_variants(const ft_problem *p, const char *arch, unsigned flags, ft_
   if (s == FT_OK) snprintf(l->epilogue, sizeof l->epilogue, "%s", ft_ep_canonical(ep));
   if (s == FT_OK) s = add_kind(l, FT_VK_GEMM, p, &lim, ep, &srcs, keep, &err);
   if (s == FT_OK) s = add_kind(l, FT_VK_EPILOGUE, p, &lim, ep, &srcs, keep, &err);
-  if (s == FT_OK && keep) s = compile_list(l, srcs, &err);
+  if (s == FT_OK && keep) s = compile_list(l, srcs, progress, user, &err);
   for (int i = 0; keep && srcs && l && i < l->count; i++) ft_kernel_src_free(&srcs[i]);
   free(srcs);
   ft_ep_free(ep);

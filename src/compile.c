@@ -207,6 +207,9 @@ typedef struct pool {
   int next;
   const char *arch;
   pthread_mutex_t mu;
+  int done;
+  ft_compile_progress_fn progress; /* may be NULL */
+  void *user;
 } pool;
 
 /* The job's compile target: the call's architecture plus the job's suffix ("sm_90" + "a"),
@@ -240,6 +243,11 @@ static void *worker(void *arg) {
     pthread_mutex_unlock(&p->mu);
     if (i < 0) return NULL;
     compile_job(&p->jobs[p->todo[i]], p->arch);
+    /* Under the mutex: the callback is never entered by two threads at once. */
+    pthread_mutex_lock(&p->mu);
+    p->done++;
+    if (p->progress) p->progress(p->user, p->done, p->ntodo);
+    pthread_mutex_unlock(&p->mu);
   }
 }
 
@@ -361,6 +369,11 @@ static ft_status check_jobs(const char *arch, ft_compile_job *jobs, int n, ft_er
 
 ft_status ft_compile_many(ft_db *db, const char *arch, ft_compile_job *jobs, int n, int nthreads,
                           ft_err *err) {
+  return ft_compile_many_progress(db, arch, jobs, n, nthreads, NULL, NULL, err);
+}
+
+ft_status ft_compile_many_progress(ft_db *db, const char *arch, ft_compile_job *jobs, int n, int nthreads,
+                                   ft_compile_progress_fn progress, void *user, ft_err *err) {
   FT_TRY(check_jobs(arch, jobs, n, err));
   if (n == 0) return FT_OK;
   int *primary = malloc((size_t)n * 2 * sizeof *primary);
@@ -372,7 +385,7 @@ ft_status ft_compile_many(ft_db *db, const char *arch, ft_compile_job *jobs, int
     int ntodo = 0;
     for (int i = 0; i < n; i++)
       if (primary[i] == i && !jobs[i].cached) todo[ntodo++] = i;
-    pool p = {jobs, todo, ntodo, 0, arch, PTHREAD_MUTEX_INITIALIZER};
+    pool p = {jobs, todo, ntodo, 0, arch, PTHREAD_MUTEX_INITIALIZER, 0, progress, user};
     if (ntodo > 0) run_pool(&p, worker_count(nthreads, ntodo));
     pthread_mutex_destroy(&p.mu);
     if (db) store_compiled(db, arch, jobs, primary, n);

@@ -43,6 +43,11 @@ ft_status ft_compile_one(const char *src, const char *arch, void **cubin, size_t
  * FT_ERR_NOMEM, a cache read error). */
 ft_status ft_compile_many(ft_db *db, const char *arch, ft_compile_job *jobs, int n, int nthreads,
                           ft_err *err);
+/* ft_compile_many that calls progress(user, done, total) after each compilation (total: the
+ * distinct uncached sources), from the compiling threads but never two at once. */
+typedef void (*ft_compile_progress_fn)(void *user, int done, int total);
+ft_status ft_compile_many_progress(ft_db *db, const char *arch, ft_compile_job *jobs, int n, int nthreads,
+                                   ft_compile_progress_fn progress, void *user, ft_err *err);
 void ft_compile_job_clear(ft_compile_job *job); /* frees cubin and log */
 
 /* Resource usage of one kernel as ptxas reports it (a diagnostic compile with

@@ -328,6 +328,13 @@ static int print_compiled(const ft_variant_list *l, int json) {
   return ok == n ? 0 : 1;
 }
 
+/* --compile on a terminal: "compiling 12/80" redrawn in place on stderr. */
+static void show_compile_progress(void *user, int done, int total) {
+  (void)user;
+  fprintf(stderr, "\rcompiling %d/%d variant kernel(s)   ", done, total);
+  if (done == total) fputc('\n', stderr);
+}
+
 int cmd_variants(cli *c, int argc, char **argv) {
   (void)c;
   const char *shape = NULL, *epi = "none", *arch = NULL, *math = "fp32";
@@ -367,7 +374,8 @@ int cmd_variants(cli *c, int argc, char **argv) {
   if (!parse_math(math, &p.math)) return usage_error("variants", "unknown --math '%s' (fp32, tf32, bf16, fp16)", math);
   char msg[2048];
   ft_variant_list *l = NULL;
-  ft_status st = ft_variants(&p, arch, compile ? FT_VARIANTS_COMPILE : 0, &l, msg, sizeof msg);
+  ft_variants_progress_fn progress = compile && isatty(2) ? show_compile_progress : NULL;
+  ft_status st = ft_variants_v2(&p, arch, compile ? FT_VARIANTS_COMPILE : 0, progress, NULL, &l, msg, sizeof msg);
   if (st == FT_ERR_INVALID_ARG) return usage_error("variants", "%s", msg); /* the architecture */
   if (st != FT_OK) return fail_status(st, msg);
   if (compile) {
