@@ -1,0 +1,240 @@
+/* The command line's output under hostile data and environments (issue 18): imported control
+ * characters and UTF-8 in `list`, non-finite JSON numbers, stdout on a full device, no driver,
+ * small usage messages, and compile progress on a terminal. Driven through $FT_CLI, no GPU. */
+#include <dlfcn.h>
+#include <pty.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fusedtune.h"
+#include "ft_test.h"
+
+static const char *cli;
+static char dir[400];
+static char out[1 << 16];
+
+/* Runs `fusedtune ARGS` in the scratch folder; ARGS carries its own redirections, so stderr
+ * can be read while stdout goes to /dev/full. Returns the exit status; out gets what the
+ * shell's stdout received. */
+static int run_raw(const char *args) {
+  char cmd[16384];
+  snprintf(cmd, sizeof cmd, "cd '%s' && env -u FUSEDTUNE_DB '%s' %s", dir, cli, args);
+  FILE *p = popen(cmd, "r");
+  if (!p) return -1;
+  size_t n = fread(out, 1, sizeof out - 1, p);
+  out[n] = 0;
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static int run(const char *args) {
+  char a[16384];
+  snprintf(a, sizeof a, "%s 2>&1", args);
+  return run_raw(a);
+}
+
+/* Whether s is well-formed UTF-8 (no sequence cut in the middle). */
+static int valid_utf8(const char *s) {
+  const unsigned char *p = (const unsigned char *)s;
+  while (*p) {
+    int n = *p < 0x80 ? 1 : (*p & 0xE0) == 0xC0 ? 2 : (*p & 0xF0) == 0xE0 ? 3 : (*p & 0xF8) == 0xF0 ? 4 : 0;
+    if (!n) return 0;
+    for (int i = 1; i < n; i++)
+      if ((p[i] & 0xC0) != 0x80) return 0;
+    p += n;
+  }
+  return 1;
+}
+
+static void write_file(const char *name, const char *text) {
+  char path[600];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  ASSERT_TRUE(f != NULL);
+  if (f) {
+    fputs(text, f);
+    fclose(f);
+  }
+}
+
+/* An export whose device name starts with ESC sequences and goes on in two-byte characters past
+ * the 24 columns `list` shows, with a fused result of 1e-300 ms beside an eager one of 1e308 ms. */
+static const char k_evil[] =
+    "{\"format\":\"fusedtune-export\",\"version\":1,\n"
+    "\"devices\":[{\"fingerprint\":\"00000000000000aa\",\"name\":\"\\u001b[31mEVIL\\u001b]0;x\\u0007"
+    "\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\\u00e9\","
+    "\"cc_major\":9,\"cc_minor\":0,\"sm_count\":132,\"mem_bytes\":150011101184,\"driver_version\":13000,"
+    "\"runtime_version\":13000,\"nvrtc_version\":13000,\"cublas_version\":130000,"
+    "\"first_seen\":\"2026-11-29T08:00:00.000Z\",\"last_seen\":\"2026-11-29T09:00:00.000Z\"}],\n"
+    "\"problems\":[{\"m\":128,\"n\":16384,\"k\":16384,\"layout\":\"xrow_wrow\",\"math\":\"fp32\","
+    "\"epilogue\":\"relu(x)\",\"epilogue_hash\":\"1111222233334444\"}],\n"
+    "\"runs\":[{\"uuid\":\"11111111-1111-4111-8111-111111111111\",\"device\":\"00000000000000aa\","
+    "\"started\":\"2026-11-29T08:00:00.000Z\",\"ended\":null,\"tool_version\":\"0.1.0\","
+    "\"options\":\"{}\",\"budget_s\":170,\"outcome\":null}],\n"
+    "\"results\":["
+#define RESULT(uuid, strategy, ms)                                                                  \
+  "{\"uuid\":\"" uuid "\",\"run\":\"11111111-1111-4111-8111-111111111111\","                        \
+  "\"device\":\"00000000000000aa\",\"problem\":{\"m\":128,\"n\":16384,\"k\":16384,"                 \
+  "\"layout\":\"xrow_wrow\",\"math\":\"fp32\",\"epilogue_hash\":\"1111222233334444\"},"             \
+  "\"strategy\":\"" strategy "\",\"variant\":\"v\",\"config\":\"{}\",\"status\":\"ok\","            \
+  "\"median_ms\":" ms ",\"min_ms\":" ms ",\"iqr_ms\":null,\"repeats\":30,\"rel_err\":1e-07,"         \
+  "\"max_abs_err\":null,\"source_hash\":\"abcd\",\"fusedtune_version\":\"0.1.0\",\"message\":\"\"," \
+  "\"created\":\"2026-11-29T08:00:01.000Z\"}"
+    RESULT("22222222-2222-4222-8222-222222222222", "fused", "1e-300") ","
+    RESULT("33333333-2222-4222-8222-222222222222", "eager", "1e308")
+#undef RESULT
+    "],\n\"best\":[]\n}\n";
+
+/* Item 6: no ESC reaches the terminal; text is cut between characters. */
+static void test_list_sanitizes(void) {
+  write_file("evil.json", k_evil);
+  ASSERT_EQ_INT(run("--db evil.db import evil.json"), 0);
+  ASSERT_EQ_INT(run_raw("--db evil.db list"), 0);
+  ASSERT_TRUE(strchr(out, 0x1b) == NULL);
+  ASSERT_TRUE(strchr(out, 0x07) == NULL);
+  ASSERT_TRUE(valid_utf8(out));
+  ASSERT_CONTAINS(out, "?[31mEVIL?]0;x?\xc3\xa9\xc3\xa9"); /* replaced, and the name goes on */
+  /* 24 characters shown: 15 before the first e-acute, then 9 of them */
+  ASSERT_CONTAINS(out, "x?\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9 ");
+}
+
+/* Item 7: 1e308 / 1e-300 overflows; JSON gets null, never inf. */
+static void test_list_json_finite(void) {
+  ASSERT_EQ_INT(run_raw("--db evil.db list --json"), 0);
+  ASSERT_TRUE(strstr(out, "inf") == NULL);
+  ASSERT_TRUE(strstr(out, "nan") == NULL);
+  ASSERT_CONTAINS(out, "\"speedup_vs_eager\":null");
+  ASSERT_CONTAINS(out, "\"median_ms\":1e-300");
+  ASSERT_EQ_INT(run_raw("--db evil.db list"), 0);
+  ASSERT_TRUE(strstr(out, "inf") == NULL);
+}
+
+/* Item 8: stdout on a full device is a failure with a message, for every printing command. */
+static void test_write_errors(void) {
+  ASSERT_EQ_INT(run("--db w.db init"), 0);
+  const char *cmds[] = {"--db w.db list", "--db evil.db list", "--db evil.db list --json", "epilogue minsub",
+                        "epilogue minsub --json", "variants --shape 8x8x8", "--help", "--version",
+                        "list --help", "--db w.db init"};
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+    char a[256];
+    snprintf(a, sizeof a, "%s 2>&1 >/dev/full", cmds[i]);
+    int code = run_raw(a);
+    if (code != 1 || !strstr(out, "fusedtune: writing standard output failed"))
+      FT_FAIL_AT_("'%s' with stdout on /dev/full: exit %d, stderr \"%s\"", cmds[i], code, out);
+  }
+}
+
+/* Item 9: no driver at all is named as such, not as an old driver. */
+static void test_no_driver(void) {
+  if (ft_test_have_gpu()) return;
+  void *h = dlopen("libcuda.so.1", RTLD_LAZY);
+  if (h) {
+    dlclose(h);
+    fprintf(stderr, "note: libcuda.so.1 loads here (a driver without a GPU); no-driver checks skipped\n");
+    return;
+  }
+  const char *cmds[] = {"--db nd.db tune --shape 64x64x64 --epilogue none", "devices",
+                        "--db w.db bench --shape 64x64x64 --epilogue none"};
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+    int code = run(cmds[i]);
+    if (code != 1 || !strstr(out, "no NVIDIA driver found") || strstr(out, "insufficient"))
+      FT_FAIL_AT_("'%s': exit %d: %s", cmds[i], code, out);
+  }
+  /* ft_lookup on an empty database: FT_ERR_NO_DEVICE, documented (the fingerprint is the key) */
+  char path[600];
+  snprintf(path, sizeof path, "%s/lookup.db", dir);
+  ft_ctx *ctx = NULL;
+  ASSERT_EQ_INT(ft_open(path, FT_OPEN_CREATE, &ctx), FT_OK);
+  ft_problem p = {0};
+  p.m = p.n = p.k = 64;
+  p.epilogue = "none";
+  ft_config cfg;
+  ASSERT_EQ_INT(ft_lookup(ctx, &p, 0, &cfg), FT_ERR_NO_DEVICE);
+  ASSERT_CONTAINS(ft_errmsg(ctx), "no NVIDIA driver found");
+  ASSERT_TRUE(strstr(ft_errmsg(ctx), "insufficient") == NULL);
+  ft_close(ctx);
+}
+
+/* Item 10: --db after the command, epilogue's prefix, a 6 KB path, options given twice. */
+static void test_small_messages(void) {
+  ASSERT_EQ_INT(run("list --db w.db"), 2);
+  ASSERT_CONTAINS(out, "--db is a global option: it goes before the command");
+  ASSERT_EQ_INT(run("tune --shape 8x8x8 --db=w.db"), 2);
+  ASSERT_CONTAINS(out, "goes before the command");
+  ASSERT_EQ_INT(run("epilogue 'sigmod(x)'"), 2);
+  ASSERT_TRUE(strncmp(out, "fusedtune: epilogue: ", 21) == 0);
+
+  /* 3000 two-byte characters: the message keeps its head and its end, whole characters only */
+  char args[8192] = "--db '";
+  size_t n = strlen(args);
+  for (int i = 0; i < 3000; i++) args[n++] = (char)0xc3, args[n++] = (char)0xa9;
+  snprintf(args + n, sizeof args - n, "/end.db' list");
+  ASSERT_EQ_INT(run(args), 1);
+  ASSERT_TRUE(valid_utf8(out));
+  ASSERT_CONTAINS(out, "...");
+  ASSERT_CONTAINS(out, "/end.db");
+  ASSERT_TRUE(strlen(out) < 2100);
+
+  const char *twice[] = {"tune --shape 8x8x8 --shape 16x16x16", "tune --shape 8x8x8 --budget 1 --budget=2",
+                         "variants --shape 8x8x8 --math fp32 --math=fp16", "--db a.db --db b.db list",
+                         "--db w.db list --json --json", "epilogue minsub --json --json", "devices --json --json"};
+  for (size_t i = 0; i < sizeof twice / sizeof twice[0]; i++) {
+    int code = run(twice[i]);
+    if (code != 2 || !strstr(out, "given twice")) FT_FAIL_AT_("'%s': exit %d: %s", twice[i], code, out);
+  }
+  ASSERT_EQ_INT(run("--help"), 0);
+  ASSERT_CONTAINS(out, "a repeated option is a usage error");
+}
+
+/* Item 11: `variants --compile` on a terminal shows progress on stderr; stop at the first line. */
+static void test_compile_progress(void) {
+  int master = -1;
+  pid_t pid = forkpty(&master, NULL, NULL, NULL);
+  if (pid < 0) {
+    fprintf(stderr, "note: no pseudo-terminal here; progress check skipped\n");
+    return;
+  }
+  if (pid == 0) {
+    if (chdir(dir) != 0) _exit(120);
+    execl(cli, cli, "variants", "--shape", "8x8x8", "--compile", (char *)NULL);
+    _exit(121);
+  }
+  char buf[4096];
+  size_t got = 0;
+  int seen = 0;
+  while (got < sizeof buf - 1) {
+    ssize_t r = read(master, buf + got, sizeof buf - 1 - got);
+    if (r <= 0) break;
+    got += (size_t)r;
+    buf[got] = 0;
+    if (strstr(buf, "compiling 1/")) {
+      seen = 1;
+      break;
+    }
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+  close(master);
+  buf[got] = 0;
+  if (!seen) FT_FAIL_AT_("no progress on the terminal: \"%s\"", buf);
+}
+
+int main(void) {
+  cli = getenv("FT_CLI");
+  const char *tmp = getenv("FT_TEST_TMP");
+  if (!cli) RETURN_FAIL("FT_CLI is not set (run through ctest)");
+  snprintf(dir, sizeof dir, "%s/hardening_cli_%ld", tmp ? tmp : "/tmp", (long)getpid());
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", dir, dir);
+  if (system(cmd) != 0) RETURN_FAIL("cannot make the scratch folder %s", dir);
+  test_list_sanitizes();
+  test_list_json_finite();
+  test_write_errors();
+  test_no_driver();
+  test_small_messages();
+  test_compile_progress();
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (!ft_test_failures && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+  return FT_TEST_DONE();
+}
