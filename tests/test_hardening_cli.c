@@ -19,7 +19,11 @@ static char out[1 << 16];
  * shell's stdout received. */
 static int run_raw(const char *args) {
   char cmd[16384];
-  snprintf(cmd, sizeof cmd, "cd '%s' && env -u FUSEDTUNE_DB '%s' %s", dir, cli, args);
+  const int w = snprintf(cmd, sizeof cmd, "cd '%s' && env -u FUSEDTUNE_DB '%s' %s", dir, cli, args);
+  if (w < 0 || (size_t)w >= sizeof cmd) {
+    FT_FAIL_AT_("command too long (%d bytes)", w);
+    return -1;
+  }
   FILE *p = popen(cmd, "r");
   if (!p) return -1;
   size_t n = fread(out, 1, sizeof out - 1, p);
