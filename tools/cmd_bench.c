@@ -12,10 +12,15 @@ static int parse_bench_args(int argc, char **argv, const char **shape, const cha
   opt_iter it = {argc, argv, 0, "bench"};
   const char *a;
   int pos;
+  static const char *const names[] = {"--shape", "--epilogue", "--math", "--repeats"};
+  unsigned seen = 0;
   while ((a = opt_next(&it, &pos))) {
     size_t nl = strcspn(a, "=");
     long l;
     if (pos) return usage_error("bench", "unexpected argument '%s'", a);
+    for (unsigned j = 0; j < sizeof names / sizeof names[0]; j++)
+      if (nl == strlen(names[j]) && !strncmp(a, names[j], nl) && opt_once("bench", &seen, 1u << j, a, nl))
+        return EXIT_USAGE;
     if (nl == 7 && !strncmp(a, "--shape", 7)) {
       if (!(*shape = opt_value(&it, a))) return EXIT_USAGE;
     } else if (nl == 10 && !strncmp(a, "--epilogue", 10)) {

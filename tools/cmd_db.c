@@ -136,9 +136,15 @@ int cmd_query(cli *c, int argc, char **argv) {
   opt_iter it = {argc, argv, 0, "query"};
   const char *a;
   int pos;
+  static const char *const names[] = {"--json", "--nearest", "--shape", "--epilogue", "--device-name", "--math"};
+  unsigned seen = 0;
   while ((a = opt_next(&it, &pos))) {
     const char **dst = NULL;
     if (pos) return usage_error("query", "unexpected argument '%s'", a);
+    const size_t nl = strcspn(a, "=");
+    for (unsigned j = 0; j < sizeof names / sizeof names[0]; j++)
+      if (nl == strlen(names[j]) && !strncmp(a, names[j], nl) && opt_once("query", &seen, 1u << j, a, nl))
+        return EXIT_USAGE;
     if (!strcmp(a, "--json") || !strcmp(a, "--nearest")) {
       if (a[2] == 'j') json = 1;
       else flags |= FT_LOOKUP_NEAREST;
