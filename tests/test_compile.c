@@ -1,15 +1,20 @@
-/* NVRTC (no GPU needed): every enumerated variant of the seed and a ragged shape compiles for
- * sm_90, a broken source fails with a log, and ptxas resource usage of the leading variants. */
+/* NVRTC (no GPU needed): the enumerated variants of the seed and a ragged shape compile for
+ * sm_90 (a sample by default, every one with --sweep: tests/compile_sample.h), a broken source
+ * fails with a log, and ptxas resource usage of the leading variants and of the warp-tiled
+ * tile configurations (every third by default, all with --sweep). */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 
 #include <time.h>
 
 #include "codegen.h"
 #include "compile.h"
+#include "compile_sample.h"
 #include "family.h"
 #include "ft_test.h"
 
 #define ARCH "sm_90"
+#define SAMPLE_STRIDE 12     /* the default run's: every 12th variant of a family and split kind */
+#define WARP_SAMPLE_STRIDE 3 /* ... and every 3rd warp-tiled tile configuration's ptxas usage */
 
 typedef struct shape {
   const char *name, *epilogue;
@@ -52,8 +57,9 @@ static void seen_add(seen *s, const char *h) {
   memcpy(s->h[s->n++], h, 17);
 }
 
-/* Sources of every GEMM and epilogue-pass variant of sh plus its eager steps; returns the count. */
-static int make_sources(const shape *sh, const ft_device_limits *lim, ft_kernel_src **out) {
+/* Sources of the GEMM and epilogue-pass variants of sh that ft_sample_pick keeps at stride,
+ * plus its eager steps; returns the count. */
+static int make_sources(const shape *sh, const ft_device_limits *lim, int stride, ft_kernel_src **out) {
   ft_err e;
   ft_epilogue *ep = NULL;
   if (ft_ep_parse(sh->epilogue, &ep, &e) != FT_OK) {
@@ -67,8 +73,13 @@ static int make_sources(const shape *sh, const ft_device_limits *lim, ft_kernel_
   ft_ep_eager plan;
   ASSERT_OK(ft_ep_eager_plan(ep, &plan, &e));
   ft_kernel_src *src = calloc((size_t)(ng + np + plan.nsteps), sizeof *src);
+  unsigned char *keep = calloc((size_t)(ng + np) + 1, 1);
+  ASSERT_TRUE(src && keep);
+  const int kg = keep ? ft_sample_pick(g, ng, stride, keep) : 0;
+  const int kp = keep ? ft_sample_pick(p, np, stride, keep + ng) : 0;
   int n = 0;
-  for (int i = 0; src && i < ng + np; i++) {
+  for (int i = 0; src && keep && i < ng + np; i++) {
+    if (!keep[i]) continue;
     const ft_variant *v = i < ng ? &g[i] : &p[i - ng];
     if (ft_codegen_variant(v, ep, &src[n], &e) == FT_OK)
       n++;
@@ -81,8 +92,9 @@ static int make_sources(const shape *sh, const ft_device_limits *lim, ft_kernel_
     else
       FT_FAIL_AT_("codegen step: %s", e.msg);
   }
-  printf("%-9s %lldx%lldx%lld: %d gemm + %d epilogue-pass variants + %d eager steps\n", sh->name,
-         (long long)sh->m, (long long)sh->n, (long long)sh->k, ng, np, plan.nsteps);
+  printf("%-9s %lldx%lldx%lld: %d of %d gemm + %d of %d epilogue-pass variants + %d eager steps\n", sh->name,
+         (long long)sh->m, (long long)sh->n, (long long)sh->k, kg, ng, kp, np, plan.nsteps);
+  free(keep);
   free(g);
   free(p);
   ft_ep_free(ep);
@@ -90,9 +102,9 @@ static int make_sources(const shape *sh, const ft_device_limits *lim, ft_kernel_
   return n;
 }
 
-static void compile_shape(const shape *sh, const ft_device_limits *lim, seen *done, int *total) {
+static void compile_shape(const shape *sh, const ft_device_limits *lim, int stride, seen *done, int *total) {
   ft_kernel_src *src = NULL;
-  const int n = make_sources(sh, lim, &src);
+  const int n = make_sources(sh, lim, stride, &src);
   ft_compile_job *jobs = calloc((size_t)n + 1, sizeof *jobs);
   int nj = 0;
   for (int i = 0; jobs && i < n; i++) {
@@ -189,15 +201,15 @@ static void check_usage(const ft_variant *v, const shape *sh, const char *name, 
                 u->spill_loads, u->stack, u->regs);
 }
 
-/* Every warp-tiled (fp32_warp) tile configuration minsub enumerates (split-K and swizzle aside,
- * with and without stream-K) passes check_usage: their register model sets __launch_bounds__
- * close to the limit. */
-static void check_warp_spills(const ft_device_limits *lim) {
+/* Every stride-th (all with stride 1) warp-tiled (fp32_warp) tile configuration minsub
+ * enumerates (split-K and swizzle aside, with and without stream-K), in enumeration order,
+ * passes check_usage: their register model sets __launch_bounds__ close to the limit. */
+static void check_warp_spills(const ft_device_limits *lim, int stride) {
   const shape *sh = &k_shapes[0];
   ft_err e;
   ft_epilogue *ep = NULL;
   ft_variant *g = NULL;
-  int ng = 0, checked = 0;
+  int ng = 0, checked = 0, configs = 0;
   ASSERT_OK(ft_ep_parse(sh->epilogue, &ep, &e));
   ASSERT_OK(ft_space_enumerate(FT_VK_GEMM, sh->m, sh->n, sh->k, lim, &g, &ng, &e));
   const ft_family *warp = ft_family_named("fp32_warp");
@@ -208,7 +220,7 @@ static void check_warp_spills(const ft_device_limits *lim) {
       seen = ft_family_of(&g[j]) == warp && g[j].bm == g[i].bm && g[j].bn == g[i].bn && g[j].bk == g[i].bk &&
              g[j].tm == g[i].tm && g[j].tn == g[i].tn && g[j].stages == g[i].stages && g[j].vec == g[i].vec &&
              (g[j].streamk > 0) == (g[i].streamk > 0);
-    if (seen) continue;
+    if (seen || configs++ % stride != 0) continue;
     ft_kernel_src k;
     ft_kernel_usage u;
     char name[128];
@@ -219,7 +231,7 @@ static void check_warp_spills(const ft_device_limits *lim) {
     checked++;
     ft_kernel_src_free(&k);
   }
-  printf("warp-tiled tile configurations of %s checked for spills: %d\n", sh->name, checked);
+  printf("warp-tiled tile configurations of %s checked for spills: %d of %d\n", sh->name, checked, configs);
   ASSERT_TRUE(checked > 0);
   free(g);
   ft_ep_free(ep);
@@ -256,7 +268,8 @@ static void report_usage(const ft_device_limits *lim) {
   }
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  const int stride = ft_sample_stride(argc, argv, SAMPLE_STRIDE);
   ft_device_limits lim;
   ft_err e;
   if (ft_limits_for_arch(ARCH, &lim, &e) != FT_OK) {
@@ -267,12 +280,13 @@ int main(void) {
   test_bad_source();
   test_dedupe(&lim);
   report_usage(&lim);
-  check_warp_spills(&lim);
+  check_warp_spills(&lim, stride > 1 ? WARP_SAMPLE_STRIDE : 1);
   seen done = {0};
   int total = 0;
   const double t0 = now_s();
-  for (size_t i = 0; i < sizeof k_shapes / sizeof k_shapes[0]; i++) compile_shape(&k_shapes[i], &lim, &done, &total);
-  printf("all shapes: %d sources compiled in %.1f s\n", total, now_s() - t0);
+  for (size_t i = 0; i < sizeof k_shapes / sizeof k_shapes[0]; i++)
+    compile_shape(&k_shapes[i], &lim, stride, &done, &total);
+  printf("all shapes (%s): %d sources compiled in %.1f s\n", stride > 1 ? "sample" : "sweep", total, now_s() - t0);
   free(done.h);
   return FT_TEST_DONE();
 }

@@ -1,5 +1,6 @@
-/* The tensor-core family without a GPU: every variant it enumerates for both seed shapes, in
- * tf32, bf16 and fp16, with the three test epilogues, compiles with NVRTC for sm_90a, and
+/* The tensor-core family without a GPU: the variants it enumerates for the seed shapes and a
+ * ragged one, in tf32, bf16 and fp16, with the three test epilogues (a sample by default, every
+ * one with --sweep: tests/compile_sample.h), compile with NVRTC for sm_90a, and
  * ptxas reports no spill, no stack and no serialized wgmma (those would reject it), and no more
  * registers than its __launch_bounds__ cap; plus the rejection rule on logs, and the family's
  * validity rules. */
@@ -9,6 +10,7 @@
 
 #include "codegen.h"
 #include "compile.h"
+#include "compile_sample.h"
 #include "family.h"
 #include "ft_test.h"
 
@@ -23,6 +25,7 @@ static const shape k_shapes[] = {
     {"x + 2*sigmoid(x)", 127, 1000, 1000}, /* ragged M and N */
 };
 static const ft_math k_modes[] = {FT_MATH_TF32, FT_MATH_BF16, FT_MATH_FP16};
+#define SAMPLE_STRIDE 3 /* the default run's: every 3rd variant of a shape and mode */
 
 static double now_s(void) {
   struct timespec t;
@@ -36,7 +39,7 @@ static int used_regs(const char *log) {
   return u ? atoi(u + 5) : -1;
 }
 
-static void compile_mode(const shape *sh, ft_math math, const ft_device_limits *lim, int *total) {
+static void compile_mode(const shape *sh, ft_math math, const ft_device_limits *lim, int stride, int *total) {
   ft_err e;
   ft_epilogue *ep = NULL;
   ASSERT_OK(ft_ep_parse(sh->epilogue, &ep, &e));
@@ -44,8 +47,16 @@ static void compile_mode(const shape *sh, ft_math math, const ft_device_limits *
   int n = 0;
   ASSERT_OK(ft_space_enumerate_math(FT_VK_GEMM, sh->m, sh->n, sh->k, math, lim, &v, &n, &e));
   ASSERT_TRUE(n >= 4);
-  ft_kernel_src *src = calloc((size_t)n, sizeof *src);
-  ft_compile_job *jobs = calloc((size_t)n, sizeof *jobs);
+  const int all = n;
+  unsigned char *keep = calloc((size_t)all, 1);
+  ASSERT_TRUE(keep != NULL);
+  if (keep) ft_sample_pick(v, all, stride, keep);
+  n = 0;
+  for (int i = 0; keep && i < all; i++)
+    if (keep[i]) v[n++] = v[i]; /* the kept ones, in their order */
+  free(keep);
+  ft_kernel_src *src = calloc((size_t)n + 1, sizeof *src);
+  ft_compile_job *jobs = calloc((size_t)n + 1, sizeof *jobs);
   ASSERT_TRUE(src && jobs);
   const ft_family *tc = ft_family_named("tc");
   for (int i = 0; src && jobs && i < n; i++) {
@@ -69,8 +80,8 @@ static void compile_mode(const shape *sh, ft_math math, const ft_device_limits *
     ft_compile_job_clear(&jobs[i]);
     ft_kernel_src_free(&src[i]);
   }
-  printf("%-18s %lldx%lldx%lld %s: %d variants compiled for sm_90a in %.1f s\n", sh->epilogue, (long long)sh->m,
-         (long long)sh->n, (long long)sh->k, ft_math_name(math), n, now_s() - t0);
+  printf("%-18s %lldx%lldx%lld %s: %d of %d variants compiled for sm_90a in %.1f s\n", sh->epilogue,
+         (long long)sh->m, (long long)sh->n, (long long)sh->k, ft_math_name(math), n, all, now_s() - t0);
   *total += n;
   free(src);
   free(jobs);
@@ -146,7 +157,8 @@ static void test_validity(const ft_device_limits *lim) {
   ASSERT_EQ_STR(name, "tc_bm128_bn128_bk64_s6_c1_z8_p132_bf16");
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  const int stride = ft_sample_stride(argc, argv, SAMPLE_STRIDE);
   ft_device_limits lim;
   ft_err e;
   if (ft_limits_for_arch("sm_90", &lim, &e) != FT_OK) RETURN_FAIL(e.msg);
@@ -155,7 +167,7 @@ int main(void) {
   int total = 0;
   const double t0 = now_s();
   for (size_t s = 0; s < sizeof k_shapes / sizeof k_shapes[0]; s++)
-    for (size_t m = 0; m < sizeof k_modes / sizeof k_modes[0]; m++) compile_mode(&k_shapes[s], k_modes[m], &lim, &total);
-  printf("%d tensor-core variants compiled in %.1f s\n", total, now_s() - t0);
+    for (size_t m = 0; m < sizeof k_modes / sizeof k_modes[0]; m++) compile_mode(&k_shapes[s], k_modes[m], &lim, stride, &total);
+  printf("%d tensor-core variants compiled (%s) in %.1f s\n", total, stride > 1 ? "sample" : "sweep", now_s() - t0);
   return FT_TEST_DONE();
 }

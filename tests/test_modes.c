@@ -1,6 +1,7 @@
 /* Math modes without a GPU: the host's float <-> bf16 / fp16 conversions (round to nearest even,
- * NaN, Inf, overflow, subnormals), the tolerance rule, and NVRTC compiles (sm_90) of every
- * enumerated epilogue-pass variant and eager step of the seed shapes in every mode but fp32
+ * NaN, Inf, overflow, subnormals), the tolerance rule, and NVRTC compiles (sm_90) of the
+ * enumerated epilogue-pass variants (a sample by default, every one with --sweep:
+ * tests/compile_sample.h) and every eager step of the seed shapes in every mode but fp32
  * (test_compile covers fp32). */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 
@@ -8,11 +9,13 @@
 
 #include "codegen.h"
 #include "compile.h"
+#include "compile_sample.h"
 #include "family.h"
 #include "ft_test.h"
 #include "verify.h"
 
 #define ARCH "sm_90"
+#define SAMPLE_STRIDE 4 /* the default run's: every 4th epilogue-pass variant of a shape */
 
 static uint32_t bits(float f) {
   uint32_t u;
@@ -142,8 +145,9 @@ static void test_tolerance(void) {
   ASSERT_NEAR(ft_tolerance_rule(FT_MATH_FP16, -1), 0x1.0p-11, 0);
 }
 
-/* Every epilogue-pass variant and eager step of the seed shapes, in mode math, compiles. */
-static int compile_mode(ft_math math, const ft_device_limits *lim) {
+/* The epilogue-pass variants ft_sample_pick keeps at stride and every eager step of the seed
+ * shapes, in mode math, compile; returns how many sources. */
+static int compile_mode(ft_math math, const ft_device_limits *lim, int stride) {
   static const struct {
     const char *epilogue;
     int64_t m, n, k;
@@ -165,8 +169,13 @@ static int compile_mode(ft_math math, const ft_device_limits *lim) {
     }
     ASSERT_OK(ft_space_enumerate_math(FT_VK_EPILOGUE, shapes[s].m, shapes[s].n, shapes[s].k, math, lim, &p, &np, &e));
     ASSERT_TRUE(np > 0);
-    for (int i = 0; i < np && n < 512; i++) {
+    unsigned char keep[512];
+    ASSERT_TRUE(np <= 512);
+    const int nk = np < 512 ? np : 512;
+    ft_sample_pick(p, nk, stride, keep);
+    for (int i = 0; i < nk && n < 512; i++) {
       ASSERT_EQ_INT(p[i].math, math);
+      if (!keep[i]) continue;
       if (ft_codegen_variant(&p[i], ep, &src[n], &e) == FT_OK) n++;
       else FT_FAIL_AT_("codegen: %s", e.msg);
     }
@@ -220,7 +229,8 @@ static double now_s(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  const int stride = ft_sample_stride(argc, argv, SAMPLE_STRIDE);
   test_conversions();
   test_tolerance();
   test_alignment();
@@ -230,9 +240,9 @@ int main(void) {
   const ft_math modes[] = {FT_MATH_TF32, FT_MATH_BF16, FT_MATH_FP16};
   for (int i = 0; i < 3; i++) {
     const double t0 = now_s();
-    const int n = compile_mode(modes[i], &lim);
-    printf("%s: %d epilogue-pass and eager-step sources compiled in %.1f s\n", ft_math_name(modes[i]), n,
-           now_s() - t0);
+    const int n = compile_mode(modes[i], &lim, stride);
+    printf("%s: %d epilogue-pass and eager-step sources compiled (%s) in %.1f s\n", ft_math_name(modes[i]), n,
+           stride > 1 ? "sample" : "sweep", now_s() - t0);
   }
   return FT_TEST_DONE();
 }
