@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include "db_import.h"
+#include "epilogue.h"
 #include "fusedtune_tool.h"
+#include "space.h"
 
 /* Records as validated from the file; strings point into the JSON document. */
 typedef struct imp_device {
@@ -175,6 +177,19 @@ static ft_status ref_error(ft_err *err, const char *section, size_t i, const cha
   return ft__imp_bad(err, where, "%s", what);
 }
 
+#define STRATEGY_TEXT_(name, text) " " text
+#define MATH_TEXT_(name, value, text) " " text
+static const char k_strategies[] = FT_STRATEGY_MAP(STRATEGY_TEXT_);
+static const char k_maths[] = FT_MATH_MAP(MATH_TEXT_);
+
+/* "import: SECTION[i].FIELD: unknown WHAT "value" (one of: LIST)". */
+static ft_status bad_name(ft_err *err, const char *section, size_t i, const char *field,
+                          const char *what, const char *value, const char *list) {
+  char msg[256];
+  snprintf(msg, sizeof msg, "unknown %s \"%.40s\" (one of:%s)", what, value, list);
+  return ref_error(err, section, i, field, msg);
+}
+
 static ft_status resolve_results(import_set *s, ft_err *err) {
   for (size_t i = 0; i < s->n_results; i++) {
     imp_result *r = &s->results[i];
@@ -182,6 +197,8 @@ static ft_status resolve_results(import_set *s, ft_err *err) {
     if (!ft_result_status_from_name(r->status, &st) || st == FT_RESULT_UNAVAILABLE)
       return ref_error(err, "results", i, "status",
                        "expected one of ok, compile_error, wrong_result, launch_error, timeout");
+    if (!ft_strategy_from_name(r->strategy, NULL))
+      return bad_name(err, "results", i, "strategy", "strategy", r->strategy, k_strategies);
     if (!(r->dev = find_device(s, r->device)))
       return ref_error(err, "results", i, "device", "no device with this fingerprint in devices");
     if (!(r->prob = find_problem(s, &r->problem)))
@@ -234,6 +251,40 @@ static ft_status resolve(import_set *s, ft_err *err) {
   return decode_cubins(s, err);
 }
 
+/* "import: WHERE: " and the message the library's own check left in err. */
+static ft_status rewrap(ft_err *err, const char *section, size_t i, const char *field) {
+  char where[80], detail[sizeof err->msg];
+  snprintf(where, sizeof where, field ? "%s[%zu].%s" : "%s[%zu]", section, i, field ? field : "");
+  snprintf(detail, sizeof detail, "%s", err->msg);
+  return ft__imp_bad(err, where, "%.1800s", detail);
+}
+
+/* Each problem passes the checks a tuned problem passes: the kernels' shape limits
+ * (ft_check_shape), a known layout and math mode, and an epilogue that parses to the stored
+ * canonical text and hash. Results and best refer to these problems by key, so they are
+ * checked with them. */
+static ft_status check_problems(const import_set *s, ft_err *err) {
+  for (size_t i = 0; i < s->n_problems; i++) {
+    const imp_problem *p = &s->problems[i];
+    if (ft_check_shape(p->key.m, p->key.n, p->key.k, err) != FT_OK)
+      return rewrap(err, "problems", i, NULL);
+    if (strcmp(p->key.layout, FT_DB_LAYOUT) != 0)
+      return bad_name(err, "problems", i, "layout", "layout", p->key.layout, " " FT_DB_LAYOUT);
+    if (!ft_math_from_name(p->key.math, NULL))
+      return bad_name(err, "problems", i, "math", "math mode", p->key.math, k_maths);
+    ft_epilogue *ep = NULL;
+    if (ft_ep_parse(p->epilogue, &ep, err) != FT_OK) return rewrap(err, "problems", i, "epilogue");
+    ft_status st = FT_OK;
+    if (strcmp(ft_ep_canonical(ep), p->epilogue) != 0)
+      st = ref_error(err, "problems", i, "epilogue", "not in canonical form (fusedtune epilogue shows it)");
+    else if (strcmp(ft_ep_hash(ep), p->key.epilogue_hash) != 0)
+      st = ref_error(err, "problems", i, "epilogue_hash", "does not match the epilogue");
+    ft_ep_free(ep);
+    FT_TRY(st);
+  }
+  return FT_OK;
+}
+
 static ft_status read_header(const ft_json *root, ft_err *err) {
   static const char *const known[] = {"format", "version", "devices", "problems",
                                       "runs",   "results", "best",    "cubins"};
@@ -274,6 +325,7 @@ static ft_status validate(const ft_json *root, import_set *s, ft_err *err) {
   void *p;
   READ("devices", 0, k_device_fields, imp_device, devices);
   READ("problems", 0, k_problem_fields, imp_problem, problems);
+  FT_TRY(check_problems(s, err));
   READ("runs", 0, k_run_fields, imp_run, runs);
   READ("results", 0, k_result_fields, imp_result, results);
   size_t n_best;
