@@ -341,7 +341,7 @@ static ft_status validate(const ft_json *root, import_set *s, ft_err *err) {
  * Import: merge */
 
 enum {
-  M_DEV_INS, M_DEV_ID, M_PROB_INS, M_PROB_ID, M_RUN_INS, M_RUN_ID, M_RES_INS, M_CUBIN_INS, M_N
+  M_DEV_INS, M_DEV_ID, M_PROB_INS, M_PROB_ID, M_RUN_INS, M_RUN_ID, M_RES_INS, M_N
 };
 
 /* Every column a parameter, so the file's times and versions are kept; rows already present
@@ -354,7 +354,6 @@ static const char *const k_merge_sql[M_N] = {
     [M_RUN_INS] = FT_DB_INSERT_ALL(runs, FT_RUN_COLUMNS) " ON CONFLICT DO NOTHING",
     [M_RUN_ID] = "SELECT id FROM runs WHERE uuid = ?1",
     [M_RES_INS] = FT_DB_INSERT_ALL(results, FT_RESULT_COLUMNS) " ON CONFLICT DO NOTHING",
-    [M_CUBIN_INS] = FT_DB_INSERT_ALL(cubins, FT_CUBIN_COLUMNS) " ON CONFLICT DO NOTHING",
 };
 
 typedef struct merger {
@@ -453,23 +452,14 @@ static ft_status merge_result(merger *m, const imp_result *r) {
   return run_insert(m, M_RES_INS, &m->stats->results, doing);
 }
 
-static ft_status merge_cubin(merger *m, const imp_cubin *c) {
-  static const char doing[] = "importing a cubin";
-  sqlite3_stmt *st = m->st[M_CUBIN_INS];
-  FT_TRY(bind_fields(m, st, k_cubin_fields, NF(k_cubin_fields), c, doing));
-  /* A zero-length blob must still be a BLOB, not NULL, for the NOT NULL column. */
-  const void *data = c->n_bytes ? (const void *)c->bytes : "";
-  FT_TRY(bound(m, sqlite3_bind_blob64(st, FT_COL(cubins, data), data, c->n_bytes, SQLITE_STATIC),
-               doing));
-  return run_insert(m, M_CUBIN_INS, &m->stats->cubins, doing);
-}
-
 static ft_status merge_all(merger *m, import_set *s) {
   for (size_t i = 0; i < s->n_devices; i++) FT_TRY(merge_device(m, &s->devices[i]));
   for (size_t i = 0; i < s->n_problems; i++) FT_TRY(merge_problem(m, &s->problems[i]));
   for (size_t i = 0; i < s->n_runs; i++) FT_TRY(merge_run(m, &s->runs[i]));
   for (size_t i = 0; i < s->n_results; i++) FT_TRY(merge_result(m, &s->results[i]));
-  for (size_t i = 0; i < s->n_cubins; i++) FT_TRY(merge_cubin(m, &s->cubins[i]));
+  /* Imported cubins are checked and then dropped: GPU code from a file is never stored, so
+   * never loaded; plans compile their kernels here from the source the hash names
+   * (docs/FORMAT.md). */
   return FT_OK;
 }
 

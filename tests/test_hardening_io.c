@@ -340,7 +340,7 @@ int main(void) {
   ft_ep_free(ep);
   test_export_out();
   test_import_inputs();
-  (void)test_import_cubins;
+  test_import_cubins();
   test_import_values();
   (void)test_concurrent_imports;
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

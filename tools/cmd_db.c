@@ -259,6 +259,7 @@ int cmd_export(cli *c, int argc, char **argv) {
                  "usage: fusedtune [--db PATH] export [--format json|csv] [--out FILE] [--with-cubins]\n"
                  "Writes the whole database (devices, problems, runs, results, best) to stdout or FILE.\n"
                  "JSON is lossless and can be imported elsewhere; CSV is one row per result. See docs/FORMAT.md.\n"
+                 "--with-cubins adds the compiled kernels, for inspection: import ignores them.\n"
                  "FILE is replaced only when the export is complete, keeping its mode; a FILE that is not a\n"
                  "regular file (a device, FIFO, symbolic link) or is the database itself is refused.\n"))
     return 0;
@@ -311,14 +312,17 @@ int cmd_import(cli *c, int argc, char **argv) {
                  "usage: fusedtune [--db PATH] import FILE\n"
                  "Merges a JSON export (from 'fusedtune export') into the database: importing twice is the same\n"
                  "as once; every measurement is kept and best is recomputed. A malformed file is rejected whole,\n"
-                 "naming the place that is wrong, and the database is left unchanged.\n"))
+                 "naming the place that is wrong, and the database is left unchanged. Cubins in the file are\n"
+                 "checked and ignored: GPU code is never imported, kernels are compiled here (docs/FORMAT.md).\n"
+                 "FILE must be a regular file of at most 1 GiB.\n"))
     return 0;
   if (argc != 1) return usage_error("import", argc ? "exactly one FILE expected" : "FILE is required");
   const char *path = cli_db_path(c);
   int existed = access(path, F_OK) == 0;
   ft_ctx *ctx = NULL;
   ft_status st = ft_open(path, FT_OPEN_CREATE, &ctx);
-  if (st == FT_OK) st = ft_import_file(ctx, argv[0], NULL);
+  ft_import_counts counts = {0};
+  if (st == FT_OK) st = ft_import_file(ctx, argv[0], &counts);
   char msg[2048];
   snprintf(msg, sizeof msg, "%s", ft_errmsg(ctx));
   ft_close(ctx);
@@ -328,5 +332,8 @@ int cmd_import(cli *c, int argc, char **argv) {
   }
   if (st != FT_OK) return fail_status(st, msg);
   printf("imported %s into %s\n", argv[0], cli_db_path(c));
+  if (counts.cubins_in > 0)
+    printf("%lld cubin%s ignored: GPU code is never imported, kernels are compiled here from their source\n",
+           (long long)counts.cubins_in, counts.cubins_in == 1 ? "" : "s");
   return 0;
 }
