@@ -1,5 +1,5 @@
 /* Import (JSON): the whole file is read and checked into memory first (db_import_read.c), its
- * references and duplicates resolved, then merged in one transaction: a bad file changes
+ * references and duplicates resolved, then merged in batches of results: a bad file changes
  * nothing, importing twice is importing once. Records, field tables and inserts all come from
  * db_columns.h. */
 #include <inttypes.h>
@@ -452,27 +452,62 @@ static ft_status merge_result(merger *m, const imp_result *r) {
   return run_insert(m, M_RES_INS, &m->stats->results, doing);
 }
 
-static ft_status merge_all(merger *m, import_set *s) {
-  for (size_t i = 0; i < s->n_devices; i++) FT_TRY(merge_device(m, &s->devices[i]));
-  for (size_t i = 0; i < s->n_problems; i++) FT_TRY(merge_problem(m, &s->problems[i]));
-  for (size_t i = 0; i < s->n_runs; i++) FT_TRY(merge_run(m, &s->runs[i]));
-  for (size_t i = 0; i < s->n_results; i++) FT_TRY(merge_result(m, &s->results[i]));
+/* Results per write transaction: each commit is short (well under a second), so two large
+ * imports, or an import and a tune, take turns within the busy timeout instead of one waiting
+ * for the whole of the other. */
+#define IMPORT_BATCH 2000
+#define IMPORT_WAIT_MS 60000
+
+/* One write transaction: the devices, problems and runs with the first results, or the next
+ * IMPORT_BATCH results from *next. */
+static ft_status merge_batch(merger *m, import_set *s, size_t *next) {
+  /* A batch tool can wait longer for its turn than a tune's single result: several busy
+   * timeouts, up to IMPORT_WAIT_MS. */
+  ft_status st = ft__db_begin_write(m->db, "importing", m->err);
+  for (int waited = FT_DB_BUSY_TIMEOUT_MS; st != FT_OK && waited < IMPORT_WAIT_MS &&
+                                           (sqlite3_extended_errcode(m->db->h) & 0xff) == SQLITE_BUSY;
+       waited += FT_DB_BUSY_TIMEOUT_MS)
+    st = ft__db_begin_write(m->db, "importing", m->err);
+  if (st == FT_OK && *next == 0) {
+    for (size_t i = 0; i < s->n_devices && st == FT_OK; i++) st = merge_device(m, &s->devices[i]);
+    for (size_t i = 0; i < s->n_problems && st == FT_OK; i++) st = merge_problem(m, &s->problems[i]);
+    for (size_t i = 0; i < s->n_runs && st == FT_OK; i++) st = merge_run(m, &s->runs[i]);
+  }
+  size_t end = s->n_results - *next > IMPORT_BATCH ? *next + IMPORT_BATCH : s->n_results;
+  for (size_t i = *next; i < end && st == FT_OK; i++) st = merge_result(m, &s->results[i]);
   /* Imported cubins are checked and then dropped: GPU code from a file is never stored, so
    * never loaded; plans compile their kernels here from the source the hash names
    * (docs/FORMAT.md). */
-  return FT_OK;
+  int busy = st != FT_OK && (sqlite3_extended_errcode(m->db->h) & 0xff) == SQLITE_BUSY;
+  st = ft__db_finish(m->db, st, "importing", m->err);
+  if (st == FT_OK) {
+    *next = end;
+  } else if (busy && m->err) {
+    char detail[sizeof m->err->msg];
+    snprintf(detail, sizeof detail, "%s", m->err->msg);
+    ft__fail(m->err, st,
+             "%.1700s: another process kept the database busy for over %d s; run the import again "
+             "(it adds only what is still missing)",
+             detail, IMPORT_WAIT_MS / 1000);
+  }
+  return st;
 }
 
+/* Merges in batches of results: a failure after the first batch (the database locked or full)
+ * leaves whole batches, which importing the file again completes. Bad input never gets here. */
 static ft_status merge(ft_db *db, import_set *s, ft_import_stats *stats, ft_err *err) {
   merger m = {.db = db, .stats = stats, .err = err};
-  ft_status st = ft__db_begin_write(db, "importing", err);
+  ft_status st = FT_OK;
   for (int i = 0; i < M_N && st == FT_OK; i++) {
     int rc = sqlite3_prepare_v2(db->h, k_merge_sql[i], -1, &m.st[i], NULL);
     if (rc != SQLITE_OK) st = ft__db_error(db, err, rc, "preparing the import");
   }
-  if (st == FT_OK) st = merge_all(&m, s);
+  size_t next = 0;
+  do {
+    if (st == FT_OK) st = merge_batch(&m, s, &next);
+  } while (st == FT_OK && next < s->n_results);
   for (int i = 0; i < M_N; i++) sqlite3_finalize(m.st[i]);
-  return ft__db_finish(db, st, "importing", err);
+  return st;
 }
 
 ft_status ft_db_import_json_stats(ft_db *db, const char *text, size_t len, ft_import_stats *stats,
