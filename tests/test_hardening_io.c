@@ -344,7 +344,7 @@ static void test_import_inputs(void) {
   ASSERT_EQ_INT(lines(R.out), 1);
   /* A FIFO without a writer: refused, not waited on. */
   ASSERT_EQ_INT(mkfifo("in.fifo", 0644), 0);
-  ASSERT_EQ_INT(run("--db z.db import in.fifo"), 1);
+  ASSERT_EQ_INT(sh("timeout 20 \"$FT_CLI\" --db z.db import in.fifo"), 1);
   ASSERT_CONTAINS(R.out, "not a regular file");
   /* A sparse file of 1 GiB + 1 byte: refused from its size, without reading it. */
   int fd = open("huge.json", O_WRONLY | O_CREAT | O_TRUNC, 0644);
