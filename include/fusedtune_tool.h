@@ -73,7 +73,7 @@ FT_API int ft_schema_version(void);
 
 /* Flags of ft_export. */
 #define FT_EXPORT_CSV 0x1u    /* one row per result (default: lossless JSON, see docs/FORMAT.md) */
-#define FT_EXPORT_CUBINS 0x2u /* JSON only: include the cached cubins (base64) */
+#define FT_EXPORT_CUBINS 0x2u /* JSON only: include the cached cubins (base64; import drops them) */
 
 /* Writes the whole database to out (deterministic order, no local row ids). Output already
  * written stays written on failure; the caller owns out and checks its own write errors too.
@@ -81,17 +81,20 @@ FT_API int ft_schema_version(void);
  * FT_ERR_DB, FT_ERR_IO, FT_ERR_NOMEM. */
 FT_API ft_status ft_export(ft_ctx *ctx, FILE *out, unsigned flags);
 
-/* Rows an import added (rows already present are not counted) and rows the file held. */
+/* Rows an import added (rows already present are not counted) and rows the file held. cubins
+ * is always 0: imported cubins are checked, never stored (see ft_import_file). */
 typedef struct ft_import_counts {
   int64_t devices, problems, runs, results, cubins;
   int64_t devices_in, problems_in, runs_in, results_in, cubins_in;
 } ft_import_counts;
 
-/* Merges the JSON export in the file at path (at most 1 GiB) in one transaction: importing twice
- * is the same as once, every measurement is kept. A malformed file is rejected whole, naming the
- * place ("import: results[3].median_ms: expected a number"), the database unchanged. stats may
- * be NULL. Needs a writable ctx.
- * Returns FT_OK, FT_ERR_INVALID_ARG, FT_ERR_IO (unreadable, a directory), FT_ERR_FORMAT,
+/* Merges the JSON export in the regular file at path (at most 1 GiB): importing twice is the
+ * same as once, every measurement is kept. A malformed file is rejected whole, naming the place
+ * ("import: results[3].median_ms: expected a number"), the database unchanged. Its cubins are
+ * checked and dropped, never stored: GPU code is only ever compiled here, from the source its
+ * hash names (docs/FORMAT.md). stats may be NULL. Needs a writable ctx.
+ * Returns FT_OK, FT_ERR_INVALID_ARG, FT_ERR_IO (unreadable, a directory, not a regular file),
+ * FT_ERR_FORMAT,
  * FT_ERR_VERSION (an export of a newer format), FT_ERR_DB, FT_ERR_NOMEM. */
 FT_API ft_status ft_import_file(ft_ctx *ctx, const char *path, ft_import_counts *stats);
 

@@ -1,6 +1,7 @@
 /* The database side of fusedtune_tool.h: export, import, iteration over the stored best entries
  * and lookup of one entry with its device and problem. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -29,7 +30,9 @@ ft_status ft_export(ft_ctx *ctx, FILE *out, unsigned flags) {
   return ft_db_export_json(ft__ctx_db(ctx), out, (flags & FT_EXPORT_CUBINS) != 0, err);
 }
 
-/* The whole file at path, NUL-terminated, malloc'd; NULL with err set on failure. */
+/* The whole file at path, NUL-terminated, malloc'd; NULL with err set on failure. Only a regular
+ * file of at most FT_IMPORT_MAX_BYTES is read, and never more than its size said: a device
+ * (/dev/zero), a FIFO or a file growing under us cannot make the import take unbounded memory. */
 static char *slurp(const char *path, size_t *len, ft_err *err) {
   struct stat sb;
   if (stat(path, &sb) != 0) {
@@ -40,39 +43,41 @@ static char *slurp(const char *path, size_t *len, ft_err *err) {
     ft__fail(err, FT_ERR_IO, "cannot read %s: it is a directory", path);
     return NULL;
   }
+  /* Checked before opening: opening a FIFO would wait for a writer. */
+  if (!S_ISREG(sb.st_mode)) {
+    ft__fail(err, FT_ERR_IO, "cannot import %s: not a regular file (a device, FIFO or socket)", path);
+    return NULL;
+  }
   FILE *f = fopen(path, "rb");
   if (!f) {
     ft__fail(err, FT_ERR_IO, "cannot read %s: %s", path, strerror(errno));
     return NULL;
   }
-  size_t cap = 1 << 16, n = 0;
-  char *buf = malloc(cap + 1);
-  while (buf) {
-    size_t got = fread(buf + n, 1, cap - n, f);
-    n += got;
-    if (got == 0) break;
-    if (n == cap) {
-      if (cap >= FT_IMPORT_MAX_BYTES) {
-        ft__fail(err, FT_ERR_FORMAT, "import: %s is larger than %zu bytes", path, FT_IMPORT_MAX_BYTES);
-        free(buf);
-        fclose(f);
-        return NULL;
-      }
-      cap *= 2;
-      char *nb = realloc(buf, cap + 1);
-      if (!nb) free(buf);
-      buf = nb;
-    }
+  if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) { /* replaced since the stat */
+    fclose(f);
+    ft__fail(err, FT_ERR_IO, "cannot import %s: not a regular file", path);
+    return NULL;
   }
-  int bad = ferror(f);
-  fclose(f);
+  if (sb.st_size < 0 || (uintmax_t)sb.st_size > FT_IMPORT_MAX_BYTES) {
+    fclose(f);
+    ft__fail(err, FT_ERR_FORMAT, "import: %s is %jd bytes, larger than the limit of %zu bytes (1 GiB)",
+             path, (intmax_t)sb.st_size, FT_IMPORT_MAX_BYTES);
+    return NULL;
+  }
+  size_t cap = (size_t)sb.st_size, n = 0;
+  char *buf = malloc(cap + 2); /* one byte more than the size, to notice growth */
   if (!buf) {
+    fclose(f);
     ft__fail(err, FT_ERR_NOMEM, "out of memory reading %s", path);
     return NULL;
   }
-  if (bad) {
+  size_t got;
+  while (n <= cap && (got = fread(buf + n, 1, cap + 1 - n, f)) > 0) n += got;
+  int bad = ferror(f);
+  fclose(f);
+  if (bad || n > cap) {
     free(buf);
-    ft__fail(err, FT_ERR_IO, "error reading %s", path);
+    ft__fail(err, FT_ERR_IO, bad ? "error reading %s" : "import: %s grew while it was read", path);
     return NULL;
   }
   buf[n] = 0;

@@ -51,10 +51,13 @@ ft_status ft_db_upsert_device(ft_db *db, const ft_device_info *dev, int64_t *dev
 ft_status ft_db_find_device(ft_db *db, const char *fingerprint, const char *name,
                             ft_device_info *out, int64_t *device_id, ft_err *err);
 
+/* The one operand layout stored problems have: x row-major, W row-major as nn.Linear keeps it. */
+#define FT_DB_LAYOUT "xrow_wrow"
+
 /* The problem key. */
 typedef struct ft_problem_key {
   int64_t m, n, k;
-  char layout[16];         /* "xrow_wrow" (nn.Linear) */
+  char layout[16];         /* FT_DB_LAYOUT */
   char math[16];           /* ft_math_name: "fp32", "tf32", "bf16", "fp16" */
   char epilogue[4096];     /* canonical epilogue text */
   char epilogue_hash[17];

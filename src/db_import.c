@@ -1,5 +1,5 @@
 /* Import (JSON): the whole file is read and checked into memory first (db_import_read.c), its
- * references and duplicates resolved, then merged in one transaction: a bad file changes
+ * references and duplicates resolved, then merged in batches of results: a bad file changes
  * nothing, importing twice is importing once. Records, field tables and inserts all come from
  * db_columns.h. */
 #include <inttypes.h>
@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include "db_import.h"
+#include "epilogue.h"
 #include "fusedtune_tool.h"
+#include "space.h"
 
 /* Records as validated from the file; strings point into the JSON document. */
 typedef struct imp_device {
@@ -175,6 +177,19 @@ static ft_status ref_error(ft_err *err, const char *section, size_t i, const cha
   return ft__imp_bad(err, where, "%s", what);
 }
 
+#define STRATEGY_TEXT_(name, text) " " text
+#define MATH_TEXT_(name, value, text) " " text
+static const char k_strategies[] = FT_STRATEGY_MAP(STRATEGY_TEXT_);
+static const char k_maths[] = FT_MATH_MAP(MATH_TEXT_);
+
+/* "import: SECTION[i].FIELD: unknown WHAT "value" (one of: LIST)". */
+static ft_status bad_name(ft_err *err, const char *section, size_t i, const char *field,
+                          const char *what, const char *value, const char *list) {
+  char msg[256];
+  snprintf(msg, sizeof msg, "unknown %s \"%.40s\" (one of:%s)", what, value, list);
+  return ref_error(err, section, i, field, msg);
+}
+
 static ft_status resolve_results(import_set *s, ft_err *err) {
   for (size_t i = 0; i < s->n_results; i++) {
     imp_result *r = &s->results[i];
@@ -182,6 +197,8 @@ static ft_status resolve_results(import_set *s, ft_err *err) {
     if (!ft_result_status_from_name(r->status, &st) || st == FT_RESULT_UNAVAILABLE)
       return ref_error(err, "results", i, "status",
                        "expected one of ok, compile_error, wrong_result, launch_error, timeout");
+    if (!ft_strategy_from_name(r->strategy, NULL))
+      return bad_name(err, "results", i, "strategy", "strategy", r->strategy, k_strategies);
     if (!(r->dev = find_device(s, r->device)))
       return ref_error(err, "results", i, "device", "no device with this fingerprint in devices");
     if (!(r->prob = find_problem(s, &r->problem)))
@@ -234,6 +251,40 @@ static ft_status resolve(import_set *s, ft_err *err) {
   return decode_cubins(s, err);
 }
 
+/* "import: WHERE: " and the message the library's own check left in err. */
+static ft_status rewrap(ft_err *err, const char *section, size_t i, const char *field) {
+  char where[80], detail[sizeof err->msg];
+  snprintf(where, sizeof where, field ? "%s[%zu].%s" : "%s[%zu]", section, i, field ? field : "");
+  snprintf(detail, sizeof detail, "%s", err->msg);
+  return ft__imp_bad(err, where, "%.1800s", detail);
+}
+
+/* Each problem passes the checks a tuned problem passes: the kernels' shape limits
+ * (ft_check_shape), a known layout and math mode, and an epilogue that parses to the stored
+ * canonical text and hash. Results and best refer to these problems by key, so they are
+ * checked with them. */
+static ft_status check_problems(const import_set *s, ft_err *err) {
+  for (size_t i = 0; i < s->n_problems; i++) {
+    const imp_problem *p = &s->problems[i];
+    if (ft_check_shape(p->key.m, p->key.n, p->key.k, err) != FT_OK)
+      return rewrap(err, "problems", i, NULL);
+    if (strcmp(p->key.layout, FT_DB_LAYOUT) != 0)
+      return bad_name(err, "problems", i, "layout", "layout", p->key.layout, " " FT_DB_LAYOUT);
+    if (!ft_math_from_name(p->key.math, NULL))
+      return bad_name(err, "problems", i, "math", "math mode", p->key.math, k_maths);
+    ft_epilogue *ep = NULL;
+    if (ft_ep_parse(p->epilogue, &ep, err) != FT_OK) return rewrap(err, "problems", i, "epilogue");
+    ft_status st = FT_OK;
+    if (strcmp(ft_ep_canonical(ep), p->epilogue) != 0)
+      st = ref_error(err, "problems", i, "epilogue", "not in canonical form (fusedtune epilogue shows it)");
+    else if (strcmp(ft_ep_hash(ep), p->key.epilogue_hash) != 0)
+      st = ref_error(err, "problems", i, "epilogue_hash", "does not match the epilogue");
+    ft_ep_free(ep);
+    FT_TRY(st);
+  }
+  return FT_OK;
+}
+
 static ft_status read_header(const ft_json *root, ft_err *err) {
   static const char *const known[] = {"format", "version", "devices", "problems",
                                       "runs",   "results", "best",    "cubins"};
@@ -274,6 +325,7 @@ static ft_status validate(const ft_json *root, import_set *s, ft_err *err) {
   void *p;
   READ("devices", 0, k_device_fields, imp_device, devices);
   READ("problems", 0, k_problem_fields, imp_problem, problems);
+  FT_TRY(check_problems(s, err));
   READ("runs", 0, k_run_fields, imp_run, runs);
   READ("results", 0, k_result_fields, imp_result, results);
   size_t n_best;
@@ -289,7 +341,7 @@ static ft_status validate(const ft_json *root, import_set *s, ft_err *err) {
  * Import: merge */
 
 enum {
-  M_DEV_INS, M_DEV_ID, M_PROB_INS, M_PROB_ID, M_RUN_INS, M_RUN_ID, M_RES_INS, M_CUBIN_INS, M_N
+  M_DEV_INS, M_DEV_ID, M_PROB_INS, M_PROB_ID, M_RUN_INS, M_RUN_ID, M_RES_INS, M_N
 };
 
 /* Every column a parameter, so the file's times and versions are kept; rows already present
@@ -302,7 +354,6 @@ static const char *const k_merge_sql[M_N] = {
     [M_RUN_INS] = FT_DB_INSERT_ALL(runs, FT_RUN_COLUMNS) " ON CONFLICT DO NOTHING",
     [M_RUN_ID] = "SELECT id FROM runs WHERE uuid = ?1",
     [M_RES_INS] = FT_DB_INSERT_ALL(results, FT_RESULT_COLUMNS) " ON CONFLICT DO NOTHING",
-    [M_CUBIN_INS] = FT_DB_INSERT_ALL(cubins, FT_CUBIN_COLUMNS) " ON CONFLICT DO NOTHING",
 };
 
 typedef struct merger {
@@ -401,36 +452,62 @@ static ft_status merge_result(merger *m, const imp_result *r) {
   return run_insert(m, M_RES_INS, &m->stats->results, doing);
 }
 
-static ft_status merge_cubin(merger *m, const imp_cubin *c) {
-  static const char doing[] = "importing a cubin";
-  sqlite3_stmt *st = m->st[M_CUBIN_INS];
-  FT_TRY(bind_fields(m, st, k_cubin_fields, NF(k_cubin_fields), c, doing));
-  /* A zero-length blob must still be a BLOB, not NULL, for the NOT NULL column. */
-  const void *data = c->n_bytes ? (const void *)c->bytes : "";
-  FT_TRY(bound(m, sqlite3_bind_blob64(st, FT_COL(cubins, data), data, c->n_bytes, SQLITE_STATIC),
-               doing));
-  return run_insert(m, M_CUBIN_INS, &m->stats->cubins, doing);
+/* Results per write transaction: each commit is short (well under a second), so two large
+ * imports, or an import and a tune, take turns within the busy timeout instead of one waiting
+ * for the whole of the other. */
+#define IMPORT_BATCH 2000
+#define IMPORT_WAIT_MS 60000
+
+/* One write transaction: the devices, problems and runs with the first results, or the next
+ * IMPORT_BATCH results from *next. */
+static ft_status merge_batch(merger *m, import_set *s, size_t *next) {
+  /* A batch tool can wait longer for its turn than a tune's single result: several busy
+   * timeouts, up to IMPORT_WAIT_MS. */
+  ft_status st = ft__db_begin_write(m->db, "importing", m->err);
+  for (int waited = FT_DB_BUSY_TIMEOUT_MS; st != FT_OK && waited < IMPORT_WAIT_MS &&
+                                           (sqlite3_extended_errcode(m->db->h) & 0xff) == SQLITE_BUSY;
+       waited += FT_DB_BUSY_TIMEOUT_MS)
+    st = ft__db_begin_write(m->db, "importing", m->err);
+  if (st == FT_OK && *next == 0) {
+    for (size_t i = 0; i < s->n_devices && st == FT_OK; i++) st = merge_device(m, &s->devices[i]);
+    for (size_t i = 0; i < s->n_problems && st == FT_OK; i++) st = merge_problem(m, &s->problems[i]);
+    for (size_t i = 0; i < s->n_runs && st == FT_OK; i++) st = merge_run(m, &s->runs[i]);
+  }
+  size_t end = s->n_results - *next > IMPORT_BATCH ? *next + IMPORT_BATCH : s->n_results;
+  for (size_t i = *next; i < end && st == FT_OK; i++) st = merge_result(m, &s->results[i]);
+  /* Imported cubins are checked and then dropped: GPU code from a file is never stored, so
+   * never loaded; plans compile their kernels here from the source the hash names
+   * (docs/FORMAT.md). */
+  int busy = st != FT_OK && (sqlite3_extended_errcode(m->db->h) & 0xff) == SQLITE_BUSY;
+  st = ft__db_finish(m->db, st, "importing", m->err);
+  if (st == FT_OK) {
+    *next = end;
+  } else if (busy && m->err) {
+    char detail[sizeof m->err->msg];
+    snprintf(detail, sizeof detail, "%s", m->err->msg);
+    ft__fail(m->err, st,
+             "%.1700s: another process kept the database busy for over %d s; run the import again "
+             "(it adds only what is still missing)",
+             detail, IMPORT_WAIT_MS / 1000);
+  }
+  return st;
 }
 
-static ft_status merge_all(merger *m, import_set *s) {
-  for (size_t i = 0; i < s->n_devices; i++) FT_TRY(merge_device(m, &s->devices[i]));
-  for (size_t i = 0; i < s->n_problems; i++) FT_TRY(merge_problem(m, &s->problems[i]));
-  for (size_t i = 0; i < s->n_runs; i++) FT_TRY(merge_run(m, &s->runs[i]));
-  for (size_t i = 0; i < s->n_results; i++) FT_TRY(merge_result(m, &s->results[i]));
-  for (size_t i = 0; i < s->n_cubins; i++) FT_TRY(merge_cubin(m, &s->cubins[i]));
-  return FT_OK;
-}
-
+/* Merges in batches of results: a failure after the first batch (the database locked or full)
+ * leaves whole batches, which importing the file again completes. Bad input never gets here. */
 static ft_status merge(ft_db *db, import_set *s, ft_import_stats *stats, ft_err *err) {
   merger m = {.db = db, .stats = stats, .err = err};
-  ft_status st = ft__db_begin_write(db, "importing", err);
+  ft_status st = FT_OK;
   for (int i = 0; i < M_N && st == FT_OK; i++) {
     int rc = sqlite3_prepare_v2(db->h, k_merge_sql[i], -1, &m.st[i], NULL);
     if (rc != SQLITE_OK) st = ft__db_error(db, err, rc, "preparing the import");
   }
-  if (st == FT_OK) st = merge_all(&m, s);
+  size_t next = 0;
+  do {
+    if (st == FT_OK) st = merge_batch(&m, s, &next);
+  } while (st == FT_OK && next < s->n_results);
   for (int i = 0; i < M_N; i++) sqlite3_finalize(m.st[i]);
-  return ft__db_finish(db, st, "importing", err);
+  return st;
 }
 
 ft_status ft_db_import_json_stats(ft_db *db, const char *text, size_t len, ft_import_stats *stats,

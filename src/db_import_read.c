@@ -24,17 +24,33 @@ static int is_uuid(const char *s, size_t n) {
   return 1;
 }
 
+static int digits(const char *s, int n) {
+  int v = 0;
+  for (int i = 0; i < n; i++) v = v * 10 + (s[i] - '0');
+  return v;
+}
+
+/* Whether "YYYY-MM-DDTHH:MM:SS" names a real UTC time: month, day of that month (leap years
+ * included), hour, minute and second in range. No leap second: SQLite's clock never writes one. */
+static int time_in_range(const char *s) {
+  static const int mdays[12] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  int y = digits(s, 4), mo = digits(s + 5, 2), d = digits(s + 8, 2);
+  if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1]) return 0;
+  if (mo == 2 && d == 29 && !(y % 4 == 0 && (y % 100 != 0 || y % 400 == 0))) return 0;
+  return digits(s + 11, 2) < 24 && digits(s + 14, 2) < 60 && digits(s + 17, 2) < 60;
+}
+
 static int is_timestamp(const char *s, size_t n) {
   static const char pat[] = "dddd-dd-ddTdd:dd:dd"; /* then optional .d+ then Z */
   size_t p = sizeof pat - 1;
   if (n < p + 1 || s[n - 1] != 'Z') return 0;
   for (size_t i = 0; i < p; i++)
     if (pat[i] == 'd' ? !(s[i] >= '0' && s[i] <= '9') : s[i] != pat[i]) return 0;
-  if (n == p + 1) return 1;
+  if (n == p + 1) return time_in_range(s);
   if (s[p] != '.' || n < p + 3) return 0;
   for (size_t i = p + 1; i < n - 1; i++)
     if (!(s[i] >= '0' && s[i] <= '9')) return 0;
-  return 1;
+  return time_in_range(s);
 }
 
 static ft_status read_fields(const ft_json *obj, const char *where, const ft_imp_field *fs,

@@ -83,6 +83,8 @@ int ft__db_base64_decode(const char *s, size_t len, unsigned char **out, size_t 
 #define FT_DB_EXPORT_VERSION 1                 /* the newest export version written and read */
 
 #define FT_DB_MESSAGE_MAX (1 << 20) /* longest message / options text, bytes */
+/* How long a connection waits for another writer before SQLITE_BUSY. */
+#define FT_DB_BUSY_TIMEOUT_MS 10000
 #define FT_DB_APPLICATION_ID 1179931982 /* 'FTUN' */
 #define FT_DB_NOW "strftime('%Y-%m-%dT%H:%M:%fZ','now')"
 /* The rule that makes a result a candidate for best; kept textually identical to the partial

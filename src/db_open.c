@@ -19,8 +19,6 @@ static const char *const k_migrations[] = {
     NULL};
 #define N_MIGRATIONS ((int)(sizeof k_migrations / sizeof k_migrations[0]) - 1)
 
-#define BUSY_TIMEOUT_MS 10000
-
 int ft_db_schema_version(void) { return 1 + N_MIGRATIONS; }
 
 /* What a database file says about itself, read without writing anything. */
@@ -103,7 +101,7 @@ static ft_status connect(ft_db *db, const char *name, int flags, ft_err *err) {
     return s;
   }
   sqlite3_extended_result_codes(db->h, 1);
-  rc = sqlite3_busy_timeout(db->h, BUSY_TIMEOUT_MS);
+  rc = sqlite3_busy_timeout(db->h, FT_DB_BUSY_TIMEOUT_MS);
   if (rc != SQLITE_OK) return ft__db_error(db, err, rc, "setting the busy timeout");
   return FT_OK;
 }
@@ -268,7 +266,7 @@ static ft_status prepare_writable(ft_db *db, int empty, ft_err *err) {
    * must escalate past; SQLite then answers SQLITE_BUSY at once, without the busy handler
    * (that wait could deadlock). So retry here, for as long as the busy timeout. */
   int rc = SQLITE_BUSY;
-  for (int waited = 0; (rc & 0xff) == SQLITE_BUSY && waited <= BUSY_TIMEOUT_MS; waited += 10) {
+  for (int waited = 0; (rc & 0xff) == SQLITE_BUSY && waited <= FT_DB_BUSY_TIMEOUT_MS; waited += 10) {
     if (waited) sqlite3_sleep(10);
     sqlite3_stmt *st = NULL;
     rc = sqlite3_prepare_v2(db->h, "PRAGMA journal_mode = WAL", -1, &st, NULL);

@@ -502,7 +502,7 @@ void ft_problem_key_set(ft_problem_key *key, int64_t m, int64_t n, int64_t k, ft
   key->m = m;
   key->n = n;
   key->k = k;
-  snprintf(key->layout, sizeof key->layout, "xrow_wrow");
+  snprintf(key->layout, sizeof key->layout, "%s", FT_DB_LAYOUT);
   snprintf(key->math, sizeof key->math, "%s", ft_math_name(math));
   snprintf(key->epilogue, sizeof key->epilogue, "%s", epilogue);
   snprintf(key->epilogue_hash, sizeof key->epilogue_hash, "%s", epilogue_hash);

@@ -111,7 +111,7 @@ static inline fixture setup(ft_db *db, const char *fp, int64_t m) {
   fixture fx;
   ft_err err;
   ft_device_info d = device(fp, "NVIDIA H200");
-  fx.key = pkey(m, 16384, 16384, "min(x + bias, c) - c");
+  fx.key = pkey(m, 16384, 16384, "min(x + bias, c) - c where c = 2");
   ASSERT_OK(ft_db_upsert_device(db, &d, &fx.dev, &err));
   ASSERT_OK(ft_db_upsert_problem(db, &fx.key, &fx.prob, &err));
   ASSERT_OK(ft_db_begin_run(db, fx.dev, "{\"strategy\":\"exhaustive\"}", 170, &fx.run, &err));
@@ -189,14 +189,14 @@ static const char k_doc[] =
     "\"runtime_version\":13000,\"nvrtc_version\":13000,\"cublas_version\":130000,"
     "\"first_seen\":\"2026-11-29T08:00:00.000Z\",\"last_seen\":\"2026-11-29T09:00:00.000Z\"}],\n"
     "\"problems\":[{\"m\":128,\"n\":16384,\"k\":16384,\"layout\":\"xrow_wrow\",\"math\":\"fp32\","
-    "\"epilogue\":\"relu(x)\",\"epilogue_hash\":\"1111222233334444\"}],\n"
+    "\"epilogue\":\"relu(x)\",\"epilogue_hash\":\"ca47f1151711f396\"}],\n"
     "\"runs\":[{\"uuid\":\"11111111-1111-4111-8111-111111111111\",\"device\":\"00000000000000aa\","
     "\"started\":\"2026-11-29T08:00:00.000Z\",\"ended\":null,\"tool_version\":\"0.1.0\","
     "\"options\":\"{}\",\"budget_s\":170,\"outcome\":null}],\n"
     "\"results\":[{\"uuid\":\"22222222-2222-4222-8222-222222222222\","
     "\"run\":\"11111111-1111-4111-8111-111111111111\",\"device\":\"00000000000000aa\","
     "\"problem\":{\"m\":128,\"n\":16384,\"k\":16384,\"layout\":\"xrow_wrow\",\"math\":\"fp32\","
-    "\"epilogue_hash\":\"1111222233334444\"},\"strategy\":\"fused\",\"variant\":\"v\","
+    "\"epilogue_hash\":\"ca47f1151711f396\"},\"strategy\":\"fused\",\"variant\":\"v\","
     "\"config\":\"{}\",\"status\":\"ok\",\"median_ms\":1.5,\"min_ms\":1.4,\"iqr_ms\":null,"
     "\"repeats\":30,\"rel_err\":1e-07,\"max_abs_err\":null,\"source_hash\":\"abcd\","
     "\"fusedtune_version\":\"0.1.0\",\"message\":\"\",\"created\":\"2026-11-29T08:00:01.000Z\"}],\n"

@@ -217,7 +217,7 @@ static void test_best(void) {
   ASSERT_EQ_STR(b.config_json, "{\"bm\":64}");
   ASSERT_EQ_STR(b.source_hash, "0123456789abcdef");
   ASSERT_EQ_STR(b.device_name, "NVIDIA H200");
-  ASSERT_EQ_STR(b.key.epilogue, "min(x + bias, c) - c");
+  ASSERT_EQ_STR(b.key.epilogue, "min(x + bias, c) - c where c = 2");
   ASSERT_NEAR(b.median_ms, 1.8, 0);
   ASSERT_NEAR(b.eager_ms, 1.2, 0);
   ASSERT_EQ_INT(b.device_id, fx.dev);
@@ -247,7 +247,7 @@ static void test_best(void) {
   ASSERT_EQ_INT(found, 0);
 
   /* A second shape and a second device; iteration over bests. */
-  ft_problem_key k2 = pkey(1024, 16384, 16384, "min(x + bias, c) - c");
+  ft_problem_key k2 = pkey(1024, 16384, 16384, "min(x + bias, c) - c where c = 2");
   fixture fx2 = fx;
   fx2.key = k2;
   ASSERT_OK(ft_db_upsert_problem(db, &k2, &fx2.prob, &err));
@@ -367,7 +367,7 @@ static int readonly_child(const char *path, int unmerged_wal) {
     ft_db_close(db);
     return 3;
   }
-  ft_problem_key key = pkey(128, 16384, 16384, "min(x + bias, c) - c");
+  ft_problem_key key = pkey(128, 16384, 16384, "min(x + bias, c) - c where c = 2");
   ft_device_info d;
   int64_t dev;
   ft_best b;
@@ -395,7 +395,7 @@ static void test_readonly(void) {
   fixture fx;
   ft_err err;
   ft_device_info d;
-  fx.key = pkey(128, 16384, 16384, "min(x + bias, c) - c");
+  fx.key = pkey(128, 16384, 16384, "min(x + bias, c) - c where c = 2");
   ASSERT_OK(ft_db_find_device(db, "00000000000000aa", NULL, &d, &fx.dev, &err));
   ft_best b;
   ASSERT_OK(ft_db_best(db, fx.dev, &fx.key, &b, &err));

@@ -72,7 +72,7 @@ static const char k_evil[] =
     "\"runtime_version\":13000,\"nvrtc_version\":13000,\"cublas_version\":130000,"
     "\"first_seen\":\"2026-11-29T08:00:00.000Z\",\"last_seen\":\"2026-11-29T09:00:00.000Z\"}],\n"
     "\"problems\":[{\"m\":128,\"n\":16384,\"k\":16384,\"layout\":\"xrow_wrow\",\"math\":\"fp32\","
-    "\"epilogue\":\"relu(x)\",\"epilogue_hash\":\"1111222233334444\"}],\n"
+    "\"epilogue\":\"relu(x)\",\"epilogue_hash\":\"ca47f1151711f396\"}],\n"
     "\"runs\":[{\"uuid\":\"11111111-1111-4111-8111-111111111111\",\"device\":\"00000000000000aa\","
     "\"started\":\"2026-11-29T08:00:00.000Z\",\"ended\":null,\"tool_version\":\"0.1.0\","
     "\"options\":\"{}\",\"budget_s\":170,\"outcome\":null}],\n"
@@ -80,7 +80,7 @@ static const char k_evil[] =
 #define RESULT(uuid, strategy, ms)                                                                  \
   "{\"uuid\":\"" uuid "\",\"run\":\"11111111-1111-4111-8111-111111111111\","                        \
   "\"device\":\"00000000000000aa\",\"problem\":{\"m\":128,\"n\":16384,\"k\":16384,"                 \
-  "\"layout\":\"xrow_wrow\",\"math\":\"fp32\",\"epilogue_hash\":\"1111222233334444\"},"             \
+  "\"layout\":\"xrow_wrow\",\"math\":\"fp32\",\"epilogue_hash\":\"ca47f1151711f396\"},"             \
   "\"strategy\":\"" strategy "\",\"variant\":\"v\",\"config\":\"{}\",\"status\":\"ok\","            \
   "\"median_ms\":" ms ",\"min_ms\":" ms ",\"iqr_ms\":null,\"repeats\":30,\"rel_err\":1e-07,"         \
   "\"max_abs_err\":null,\"source_hash\":\"abcd\",\"fusedtune_version\":\"0.1.0\",\"message\":\"\"," \

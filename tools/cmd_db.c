@@ -1,7 +1,10 @@
 /* Database commands: init, list, query, export, import. None needs a GPU (query needs one only
  * to name the current device; --device-name avoids it). */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -201,11 +204,91 @@ int cmd_query(cli *c, int argc, char **argv) {
   return rc;
 }
 
+/* An export's output file, written through a temporary file beside it and renamed over it
+ * only when complete, so a failed export never leaves half a file. */
+typedef struct out_file {
+  int dir_fd;       /* the folder of the path, or AT_FDCWD */
+  const char *base; /* the last component of the path */
+  char tmp[64];     /* the temporary file's name in that folder */
+  FILE *f;
+} out_file;
+
+/* Refuses a path that is not a regular file, or that is the database itself (or a link to
+ * it), and opens a temporary file in its folder with the mode an existing file has. */
+static int out_open(out_file *o, const char *path, const char *db_path) {
+  struct stat sb, db;
+  o->dir_fd = AT_FDCWD;
+  o->f = NULL;
+  o->tmp[0] = 0;
+  int existing = lstat(path, &sb) == 0;
+  if (!existing && errno != ENOENT) return fail_msg("export: cannot write %s: %s", path, strerror(errno));
+  if (existing && S_ISLNK(sb.st_mode))
+    return fail_msg("export: %s is a symbolic link: refusing to replace it (name the file it points to)", path);
+  if (existing && !S_ISREG(sb.st_mode))
+    return fail_msg("export: %s is not a regular file (a directory, device, FIFO or socket): refusing to replace it",
+                    path);
+  if (existing && db_path && stat(db_path, &db) == 0 && db.st_dev == sb.st_dev && db.st_ino == sb.st_ino)
+    return fail_msg("export: %s is the database being exported: choose another --out", path);
+  const char *slash = strrchr(path, '/');
+  o->base = slash ? slash + 1 : path;
+  if (!*o->base) return fail_msg("export: --out %s names a folder, not a file", path);
+  if (slash) {
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    char *dir = malloc(n + 1);
+    if (!dir) return fail_msg("out of memory");
+    memcpy(dir, path, n);
+    dir[n] = 0;
+    o->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int e = errno;
+    free(dir);
+    if (o->dir_fd < 0) return fail_msg("export: cannot write %s: its folder: %s", path, strerror(e));
+  }
+  /* O_EXCL on a fresh name: like mkstemp, but relative to the folder, so the length of the
+   * file's own name never matters. */
+  mode_t mode = existing ? (sb.st_mode & 07777) : 0666;
+  unsigned long seed = (unsigned long)getpid() * 2654435761u ^ (unsigned long)time(NULL);
+  int fd = -1;
+  for (int i = 0; i < 100 && fd < 0; i++) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    snprintf(o->tmp, sizeof o->tmp, ".fusedtune-export.%016lx", seed);
+    fd = openat(o->dir_fd, o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, existing ? 0600 : mode);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) {
+    int e = errno;
+    o->tmp[0] = 0;
+    return fail_msg("export: cannot create a temporary file beside %s: %s", path, strerror(e));
+  }
+  /* An existing file keeps its mode (the umask applied to a new one only). */
+  if ((existing && fchmod(fd, mode) != 0) || !(o->f = fdopen(fd, "w"))) {
+    int e = errno;
+    close(fd);
+    return fail_msg("export: cannot write %s: %s", path, strerror(e));
+  }
+  return 0;
+}
+
+/* Closes o; renames the temporary file over the path when ok, else removes it. Returns 0 when
+ * the file is in place. */
+static int out_close(out_file *o, int ok) {
+  int rc = 0;
+  if (o->f && fclose(o->f) != 0) rc = -1;
+  if (o->tmp[0]) {
+    if (ok && rc == 0 && renameat(o->dir_fd, o->tmp, o->dir_fd, o->base) != 0) rc = -1;
+    if (!ok || rc != 0) unlinkat(o->dir_fd, o->tmp, 0);
+  }
+  if (o->dir_fd >= 0) close(o->dir_fd);
+  return rc;
+}
+
 int cmd_export(cli *c, int argc, char **argv) {
   if (wants_help(argc, argv,
                  "usage: fusedtune [--db PATH] export [--format json|csv] [--out FILE] [--with-cubins]\n"
                  "Writes the whole database (devices, problems, runs, results, best) to stdout or FILE.\n"
-                 "JSON is lossless and can be imported elsewhere; CSV is one row per result. See docs/FORMAT.md.\n"))
+                 "JSON is lossless and can be imported elsewhere; CSV is one row per result. See docs/FORMAT.md.\n"
+                 "--with-cubins adds the compiled kernels, for inspection: import ignores them.\n"
+                 "FILE is replaced only when the export is complete, keeping its mode; a FILE that is not a\n"
+                 "regular file (a device, FIFO, symbolic link) or is the database itself is refused.\n"))
     return 0;
   const char *format = "json", *out = NULL;
   int cubins = 0;
@@ -224,26 +307,24 @@ int cmd_export(cli *c, int argc, char **argv) {
   int csv = !strcmp(format, "csv");
   if (!csv && strcmp(format, "json")) return usage_error("export", "unknown --format '%s' (json or csv)", format);
   if (csv && cubins) return usage_error("export", "--with-cubins needs --format json");
+  if (out && !*out) return usage_error("export", "--out needs a file name");
   ft_ctx *ctx = NULL;
   int rc = cli_open(c, 0, &ctx);
   if (rc) return rc;
-  /* Write FILE through a temporary name so a failed export never leaves half a file. */
-  char tmp[4096];
+  out_file o = {AT_FDCWD, NULL, "", NULL};
   FILE *f = stdout;
   if (out) {
-    snprintf(tmp, sizeof tmp, "%s.tmp%ld", out, (long)getpid());
-    f = fopen(tmp, "w");
-    if (!f) {
+    if ((rc = out_open(&o, out, cli_db_path(c))) != 0) {
+      out_close(&o, 0);
       ft_close(ctx);
-      return fail_msg("cannot write %s: %s", out, strerror(errno));
+      return rc;
     }
+    f = o.f;
   }
   ft_status st = ft_export(ctx, f, (csv ? FT_EXPORT_CSV : 0) | (cubins ? FT_EXPORT_CUBINS : 0));
   int werr = ferror(f);
   if (out) {
-    werr |= fclose(f) != 0;
-    if (st == FT_OK && !werr && rename(tmp, out) != 0) werr = 1;
-    if (st != FT_OK || werr) remove(tmp);
+    werr |= out_close(&o, st == FT_OK && !werr) != 0;
   } else {
     werr |= fflush(f) != 0;
   }
@@ -258,14 +339,17 @@ int cmd_import(cli *c, int argc, char **argv) {
                  "usage: fusedtune [--db PATH] import FILE\n"
                  "Merges a JSON export (from 'fusedtune export') into the database: importing twice is the same\n"
                  "as once; every measurement is kept and best is recomputed. A malformed file is rejected whole,\n"
-                 "naming the place that is wrong, and the database is left unchanged.\n"))
+                 "naming the place that is wrong, and the database is left unchanged. Cubins in the file are\n"
+                 "checked and ignored: GPU code is never imported, kernels are compiled here (docs/FORMAT.md).\n"
+                 "FILE must be a regular file of at most 1 GiB.\n"))
     return 0;
   if (argc != 1) return usage_error("import", argc ? "exactly one FILE expected" : "FILE is required");
   const char *path = cli_db_path(c);
   int existed = access(path, F_OK) == 0;
   ft_ctx *ctx = NULL;
   ft_status st = ft_open(path, FT_OPEN_CREATE, &ctx);
-  if (st == FT_OK) st = ft_import_file(ctx, argv[0], NULL);
+  ft_import_counts counts = {0};
+  if (st == FT_OK) st = ft_import_file(ctx, argv[0], &counts);
   char msg[2048];
   snprintf(msg, sizeof msg, "%s", ft_errmsg(ctx));
   ft_close(ctx);
@@ -275,5 +359,8 @@ int cmd_import(cli *c, int argc, char **argv) {
   }
   if (st != FT_OK) return fail_status(st, msg);
   printf("imported %s into %s\n", argv[0], cli_db_path(c));
+  if (counts.cubins_in > 0)
+    printf("%lld cubin%s ignored: GPU code is never imported, kernels are compiled here from their source\n",
+           (long long)counts.cubins_in, counts.cubins_in == 1 ? "" : "s");
   return 0;
 }
