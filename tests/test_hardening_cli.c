@@ -182,7 +182,9 @@ static void test_small_messages(void) {
 
   const char *twice[] = {"tune --shape 8x8x8 --shape 16x16x16", "tune --shape 8x8x8 --budget 1 --budget=2",
                          "variants --shape 8x8x8 --math fp32 --math=fp16", "--db a.db --db b.db list",
-                         "--db w.db list --json --json", "epilogue minsub --json --json", "devices --json --json"};
+                         "--db w.db list --json --json", "epilogue minsub --json --json", "devices --json --json",
+                         "query --shape 8x8x8 --epilogue relu --nearest --nearest",
+                         "bench --shape 8x8x8 --math bf16 --math=fp32", "export --format json --format csv"};
   for (size_t i = 0; i < sizeof twice / sizeof twice[0]; i++) {
     int code = run(twice[i]);
     if (code != 2 || !strstr(out, "given twice")) FT_FAIL_AT_("'%s': exit %d: %s", twice[i], code, out);

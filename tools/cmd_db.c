@@ -295,8 +295,14 @@ int cmd_export(cli *c, int argc, char **argv) {
   opt_iter it = {argc, argv, 0, "export"};
   const char *a;
   int pos;
+  static const char *const names[] = {"--with-cubins", "--format", "--out"};
+  unsigned seen = 0;
   while ((a = opt_next(&it, &pos))) {
     if (pos) return usage_error("export", "unexpected argument '%s'", a);
+    const size_t nl = strcspn(a, "=");
+    for (unsigned j = 0; j < sizeof names / sizeof names[0]; j++)
+      if (nl == strlen(names[j]) && !strncmp(a, names[j], nl) && opt_once("export", &seen, 1u << j, a, nl))
+        return EXIT_USAGE;
     if (!strcmp(a, "--with-cubins")) cubins = 1;
     else if (!strncmp(a, "--format", 8) && (a[8] == 0 || a[8] == '=')) {
       if (!(format = opt_value(&it, a))) return EXIT_USAGE;
