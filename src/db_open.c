@@ -261,7 +261,11 @@ static ft_status create_schema(ft_db *db, ft_err *err) {
  * file: nothing is written to a database we refuse. */
 static ft_status prepare_writable(ft_db *db, int empty, ft_err *err) {
   if (sqlite3_db_readonly(db->h, "main") == 1)
-    return ft__fail(err, FT_ERR_DB, "database %s is not writable: open it read-only", db->path);
+    return ft__fail(err, FT_ERR_DB,
+                    "database %s is not writable (file or folder permissions): commands that only read it "
+                    "(list, query, export; ft_open with FT_OPEN_READONLY) still work; to change it, make it "
+                    "writable or work on a copy",
+                    db->path);
   /* Two processes switching a new file to WAL at once can each hold the shared lock the other
    * must escalate past; SQLite then answers SQLITE_BUSY at once, without the busy handler
    * (that wait could deadlock). So retry here, for as long as the busy timeout. */

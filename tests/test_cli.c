@@ -162,14 +162,16 @@ static void test_no_device(void) {
   ASSERT_CONTAINS(R.out, "unknown --math 'bf17'");
 }
 
-/* Runs `fusedtune ARGS` as user nobody (root only: file modes do not bind root). Returns the
- * exit status, or -1 when it could not run that way. */
+/* Runs `fusedtune ARGS` as user nobody (root only: file modes do not bind root), its stderr in
+ * the file nobody.err of the scratch folder. Returns the exit status, or -1 when it could not
+ * run that way. */
 static int run_as_nobody(char *const args[]) {
   pid_t pid = fork();
   if (pid < 0) return -1;
   if (pid == 0) {
-    int null = open("/dev/null", O_WRONLY);
-    if (null >= 0) dup2(null, 1), dup2(null, 2);
+    int null = open("/dev/null", O_WRONLY), errf = open("nobody.err", O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (null >= 0) dup2(null, 1);
+    if (errf >= 0) dup2(errf, 2);
     if (setgid(65534) != 0 || setuid(65534) != 0) _exit(120);
     if (access(".", X_OK) != 0) _exit(121); /* nobody cannot reach the scratch folder */
     execv(cli, args);
@@ -204,7 +206,16 @@ static void test_file_modes(void) {
   ASSERT_OK(stat("modes.db", &before));
   ASSERT_EQ_INT(run_as_nobody(list), 0); /* read-only: read commands work */
   char *imp[] = {(char *)cli, "--db", "modes.db", "import", "modes.json", NULL};
-  ASSERT_EQ_INT(run_as_nobody(imp), 1); /* a write command is refused */
+  ASSERT_EQ_INT(run_as_nobody(imp), 1); /* a write command is refused, saying what to do */
+  FILE *ef = fopen("nobody.err", "r");
+  char msg[512] = "";
+  if (ef) {
+    size_t got = fread(msg, 1, sizeof msg - 1, ef);
+    msg[got] = 0;
+    fclose(ef);
+  }
+  ASSERT_CONTAINS(msg, "is not writable");
+  ASSERT_TRUE(strstr(msg, "open it read-only") == NULL); /* the CLI has no way to */
   ASSERT_OK(stat("modes.db", &after));
   ASSERT_TRUE(before.st_mtime == after.st_mtime && before.st_size == after.st_size);
   chmod("modes.db", 0644);
