@@ -186,7 +186,7 @@ static void test_export_out(void) {
   deep[4093] = 0;
   ASSERT_EQ_INT((int)strlen(deep), 4093);
   char other[4200];
-  snprintf(other, sizeof other, "%s.t", deep);
+  if (snprintf(other, sizeof other, "%s.t", deep) >= (int)sizeof other) FT_FAIL_AT_("path too long");
   put(other, "unrelated");
   snprintf(a, sizeof a, "--db e.db export --out '%s'", deep);
   ASSERT_EQ_INT(run(a), 0);
