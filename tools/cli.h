@@ -38,9 +38,9 @@ int usage_error(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
 /* usage_error "WHAT 'a'" for an argument cmd does not take; for --db, that it goes before the
  * command. */
 int unexpected_arg(const char *cmd, const char *a, const char *what);
-/* Options are taken at most once: the usage error when bit is already in *seen, else 0 (and
- * the bit set). name_len bytes of name are the option's name. */
-int opt_once(const char *cmd, unsigned *seen, unsigned bit, const char *name, size_t name_len);
+/* Options are taken at most once: when a (an argument, "--name" or "--name=value") is one of
+ * names[0..n) (at most 32) already marked in *seen, the usage error; else 0 (and it is marked). */
+int opt_once(const char *cmd, const char *const *names, size_t n, unsigned *seen, const char *a);
 /* s as exactly width characters for a column of a table: control characters (ESC, C1, bidi
  * overrides) and bytes that are not UTF-8 become '?', longer text is cut on a character
  * boundary, shorter text padded with spaces. out needs 4 * width + 1 bytes. */

@@ -149,10 +149,13 @@ int unexpected_arg(const char *cmd, const char *a, const char *what) {
   return usage_error(cmd, "%s '%s'", what, a);
 }
 
-int opt_once(const char *cmd, unsigned *seen, unsigned bit, const char *name, size_t name_len) {
-  if (*seen & bit)
-    return usage_error(cmd, "option %.*s given twice (each option at most once)", (int)name_len, name);
-  *seen |= bit;
+int opt_once(const char *cmd, const char *const *names, size_t n, unsigned *seen, const char *a) {
+  const size_t nl = strcspn(a, "=");
+  for (size_t j = 0; j < n && j < 32; j++) {
+    if (nl != strlen(names[j]) || strncmp(a, names[j], nl)) continue;
+    if (*seen & (1u << j)) return usage_error(cmd, "option %.*s given twice (each option at most once)", (int)nl, a);
+    *seen |= 1u << j;
+  }
   return 0;
 }
 

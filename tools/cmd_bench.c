@@ -18,9 +18,7 @@ static int parse_bench_args(int argc, char **argv, const char **shape, const cha
     size_t nl = strcspn(a, "=");
     long l;
     if (pos) return usage_error("bench", "unexpected argument '%s'", a);
-    for (unsigned j = 0; j < sizeof names / sizeof names[0]; j++)
-      if (nl == strlen(names[j]) && !strncmp(a, names[j], nl) && opt_once("bench", &seen, 1u << j, a, nl))
-        return EXIT_USAGE;
+    if (opt_once("bench", names, sizeof names / sizeof names[0], &seen, a)) return EXIT_USAGE;
     if (nl == 7 && !strncmp(a, "--shape", 7)) {
       if (!(*shape = opt_value(&it, a))) return EXIT_USAGE;
     } else if (nl == 10 && !strncmp(a, "--epilogue", 10)) {

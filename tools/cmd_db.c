@@ -144,10 +144,7 @@ int cmd_query(cli *c, int argc, char **argv) {
   while ((a = opt_next(&it, &pos))) {
     const char **dst = NULL;
     if (pos) return usage_error("query", "unexpected argument '%s'", a);
-    const size_t nl = strcspn(a, "=");
-    for (unsigned j = 0; j < sizeof names / sizeof names[0]; j++)
-      if (nl == strlen(names[j]) && !strncmp(a, names[j], nl) && opt_once("query", &seen, 1u << j, a, nl))
-        return EXIT_USAGE;
+    if (opt_once("query", names, sizeof names / sizeof names[0], &seen, a)) return EXIT_USAGE;
     if (!strcmp(a, "--json") || !strcmp(a, "--nearest")) {
       if (a[2] == 'j') json = 1;
       else flags |= FT_LOOKUP_NEAREST;
@@ -299,10 +296,7 @@ int cmd_export(cli *c, int argc, char **argv) {
   unsigned seen = 0;
   while ((a = opt_next(&it, &pos))) {
     if (pos) return usage_error("export", "unexpected argument '%s'", a);
-    const size_t nl = strcspn(a, "=");
-    for (unsigned j = 0; j < sizeof names / sizeof names[0]; j++)
-      if (nl == strlen(names[j]) && !strncmp(a, names[j], nl) && opt_once("export", &seen, 1u << j, a, nl))
-        return EXIT_USAGE;
+    if (opt_once("export", names, sizeof names / sizeof names[0], &seen, a)) return EXIT_USAGE;
     if (!strcmp(a, "--with-cubins")) cubins = 1;
     else if (!strncmp(a, "--format", 8) && (a[8] == 0 || a[8] == '=')) {
       if (!(format = opt_value(&it, a))) return EXIT_USAGE;

@@ -44,9 +44,7 @@ static int parse_tune_args(int argc, char **argv, tune_cli *t) {
   while ((a = opt_next(&it, &pos))) {
     if (pos) return unexpected_arg("tune", a, "unexpected argument");
     size_t nl = strcspn(a, "=");
-    for (unsigned j = 0; j < sizeof names / sizeof names[0]; j++)
-      if (nl == strlen(names[j]) && !strncmp(a, names[j], nl) && opt_once("tune", &seen, 1u << j, a, nl))
-        return EXIT_USAGE;
+    if (opt_once("tune", names, sizeof names / sizeof names[0], &seen, a)) return EXIT_USAGE;
 #define IS(name) (nl == strlen(name) && !strncmp(a, name, nl))
     const int flag = IS("--json") || IS("--quiet") || IS("--retune") || IS("--flush-l2");
     if (flag && a[nl] == '=') return usage_error("tune", "option %.*s takes no value", (int)nl, a);
@@ -347,9 +345,7 @@ int cmd_variants(cli *c, int argc, char **argv) {
   while ((a = opt_next(&it, &pos))) {
     if (pos) return unexpected_arg("variants", a, "unexpected argument");
     size_t nl = strcspn(a, "=");
-    for (unsigned j = 0; j < sizeof names / sizeof names[0]; j++)
-      if (nl == strlen(names[j]) && !strncmp(a, names[j], nl) && opt_once("variants", &seen, 1u << j, a, nl))
-        return EXIT_USAGE;
+    if (opt_once("variants", names, sizeof names / sizeof names[0], &seen, a)) return EXIT_USAGE;
     if (!strcmp(a, "-h") || !strcmp(a, "--help"))
       return fputs("usage: fusedtune variants --shape MxNxK [--epilogue E] [--math M] [--arch sm_90] [--compile]\n"
                    "                          [--json]\n"
