@@ -16,6 +16,15 @@ typedef struct ft_launchable {
   void *ws; /* geom.workspace_bytes of device memory, owned */
   ft_gpu *g; /* for the cuBLAS GEMM a family that runs after cuBLAS needs (not owned) */
   int m, n, k;
+  /* The main kernel's argument list of the last launch and what it was built from: a launch
+   * with the same pointers and epilogue arguments reuses it (the tensor-core family encodes two
+   * TMA descriptors per list, host work a hot loop need not repeat). args.ptrs point into the
+   * struct itself: a launchable stays where it was initialised (never copied after a launch). */
+  int have_args;
+  const void *args_x, *args_w;
+  void *args_y;
+  ft_ep_args_dev args_ep;
+  ft_arg_store args;
 } ft_launchable;
 
 /* Loads cubin (compiled from src, the variant's kernel text) on the current device for
