@@ -8,9 +8,8 @@ OUT=${OUT:-$PWD/h200-logs}; mkdir -p "$OUT"
 A=$OUT/all.txt
 t0=$(date +%s)
 el() { echo "$(( $(date +%s) - t0 ))s"; }
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSQLite3_INCLUDE_DIR="${SQLITE_INCLUDE:-$PWD/.device/include}" \
-  -DSQLite3_LIBRARY=/usr/lib/x86_64-linux-gnu/libsqlite3.so.0 > "$A" 2>&1 || { tail -20 "$A"; exit 1; }
-cmake --build build -j16 >> "$A" 2>&1 || { grep -B2 -A6 "error" "$A" | head -60; exit 1; }
+rm -f "$A"
+. scripts/h200_build.sh "$A"
 echo "== build done $(el)"
 echo "=== gpu_test_tc" >> "$A"; timeout 150 ./build/tests/gpu_test_tc >> "$A" 2>&1; echo "gpu_test_tc (all epilogues) rc=$? $(el)"
 grep -E "^summary" "$A" | tail -1; grep -E "failed;" "$A" | grep -v " 0 failed" | head -5

@@ -7,9 +7,8 @@ OUT=${OUT:-$PWD/h200-logs}; mkdir -p "$OUT"
 A=$OUT/final.txt
 t0=$(date +%s)
 el() { echo "$(( $(date +%s) - t0 ))s"; }
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSQLite3_INCLUDE_DIR="${SQLITE_INCLUDE:-$PWD/.device/include}" \
-  -DSQLite3_LIBRARY=/usr/lib/x86_64-linux-gnu/libsqlite3.so.0 > "$A" 2>&1 || { tail -20 "$A"; exit 1; }
-cmake --build build -j16 >> "$A" 2>&1 || { grep -B2 -A6 "error" "$A" | head -60; exit 1; }
+rm -f "$A"
+. scripts/h200_build.sh "$A"
 echo "== build done $(el)"
 FT_TEST_QUICK=1 timeout 300 ctest --test-dir build -L gpu -E variants --output-on-failure >> "$A" 2>&1; echo "ctest -L gpu -E variants (quick tc) rc=$? $(el)"
 grep -E "Test +#|tests passed" "$A" | tail -8; grep -E "^summary" "$A" | tail -2

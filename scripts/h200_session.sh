@@ -9,9 +9,7 @@ OUT=${OUT:-$PWD/h200-logs}
 L=$OUT/log; mkdir -p "$L"
 t0=$(date +%s)
 el() { echo "$(( $(date +%s) - t0 ))s"; }
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSQLite3_INCLUDE_DIR="${SQLITE_INCLUDE:-$PWD/.device/include}" \
-  -DSQLite3_LIBRARY=/usr/lib/x86_64-linux-gnu/libsqlite3.so.0 > "$L/cmake.txt" 2>&1 || { tail -20 "$L/cmake.txt"; exit 1; }
-cmake --build build -j16 > "$L/build.txt" 2>&1 || { grep -B2 -A6 "error" "$L/build.txt" | head -60; exit 1; }
+. scripts/h200_build.sh "$L/build.txt"
 echo "== build done $(el)"
 FT_TEST_QUICK=${TC_QUICK:-1} timeout 150 ./build/tests/gpu_test_tc > "$L/gpu_test_tc.txt" 2>&1; echo "gpu_test_tc rc=$? $(el)"
 grep -E "failed; |summary|FAIL|Assert" "$L/gpu_test_tc.txt" | grep -v " 0 failed" | head -20; tail -1 "$L/gpu_test_tc.txt"
