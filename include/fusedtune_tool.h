@@ -4,6 +4,7 @@
  * The fusedtune command line is a client of fusedtune.h and this header, nothing more:
  *   - export / import of a database (JSON, CSV), removing a database's files;
  *   - iteration over the stored best entries, lookup of one entry with its device and problem;
+ *   - every stored result with its device and runs, read back for a report;
  *   - the visible CUDA devices;
  *   - the kernel variants of a problem (optionally compiled), epilogue inspection;
  *   - a tune returning its full report (every result, counts, times);
@@ -126,6 +127,97 @@ FT_API ft_status ft_each_best(ft_ctx *ctx, ft_best_entry_fn fn, void *user);
  * Returns what ft_lookup returns; FT_ERR_NOT_FOUND also when no device of that name is stored. */
 FT_API ft_status ft_lookup_entry(ft_ctx *ctx, const char *device_name, const ft_problem *p,
                                  unsigned flags, ft_best_entry *out);
+
+/* ---- every stored result, read back (reports) ---- */
+
+/* A device as the database stores it (docs/FORMAT.md, table devices). Plain data. */
+typedef struct ft_stored_device {
+  char fingerprint[17];
+  char name[256];
+  int cc_major, cc_minor, sm_count;
+  int64_t mem_bytes;
+  int driver_version, runtime_version, nvrtc_version, cublas_version; /* when last seen */
+  char first_seen[32], last_seen[32]; /* ISO-8601 UTC timestamps */
+} ft_stored_device;
+
+/* A tuning run that measured at least one result of the problem. */
+typedef struct ft_stored_run {
+  char uuid[37];
+  char started[32], ended[32]; /* ended "" when the run never finished (running, crashed) */
+  char outcome[128];           /* "" when none; longer text cut on a character boundary */
+  char tool_version[65];       /* the fusedtune that ran it */
+  double budget_s;
+  char *options;               /* the options it ran with, JSON text; owned by the ft_stored */
+} ft_stored_run;
+
+/* One integer key of a variant's JSON configuration ("bm": 64). */
+typedef struct ft_variant_param {
+  char name[16];
+  int value;
+} ft_variant_param;
+
+#define FT_STORED_PARAMS_MAX 16
+
+/* One stored result, whatever its status. Plain data. */
+typedef struct ft_stored_result {
+  ft_strategy strategy;
+  ft_result_status status;          /* never UNAVAILABLE */
+  char variant[FT_NAME_MAX];        /* variant name; a baseline's description */
+  char config[FT_CONFIG_JSON_MAX];  /* the stored JSON ("{}" for baselines) */
+  char family[32];                  /* the kernel family config names ("fp32_rows", "fp32_warp", "tc",
+                                     * "epilogue_pass"); "" for a baseline; "unknown" when this
+                                     * build reads no variant from config */
+  int n_params;                     /* config's integer keys in its family's order (required keys,
+                                     * then the optional ones that are not 0); 0 unless family is a
+                                     * known family */
+  ft_variant_param params[FT_STORED_PARAMS_MAX];
+  double median_ms, min_ms, iqr_ms; /* < 0 when not measured */
+  int repeats;
+  double rel_err, max_abs_err;      /* against the float64 reference; < 0 when not checked */
+  char source_hash[17];
+  char fusedtune_version[65];
+  char created[32];
+  int run;                          /* index in the problem's runs; -1 when recorded outside a run */
+  int is_best;                      /* the best of its (device, problem): what ft_each_best lists */
+  char message[256];                /* head of the stored message, cut on a character boundary */
+} ft_stored_result;
+
+/* A (device, problem) with at least one stored result. */
+typedef struct ft_stored_problem {
+  int device;                  /* index in ft_stored.devices */
+  int64_t m, n, k;
+  char layout[16];             /* "xrow_wrow" */
+  ft_math math;
+  char epilogue[4096];         /* canonical text */
+  char epilogue_hash[17];
+  int n_results;
+  ft_stored_result *results;   /* every result, failures included, ordered by strategy name, then
+                                * median_ms (unmeasured last), created */
+  int n_runs;
+  ft_stored_run *runs;         /* the runs its results belong to, by start time */
+} ft_stored_problem;
+
+/* What ft_stored_load read; every array is owned by it: ft_stored_free(). */
+typedef struct ft_stored {
+  int n_devices;
+  ft_stored_device *devices;   /* the devices of the problems, by fingerprint */
+  int n_problems;
+  ft_stored_problem *problems; /* by device fingerprint, then m, n, k, epilogue hash, math mode
+                                * (FT_MATH_MAP order) */
+} ft_stored;
+
+/* Flags of ft_stored_load. */
+#define FT_STORED_ANY_MATH 0x1u /* p's shape and epilogue in every math mode (p->math ignored) */
+
+/* Reads every stored result of the database (p NULL), or of problem p on every device, into
+ * *out, in one read transaction; no GPU is touched and nothing is written, so a read-only ctx is
+ * enough. A database with no results, or none for p, is FT_OK with n_problems = 0. *out is the
+ * caller's: ft_stored_free(). Not thread-safe with other calls on ctx.
+ * Returns FT_OK, FT_ERR_INVALID_ARG (out NULL, unknown flags, a bad problem), FT_ERR_PARSE,
+ * FT_ERR_UNSUPPORTED (p's math mode), FT_ERR_DB (also a stored text longer than these structs
+ * hold, or a math mode, strategy or status this build does not know), FT_ERR_NOMEM. */
+FT_API ft_status ft_stored_load(ft_ctx *ctx, const ft_problem *p, unsigned flags, ft_stored **out);
+FT_API void ft_stored_free(ft_stored *s); /* NULL is a no-op */
 
 /* ---- devices ---- */
 

@@ -140,6 +140,15 @@ ft_status ft_db_cubin_get(ft_db *db, const char *source_hash, const char *arch, 
 ft_status ft_db_cubin_put(ft_db *db, const char *source_hash, const char *arch, int nvrtc_version,
                           const char *options, const void *data, size_t size, ft_err *err);
 
+/* Every result of the (device, problem) pairs matching filter (NULL: all of them; any_math:
+ * filter's math mode ignored), failures included, with their devices and runs, read in one read
+ * transaction into *out (the caller's: ft_db_stored_free). Families and params are left empty:
+ * the database knows no variants. Problems and devices in ft_stored_load's order. */
+struct ft_stored;
+ft_status ft_db_load_stored(ft_db *db, const ft_problem_key *filter, int any_math, struct ft_stored **out,
+                            ft_err *err);
+void ft_db_stored_free(struct ft_stored *s); /* NULL is a no-op */
+
 /* Export the whole database (deterministic order, no local row ids, see docs/FORMAT.md). */
 ft_status ft_db_export_json(ft_db *db, FILE *out, int with_cubins, ft_err *err);
 ft_status ft_db_export_csv(ft_db *db, FILE *out, ft_err *err);

@@ -122,16 +122,6 @@ static const section k_sections[] = {
 };
 #define N_SECTIONS ((int)(sizeof k_sections / sizeof k_sections[0]))
 
-/* A read transaction, so a concurrent writer cannot make the sections disagree. */
-static ft_status begin_read(ft_db *db, ft_err *err) {
-  int rc = sqlite3_exec(db->h, "BEGIN", NULL, NULL, NULL);
-  return rc == SQLITE_OK ? FT_OK : ft__db_error(db, err, rc, "starting the export");
-}
-
-static void end_read(ft_db *db) {
-  if (!sqlite3_get_autocommit(db->h)) sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL);
-}
-
 static ft_status check_written(ft_db *db, FILE *out, ft_err *err) {
   if (fflush(out) != 0 || ferror(out))
     return ft__fail(err, FT_ERR_IO, "exporting database %s: writing the output failed", db->path);
@@ -140,7 +130,8 @@ static ft_status check_written(ft_db *db, FILE *out, ft_err *err) {
 
 ft_status ft_db_export_json(ft_db *db, FILE *out, int with_cubins, ft_err *err) {
   if (!db || !out) return ft__fail(err, FT_ERR_INVALID_ARG, "ft_db_export_json: NULL argument");
-  FT_TRY(begin_read(db, err));
+  /* One read transaction, so a concurrent writer cannot make the sections disagree. */
+  FT_TRY(ft__db_begin_read(db, "starting the export", err));
   fprintf(out, "{\"format\":\"%s\",\"version\":%d,\n", FT_DB_EXPORT_FORMAT,
           FT_DB_EXPORT_VERSION);
   ft_status s = FT_OK;
@@ -150,7 +141,7 @@ ft_status ft_db_export_json(ft_db *db, FILE *out, int with_cubins, ft_err *err) 
     s = write_section(db, out, &k_sections[i], err);
   }
   fputs("\n}\n", out);
-  end_read(db);
+  ft__db_end_read(db);
   FT_TRY(s);
   return check_written(db, out, err);
 }

@@ -63,6 +63,11 @@ ft_status ft__db_need(ft_err *err, int ok, const char *what);
 ft_status ft__db_begin_write(ft_db *db, const char *doing, ft_err *err);
 ft_status ft__db_finish(ft_db *db, ft_status s, const char *doing, ft_err *err);
 
+/* A read transaction (readers that take several statements and must see one state of the
+ * database); ft__db_end_read ends it, if one is open. */
+ft_status ft__db_begin_read(ft_db *db, const char *doing, ft_err *err);
+void ft__db_end_read(ft_db *db);
+
 /* A fresh random RFC 4122 version-4 uuid, lowercase, from /dev/urandom (never from a PRNG state
  * that fork() could have duplicated). */
 void ft__db_uuid(char out[37]);

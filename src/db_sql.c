@@ -140,3 +140,12 @@ ft_status ft__db_finish(ft_db *db, ft_status s, const char *doing, ft_err *err) 
   if (rb) ft__db_step_done(db, rb, "rolling back", NULL);
   return s;
 }
+
+ft_status ft__db_begin_read(ft_db *db, const char *doing, ft_err *err) {
+  int rc = sqlite3_exec(db->h, "BEGIN", NULL, NULL, NULL);
+  return rc == SQLITE_OK ? FT_OK : ft__db_error(db, err, rc, doing);
+}
+
+void ft__db_end_read(ft_db *db) {
+  if (!sqlite3_get_autocommit(db->h)) sqlite3_exec(db->h, "COMMIT", NULL, NULL, NULL);
+}
