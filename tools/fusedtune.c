@@ -24,6 +24,7 @@ static const char *usage_text =
     "  epilogue   parse an epilogue expression: canonical form, parameters, CUDA code\n"
     "  devices    list the visible CUDA devices\n"
     "  bench      time the stored best (and the fastest fused GEMM) beside the cuBLAS baselines\n"
+    "  report     write the stored results as one self-contained HTML file of charts (no GPU)\n"
     "\n"
     "global options:\n"
     "  --db PATH      database file (default: $FUSEDTUNE_DB, else ./fusedtune.db)\n"
@@ -32,7 +33,7 @@ static const char *usage_text =
     "\n"
     "Shapes are MxNxK: M rows of x, N output features, K input features. Each option is given at\n"
     "most once: a repeated option is a usage error.\n"
-    "Exit status: 0 success, 1 failure, 2 usage error, 3 nothing tuned for the key (query).\n";
+    "Exit status: 0 success, 1 failure, 2 usage error, 3 nothing tuned for the key (query, report).\n";
 
 typedef struct command {
   const char *name;
@@ -43,7 +44,7 @@ static const command commands[] = {
     {"tune", cmd_tune},         {"query", cmd_query},       {"list", cmd_list},
     {"export", cmd_export},     {"import", cmd_import},     {"init", cmd_init},
     {"variants", cmd_variants}, {"epilogue", cmd_epilogue}, {"devices", cmd_devices},
-    {"bench", cmd_bench},
+    {"bench", cmd_bench},       {"report", cmd_report},
 };
 
 static int dispatch(int argc, char **argv) {
