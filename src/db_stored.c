@@ -21,6 +21,9 @@ typedef struct loader {
   int cap_devices, cap_device_ids, cap_problems, cap_problem_ids;
   int64_t *device_ids; /* per device */
   row_ids *ids;        /* per problem */
+  int cap_rows;        /* of the array each_row is filling */
+  int64_t *run_ids;    /* the row ids of the current problem's runs */
+  int cap_run_ids;
 } loader;
 
 static ft_status nomem(ft_err *err) { return ft__fail(err, FT_ERR_NOMEM, "out of memory reading the results"); }
@@ -193,29 +196,15 @@ static ft_status read_run(loader *l, sqlite3_stmt *st, ft_stored_run *r) {
   return FT_OK;
 }
 
-/* The problem's runs; their row ids in *ids (malloc'd, one per run) to number the results. */
-static ft_status load_runs(loader *l, int pi, int64_t **ids) {
-  ft_stored_problem *p = &l->s->problems[pi];
-  sqlite3_stmt *st = NULL;
-  FT_TRY(prepare(l, k_runs_sql, &st));
-  sqlite3_bind_int64(st, 1, l->ids[pi].device);
-  sqlite3_bind_int64(st, 2, l->ids[pi].problem);
-  ft_status s = FT_OK;
-  int rc, cap = 0, cap_ids = 0;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    if (!grow((void **)&p->runs, &cap, p->n_runs, sizeof *p->runs) ||
-        !grow((void **)ids, &cap_ids, p->n_runs, sizeof **ids)) {
-      s = nomem(l->err);
-      break;
-    }
-    ft_stored_run *r = &p->runs[p->n_runs++];
-    memset(r, 0, sizeof *r);
-    (*ids)[p->n_runs - 1] = sqlite3_column_int64(st, 0);
-    if ((s = read_run(l, st, r)) != FT_OK) break;
-  }
-  if (s == FT_OK) s = step_error(l, rc, "listing the runs");
-  sqlite3_finalize(st);
-  return s;
+/* A row of a problem's runs: the run, and its row id in the loader's run_ids to number results. */
+static ft_status add_run(loader *l, sqlite3_stmt *st, ft_stored_problem *p) {
+  if (!grow((void **)&p->runs, &l->cap_rows, p->n_runs, sizeof *p->runs) ||
+      !grow((void **)&l->run_ids, &l->cap_run_ids, p->n_runs, sizeof *l->run_ids))
+    return nomem(l->err);
+  ft_stored_run *r = &p->runs[p->n_runs++];
+  memset(r, 0, sizeof *r);
+  l->run_ids[p->n_runs - 1] = sqlite3_column_int64(st, 0);
+  return read_run(l, st, r);
 }
 
 /* ---- results ---- */
@@ -257,24 +246,26 @@ static ft_status read_result(loader *l, sqlite3_stmt *st, const int64_t *run_ids
   return FT_OK;
 }
 
-static ft_status load_results(loader *l, int pi, const int64_t *run_ids) {
-  ft_stored_problem *p = &l->s->problems[pi];
+static ft_status add_result(loader *l, sqlite3_stmt *st, ft_stored_problem *p) {
+  if (!grow((void **)&p->results, &l->cap_rows, p->n_results, sizeof *p->results)) return nomem(l->err);
+  ft_stored_result *r = &p->results[p->n_results++];
+  memset(r, 0, sizeof *r);
+  return read_result(l, st, l->run_ids, p->n_runs, r);
+}
+
+/* Runs sql with ?1, ?2 the device and problem of problems[pi], adding each row to it with add. */
+static ft_status each_row(loader *l, const char *sql, int pi,
+                          ft_status (*add)(loader *, sqlite3_stmt *, ft_stored_problem *), const char *doing) {
   sqlite3_stmt *st = NULL;
-  FT_TRY(prepare(l, k_results_sql, &st));
+  FT_TRY(prepare(l, sql, &st));
   sqlite3_bind_int64(st, 1, l->ids[pi].device);
   sqlite3_bind_int64(st, 2, l->ids[pi].problem);
   ft_status s = FT_OK;
-  int rc, cap = 0;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    if (!grow((void **)&p->results, &cap, p->n_results, sizeof *p->results)) {
-      s = nomem(l->err);
-      break;
-    }
-    ft_stored_result *r = &p->results[p->n_results++];
-    memset(r, 0, sizeof *r);
-    if ((s = read_result(l, st, run_ids, p->n_runs, r)) != FT_OK) break;
+  int rc;
+  l->cap_rows = 0;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW && (s = add(l, st, &l->s->problems[pi])) == FT_OK) {
   }
-  if (s == FT_OK) s = step_error(l, rc, "listing the results");
+  if (s == FT_OK) s = step_error(l, rc, doing);
   sqlite3_finalize(st);
   return s;
 }
@@ -284,11 +275,8 @@ static ft_status load_results(loader *l, int pi, const int64_t *run_ids) {
 static ft_status load(loader *l, const ft_problem_key *filter, int any_math) {
   FT_TRY(load_problems(l, filter, any_math));
   for (int i = 0; i < l->s->n_problems; i++) {
-    int64_t *run_ids = NULL;
-    ft_status s = load_runs(l, i, &run_ids);
-    if (s == FT_OK) s = load_results(l, i, run_ids);
-    free(run_ids);
-    FT_TRY(s);
+    FT_TRY(each_row(l, k_runs_sql, i, add_run, "listing the runs"));
+    FT_TRY(each_row(l, k_results_sql, i, add_result, "listing the results"));
   }
   return FT_OK;
 }
@@ -321,6 +309,7 @@ ft_status ft_db_load_stored(ft_db *db, const ft_problem_key *filter, int any_mat
   }
   free(l.device_ids);
   free(l.ids);
+  free(l.run_ids);
   if (s != FT_OK) {
     ft_db_stored_free(l.s);
     return s;

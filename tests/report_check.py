@@ -55,16 +55,19 @@ class Checker(HTMLParser):
             if "url(" in value.replace(" ", "").lower() and "url(#" not in value.replace(" ", "").lower():
                 self.errors.append("%s: url() in %s" % (self.where(), name))
 
-    def handle_starttag(self, tag, attrs_list):
-        attrs = dict(attrs_list)
-        if len(attrs) != len(attrs_list):
-            self.errors.append("%s: <%s> repeats an attribute" % (self.where(), tag))
-        self.check_attrs(tag, attrs)
+    def count_mark(self, attrs):
         if "mark" in (attrs.get("class") or "").split():
             if self.chart is None:
                 self.errors.append("%s: a mark outside a chart" % self.where())
             else:
                 self.chart[3] += 1
+
+    def handle_starttag(self, tag, attrs_list):
+        attrs = dict(attrs_list)
+        if len(attrs) != len(attrs_list):
+            self.errors.append("%s: <%s> repeats an attribute" % (self.where(), tag))
+        self.check_attrs(tag, attrs)
+        self.count_mark(attrs)
         if tag == "svg" and "data-chart" in attrs:
             if self.chart is not None:
                 self.errors.append("%s: a chart inside a chart" % self.where())
@@ -78,11 +81,7 @@ class Checker(HTMLParser):
     def handle_startendtag(self, tag, attrs_list):
         attrs = dict(attrs_list)
         self.check_attrs(tag, attrs)
-        if "mark" in (attrs.get("class") or "").split():
-            if self.chart is None:
-                self.errors.append("%s: a mark outside a chart" % self.where())
-            else:
-                self.chart[3] += 1
+        self.count_mark(attrs)
 
     def handle_endtag(self, tag):
         if tag in VOID:

@@ -7,36 +7,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include "cli_run.h"
 #include "ft_test.h"
 
-static const char *cli;
-static char dir[400];
-
-typedef struct run_result {
-  int code;
-  char out[1 << 16]; /* stdout and stderr together */
-} run_result;
-
-static run_result R;
-
-/* Runs `fusedtune ARGS` through the shell with stderr merged; fmt builds ARGS. */
-static int run(const char *args) {
-  char cmd[8192];
-  snprintf(cmd, sizeof cmd, "cd '%s' && env -u FUSEDTUNE_DB '%s' %s 2>&1", dir, cli, args);
-  FILE *p = popen(cmd, "r");
-  if (!p) return -1;
-  size_t n = fread(R.out, 1, sizeof R.out - 1, p);
-  R.out[n] = 0;
-  int st = pclose(p);
-  R.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-  return R.code;
-}
-
-static int lines(const char *s) {
-  int n = 0;
-  for (; *s; s++) n += *s == '\n';
-  return n;
-}
 
 static void test_help(void) {
   ASSERT_EQ_INT(run("--help"), 0);

@@ -8,50 +8,15 @@
 
 #include <cuda_runtime_api.h>
 
+#include "cli_run.h"
 #include "db_fixture.h"
 #include "epilogue.h"
-
-static const char *cli;
-static char dir[400];
-
-typedef struct run_result {
-  int code;
-  char out[1 << 16]; /* stdout and stderr together */
-} run_result;
-
-static run_result R;
-
-/* Runs cmd through the shell in the scratch folder, stdout and stderr captured in R. */
-static int capture(const char *cmd) {
-  char full[17000];
-  snprintf(full, sizeof full, "cd '%s' && %s 2>&1", dir, cmd);
-  FILE *p = popen(full, "r");
-  if (!p) return -1;
-  size_t n = fread(R.out, 1, sizeof R.out - 1, p);
-  R.out[n] = 0;
-  int st = pclose(p);
-  R.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-  return R.code;
-}
-
-/* Runs `fusedtune ARGS`. */
-static int run(const char *args) {
-  char cmd[16384];
-  snprintf(cmd, sizeof cmd, "env -u FUSEDTUNE_DB '%s' %s", cli, args);
-  return capture(cmd);
-}
 
 /* Runs a shell script (no single quotes in it); $FT_CLI is the CLI. */
 static int sh(const char *script) {
   char cmd[16384];
   snprintf(cmd, sizeof cmd, "env -u FUSEDTUNE_DB FT_CLI='%s' sh -c '%s'", cli, script);
   return capture(cmd);
-}
-
-static int lines(const char *s) {
-  int n = 0;
-  for (; *s; s++) n += *s == '\n';
-  return n;
 }
 
 static void put(const char *path, const char *text) {

@@ -8,39 +8,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli_run.h"
 #include "ft_test.h"
 #include "fusedtune_tool.h"
 
-static const char *cli;
-static char dir[512];
 static char script[1024];
 
-typedef struct run_result {
-  int code;
-  char out[1 << 16];
-} run_result;
-static run_result R;
-
-/* Runs `CMD` in the scratch folder with stderr merged into R.out. */
+/* Runs the shell command fmt (with a and b for its %s) in the scratch folder, output in R. */
 static int sh(const char *fmt, const char *a, const char *b) {
-  char cmd[8192], inner[4096];
-  snprintf(inner, sizeof inner, fmt, a ? a : "", b ? b : "");
-  snprintf(cmd, sizeof cmd, "cd '%s' && %s 2>&1", dir, inner);
-  FILE *p = popen(cmd, "r");
-  if (!p) return -1;
-  size_t n = fread(R.out, 1, sizeof R.out - 1, p);
-  R.out[n] = 0;
-  int st = pclose(p);
-  R.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-  return R.code;
-}
-
-static int run(const char *args) { return sh("env -u FUSEDTUNE_DB '%s' %s", cli, args); }
-
-static int lines(const char *s) {
-  int n = 0;
-  for (; *s; s++) n += *s == '\n';
-  return n;
+  char cmd[8192];
+  snprintf(cmd, sizeof cmd, fmt, a ? a : "", b ? b : "");
+  return capture(cmd);
 }
 
 /* ---------------------------------------------------------------------------------------------
