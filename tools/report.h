@@ -18,8 +18,8 @@ typedef struct report_mode {
   double flops;                    /* 2 m n k */
   double bytes;                    /* compulsory traffic: x, W and vectors read once, y written once */
   const ft_stored_result *eager;   /* the latest correct eager-style chain (what list compares to) */
-  const ft_stored_result *gemm;    /* the latest correct cuBLAS GEMM alone */
-  const ft_stored_result *lt;      /* the latest correct cuBLASLt epilogue */
+  const ft_stored_result *gemm;    /* the fastest correct cuBLAS GEMM alone (the roofline's reference) */
+  const ft_stored_result *lt;      /* the fastest correct cuBLASLt epilogue */
   const ft_stored_result *pass;    /* the fastest correct cuBLAS + epilogue pass */
   const ft_stored_result *best;    /* the stored best (the best view's rule) */
   int n_fam;                       /* the fastest correct fused GEMM of each family, by family name */

@@ -79,9 +79,10 @@ void chart_strategies(report *r, const report_group *g) {
     svg_text(r, x1 + 6, y + bar_h - 5, "start", b->res->is_best ? "best" : NULL, "%.4g ms · %.3g TFLOP/s%s%s", t,
              report_tflops(b->m->flops, t), sp, b->res->is_best ? " · stored best" : "");
   }
-  svg_end(r, "The cuBLAS strategies (latest correct measurement of each) beside the fastest correct cuBLAS + "
-             "epilogue pass and the fastest correct fused kernel of each family, per math mode. Speed-up is "
-             "against the eager-style chain of the same mode.");
+  svg_end(r, "Per math mode: the eager-style chain (its latest correct measurement, as list and query compare "
+             "to), the fastest correct cuBLAS GEMM alone, cuBLASLt epilogue and cuBLAS + epilogue pass, and the "
+             "fastest correct fused kernel of each family. Speed-up is against the eager-style chain of the same "
+             "mode.");
 }
 
 /* ---- every candidate ---- */
@@ -169,7 +170,8 @@ void chart_candidates(report *r, const report_mode *m) {
   free(list);
   svg_end(r, "Every fused and cuBLAS + epilogue candidate of this mode, fastest first; colour is the kernel family, "
              "shape the status. Candidates that were not timed (compile errors, launch errors, timeouts, wrong "
-             "results) stand in the top band, not dropped. Dashed: the baselines.");
+             "results) stand in the top band, not dropped; a failed one that was timed keeps its place with its "
+             "status's shape. Dashed: the baselines.");
 }
 
 /* ---- time against the variants' dimensions ---- */
@@ -351,8 +353,8 @@ void chart_roofline(report *r, const report_group *g) {
   svg_text(r, W - RIGHT - 240, ly + 24, "start", "legend", "dashed: cuBLAS GEMM alone's rate,");
   svg_text(r, W - RIGHT - 240, ly + 40, "start", "legend", "the reference (no measured peak)");
   svg_end(r, "The database holds no measured device peaks (FLOP/s or memory bandwidth), so no roof is drawn from "
-             "them: the dashed reference line of each mode is the rate of cuBLAS's GEMM alone measured on this "
-             "device in that mode, and no memory roof is drawn. Bytes are the compulsory traffic (x, W and the "
+             "them: the dashed reference line of each mode is the rate of the fastest cuBLAS GEMM alone measured "
+             "on this device in that mode, and no memory roof is drawn. Bytes are the compulsory traffic (x, W and the "
              "epilogue's vectors read once, y written once, in the mode's element type); the tooltips give the "
              "achieved bytes per second.");
 }

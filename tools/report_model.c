@@ -113,8 +113,8 @@ static void derive_mode(report_mode *m, const ft_stored_problem *p) {
     const int good = res->status == FT_RESULT_OK && report_timed(res);
     switch (res->strategy) {
       case FT_STRATEGY_EAGER: if (good) m->eager = latest(m->eager, res); break;
-      case FT_STRATEGY_CUBLAS_GEMM: if (good) m->gemm = latest(m->gemm, res); break;
-      case FT_STRATEGY_CUBLASLT: if (good) m->lt = latest(m->lt, res); break;
+      case FT_STRATEGY_CUBLAS_GEMM: if (good) m->gemm = faster(m->gemm, res); break;
+      case FT_STRATEGY_CUBLASLT: if (good) m->lt = faster(m->lt, res); break;
       default:
         m->n_candidates++;
         m->n_status[res->status]++;
