@@ -317,7 +317,7 @@ void chart_roofline(report *r, const report_group *g) {
   }
   if (!marks) return none(r, "Roofline: no correct timed result to place.");
   const double top = 20, bottom = 300;
-  const int h = 400;
+  const int h = 350;
   svg_begin(r, "roofline", W, h, marks, "roofline: achieved FLOP/s against arithmetic intensity");
   scale x = scale_log(lo_x / 2, hi_x * 2, LEFT, W - RIGHT - 260);
   scale y = scale_log(lo_y / 2, hi_y * 2, bottom, top);
