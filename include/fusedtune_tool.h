@@ -127,6 +127,11 @@ FT_API ft_status ft_each_best(ft_ctx *ctx, ft_best_entry_fn fn, void *user);
 FT_API ft_status ft_lookup_entry(ft_ctx *ctx, const char *device_name, const ft_problem *p,
                                  unsigned flags, ft_best_entry *out);
 
+/* ft_lookup_within that names the device as ft_lookup_entry does (device_name NULL: the current
+ * device). out->math is the mode picked. */
+FT_API ft_status ft_lookup_entry_within(ft_ctx *ctx, const char *device_name, const ft_problem *p,
+                                        double tolerance, ft_best_entry *out);
+
 /* ---- devices ---- */
 
 typedef struct ft_device_desc {

@@ -108,6 +108,7 @@ typedef struct ft_best {
   char source_hash[17];
   double median_ms;
   double eager_ms;
+  double rel_err, max_abs_err; /* measured against float64 when tuned */
 } ft_best;
 
 /* Exact key on device -> FT_OK / FT_ERR_NOT_FOUND. */

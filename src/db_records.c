@@ -385,6 +385,8 @@ static ft_status read_best(ft_db *db, sqlite3_stmt *st, const ft_problem_key *ke
     return not_tuned(db, key, "no correct result on this device", err);
   FT_TRY(read_best_cols(db, st, 2, out, err));
   out->eager_ms = sqlite3_column_double(st, 8); /* NULL reads as 0: "unknown" */
+  out->rel_err = sqlite3_column_double(st, 9);
+  out->max_abs_err = sqlite3_column_double(st, 10);
   return FT_OK;
 }
 
@@ -436,6 +438,8 @@ static ft_status read_best_row(ft_db *db, sqlite3_stmt *st, ft_best *b, ft_err *
       !copy_text(b->source_hash, sizeof b->source_hash, sqlite3_column_text(st, 13)))
     return too_long(db, err, "configuration");
   b->median_ms = sqlite3_column_double(st, 14);
+  b->rel_err = sqlite3_column_double(st, 15);
+  b->max_abs_err = sqlite3_column_double(st, 16);
   return eager_ms(db, b->device_id, b->problem_id, &b->eager_ms, err);
 }
 
@@ -519,6 +523,8 @@ ft_status ft_db_each_candidate(ft_db *db, const ft_best *best, ft_best_cb cb, vo
   ft_best row = *best;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     s = read_best_cols(db, st, 0, &row, err);
+    row.rel_err = sqlite3_column_double(st, 6);
+    row.max_abs_err = sqlite3_column_double(st, 7);
     if (s != FT_OK || cb(user, &row)) break;
   }
   if (s == FT_OK && rc != SQLITE_ROW && rc != SQLITE_DONE) s = ft__db_error(db, err, rc, "listing the results");

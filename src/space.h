@@ -30,6 +30,8 @@ typedef struct ft_variant {
   int cluster;    /* tensor-core family: thread-block cluster size along the shared operand */
   int consumers;  /* tensor-core family: consumer warpgroups (block rows = 64 consumers) */
   int grid;       /* tensor-core family: persistent grid size in blocks */
+  int chunk;      /* tensor-core family, 3xtf32: k tiles per tensor-core partial sum before it is added
+                   * into the fp32 accumulator (0 in other modes) */
   /* FT_VK_EPILOGUE */
   int block;      /* threads per block */
   int ept;        /* elements per thread (multiple of vec) */

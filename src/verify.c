@@ -314,7 +314,8 @@ double ft_tolerance_floor(ft_math math) {
 }
 
 double ft_tolerance_rule(ft_math math, double cublas_rel_err) {
-  if (math == FT_MATH_FP32) return FT_TOL_FP32;
+  /* 3xtf32 promises fp32-class accuracy: held to fp32's bound, not to a tf32 one. */
+  if (math == FT_MATH_FP32 || math == FT_MATH_3XTF32) return FT_TOL_FP32;
   const double e = isfinite(cublas_rel_err) && cublas_rel_err > 0 ? cublas_rel_err : 0.0;
   return 2.0 * e + ft_tolerance_floor(math);
 }

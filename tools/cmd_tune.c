@@ -16,7 +16,10 @@ static const char *tune_help =
     "  --shape MxNxK        M rows of x, N output features, K input features (required)\n"
     "  --epilogue E         expression or preset (default: none); see 'fusedtune epilogue --help'\n"
     "  --math M             math mode: fp32 (FFMA, error <= 1e-5 vs float64; default), tf32, bf16, fp16\n"
-    "                       (tensor cores; correct = within 2x cuBLAS's own error in that mode)\n"
+    "                       (tensor cores; correct = within 2x cuBLAS's own error in that mode), 3xtf32\n"
+    "                       (fp32 tensors on tensor cores, held to fp32's 1e-5), or auto: fp32, 3xtf32 and\n"
+    "                       tf32 one after the other (the budget applies to each), all stored; then\n"
+    "                       'query --tolerance T' picks the fastest within an error T\n"
     "  --strategy S         exhaustive (default), random, or halving (time all briefly, re-time best quarter)\n"
     "  --budget SECONDS     bound on the whole tune, compilation included (default 150); what finished is stored\n"
     "  --repeats N          timed repeats per candidate, >= 20 (default 30)\n"
@@ -32,6 +35,7 @@ typedef struct tune_cli {
   ft_problem p;
   ft_tune_options opt;
   int json, quiet;
+  int auto_math; /* --math auto: the modes of fp32 tensors in turn */
 } tune_cli;
 
 static int parse_tune_args(int argc, char **argv, tune_cli *t) {
@@ -62,7 +66,9 @@ static int parse_tune_args(int argc, char **argv, tune_cli *t) {
       if (IS("--shape")) t->shape = v;
       else if (IS("--epilogue")) t->epi = v;
       else if (IS("--math")) {
-        if (!parse_math(v, &t->p.math)) return usage_error("tune", "unknown --math '%s' (fp32, tf32, bf16, fp16)", v);
+        if (!strcmp(v, "auto")) t->auto_math = 1;
+        else if (!parse_math(v, &t->p.math))
+          return usage_error("tune", "unknown --math '%s' (fp32, tf32, bf16, fp16, 3xtf32, auto)", v);
       } else if (IS("--strategy")) {
         if (strcmp(v, "exhaustive") && strcmp(v, "random") && strcmp(v, "halving"))
           return usage_error("tune", "unknown --strategy '%s' (exhaustive, random, halving)", v);
@@ -166,8 +172,10 @@ static void print_summary_json(const ft_tune_report *s) {
     ft_write_json_string(stdout, s->best.strategy);
     printf(",\"variant\":");
     ft_write_json_string(stdout, s->best.name);
-    printf(",\"config\":%s,\"median_ms\":%.17g,\"eager_ms\":%.17g}", s->best.config, s->best.median_ms,
-           s->best.eager_ms);
+    printf(",\"config\":%s,\"math\":\"%s\",\"median_ms\":%.17g,\"eager_ms\":%.17g,\"rel_err\":", s->best.config,
+           ft_math_name(s->best.math), s->best.median_ms, s->best.eager_ms);
+    json_number(s->best.rel_err);
+    printf("}");
   }
   printf(",\"results\":[");
   for (int i = 0; i < s->n_results; i++) {
@@ -260,12 +268,36 @@ int cmd_tune(cli *c, int argc, char **argv) {
     exe[len] = '\0';
     t.opt.worker_exe = exe;
   }
-  ft_tune_report *r = NULL;
-  st = ft_tune_ex(ctx, &t.p, &t.opt, &r);
-  if (st != FT_OK) return fail_ctx(st, ctx);
-  if (t.json) print_summary_json(r);
-  else print_summary(&t, r);
-  ft_tune_report_free(r);
+  /* --math auto: the most accurate first, so a Ctrl-C leaves the fp32 results. */
+  static const ft_math auto_modes[] = {FT_MATH_FP32, FT_MATH_3XTF32, FT_MATH_TF32};
+  const int nmodes = t.auto_math ? 3 : 1;
+  ft_config best[3];
+  int has_best[3] = {0, 0, 0};
+  if (t.json && t.auto_math) printf("[");
+  for (int i = 0; i < nmodes; i++) {
+    if (t.auto_math) t.p.math = auto_modes[i];
+    ft_tune_report *r = NULL;
+    st = ft_tune_ex(ctx, &t.p, &t.opt, &r);
+    if (st != FT_OK) {
+      if (t.json && t.auto_math) printf("]\n");
+      return fail_ctx(st, ctx);
+    }
+    if (t.json) printf("%s", i ? "," : ""), print_summary_json(r);
+    else print_summary(&t, r);
+    best[i] = r->best;
+    has_best[i] = r->has_best;
+    ft_tune_report_free(r);
+  }
+  if (t.json && t.auto_math) printf("]\n");
+  if (t.auto_math && !t.json) {
+    printf("\nper mode (pick by error with 'fusedtune query --shape %s --epilogue '...' --tolerance T'):\n", t.shape);
+    for (int i = 0; i < nmodes; i++)
+      if (has_best[i])
+        printf("  %-7s %10.4f ms  rel_err %.3g  max_abs_err %.3g  %s\n", ft_math_name(auto_modes[i]), best[i].median_ms,
+               best[i].rel_err, best[i].max_abs_err, best[i].name);
+      else
+        printf("  %-7s no correct configuration\n", ft_math_name(auto_modes[i]));
+  }
   ft_close(ctx);
   return 0;
 }
