@@ -190,17 +190,18 @@ int main(void) {
     RETURN_SKIP("the tensor-core family needs compute capability 9.0");
   }
   /* FT_TEST_SHAPE=MxNxK runs that shape alone (compute-sanitizer takes a small one). */
-  const char *quick = getenv("FT_TEST_QUICK"), *only = getenv("FT_TEST_SHAPE");
+  /* FT_TEST_MODE=3xtf32 (say) runs that mode alone. */
+  const char *quick = getenv("FT_TEST_QUICK"), *only = getenv("FT_TEST_SHAPE"), *mode = getenv("FT_TEST_MODE");
   const size_t n_epi = quick && quick[0] == '1' ? 1 : sizeof k_epilogues / sizeof k_epilogues[0];
   tally t = {0, 0, 0, ""};
   for (size_t mi = 0; mi < sizeof k_modes / sizeof k_modes[0]; mi++)
-    for (size_t ei = 0; ei < n_epi; ei++)
+    for (size_t ei = 0; ei < n_epi && (!mode || !strcmp(mode, ft_math_name(k_modes[mi]))); ei++)
       for (size_t si = 0; si < sizeof k_shapes / sizeof k_shapes[0]; si++) {
         char name[64];
         snprintf(name, sizeof name, "%dx%dx%d", k_shapes[si].m, k_shapes[si].n, k_shapes[si].k);
         if (!only || strcmp(only, name) == 0) run_case(g, &k_shapes[si], k_epilogues[ei], k_modes[mi], &t);
       }
-  if (!only) long_k_case(g);
+  if (!only && (!mode || !strcmp(mode, "3xtf32"))) long_k_case(g);
   printf("summary: %d tensor-core runs correct, %d failed; worst rel_err/tolerance %.2f (%s)\n", t.ok, t.failed,
          t.worst_ratio, t.worst);
   ft_gpu_close(g);
