@@ -68,9 +68,10 @@ static ft_status launch_and_check(ft_gpu *g, ft_pdata *d, const ft_variant *v, c
   return s;
 }
 
-/* 3xtf32 at 128x264x65536 (K = 2048 k tiles): with partial sums taken out every 16 k tiles the
- * error must be <= cuBLAS SGEMM's; with chunk 4096 (never taken out) the tensor core's truncating
- * adds carry the whole K and the error must exceed it, or this check could not fail. */
+/* 3xtf32 at 128x264x65536 (K = 2048 k tiles): with partial sums taken out every 2 k tiles the
+ * error must be within the mode's tolerance (cuBLAS SGEMM's own error, or 2^-20); with chunk
+ * 4096 (never taken out) the tensor core's truncating adds carry the whole K and the error must
+ * exceed it, or this check could not fail. */
 static void long_k_case(ft_gpu *g) {
   const int m = 128, n = 264, k = 65536;
   ft_err e;
@@ -83,7 +84,7 @@ static void long_k_case(ft_gpu *g) {
     goto done;
   }
   double errs[2] = {0, 0};
-  const int chunks[2] = {16, 4096};
+  const int chunks[2] = {2, 4096};
   for (int i = 0; i < 2; i++) {
     ft_variant v = {0};
     v.kind = FT_VK_GEMM, v.layout = ft_family_named("tc")->layout, v.math = FT_MATH_3XTF32;
@@ -104,10 +105,10 @@ static void long_k_case(ft_gpu *g) {
     ft_compile_job_clear(&job);
     ft_kernel_src_free(&src);
   }
-  printf("3xtf32 %dx%dx%d: rel_err %.3g (partial sums every 16 k tiles), %.3g (never taken out), cuBLAS SGEMM %.3g\n",
-         m, n, k, errs[0], errs[1], sgemm_err);
-  ASSERT_TRUE(errs[0] <= sgemm_err);
-  ASSERT_TRUE(errs[1] > sgemm_err);
+  printf("3xtf32 %dx%dx%d: rel_err %.3g (partial sums every 2 k tiles), %.3g (never taken out), cuBLAS SGEMM %.3g, "
+         "tolerance %.3g\n", m, n, k, errs[0], errs[1], sgemm_err, tol);
+  ASSERT_TRUE(errs[0] <= tol);
+  ASSERT_TRUE(errs[1] > tol);
 done:
   ft_pdata_free(d);
   ft_ep_free(ep);
