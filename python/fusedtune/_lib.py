@@ -171,7 +171,7 @@ def candidates(env=None, package_dir=None):
     1. $FUSEDTUNE_LIBRARY (a file, or a folder holding libfusedtune.so.0), and nothing else when set;
     2. installed: the path `cmake --install` recorded in _library_path.txt, relative to this package;
     3. libfusedtune.so.0 inside the package folder (a package that carries its library);
-    4. the build tree: <repo>/build/ when the package is run from <repo>/python/fusedtune;
+    4. the build tree: <repo>/build/ when the package is run from a checkout's python/fusedtune;
     5. the system loader's search (LD_LIBRARY_PATH, ld.so.cache) for libfusedtune.so.0.
     """
     env = os.environ if env is None else env
@@ -187,7 +187,9 @@ def candidates(env=None, package_dir=None):
     if rel:
         out.append(("installed", os.path.normpath(os.path.join(package_dir, rel))))
     out.append(("package folder", os.path.join(package_dir, LIBRARY_NAME)))
-    out.append(("build tree", os.path.normpath(os.path.join(package_dir, "..", "..", "build", LIBRARY_NAME))))
+    repo = os.path.normpath(os.path.join(package_dir, "..", ".."))
+    if os.path.isfile(os.path.join(repo, "CMakeLists.txt")):  # run from a source checkout
+        out.append(("build tree", os.path.join(repo, "build", LIBRARY_NAME)))
     out.append(("system loader", LIBRARY_NAME))
     return out
 

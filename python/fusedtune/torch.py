@@ -143,7 +143,7 @@ class FusedLinear(nn.Module):
         """The Plan a call with m input rows runs (looked up, or tuned, on first use)."""
         device = torch.device(device) if device is not None else self.weight.device
         if device.type != "cuda":
-            raise InvalidArgumentError(f"weight is on {device}: move the layer to a CUDA device first")
+            raise InvalidArgumentError(f"weight is on {device.type}: move the layer to a CUDA device first")
         index = device.index if device.index is not None else torch.cuda.current_device()
         mode = self._mode()
         key = (index, m, mode.name)
@@ -173,19 +173,19 @@ class FusedLinear(nn.Module):
     def forward(self, x, **params):
         """y = E(x W^T) for x [..., in_features]; params: epilogue parameters for this call."""
         grad = torch.is_grad_enabled()
-        mode = self._mode()
-        w, dev = self.weight, self.weight.device
-        check_tensor("weight", w, dtype=mode.dtype, device=None, shape=(self.out_features, self.in_features))
-        check_no_grad("weight", w, grad)
         if not isinstance(x, torch.Tensor):
             raise InvalidArgumentError(f"x must be a tensor, not {type(x).__name__}")
+        w, dev = self.weight, self.weight.device
+        check_no_grad("x", x, grad)
+        check_no_grad("weight", w, grad)
         if x.dim() < 1 or x.shape[-1] != self.in_features:
             raise InvalidArgumentError(f"x has shape {list(x.shape)}, expected [..., {self.in_features}] "
                                        f"(in_features)")
+        mode = self._mode()
+        check_tensor("weight", w, dtype=mode.dtype, device=None, shape=(self.out_features, self.in_features))
         lead = tuple(x.shape[:-1])
         m = _math.prod(lead)
         check_tensor("x", x, dtype=mode.dtype, device=dev, shape=tuple(x.shape))
-        check_no_grad("x", x, grad)
         vecs, scalars = self._binding.bind(m, self.out_features, lambda name: getattr(self, name), params,
                                            dtype=mode.dtype, device=dev, grad_enabled=grad)
         y = torch.empty(lead + (self.out_features,), dtype=w.dtype, device=dev)

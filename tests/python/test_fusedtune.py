@@ -91,6 +91,8 @@ class LibraryTest(unittest.TestCase):
     def test_search_order(self):
         pkg = os.path.join(SCRATCH, "site", "fusedtune")
         os.makedirs(pkg, exist_ok=True)
+        self.assertNotIn("build tree", [s for s, _ in _lib.candidates(env={}, package_dir=pkg)])
+        open(os.path.join(SCRATCH, "CMakeLists.txt"), "w").close()  # now SCRATCH looks like a checkout
         with open(os.path.join(pkg, _lib.INSTALL_RECORD), "w") as f:
             f.write("../../lib/libfusedtune.so.0\n")
         got = _lib.candidates(env={}, package_dir=pkg)
