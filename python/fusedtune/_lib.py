@@ -266,6 +266,40 @@ def _loaded_path(cdll):
     return None
 
 
+def _mapped(prefix):
+    """The path of a loaded shared object whose file name starts with prefix, or None."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) >= 6 and os.path.basename(parts[5]).startswith(prefix):
+                    return parts[5]
+    except OSError:
+        pass
+    return None
+
+
+_cudart = None
+
+
+def cudart():
+    """The CUDA runtime libfusedtune was linked with (already loaded beside it), with
+    cudaGetDevice / cudaSetDevice declared; None when it cannot be found."""
+    global _cudart
+    if _cudart is None:
+        lib()
+        path = _mapped("libcudart.so")
+        try:
+            rt = ctypes.CDLL(path) if path else None
+        except OSError:
+            rt = None
+        if rt is not None:
+            rt.cudaGetDevice.restype, rt.cudaGetDevice.argtypes = ctypes.c_int, [ctypes.POINTER(ctypes.c_int)]
+            rt.cudaSetDevice.restype, rt.cudaSetDevice.argtypes = ctypes.c_int, [ctypes.c_int]
+        _cudart = rt or False
+    return _cudart or None
+
+
 _lib = None
 
 

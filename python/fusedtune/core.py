@@ -441,22 +441,33 @@ class Database:
             keep.append(opt.progress)
         p, best, result = problem._c(), _lib.ft_config(), {}
 
+        # The tune runs on a thread of its own, so that Ctrl-C reaches Python meanwhile, on the
+        # caller's current CUDA device (a per-thread setting): without the runtime to set it
+        # there, on the calling thread.
+        rt, device = _lib.cudart(), ctypes.c_int(-1)
+        if rt is not None and rt.cudaGetDevice(ctypes.byref(device)) != 0:
+            device.value = -1
+
         def body():
+            if device.value >= 0:
+                rt.cudaSetDevice(device.value)
             result["st"] = lib().ft_tune(self._ctx, ctypes.byref(p), ctypes.byref(opt), ctypes.byref(best))
             result["msg"] = _s(lib().ft_errmsg(self._ctx))
 
         with self._lock:
             self._handle()
-            # The tune runs on a thread of its own so that Ctrl-C reaches Python meanwhile.
-            t = threading.Thread(target=body, name="fusedtune-tune", daemon=True)
-            t.start()
-            try:
-                while t.is_alive():
-                    t.join(0.2)
-            except KeyboardInterrupt:
-                stop.value = 1
-                t.join()
-                raise
+            if rt is None:
+                body()
+            else:
+                t = threading.Thread(target=body, name="fusedtune-tune", daemon=True)
+                t.start()
+                try:
+                    while t.is_alive():
+                        t.join(0.2)
+                except KeyboardInterrupt:
+                    stop.value = 1
+                    t.join()
+                    raise
         if cb_error:
             raise cb_error[0]
         if result["st"] != 0:

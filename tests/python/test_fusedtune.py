@@ -296,6 +296,18 @@ class DatabaseTest(unittest.TestCase):
             self.assertIn("fusedtune --db", err.command)
             self.assertIn("--shape 128x256x512 --epilogue 'min(x + bias, c) - c where c = 2' --math fp32", str(err))
 
+    def test_launch_arguments(self):
+        # What Plan.launch hands ft_plan_launch (built without a GPU: no plan handle needed).
+        problem = fusedtune.Problem(4, 8, 16, "silu(x * g + bias) + r * s where col g, row r, scalar s", "bf16")
+        plan = fusedtune.Plan.__new__(fusedtune.Plan)
+        plan.mode = fusedtune.math_mode(problem.math)
+        a = plan.make_args(0x1000, 0x2000, 0x3000, {"bias": 0x4000, "g": 0x5000}, {"s": 0.5})
+        self.assertEqual((a.x, a.w, a.y, a.n_vecs, a.n_scalars, a.dtype), (0x1000, 0x2000, 0x3000, 2, 1,
+                                                                          _lib.FT_DTYPE_BF16))
+        self.assertEqual([(a.vecs[i].name, a.vecs[i].data) for i in range(2)], [(b"bias", 0x4000), (b"g", 0x5000)])
+        self.assertEqual((a.scalars[0].name, a.scalars[0].value), (b"s", 0.5))
+        self.assertEqual(plan.make_args(1, 2, 3, dtype=_lib.FT_DTYPE_F32).n_vecs, 0)
+
     def test_malformed_import(self):
         bad = os.path.join(SCRATCH, "bad.json")
         with open(bad, "w") as f:
