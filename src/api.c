@@ -308,9 +308,9 @@ ft_status ft__lookup_best(ft_ctx *ctx, const char *device_name, const ft_problem
   }
   if (!d.id && device_name) snprintf(d.name, sizeof d.name, "%s", device_name);
   if (!d.id && !device_name) return FT_ERR_NOT_FOUND; /* need_device_row said why */
-  return ft__fail(&ctx->err, FT_ERR_NOT_FOUND, "%s for %lldx%lldx%lld, epilogue '%s', fp32 on %s%s",
+  return ft__fail(&ctx->err, FT_ERR_NOT_FOUND, "%s for %lldx%lldx%lld, epilogue '%s', %s on %s%s",
                   stale ? "only a stale result (measured with an older kernel source; tune again)" : "nothing tuned",
-                  (long long)p->m, (long long)p->n, (long long)p->k, key.epilogue, d.name,
+                  (long long)p->m, (long long)p->n, (long long)p->k, key.epilogue, ft_math_name(p->math), d.name,
                   flags & FT_LOOKUP_NEAREST ? " (nor a nearby applicable shape)" : "");
 }
 

@@ -280,8 +280,9 @@ class DatabaseTest(unittest.TestCase):
             self.assertIn("nothing tuned for 100x250x512", str(cm.exception))
             with self.assertRaises(fusedtune.NotFoundError):
                 db.lookup_entry(problem, "No Such GPU")
-            with self.assertRaises(fusedtune.NotFoundError):  # another math mode is another problem
+            with self.assertRaises(fusedtune.NotFoundError) as cm:  # another math mode is another problem
                 db.lookup_entry(fusedtune.Problem(128, 256, 512, "minsub", "bf16"), DEVICE, nearest=True)
+            self.assertIn("c = 2', bf16 on Fixture GPU (nor a nearby applicable shape)", str(cm.exception))
             with self.assertRaises(fusedtune.ParseError):
                 db.lookup_entry(fusedtune.Problem(128, 256, 512, "min(x"), DEVICE)
             if not have_gpu():
