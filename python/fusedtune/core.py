@@ -274,7 +274,23 @@ def remove_database(path):
 
 # ---- the database ----
 
-class Database:
+class _Owned:
+    """A library object freed by close(): as a context manager, and when collected."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: the library may be gone already
+            pass
+
+
+class Database(_Owned):
     """An ft_ctx: a database connection plus, once a call needs it, the current CUDA device.
 
     Database(path=None) opens $FUSEDTUNE_DB, else ./fusedtune.db. readonly never writes (cubins
@@ -302,18 +318,6 @@ class Database:
     def __repr__(self):
         state = "closed" if self._ctx is None else ("read-only" if self.readonly else "writable")
         return f"<fusedtune.Database {self.path or '(default)'} {state}>"
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:  # interpreter shutdown: the library may be gone already
-            pass
 
     @property
     def closed(self):
@@ -496,7 +500,7 @@ def default_worker():
 
 # ---- plans ----
 
-class Plan:
+class Plan(_Owned):
     """A loaded configuration ready to launch (ft_plan), made by Database.plan()."""
 
     def __init__(self, db, problem, config, handle):
@@ -508,24 +512,14 @@ class Plan:
         return (f"<fusedtune.Plan {self.problem.shape} {self.mode.name} {self.config.strategy} {self.config.name}"
                 f"{'' if self.config.exact else ' (nearest: tuned at %dx%dx%d)' % self.config.tuned_shape}>")
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.destroy()
-
-    def __del__(self):
-        try:
-            self.destroy()
-        except Exception:
-            pass
-
     def destroy(self):
         """Frees the plan (also done by its database's close()). Twice is fine."""
         with self.db._lock:
             if self._handle is not None and self._handle.value:
                 lib().ft_plan_destroy(self._handle)
             self._handle = None
+
+    close = destroy
 
     def make_args(self, x, w, y, vecs=None, scalars=None, dtype=None):
         """An ft_args for launch_args(): device pointers as ints, vecs {name: pointer},
