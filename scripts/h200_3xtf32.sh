@@ -1,7 +1,8 @@
 #!/bin/bash
 # 3xtf32 on the H200: the tensor-core GPU test in that mode (ragged shapes, the long-K check),
 # then tunes and benches at the seed shapes and at 128x4096x65536. Logs: $OUT/x3.txt; the table
-# printed last. Stage 2 (arg "auto"): fp32 and tf32 tuned beside, then query --tolerance.
+# printed last. With arg "auto" (or "auto-only": this part alone): fp32 and tf32 tuned beside
+# (budget $BUDGET, default 60 s), then query --tolerance.
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/h200-logs}; mkdir -p "$OUT"
@@ -12,7 +13,7 @@ el() { echo "$(( $(date +%s) - t0 ))s"; }
 echo "== build done $(el)"
 export FUSEDTUNE_DB=${FUSEDTUNE_DB:-$OUT/x3.db}
 shapes=("128x16384x16384 minsub" "1024x8192x8192 biasrelu" "128x4096x65536 none")
-if [ "${1:-}" != "auto" ]; then
+if [ "${1:-}" != "auto-only" ]; then
   FT_TEST_MODE=3xtf32 timeout 240 ./build/tests/gpu_test_tc > "$OUT/tc.txt" 2>&1; echo "gpu_test_tc 3xtf32 rc=$? $(el)"
   grep -E "^3xtf32|^summary|rel_err" "$OUT/tc.txt" | tail -4; grep -c "failed" "$OUT/tc.txt"; cat "$OUT/tc.txt" >> "$A"; rm -f "$OUT/tc.txt"
   for s in "${shapes[@]}"; do
@@ -21,7 +22,8 @@ if [ "${1:-}" != "auto" ]; then
     echo "tune 3xtf32 $1 $2 rc=$? $(el)"; grep -E "^  (eager|cublas|fused|cublas\+ep)" "$OUT/t.txt" | head -6; cat "$OUT/t.txt" >> "$A"
     timeout 60 ./build/fusedtune bench --shape $1 --epilogue $2 --math 3xtf32 > "$OUT/t.txt" 2>&1; echo "bench rc=$?"; cat "$OUT/t.txt"; cat "$OUT/t.txt" >> "$A"
   done
-else
+fi
+if [ "${1:-}" = "auto" ] || [ "${1:-}" = "auto-only" ]; then
   for s in "${shapes[@]:0:2}"; do
     set -- $s
     for m in fp32 tf32; do

@@ -36,7 +36,8 @@ class ft_config(ctypes.Structure):
                 ("config", ctypes.c_char * FT_CONFIG_JSON_MAX), ("source_hash", ctypes.c_char * 17),
                 ("median_ms", ctypes.c_double), ("eager_ms", ctypes.c_double),
                 ("tuned_m", ctypes.c_int64), ("tuned_n", ctypes.c_int64), ("tuned_k", ctypes.c_int64),
-                ("exact", ctypes.c_int)]
+                ("exact", ctypes.c_int), ("math", c_enum), ("rel_err", ctypes.c_double),
+                ("max_abs_err", ctypes.c_double)]
 
 
 class ft_vec_arg(ctypes.Structure):
@@ -145,6 +146,8 @@ _SIGNATURES = {
     "ft_errmsg": (_cp, [_vp]),
     "ft_check_problem": (_st, [_P(ft_problem)] + _msg),
     "ft_lookup": (_st, [_vp, _P(ft_problem), _uint, _P(ft_config)]),
+    "ft_lookup_within": (_st, [_vp, _P(ft_problem), ctypes.c_double, _P(ft_config)]),
+    "ft_lookup_entry_within": (_st, [_vp, _cp, _P(ft_problem), ctypes.c_double, _P(ft_best_entry)]),
     "ft_plan_create": (_st, [_vp, _P(ft_problem), _P(ft_config), _P(_vp)]),
     "ft_plan_launch": (_st, [_vp, _P(ft_args), _vp]),
     "ft_plan_destroy": (None, [_vp]),

@@ -180,6 +180,9 @@ class Config:
     eager_ms: float      # eager-style baseline of the same run; 0 when unknown
     tuned_shape: tuple   # (m, n, k) it was tuned at
     exact: bool
+    math: str = "fp32"   # the mode it computes in (lookup_within may pick another than asked)
+    rel_err: float = 0.0       # measured when tuned: relative L2 error against float64
+    max_abs_err: float = 0.0
     raw: object = field(default=None, repr=False, compare=False)  # the ft_config, for plans
 
     @classmethod
@@ -187,7 +190,8 @@ class Config:
         raw = _lib.ft_config()
         ctypes.memmove(ctypes.byref(raw), ctypes.byref(c), ctypes.sizeof(raw))
         return cls(_s(c.strategy), _s(c.name), _s(c.config), _s(c.source_hash), c.median_ms, c.eager_ms,
-                   (c.tuned_m, c.tuned_n, c.tuned_k), bool(c.exact), raw)
+                   (c.tuned_m, c.tuned_n, c.tuned_k), bool(c.exact), _s(lib().ft_math_name(c.math)),
+                   c.rel_err, c.max_abs_err, raw)
 
 
 @dataclass(frozen=True)
@@ -352,6 +356,23 @@ class Database(_Owned):
             self._check(lib().ft_lookup(self._handle(), ctypes.byref(p), _lib.FT_LOOKUP_NEAREST if nearest else 0,
                                         ctypes.byref(out)))
         return Config._from_c(out)
+
+    def lookup_within(self, problem, tolerance):
+        """The fastest stored configuration whose measured error is <= tolerance, across fp32,
+        3xtf32 and tf32 for fp32 tensors (bf16/fp16: that mode); Config.math says which mode.
+        NotFoundError (naming the smallest error stored) when none is within it."""
+        p, out = problem._c(), _lib.ft_config()
+        with self._lock:
+            self._check(lib().ft_lookup_within(self._handle(), ctypes.byref(p), float(tolerance), ctypes.byref(out)))
+        return Config._from_c(out)
+
+    def lookup_entry_within(self, problem, tolerance, device_name=None):
+        """lookup_within by device name (no GPU needed for a stored device). A BestEntry."""
+        p, out = problem._c(), _lib.ft_best_entry()
+        with self._lock:
+            self._check(lib().ft_lookup_entry_within(self._handle(), device_name.encode() if device_name else None,
+                                                     ctypes.byref(p), float(tolerance), ctypes.byref(out)))
+        return BestEntry._from_c(out)
 
     def lookup_entry(self, problem, device_name=None, *, nearest=False):
         """lookup that also names the device; device_name reads results stored for that device

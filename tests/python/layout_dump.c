@@ -14,7 +14,7 @@ int main(void) {
   S(ft_problem) F(ft_problem, m) F(ft_problem, n) F(ft_problem, k) F(ft_problem, epilogue) F(ft_problem, math)
   S(ft_config) F(ft_config, strategy) F(ft_config, name) F(ft_config, config) F(ft_config, source_hash)
   F(ft_config, median_ms) F(ft_config, eager_ms) F(ft_config, tuned_m) F(ft_config, tuned_n) F(ft_config, tuned_k)
-  F(ft_config, exact)
+  F(ft_config, exact) F(ft_config, math) F(ft_config, rel_err) F(ft_config, max_abs_err)
   S(ft_vec_arg) F(ft_vec_arg, name) F(ft_vec_arg, data)
   S(ft_scalar_arg) F(ft_scalar_arg, name) F(ft_scalar_arg, value)
   S(ft_args) F(ft_args, x) F(ft_args, w) F(ft_args, y) F(ft_args, vecs) F(ft_args, n_vecs) F(ft_args, scalars)
