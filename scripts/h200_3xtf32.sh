@@ -12,8 +12,9 @@ el() { echo "$(( $(date +%s) - t0 ))s"; }
 . scripts/h200_build.sh "$A"
 echo "== build done $(el)"
 export FUSEDTUNE_DB=${FUSEDTUNE_DB:-$OUT/x3.db}
+stage=${1:-}
 shapes=("128x16384x16384 minsub" "1024x8192x8192 biasrelu" "128x4096x65536 none")
-if [ "${1:-}" != "auto-only" ]; then
+if [ "$stage" != "auto-only" ]; then
   FT_TEST_MODE=3xtf32 timeout 240 ./build/tests/gpu_test_tc > "$OUT/tc.txt" 2>&1; echo "gpu_test_tc 3xtf32 rc=$? $(el)"
   grep -E "^3xtf32|^summary|rel_err" "$OUT/tc.txt" | tail -4; grep -c "failed" "$OUT/tc.txt"; cat "$OUT/tc.txt" >> "$A"; rm -f "$OUT/tc.txt"
   for s in "${shapes[@]}"; do
@@ -23,7 +24,7 @@ if [ "${1:-}" != "auto-only" ]; then
     timeout 60 ./build/fusedtune bench --shape $1 --epilogue $2 --math 3xtf32 > "$OUT/t.txt" 2>&1; echo "bench rc=$?"; cat "$OUT/t.txt"; cat "$OUT/t.txt" >> "$A"
   done
 fi
-if [ "${1:-}" = "auto" ] || [ "${1:-}" = "auto-only" ]; then
+if [ "$stage" = "auto" ] || [ "$stage" = "auto-only" ]; then
   for s in "${shapes[@]:0:2}"; do
     set -- $s
     for m in fp32 tf32; do

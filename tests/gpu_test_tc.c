@@ -3,8 +3,8 @@
  * tiles, two stages, 3xtf32 partial sums of 1 and 3 k tiles), in tf32, bf16, fp16 and 3xtf32, on
  * ragged shapes with the three test epilogues, through the library's launch path, output
  * NaN-poisoned first: each must match the float64 reference within the mode's tolerance (2x
- * cuBLAS's own error in that mode plus the output's unit roundoff; fp32's 1e-5 in 3xtf32;
- * ft_pdata_tolerance). Then 3xtf32 at a long K: partial sums taken out must be at least as
+ * cuBLAS's own error in that mode plus the output's unit roundoff; in 3xtf32 SGEMM's own error
+ * (at least 2^-20) for chunks <= 4 k tiles, fp32's 1e-5 for longer ones; ft_pdata_tolerance). Then 3xtf32 at a long K: partial sums taken out must be at least as
  * accurate as cuBLAS SGEMM, and the same kernel never taking them out must not be (the check
  * can fail). FT_TEST_QUICK=1 takes the first epilogue only. */
 #define _POSIX_C_SOURCE 200809L
@@ -28,6 +28,7 @@ static const ft_math k_modes[] = {FT_MATH_BF16, FT_MATH_TF32, FT_MATH_FP16, FT_M
 typedef struct tally {
   int ok, failed;
   double worst_ratio; /* rel_err / tolerance */
+  int accuracy_misses; /* 3xtf32 chunks > 4 within fp32's bound but not SGEMM's error */
   char worst[320];
 } tally;
 
@@ -152,7 +153,11 @@ static void run_case(ft_gpu *g, const shape *sh, const char *eptext, ft_math mat
     ft_check c = {0};
     ft_status s = jobs[i].status;
     if (s == FT_OK) s = launch_and_check(g, d, &vs[i], &jobs[i], &src[i], &c, &e);
-    if (s != FT_OK || c.bad || !(c.rel_err <= tol)) {
+    /* 3xtf32 chunks over 4 k tiles may miss SGEMM's accuracy (the tuner then rejects them), but
+     * never fp32's bound: that would be a wrong kernel, not a long accumulation. */
+    const double vtol = math == FT_MATH_3XTF32 && vs[i].chunk > 4 ? (tol > FT_TOL_FP32 ? tol : FT_TOL_FP32) : tol;
+    if (s == FT_OK && !c.bad && c.rel_err > tol && c.rel_err <= vtol) t->accuracy_misses++;
+    if (s != FT_OK || c.bad || !(c.rel_err <= vtol)) {
       failed++;
       FT_FAIL_AT_("%s %s: %s rel_err %.3g (tolerance %.3g), %lld non-finite", what, name,
                   s != FT_OK ? (jobs[i].status != FT_OK && jobs[i].log ? jobs[i].log : e.msg) : "", c.rel_err, tol,
@@ -194,7 +199,7 @@ int main(void) {
   /* FT_TEST_MODE=3xtf32 (say) runs that mode alone. */
   const char *quick = getenv("FT_TEST_QUICK"), *only = getenv("FT_TEST_SHAPE"), *mode = getenv("FT_TEST_MODE");
   const size_t n_epi = quick && quick[0] == '1' ? 1 : sizeof k_epilogues / sizeof k_epilogues[0];
-  tally t = {0, 0, 0, ""};
+  tally t = {0, 0, 0, "", 0};
   for (size_t mi = 0; mi < sizeof k_modes / sizeof k_modes[0]; mi++)
     for (size_t ei = 0; ei < n_epi && (!mode || !strcmp(mode, ft_math_name(k_modes[mi]))); ei++)
       for (size_t si = 0; si < sizeof k_shapes / sizeof k_shapes[0]; si++) {
@@ -203,8 +208,8 @@ int main(void) {
         if (!only || strcmp(only, name) == 0) run_case(g, &k_shapes[si], k_epilogues[ei], k_modes[mi], &t);
       }
   if (!only && (!mode || !strcmp(mode, "3xtf32"))) long_k_case(g);
-  printf("summary: %d tensor-core runs correct, %d failed; worst rel_err/tolerance %.2f (%s)\n", t.ok, t.failed,
-         t.worst_ratio, t.worst);
+  printf("summary: %d tensor-core runs correct, %d failed; worst rel_err/tolerance %.2f (%s); %d 3xtf32 run(s) of "
+         "chunk > 4 within 1e-5 but above SGEMM's error\n", t.ok, t.failed, t.worst_ratio, t.worst, t.accuracy_misses);
   ft_gpu_close(g);
   return FT_TEST_DONE();
 }
