@@ -199,7 +199,7 @@ int main(void) {
   /* FT_TEST_MODE=3xtf32 (say) runs that mode alone. */
   const char *quick = getenv("FT_TEST_QUICK"), *only = getenv("FT_TEST_SHAPE"), *mode = getenv("FT_TEST_MODE");
   const size_t n_epi = quick && quick[0] == '1' ? 1 : sizeof k_epilogues / sizeof k_epilogues[0];
-  tally t = {0, 0, 0, "", 0};
+  tally t = {0, 0, 0, 0, ""};
   for (size_t mi = 0; mi < sizeof k_modes / sizeof k_modes[0]; mi++)
     for (size_t ei = 0; ei < n_epi && (!mode || !strcmp(mode, ft_math_name(k_modes[mi]))); ei++)
       for (size_t si = 0; si < sizeof k_shapes / sizeof k_shapes[0]; si++) {
