@@ -134,8 +134,9 @@ static ft_status measure(run *r, int i, int repeats, int store_now, ft_err *err)
     ft_status s = r->ops->check_stop(r->ops->user, err);
     if (s != FT_OK) {
       ft_err e2;
-      flush(r, &e2); /* the interruption is what is reported */
-      return s;
+      flush(r, &e2); /* the interruption is what is reported, */
+      ft_status s2 = r->ops->check_stop(r->ops->user, err); /* its message counting what flush stored */
+      return s2 != FT_OK ? s2 : s;
     }
   }
   ft_search_item *it = &r->it[i];
