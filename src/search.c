@@ -73,6 +73,7 @@ typedef struct run {
   double min_ratio, sum_log, sum_log2;
   double spent; /* seconds spent measuring, for the ETA */
   int nspent;
+  int retimes_after; /* full timings of screened items expected after the current phase */
 } run;
 
 static double seen_ms(const ft_search_item *it) {
@@ -104,10 +105,11 @@ static void note_best(run *r, const ft_search_item *it) {
   if (it->safe && t < r->st->best_safe_ms) r->st->best_safe_ms = t;
 }
 
-static void report(run *r, const char *phase, int done, int total, int left) {
+/* left: measurements of items not measured yet still expected; retimes: of items screened. */
+static void report(run *r, const char *phase, int done, int total, int left, int retimes) {
   if (!r->ops->progress) return;
   ft_search_progress p = {phase, done, total, isfinite(r->st->best_ms) ? r->st->best_ms : -1,
-                          r->nspent > 0 ? r->spent / r->nspent * left : -1};
+                          r->nspent > 0 ? r->spent / r->nspent * (left + retimes) : -1, left};
   r->ops->progress(r->ops->user, &p);
 }
 
@@ -213,7 +215,7 @@ static ft_status full_pass(run *r, const int *idx, int m, int is_safe, int later
     }
     FT_TRY(measure(r, i, r->cfg->repeats, 1, err));
     done++;
-    report(r, is_safe ? "safe" : "tuning", done, total, total - done + later);
+    report(r, is_safe ? "safe" : "tuning", done, total, total - done + later, 0);
   }
   return FT_OK;
 }
@@ -239,7 +241,7 @@ static ft_status confirm(run *r, int *sc, int m, int keep, double margin, double
     /* The full timing replaces the screening result (one result per item); an interruption
      * before it stores the screening result. */
     FT_TRY(measure(r, sc[p], r->cfg->repeats, 1, err));
-    report(r, "timing", p + 1, chosen, chosen - p - 1 + later);
+    report(r, "timing", p + 1, chosen, later, chosen - p - 1 + r->retimes_after);
   }
   return flush(r, err);
 }
@@ -277,7 +279,7 @@ static ft_status screen(run *r, const int *idx, int m, int is_safe, int early, i
         left += !r->it[idx[q]].known &&
                 !ft_search_cannot_win(r->it[idx[q]].predicted_ms, lo, r->st->best_ms, c->stop_slack);
     }
-    report(r, is_safe ? "safe" : "screening", done, total, left + later);
+    report(r, is_safe ? "safe" : "screening", done, total, left + later, r->retimes_after);
   }
   return FT_OK;
 }
@@ -301,7 +303,7 @@ ft_status ft_search_run(ft_search_item *items, int n, const ft_search_cfg *cfg, 
     return ft__fail(err, FT_ERR_INVALID_ARG, "search: bad arguments");
   int *order = malloc((size_t)(3 * n + 1) * sizeof *order);
   if (!order) return ft__fail(err, FT_ERR_NOMEM, "search: out of memory");
-  run r = {items, n, cfg, ops, stats, order + n, 0, 0, 0, 0, 0, 0, 0};
+  run r = {items, n, cfg, ops, stats, order + n, 0, 0, 0, 0, 0, 0, 0, 0};
   int *sc = order + 2 * n;
   int ns = 0, nf = 0;
   for (int i = 0; i < n; i++) {
@@ -339,10 +341,13 @@ ft_status ft_search_run(ft_search_item *items, int n, const ft_search_cfg *cfg, 
     break;
   case FT_SEARCH_FAST:
   default:
+    r.retimes_after = 2 * cfg->finalists;
     s = screen(&r, order, ns, 1, 0, fused_todo, sc, &m, err);
+    r.retimes_after = cfg->finalists;
     if (s == FT_OK) s = confirm(&r, sc, m, cfg->finalists, cfg->finalist_margin, min_ms(items, sc, m), 1,
                                 fused_todo, err);
-    if (s == FT_OK) s = screen(&r, fused, nf, 0, 1, cfg->finalists, sc, &m, err);
+    if (s == FT_OK) s = screen(&r, fused, nf, 0, 1, 0, sc, &m, err);
+    r.retimes_after = 0;
     /* Fused finalists only where their screening could beat the best so far. */
     if (s == FT_OK) s = confirm(&r, sc, m, cfg->finalists, cfg->finalist_margin, stats->best_ms, 0, 0, err);
     break;

@@ -45,6 +45,7 @@ typedef struct ft_search_progress {
   int done, total;     /* in this phase */
   double best_ms;      /* fastest measured so far (any candidate); < 0: none */
   double eta_s;        /* seconds left in the whole search, estimated; < 0: unknown */
+  int left;            /* measurements expected to remain (the early stop's estimate included) */
 } ft_search_progress;
 
 typedef struct ft_search_ops {

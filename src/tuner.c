@@ -26,6 +26,7 @@ typedef struct cand {
   int known;    /* measured before with the same source: skipped unless --retune */
   int injected; /* the test hook's planted candidate: 1 wrong, 2 fault, 3 hang (0: none) */
   int compiled; /* job's outputs are set (from the cache or NVRTC) */
+  int measured; /* run in this tune */
   double cost;  /* the family's modelled cost (ft_family.enumerate) */
   double known_ms; /* with known: the fastest correct median stored before (INFINITY: none) */
   ft_runner_result last;
@@ -65,6 +66,7 @@ typedef struct tuner {
   cand *c;
   int nc;
   double gemm_ms; /* cuBLAS GEMM alone in this run: the rate predictions are scaled by */
+  int expect_left; /* measurements the search expects still to make (< 0: unknown) */
   compiler cc;
   ft_search_stats ss;
 } tuner;
@@ -85,6 +87,7 @@ static void report_step(tuner *t, const char *phase, const char *message) {
 /* Reports the search's progress, with the eager-style baseline it is measured against. */
 static void progress(void *user, const ft_search_progress *p) {
   tuner *t = user;
+  t->expect_left = p->left;
   if (!t->req->progress || p->total <= 0) return;
   ft_tune_progress u = {p->phase, "", p->done, p->total, p->best_ms, now_s() - t->t0, p->eta_s, t->sum->eager_ms};
   t->req->progress(t->req->progress_user, &u);
@@ -351,7 +354,12 @@ static ft_status ensure_compiled(tuner *t, int i, ft_err *err) {
       FT_TRY(submit_batch(t, -1, 0, err));
     }
   }
-  if (!cm->busy && cm->next < cm->n) FT_TRY(submit_batch(t, -1, 1, err));
+  /* Compiled ahead and not measured yet: when the search expects no more (its early stop in
+   * sight), the next batch would be compiled for nothing. */
+  int ahead = 0;
+  for (int p = 0; p < cm->next; p++) ahead += !t->c[cm->order[p]].measured && !t->c[cm->order[p]].known;
+  if (!cm->busy && cm->next < cm->n && (t->expect_left < 0 || t->expect_left > ahead))
+    FT_TRY(submit_batch(t, -1, 1, err));
   return FT_OK;
 }
 
@@ -396,6 +404,7 @@ static void compiler_end(tuner *t) {
 static ft_status op_measure(void *user, int i, int repeats, double *ms, ft_err *err) {
   tuner *t = user;
   FT_TRY(ensure_compiled(t, i, err));
+  t->c[i].measured = 1;
   FT_TRY(run_candidate(t, &t->c[i], repeats, err));
   *ms = t->c[i].quick_ms;
   return FT_OK;
@@ -446,6 +455,7 @@ static ft_status search(tuner *t, ft_err *err) {
   cfg.deadline = t->t0 + t->req->budget_s;
   cfg.seed = t->req->seed;
   ft_search_ops ops = {t, op_measure, op_store, op_clock, op_check_stop, plan_compile, progress};
+  t->expect_left = -1;
   ft_status s = ft_search_run(it, t->nc, &cfg, &ops, &t->ss, err);
   t->sum->budget_exhausted = t->ss.budget_exhausted;
   t->sum->n_early_stopped = t->ss.early_stopped;
