@@ -163,7 +163,13 @@ static ft_status measure(run *r, int i, int repeats, int store_now, ft_err *err)
   return FT_OK;
 }
 
-static int past_deadline(const run *r) { return r->ops->clock(r->ops->user) > r->cfg->deadline; }
+/* Whether a pass ends before its next item: fused items start only before the deadline, the
+ * safe ones always. */
+static int out_of_time(run *r, int is_safe) {
+  if (is_safe || !(r->ops->clock(r->ops->user) > r->cfg->deadline)) return 0;
+  r->st->budget_exhausted = 1;
+  return 1;
+}
 
 /* The order fused items are measured in: predicted time, then index (items without a
  * prediction last). */
@@ -209,10 +215,7 @@ static ft_status full_pass(run *r, const int *idx, int m, int is_safe, int later
   for (int p = 0; p < m; p++) {
     const int i = idx[p];
     if (r->it[i].known) continue;
-    if (!is_safe && past_deadline(r)) {
-      r->st->budget_exhausted = 1;
-      break;
-    }
+    if (out_of_time(r, is_safe)) break;
     FT_TRY(measure(r, i, r->cfg->repeats, 1, err));
     done++;
     report(r, is_safe ? "safe" : "tuning", done, total, total - done + later, 0);
@@ -234,10 +237,7 @@ static ft_status confirm(run *r, int *sc, int m, int keep, double margin, double
     chosen++;
   }
   for (int p = 0; p < chosen; p++) {
-    if (!is_safe && past_deadline(r)) {
-      r->st->budget_exhausted = 1;
-      break;
-    }
+    if (out_of_time(r, is_safe)) break;
     /* The full timing replaces the screening result (one result per item); an interruption
      * before it stores the screening result. */
     FT_TRY(measure(r, sc[p], r->cfg->repeats, 1, err));
@@ -256,10 +256,7 @@ static ft_status screen(run *r, const int *idx, int m, int is_safe, int early, i
   for (int p = 0; p < m; p++) {
     const int i = idx[p];
     if (r->it[i].known) continue;
-    if (!is_safe && past_deadline(r)) {
-      r->st->budget_exhausted = 1;
-      break;
-    }
+    if (out_of_time(r, is_safe)) break;
     if (early && r->nratio >= c->min_fused) {
       r->st->ratio_lo = ratio_floor(r, total - done);
       if (ft_search_cannot_win(r->it[i].predicted_ms, r->st->ratio_lo, r->st->best_ms, c->stop_slack)) {
