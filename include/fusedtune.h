@@ -252,12 +252,15 @@ FT_API void ft_plan_destroy(ft_plan *plan);
  * during the call. */
 typedef struct ft_tune_progress {
   const char *phase;   /* "preparing", "compiling", "compiled" (a step: message set, total 0),
-                        * or "tuning", "screening", "timing" (a loop over candidates) */
+                        * or "safe" (the cuBLAS + epilogue-pass candidates, measured first),
+                        * "tuning", "screening", "timing" (a loop over candidates) */
   const char *message; /* a line for people ("compiling 120 candidate(s)..."); "" in loops */
   int done, total;     /* candidates finished and to run in this phase; 0, 0 for a step */
   double best_ms;      /* fastest correct candidate so far in ms; < 0 when none yet */
   double elapsed_s;    /* since the tune started */
-  double eta_s;        /* estimated seconds left in this phase; < 0 when unknown */
+  double eta_s;        /* estimated seconds left in the search; < 0 when unknown */
+  double eager_ms;     /* the eager-style baseline of this run (best_ms is compared with it); 0
+                        * when not timed. Came after 0.1: read it only from a library as new */
 } ft_tune_progress;
 
 /* Called by ft_tune on the tuning thread; must not call back into the same ft_ctx. */
@@ -268,7 +271,7 @@ typedef void (*ft_tune_progress_fn)(void *user, const ft_tune_progress *update);
  * program built against 0.1) is accepted and they read as NULL / 0. */
 typedef struct ft_tune_options {
   size_t struct_size;   /* sizeof(ft_tune_options) */
-  const char *strategy; /* "exhaustive" (default), "random", "halving" */
+  const char *strategy; /* search: "fast" (default), "exhaustive", "random", "halving"; NULL = "fast" */
   double budget_s;      /* wall-clock bound of the whole tune; 0 = default (150 s) */
   int repeats;          /* timed repeats per candidate, >= 20 (default 30) */
   int retune;           /* 1: measure again even when results exist */
@@ -286,7 +289,7 @@ typedef struct ft_tune_options {
 
 #define FT_TUNE_OPTIONS_V1_SIZE (offsetof(ft_tune_options, seed) + sizeof(uint64_t))
 #define FT_TUNE_OPTIONS_INIT \
-  {sizeof(ft_tune_options), "exhaustive", 0.0, 30, 0, 0, 1, 0, NULL, NULL, NULL, NULL, 0}
+  {sizeof(ft_tune_options), "fast", 0.0, 30, 0, 0, 1, 0, NULL, NULL, NULL, NULL, 0}
 
 /* Tunes p on the current device, storing every measured candidate, and writes the best
  * launchable configuration to *best. Needs a writable database and a GPU.
@@ -295,6 +298,12 @@ typedef struct ft_tune_options {
  * and a restart; without a worker executable they run in this process and a fault ends the tune
  * with FT_ERR_CUDA (what was measured stays stored). Progress goes to opt->progress, never to a
  * stream. Blocks for up to the budget; not to be called concurrently on one ctx.
+ * Every search measures and stores the cuBLAS + epilogue-pass candidates before any fused GEMM
+ * kernel, so a tune ended by its budget, by opt->stop or by a failure never leaves a best slower
+ * than the fastest of those (their measuring always completes; the budget bounds the rest).
+ * "fast" then screens the fused kernels in the cost model's order with a few repeats, stops
+ * when the model (its error measured in the same run) says the rest cannot win, and times the
+ * best few in full; "exhaustive" times every candidate in full (docs/ARCHITECTURE.md).
  * Returns FT_OK, FT_ERR_INVALID_ARG, FT_ERR_PARSE, FT_ERR_UNSUPPORTED, FT_ERR_NO_DEVICE,
  * FT_ERR_CUDA, FT_ERR_CUBLAS, FT_ERR_COMPILE, FT_ERR_DB, FT_ERR_NOT_FOUND (no candidate was
  * correct), FT_ERR_INTERRUPTED. */

@@ -257,6 +257,8 @@ typedef struct ft_tune_report {
   ft_config best;          /* the database's best after the run (has_best) */
   int n_results;
   ft_result_info *results; /* this run's results in order, owned by the report */
+  int n_early_stopped;     /* fast search: fused candidates not measured because the cost model,
+                            * with its error measured in this run, says they cannot win */
 } ft_tune_report;
 
 /* ft_tune with everything the run found: *report is the caller's (ft_tune_report_free), set on

@@ -10,6 +10,7 @@
 #include "launch.h"
 #include "api_internal.h"
 #include "best.h"
+#include "search.h"
 #include "tuner.h"
 
 #define FT_HASH_CACHE 16
@@ -537,9 +538,9 @@ ft_status ft__tune_summary(ft_ctx *ctx, const ft_problem *p, const ft_tune_optio
     return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune: options must start from FT_TUNE_OPTIONS_INIT");
   const ft_epilogue *ep = NULL;
   FT_TRY(check_problem(ctx, p, &ep));
-  const char *search = opt->strategy ? opt->strategy : "exhaustive";
-  if (strcmp(search, "exhaustive") && strcmp(search, "random") && strcmp(search, "halving"))
-    return ft__fail(&ctx->err, FT_ERR_INVALID_ARG, "ft_tune: unknown strategy '%s' (exhaustive, random, halving)", search);
+  const char *search = opt->strategy ? opt->strategy : FT_SEARCH_DEFAULT;
+  if (!ft_search_parse(search, NULL))
+    return ft__fail(&ctx->err, FT_ERR_INVALID_ARG, "ft_tune: unknown strategy '%.40s' (" FT_SEARCH_NAMES ")", search);
   if (opt->repeats != 0 && opt->repeats < 20)
     return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune: repeats must be >= 20");
   if (opt->budget_s < 0 || !isfinite(opt->budget_s)) return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune: budget_s must be >= 0");

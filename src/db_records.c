@@ -483,8 +483,14 @@ ft_status ft_db_each_best(ft_db *db, ft_best_cb cb, void *user, ft_err *err) {
 
 ft_status ft_db_has_result(ft_db *db, int64_t device_id, int64_t problem_id, const char *strategy,
                            const char *config_json, const char *source_hash, int *found, ft_err *err) {
+  return ft_db_prior_result(db, device_id, problem_id, strategy, config_json, source_hash, found, NULL, err);
+}
+
+ft_status ft_db_prior_result(ft_db *db, int64_t device_id, int64_t problem_id, const char *strategy,
+                             const char *config_json, const char *source_hash, int *found, double *best_ms,
+                             ft_err *err) {
   FT_TRY(ft__db_need(err, db && strategy && config_json && found,
-                     "ft_db_has_result: NULL argument"));
+                     "ft_db_prior_result: NULL argument"));
   sqlite3_stmt *st = ft__db_stmt(db, FT_ST_HAS_RESULT, err);
   if (!st) return err ? err->status : FT_ERR_DB;
   sqlite3_bind_int64(st, 1, device_id);
@@ -493,7 +499,9 @@ ft_status ft_db_has_result(ft_db *db, int64_t device_id, int64_t problem_id, con
   sqlite3_bind_text(st, 4, source_hash ? source_hash : "", -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 5, config_json, -1, SQLITE_STATIC);
   int rc = sqlite3_step(st);
-  *found = rc == SQLITE_ROW;
+  *found = rc == SQLITE_ROW && sqlite3_column_int64(st, 0) > 0;
+  if (best_ms)
+    *best_ms = rc == SQLITE_ROW && sqlite3_column_type(st, 1) != SQLITE_NULL ? sqlite3_column_double(st, 1) : INFINITY;
   ft_status s = (rc == SQLITE_ROW || rc == SQLITE_DONE)
                     ? FT_OK : ft__db_error(db, err, rc, "checking for an existing result");
   sqlite3_reset(st);

@@ -81,8 +81,8 @@ static const char *const k_sql[FT_ST_COUNT] = {
         " rel_err, max_abs_err FROM results WHERE device_id = ?1 AND problem_id = ?2 AND " FT_DB_BEST_WHERE
         " ORDER BY median_ms, created, uuid",
     [FT_ST_HAS_RESULT] =
-        "SELECT 1 FROM results WHERE device_id = ?1 AND problem_id = ?2 AND strategy = ?3"
-        " AND source_hash = ?4 AND config = ?5 LIMIT 1",
+        "SELECT COUNT(*), MIN(CASE WHEN status = 'ok' THEN median_ms END) FROM results"
+        " WHERE device_id = ?1 AND problem_id = ?2 AND strategy = ?3 AND source_hash = ?4 AND config = ?5",
     [FT_ST_CUBIN_GET] =
         "SELECT data FROM cubins WHERE source_hash = ?1 AND arch = ?2 AND nvrtc_version = ?3"
         " AND options = ?4",

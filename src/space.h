@@ -54,6 +54,11 @@ ft_status ft_limits_for_arch(const char *arch, ft_device_limits *out, ft_err *er
  * is the fp32 mode's. */
 ft_status ft_space_enumerate_math(ft_variant_kind kind, int64_t m, int64_t n, int64_t k, ft_math math,
                                   const ft_device_limits *lim, ft_variant **out, int *count, ft_err *err);
+/* The same with each variant's modelled cost (*costs malloc'd, caller frees; NULL: not wanted):
+ * see ft_family.enumerate for its unit. */
+ft_status ft_space_enumerate_costs(ft_variant_kind kind, int64_t m, int64_t n, int64_t k, ft_math math,
+                                   const ft_device_limits *lim, ft_variant **out, double **costs, int *count,
+                                   ft_err *err);
 ft_status ft_space_enumerate(ft_variant_kind kind, int64_t m, int64_t n, int64_t k,
                              const ft_device_limits *lim, ft_variant **out, int *count, ft_err *err);
 

@@ -17,11 +17,19 @@ static const char *tune_help =
     "  --epilogue E         expression or preset (default: none); see 'fusedtune epilogue --help'\n"
     "  --math M             math mode: fp32 (FFMA, error <= 1e-5 vs float64; default), tf32, bf16, fp16\n"
     "                       (tensor cores; correct = within 2x cuBLAS's own error in that mode), 3xtf32\n"
-    "                       (fp32 tensors on tensor cores, held to fp32's 1e-5), or auto: fp32, 3xtf32 and\n"
-    "                       tf32 one after the other (the budget applies to each), all stored; then\n"
-    "                       'query --tolerance T' picks the fastest within an error T\n"
-    "  --strategy S         exhaustive (default), random, or halving (time all briefly, re-time best quarter)\n"
+    "                       (fp32 tensors on tensor cores, held to cuBLAS SGEMM's own error), or auto: fp32,\n"
+    "                       3xtf32 and tf32 one after the other (the budget applies to each), all stored;\n"
+    "                       then 'query --tolerance T' picks the fastest within an error T\n"
+    "  --strategy S         search (every one measures and stores the cuBLAS + epilogue-pass candidates first,\n"
+    "                       so a tune stopped early never keeps a best slower than those):\n"
+    "                         fast (default): fused kernels screened in the cost model's order with a few\n"
+    "                           repeats, stopping when the rest cannot win by the model's error measured in\n"
+    "                           this run; the best few timed in full\n"
+    "                         exhaustive: every candidate timed in full\n"
+    "                         random: every candidate, the fused ones in random order\n"
+    "                         halving: every candidate screened, the best quarter of each kind re-timed\n"
     "  --budget SECONDS     bound on the whole tune, compilation included (default 150); what finished is stored\n"
+    "                       (the cuBLAS + epilogue-pass candidates are always measured in full)\n"
     "  --repeats N          timed repeats per candidate, >= 20 (default 30)\n"
     "  --retune             measure again candidates already measured with the same kernel source\n"
     "  --flush-l2           overwrite L2 before every timed repeat\n"
@@ -70,8 +78,8 @@ static int parse_tune_args(int argc, char **argv, tune_cli *t) {
         else if (!parse_math(v, &t->p.math))
           return usage_error("tune", "unknown --math '%s' (fp32, tf32, bf16, fp16, 3xtf32, auto)", v);
       } else if (IS("--strategy")) {
-        if (strcmp(v, "exhaustive") && strcmp(v, "random") && strcmp(v, "halving"))
-          return usage_error("tune", "unknown --strategy '%s' (exhaustive, random, halving)", v);
+        if (strcmp(v, "fast") && strcmp(v, "exhaustive") && strcmp(v, "random") && strcmp(v, "halving"))
+          return usage_error("tune", "unknown --strategy '%s' (fast, exhaustive, random, halving)", v);
         t->opt.strategy = v;
       } else if (IS("--budget")) {
         if (!parse_double(v, &t->opt.budget_s) || t->opt.budget_s <= 0)
@@ -135,6 +143,9 @@ static void print_summary(const tune_cli *t, const ft_tune_report *s) {
          "%d measured before (--retune to repeat)%s\n",
          s->n_candidates, s->n_measured, s->n_ok, s->n_wrong, s->n_compile_error, s->n_launch_error, s->n_timeout,
          s->n_known, s->budget_exhausted ? "; budget ran out" : "");
+  if (s->n_early_stopped)
+    printf("%d fused candidate(s) not measured: by the cost model and its error in this run they cannot win "
+           "(--strategy exhaustive measures them)\n", s->n_early_stopped);
   printf("compile: %d compiled, %d from cache, %.1f s; total %.1f s", s->n_compiled, s->n_cached, s->compile_s,
          s->total_s);
   if (s->worker_restarts) printf("; worker restarted %d time(s) after a fault or hang", s->worker_restarts);
@@ -161,10 +172,10 @@ static void print_summary_json(const ft_tune_report *s) {
   ft_write_json_string(stdout, s->epilogue);
   printf(",\"eager_ms\":%.17g,\"candidates\":%d,\"measured\":%d,\"ok\":%d,\"wrong_result\":%d,"
          "\"compile_error\":%d,\"launch_error\":%d,\"timeout\":%d,\"known\":%d,\"compiled\":%d,\"cached\":%d,"
-         "\"compile_s\":%.3f,\"total_s\":%.3f,\"budget_exhausted\":%s,\"best\":",
+         "\"compile_s\":%.3f,\"total_s\":%.3f,\"budget_exhausted\":%s,\"early_stopped\":%d,\"best\":",
          s->eager_ms, s->n_candidates, s->n_measured, s->n_ok, s->n_wrong, s->n_compile_error, s->n_launch_error,
          s->n_timeout, s->n_known, s->n_compiled, s->n_cached, s->compile_s, s->total_s,
-         s->budget_exhausted ? "true" : "false");
+         s->budget_exhausted ? "true" : "false", s->n_early_stopped);
   if (!s->has_best) {
     printf("null");
   } else {
@@ -213,18 +224,23 @@ static void show_progress(void *user, const ft_tune_progress *u) {
     fprintf(stderr, "%s\n", u->message);
     return;
   }
-  char best[32] = "-";
-  if (u->best_ms >= 0) snprintf(best, sizeof best, "%.4f", u->best_ms);
+  /* The best so far against the eager-style chain timed first in the same run. */
+  char best[64] = "-", eta[24] = "?";
+  if (u->best_ms > 0 && u->eager_ms > 0)
+    snprintf(best, sizeof best, "%.4f ms (%.3fx eager)", u->best_ms, u->eager_ms / u->best_ms);
+  else if (u->best_ms >= 0)
+    snprintf(best, sizeof best, "%.4f ms", u->best_ms);
+  if (u->eta_s >= 0) snprintf(eta, sizeof eta, "%.0fs", u->eta_s);
   if (v->tty) {
-    int w = 30, fill = u->done * w / u->total;
+    int w = 24, fill = u->done * w / u->total;
     char bar[64];
     for (int i = 0; i < w; i++) bar[i] = i < fill ? '#' : '.';
     bar[w] = 0;
-    fprintf(stderr, "\r%s [%s] %d/%d best %s ms ETA %.0fs   ", u->phase, bar, u->done, u->total, best,
-            u->eta_s > 0 ? u->eta_s : 0);
+    fprintf(stderr, "\r%-9s [%s] %d/%d best %s ETA %s   ", u->phase, bar, u->done, u->total, best, eta);
     if (u->done == u->total) fputc('\n', stderr);
   } else if (u->done == u->total || u->done % 25 == 0) {
-    fprintf(stderr, "%s: %d/%d done, best %s ms, %.0fs elapsed\n", u->phase, u->done, u->total, best, u->elapsed_s);
+    fprintf(stderr, "%s: %d/%d done, best %s, %.0fs elapsed, ETA %s\n", u->phase, u->done, u->total, best,
+            u->elapsed_s, eta);
   }
 }
 
