@@ -83,25 +83,29 @@ FT_API const char *ft_status_string(ft_status s);
  *         accumulate: error like cuBLAS's TF32 GEMM (~3e-4 relative).
  *   bf16  x, W, y, vectors bf16 (as a bf16 nn.Linear); fp32 accumulate, E in fp32 on the
  *         accumulator, one rounding at the store: error like cuBLAS's BF16 GEMM (~2e-3).
- *   fp16  as bf16 with fp16 storage (~3e-4). */
-#define FT_MATH_MAP(X) \
-  X(FP32, 0, "fp32")   \
-  X(TF32, 1, "tf32")   \
-  X(BF16, 2, "bf16")   \
-  X(FP16, 3, "fp16")
+ *   fp16  as bf16 with fp16 storage (~3e-4).
+ *   3xtf32  x, W, y, vectors fp32; each operand split into big = tf32(v) and small = tf32(v - big),
+ *         three tensor-core products (small.big, big.small, big.big) with the partial sums taken
+ *         into fp32 registers every few k: fp32-class error (<= 1e-5 vs float64, as fp32). */
+#define FT_MATH_MAP(X)   \
+  X(FP32, 0, "fp32")     \
+  X(TF32, 1, "tf32")     \
+  X(BF16, 2, "bf16")     \
+  X(FP16, 3, "fp16")     \
+  X(3XTF32, 4, "3xtf32")
 
 typedef enum ft_math {
 #define FT_MATH_ENUM_(name, value, text) FT_MATH_##name = value,
   FT_MATH_MAP(FT_MATH_ENUM_)
 #undef FT_MATH_ENUM_
 } ft_math;
-#define FT_MATH_COUNT 4
+#define FT_MATH_COUNT 5
 
-/* Element type of the tensors a launch binds: FT_DTYPE_F32 in fp32 and tf32 modes, BF16 / F16
+/* Element type of the tensors a launch binds: FT_DTYPE_F32 in fp32, tf32 and 3xtf32 modes, BF16 / F16
  * in bf16 / fp16 modes. */
 typedef enum ft_dtype { FT_DTYPE_F32 = 0, FT_DTYPE_BF16 = 1, FT_DTYPE_F16 = 2 } ft_dtype;
 
-/* "fp32", "tf32", "bf16", "fp16"; "?" outside the list. Static, thread-safe. */
+/* "fp32", "tf32", "bf16", "fp16", "3xtf32"; "?" outside the list. Static, thread-safe. */
 FT_API const char *ft_math_name(ft_math m);
 /* The mode named text: 1 and *out set, else 0. Thread-safe. */
 FT_API int ft_math_from_name(const char *text, ft_math *out);
@@ -117,7 +121,7 @@ typedef struct ft_problem {
   int64_t n;            /* output features: rows of W, columns of y */
   int64_t k;            /* input features: columns of x and W */
   const char *epilogue; /* expression or preset name, e.g. "minsub", "relu(x + bias)" */
-  ft_math math;         /* FT_MATH_FP32 (0), TF32, BF16 or FP16 */
+  ft_math math;         /* FT_MATH_FP32 (0), TF32, BF16, FP16 or 3XTF32 */
 } ft_problem;
 
 /* Flags of ft_open. */
@@ -140,6 +144,9 @@ typedef struct ft_config {
   double eager_ms;                  /* eager-style baseline of the same run; 0 when unknown */
   int64_t tuned_m, tuned_n, tuned_k; /* the shape it was tuned for */
   int exact;                        /* 1: tuned for this exact shape; 0: nearest fallback */
+  ft_math math;                     /* the mode it computes in (ft_lookup_within may pick another) */
+  double rel_err;                   /* measured when tuned: relative L2 error against float64 */
+  double max_abs_err;               /* ... and the largest absolute error (see docs/MODES.md) */
 } ft_config;
 
 /* Opens (FT_OPEN_CREATE: creates) the database at db_path; NULL means $FUSEDTUNE_DB, else
@@ -182,6 +189,18 @@ FT_API ft_status ft_check_problem(const ft_problem *p, char *msg, size_t msg_siz
  * database; ft_errmsg() says which ("no NVIDIA driver found ..."). To read results tuned on
  * another machine without its GPU, name the device: ft_lookup_entry() (fusedtune_tool.h). */
 FT_API ft_status ft_lookup(ft_ctx *ctx, const ft_problem *p, unsigned flags, ft_config *out);
+
+/* The fastest stored configuration for p whose measured error is within tolerance, across the
+ * modes that take p's tensors: fp32 tensors (p->math FP32, TF32 or 3XTF32) -> fp32, 3xtf32 and
+ * tf32 results; bf16 / fp16 -> that mode only. "Error" is the relative L2 error against float64
+ * measured when the configuration was tuned, on the tune's random inputs at the tuned shape
+ * (docs/MODES.md): a measurement, not a promise for other inputs. Exact shapes only, current
+ * kernel sources only. out->math says which mode was picked and out->rel_err its error: make the
+ * plan with a problem of that math. Ties in time go to the smaller error. tolerance must be > 0
+ * and finite. Without a call to this function nothing changes: ft_lookup serves p->math alone.
+ * Returns what ft_lookup returns; FT_ERR_NOT_FOUND when nothing stored is within tolerance, the
+ * message naming the smallest error available. */
+FT_API ft_status ft_lookup_within(ft_ctx *ctx, const ft_problem *p, double tolerance, ft_config *out);
 
 /* Makes a launchable plan of cfg for p: takes the cubin from the database cache, compiling with
  * NVRTC only on a miss (then storing it unless the database is read-only), loads it on the
@@ -233,12 +252,15 @@ FT_API void ft_plan_destroy(ft_plan *plan);
  * during the call. */
 typedef struct ft_tune_progress {
   const char *phase;   /* "preparing", "compiling", "compiled" (a step: message set, total 0),
-                        * or "tuning", "screening", "timing" (a loop over candidates) */
+                        * or "safe" (the cuBLAS + epilogue-pass candidates, measured first),
+                        * "tuning", "screening", "timing" (a loop over candidates) */
   const char *message; /* a line for people ("compiling 120 candidate(s)..."); "" in loops */
   int done, total;     /* candidates finished and to run in this phase; 0, 0 for a step */
   double best_ms;      /* fastest correct candidate so far in ms; < 0 when none yet */
   double elapsed_s;    /* since the tune started */
-  double eta_s;        /* estimated seconds left in this phase; < 0 when unknown */
+  double eta_s;        /* estimated seconds left in the search; < 0 when unknown */
+  double eager_ms;     /* the eager-style baseline of this run (best_ms is compared with it); 0
+                        * when not timed. Came after 0.1: read it only from a library as new */
 } ft_tune_progress;
 
 /* Called by ft_tune on the tuning thread; must not call back into the same ft_ctx. */
@@ -249,7 +271,7 @@ typedef void (*ft_tune_progress_fn)(void *user, const ft_tune_progress *update);
  * program built against 0.1) is accepted and they read as NULL / 0. */
 typedef struct ft_tune_options {
   size_t struct_size;   /* sizeof(ft_tune_options) */
-  const char *strategy; /* "exhaustive" (default), "random", "halving" */
+  const char *strategy; /* search: "fast" (default), "exhaustive", "random", "halving"; NULL = "fast" */
   double budget_s;      /* wall-clock bound of the whole tune; 0 = default (150 s) */
   int repeats;          /* timed repeats per candidate, >= 20 (default 30) */
   int retune;           /* 1: measure again even when results exist */
@@ -267,7 +289,7 @@ typedef struct ft_tune_options {
 
 #define FT_TUNE_OPTIONS_V1_SIZE (offsetof(ft_tune_options, seed) + sizeof(uint64_t))
 #define FT_TUNE_OPTIONS_INIT \
-  {sizeof(ft_tune_options), "exhaustive", 0.0, 30, 0, 0, 1, 0, NULL, NULL, NULL, NULL, 0}
+  {sizeof(ft_tune_options), "fast", 0.0, 30, 0, 0, 1, 0, NULL, NULL, NULL, NULL, 0}
 
 /* Tunes p on the current device, storing every measured candidate, and writes the best
  * launchable configuration to *best. Needs a writable database and a GPU.
@@ -276,6 +298,12 @@ typedef struct ft_tune_options {
  * and a restart; without a worker executable they run in this process and a fault ends the tune
  * with FT_ERR_CUDA (what was measured stays stored). Progress goes to opt->progress, never to a
  * stream. Blocks for up to the budget; not to be called concurrently on one ctx.
+ * Every search measures and stores the cuBLAS + epilogue-pass candidates before any fused GEMM
+ * kernel, so a tune ended by its budget, by opt->stop or by a failure never leaves a best slower
+ * than the fastest of those (their measuring always completes; the budget bounds the rest).
+ * "fast" then screens the fused kernels in the cost model's order with a few repeats, stops
+ * when the model (its error measured in the same run) says the rest cannot win, and times the
+ * best few in full; "exhaustive" times every candidate in full (docs/ARCHITECTURE.md).
  * Returns FT_OK, FT_ERR_INVALID_ARG, FT_ERR_PARSE, FT_ERR_UNSUPPORTED, FT_ERR_NO_DEVICE,
  * FT_ERR_CUDA, FT_ERR_CUBLAS, FT_ERR_COMPILE, FT_ERR_DB, FT_ERR_NOT_FOUND (no candidate was
  * correct), FT_ERR_INTERRUPTED. */

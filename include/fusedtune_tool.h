@@ -128,6 +128,11 @@ FT_API ft_status ft_each_best(ft_ctx *ctx, ft_best_entry_fn fn, void *user);
 FT_API ft_status ft_lookup_entry(ft_ctx *ctx, const char *device_name, const ft_problem *p,
                                  unsigned flags, ft_best_entry *out);
 
+/* ft_lookup_within that names the device as ft_lookup_entry does (device_name NULL: the current
+ * device). out->math is the mode picked. */
+FT_API ft_status ft_lookup_entry_within(ft_ctx *ctx, const char *device_name, const ft_problem *p,
+                                        double tolerance, ft_best_entry *out);
+
 /* ---- every stored result, read back (reports) ---- */
 
 /* A device as the database stores it (docs/FORMAT.md, table devices). Plain data. */
@@ -344,6 +349,8 @@ typedef struct ft_tune_report {
   ft_config best;          /* the database's best after the run (has_best) */
   int n_results;
   ft_result_info *results; /* this run's results in order, owned by the report */
+  int n_early_stopped;     /* fast search: fused candidates not measured because the cost model,
+                            * with its error measured in this run, says they cannot win */
 } ft_tune_report;
 
 /* ft_tune with everything the run found: *report is the caller's (ft_tune_report_free), set on

@@ -16,8 +16,14 @@
 // 2 fp16). Host contract (src/family_tc.c): grid a multiple of FT_CLUSTER, block 128
 // (FT_CONSUMERS + 1) threads, FT_SMEM_BYTES of dynamic shared memory, two tensor maps (box
 // {FT_BK, FT_BM} over x, {FT_BK, FT_BN / FT_CLUSTER} over W, 128-byte swizzle, zero fill,
-// TFLOAT32 type in tf32 mode so TMA rounds to nearest), K >= 1 and K * element size a multiple
-// of 16 bytes.
+// TFLOAT32 type in tf32 mode so TMA rounds to nearest, FLOAT32 in 3xtf32), K >= 1 and K * element
+// size a multiple of 16 bytes.
+//
+// 3xtf32 (FT_SPLIT): once a stage is full, all consumer threads split its raw fp32 x and W tiles
+// into big = tf32_rn(v) (in place: the position, hence the swizzle, is kept) and small =
+// tf32_rn(v - big) (into a small buffer), then each k tile adds small.big, big.small and big.big
+// into a partial accumulator p that restarts every FT_CHUNK k tiles and is summed into d with
+// fp32 adds: one tensor-core accumulator never carries a long sum, since its adds truncate.
 
 FT_DEFINE_APPLY_EPILOGUE()
 
@@ -100,6 +106,37 @@ __device__ __forceinline__ unsigned long long ft_desc(unsigned addr) {
 }
 
 
+#if FT_SPLIT
+__device__ __forceinline__ float ft_tf32_rn(float v) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(v));
+  return __uint_as_float(r);
+}
+
+// Splits nvec float4 at src (shared) in place into their big parts, the small parts to dst at the
+// same offsets; thread t of nt.
+__device__ __forceinline__ void ft_split(unsigned src, unsigned dst, int nvec, int t, int nt) {
+  for (int i = t; i < nvec; i += nt) {
+    float v[4], b[4], sm[4];
+    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3])
+                 : "r"(src + 16 * i)
+                 : "memory");
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      b[j] = ft_tf32_rn(v[j]);
+      sm[j] = ft_tf32_rn(v[j] - b[j]);
+    }
+    asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(src + 16 * i), "f"(b[0]), "f"(b[1]),
+                 "f"(b[2]), "f"(b[3])
+                 : "memory");
+    asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(dst + 16 * i), "f"(sm[0]), "f"(sm[1]),
+                 "f"(sm[2]), "f"(sm[3])
+                 : "memory");
+  }
+}
+#endif
+
 __device__ __forceinline__ unsigned ft_pack(float lo, float hi) {
   unsigned r;
 #if FT_DTYPE == 1
@@ -150,7 +187,8 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
   extern __shared__ unsigned char ft_smem_raw[];
   const unsigned base = (ft_smem(ft_smem_raw) + 1023u) & ~1023u;
   const unsigned sA = base, sB = base + FT_STAGES * FT_A_BYTES;
-  const unsigned full = base + FT_STAGES * FT_STAGE_BYTES, empty = full + 8 * FT_STAGES;
+  const unsigned small = base + FT_STAGES * FT_STAGE_BYTES; /* FT_SMALL_BUFS stages' worth */
+  const unsigned full = small + FT_SMALL_BUFS * FT_STAGE_BYTES, empty = full + 8 * FT_STAGES;
   const int wg = (int)threadIdx.x / 128, tid = (int)threadIdx.x % 128;
 #if FT_CLUSTER > 1
   unsigned rank;
@@ -219,10 +257,47 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
       const int m0_n0[2] = {FT_TILE_ORIGIN(ur, uc)};
       const int m0 = m0_n0[0], n0 = m0_n0[1];
       int prev = 0;
+#if FT_SPLIT
+      float p[FT_BN / 2];
+#pragma unroll
+      for (int i = 0; i < FT_BN / 2; i++) d[i] = 0.0f;
+#endif
       for (int kt = 0; kt < ktiles; kt++) {
         ft_mbar_wait(full + 8 * stage, phase);
         const unsigned long long da = ft_desc(sA + stage * FT_A_BYTES + wg * (64 * 128));
         const unsigned long long db = ft_desc(sB + stage * FT_B_BYTES);
+#if FT_SPLIT
+        /* Three small buffers: a warpgroup may still run k tile kt - 2's wgmma (it waited for
+         * kt - 3 before the barrier of kt - 1, which this one has passed). */
+        const unsigned sm = small + (unsigned)(kt % 3) * FT_STAGE_BYTES;
+        ft_split(sA + stage * FT_A_BYTES, sm, FT_A_BYTES / 16, (int)threadIdx.x, 128 * FT_CONSUMERS);
+        ft_split(sB + stage * FT_B_BYTES, sm + FT_A_BYTES, FT_B_BYTES / 16, (int)threadIdx.x, 128 * FT_CONSUMERS);
+        /* The generic-proxy stores made visible to wgmma (async proxy), then all consumers'. */
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        asm volatile("bar.sync 1, %0;" ::"n"(128 * FT_CONSUMERS) : "memory");
+        const unsigned long long das = ft_desc(sm + wg * (64 * 128)), dbs = ft_desc(sm + FT_A_BYTES);
+        const int fresh = kt % FT_CHUNK == 0, flush = (kt + 1) % FT_CHUNK == 0 || kt + 1 == ktiles;
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+        for (int kk = 0; kk < FT_BK / FT_KSTEP; kk++) /* small terms first */
+          ft_wgmma(p, das + 2 * kk, db + 2 * kk, !(fresh && kk == 0));
+#pragma unroll
+        for (int kk = 0; kk < FT_BK / FT_KSTEP; kk++) ft_wgmma(p, da + 2 * kk, dbs + 2 * kk, 1);
+#pragma unroll
+        for (int kk = 0; kk < FT_BK / FT_KSTEP; kk++) ft_wgmma(p, da + 2 * kk, db + 2 * kk, 1);
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        if (flush) {
+          asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+#pragma unroll
+          for (int i = 0; i < FT_BN / 2; i++) {
+            asm volatile("" : "+f"(p[i])::"memory");
+            d[i] += p[i];
+          }
+        } else if (kt > 0) {
+          asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+        }
+        if (kt > 0 && tid == 0) ft_mbar_release(empty + 8 * prev);
+#else
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
         for (int kk = 0; kk < FT_BK / FT_KSTEP; kk++) /* 32 bytes of k per step: +2 in desc */
@@ -232,6 +307,7 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
           asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
           if (tid == 0) ft_mbar_release(empty + 8 * prev);
         }
+#endif
         prev = stage;
         if (++stage == FT_STAGES) {
           stage = 0;

@@ -8,8 +8,8 @@
 #define FT_THREADS (128 * (FT_CONSUMERS + 1))
 
 #if FT_DTYPE == 0
-#if !defined(FT_TF32)
-#error "fusedtune: the tensor-core family takes fp32 storage only in tf32 mode"
+#if !defined(FT_TF32) && !defined(FT_3XTF32)
+#error "fusedtune: the tensor-core family takes fp32 storage only in tf32 and 3xtf32 modes"
 #endif
 #define FT_ESIZE 4
 #define FT_KSTEP 8
@@ -37,8 +37,23 @@
 #define FT_A_BYTES (FT_BM * 128)
 #define FT_B_BYTES (FT_BN * 128)
 #define FT_STAGE_BYTES (FT_A_BYTES + FT_B_BYTES)
-// Stages, then 2 FT_STAGES mbarriers; 1024 bytes of slack to align the ring (128B swizzle). The
-// host sizes the launch with the same sum (src/family_tc.c).
-static_assert(FT_SMEM_BYTES == FT_STAGES * FT_STAGE_BYTES + 16 * FT_STAGES + 1024,
+
+// 3xtf32: the raw fp32 tile of a stage becomes its big part in place and its small part goes to
+// one of three small buffers (gemm_tc.cu says why three); FT_CHUNK k tiles per tensor-core
+// partial sum.
+#if defined(FT_3XTF32)
+#define FT_SPLIT 1
+#define FT_SMALL_BUFS 3
+#if !defined(FT_CHUNK) || FT_CHUNK < 1
+#error "fusedtune: 3xtf32 needs FT_CHUNK >= 1"
+#endif
+#else
+#define FT_SPLIT 0
+#define FT_SMALL_BUFS 0
+#endif
+
+// Stages, the small buffers, then 2 FT_STAGES mbarriers; 1024 bytes of slack to align the ring
+// (128B swizzle). The host sizes the launch with the same sum (src/family_tc.c).
+static_assert(FT_SMEM_BYTES == (FT_STAGES + FT_SMALL_BUFS) * FT_STAGE_BYTES + 16 * FT_STAGES + 1024,
               "fusedtune: shared memory size");
 

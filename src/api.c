@@ -10,6 +10,7 @@
 #include "launch.h"
 #include "api_internal.h"
 #include "best.h"
+#include "search.h"
 #include "tuner.h"
 
 #define FT_HASH_CACHE 16
@@ -197,6 +198,9 @@ void ft__fill_config(ft_config *out, const ft_best *b, int exact) {
   snprintf(out->source_hash, sizeof out->source_hash, "%s", b->source_hash);
   out->median_ms = b->median_ms;
   out->eager_ms = b->eager_ms;
+  if (!ft_math_from_name(b->key.math, &out->math)) out->math = FT_MATH_FP32;
+  out->rel_err = b->rel_err;
+  out->max_abs_err = b->max_abs_err;
   out->tuned_m = b->key.m;
   out->tuned_n = b->key.n;
   out->tuned_k = b->key.k;
@@ -308,10 +312,88 @@ ft_status ft__lookup_best(ft_ctx *ctx, const char *device_name, const ft_problem
   }
   if (!d.id && device_name) snprintf(d.name, sizeof d.name, "%s", device_name);
   if (!d.id && !device_name) return FT_ERR_NOT_FOUND; /* need_device_row said why */
-  return ft__fail(&ctx->err, FT_ERR_NOT_FOUND, "%s for %lldx%lldx%lld, epilogue '%s', fp32 on %s%s",
+  return ft__fail(&ctx->err, FT_ERR_NOT_FOUND, "%s for %lldx%lldx%lld, epilogue '%s', %s on %s%s",
                   stale ? "only a stale result (measured with an older kernel source; tune again)" : "nothing tuned",
-                  (long long)p->m, (long long)p->n, (long long)p->k, key.epilogue, d.name,
+                  (long long)p->m, (long long)p->n, (long long)p->k, key.epilogue, key.math, d.name,
                   flags & FT_LOOKUP_NEAREST ? " (nor a nearby applicable shape)" : "");
+}
+
+/* Of one mode's results (fastest first): the first current one within the tolerance, and the
+ * smallest error of the current ones. */
+typedef struct within {
+  source_check chk;
+  double tol;
+  ft_best row;
+  int found;
+  double least_err;
+  int seen;
+} within;
+
+static int take_within(void *user, const ft_best *b) {
+  within *w = user;
+  if (!memo_is_current(&w->chk, b)) return 0;
+  if (!w->seen || b->rel_err < w->least_err) w->least_err = b->rel_err;
+  w->seen = 1;
+  if (!(b->rel_err <= w->tol)) return 0;
+  w->row = *b;
+  w->found = 1;
+  return 1;
+}
+
+ft_status ft__lookup_within(ft_ctx *ctx, const char *device_name, const ft_problem *p, double tolerance,
+                            ft_best *out) {
+  if (!p) return ft__fail(&ctx->err, FT_ERR_INVALID_ARG, "lookup within a tolerance: problem is NULL");
+  if (!(tolerance > 0) || !isfinite(tolerance))
+    return ft__fail(&ctx->err, FT_ERR_INVALID_ARG, "tolerance %g: must be a finite number > 0", tolerance);
+  static const ft_math fp32_inputs[] = {FT_MATH_FP32, FT_MATH_3XTF32, FT_MATH_TF32};
+  const int fp32_class = p && ft_math_dtype(p->math) == FT_DTYPE_F32;
+  const int nmodes = fp32_class ? 3 : 1;
+  char tried[160] = "";
+  int found = 0, seen = 0;
+  double least = 0;
+  const char *least_mode = "";
+  for (int i = 0; i < nmodes; i++) {
+    ft_problem q = *p;
+    if (fp32_class) q.math = fp32_inputs[i];
+    ft_best best;
+    int exact = 0;
+    ft_status s = ft__lookup_best(ctx, device_name, &q, 0, &best, &exact);
+    if (s == FT_ERR_NOT_FOUND) continue;
+    FT_TRY(s);
+    const ft_epilogue *ep = NULL;
+    FT_TRY(ft__ctx_problem(ctx, &q, &ep));
+    within w = {{ctx, ep}, tolerance, {0}, 0, 0, 0};
+    FT_TRY(ft_db_each_candidate(ctx->db, &best, take_within, &w, &ctx->err));
+    const size_t at = strlen(tried);
+    if (w.seen) snprintf(tried + at, sizeof tried - at, "%s%s %.3g", at ? ", " : "", ft_math_name(q.math), w.least_err);
+    if (w.seen && (!seen || w.least_err < least)) least = w.least_err, least_mode = ft_math_name(q.math);
+    seen |= w.seen;
+    /* Faster wins; equal times go to the smaller error (the modes are tried most accurate first). */
+    if (w.found && (!found || w.row.median_ms < out->median_ms ||
+                    (w.row.median_ms == out->median_ms && w.row.rel_err < out->rel_err))) {
+      *out = w.row;
+      found = 1;
+    }
+  }
+  if (found) return FT_OK;
+  if (!seen)
+    return ft__fail(&ctx->err, FT_ERR_NOT_FOUND, "nothing tuned for %lldx%lldx%lld, epilogue '%s', in %s%s",
+                    (long long)p->m, (long long)p->n, (long long)p->k, p->epilogue,
+                    fp32_class ? "fp32, 3xtf32 or tf32" : ft_math_name(p->math),
+                    fp32_class ? " (tune --math auto tunes all three)" : "");
+  return ft__fail(&ctx->err, FT_ERR_NOT_FOUND,
+                  "nothing stored for %lldx%lldx%lld within tolerance %g: the smallest measured error is %.3g (%s); "
+                  "per mode: %s",
+                  (long long)p->m, (long long)p->n, (long long)p->k, tolerance, least, least_mode, tried);
+}
+
+ft_status ft_lookup_within(ft_ctx *ctx, const ft_problem *p, double tolerance, ft_config *out) {
+  if (!ctx) return FT_ERR_INVALID_ARG;
+  if (!out || !p) return fail(ctx, FT_ERR_INVALID_ARG, "ft_lookup_within: NULL argument");
+  ft_best b;
+  FT_TRY(ft__lookup_within(ctx, NULL, p, tolerance, &b));
+  ft__fill_config(out, &b, 1);
+  return FT_OK;
 }
 
 ft_status ft_lookup(ft_ctx *ctx, const ft_problem *p, unsigned flags, ft_config *out) {
@@ -456,9 +538,9 @@ ft_status ft__tune_summary(ft_ctx *ctx, const ft_problem *p, const ft_tune_optio
     return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune: options must start from FT_TUNE_OPTIONS_INIT");
   const ft_epilogue *ep = NULL;
   FT_TRY(check_problem(ctx, p, &ep));
-  const char *search = opt->strategy ? opt->strategy : "exhaustive";
-  if (strcmp(search, "exhaustive") && strcmp(search, "random") && strcmp(search, "halving"))
-    return ft__fail(&ctx->err, FT_ERR_INVALID_ARG, "ft_tune: unknown strategy '%s' (exhaustive, random, halving)", search);
+  const char *search = opt->strategy ? opt->strategy : FT_SEARCH_DEFAULT;
+  if (!ft_search_parse(search, NULL))
+    return ft__fail(&ctx->err, FT_ERR_INVALID_ARG, "ft_tune: unknown strategy '%.40s' (" FT_SEARCH_NAMES ")", search);
   if (opt->repeats != 0 && opt->repeats < 20)
     return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune: repeats must be >= 20");
   if (opt->budget_s < 0 || !isfinite(opt->budget_s)) return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune: budget_s must be >= 0");

@@ -16,7 +16,7 @@ ft_status ft__check_problem(const ft_problem *p, ft_err *err) {
   FT_TRY(ft_check_shape(p->m, p->n, p->k, err)); /* the kernels' limits */
   if (!p->epilogue) return ft__fail(err, FT_ERR_INVALID_ARG, "problem epilogue is NULL (use \"none\" for no epilogue)");
   if ((unsigned)p->math >= FT_MATH_COUNT)
-    return ft__fail(err, FT_ERR_UNSUPPORTED, "math mode %d: must be one of FT_MATH_FP32, TF32, BF16, FP16",
+    return ft__fail(err, FT_ERR_UNSUPPORTED, "math mode %d: must be one of FT_MATH_FP32, TF32, BF16, FP16, 3XTF32",
                     (int)p->math);
   return FT_OK;
 }

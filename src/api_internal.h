@@ -32,6 +32,9 @@ ft_status ft__check_problem(const ft_problem *p, ft_err *err);
 ft_status ft__lookup_best(ft_ctx *ctx, const char *device_name, const ft_problem *p, unsigned flags,
                           ft_best *out, int *exact);
 void ft__fill_config(ft_config *out, const ft_best *b, int exact);
+/* ft_lookup_within on the current device (device_name NULL) or the one stored under that name. */
+ft_status ft__lookup_within(ft_ctx *ctx, const char *device_name, const ft_problem *p, double tolerance,
+                            ft_best *out);
 
 /* ft_tune's run: the whole summary (caller frees it with ft_tune_summary_free). */
 ft_status ft__tune_summary(ft_ctx *ctx, const ft_problem *p, const ft_tune_options *opt,

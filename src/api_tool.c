@@ -153,6 +153,18 @@ ft_status ft_lookup_entry(ft_ctx *ctx, const char *device_name, const ft_problem
   return s;
 }
 
+ft_status ft_lookup_entry_within(ft_ctx *ctx, const char *device_name, const ft_problem *p, double tolerance,
+                                 ft_best_entry *out) {
+  if (!ctx) return FT_ERR_INVALID_ARG;
+  if (!out) return ft__fail(ft__ctx_err(ctx), FT_ERR_INVALID_ARG, "ft_lookup_entry_within: out is NULL");
+  ft_best *b = malloc(sizeof *b);
+  if (!b) return ft__fail(ft__ctx_err(ctx), FT_ERR_NOMEM, "out of memory");
+  ft_status s = ft__lookup_within(ctx, device_name, p, tolerance, b);
+  if (s == FT_OK) fill_entry(out, b, 1);
+  free(b);
+  return s;
+}
+
 void ft_write_json_string(FILE *out, const char *s) {
   if (!out) return;
   if (!s) fputs("null", out);

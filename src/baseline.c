@@ -178,14 +178,16 @@ ft_status ft_baselines_create(ft_gpu *g, ft_db *db, const ft_epilogue *ep, ft_pd
   if (cs != CUBLAS_STATUS_SUCCESS) return ft_cublas_fail(err, cs, "cublasLtCreate");
   FT_CUDA_TRY(err, cudaMalloc(&b->lt_ws, FT_LT_WORKSPACE));
   FT_TRY(ft_ep_eager_plan(ep, &b->plan, err));
-  /* "SGEMM" in fp32 (as before modes existed), else "BF16 GEMM"; mode: "" or "BF16 ". */
+  /* "SGEMM" in fp32 (as before modes existed) and 3xtf32 (cuBLAS's fp32-accurate GEMM), else
+   * "BF16 GEMM"; mode: "" or "BF16 ". */
+  const int sgemm = d->math == FT_MATH_FP32 || d->math == FT_MATH_3XTF32;
   char mode[8] = "";
-  if (d->math != FT_MATH_FP32) {
+  if (!sgemm) {
     const char *name = ft_math_name(d->math);
     for (size_t i = 0; name[i] && i < 4; i++) mode[i] = (char)toupper((unsigned char)name[i]);
     strcat(mode, " ");
   }
-  if (d->math == FT_MATH_FP32) snprintf(b->gemm_desc, sizeof b->gemm_desc, "SGEMM");
+  if (sgemm) snprintf(b->gemm_desc, sizeof b->gemm_desc, "SGEMM");
   else snprintf(b->gemm_desc, sizeof b->gemm_desc, "%sGEMM", mode);
   b->has_eager = 1;
   if (b->plan.gemm_bias_slot >= 0) {

@@ -51,7 +51,7 @@ static ft_status check_expr(const char *e, size_t max, const char *what, ft_err 
 }
 
 /* The host/kernel shared constants (src/kernel_abi.h), written into every source, and the
- * element type of the tensors in math mode math (FT_DTYPE; FT_TF32 for tf32 inputs). */
+ * element type of the tensors in math mode math (FT_DTYPE; FT_TF32 for tf32 inputs, FT_3XTF32 for split ones). */
 static void abi_defines(ft_strbuf *b, ft_math math) {
   ft_sb_printf(b, "#define FT_EP_SLOTS %d\n#define FT_AUX_BLOCK %d\n#define FT_AUX_ELEMS %d\n", FT_EP_SLOTS,
                FT_AUX_BLOCK, FT_AUX_ELEMS);
@@ -59,6 +59,7 @@ static void abi_defines(ft_strbuf *b, ft_math math) {
   if (dt != FT_DTYPE_F32)
     ft_sb_printf(b, "#define FT_DTYPE %d\n", dt == FT_DTYPE_BF16 ? FT_KDTYPE_BF16 : FT_KDTYPE_F16);
   if (math == FT_MATH_TF32) ft_sb_puts(b, "#define FT_TF32 1\n");
+  if (math == FT_MATH_3XTF32) ft_sb_puts(b, "#define FT_3XTF32 1\n");
 }
 
 /* Moves a finished buffer into out and hashes what reaches the compiler: the code without

@@ -396,6 +396,29 @@ ft_status ft_compile_many_progress(ft_db *db, const char *arch, ft_compile_job *
   return s;
 }
 
+/* Every job its own primary: the cache halves below take distinct jobs. */
+static int *identity(int n) {
+  int *p = malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
+  for (int i = 0; p && i < n; i++) p[i] = i;
+  return p;
+}
+
+ft_status ft_compile_cache_get(ft_db *db, const char *arch, ft_compile_job *jobs, int n, ft_err *err) {
+  FT_TRY(check_jobs(arch, jobs, n, err));
+  if (n == 0 || !db) return FT_OK;
+  int *primary = identity(n);
+  if (!primary) return ft__fail(err, FT_ERR_NOMEM, "compile: out of memory");
+  ft_status s = lookup_cached(db, arch, jobs, primary, n, err);
+  free(primary);
+  return s;
+}
+
+void ft_compile_cache_put(ft_db *db, const char *arch, ft_compile_job *jobs, int n) {
+  int *primary = db && n > 0 ? identity(n) : NULL;
+  if (primary) store_compiled(db, arch, jobs, primary, n);
+  free(primary);
+}
+
 void ft_compile_job_clear(ft_compile_job *job) {
   if (!job) return;
   free(job->cubin);

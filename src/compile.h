@@ -48,6 +48,12 @@ ft_status ft_compile_many(ft_db *db, const char *arch, ft_compile_job *jobs, int
 typedef void (*ft_compile_progress_fn)(void *user, int done, int total);
 ft_status ft_compile_many_progress(ft_db *db, const char *arch, ft_compile_job *jobs, int n, int nthreads,
                                    ft_compile_progress_fn progress, void *user, ft_err *err);
+/* The cache halves of ft_compile_many, for a caller that compiles on a thread of its own
+ * (ft_compile_many with db NULL there) while the calling thread keeps the database: get marks
+ * the jobs db has (cached, status FT_OK, cubin set; the others are reset as ft_compile_many
+ * resets them), put stores the jobs compiled fresh (a read-only database quietly takes none). */
+ft_status ft_compile_cache_get(ft_db *db, const char *arch, ft_compile_job *jobs, int n, ft_err *err);
+void ft_compile_cache_put(ft_db *db, const char *arch, ft_compile_job *jobs, int n);
 void ft_compile_job_clear(ft_compile_job *job); /* frees cubin and log */
 
 /* Resource usage of one kernel as ptxas reports it (a diagnostic compile with

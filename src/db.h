@@ -108,6 +108,7 @@ typedef struct ft_best {
   char source_hash[17];
   double median_ms;
   double eager_ms;
+  double rel_err, max_abs_err; /* measured against float64 when tuned */
 } ft_best;
 
 /* Exact key on device -> FT_OK / FT_ERR_NOT_FOUND. */
@@ -132,6 +133,11 @@ ft_status ft_db_each_candidate(ft_db *db, const ft_best *best, ft_best_cb cb, vo
  * used by tune to skip what was measured unless --retune. */
 ft_status ft_db_has_result(ft_db *db, int64_t device_id, int64_t problem_id, const char *strategy,
                            const char *config_json, const char *source_hash, int *found, ft_err *err);
+/* The same, and *best_ms (may be NULL) the fastest correct median among them (INFINITY: none
+ * correct): a later search counts what an earlier one measured. */
+ft_status ft_db_prior_result(ft_db *db, int64_t device_id, int64_t problem_id, const char *strategy,
+                             const char *config_json, const char *source_hash, int *found, double *best_ms,
+                             ft_err *err);
 
 /* The cubin cache, keyed by (source hash, arch, nvrtc version, options). get: *data malloc'd,
  * caller frees; FT_ERR_NOT_FOUND on a miss. put: idempotent. */

@@ -385,6 +385,8 @@ static ft_status read_best(ft_db *db, sqlite3_stmt *st, const ft_problem_key *ke
     return not_tuned(db, key, "no correct result on this device", err);
   FT_TRY(read_best_cols(db, st, 2, out, err));
   out->eager_ms = sqlite3_column_double(st, 8); /* NULL reads as 0: "unknown" */
+  out->rel_err = sqlite3_column_double(st, 9);
+  out->max_abs_err = sqlite3_column_double(st, 10);
   return FT_OK;
 }
 
@@ -436,6 +438,8 @@ static ft_status read_best_row(ft_db *db, sqlite3_stmt *st, ft_best *b, ft_err *
       !copy_text(b->source_hash, sizeof b->source_hash, sqlite3_column_text(st, 13)))
     return too_long(db, err, "configuration");
   b->median_ms = sqlite3_column_double(st, 14);
+  b->rel_err = sqlite3_column_double(st, 15);
+  b->max_abs_err = sqlite3_column_double(st, 16);
   return eager_ms(db, b->device_id, b->problem_id, &b->eager_ms, err);
 }
 
@@ -479,8 +483,14 @@ ft_status ft_db_each_best(ft_db *db, ft_best_cb cb, void *user, ft_err *err) {
 
 ft_status ft_db_has_result(ft_db *db, int64_t device_id, int64_t problem_id, const char *strategy,
                            const char *config_json, const char *source_hash, int *found, ft_err *err) {
+  return ft_db_prior_result(db, device_id, problem_id, strategy, config_json, source_hash, found, NULL, err);
+}
+
+ft_status ft_db_prior_result(ft_db *db, int64_t device_id, int64_t problem_id, const char *strategy,
+                             const char *config_json, const char *source_hash, int *found, double *best_ms,
+                             ft_err *err) {
   FT_TRY(ft__db_need(err, db && strategy && config_json && found,
-                     "ft_db_has_result: NULL argument"));
+                     "ft_db_prior_result: NULL argument"));
   sqlite3_stmt *st = ft__db_stmt(db, FT_ST_HAS_RESULT, err);
   if (!st) return err ? err->status : FT_ERR_DB;
   sqlite3_bind_int64(st, 1, device_id);
@@ -489,7 +499,9 @@ ft_status ft_db_has_result(ft_db *db, int64_t device_id, int64_t problem_id, con
   sqlite3_bind_text(st, 4, source_hash ? source_hash : "", -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 5, config_json, -1, SQLITE_STATIC);
   int rc = sqlite3_step(st);
-  *found = rc == SQLITE_ROW;
+  *found = rc == SQLITE_ROW && sqlite3_column_int64(st, 0) > 0;
+  if (best_ms)
+    *best_ms = rc == SQLITE_ROW && sqlite3_column_type(st, 1) != SQLITE_NULL ? sqlite3_column_double(st, 1) : INFINITY;
   ft_status s = (rc == SQLITE_ROW || rc == SQLITE_DONE)
                     ? FT_OK : ft__db_error(db, err, rc, "checking for an existing result");
   sqlite3_reset(st);
@@ -519,6 +531,8 @@ ft_status ft_db_each_candidate(ft_db *db, const ft_best *best, ft_best_cb cb, vo
   ft_best row = *best;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     s = read_best_cols(db, st, 0, &row, err);
+    row.rel_err = sqlite3_column_double(st, 6);
+    row.max_abs_err = sqlite3_column_double(st, 7);
     if (s != FT_OK || cb(user, &row)) break;
   }
   if (s == FT_OK && rc != SQLITE_ROW && rc != SQLITE_DONE) s = ft__db_error(db, err, rc, "listing the results");

@@ -26,7 +26,8 @@ ft_status ft__db_error(ft_db *db, ft_err *err, int rc, const char *doing) {
 /* The rows read_best_row (db_records.c) reads. */
 #define EACH_BEST_SELECT                                                                        \
   "SELECT b.device_id, b.problem_id, p.m, p.n, p.k, p.layout, p.math, p.epilogue,"              \
-  " p.epilogue_hash, d.name, b.strategy, b.variant, b.config, b.source_hash, b.median_ms"       \
+  " p.epilogue_hash, d.name, b.strategy, b.variant, b.config, b.source_hash, b.median_ms,"      \
+  " b.rel_err, b.max_abs_err"                                                                   \
   " FROM best AS b JOIN problems AS p ON p.id = b.problem_id"                                   \
   " JOIN devices AS d ON d.id = b.device_id"
 
@@ -55,7 +56,8 @@ static const char *const k_sql[FT_ST_COUNT] = {
         "SELECT p.id, p.epilogue, r.strategy, r.variant, r.config, r.source_hash, r.median_ms,"
         " d.name, (SELECT e.median_ms FROM results AS e WHERE e.device_id = ?1"
         "  AND e.problem_id = p.id AND e.status = 'ok' AND e.strategy = 'eager'"
-        "  AND e.median_ms IS NOT NULL ORDER BY e.created DESC, e.uuid DESC LIMIT 1)"
+        "  AND e.median_ms IS NOT NULL ORDER BY e.created DESC, e.uuid DESC LIMIT 1),"
+        " r.rel_err, r.max_abs_err"
         " FROM problems AS p"
         " LEFT JOIN results AS r ON r.id = (SELECT r2.id FROM results AS r2"
         "  WHERE r2.device_id = ?1 AND r2.problem_id = p.id AND " FT_DB_BEST_WHERE
@@ -75,12 +77,12 @@ static const char *const k_sql[FT_ST_COUNT] = {
         " ORDER BY d.fingerprint, p.m, p.n, p.k, p.layout, p.math, p.epilogue_hash",
     /* Every launchable correct result of one problem, fastest first (the best's order). */
     [FT_ST_EACH_CANDIDATE] =
-        "SELECT strategy, variant, config, source_hash, median_ms, (SELECT name FROM devices WHERE id = ?1)"
-        " FROM results WHERE device_id = ?1 AND problem_id = ?2 AND " FT_DB_BEST_WHERE
+        "SELECT strategy, variant, config, source_hash, median_ms, (SELECT name FROM devices WHERE id = ?1),"
+        " rel_err, max_abs_err FROM results WHERE device_id = ?1 AND problem_id = ?2 AND " FT_DB_BEST_WHERE
         " ORDER BY median_ms, created, uuid",
     [FT_ST_HAS_RESULT] =
-        "SELECT 1 FROM results WHERE device_id = ?1 AND problem_id = ?2 AND strategy = ?3"
-        " AND source_hash = ?4 AND config = ?5 LIMIT 1",
+        "SELECT COUNT(*), MIN(CASE WHEN status = 'ok' THEN median_ms END) FROM results"
+        " WHERE device_id = ?1 AND problem_id = ?2 AND strategy = ?3 AND source_hash = ?4 AND config = ?5",
     [FT_ST_CUBIN_GET] =
         "SELECT data FROM cubins WHERE source_hash = ?1 AND arch = ?2 AND nvrtc_version = ?3"
         " AND options = ?4",

@@ -13,7 +13,14 @@
 #include "space.h"
 #include "strbuf.h"
 
-/* Where enumeration puts a candidate with its modelled cost (lower = likely faster). */
+/* Where enumeration puts a candidate with its modelled cost (lower = likely faster). For a fused
+ * GEMM family the cost is a time in one unit shared by every family: the multiply-adds the
+ * busiest SM executes (padding, waves and split slices included), divided by the kernel's
+ * efficiency relative to cuBLAS's GEMM of the same mode (1: as fast per multiply-add), memory
+ * traffic added as multiply-add equivalents. The tuner turns it into a predicted time with
+ * the per-SM rate cuBLAS reached on the problem in the same run (src/tuner.c predicted_ms), and
+ * the fast search measures in that order and stops by its error (src/search.c). The epilogue
+ * pass's cost only orders the passes among themselves (all of them are measured). */
 typedef struct ft_space_sink ft_space_sink;
 ft_status ft_space_push(ft_space_sink *s, const ft_variant *v, double cost, ft_err *err);
 
@@ -69,7 +76,7 @@ typedef struct ft_family {
   int (*applicable)(const ft_variant *v, int64_t m, int64_t n, int64_t k, const ft_device_limits *lim,
                     char *why, size_t whylen);
   /* Pushes every plausible variant for the shape in math mode math (one of maths) with its
-   * cost. */
+   * cost (in the unit ft_space_push describes). */
   ft_status (*enumerate)(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,
                          ft_space_sink *sink, ft_err *err);
   /* Resource estimate: registers per thread the kernel is compiled to fit (the cap ptxas takes

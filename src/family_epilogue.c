@@ -108,7 +108,8 @@ const ft_family ft_family_epilogue_pass = {
     .suffix = "",
     .revision = 1,
     .arch_suffix = "",
-    .maths = (1u << FT_MATH_FP32) | (1u << FT_MATH_TF32) | (1u << FT_MATH_BF16) | (1u << FT_MATH_FP16),
+    .maths = (1u << FT_MATH_FP32) | (1u << FT_MATH_TF32) | (1u << FT_MATH_BF16) | (1u << FT_MATH_FP16) |
+             (1u << FT_MATH_3XTF32),
     .sources = k_epi_sources,
     .kernel = "ft_epilogue_pass",
     .after_cublas = 1,

@@ -2,7 +2,9 @@
  * gemm_tc.cu; layout 4, names "tc_..."): TMA loads into a ring of stages, wgmma from shared
  * memory, a producer warpgroup and one or two consumer warpgroups, a persistent grid walking
  * tiles in a grouped order, clusters of 2 multicasting the W tile, the epilogue applied to the
- * accumulator in registers. tf32, bf16 and fp16 modes; compiled for sm_90a. GPU-free but for
+ * accumulator in registers. tf32, bf16, fp16 and 3xtf32 modes (3xtf32: each stage split into
+ * big and small tf32 parts in shared memory, three products, partial sums taken out every
+ * `chunk` k tiles); compiled for sm_90a. GPU-free but for
  * the tensor maps of a launch (src/tensormap.c). */
 #include <stddef.h>
 #include <stdio.h>
@@ -14,14 +16,20 @@
 #define TC_MAX_STAGES 12
 #define TC_MAX_GRID 4096
 
-static int esize(const ft_variant *v) { return v->math == FT_MATH_TF32 ? 4 : 2; }
+static int fp32_storage(const ft_variant *v) { return v->math == FT_MATH_TF32 || v->math == FT_MATH_3XTF32; }
+static int esize(const ft_variant *v) { return fp32_storage(v) ? 4 : 2; }
+static int split(const ft_variant *v) { return v->math == FT_MATH_3XTF32; }
 static int tc_bm(const ft_variant *v) { return 64 * v->consumers; }
 static int tc_threads(const ft_variant *v) { return 128 * (v->consumers + 1); }
 
-/* As gemm_tc_config.cuh sums it: the stages, two mbarriers per stage, 1024 B to align the ring. */
+/* As gemm_tc_config.cuh sums it: the stages, 3xtf32's three small buffers of a stage's size, two
+ * mbarriers per stage, 1024 B to align the ring. */
 static size_t tc_smem(const ft_variant *v) {
-  return (size_t)v->stages * (size_t)(tc_bm(v) + v->bn) * 128 + 16 * (size_t)v->stages + 1024;
+  const size_t bufs = (size_t)v->stages + (split(v) ? 3 : 0);
+  return bufs * (size_t)(tc_bm(v) + v->bn) * 128 + 16 * (size_t)v->stages + 1024;
 }
+
+#define TC_MAX_CHUNK 4096
 
 static int is_pow2_between(int x, int lo, int hi) { return x >= lo && x <= hi && (x & (x - 1)) == 0; }
 
@@ -35,6 +43,11 @@ static int tc_valid(const ft_variant *v, char *why, size_t whylen) {
   if (!is_pow2_between(v->swizzle, 1, 16)) FT_WHY("tc: swizzle (tile group) %d must be 1, 2, 4, 8 or 16", v->swizzle);
   if (v->grid < v->cluster || v->grid > TC_MAX_GRID || v->grid % v->cluster)
     FT_WHY("tc: grid %d must be a multiple of the cluster in %d..%d", v->grid, v->cluster, TC_MAX_GRID);
+  if (split(v) && (v->chunk < 1 || v->chunk > TC_MAX_CHUNK))
+    FT_WHY("tc: chunk %d (k tiles per partial sum) must be 1..%d in 3xtf32", v->chunk, TC_MAX_CHUNK);
+  /* Two accumulators (d, p) must fit the 168 registers ptxas allots every thread before setmaxnreg. */
+  if (split(v) && v->bn > 128) FT_WHY("tc: bn %d > 128 in 3xtf32 (two accumulators in registers)", v->bn);
+  if (!split(v) && v->chunk) FT_WHY("tc: chunk is a 3xtf32 dimension, not of %s", ft_math_name((ft_math)v->math));
   if (v->bm || v->tm || v->tn || v->vec || v->split_k || v->streamk || v->block || v->ept)
     FT_WHY("tc variant with fields of another family");
   return 1;
@@ -79,6 +92,7 @@ static void tc_defines(const ft_variant *v, ft_strbuf *b) {
   ft_sb_printf(b, "#define FT_BN %d\n#define FT_CONSUMERS %d\n#define FT_STAGES %d\n", v->bn, v->consumers, v->stages);
   ft_sb_printf(b, "#define FT_CLUSTER %d\n#define FT_GROUP %d\n#define FT_SMEM_BYTES %zu\n", v->cluster, v->swizzle,
                tc_smem(v));
+  if (split(v)) ft_sb_printf(b, "#define FT_CHUNK %d\n", v->chunk);
 }
 
 static const char *tc_reduce_kernel(const ft_variant *v) {
@@ -93,8 +107,9 @@ static void tc_alignment(const ft_variant *v, int m, int n, int k, size_t need[3
   need[2] = 2 * (size_t)esize(v);
 }
 
+/* src/tensormap.c's kinds: 3xtf32 loads raw fp32 (the kernel splits it), tf32 has TMA round. */
 static int map_kind(const ft_variant *v) {
-  return v->math == FT_MATH_TF32 ? 1 : v->math == FT_MATH_BF16 ? 2 : 3;
+  return split(v) ? 0 : v->math == FT_MATH_TF32 ? 1 : v->math == FT_MATH_BF16 ? 2 : 3;
 }
 
 /* ft_gemm_tc(tma_x, tma_w, Y, M, N, K, ep): the maps are encoded per launch for its pointers. */
@@ -128,12 +143,16 @@ static double tc_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k) {
   if (v->cluster == 2) cost *= 0.98;   /* W multicast: +0-3 % where tiles share a column */
   if (v->stages < 4) cost *= 1.05;     /* too few loads in flight */
   if (v->swizzle == 16) cost *= 1.001; /* g8 and g16 measured alike: keep g8 first */
+  if (split(v)) cost *= 3.0 * (1.0 + 0.5 / v->chunk); /* three products; a pipeline drain per chunk */
   return cost;
 }
 
 static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,
                               ft_space_sink *sink, ft_err *err) {
   static const int bns[] = {256, 192, 128, 64};
+  /* 512, 256, 128, 64 k: the error grows with the chunk (the tensor core's adds truncate); the
+   * tolerance (SGEMM's own error) decides which are accurate enough on the shape. */
+  static const int chunks[] = {16, 8, 4, 2};
   ft_variant v = {0};
   v.kind = FT_VK_GEMM;
   v.layout = 4;
@@ -155,19 +174,23 @@ static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, con
             v.stages = s;
             if (tc_smem(&v) <= (size_t)lim->max_smem_per_block) most = s;
           }
-          for (int s = most; s >= 2 && s >= most - 1; s--) {
-            v.stages = s;
-            if (!ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) continue;
-            FT_TRY(ft_space_push(sink, &v, tc_cost(&v, m, n, k), err));
-          }
+          for (int s = most; s >= 2 && s >= most - 1; s--)
+            for (size_t h = 0; h < (split(&v) ? sizeof chunks / sizeof chunks[0] : 1); h++) {
+              v.stages = s;
+              v.chunk = split(&v) ? chunks[h] : 0;
+              if (!ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) continue;
+              FT_TRY(ft_space_push(sink, &v, tc_cost(&v, m, n, k), err));
+            }
         }
   return FT_OK;
 }
 
-/* "tc_bm128_bn256_bk64_s4_c1_z8_p132_bf16" */
+/* "tc_bm128_bn256_bk64_s4_c1_z8_p132_bf16", "tc_bm128_bn128_bk32_s4_c1_z8_p132_h16_3xtf32" */
 static int tc_name(const ft_variant *v, char *buf, size_t len) {
-  return snprintf(buf, len, "tc_bm%d_bn%d_bk%d_s%d_c%d_z%d_p%d_%s", tc_bm(v), v->bn, v->bk, v->stages, v->cluster,
-                  v->swizzle, v->grid, ft_math_name((ft_math)v->math));
+  char chunk[24] = "";
+  if (v->chunk) snprintf(chunk, sizeof chunk, "_h%d", v->chunk);
+  return snprintf(buf, len, "tc_bm%d_bn%d_bk%d_s%d_c%d_z%d_p%d%s_%s", tc_bm(v), v->bn, v->bk, v->stages, v->cluster,
+                  v->swizzle, v->grid, chunk, ft_math_name((ft_math)v->math));
 }
 
 static const ft_json_key k_tc_keys[] = {{"bn", offsetof(ft_variant, bn)},
@@ -179,7 +202,10 @@ static const ft_json_key k_tc_keys[] = {{"bn", offsetof(ft_variant, bn)},
                                         {"grid", offsetof(ft_variant, grid)},
                                         {NULL, 0}};
 static const ft_json_key k_tc_opt_keys[] = {
-    {"layout", offsetof(ft_variant, layout)}, {"math", offsetof(ft_variant, math)}, {NULL, 0}};
+    {"layout", offsetof(ft_variant, layout)},
+    {"math", offsetof(ft_variant, math)},
+    {"chunk", offsetof(ft_variant, chunk)},
+    {NULL, 0}};
 
 static const char *const k_tc_sources[] = {"kernels_src/gemm_tc_config.cuh", "kernels_src/wgmma_sm90.cuh",
                                            "kernels_src/gemm_tc.cu", NULL};
@@ -191,7 +217,7 @@ const ft_family ft_family_tc = {
     .suffix = "",
     .revision = 1,
     .arch_suffix = "a",
-    .maths = (1u << FT_MATH_TF32) | (1u << FT_MATH_BF16) | (1u << FT_MATH_FP16),
+    .maths = (1u << FT_MATH_TF32) | (1u << FT_MATH_BF16) | (1u << FT_MATH_FP16) | (1u << FT_MATH_3XTF32),
     .sources = k_tc_sources,
     .kernel = "ft_gemm_tc",
     .keys = k_tc_keys,

@@ -121,7 +121,8 @@ ft_status ft_cublas_sgemm(ft_gpu *g, const float *X, const float *W, float *Y, i
 
 ft_status ft_cublas_gemm(ft_gpu *g, ft_math math, const void *X, const void *W, void *Y, int m, int n, int k,
                          cudaStream_t stream, ft_err *err) {
-  if (math == FT_MATH_FP32) return ft_cublas_sgemm(g, X, W, Y, m, n, k, stream, err);
+  /* 3xtf32's cuBLAS counterpart is SGEMM, the fp32-accurate GEMM (cuBLAS has no 3xTF32 on Hopper). */
+  if (math == FT_MATH_FP32 || math == FT_MATH_3XTF32) return ft_cublas_sgemm(g, X, W, Y, m, n, k, stream, err);
   void *hv;
   FT_TRY(ft_gpu_cublas(g, &hv, err));
   cublasHandle_t h = hv;

@@ -171,8 +171,15 @@ ft_status ft_space_enumerate(ft_variant_kind kind, int64_t m, int64_t n, int64_t
 
 ft_status ft_space_enumerate_math(ft_variant_kind kind, int64_t m, int64_t n, int64_t k, ft_math math,
                                   const ft_device_limits *lim, ft_variant **out, int *count, ft_err *err) {
+  return ft_space_enumerate_costs(kind, m, n, k, math, lim, out, NULL, count, err);
+}
+
+ft_status ft_space_enumerate_costs(ft_variant_kind kind, int64_t m, int64_t n, int64_t k, ft_math math,
+                                   const ft_device_limits *lim, ft_variant **out, double **costs, int *count,
+                                   ft_err *err) {
   if (!lim || !out || !count) return ft__fail(err, FT_ERR_INVALID_ARG, "space: NULL argument");
   *out = NULL;
+  if (costs) *costs = NULL;
   *count = 0;
   FT_TRY(ft_check_shape(m, n, k, err));
   if (lim->sm_count < 1 || lim->max_threads_per_block < 32 || lim->max_smem_per_block < 1)
@@ -199,12 +206,22 @@ ft_status ft_space_enumerate_math(ft_variant_kind kind, int64_t m, int64_t n, in
     free(b.a);
     return ft__fail(err, FT_ERR_NOMEM, "space: out of memory");
   }
+  double *cs = costs ? malloc((size_t)keep * sizeof *cs) : NULL;
+  if (costs && !cs) {
+    free(b.a);
+    free(vs);
+    return ft__fail(err, FT_ERR_NOMEM, "space: out of memory");
+  }
   select_kept(b.a, b.n, keep);
   int j = 0;
   for (int i = 0; i < b.n && j < keep; i++)
-    if (b.a[i].cost >= 0) vs[j++] = b.a[i].v;
+    if (b.a[i].cost >= 0) {
+      if (cs) cs[j] = b.a[i].cost;
+      vs[j++] = b.a[i].v;
+    }
   free(b.a);
   *out = vs;
+  if (costs) *costs = cs;
   *count = keep;
   return FT_OK;
 }

@@ -30,6 +30,8 @@ typedef struct ft_variant {
   int cluster;    /* tensor-core family: thread-block cluster size along the shared operand */
   int consumers;  /* tensor-core family: consumer warpgroups (block rows = 64 consumers) */
   int grid;       /* tensor-core family: persistent grid size in blocks */
+  int chunk;      /* tensor-core family, 3xtf32: k tiles per tensor-core partial sum before it is added
+                   * into the fp32 accumulator (0 in other modes) */
   /* FT_VK_EPILOGUE */
   int block;      /* threads per block */
   int ept;        /* elements per thread (multiple of vec) */
@@ -52,6 +54,11 @@ ft_status ft_limits_for_arch(const char *arch, ft_device_limits *out, ft_err *er
  * is the fp32 mode's. */
 ft_status ft_space_enumerate_math(ft_variant_kind kind, int64_t m, int64_t n, int64_t k, ft_math math,
                                   const ft_device_limits *lim, ft_variant **out, int *count, ft_err *err);
+/* The same with each variant's modelled cost (*costs malloc'd, caller frees; NULL: not wanted):
+ * see ft_family.enumerate for its unit. */
+ft_status ft_space_enumerate_costs(ft_variant_kind kind, int64_t m, int64_t n, int64_t k, ft_math math,
+                                   const ft_device_limits *lim, ft_variant **out, double **costs, int *count,
+                                   ft_err *err);
 ft_status ft_space_enumerate(ft_variant_kind kind, int64_t m, int64_t n, int64_t k,
                              const ft_device_limits *lim, ft_variant **out, int *count, ft_err *err);
 

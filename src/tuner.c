@@ -3,6 +3,7 @@
 #include "tuner.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h> /* snprintf */
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "compile.h"
 #include "embedded.h"
 #include "runner.h"
+#include "search.h"
 
 typedef struct cand {
   ft_variant v;
@@ -23,10 +25,33 @@ typedef struct cand {
   ft_launch_geom geom;
   int known;    /* measured before with the same source: skipped unless --retune */
   int injected; /* the test hook's planted candidate: 1 wrong, 2 fault, 3 hang (0: none) */
-  int screened; /* run in this tune (halving: its short timing) */
+  int compiled; /* job's outputs are set (from the cache or NVRTC) */
+  int measured; /* run in this tune */
+  double cost;  /* the family's modelled cost (ft_family.enumerate) */
+  double known_ms; /* with known: the fastest correct median stored before (INFINITY: none) */
   ft_runner_result last;
   double quick_ms;
 } cand;
+
+/* Compilation in the order the search measures, in batches: the next batch compiles on a
+ * thread of its own while the current one is timed. The thread runs NVRTC only (ft_compile_many
+ * without a database); the cubin cache is read and written here, on the tuning thread, which
+ * alone uses the database. */
+typedef struct compiler {
+  int *order;    /* candidate indices in compile order */
+  int n, next;   /* order[next..n) not submitted yet */
+  int batch;     /* candidates per batch */
+  int threads;   /* NVRTC threads of an overlapped batch */
+  const char *arch;
+  pthread_t th;
+  int busy;      /* a batch is compiling on th */
+  ft_compile_job *jobs; /* the batch's uncached jobs (copies; written back when it ends) */
+  int *idx;      /* their candidates */
+  int nj;
+  double started, ended;
+  ft_status st;
+  ft_err err;
+} compiler;
 
 typedef struct tuner {
   ft_db *db;
@@ -40,6 +65,10 @@ typedef struct tuner {
   ft_tune_summary *sum;
   cand *c;
   int nc;
+  double gemm_ms; /* cuBLAS GEMM alone in this run: the rate predictions are scaled by */
+  int expect_left; /* measurements the search expects still to make (< 0: unknown) */
+  compiler cc;
+  ft_search_stats ss;
 } tuner;
 
 static double now_s(void) {
@@ -48,26 +77,19 @@ static double now_s(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int over_budget(const tuner *t) { return now_s() - t->t0 > t->req->budget_s; }
-
 /* Reports one step ("preparing", "compiling", ...) with a line for people. */
 static void report_step(tuner *t, const char *phase, const char *message) {
   if (!t->req->progress) return;
-  ft_tune_progress u = {phase, message, 0, 0, -1, now_s() - t->t0, -1};
+  ft_tune_progress u = {phase, message, 0, 0, -1, now_s() - t->t0, -1, t->sum->eager_ms};
   t->req->progress(t->req->progress_user, &u);
 }
 
-/* Reports a loop's progress: done of total candidates, the fastest correct one so far. */
-static void progress(tuner *t, int done, int total, const char *phase) {
-  if (!t->req->progress || total <= 0) return;
-  double el = now_s() - t->t0;
-  ft_tune_progress u = {phase, "", done, total, -1, el, done > 0 ? el / done * (total - done) : -1};
-  for (int i = 0; i < t->sum->nentries; i++) {
-    ft_tune_entry *e = &t->sum->entries[i];
-    if (e->status == FT_RESULT_OK && ft_strategy_is_candidate(e->strategy) &&
-        (u.best_ms < 0 || e->median_ms < u.best_ms))
-      u.best_ms = e->median_ms;
-  }
+/* Reports the search's progress, with the eager-style baseline it is measured against. */
+static void progress(void *user, const ft_search_progress *p) {
+  tuner *t = user;
+  t->expect_left = p->left;
+  if (!t->req->progress || p->total <= 0) return;
+  ft_tune_progress u = {p->phase, "", p->done, p->total, p->best_ms, now_s() - t->t0, p->eta_s, t->sum->eager_ms};
   t->req->progress(t->req->progress_user, &u);
 }
 
@@ -120,6 +142,7 @@ static ft_status run_baselines(tuner *t, ft_err *err) {
     FT_TRY(record(t, strategy, r.describe, "{}", r.status, r.status == FT_RESULT_OK ? &tm : NULL, r.rel_err,
                   r.max_abs_err, "", r.message, err));
     if (k == FT_BL_EAGER && r.status == FT_RESULT_OK) t->sum->eager_ms = r.median_ms;
+    if (k == FT_BL_CUBLAS_GEMM && r.status == FT_RESULT_OK) t->gemm_ms = r.median_ms;
   }
   return FT_OK;
 }
@@ -128,8 +151,10 @@ static ft_status run_baselines(tuner *t, ft_err *err) {
 
 static ft_status add_candidates(tuner *t, ft_variant_kind kind, int *cap, ft_err *err) {
   ft_variant *vs = NULL;
+  double *costs = NULL;
   int n = 0;
-  ft_status s = ft_space_enumerate_math(kind, t->req->m, t->req->n, t->req->k, t->req->math, &t->dev.limits, &vs, &n, err);
+  ft_status s = ft_space_enumerate_costs(kind, t->req->m, t->req->n, t->req->k, t->req->math, &t->dev.limits, &vs,
+                                         &costs, &n, err);
   /* No fused GEMM for the mode on this shape or device (the tensor-core family needs sm_90 and
    * K in 16-byte rows): cuBLAS + the epilogue pass serves it. */
   if (s == FT_ERR_UNSUPPORTED && kind == FT_VK_GEMM) s = FT_OK, n = 0;
@@ -139,6 +164,7 @@ static ft_status add_candidates(tuner *t, ft_variant_kind kind, int *cap, ft_err
     cand *nc = realloc(t->c, (size_t)ncap * sizeof *nc);
     if (!nc) {
       free(vs);
+      free(costs);
       return ft__fail(err, FT_ERR_NOMEM, "out of memory for %d candidates", ncap);
     }
     memset(nc + *cap, 0, (size_t)(ncap - *cap) * sizeof *nc);
@@ -149,8 +175,10 @@ static ft_status add_candidates(tuner *t, ft_variant_kind kind, int *cap, ft_err
     cand *c = &t->c[t->nc++];
     memset(c, 0, sizeof *c);
     c->v = vs[i];
+    c->cost = costs[i];
   }
   free(vs);
+  free(costs);
   return FT_OK;
 }
 
@@ -194,8 +222,8 @@ static ft_status prepare_candidate(tuner *t, cand *c, ft_err *err) {
   c->job.hash = c->src.hash;
   c->job.arch_suffix = c->src.arch_suffix;
   if (!t->req->retune && !c->injected) {
-    FT_TRY(ft_db_has_result(t->db, t->device_id, t->problem_id, ft_strategy_name(ft_variant_strategy(&c->v)), c->json,
-                            c->src.hash, &c->known, err));
+    FT_TRY(ft_db_prior_result(t->db, t->device_id, t->problem_id, ft_strategy_name(ft_variant_strategy(&c->v)),
+                              c->json, c->src.hash, &c->known, &c->known_ms, err));
   }
   return FT_OK;
 }
@@ -237,42 +265,156 @@ static ft_status store_candidate(tuner *t, cand *c, ft_err *err) {
                 r->message, err);
 }
 
-static ft_status compile_candidates(tuner *t, ft_err *err) {
-  ft_compile_job *jobs = calloc((size_t)t->nc, sizeof *jobs);
-  int *idx = calloc((size_t)t->nc, sizeof *idx);
-  if (!jobs || !idx) {
-    free(jobs);
-    free(idx);
-    return ft__fail(err, FT_ERR_NOMEM, "out of memory");
-  }
-  int n = 0;
-  for (int i = 0; i < t->nc; i++)
-    if (!t->c[i].known) {
-      jobs[n] = t->c[i].job;
-      idx[n++] = i;
-    }
-  double c0 = now_s();
-  ft_status st = ft_compile_many(t->db, t->dev.arch, jobs, n, 0, err);
-  t->sum->compile_s = now_s() - c0;
-  for (int j = 0; j < n; j++) {
-    t->c[idx[j]].job = jobs[j];
-    t->sum->n_cached += jobs[j].cached;
-    t->sum->n_compiled += !jobs[j].cached && jobs[j].status == FT_OK;
-  }
-  free(jobs);
-  free(idx);
-  return st;
+/* ---- compilation, in the search's order ---- */
+
+static void *compile_thread(void *arg) {
+  compiler *cm = arg;
+  ft__err_clear(&cm->err);
+  cm->st = ft_compile_many(NULL, cm->arch, cm->jobs, cm->nj, cm->threads, &cm->err);
+  cm->ended = now_s();
+  return NULL;
 }
 
-static void shuffle(cand *c, int n, uint64_t seed) {
-  uint64_t s = seed ? seed : 12345;
-  for (int i = n - 1; i > 0; i--) {
-    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-    int j = (int)((s >> 33) % (uint64_t)(i + 1));
-    cand tmp = c[i];
-    c[i] = c[j];
-    c[j] = tmp;
+/* Ends the batch in flight: its cubins go to the cache and to their candidates. */
+static ft_status finish_batch(tuner *t, ft_err *err) {
+  compiler *cm = &t->cc;
+  if (cm->busy) pthread_join(cm->th, NULL);
+  cm->busy = 0;
+  ft_compile_cache_put(t->db, t->dev.arch, cm->jobs, cm->nj);
+  for (int j = 0; j < cm->nj; j++) {
+    cand *c = &t->c[cm->idx[j]];
+    c->job = cm->jobs[j];
+    c->compiled = 1;
+    t->sum->n_compiled += c->job.status == FT_OK;
   }
+  t->sum->compile_s += cm->ended - cm->started; /* NVRTC's wall time, overlapped or not */
+  cm->nj = 0;
+  if (cm->st != FT_OK) {
+    *err = cm->err;
+    return cm->st;
+  }
+  return FT_OK;
+}
+
+/* Submits the next batch of candidates to compile (only those given: one candidate when
+ * single >= 0); cached ones are done at once. overlap: on the thread, else here. */
+static ft_status submit_batch(tuner *t, int single, int overlap, ft_err *err) {
+  compiler *cm = &t->cc;
+  int cnt = 0;
+  for (int taken = 0; cnt < cm->batch && (single >= 0 ? taken < 1 : cm->next < cm->n); taken++) {
+    const int i = single >= 0 ? single : cm->order[cm->next++];
+    cand *c = &t->c[i];
+    if (c->compiled || c->known) continue;
+    cm->idx[cnt] = i;
+    cm->jobs[cnt] = c->job;
+    cnt++;
+  }
+  if (cnt == 0) return FT_OK;
+  cm->started = now_s();
+  FT_TRY(ft_compile_cache_get(t->db, t->dev.arch, cm->jobs, cnt, err));
+  cm->nj = 0;
+  for (int j = 0; j < cnt; j++) {
+    cand *c = &t->c[cm->idx[j]];
+    if (cm->jobs[j].cached) {
+      c->job = cm->jobs[j];
+      c->compiled = 1;
+      t->sum->n_cached++;
+    } else {
+      cm->jobs[cm->nj] = cm->jobs[j];
+      cm->idx[cm->nj++] = cm->idx[j];
+    }
+  }
+  if (cm->nj == 0) {
+    t->sum->compile_s += now_s() - cm->started;
+    return FT_OK;
+  }
+  cm->st = FT_OK;
+  if (overlap && pthread_create(&cm->th, NULL, compile_thread, cm) == 0) {
+    cm->busy = 1;
+    return FT_OK;
+  }
+  const int th = cm->threads;
+  cm->threads = 0; /* nothing to share the cores with */
+  compile_thread(cm);
+  cm->threads = th;
+  return finish_batch(t, err);
+}
+
+/* Candidate i compiled before it is measured; the next batch started behind it. */
+static ft_status ensure_compiled(tuner *t, int i, ft_err *err) {
+  compiler *cm = &t->cc;
+  while (!t->c[i].compiled) {
+    if (cm->busy) {
+      FT_TRY(finish_batch(t, err));
+    } else {
+      if (cm->nj == 0 && cm->next >= cm->n) {
+        FT_TRY(submit_batch(t, i, 0, err)); /* outside the plan */
+        break;
+      }
+      FT_TRY(submit_batch(t, -1, 0, err));
+    }
+  }
+  /* Compiled ahead and not measured yet: when the search expects no more (its early stop in
+   * sight), the next batch would be compiled for nothing. */
+  int ahead = 0;
+  for (int p = 0; p < cm->next; p++) ahead += !t->c[cm->order[p]].measured && !t->c[cm->order[p]].known;
+  if (!cm->busy && cm->next < cm->n && (t->expect_left < 0 || t->expect_left > ahead))
+    FT_TRY(submit_batch(t, -1, 1, err));
+  return FT_OK;
+}
+
+/* The search's plan: what it may measure, in order. */
+static void plan_compile(void *user, const int *order, int n) {
+  tuner *t = user;
+  memcpy(t->cc.order, order, (size_t)n * sizeof *order);
+  t->cc.n = n;
+  t->cc.next = 0;
+}
+
+static ft_status compiler_init(tuner *t, ft_err *err) {
+  compiler *cm = &t->cc;
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  /* Two cores stay free while a batch compiles beside the timing: the worker's launch loop and
+   * this thread. */
+  cm->threads = cores > 3 ? (int)cores - 2 : 1;
+  cm->batch = cm->threads < 8 ? 8 : cm->threads;
+  cm->arch = t->dev.arch;
+  cm->order = calloc((size_t)t->nc + 1, sizeof *cm->order);
+  cm->idx = calloc((size_t)cm->batch, sizeof *cm->idx);
+  cm->jobs = calloc((size_t)cm->batch, sizeof *cm->jobs);
+  if (!cm->order || !cm->idx || !cm->jobs) return ft__fail(err, FT_ERR_NOMEM, "out of memory");
+  return FT_OK;
+}
+
+/* Waits for the batch in flight (its cubins are cached for the next tune) and frees. */
+static void compiler_end(tuner *t) {
+  compiler *cm = &t->cc;
+  if (cm->busy) {
+    ft_err e;
+    finish_batch(t, &e);
+  }
+  free(cm->order);
+  free(cm->idx);
+  free(cm->jobs);
+  memset(cm, 0, sizeof *cm);
+}
+
+/* ---- the search's operations on real candidates ---- */
+
+static ft_status op_measure(void *user, int i, int repeats, double *ms, ft_err *err) {
+  tuner *t = user;
+  FT_TRY(ensure_compiled(t, i, err));
+  t->c[i].measured = 1;
+  FT_TRY(run_candidate(t, &t->c[i], repeats, err));
+  *ms = t->c[i].quick_ms;
+  return FT_OK;
+}
+
+static ft_status op_store(void *user, int i, ft_err *err) { return store_candidate(user, &((tuner *)user)->c[i], err); }
+
+static double op_clock(void *user) {
+  (void)user;
+  return now_s();
 }
 
 static ft_status check_stop(const tuner *t, ft_err *err) {
@@ -282,61 +424,43 @@ static ft_status check_stop(const tuner *t, ft_err *err) {
   return FT_OK;
 }
 
-/* Screened candidates by their quick median, fastest first; the others last. */
-static int cmp_quick(const void *a, const void *b) {
-  const cand *ca = a, *cb = b;
-  if (ca->screened != cb->screened) return cb->screened - ca->screened;
-  double x = ca->quick_ms, y = cb->quick_ms;
-  return (x > y) - (x < y);
+static ft_status op_check_stop(void *user, ft_err *err) { return check_stop(user, err); }
+
+/* The predicted time of a fused candidate: its cost (multiply-adds of the busiest SM over an
+ * efficiency relative to cuBLAS, see ft_family.enumerate) at the per-SM rate cuBLAS's GEMM
+ * reached on this problem in this run. Without that baseline the eager one stands in; only
+ * the order and the ratios matter to the search, so any common scale would do. */
+static double predicted_ms(const tuner *t, const cand *c) {
+  const double mnk = (double)t->req->m * (double)t->req->n * (double)t->req->k;
+  const double ref = t->gemm_ms > 0 ? t->gemm_ms : t->sum->eager_ms > 0 ? t->sum->eager_ms : 1.0;
+  return c->cost * t->dev.limits.sm_count * ref / mnk;
 }
 
 static ft_status search(tuner *t, ft_err *err) {
+  ft_search_item *it = calloc((size_t)t->nc + 1, sizeof *it);
+  if (!it) return ft__fail(err, FT_ERR_NOMEM, "out of memory");
   int todo = 0;
-  for (int i = 0; i < t->nc; i++) todo += !t->c[i].known;
+  for (int i = 0; i < t->nc; i++) {
+    const cand *c = &t->c[i];
+    it[i].safe = c->v.kind == FT_VK_EPILOGUE;
+    it[i].known = c->known;
+    it[i].known_ms = c->known ? c->known_ms : INFINITY;
+    it[i].predicted_ms = it[i].safe ? 0 : predicted_ms(t, c);
+    todo += !c->known;
+  }
   t->sum->n_skipped_known = t->nc - todo;
-  if (!strcmp(t->req->search, "random")) shuffle(t->c, t->nc, t->req->seed);
-  int halving = !strcmp(t->req->search, "halving");
-  int done = 0, screened = 0;
-  /* Halving: a short timing of everything first; what is stored is decided below. */
-  for (int i = 0; i < t->nc; i++) {
-    cand *c = &t->c[i];
-    if (c->known) continue;
-    if (over_budget(t)) {
-      t->sum->budget_exhausted = 1;
-      break;
-    }
-    FT_TRY(check_stop(t, err));
-    FT_TRY(run_candidate(t, c, halving ? 5 : t->req->repeats, err));
-    c->screened = 1;
-    screened++;
-    if (!halving) FT_TRY(store_candidate(t, c, err));
-    progress(t, ++done, todo, halving ? "screening" : "tuning");
-  }
-  if (!halving) return FT_OK;
-  /* Then the best quarter (at least 4) timed in full, within the budget; the rest keep their
-   * screening result (stored with its 5 repeats). */
-  qsort(t->c, (size_t)t->nc, sizeof *t->c, cmp_quick);
-  int good = 0;
-  for (int i = 0; i < t->nc; i++) good += t->c[i].screened && isfinite(t->c[i].quick_ms);
-  int keep = good / 4 < 4 ? (good < 4 ? good : 4) : good / 4;
-  int rank = 0;
-  done = 0;
-  for (int i = 0; i < t->nc; i++) {
-    cand *c = &t->c[i];
-    if (!c->screened) continue;
-    FT_TRY(check_stop(t, err));
-    if (isfinite(c->quick_ms) && rank < keep) {
-      if (over_budget(t)) {
-        t->sum->budget_exhausted = 1;
-      } else {
-        rank++;
-        FT_TRY(run_candidate(t, c, t->req->repeats, err));
-      }
-    }
-    FT_TRY(store_candidate(t, c, err));
-    progress(t, ++done, screened, "timing");
-  }
-  return FT_OK;
+  ft_search_cfg cfg = FT_SEARCH_CFG_INIT;
+  ft_search_parse(t->req->search, &cfg.kind);
+  cfg.repeats = t->req->repeats;
+  cfg.deadline = t->t0 + t->req->budget_s;
+  cfg.seed = t->req->seed;
+  ft_search_ops ops = {t, op_measure, op_store, op_clock, op_check_stop, plan_compile, progress};
+  t->expect_left = -1;
+  ft_status s = ft_search_run(it, t->nc, &cfg, &ops, &t->ss, err);
+  t->sum->budget_exhausted = t->ss.budget_exhausted;
+  t->sum->n_early_stopped = t->ss.early_stopped;
+  free(it);
+  return s;
 }
 
 static ft_status setup(tuner *t, ft_err *err) {
@@ -433,14 +557,16 @@ static ft_status tune_body(tuner *t, ft_err *err) {
   FT_TRY(setup(t, err));
   FT_TRY(run_baselines(t, err));
   FT_TRY(enumerate_all(t, err));
-  char line[128];
-  snprintf(line, sizeof line, "compiling %d candidate(s)...", t->nc);
+  FT_TRY(compiler_init(t, err));
+  char line[160];
+  snprintf(line, sizeof line, "%s search of %d candidate(s): compiling in its order, %d at a time, beside the timing...",
+           t->req->search, t->nc, t->cc.batch);
   report_step(t, "compiling", line);
-  FT_TRY(compile_candidates(t, err));
-  snprintf(line, sizeof line, "compiled %d, %d from the cache, in %.1f s", t->sum->n_compiled, t->sum->n_cached,
-           t->sum->compile_s);
+  ft_status s = search(t, err);
+  snprintf(line, sizeof line, "compiled %d, %d from the cache, %.1f s of compilation", t->sum->n_compiled,
+           t->sum->n_cached, t->sum->compile_s);
   report_step(t, "compiled", line);
-  return search(t, err);
+  return s;
 }
 
 ft_status ft_tune_run(ft_db *db, const ft_tune_req *req, ft_tune_summary *out, ft_err *err) {
@@ -472,6 +598,7 @@ ft_status ft_tune_run(ft_db *db, const ft_tune_req *req, ft_tune_summary *out, f
     int stale;
     out->has_best = ft_best_current(db, t.device_id, &key, t.ep, NULL, NULL, &out->best, &stale, &e3) == FT_OK;
   }
+  compiler_end(&t); /* before the candidates it writes to go */
   out->total_s = now_s() - t.t0;
   for (int i = 0; i < t.nc; i++) {
     ft_compile_job_clear(&t.c[i].job);

@@ -11,7 +11,7 @@ typedef struct ft_tune_req {
   int64_t m, n, k;
   const char *epilogue; /* expression or preset */
   ft_math math;
-  const char *search;   /* "exhaustive", "random", "halving" */
+  const char *search;   /* "fast", "exhaustive", "random", "halving" (src/search.h) */
   double budget_s;      /* bound on the whole tune; what finished is stored */
   int repeats;          /* timed repeats per candidate (>= 20) */
   int retune;           /* measure again what was measured before */
@@ -42,6 +42,7 @@ typedef struct ft_tune_summary {
   int n_compiled, n_cached;
   double compile_s, total_s;
   int budget_exhausted;
+  int n_early_stopped;    /* fast search: fused candidates left out because they cannot win */
   int worker_restarts;    /* workers replaced after a fault or a hang */
   double eager_ms;        /* eager baseline of this run */
   double flops;           /* 2 m n k */

@@ -49,7 +49,8 @@ ft_status ft_pdata_check_gemm(ft_pdata *d, ft_check *out, ft_err *err);
 #define FT_TOL_FP32 1e-5
 
 /* The tolerance on rel_err in mode math, given cublas_rel_err, the error of cuBLAS's GEMM of
- * that mode against x W^T on the same problem (ignored in fp32): fp32 FT_TOL_FP32; otherwise
+ * that mode against x W^T on the same problem (ignored in fp32): fp32 FT_TOL_FP32; 3xtf32
+ * max(cublas_rel_err (SGEMM's), 2^-20), at most FT_TOL_FP32; otherwise
  * 2 * cublas_rel_err + ft_tolerance_floor(math). A result is correct when rel_err <= it and no
  * element is non-finite. GPU-free. */
 double ft_tolerance_rule(ft_math math, double cublas_rel_err);

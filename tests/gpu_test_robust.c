@@ -56,7 +56,8 @@ static void test_interrupt(void) {
   char line[1024];
   int sent = 0;
   while (f && fgets(line, sizeof line, f)) {
-    if (!sent && strstr(line, "tuning: 25/")) { /* 25 candidates measured: interrupt now */
+    /* 25 candidates measured (the default search's first phase, the safe candidates): interrupt */
+    if (!sent && strstr(line, "safe: 25/")) {
       kill(pid, SIGINT);
       sent = 1;
     }
@@ -81,8 +82,8 @@ static void test_interrupt(void) {
 static void test_two_at_once(void) {
   long before = rows();
   char a[1536], b[1536];
-  snprintf(a, sizeof a, "'%s' --db '%s' tune --shape 96x1024x512 --epilogue biasrelu --quiet --max-candidates 60 >/dev/null 2>&1", cli, db);
-  snprintf(b, sizeof b, "'%s' --db '%s' tune --shape 80x700x333 --epilogue 'x + 2*sigmoid(x)' --quiet --max-candidates 60 >/dev/null 2>&1", cli, db);
+  snprintf(a, sizeof a, "'%s' --db '%s' tune --shape 96x1024x512 --epilogue biasrelu --quiet --max-candidates 60 --strategy exhaustive >/dev/null 2>&1", cli, db);
+  snprintf(b, sizeof b, "'%s' --db '%s' tune --shape 80x700x333 --epilogue 'x + 2*sigmoid(x)' --quiet --max-candidates 60 --strategy exhaustive >/dev/null 2>&1", cli, db);
   pid_t pa = fork();
   if (pa == 0) _exit(system(a) == 0 ? 0 : 1);
   pid_t pb = fork();
@@ -104,6 +105,9 @@ static void test_searches(void) {
   ASSERT_EQ_INT(sh("tune --shape 64x512x320 --epilogue relu --strategy halving --quiet --max-candidates 40", out,
                    sizeof out), 0);
   ASSERT_CONTAINS(out, "best: ");
+  ASSERT_EQ_INT(sh("tune --shape 64x512x384 --epilogue relu --strategy exhaustive --quiet --max-candidates 40", out,
+                   sizeof out), 0);
+  ASSERT_CONTAINS(out, "40 measured now");
 }
 
 int main(void) {

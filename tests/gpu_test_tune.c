@@ -1,5 +1,7 @@
 /* GPU: tune end to end on small problems; a deliberately wrong candidate (test hook) is caught
- * and never chosen; a repeated tune compiles nothing and skips what it measured. */
+ * and never chosen; a repeated tune compiles nothing and skips what it measured; a tiny budget
+ * ends every search with a best that is a safe strategy (cuBLAS + epilogue pass) or faster. */
+#include <math.h>
 #include <unistd.h>
 
 #include "ft_test.h"
@@ -10,6 +12,49 @@ static ft_status tune(ft_db *db, ft_gpu *g, int64_t m, int64_t n, int64_t k, con
   (void)g;
   ft_tune_req req = {m, n, k, epi, FT_MATH_FP32, "exhaustive", 120, 20, retune, 0, NULL, NULL, 7, 48, NULL, getenv("FT_CLI"), 8, 0};
   return ft_tune_run(db, &req, s, e);
+}
+
+/* The fastest correct cuBLAS + epilogue-pass result of the run (INFINITY: none). */
+static double safe_best(const ft_tune_summary *s) {
+  double b = INFINITY;
+  for (int i = 0; i < s->nentries; i++)
+    if (s->entries[i].strategy == FT_STRATEGY_CUBLAS_EPILOGUE && s->entries[i].status == FT_RESULT_OK &&
+        s->entries[i].median_ms < b)
+      b = s->entries[i].median_ms;
+  return b;
+}
+
+/* A budget that ends the tune before (0.01 s) or among (3 s) the fused kernels, in each search:
+ * every safe candidate was measured, and the stored best is one of them or faster. The shapes
+ * are new to the database, so the best is this run's. */
+static void tiny_budgets(ft_db *db) {
+  static const char *const searches[] = {"fast", "exhaustive", "random", "halving"};
+  for (int b = 0; b < 2; b++)
+    for (int i = 0; i < 4; i++) {
+      ft_tune_req req = {96 + 32 * (4 * b + i), 1024, 512, "biasrelu", FT_MATH_FP32, searches[i], b ? 3.0 : 0.01, 20, 0,
+                         0, NULL, NULL, 7, 0, NULL, getenv("FT_CLI"), 8, 0};
+      ft_tune_summary s;
+      ft_err e;
+      ft__err_clear(&e);
+      ft_status st = ft_tune_run(db, &req, &s, &e);
+      if (st != FT_OK) fprintf(stderr, "tune %s budget %.2f: %s\n", searches[i], req.budget_s, e.msg);
+      ASSERT_OK(st);
+      ASSERT_TRUE(s.has_best);
+      if (b == 0) ASSERT_TRUE(s.budget_exhausted);
+      const double safe = safe_best(&s);
+      int n_safe = 0, n_fused = 0;
+      for (int j = 0; j < s.nentries; j++) {
+        n_safe += s.entries[j].strategy == FT_STRATEGY_CUBLAS_EPILOGUE;
+        n_fused += s.entries[j].strategy == FT_STRATEGY_FUSED;
+      }
+      fprintf(stderr, "budget %.2f s, %s: %d safe and %d fused measured, best %s %s %.4f ms, safe best %.4f ms\n",
+              req.budget_s, searches[i], n_safe, n_fused, s.best.strategy, s.best.variant, s.best.median_ms, safe);
+      ASSERT_TRUE(isfinite(safe));
+      ASSERT_TRUE(s.best.median_ms <= safe);
+      if (b == 0) ASSERT_EQ_INT(n_fused, 0);
+      ASSERT_TRUE(n_safe >= 36); /* every epilogue pass the family enumerates, whatever the budget */
+      ft_tune_summary_free(&s);
+    }
 }
 
 /* Whether the planted candidate `what` ("wrong", "fault", "hang") ended with status. */
@@ -89,6 +134,8 @@ int main(void) {
   ASSERT_TRUE(s.n_cached > 0);
   fprintf(stderr, "retune: %d from cache, total %.1fs\n", s.n_cached, s.total_s);
   ft_tune_summary_free(&s);
+
+  tiny_budgets(db);
 
   /* other epilogues and a tiny shape */
   const char *epis[] = {"biasrelu", "x + 2*sigmoid(x)", "gelu(x + bias)"};

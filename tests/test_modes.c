@@ -133,6 +133,10 @@ static void test_conversions(void) {
 
 static void test_tolerance(void) {
   ASSERT_NEAR(ft_tolerance_rule(FT_MATH_FP32, 0.5), FT_TOL_FP32, 0);
+  /* 3xtf32: SGEMM's own error, at least 2^-20, at most fp32's bound. */
+  ASSERT_NEAR(ft_tolerance_rule(FT_MATH_3XTF32, 2e-6), 2e-6, 0);
+  ASSERT_NEAR(ft_tolerance_rule(FT_MATH_3XTF32, 1e-8), 0x1.0p-20, 0);
+  ASSERT_NEAR(ft_tolerance_rule(FT_MATH_3XTF32, 0.5), FT_TOL_FP32, 0);
   ASSERT_NEAR(ft_tolerance_floor(FT_MATH_TF32), 0x1.0p-11, 0); /* the inputs are rounded */
   ASSERT_NEAR(ft_tolerance_floor(FT_MATH_BF16), 0x1.0p-8, 0);
   ASSERT_NEAR(ft_tolerance_floor(FT_MATH_FP16), 0x1.0p-11, 0);

@@ -64,6 +64,10 @@ static void best_json(const ft_best_entry *b) {
   /* Both measured but the ratio does not fit in a double: null, never inf. */
   if (c->eager_ms > 0 && c->median_ms > 0 && !speedup(c)) printf("null");
   else printf("%.6g", speedup(c));
+  printf(",\"rel_err\":");
+  json_double("%.17g", c->rel_err);
+  printf(",\"max_abs_err\":");
+  json_double("%.17g", c->max_abs_err);
   if (!c->exact) printf(",\"exact\":false"); /* query --nearest: tuned for the shape above */
   printf("}");
 }
@@ -121,12 +125,16 @@ int cmd_list(cli *c, int argc, char **argv) {
 
 static const char *query_help =
     "usage: fusedtune [--db PATH] query --shape MxNxK --epilogue E [--math M] [--device-name NAME] [--nearest]\n"
-    "                                   [--json]\n"
+    "                                   [--tolerance T] [--json]\n"
     "Prints the best configuration tuned for the problem on this GPU (the current CUDA device; or on\n"
     "the device named NAME, as 'list' shows it). Exit status 3 when nothing was tuned for that key.\n"
     "  --nearest   when the exact shape was not tuned, the best of the nearest tuned shape (same\n"
     "              epilogue and device) that applies to this one, marked \"(nearest tuned shape MxNxK)\"\n"
-    "              (JSON: \"exact\":false, m/n/k the tuned shape). Off by default: exact key only.\n";
+    "              (JSON: \"exact\":false, m/n/k the tuned shape). Off by default: exact key only.\n"
+    "  --tolerance T  the fastest stored configuration whose measured error (relative L2 against float64,\n"
+    "              measured when tuned) is <= T, across fp32, 3xtf32 and tf32 for fp32 tensors (bf16 and\n"
+    "              fp16: that mode only); prints the mode it picked and its error. Exact shapes only.\n"
+    "              Without it the mode is --math (default fp32), whatever its error.\n";
 
 int cmd_query(cli *c, int argc, char **argv) {
   if (wants_help(argc, argv, query_help)) return 0;
@@ -137,7 +145,9 @@ int cmd_query(cli *c, int argc, char **argv) {
   opt_iter it = {argc, argv, 0, "query"};
   const char *a;
   int pos;
-  static const char *const names[] = {"--json", "--nearest", "--shape", "--epilogue", "--device-name", "--math"};
+  static const char *const names[] = {"--json", "--nearest", "--shape", "--epilogue", "--device-name", "--math",
+                                      "--tolerance"};
+  double tolerance = 0;
   unsigned seen = 0;
   while ((a = opt_next(&it, &pos))) {
     const char **dst = NULL;
@@ -154,13 +164,22 @@ int cmd_query(cli *c, int argc, char **argv) {
     else if (!strncmp(a, "--math", 6) && (a[6] == 0 || a[6] == '=')) {
       const char *v = opt_value(&it, a);
       if (!v) return EXIT_USAGE;
-      if (!parse_math(v, &math)) return usage_error("query", "unknown --math '%s' (fp32, tf32, bf16, fp16)", v);
+      if (!parse_math(v, &math))
+        return usage_error("query", "unknown --math '%s' (fp32, tf32, bf16, fp16, 3xtf32)", v);
+      continue;
+    } else if (!strncmp(a, "--tolerance", 11) && (a[11] == 0 || a[11] == '=')) {
+      const char *v = opt_value(&it, a);
+      if (!v) return EXIT_USAGE;
+      if (!parse_double(v, &tolerance) || !(tolerance > 0) || !isfinite(tolerance))
+        return usage_error("query", "--tolerance '%s' is not a positive number", v);
       continue;
     } else return usage_error("query", "unknown option '%s'", a);
     if (!(*dst = opt_value(&it, a))) return EXIT_USAGE;
   }
   if (!shape) return usage_error("query", "--shape is required");
   if (!epi) return usage_error("query", "--epilogue is required");
+  if (tolerance > 0 && (flags & FT_LOOKUP_NEAREST))
+    return usage_error("query", "--tolerance and --nearest do not combine (a tolerance picks among exact shapes)");
   ft_problem p;
   int rc = cli_problem("query", shape, epi, &p);
   if (rc) return rc;
@@ -172,7 +191,8 @@ int cmd_query(cli *c, int argc, char **argv) {
     ft_close(ctx);
     return fail_msg("out of memory");
   }
-  ft_status st = ft_lookup_entry(ctx, devname, &p, flags, e);
+  ft_status st = tolerance > 0 ? ft_lookup_entry_within(ctx, devname, &p, tolerance, e)
+                                : ft_lookup_entry(ctx, devname, &p, flags, e);
   if (st == FT_ERR_NOT_FOUND) {
     fprintf(stderr, "fusedtune: %s\n", ft_errmsg(ctx));
     rc = EXIT_NOT_TUNED;
@@ -189,9 +209,11 @@ int cmd_query(cli *c, int argc, char **argv) {
                (long long)b->tuned_n, (long long)b->tuned_k);
     printf("device     %s\nproblem    %lldx%lldx%lld %s, epilogue %s%s\nstrategy   %s\nvariant    %s\n"
            "config     %s\nmedian     %.4f ms\n",
-           e->device_name, (long long)p.m, (long long)p.n, (long long)p.k, ft_math_name(p.math), e->epilogue, near,
+           e->device_name, (long long)p.m, (long long)p.n, (long long)p.k, ft_math_name(b->math), e->epilogue, near,
            b->strategy, b->name,
            b->config, b->median_ms);
+    printf("error      rel_err %.3g, max_abs_err %.3g (measured against float64 when tuned)\n", b->rel_err,
+           b->max_abs_err);
     if (b->eager_ms > 0) printf("eager      %.4f ms (speedup %.3fx)\n", b->eager_ms, speedup(b));
   }
   free(e);

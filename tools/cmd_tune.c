@@ -16,9 +16,20 @@ static const char *tune_help =
     "  --shape MxNxK        M rows of x, N output features, K input features (required)\n"
     "  --epilogue E         expression or preset (default: none); see 'fusedtune epilogue --help'\n"
     "  --math M             math mode: fp32 (FFMA, error <= 1e-5 vs float64; default), tf32, bf16, fp16\n"
-    "                       (tensor cores; correct = within 2x cuBLAS's own error in that mode)\n"
-    "  --strategy S         exhaustive (default), random, or halving (time all briefly, re-time best quarter)\n"
+    "                       (tensor cores; correct = within 2x cuBLAS's own error in that mode), 3xtf32\n"
+    "                       (fp32 tensors on tensor cores, held to cuBLAS SGEMM's own error), or auto: fp32,\n"
+    "                       3xtf32 and tf32 one after the other (the budget applies to each), all stored;\n"
+    "                       then 'query --tolerance T' picks the fastest within an error T\n"
+    "  --strategy S         search (every one measures and stores the cuBLAS + epilogue-pass candidates first,\n"
+    "                       so a tune stopped early never keeps a best slower than those):\n"
+    "                         fast (default): fused kernels screened in the cost model's order with a few\n"
+    "                           repeats, stopping when the rest cannot win by the model's error measured in\n"
+    "                           this run; the best few timed in full\n"
+    "                         exhaustive: every candidate timed in full\n"
+    "                         random: every candidate, the fused ones in random order\n"
+    "                         halving: every candidate screened, the best quarter of each kind re-timed\n"
     "  --budget SECONDS     bound on the whole tune, compilation included (default 150); what finished is stored\n"
+    "                       (the cuBLAS + epilogue-pass candidates are always measured in full)\n"
     "  --repeats N          timed repeats per candidate, >= 20 (default 30)\n"
     "  --retune             measure again candidates already measured with the same kernel source\n"
     "  --flush-l2           overwrite L2 before every timed repeat\n"
@@ -32,6 +43,7 @@ typedef struct tune_cli {
   ft_problem p;
   ft_tune_options opt;
   int json, quiet;
+  int auto_math; /* --math auto: the modes of fp32 tensors in turn */
 } tune_cli;
 
 static int parse_tune_args(int argc, char **argv, tune_cli *t) {
@@ -62,10 +74,12 @@ static int parse_tune_args(int argc, char **argv, tune_cli *t) {
       if (IS("--shape")) t->shape = v;
       else if (IS("--epilogue")) t->epi = v;
       else if (IS("--math")) {
-        if (!parse_math(v, &t->p.math)) return usage_error("tune", "unknown --math '%s' (fp32, tf32, bf16, fp16)", v);
+        if (!strcmp(v, "auto")) t->auto_math = 1;
+        else if (!parse_math(v, &t->p.math))
+          return usage_error("tune", "unknown --math '%s' (fp32, tf32, bf16, fp16, 3xtf32, auto)", v);
       } else if (IS("--strategy")) {
-        if (strcmp(v, "exhaustive") && strcmp(v, "random") && strcmp(v, "halving"))
-          return usage_error("tune", "unknown --strategy '%s' (exhaustive, random, halving)", v);
+        if (strcmp(v, "fast") && strcmp(v, "exhaustive") && strcmp(v, "random") && strcmp(v, "halving"))
+          return usage_error("tune", "unknown --strategy '%s' (fast, exhaustive, random, halving)", v);
         t->opt.strategy = v;
       } else if (IS("--budget")) {
         if (!parse_double(v, &t->opt.budget_s) || t->opt.budget_s <= 0)
@@ -129,6 +143,9 @@ static void print_summary(const tune_cli *t, const ft_tune_report *s) {
          "%d measured before (--retune to repeat)%s\n",
          s->n_candidates, s->n_measured, s->n_ok, s->n_wrong, s->n_compile_error, s->n_launch_error, s->n_timeout,
          s->n_known, s->budget_exhausted ? "; budget ran out" : "");
+  if (s->n_early_stopped)
+    printf("%d fused candidate(s) not measured: by the cost model and its error in this run they cannot win "
+           "(--strategy exhaustive measures them)\n", s->n_early_stopped);
   printf("compile: %d compiled, %d from cache, %.1f s; total %.1f s", s->n_compiled, s->n_cached, s->compile_s,
          s->total_s);
   if (s->worker_restarts) printf("; worker restarted %d time(s) after a fault or hang", s->worker_restarts);
@@ -155,10 +172,10 @@ static void print_summary_json(const ft_tune_report *s) {
   ft_write_json_string(stdout, s->epilogue);
   printf(",\"eager_ms\":%.17g,\"candidates\":%d,\"measured\":%d,\"ok\":%d,\"wrong_result\":%d,"
          "\"compile_error\":%d,\"launch_error\":%d,\"timeout\":%d,\"known\":%d,\"compiled\":%d,\"cached\":%d,"
-         "\"compile_s\":%.3f,\"total_s\":%.3f,\"budget_exhausted\":%s,\"best\":",
+         "\"compile_s\":%.3f,\"total_s\":%.3f,\"budget_exhausted\":%s,\"early_stopped\":%d,\"best\":",
          s->eager_ms, s->n_candidates, s->n_measured, s->n_ok, s->n_wrong, s->n_compile_error, s->n_launch_error,
          s->n_timeout, s->n_known, s->n_compiled, s->n_cached, s->compile_s, s->total_s,
-         s->budget_exhausted ? "true" : "false");
+         s->budget_exhausted ? "true" : "false", s->n_early_stopped);
   if (!s->has_best) {
     printf("null");
   } else {
@@ -166,8 +183,10 @@ static void print_summary_json(const ft_tune_report *s) {
     ft_write_json_string(stdout, s->best.strategy);
     printf(",\"variant\":");
     ft_write_json_string(stdout, s->best.name);
-    printf(",\"config\":%s,\"median_ms\":%.17g,\"eager_ms\":%.17g}", s->best.config, s->best.median_ms,
-           s->best.eager_ms);
+    printf(",\"config\":%s,\"math\":\"%s\",\"median_ms\":%.17g,\"eager_ms\":%.17g,\"rel_err\":", s->best.config,
+           ft_math_name(s->best.math), s->best.median_ms, s->best.eager_ms);
+    json_number(s->best.rel_err);
+    printf("}");
   }
   printf(",\"results\":[");
   for (int i = 0; i < s->n_results; i++) {
@@ -205,18 +224,23 @@ static void show_progress(void *user, const ft_tune_progress *u) {
     fprintf(stderr, "%s\n", u->message);
     return;
   }
-  char best[32] = "-";
-  if (u->best_ms >= 0) snprintf(best, sizeof best, "%.4f", u->best_ms);
+  /* The best so far against the eager-style chain timed first in the same run. */
+  char best[64] = "-", eta[24] = "?";
+  if (u->best_ms > 0 && u->eager_ms > 0)
+    snprintf(best, sizeof best, "%.4f ms (%.3fx eager)", u->best_ms, u->eager_ms / u->best_ms);
+  else if (u->best_ms >= 0)
+    snprintf(best, sizeof best, "%.4f ms", u->best_ms);
+  if (u->eta_s >= 0) snprintf(eta, sizeof eta, "%.0fs", u->eta_s);
   if (v->tty) {
-    int w = 30, fill = u->done * w / u->total;
+    int w = 24, fill = u->done * w / u->total;
     char bar[64];
     for (int i = 0; i < w; i++) bar[i] = i < fill ? '#' : '.';
     bar[w] = 0;
-    fprintf(stderr, "\r%s [%s] %d/%d best %s ms ETA %.0fs   ", u->phase, bar, u->done, u->total, best,
-            u->eta_s > 0 ? u->eta_s : 0);
+    fprintf(stderr, "\r%-9s [%s] %d/%d best %s ETA %s   ", u->phase, bar, u->done, u->total, best, eta);
     if (u->done == u->total) fputc('\n', stderr);
   } else if (u->done == u->total || u->done % 25 == 0) {
-    fprintf(stderr, "%s: %d/%d done, best %s ms, %.0fs elapsed\n", u->phase, u->done, u->total, best, u->elapsed_s);
+    fprintf(stderr, "%s: %d/%d done, best %s, %.0fs elapsed, ETA %s\n", u->phase, u->done, u->total, best,
+            u->elapsed_s, eta);
   }
 }
 
@@ -260,12 +284,36 @@ int cmd_tune(cli *c, int argc, char **argv) {
     exe[len] = '\0';
     t.opt.worker_exe = exe;
   }
-  ft_tune_report *r = NULL;
-  st = ft_tune_ex(ctx, &t.p, &t.opt, &r);
-  if (st != FT_OK) return fail_ctx(st, ctx);
-  if (t.json) print_summary_json(r);
-  else print_summary(&t, r);
-  ft_tune_report_free(r);
+  /* --math auto: the most accurate first, so a Ctrl-C leaves the fp32 results. */
+  static const ft_math auto_modes[] = {FT_MATH_FP32, FT_MATH_3XTF32, FT_MATH_TF32};
+  const int nmodes = t.auto_math ? 3 : 1;
+  ft_config best[3];
+  int has_best[3] = {0, 0, 0};
+  if (t.json && t.auto_math) printf("[");
+  for (int i = 0; i < nmodes; i++) {
+    if (t.auto_math) t.p.math = auto_modes[i];
+    ft_tune_report *r = NULL;
+    st = ft_tune_ex(ctx, &t.p, &t.opt, &r);
+    if (st != FT_OK) {
+      if (t.json && t.auto_math) printf("]\n");
+      return fail_ctx(st, ctx);
+    }
+    if (t.json) printf("%s", i ? "," : ""), print_summary_json(r);
+    else print_summary(&t, r);
+    best[i] = r->best;
+    has_best[i] = r->has_best;
+    ft_tune_report_free(r);
+  }
+  if (t.json && t.auto_math) printf("]\n");
+  if (t.auto_math && !t.json) {
+    printf("\nper mode (pick by error with 'fusedtune query --shape %s --epilogue '...' --tolerance T'):\n", t.shape);
+    for (int i = 0; i < nmodes; i++)
+      if (has_best[i])
+        printf("  %-7s %10.4f ms  rel_err %.3g  max_abs_err %.3g  %s\n", ft_math_name(auto_modes[i]), best[i].median_ms,
+               best[i].rel_err, best[i].max_abs_err, best[i].name);
+      else
+        printf("  %-7s no correct configuration\n", ft_math_name(auto_modes[i]));
+  }
   ft_close(ctx);
   return 0;
 }

@@ -297,9 +297,10 @@ void chart_dims(report *r, const report_mode *m) {
 
 /* ---- roofline ---- */
 
+/* A colour per math mode, in FT_MATH_MAP's order; grey for a mode added since. */
 static const char *mode_color(ft_math m) {
-  static const char *const c[FT_MATH_COUNT] = {"#444444", "#1f77b4", "#2ca02c", "#ff7f0e"};
-  return (int)m >= 0 && (int)m < FT_MATH_COUNT ? c[m] : "#7f7f7f";
+  static const char *const c[] = {"#444444", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd"};
+  return (int)m >= 0 && (size_t)m < sizeof c / sizeof c[0] ? c[m] : "#7f7f7f";
 }
 
 void chart_roofline(report *r, const report_group *g) {

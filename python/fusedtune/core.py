@@ -1,0 +1,577 @@
+"""The C API as Python objects: problems, math modes, databases, lookups, tunes and plans.
+
+A thin layer: every function calls the library and turns a failed ft_status into the exception
+of errors.STATUSES with ft_errmsg's text. Tensors do not appear here (plans take device
+pointers as ints); fusedtune.torch builds on this for PyTorch.
+"""
+import ctypes
+import os
+import shlex
+import threading
+import weakref
+from dataclasses import dataclass, field
+
+from . import _lib
+from ._lib import lib
+from .errors import (FusedtuneError, InvalidArgumentError, Interrupted, NotTunedError, ParseError,
+                     UnsupportedError, error_for)
+
+
+def _s(b):
+    """A C string (bytes or None) as str."""
+    return "" if b is None else b.decode("utf-8", "replace")
+
+
+def _raise(status, message, cls=None):
+    err = error_for(status, message, cls)
+    err.library = lib().path
+    raise err
+
+
+# ---- math modes ----
+
+# The element type of each ft_dtype, by torch's names, and the mode a tensor of that type gets
+# when none is asked for. Math modes themselves come from the library (ft_math_name), so a mode
+# added to FT_MATH_MAP (3xtf32, on fp32 tensors) is selectable here with no change.
+DTYPE_NAMES = {_lib.FT_DTYPE_F32: "float32", _lib.FT_DTYPE_BF16: "bfloat16", _lib.FT_DTYPE_F16: "float16"}
+DTYPE_SIZES = {_lib.FT_DTYPE_F32: 4, _lib.FT_DTYPE_BF16: 2, _lib.FT_DTYPE_F16: 2}
+DEFAULT_MODE = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+
+
+@dataclass(frozen=True)
+class MathMode:
+    name: str      # "fp32", as the CLI's --math and the database spell it
+    value: int     # its ft_math
+    ft_dtype: int  # FT_DTYPE_* of the tensors it computes on
+    dtype: str     # that element type by torch's name: "float32", "bfloat16", "float16"
+
+
+_modes = None
+
+
+def math_modes():
+    """Every math mode the loaded library has, in FT_MATH_MAP order: {name: MathMode}."""
+    global _modes
+    if _modes is None:
+        L, found = lib(), {}
+        for value in range(64):
+            name = _s(L.ft_math_name(value))
+            if name == "?":
+                break
+            dt = L.ft_math_dtype(value)
+            found[name] = MathMode(name, value, dt, DTYPE_NAMES.get(dt, f"ft_dtype {dt}"))
+        _modes = found
+    return _modes
+
+
+def math_mode(name):
+    """The MathMode called name; UnsupportedError listing the modes otherwise."""
+    modes = math_modes()
+    if isinstance(name, MathMode):
+        return name
+    if name not in modes:
+        raise UnsupportedError(f"unknown math mode {name!r} (this libfusedtune has {', '.join(modes)})")
+    return modes[name]
+
+
+# ---- epilogues ----
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    kind: str               # "scalar", "col" (length n, per column) or "row" (length m, per row)
+    default: float = None   # scalars with a default; None otherwise
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    text: str       # as given
+    canonical: str  # one text for every spelling (the database key)
+    hash: str
+    cuda: str       # the generated CUDA float expression
+    params: tuple   # Param in kernel slot order (bias included, sorted by name)
+
+    def param(self, name):
+        return next((p for p in self.params if p.name == name), None)
+
+
+_KINDS = {_lib.FT_PARAM_TYPE_SCALAR: "scalar", _lib.FT_PARAM_TYPE_COLVEC: "col", _lib.FT_PARAM_TYPE_ROWVEC: "row"}
+
+
+def _msgbuf():
+    return ctypes.create_string_buffer(1024)
+
+
+def inspect_epilogue(text):
+    """Parses an expression or preset: an Epilogue, or ParseError with "epilogue: col C: what"."""
+    if not isinstance(text, str):
+        raise InvalidArgumentError(f"epilogue must be a str, not {type(text).__name__}")
+    L, out, msg = lib(), ctypes.POINTER(_lib.ft_epilogue_info)(), _msgbuf()
+    st = L.ft_epilogue_inspect(text.encode(), ctypes.byref(out), msg, len(msg))
+    if st != 0:
+        _raise(st, _s(msg.value))
+    try:
+        info = out.contents
+        params = tuple(Param(_s(p.name), _KINDS[p.type], p.default_value if p.has_default else None)
+                       for p in info.params[:info.n_params])
+        return Epilogue(text, _s(info.canonical), _s(info.hash), _s(info.cuda), params)
+    finally:
+        L.ft_epilogue_info_free(out)
+
+
+def presets():
+    """{preset name: expression}, as docs/EPILOGUE.md lists them."""
+    L, out = lib(), {}
+    name, text = ctypes.c_char_p(), ctypes.c_char_p()
+    for i in range(L.ft_epilogue_preset(0, None, None)):
+        L.ft_epilogue_preset(i, ctypes.byref(name), ctypes.byref(text))
+        out[_s(name.value)] = _s(text.value)
+    return out
+
+
+# ---- problems and configurations ----
+
+@dataclass(frozen=True)
+class Problem:
+    """y[m, n] = E(x[m, k] . W[n, k]^T) in a math mode: the database key (with the device)."""
+    m: int
+    n: int
+    k: int
+    epilogue: str = "none"
+    math: str = "fp32"
+
+    def _c(self):
+        mode = math_mode(self.math)
+        for dim in ("m", "n", "k"):
+            v = getattr(self, dim)
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise InvalidArgumentError(f"problem {dim} must be an int, not {type(v).__name__}")
+        if not isinstance(self.epilogue, str):
+            raise InvalidArgumentError(f"problem epilogue must be a str, not {type(self.epilogue).__name__}")
+        p = _lib.ft_problem(self.m, self.n, self.k, self.epilogue.encode(), mode.value)
+        return p
+
+    @property
+    def shape(self):
+        return f"{self.m}x{self.n}x{self.k}"
+
+    def check(self):
+        """ft_check_problem: raises (InvalidArgumentError, ParseError, ...) with the reason."""
+        msg = _msgbuf()
+        st = lib().ft_check_problem(ctypes.byref(self._c()), msg, len(msg))
+        if st != 0:
+            _raise(st, _s(msg.value))
+
+    def tune_command(self, db=None):
+        """The `fusedtune tune` command line that tunes this problem (into db when given)."""
+        words = ["fusedtune"] + (["--db", os.fspath(db)] if db else [])
+        words += ["tune", "--shape", self.shape, "--epilogue", self.epilogue, "--math", math_mode(self.math).name]
+        return " ".join(shlex.quote(w) for w in words)
+
+
+@dataclass(frozen=True)
+class Config:
+    """A tuned configuration as stored (ft_config). exact: tuned for the problem's own shape."""
+    strategy: str
+    name: str
+    config: str          # the variant's JSON
+    source_hash: str
+    median_ms: float
+    eager_ms: float      # eager-style baseline of the same run; 0 when unknown
+    tuned_shape: tuple   # (m, n, k) it was tuned at
+    exact: bool
+    math: str = "fp32"   # the mode it computes in (lookup_within may pick another than asked)
+    rel_err: float = 0.0       # measured when tuned: relative L2 error against float64
+    max_abs_err: float = 0.0
+    raw: object = field(default=None, repr=False, compare=False)  # the ft_config, for plans
+
+    @classmethod
+    def _from_c(cls, c):
+        raw = _lib.ft_config()
+        ctypes.memmove(ctypes.byref(raw), ctypes.byref(c), ctypes.sizeof(raw))
+        return cls(_s(c.strategy), _s(c.name), _s(c.config), _s(c.source_hash), c.median_ms, c.eager_ms,
+                   (c.tuned_m, c.tuned_n, c.tuned_k), bool(c.exact), _s(lib().ft_math_name(c.math)),
+                   c.rel_err, c.max_abs_err, raw)
+
+
+@dataclass(frozen=True)
+class BestEntry:
+    device_name: str
+    math: str
+    epilogue: str  # canonical
+    config: Config
+
+    @classmethod
+    def _from_c(cls, e):
+        return cls(_s(e.device_name), _s(e.math), _s(e.epilogue), Config._from_c(e.config))
+
+
+@dataclass(frozen=True)
+class TuneProgress:
+    phase: str
+    message: str
+    done: int
+    total: int
+    best_ms: float    # < 0 when no correct candidate yet
+    elapsed_s: float
+    eta_s: float      # < 0 when unknown
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    config: str
+    strategy: str
+    source_hash: str
+    compile_status: int
+    compile_log: str
+    regs: int
+    spill_bytes: int
+
+
+@dataclass(frozen=True)
+class Device:
+    ordinal: int
+    name: str
+    fingerprint: str
+    arch: str
+    sm_count: int
+    mem_bytes: int
+
+
+def variants(problem, arch=None, compile=False):
+    """The kernel variants applicable to problem on arch ("sm_90"; None: the current device's),
+    likely-good first. No GPU needed; compile=True compiles each with NVRTC."""
+    L, out, msg = lib(), ctypes.POINTER(_lib.ft_variant_list)(), _msgbuf()
+    st = L.ft_variants(ctypes.byref(problem._c()), arch.encode() if arch else None,
+                       _lib.FT_VARIANTS_COMPILE if compile else 0, ctypes.byref(out), msg, len(msg))
+    if st != 0:
+        _raise(st, _s(msg.value))
+    try:
+        return [Variant(_s(v.name), _s(v.config), _s(L.ft_strategy_name(v.strategy)), _s(v.source_hash),
+                        v.compile_status, _s(v.compile_log), v.regs, v.spill_bytes)
+                for v in out.contents.items[:out.contents.count]]
+    finally:
+        L.ft_variant_list_free(out)
+
+
+def devices():
+    """The visible CUDA devices; NoDeviceError (with the reason) when there are none."""
+    L, n, msg = lib(), ctypes.c_int(), _msgbuf()
+    st = L.ft_device_count(ctypes.byref(n), msg, len(msg))
+    if st != 0:
+        _raise(st, _s(msg.value))
+    out = []
+    for i in range(n.value):
+        d = _lib.ft_device_desc()
+        st = L.ft_device_describe(i, ctypes.byref(d), msg, len(msg))
+        if st != 0:
+            _raise(st, _s(msg.value))
+        out.append(Device(d.ordinal, _s(d.name), _s(d.fingerprint), _s(d.arch), d.sm_count, d.mem_bytes))
+    return out
+
+
+def remove_database(path):
+    """Deletes a closed database file and its -wal / -shm files."""
+    lib().ft_remove_database(os.fsencode(path))
+
+
+# ---- the database ----
+
+class _Owned:
+    """A library object freed by close(): as a context manager, and when collected."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: the library may be gone already
+            pass
+
+
+class Database(_Owned):
+    """An ft_ctx: a database connection plus, once a call needs it, the current CUDA device.
+
+    Database(path=None) opens $FUSEDTUNE_DB, else ./fusedtune.db. readonly never writes (cubins
+    compiled for plans are then not cached); create makes the file when missing. Use it as a
+    context manager or call close(); plans made from it are destroyed by close(). Calls are
+    serialized by a lock: one ft_ctx serves one thread at a time (include/fusedtune.h).
+    """
+
+    def __init__(self, path=None, *, readonly=False, create=False):
+        self.path = None if path is None else os.fspath(path)
+        self.readonly = readonly
+        self._lock = threading.RLock()
+        self._plans = weakref.WeakSet()
+        self._ctx = None
+        L = lib()
+        flags = (_lib.FT_OPEN_READONLY if readonly else 0) | (_lib.FT_OPEN_CREATE if create else 0)
+        ctx = ctypes.c_void_p()
+        st = L.ft_open(None if self.path is None else os.fsencode(self.path), flags, ctypes.byref(ctx))
+        if st != 0:
+            msg = _s(L.ft_errmsg(ctx)) if ctx.value else L.ft_status_string(st).decode()
+            L.ft_close(ctx)
+            _raise(st, msg)
+        self._ctx = ctx
+
+    def __repr__(self):
+        state = "closed" if self._ctx is None else ("read-only" if self.readonly else "writable")
+        return f"<fusedtune.Database {self.path or '(default)'} {state}>"
+
+    @property
+    def closed(self):
+        return self._ctx is None
+
+    def close(self):
+        """Destroys the plans made from this database, then closes it. Closing twice is fine."""
+        with self._lock:
+            if self._ctx is None:
+                return
+            for plan in list(self._plans):
+                plan.destroy()
+            lib().ft_close(self._ctx)
+            self._ctx = None
+
+    def _handle(self):
+        if self._ctx is None:
+            raise InvalidArgumentError("the database is closed")
+        return self._ctx
+
+    def _check(self, st, cls=None):
+        """Raises for a failed status, with ft_errmsg (call with the lock held)."""
+        if st != 0:
+            _raise(st, _s(lib().ft_errmsg(self._ctx)), cls)
+
+    def lookup(self, problem, *, nearest=False):
+        """The best configuration for problem on the current CUDA device (needs the GPU: the
+        device is part of the key). nearest: fall back to the nearest tuned shape (exact=False).
+        NotFoundError when nothing applies."""
+        p, out = problem._c(), _lib.ft_config()
+        with self._lock:
+            self._check(lib().ft_lookup(self._handle(), ctypes.byref(p), _lib.FT_LOOKUP_NEAREST if nearest else 0,
+                                        ctypes.byref(out)))
+        return Config._from_c(out)
+
+    def lookup_within(self, problem, tolerance):
+        """The fastest stored configuration whose measured error is <= tolerance, across fp32,
+        3xtf32 and tf32 for fp32 tensors (bf16/fp16: that mode); Config.math says which mode.
+        NotFoundError (naming the smallest error stored) when none is within it."""
+        p, out = problem._c(), _lib.ft_config()
+        with self._lock:
+            self._check(lib().ft_lookup_within(self._handle(), ctypes.byref(p), float(tolerance), ctypes.byref(out)))
+        return Config._from_c(out)
+
+    def lookup_entry_within(self, problem, tolerance, device_name=None):
+        """lookup_within by device name (no GPU needed for a stored device). A BestEntry."""
+        p, out = problem._c(), _lib.ft_best_entry()
+        with self._lock:
+            self._check(lib().ft_lookup_entry_within(self._handle(), device_name.encode() if device_name else None,
+                                                     ctypes.byref(p), float(tolerance), ctypes.byref(out)))
+        return BestEntry._from_c(out)
+
+    def lookup_entry(self, problem, device_name=None, *, nearest=False):
+        """lookup that also names the device; device_name reads results stored for that device
+        without touching a GPU. A BestEntry."""
+        p, out = problem._c(), _lib.ft_best_entry()
+        with self._lock:
+            self._check(lib().ft_lookup_entry(self._handle(), device_name.encode() if device_name else None,
+                                              ctypes.byref(p), _lib.FT_LOOKUP_NEAREST if nearest else 0,
+                                              ctypes.byref(out)))
+        return BestEntry._from_c(out)
+
+    def best_entries(self):
+        """Every stored (device, problem) best, ordered by device, then m, n, k. No GPU."""
+        found, error = [], []
+
+        def each(_user, entry):
+            try:
+                found.append(BestEntry._from_c(entry.contents))
+                return 0
+            except BaseException as e:  # never let an exception cross the C frame
+                error.append(e)
+                return 1
+
+        cb = _lib.ft_best_entry_fn(each)
+        with self._lock:
+            self._check(lib().ft_each_best(self._handle(), cb, None))
+        if error:
+            raise error[0]
+        return found
+
+    def import_file(self, path):
+        """Merges a JSON export (docs/FORMAT.md); the counts of rows added and read."""
+        counts = _lib.ft_import_counts()
+        with self._lock:
+            self._check(lib().ft_import_file(self._handle(), os.fsencode(path), ctypes.byref(counts)))
+        return {name: getattr(counts, name) for name, _ in counts._fields_}
+
+    def plan(self, problem, config=None, *, nearest=True):
+        """A launchable Plan of config for problem (config None: looked up here, nearest shape
+        allowed unless nearest=False). Compiles with NVRTC only when the cubin is not cached."""
+        if config is None:
+            config = self.lookup(problem, nearest=nearest)
+        p, handle = problem._c(), ctypes.c_void_p()
+        with self._lock:
+            self._check(lib().ft_plan_create(self._handle(), ctypes.byref(p), ctypes.byref(config.raw),
+                                             ctypes.byref(handle)))
+            plan = Plan(self, problem, config, handle)
+            self._plans.add(plan)
+        return plan
+
+    def tune(self, problem, *, budget_s=None, strategy=None, repeats=None, retune=False, flush_l2=False,
+             seed=None, max_candidates=None, worker=None, progress=None):
+        """Tunes problem on the current CUDA device (a writable database and a GPU needed) and
+        returns the best Config. Blocks up to budget_s (default 150 s). progress(TuneProgress)
+        is called on the tuning thread. Ctrl-C ends the tune after the candidate in flight
+        (Interrupted; what was measured stays stored). worker: the fusedtune executable that runs
+        candidates (default: $FUSEDTUNE_WORKER, else the CLI beside a build-tree library, else
+        the installed one)."""
+        opt = _lib.tune_options_init()
+        keep = []  # C strings and callbacks that must outlive the call
+        if strategy is not None:
+            keep.append(strategy.encode())
+            opt.strategy = keep[-1]
+        if budget_s is not None:
+            opt.budget_s = float(budget_s)
+        if repeats is not None:
+            opt.repeats = int(repeats)
+        opt.retune, opt.flush_l2 = int(bool(retune)), int(bool(flush_l2))
+        if seed is not None:
+            opt.seed = int(seed)
+        if max_candidates is not None:
+            opt.max_candidates = int(max_candidates)
+        worker = worker if worker is not None else default_worker()
+        if worker:
+            keep.append(os.fsencode(worker))
+            opt.worker_exe = keep[-1]
+        stop = ctypes.c_int(0)
+        opt.stop = ctypes.pointer(stop)
+        cb_error = []
+        if progress is not None:
+            def report(_user, u):
+                try:
+                    v = u.contents
+                    progress(TuneProgress(_s(v.phase), _s(v.message), v.done, v.total, v.best_ms, v.elapsed_s,
+                                          v.eta_s))
+                except BaseException as e:  # stop the tune; re-raised below
+                    cb_error.append(e)
+                    stop.value = 1
+            opt.progress = _lib.ft_tune_progress_fn(report)
+            opt.quiet = 0
+            keep.append(opt.progress)
+        p, best, result = problem._c(), _lib.ft_config(), {}
+
+        # The tune runs on a thread of its own, so that Ctrl-C reaches Python meanwhile, on the
+        # caller's current CUDA device (a per-thread setting): without the runtime to set it
+        # there, on the calling thread.
+        rt, device = _lib.cudart(), ctypes.c_int(-1)
+        if rt is not None and rt.cudaGetDevice(ctypes.byref(device)) != 0:
+            device.value = -1
+
+        def body():
+            if device.value >= 0:
+                rt.cudaSetDevice(device.value)
+            result["st"] = lib().ft_tune(self._ctx, ctypes.byref(p), ctypes.byref(opt), ctypes.byref(best))
+            result["msg"] = _s(lib().ft_errmsg(self._ctx))
+
+        with self._lock:
+            self._handle()
+            if rt is None:
+                body()
+            else:
+                t = threading.Thread(target=body, name="fusedtune-tune", daemon=True)
+                t.start()
+                try:
+                    while t.is_alive():
+                        t.join(0.2)
+                except KeyboardInterrupt:
+                    stop.value = 1
+                    t.join()
+                    raise
+        if cb_error:
+            raise cb_error[0]
+        if result["st"] != 0:
+            _raise(result["st"], result["msg"], Interrupted if result["st"] == Interrupted.status else None)
+        return Config._from_c(best)
+
+    def tune_command(self, problem):
+        """The `fusedtune tune` command that tunes problem into this database."""
+        return problem.tune_command(self.path)
+
+    def not_tuned(self, problem, detail):
+        """NotTunedError for problem, naming the command that tunes it."""
+        cmd = self.tune_command(problem)
+        return NotTunedError(f"{detail}\nTune it first: {cmd}", command=cmd, status=NotTunedError.status)
+
+
+def default_worker():
+    """The worker executable for tunes: None leaves it to the library ($FUSEDTUNE_WORKER, else
+    the installed CLI), except beside a build-tree library, where the CLI sits next to it."""
+    if os.environ.get("FUSEDTUNE_WORKER"):
+        return None
+    path = lib().path
+    cli = os.path.join(os.path.dirname(path), "fusedtune") if os.path.isabs(path) else None
+    return cli if cli and os.path.isfile(cli) and os.access(cli, os.X_OK) else None
+
+
+# ---- plans ----
+
+class Plan(_Owned):
+    """A loaded configuration ready to launch (ft_plan), made by Database.plan()."""
+
+    def __init__(self, db, problem, config, handle):
+        self.db, self.problem, self.config = db, problem, config
+        self.mode = math_mode(problem.math)
+        self._handle = handle
+
+    def __repr__(self):
+        return (f"<fusedtune.Plan {self.problem.shape} {self.mode.name} {self.config.strategy} {self.config.name}"
+                f"{'' if self.config.exact else ' (nearest: tuned at %dx%dx%d)' % self.config.tuned_shape}>")
+
+    def destroy(self):
+        """Frees the plan (also done by its database's close()). Twice is fine."""
+        with self.db._lock:
+            if self._handle is not None and self._handle.value:
+                lib().ft_plan_destroy(self._handle)
+            self._handle = None
+
+    close = destroy
+
+    def make_args(self, x, w, y, vecs=None, scalars=None, dtype=None):
+        """An ft_args for launch_args(): device pointers as ints, vecs {name: pointer},
+        scalars {name: float}; dtype the FT_DTYPE_* (default: the plan's mode's)."""
+        vecs, scalars = vecs or {}, scalars or {}
+        a = _lib.ft_args()
+        a.x, a.w, a.y = x, w, y
+        names = [n.encode() for n in vecs] + [n.encode() for n in scalars]
+        va = (_lib.ft_vec_arg * max(1, len(vecs)))(*[_lib.ft_vec_arg(nm, p) for nm, p in zip(names, vecs.values())])
+        sa = (_lib.ft_scalar_arg * max(1, len(scalars)))(
+            *[_lib.ft_scalar_arg(nm, float(v)) for nm, v in zip(names[len(vecs):], scalars.values())])
+        a.vecs, a.n_vecs = ctypes.cast(va, ctypes.POINTER(_lib.ft_vec_arg)), len(vecs)
+        a.scalars, a.n_scalars = ctypes.cast(sa, ctypes.POINTER(_lib.ft_scalar_arg)), len(scalars)
+        a.dtype = self.mode.ft_dtype if dtype is None else dtype
+        a._keep = (names, va, sa)  # the arrays and names must live as long as the struct
+        return a
+
+    def launch_args(self, args, stream=0):
+        """Enqueues the plan with a prepared ft_args on a cudaStream_t (an int; 0: default)."""
+        with self.db._lock:
+            if self._handle is None:
+                raise InvalidArgumentError("the plan was destroyed")
+            self.db._check(lib().ft_plan_launch(self._handle, ctypes.byref(args), stream or None))
+
+    def launch(self, x, w, y, vecs=None, scalars=None, dtype=None, stream=0):
+        """Enqueues y = E(x W^T) on stream (asynchronous): x, w, y and vecs are device pointers
+        (ints) of the plan's element type; the library checks alignment and names before
+        launching (InvalidArgumentError, nothing launched)."""
+        self.launch_args(self.make_args(x, w, y, vecs, scalars, dtype), stream)
+
+
+__all__ = ["MathMode", "math_modes", "math_mode", "Param", "Epilogue", "inspect_epilogue", "presets", "Problem",
+           "Config", "BestEntry", "TuneProgress", "Variant", "Device", "variants", "devices", "remove_database",
+           "Database", "Plan", "default_worker", "FusedtuneError", "ParseError"]

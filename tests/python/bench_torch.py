@@ -1,0 +1,95 @@
+"""FusedLinear against eager PyTorch on the two seed problems, in one process: a short table of
+median times (CUDA events, interleaved, 50 timed calls after warm-ups) and errors vs float64.
+
+    python3 tests/python/bench_torch.py --db DB [--math fp32,tf32,bf16,fp16 | all]
+
+Tune first, for each mode M asked for (exact shapes; a missing one is reported with the command
+that tunes it, and the row skipped):
+    fusedtune --db DB tune --shape 128x16384x16384 --epilogue minsub --math M
+    fusedtune --db DB tune --shape 1024x8192x8192 --epilogue biasrelu --math M
+"""
+import argparse
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import fusedtune  # noqa: E402
+from fusedtune.torch import FusedLinear  # noqa: E402
+
+# (name, m, n, k, expression, eager PyTorch, float64 reference on the GEMM result + bias)
+PROBLEMS = [
+    ("minsub", 128, 16384, 16384, "min(x + bias, c) - c where c = 2",
+     lambda lin, x: torch.min(lin(x), torch.tensor(2.0, dtype=x.dtype, device=x.device)) - 2.0,
+     lambda v: torch.minimum(v, torch.tensor(2.0, dtype=v.dtype, device=v.device)) - 2.0),
+    ("biasrelu", 1024, 8192, 8192, "relu(x + bias)", lambda lin, x: F.relu(lin(x)), torch.relu),
+]
+
+
+def rel_l2(y, ref):
+    y, ref = y.double(), ref.double()
+    if not torch.isfinite(y).all():
+        return float("inf")
+    return float(torch.linalg.vector_norm(y - ref) / torch.linalg.vector_norm(ref))
+
+
+def interleaved_ms(fns, reps=50):
+    """Median ms of each fn, timed in turn (a, b, a, b, ...) so drift hits both alike."""
+    for _ in range(5):
+        for fn in fns:
+            fn()
+    times = [[] for _ in fns]
+    for _ in range(reps):
+        for i, fn in enumerate(fns):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            fn()
+            e.record()
+            e.synchronize()
+            times[i].append(s.elapsed_time(e))
+    return [sorted(t)[reps // 2] for t in times]
+
+
+def main():
+    ap = argparse.ArgumentParser(description="FusedLinear vs eager PyTorch on the seed problems")
+    ap.add_argument("--db", help="tuned database (default: $FUSEDTUNE_DB, else ./fusedtune.db)")
+    ap.add_argument("--math", default="fp32", help="comma-separated modes, or all (default fp32)")
+    args = ap.parse_args()
+    modes = list(fusedtune.math_modes()) if args.math == "all" else args.math.split(",")
+    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, {fusedtune.library.describe()}")
+    print(f"{'problem':9s} {'shape':16s} {'math':5s} {'eager ms':>9s} {'fused ms':>9s} {'speedup':>8s} "
+          f"{'eager err':>9s} {'fused err':>9s}  configuration")
+    missing = 0
+    for name, m, n, k, text, eager, ref_fn in PROBLEMS:
+        for mode_name in modes:
+            mode = fusedtune.math_mode(mode_name)
+            dtype = getattr(torch, mode.dtype)
+            torch.manual_seed(0)
+            lin = torch.nn.Linear(k, n, device="cuda", dtype=dtype)
+            x = torch.rand(m, k, device="cuda", dtype=dtype)
+            layer = FusedLinear.from_linear(lin, text, math=mode.name, db=args.db, nearest=False)
+            shape = f"{m}x{n}x{k}"
+            try:
+                with torch.inference_mode():
+                    y = layer(x)
+            except fusedtune.NotTunedError as e:
+                print(f"{name:9s} {shape:16s} {mode.name:5s} not tuned: {e.command}")
+                missing += 1
+                continue
+            prev = torch.backends.cuda.matmul.allow_tf32
+            torch.backends.cuda.matmul.allow_tf32 = mode.name == "tf32"
+            with torch.inference_mode():
+                y_eager = eager(lin, x)
+                ref = ref_fn(x.double() @ lin.weight.double().T + lin.bias.double())
+                t_eager, t_fused = interleaved_ms([lambda: eager(lin, x), lambda: layer(x)])
+            torch.backends.cuda.matmul.allow_tf32 = prev
+            cfg = layer.plan_for(m).config
+            print(f"{name:9s} {shape:16s} {mode.name:5s} {t_eager:9.4f} {t_fused:9.4f} {t_eager / t_fused:7.3f}x "
+                  f"{rel_l2(y_eager, ref):9.2e} {rel_l2(y, ref):9.2e}  {cfg.strategy} {cfg.name}")
+    return 3 if missing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

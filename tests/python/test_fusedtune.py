@@ -1,0 +1,427 @@
+"""CPU tests of the Python package (no GPU, no torch): the library it loads, the struct layouts
+against the C compiler's, databases from an import fixture, statuses as exceptions with the
+library's message, and FusedLinear's argument checks on tensor-like fakes.
+
+Run by ctest (test python_package): FUSEDTUNE_LIBRARY names the built library, FT_LAYOUT_DUMP
+the layout helper (tests/python/layout_dump.c), FT_TEST_TMP a scratch folder.
+    python3 -m unittest tests/python/test_fusedtune.py -v   (with those variables set)
+"""
+import ctypes
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+
+import fusedtune  # noqa: E402
+from fusedtune import _lib  # noqa: E402
+from fusedtune._binding import Binding, check_no_grad, check_tensor  # noqa: E402
+
+SCRATCH = tempfile.mkdtemp(prefix="ft_python_", dir=os.environ.get("FT_TEST_TMP") or None)
+
+
+def tearDownModule():
+    shutil.rmtree(SCRATCH, ignore_errors=True)
+
+
+def scratch(name):
+    path = os.path.join(SCRATCH, name)
+    fusedtune.remove_database(path)
+    return path
+
+
+def have_gpu():
+    try:
+        return len(fusedtune.devices()) > 0
+    except fusedtune.NoDeviceError:
+        return False
+
+
+# ---- an export with results whose kernel source is today's (so lookups take them as current) ----
+
+DEVICE = "Fixture GPU"
+
+
+def fixture_export(path, problem, n_results=2):
+    """Writes a JSON export (docs/FORMAT.md) holding, for problem on DEVICE, the first fused GEMM
+    and the first epilogue-pass variant that ft_variants lists, as measured ok results."""
+    ep = fusedtune.inspect_epilogue(problem.epilogue)
+    vs = fusedtune.variants(problem, "sm_90")
+    pick = [next(v for v in vs if v.strategy == "fused"), next(v for v in vs if v.strategy == "cublas+epilogue")]
+    key = {"m": problem.m, "n": problem.n, "k": problem.k, "layout": "xrow_wrow", "math": problem.math}
+    run = "11111111-1111-4111-8111-111111111111"
+    results = []
+    for i, (v, ms) in enumerate(zip(pick[:n_results], (0.5, 0.4))):
+        results.append({
+            "uuid": "22222222-2222-4222-8222-%012d" % i, "run": run, "device": "00000000000000aa",
+            "problem": dict(key, epilogue_hash=ep.hash), "strategy": v.strategy, "variant": v.name,
+            "config": v.config, "status": "ok", "median_ms": ms, "min_ms": ms, "iqr_ms": None, "repeats": 30,
+            "rel_err": 1e-7, "max_abs_err": None, "source_hash": v.source_hash, "fusedtune_version": "0.1.0",
+            "message": "", "created": "2026-11-29T08:00:0%d.000Z" % i})
+    doc = {"format": "fusedtune-export", "version": 1,
+           "devices": [{"fingerprint": "00000000000000aa", "name": DEVICE, "cc_major": 9, "cc_minor": 0,
+                        "sm_count": 132, "mem_bytes": 150011101184, "driver_version": 13000,
+                        "runtime_version": 13000, "nvrtc_version": 13000, "cublas_version": 130000,
+                        "first_seen": "2026-11-29T08:00:00.000Z", "last_seen": "2026-11-29T09:00:00.000Z"}],
+           "problems": [dict(key, epilogue=ep.canonical, epilogue_hash=ep.hash)],
+           "runs": [{"uuid": run, "device": "00000000000000aa", "started": "2026-11-29T08:00:00.000Z",
+                     "ended": None, "tool_version": "0.1.0", "options": "{}", "budget_s": 170, "outcome": None}],
+           "results": results, "best": []}
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(doc, f)
+    return pick
+
+
+class LibraryTest(unittest.TestCase):
+    def test_loads_the_named_library(self):
+        want = os.environ.get("FUSEDTUNE_LIBRARY")
+        lib = fusedtune.library
+        if want:
+            self.assertEqual(fusedtune.library_source, "FUSEDTUNE_LIBRARY")
+            self.assertEqual(os.path.realpath(fusedtune.library_path), os.path.realpath(want))
+        self.assertEqual(lib.version, fusedtune.__version__)
+        self.assertEqual(lib.version_number, _lib.FUSEDTUNE_VERSION_NUMBER)
+        self.assertIn(fusedtune.library_path, lib.describe())
+
+    def test_search_order(self):
+        pkg = os.path.join(SCRATCH, "site", "fusedtune")
+        os.makedirs(pkg, exist_ok=True)
+        self.assertNotIn("build tree", [s for s, _ in _lib.candidates(env={}, package_dir=pkg)])
+        open(os.path.join(SCRATCH, "CMakeLists.txt"), "w").close()  # now SCRATCH looks like a checkout
+        with open(os.path.join(pkg, _lib.INSTALL_RECORD), "w") as f:
+            f.write("../../lib/libfusedtune.so.0\n")
+        got = _lib.candidates(env={}, package_dir=pkg)
+        self.assertEqual([s for s, _ in got], ["installed", "package folder", "build tree", "system loader"])
+        self.assertEqual(got[0][1], os.path.normpath(os.path.join(SCRATCH, "lib", "libfusedtune.so.0")))
+        self.assertEqual(got[2][1], os.path.normpath(os.path.join(SCRATCH, "build", "libfusedtune.so.0")))
+        # The variable, when set, is the only place: a wrong one is an error, not a fallback.
+        only = _lib.candidates(env={"FUSEDTUNE_LIBRARY": SCRATCH}, package_dir=pkg)
+        self.assertEqual(only, [("FUSEDTUNE_LIBRARY", os.path.join(SCRATCH, "libfusedtune.so.0"))])
+        with self.assertRaises(fusedtune.LibraryNotFound) as cm:
+            _lib.load(env={"FUSEDTUNE_LIBRARY": os.path.join(SCRATCH, "nope.so")}, package_dir=pkg)
+        self.assertIn("nope.so", str(cm.exception))
+        self.assertIn("FUSEDTUNE_LIBRARY", str(cm.exception))
+
+    def test_installed_record_is_used(self):
+        lib = os.environ.get("FUSEDTUNE_LIBRARY")
+        if not lib:
+            self.skipTest("FUSEDTUNE_LIBRARY not set")
+        pkg = os.path.join(SCRATCH, "inst", "fusedtune")
+        os.makedirs(pkg, exist_ok=True)
+        with open(os.path.join(pkg, _lib.INSTALL_RECORD), "w") as f:
+            f.write(os.path.relpath(os.path.realpath(lib), pkg))
+        loaded = _lib.load(env={}, package_dir=pkg)
+        self.assertEqual(loaded.source, "installed")
+        self.assertEqual(os.path.realpath(loaded.path), os.path.realpath(lib))
+
+
+class LayoutTest(unittest.TestCase):
+    """ctypes' view of every mirrored struct and constant equals the C compiler's."""
+
+    @classmethod
+    def setUpClass(cls):
+        exe = os.environ.get("FT_LAYOUT_DUMP")
+        if not exe:
+            raise unittest.SkipTest("FT_LAYOUT_DUMP (the built tests/python/layout_dump) not set; run through ctest")
+        cls.lines = [line.split() for line in subprocess.run([exe], check=True, capture_output=True,
+                                                             text=True).stdout.splitlines()]
+
+    def rows(self, kind):
+        return {r[1]: r[2] for r in self.lines if r[0] == kind}
+
+    def test_structs(self):
+        sizes, fields = self.rows("struct"), self.rows("field")
+        self.assertEqual(set(sizes), {s.__name__ for s in _lib.STRUCTS})
+        for s in _lib.STRUCTS:
+            self.assertEqual(ctypes.sizeof(s), int(sizes[s.__name__]), s.__name__)
+            mine = {f"{s.__name__}.{name}": getattr(s, name).offset for name, *_ in s._fields_}
+            theirs = {k: int(v) for k, v in fields.items() if k.startswith(s.__name__ + ".")}
+            self.assertEqual(mine, theirs, s.__name__)
+
+    def test_enums_and_constants(self):
+        for name, size in self.rows("enum").items():
+            self.assertEqual(int(size), ctypes.sizeof(_lib.c_enum), name)
+        for name, value in self.rows("const").items():
+            self.assertEqual(getattr(_lib, name), int(value), name)
+
+    def test_statuses(self):
+        c = {int(v): name for name, v in self.rows("status").items() if name != "FT_OK"}
+        self.assertEqual(c, {v: n for v, (n, _) in fusedtune.errors.STATUSES.items()})
+
+    def test_tune_options_init(self):
+        o, init = _lib.tune_options_init(), self.rows("init")
+        for name in ("struct_size", "repeats", "retune", "flush_l2", "quiet", "seed", "max_candidates"):
+            self.assertEqual(getattr(o, name), int(init[name]), name)
+        self.assertEqual(o.budget_s, float(init["budget_s"]))
+        self.assertEqual(o.strategy.decode(), init["strategy"])
+        self.assertFalse(o.progress or o.stop or o.worker_exe)
+
+
+class ApiTest(unittest.TestCase):
+    def test_every_library_status_has_an_exception(self):
+        L = fusedtune.library
+        for v in range(1, 64):
+            text = L.ft_status_string(v).decode()
+            if text == "unknown status":
+                continue
+            self.assertIn(v, fusedtune.errors.STATUSES, text)
+            e = fusedtune.errors.error_for(v, "m")
+            self.assertIsInstance(e, fusedtune.FusedtuneError)
+            self.assertEqual((e.status, e.message, str(e)), (v, "m", "m"))
+
+    def test_math_modes(self):
+        modes = fusedtune.math_modes()
+        self.assertEqual(list(modes)[:4], ["fp32", "tf32", "bf16", "fp16"])
+        for m in modes.values():  # every mode's tensors have a type the package knows
+            self.assertIn(m.dtype, fusedtune.core.DEFAULT_MODE)
+        for dtype, name in fusedtune.core.DEFAULT_MODE.items():
+            self.assertEqual(modes[name].dtype, dtype)
+        self.assertEqual(modes["tf32"].dtype, "float32")
+        with self.assertRaises(fusedtune.UnsupportedError) as cm:
+            fusedtune.math_mode("bf17")
+        self.assertIn("fp32, tf32, bf16, fp16", str(cm.exception))
+
+    def test_epilogue_inspection(self):
+        e = fusedtune.inspect_epilogue("  (min((x+bias),c))-(c) where c=2e0")
+        self.assertEqual(e.canonical, "min(x + bias, c) - c where c = 2")
+        self.assertEqual(e.params, (fusedtune.Param("bias", "col"), fusedtune.Param("c", "scalar", 2.0)))
+        e = fusedtune.inspect_epilogue("x * g + r * s where row r, col g, scalar s")
+        self.assertEqual([(p.name, p.kind, p.default) for p in e.params],
+                         [("g", "col", None), ("r", "row", None), ("s", "scalar", None)])
+        self.assertEqual(fusedtune.presets()["minsub"], "min(x + bias, c) - c where c = 2")
+
+    def test_bad_expression_is_a_parse_error_with_the_library_message(self):
+        with self.assertRaises(fusedtune.ParseError) as cm:
+            fusedtune.inspect_epilogue("sigmod(x)")
+        self.assertEqual(str(cm.exception), "epilogue: col 1: unknown function 'sigmod' (did you mean 'sigmoid'?)")
+        self.assertEqual(cm.exception.status_name, "FT_ERR_PARSE")
+        self.assertIsInstance(cm.exception, ValueError)
+        with self.assertRaises(fusedtune.ParseError) as cm:
+            fusedtune.Problem(8, 8, 8, "x + cc where c = 1").check()
+        self.assertEqual(str(cm.exception), "epilogue: col 5: unknown name 'cc' (did you mean 'c'?)")
+
+    def test_problem_checks(self):
+        fusedtune.Problem(128, 256, 512, "minsub", "bf16").check()
+        with self.assertRaises(fusedtune.InvalidArgumentError) as cm:
+            fusedtune.Problem(0, 8, 8, "none").check()
+        self.assertEqual(str(cm.exception), "shape 0x8x8: m, n and k must be positive")
+        with self.assertRaises(fusedtune.InvalidArgumentError):
+            fusedtune.Problem(8.0, 8, 8).check()
+        p = fusedtune.Problem(128, 16384, 16384, "min(x + bias, c) - c where c = 2", "tf32")
+        self.assertEqual(p.tune_command("my db.db"), "fusedtune --db 'my db.db' tune --shape 128x16384x16384 "
+                         "--epilogue 'min(x + bias, c) - c where c = 2' --math tf32")
+
+    def test_variants_need_no_gpu(self):
+        vs = fusedtune.variants(fusedtune.Problem(128, 256, 512, "biasrelu"), "sm_90")
+        self.assertTrue(any(v.strategy == "fused" for v in vs) and any(v.strategy == "cublas+epilogue" for v in vs))
+        self.assertTrue(all(len(v.source_hash) == 16 for v in vs))
+        with self.assertRaises(fusedtune.InvalidArgumentError):
+            fusedtune.variants(fusedtune.Problem(128, 256, 512), "sm_1")
+
+
+class DatabaseTest(unittest.TestCase):
+    def test_open_create_close(self):
+        path = scratch("created.db")
+        with self.assertRaises(fusedtune.NotFoundError) as cm:
+            fusedtune.Database(path)
+        self.assertIn(path, str(cm.exception))
+        self.assertFalse(os.path.exists(path))
+        with fusedtune.Database(path, create=True) as db:
+            self.assertFalse(db.closed)
+            self.assertEqual(db.best_entries(), [])
+        self.assertTrue(db.closed)
+        db.close()  # twice is fine
+        with self.assertRaises(fusedtune.InvalidArgumentError):
+            db.best_entries()
+        with fusedtune.Database(path, readonly=True) as ro:
+            self.assertEqual(ro.best_entries(), [])
+            with self.assertRaises(fusedtune.InvalidArgumentError) as cm:
+                ro.tune(fusedtune.Problem(8, 8, 8))
+            self.assertIn("read-only", str(cm.exception))
+
+    def test_bad_databases(self):
+        junk = scratch("junk.db")
+        with open(junk, "wb") as f:
+            f.write(os.urandom(4096))
+        with self.assertRaises(fusedtune.DatabaseError) as cm:
+            fusedtune.Database(junk)
+        self.assertIn("not an SQLite database", str(cm.exception))
+        with self.assertRaises(fusedtune.InputOutputError):
+            fusedtune.Database(SCRATCH)
+
+    def test_import_and_lookup_without_a_gpu(self):
+        problem = fusedtune.Problem(128, 256, 512, "minsub", "fp32")
+        export = os.path.join(SCRATCH, "fixture.json")
+        picked = fixture_export(export, problem)
+        with fusedtune.Database(scratch("fixture.db"), create=True) as db:
+            counts = db.import_file(export)
+            self.assertEqual((counts["devices"], counts["problems"], counts["results"]), (1, 1, 2))
+            entries = db.best_entries()
+            self.assertEqual(len(entries), 1)
+            e = db.lookup_entry(problem, DEVICE)
+            self.assertEqual((e.device_name, e.math, e.epilogue), (DEVICE, "fp32", "min(x + bias, c) - c where c = 2"))
+            self.assertEqual((e.config.name, e.config.strategy), (picked[1].name, "cublas+epilogue"))
+            self.assertTrue(e.config.exact)
+            self.assertEqual(e.config.tuned_shape, (128, 256, 512))
+            self.assertEqual(e.config.config, picked[1].config)
+            # The same expression spelt otherwise is the same problem.
+            self.assertEqual(db.lookup_entry(fusedtune.Problem(128, 256, 512, "min(x+bias,c)-c where c=2"),
+                                             DEVICE).config.name, picked[1].name)
+            near = db.lookup_entry(fusedtune.Problem(100, 250, 512, "minsub"), DEVICE, nearest=True)
+            self.assertFalse(near.config.exact)
+            self.assertEqual(near.config.tuned_shape, (128, 256, 512))
+            with self.assertRaises(fusedtune.NotFoundError) as cm:
+                db.lookup_entry(fusedtune.Problem(100, 250, 512, "minsub"), DEVICE)
+            self.assertIn("nothing tuned for 100x250x512", str(cm.exception))
+            with self.assertRaises(fusedtune.NotFoundError):
+                db.lookup_entry(problem, "No Such GPU")
+            with self.assertRaises(fusedtune.NotFoundError) as cm:  # another math mode is another problem
+                db.lookup_entry(fusedtune.Problem(128, 256, 512, "minsub", "bf16"), DEVICE, nearest=True)
+            self.assertIn("c = 2', bf16 on Fixture GPU (nor a nearby applicable shape)", str(cm.exception))
+            with self.assertRaises(fusedtune.ParseError):
+                db.lookup_entry(fusedtune.Problem(128, 256, 512, "min(x"), DEVICE)
+            if not have_gpu():
+                # A lookup on the current device needs one: the device is part of the key.
+                with self.assertRaises(fusedtune.NoDeviceError) as cm:
+                    db.lookup(problem)
+                self.assertIn("no CUDA device", str(cm.exception))
+                with self.assertRaises(fusedtune.NoDeviceError):
+                    db.plan(problem, e.config)
+            err = db.not_tuned(fusedtune.Problem(128, 256, 512, e.epilogue), "nothing tuned")
+            self.assertIsInstance(err, fusedtune.NotFoundError)
+            self.assertIn("fusedtune --db", err.command)
+            self.assertIn("--shape 128x256x512 --epilogue 'min(x + bias, c) - c where c = 2' --math fp32", str(err))
+
+    def test_launch_arguments(self):
+        # What Plan.launch hands ft_plan_launch (built without a GPU: no plan handle needed).
+        problem = fusedtune.Problem(4, 8, 16, "silu(x * g + bias) + r * s where col g, row r, scalar s", "bf16")
+        plan = fusedtune.Plan.__new__(fusedtune.Plan)
+        plan.mode = fusedtune.math_mode(problem.math)
+        a = plan.make_args(0x1000, 0x2000, 0x3000, {"bias": 0x4000, "g": 0x5000}, {"s": 0.5})
+        self.assertEqual((a.x, a.w, a.y, a.n_vecs, a.n_scalars, a.dtype), (0x1000, 0x2000, 0x3000, 2, 1,
+                                                                          _lib.FT_DTYPE_BF16))
+        self.assertEqual([(a.vecs[i].name, a.vecs[i].data) for i in range(2)], [(b"bias", 0x4000), (b"g", 0x5000)])
+        self.assertEqual((a.scalars[0].name, a.scalars[0].value), (b"s", 0.5))
+        self.assertEqual(plan.make_args(1, 2, 3, dtype=_lib.FT_DTYPE_F32).n_vecs, 0)
+
+    def test_malformed_import(self):
+        bad = os.path.join(SCRATCH, "bad.json")
+        with open(bad, "w") as f:
+            f.write('{"format":"fusedtune-export","version":1,"devices":[')
+        with fusedtune.Database(scratch("import.db"), create=True) as db:
+            with self.assertRaises(fusedtune.FormatError) as cm:
+                db.import_file(bad)
+            self.assertTrue(str(cm.exception).startswith("import"), str(cm.exception))
+            with self.assertRaises(fusedtune.InputOutputError):
+                db.import_file(os.path.join(SCRATCH, "missing.json"))
+            self.assertEqual(db.best_entries(), [])
+
+
+# ---- FusedLinear's checks, on fakes: what a torch tensor offers them ----
+
+class FakeDevice:
+    def __init__(self, kind="cuda", index=0):
+        self.type, self.index = kind, index
+
+
+class FakeTensor:
+    def __init__(self, shape, dtype="float32", device=None, contiguous=True, ptr=0x7f0000000000, grad=False):
+        self.shape, self.dtype = tuple(shape), f"torch.{dtype}"
+        self.device = device or FakeDevice()
+        self._contiguous, self._ptr, self.requires_grad = contiguous, ptr, grad
+
+    def is_contiguous(self):
+        return self._contiguous
+
+    def stride(self):
+        return (1,) * len(self.shape)
+
+    def data_ptr(self):
+        return self._ptr
+
+    def element_size(self):
+        return 4 if self.dtype == "torch.float32" else 2
+
+    def dim(self):
+        return len(self.shape)
+
+
+class CheckTest(unittest.TestCase):
+    dev = FakeDevice()
+
+    def check(self, t, **kw):
+        args = dict(dtype="float32", device=self.dev, shape=(4, 8))
+        args.update(kw)
+        check_tensor("x", t, **args)
+
+    def assertRejects(self, fragment, fn, *a, **kw):
+        with self.assertRaises(fusedtune.InvalidArgumentError) as cm:
+            fn(*a, **kw)
+        self.assertIn(fragment, str(cm.exception))
+        return str(cm.exception)
+
+    def test_tensor_checks_name_the_argument(self):
+        self.check(FakeTensor((4, 8)))
+        self.assertRejects("x is on cpu", self.check, FakeTensor((4, 8), device=FakeDevice("cpu", None)))
+        self.assertRejects("x is on cuda:1, the layer's weight on cuda:0", self.check,
+                           FakeTensor((4, 8), device=FakeDevice("cuda", 1)))
+        self.assertRejects("x is bfloat16, expected float32", self.check, FakeTensor((4, 8), "bfloat16"))
+        self.assertRejects("x has shape [4, 9], expected [4, 8]", self.check, FakeTensor((4, 9)))
+        self.assertRejects("x has shape [4, 8], expected [*, 8, 1]", self.check, FakeTensor((4, 8)),
+                           shape=(None, 8, 1))
+        self.assertRejects("x is not contiguous", self.check, FakeTensor((4, 8), contiguous=False))
+        self.assertRejects("not 4-byte aligned", self.check, FakeTensor((4, 8), ptr=0x7f0000000002))
+        self.assertRejects("x must be a tensor, not list", self.check, [[1.0]])
+        check_no_grad("x", FakeTensor((4, 8), grad=True), grad_enabled=False)
+        msg = self.assertRejects("x requires grad", check_no_grad, "x", FakeTensor((4, 8), grad=True), True)
+        self.assertIn("inference-only", msg)
+
+    def binding(self, text, has_bias=True, scalars=None, buffers=()):
+        return Binding(fusedtune.inspect_epilogue(text), has_bias, scalars, buffers)
+
+    def test_binding(self):
+        b = self.binding("silu(x * g + bias) + r * s where col g, row r, scalar s", scalars={"s": 0.5},
+                         buffers=("g",))
+        layer = {"bias": FakeTensor((8,)), "g": FakeTensor((8,))}
+        kw = dict(dtype="float32", device=self.dev, grad_enabled=True)
+        vecs, scalars = b.bind(4, 8, layer.get, {"r": FakeTensor((4,))}, **kw)
+        self.assertEqual(sorted(vecs), ["bias", "g", "r"])
+        self.assertEqual(scalars, {"s": 0.5})
+        _, scalars = b.bind(4, 8, layer.get, {"r": FakeTensor((4,)), "s": 2}, **kw)
+        self.assertEqual(scalars, {"s": 2.0})  # a forward argument wins
+        self.assertRejects("row vector r has no value", b.bind, 4, 8, layer.get, {}, **kw)
+        self.assertRejects("r has shape [8], expected [4] (a row vector: one per input row)", b.bind, 4, 8,
+                           layer.get, {"r": FakeTensor((8,))}, **kw)
+        self.assertRejects("g has shape [4], expected [8] (a col vector", b.bind, 4, 8,
+                           {"bias": FakeTensor((8,)), "g": FakeTensor((4,))}.get, {"r": FakeTensor((4,))}, **kw)
+        self.assertRejects("r is bfloat16", b.bind, 4, 8, layer.get, {"r": FakeTensor((4,), "bfloat16")}, **kw)
+        self.assertRejects("r requires grad", b.bind, 4, 8, layer.get, {"r": FakeTensor((4,), grad=True)}, **kw)
+        self.assertRejects("forward() argument for 'q'", b.bind, 4, 8, layer.get, {"q": 1.0}, **kw)
+        self.assertRejects("bias is the layer's own parameter", b.bind, 4, 8, layer.get,
+                           {"bias": FakeTensor((8,))}, **kw)
+        self.assertRejects("scalar s must be a real number, not str", b.bind, 4, 8, layer.get,
+                           {"r": FakeTensor((4,)), "s": "1"}, **kw)
+        self.assertRejects("scalar s has no default", self.binding("x * s + bias where scalar s").bind, 4, 8,
+                           layer.get, {}, **kw)
+        # a default from the expression needs no value: the library applies it
+        _, scalars = self.binding("minsub").bind(4, 8, layer.get, {}, **kw)
+        self.assertEqual(scalars, {})
+
+    def test_binding_construction(self):
+        self.assertRejects("uses bias, but the layer has none", self.binding, "relu(x + bias)", has_bias=False)
+        self.assertRejects("does not use it", self.binding, "relu(x)", has_bias=True)
+        self.binding("relu(x)", has_bias=False)
+        self.assertRejects("the epilogue has no parameter of that name (its parameters besides bias: c)",
+                           self.binding, "minsub", scalars={"d": 1.0})
+        self.assertRejects("c is a scalar in the epilogue, not a vector", self.binding, "minsub", buffers=("c",))
+        self.assertRejects("g is a col vector in the epilogue, not a scalar", self.binding,
+                           "x * g + bias where col g", scalars={"g": 1.0})
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,98 @@
+"""CPU tests of fusedtune.torch.FusedLinear with torch but no GPU: construction, from_linear,
+and every check that must fail before any launch. Exits 77 (skipped, for ctest) without torch.
+
+    python3 tests/python/test_torch_cpu.py     (FUSEDTUNE_LIBRARY set, or a build in ./build)
+"""
+import os
+import sys
+import unittest
+
+try:
+    import torch
+    from torch import nn
+except ImportError:
+    print("SKIP: torch is not installed for this python3; the FusedLinear CPU tests need it")
+    sys.exit(77)
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import fusedtune  # noqa: E402
+from fusedtune.torch import FusedLinear  # noqa: E402
+
+
+class FusedLinearCpuTest(unittest.TestCase):
+    def assertRejects(self, fragment, fn, *a, **kw):
+        with self.assertRaises(fusedtune.InvalidArgumentError) as cm:
+            fn(*a, **kw)
+        self.assertIn(fragment, str(cm.exception))
+
+    def test_like_nn_linear(self):
+        layer = FusedLinear(16, 8)
+        self.assertEqual(tuple(layer.weight.shape), (8, 16))
+        self.assertEqual(tuple(layer.bias.shape), (8,))
+        self.assertFalse(layer.weight.requires_grad or layer.bias.requires_grad)
+        self.assertEqual(layer.epilogue.canonical, "x + bias")
+        bound = 1 / 16 ** 0.5  # nn.Linear's initialization
+        self.assertLessEqual(float(layer.weight.abs().max()), bound)
+        self.assertLessEqual(float(layer.bias.abs().max()), bound)
+        self.assertEqual(FusedLinear(16, 8, bias=False).epilogue.canonical, "x")
+        self.assertIn("epilogue='x + bias'", repr(layer))
+        self.assertEqual(sorted(layer.state_dict()), ["bias", "weight"])
+        self.assertEqual(FusedLinear(16, 8, dtype=torch.bfloat16).weight.dtype, torch.bfloat16)
+
+    def test_from_linear_shares_storage(self):
+        lin = nn.Linear(16, 8)
+        layer = FusedLinear.from_linear(lin, "min(x + bias, c) - c where c = 2")
+        self.assertEqual(layer.weight.data_ptr(), lin.weight.data_ptr())
+        self.assertEqual(layer.bias.data_ptr(), lin.bias.data_ptr())
+        self.assertFalse(layer.weight.requires_grad)
+        self.assertTrue(lin.weight.requires_grad)  # the original is left as it was
+        self.assertEqual(layer.epilogue.canonical, "min(x + bias, c) - c where c = 2")
+        self.assertRejects("does not use it", FusedLinear.from_linear, lin, "relu(x)")
+        self.assertRejects("uses bias, but the layer has none", FusedLinear.from_linear, nn.Linear(4, 4, bias=False),
+                           "relu(x + bias)")
+        self.assertRejects("takes an nn.Linear", FusedLinear.from_linear, nn.Conv1d(1, 1, 1))
+
+    def test_params(self):
+        g = torch.ones(8)
+        layer = FusedLinear(16, 8, epilogue="silu(x * g + bias) + r * s where col g, row r, scalar s",
+                            params={"g": g, "s": 0.5})
+        self.assertIs(layer.g, g)
+        self.assertIn("g", layer.state_dict())
+        self.assertRejects("would hide the module's attribute", FusedLinear, 16, 8, epilogue="x * training + bias "
+                           "where col training", params={"training": torch.ones(8)})
+        with self.assertRaises(fusedtune.ParseError):
+            FusedLinear(16, 8, epilogue="sigmod(x + bias)")
+
+    def test_math_modes(self):
+        self.assertEqual(FusedLinear(16, 8, math="tf32").math, "tf32")
+        self.assertRejects("computes on bfloat16 tensors, but weight is float32", FusedLinear, 16, 8, math="bf16")
+        with self.assertRaises(fusedtune.UnsupportedError):
+            FusedLinear(16, 8, math="fp8")
+        layer = FusedLinear(16, 8, dtype=torch.float64)
+        self.assertRejects("weight is float64", layer, torch.zeros(2, 16, dtype=torch.float64))
+        layer = FusedLinear(16, 8, math="tf32").to(torch.float16)
+        self.assertRejects("math mode tf32 computes on float32 tensors, but weight is float16", layer,
+                           torch.zeros(2, 16, dtype=torch.float16))
+
+    def test_checks_before_any_launch(self):
+        layer = FusedLinear(16, 8)
+        with torch.no_grad():
+            self.assertRejects("weight is on cpu", layer, torch.zeros(2, 16))
+        self.assertRejects("weight requires grad", FusedLinear.from_linear(nn.Linear(16, 8)).requires_grad_(True),
+                           torch.zeros(2, 16))
+        self.assertRejects("x must be a tensor", layer, [1.0])
+        self.assertRejects("x has shape [2, 15], expected [..., 16]", layer, torch.zeros(2, 15))
+        self.assertRejects("x has shape [], expected [..., 16]", layer, torch.zeros(()))
+        self.assertRejects("weight is on cpu: move the layer to a CUDA device", layer.plan_for, 4)
+
+    def test_grad_mode(self):
+        layer = FusedLinear(16, 8)
+        x = torch.zeros(2, 16, requires_grad=True)
+        self.assertRejects("x requires grad, but FusedLinear is inference-only", layer, x)
+        # Without grad mode, the device check is what stops it here (no GPU).
+        with torch.no_grad():
+            self.assertRejects("weight is on cpu", layer, x)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
