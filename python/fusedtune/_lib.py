@@ -58,7 +58,7 @@ class ft_args(ctypes.Structure):
 class ft_tune_progress(ctypes.Structure):
     _fields_ = [("phase", ctypes.c_char_p), ("message", ctypes.c_char_p), ("done", ctypes.c_int),
                 ("total", ctypes.c_int), ("best_ms", ctypes.c_double), ("elapsed_s", ctypes.c_double),
-                ("eta_s", ctypes.c_double)]
+                ("eta_s", ctypes.c_double), ("eager_ms", ctypes.c_double)]
 
 
 ft_tune_progress_fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(ft_tune_progress))
@@ -76,7 +76,7 @@ def tune_options_init():
     """FT_TUNE_OPTIONS_INIT."""
     o = ft_tune_options()
     o.struct_size = ctypes.sizeof(ft_tune_options)
-    o.strategy = b"exhaustive"
+    o.strategy = b"fast"
     o.repeats = 30
     o.quiet = 1
     return o

@@ -20,7 +20,7 @@ int main(void) {
   S(ft_args) F(ft_args, x) F(ft_args, w) F(ft_args, y) F(ft_args, vecs) F(ft_args, n_vecs) F(ft_args, scalars)
   F(ft_args, n_scalars) F(ft_args, dtype)
   S(ft_tune_progress) F(ft_tune_progress, phase) F(ft_tune_progress, message) F(ft_tune_progress, done)
-  F(ft_tune_progress, total) F(ft_tune_progress, best_ms) F(ft_tune_progress, elapsed_s) F(ft_tune_progress, eta_s)
+  F(ft_tune_progress, total) F(ft_tune_progress, best_ms) F(ft_tune_progress, elapsed_s) F(ft_tune_progress, eta_s) F(ft_tune_progress, eager_ms)
   S(ft_tune_options) F(ft_tune_options, struct_size) F(ft_tune_options, strategy) F(ft_tune_options, budget_s)
   F(ft_tune_options, repeats) F(ft_tune_options, retune) F(ft_tune_options, flush_l2) F(ft_tune_options, quiet)
   F(ft_tune_options, seed) F(ft_tune_options, progress) F(ft_tune_options, progress_user) F(ft_tune_options, stop)
