@@ -137,6 +137,28 @@ __device__ __forceinline__ void ft_split(unsigned src, unsigned dst, int nvec, i
 }
 #endif
 
+#if defined(FT_AREGS)
+// This warpgroup's x fragments of one k tile from the raw swizzled tile at sa (its 64 rows),
+// split into big and small. m64k8 tf32 A fragment, warp w rows 16 w..16 w + 15, g = lane / 4,
+// t = lane % 4: a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4). Element (r, c) of a
+// 128-byte-swizzled row r sits in 16-byte chunk (c / 4) ^ (r % 8).
+__device__ __forceinline__ void ft_load_split_a(unsigned sa, int warp, int lane, unsigned (&big)[FT_BK / FT_KSTEP][4],
+                                                unsigned (&sml)[FT_BK / FT_KSTEP][4]) {
+#pragma unroll
+  for (int kk = 0; kk < FT_BK / FT_KSTEP; kk++)
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      const int r = 16 * warp + lane / 4 + 8 * (i & 1), c = 8 * kk + lane % 4 + 4 * (i >> 1);
+      const unsigned addr = sa + (unsigned)r * 128u + ((((unsigned)c >> 2) ^ ((unsigned)r & 7u)) << 4) + ((unsigned)c & 3u) * 4u;
+      float v;
+      asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(addr) : "memory");
+      const float b = ft_tf32_rn(v);
+      big[kk][i] = __float_as_uint(b);
+      sml[kk][i] = __float_as_uint(ft_tf32_rn(v - b));
+    }
+}
+#endif
+
 __device__ __forceinline__ unsigned ft_pack(float lo, float hi) {
   unsigned r;
 #if FT_DTYPE == 1
@@ -188,7 +210,7 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
   const unsigned base = (ft_smem(ft_smem_raw) + 1023u) & ~1023u;
   const unsigned sA = base, sB = base + FT_STAGES * FT_A_BYTES;
   const unsigned small = base + FT_STAGES * FT_STAGE_BYTES; /* FT_SMALL_BUFS stages' worth */
-  const unsigned full = small + FT_SMALL_BUFS * FT_STAGE_BYTES, empty = full + 8 * FT_STAGES;
+  const unsigned full = small + FT_SMALL_BYTES, empty = full + 8 * FT_STAGES;
   const int wg = (int)threadIdx.x / 128, tid = (int)threadIdx.x % 128;
 #if FT_CLUSTER > 1
   unsigned rank;
@@ -262,6 +284,51 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
 #pragma unroll
       for (int i = 0; i < FT_BN / 2; i++) d[i] = 0.0f;
 #endif
+#if defined(FT_AREGS)
+      /* x from registers: two fragment sets (big, small), one per k tile in flight (wait_group
+       * 1 leaves k tile kt - 1's wgmma reading its set while kt's is written); the loop is
+       * unrolled by two so that each set is named statically and stays in registers. */
+      unsigned ab0[FT_BK / FT_KSTEP][4], as0[FT_BK / FT_KSTEP][4], ab1[FT_BK / FT_KSTEP][4], as1[FT_BK / FT_KSTEP][4];
+      auto ktile = [&](int kt, unsigned(&ab)[FT_BK / FT_KSTEP][4], unsigned(&as)[FT_BK / FT_KSTEP][4]) {
+        ft_mbar_wait(full + 8 * stage, phase);
+        /* Three small buffers of W: as in the shared-memory path below. */
+        const unsigned sm = small + (unsigned)(kt % 3) * FT_B_BYTES;
+        ft_split(sB + stage * FT_B_BYTES, sm, FT_B_BYTES / 16, (int)threadIdx.x, 128 * FT_CONSUMERS);
+        ft_load_split_a(sA + stage * FT_A_BYTES + wg * (64 * 128), warp, lane, ab, as);
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        asm volatile("bar.sync 1, %0;" ::"n"(128 * FT_CONSUMERS) : "memory");
+        const unsigned long long db = ft_desc(sB + stage * FT_B_BYTES), dbs = ft_desc(sm);
+        const int fresh = kt % FT_CHUNK == 0, flush = (kt + 1) % FT_CHUNK == 0 || kt + 1 == ktiles;
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+        for (int kk = 0; kk < FT_BK / FT_KSTEP; kk++) ft_wgmma_rs(p, as[kk], db + 2 * kk, !(fresh && kk == 0));
+#pragma unroll
+        for (int kk = 0; kk < FT_BK / FT_KSTEP; kk++) ft_wgmma_rs(p, ab[kk], dbs + 2 * kk, 1);
+#pragma unroll
+        for (int kk = 0; kk < FT_BK / FT_KSTEP; kk++) ft_wgmma_rs(p, ab[kk], db + 2 * kk, 1);
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        if (flush) {
+          asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+#pragma unroll
+          for (int i = 0; i < FT_BN / 2; i++) {
+            asm volatile("" : "+f"(p[i])::"memory");
+            d[i] += p[i];
+          }
+        } else if (kt > 0) {
+          asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+        }
+        if (kt > 0 && tid == 0) ft_mbar_release(empty + 8 * prev);
+        prev = stage;
+        if (++stage == FT_STAGES) {
+          stage = 0;
+          phase ^= 1;
+        }
+      };
+      for (int kt = 0; kt < ktiles; kt += 2) {
+        ktile(kt, ab0, as0);
+        if (kt + 1 < ktiles) ktile(kt + 1, ab1, as1);
+      }
+#else
       for (int kt = 0; kt < ktiles; kt++) {
         ft_mbar_wait(full + 8 * stage, phase);
         const unsigned long long da = ft_desc(sA + stage * FT_A_BYTES + wg * (64 * 128));
@@ -314,6 +381,7 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
           phase ^= 1;
         }
       }
+#endif
       asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
 #pragma unroll
       for (int i = 0; i < FT_BN / 2; i++) asm volatile("" : "+f"(d[i])::"memory");

@@ -44,16 +44,30 @@
 #if defined(FT_3XTF32)
 #define FT_SPLIT 1
 #define FT_SMALL_BUFS 3
+// FT_AREGS: x's fragments split in registers (wgmma with A from registers); the small buffers
+// then hold W's small part only.
+#if defined(FT_AREGS)
+#define FT_SMALL_BYTES (FT_SMALL_BUFS * FT_B_BYTES)
+#if FT_BN > 64
+#error "fusedtune: x in registers needs BN <= 64 (two fragment sets and two accumulators)"
+#endif
+#else
+#define FT_SMALL_BYTES (FT_SMALL_BUFS * FT_STAGE_BYTES)
+#endif
 #if !defined(FT_CHUNK) || FT_CHUNK < 1
 #error "fusedtune: 3xtf32 needs FT_CHUNK >= 1"
 #endif
 #else
 #define FT_SPLIT 0
 #define FT_SMALL_BUFS 0
+#define FT_SMALL_BYTES 0
+#if defined(FT_AREGS)
+#error "fusedtune: x in registers is a 3xtf32 option"
+#endif
 #endif
 
 // Stages, the small buffers, then 2 FT_STAGES mbarriers; 1024 bytes of slack to align the ring
 // (128B swizzle). The host sizes the launch with the same sum (src/family_tc.c).
-static_assert(FT_SMEM_BYTES == (FT_STAGES + FT_SMALL_BUFS) * FT_STAGE_BYTES + 16 * FT_STAGES + 1024,
+static_assert(FT_SMEM_BYTES == FT_STAGES * FT_STAGE_BYTES + FT_SMALL_BYTES + 16 * FT_STAGES + 1024,
               "fusedtune: shared memory size");
 

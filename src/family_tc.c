@@ -25,8 +25,9 @@ static int tc_threads(const ft_variant *v) { return 128 * (v->consumers + 1); }
 /* As gemm_tc_config.cuh sums it: the stages, 3xtf32's three small buffers of a stage's size, two
  * mbarriers per stage, 1024 B to align the ring. */
 static size_t tc_smem(const ft_variant *v) {
-  const size_t bufs = (size_t)v->stages + (split(v) ? 3 : 0);
-  return bufs * (size_t)(tc_bm(v) + v->bn) * 128 + 16 * (size_t)v->stages + 1024;
+  const size_t stage = (size_t)(tc_bm(v) + v->bn) * 128;
+  const size_t small = !split(v) ? 0 : 3 * (v->aregs ? (size_t)v->bn * 128 : stage);
+  return (size_t)v->stages * stage + small + 16 * (size_t)v->stages + 1024;
 }
 
 #define TC_MAX_CHUNK 4096
@@ -48,6 +49,8 @@ static int tc_valid(const ft_variant *v, char *why, size_t whylen) {
   /* Two accumulators (d, p) must fit the 168 registers ptxas allots every thread before setmaxnreg. */
   if (split(v) && v->bn > 128) FT_WHY("tc: bn %d > 128 in 3xtf32 (two accumulators in registers)", v->bn);
   if (!split(v) && v->chunk) FT_WHY("tc: chunk is a 3xtf32 dimension, not of %s", ft_math_name((ft_math)v->math));
+  if (v->aregs != 0 && v->aregs != 1) FT_WHY("tc: aregs %d must be 0 or 1", v->aregs);
+  if (v->aregs && (!split(v) || v->bn > 64)) FT_WHY("tc: aregs (x in registers) needs 3xtf32 and bn <= 64");
   if (v->bm || v->tm || v->tn || v->vec || v->split_k || v->streamk || v->block || v->ept)
     FT_WHY("tc variant with fields of another family");
   return 1;
@@ -93,6 +96,7 @@ static void tc_defines(const ft_variant *v, ft_strbuf *b) {
   ft_sb_printf(b, "#define FT_CLUSTER %d\n#define FT_GROUP %d\n#define FT_SMEM_BYTES %zu\n", v->cluster, v->swizzle,
                tc_smem(v));
   if (split(v)) ft_sb_printf(b, "#define FT_CHUNK %d\n", v->chunk);
+  if (v->aregs) ft_sb_puts(b, "#define FT_AREGS 1\n");
 }
 
 static const char *tc_reduce_kernel(const ft_variant *v) {
@@ -144,6 +148,7 @@ static double tc_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k) {
   if (v->stages < 4) cost *= 1.05;     /* too few loads in flight */
   if (v->swizzle == 16) cost *= 1.001; /* g8 and g16 measured alike: keep g8 first */
   if (split(v)) cost *= 3.0 * (1.0 + 0.5 / v->chunk); /* three products; a pipeline drain per chunk */
+  if (v->aregs) cost *= 0.85; /* a third less shared-memory traffic (the split is smem-bound) */
   return cost;
 }
 
@@ -170,17 +175,20 @@ static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, con
           v.grid = lim->sm_count / cl * cl;
           /* The deepest ring that fits, and one stage less. */
           int most = 0;
+          v.aregs = 0, v.chunk = 0; /* the ring is sized with shared-memory small buffers */
           for (int s = 2; s <= TC_MAX_STAGES; s++) {
             v.stages = s;
             if (tc_smem(&v) <= (size_t)lim->max_smem_per_block) most = s;
           }
           for (int s = most; s >= 2 && s >= most - 1; s--)
-            for (size_t h = 0; h < (split(&v) ? sizeof chunks / sizeof chunks[0] : 1); h++) {
-              v.stages = s;
-              v.chunk = split(&v) ? chunks[h] : 0;
-              if (!ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) continue;
-              FT_TRY(ft_space_push(sink, &v, tc_cost(&v, m, n, k), err));
-            }
+            for (size_t h = 0; h < (split(&v) ? sizeof chunks / sizeof chunks[0] : 1); h++)
+              for (int r = (split(&v) && v.bn <= 64); r >= 0; r--) {
+                v.stages = s;
+                v.chunk = split(&v) ? chunks[h] : 0;
+                v.aregs = r;
+                if (!ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) continue;
+                FT_TRY(ft_space_push(sink, &v, tc_cost(&v, m, n, k), err));
+              }
         }
   return FT_OK;
 }
@@ -188,7 +196,7 @@ static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, con
 /* "tc_bm128_bn256_bk64_s4_c1_z8_p132_bf16", "tc_bm128_bn128_bk32_s4_c1_z8_p132_h16_3xtf32" */
 static int tc_name(const ft_variant *v, char *buf, size_t len) {
   char chunk[24] = "";
-  if (v->chunk) snprintf(chunk, sizeof chunk, "_h%d", v->chunk);
+  if (v->chunk) snprintf(chunk, sizeof chunk, "_h%d%s", v->chunk, v->aregs ? "r" : "");
   return snprintf(buf, len, "tc_bm%d_bn%d_bk%d_s%d_c%d_z%d_p%d%s_%s", tc_bm(v), v->bn, v->bk, v->stages, v->cluster,
                   v->swizzle, v->grid, chunk, ft_math_name((ft_math)v->math));
 }
@@ -205,6 +213,7 @@ static const ft_json_key k_tc_opt_keys[] = {
     {"layout", offsetof(ft_variant, layout)},
     {"math", offsetof(ft_variant, math)},
     {"chunk", offsetof(ft_variant, chunk)},
+    {"aregs", offsetof(ft_variant, aregs)},
     {NULL, 0}};
 
 static const char *const k_tc_sources[] = {"kernels_src/gemm_tc_config.cuh", "kernels_src/wgmma_sm90.cuh",

@@ -32,6 +32,8 @@ typedef struct ft_variant {
   int grid;       /* tensor-core family: persistent grid size in blocks */
   int chunk;      /* tensor-core family, 3xtf32: k tiles per tensor-core partial sum before it is added
                    * into the fp32 accumulator (0 in other modes) */
+  int aregs;      /* tensor-core family, 3xtf32: 1 = x split in registers (wgmma A from registers,
+                   * BN <= 64), 0 = split in shared memory */
   /* FT_VK_EPILOGUE */
   int block;      /* threads per block */
   int ept;        /* elements per thread (multiple of vec) */

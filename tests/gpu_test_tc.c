@@ -1,6 +1,6 @@
 /* The tensor-core family on the GPU: every variant it enumerates, plus fixed variants the
  * enumeration leaves out (one consumer, clusters on small shapes, a grid smaller than the
- * tiles, two stages, 3xtf32 partial sums of 1 and 3 k tiles), in tf32, bf16, fp16 and 3xtf32, on
+ * tiles, two stages, 3xtf32 partial sums of 1 and 3 k tiles, x split in registers), in tf32, bf16, fp16 and 3xtf32, on
  * ragged shapes with the three test epilogues, through the library's launch path, output
  * NaN-poisoned first: each must match the float64 reference within the mode's tolerance (2x
  * cuBLAS's own error in that mode plus the output's unit roundoff; in 3xtf32 SGEMM's own error
@@ -44,6 +44,7 @@ static int extra_variants(ft_math math, const ft_device_limits *lim, const shape
     v.kind = FT_VK_GEMM, v.layout = ft_family_named("tc")->layout, v.math = (int)math;
     v.bk = math == FT_MATH_TF32 || math == FT_MATH_3XTF32 ? 32 : 64;
     v.chunk = math == FT_MATH_3XTF32 ? (i % 2 ? 1 : 3) : 0;
+    v.aregs = math == FT_MATH_3XTF32 && cfg[i][0] <= 64; /* x split in registers */
     v.bn = cfg[i][0], v.stages = cfg[i][1], v.consumers = cfg[i][2], v.cluster = cfg[i][3];
     v.swizzle = cfg[i][4], v.grid = cfg[i][5];
     if (ft_variant_applicable(&v, sh->m, sh->n, sh->k, lim, NULL, 0)) out[n++] = v;
