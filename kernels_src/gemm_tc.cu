@@ -203,9 +203,24 @@ __device__ __forceinline__ void ft_store2(ft_elem_t *__restrict__ Y, float a, fl
   }
 }
 
+#if FT_SPLITK > 1
+// Split-K: slice z's raw fp32 sums of two adjacent outputs into its M x N slab of WS.
+__device__ __forceinline__ void ft_store_raw2(float *__restrict__ ws, float a, float b, int row, int col, int M,
+                                              int N) {
+  if (row >= M || col >= N) return;
+  float *dst = ws + (size_t)row * (size_t)N + col;
+  if (col + 1 < N && (N & 1) == 0) {
+    asm volatile("st.global.v2.f32 [%0], {%1, %2};" ::"l"(dst), "f"(a), "f"(b) : "memory");
+  } else {
+    dst[0] = a;
+    if (col + 1 < N) dst[1] = b;
+  }
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(FT_THREADS, 1)
 ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTmaDesc tma_w,
-           ft_elem_t *__restrict__ Y, int M, int N, int K, FtEpArgs ep) {
+           ft_elem_t *__restrict__ Y, float *__restrict__ WS, int M, int N, int K, FtEpArgs ep) {
   extern __shared__ unsigned char ft_smem_raw[];
   const unsigned base = (ft_smem(ft_smem_raw) + 1023u) & ~1023u;
   const unsigned sA = base, sB = base + FT_STAGES * FT_A_BYTES;
@@ -232,9 +247,16 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
   const int tiles_m = (M + FT_BM - 1) / FT_BM, tiles_n = (N + FT_BN - 1) / FT_BN;
   const int unit_rows = (tiles_m + FT_CLUSTER - 1) / FT_CLUSTER, unit_cols = tiles_n;
 #define FT_TILE_ORIGIN(ur, uc) ((ur) * FT_CLUSTER + (int)rank) * FT_BM, (uc) * FT_BN
-  const int units = unit_rows * unit_cols;
+  /* A unit is a tile and one of FT_SPLITK k slices (slice-major: the slices of a tile run at
+   * different times, the tiles of a slice in the grouped order). */
+  const int tile_units = unit_rows * unit_cols, units = tile_units * FT_SPLITK;
   const int first_unit = (int)blockIdx.x / FT_CLUSTER, unit_step = (int)gridDim.x / FT_CLUSTER;
-  const int ktiles = (K + FT_BK - 1) / FT_BK;
+  const int ktiles = (K + FT_BK - 1) / FT_BK, kper = (ktiles + FT_SPLITK - 1) / FT_SPLITK;
+#define FT_UNIT_COORDS(u)                                                   \
+  const int z = (u) / tile_units;                                           \
+  int ur, uc;                                                               \
+  ft_grouped_coords<FT_GROUP>((u) - z * tile_units, unit_rows, unit_cols, ur, uc); \
+  const int k0 = z * kper, nk = ktiles - k0 < kper ? ktiles - k0 : kper /* >= 1: the host's rule */
 
   if (wg == FT_CONSUMERS) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(FT_PRODUCER_REGS));
@@ -244,21 +266,22 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
       int stage = 0;
       unsigned phase = 0;
       for (int u = first_unit; u < units; u += unit_step) {
-        int ur, uc;
-        ft_grouped_coords<FT_GROUP>(u, unit_rows, unit_cols, ur, uc);
+        FT_UNIT_COORDS(u);
+        (void)z;
         const int m0_n0[2] = {FT_TILE_ORIGIN(ur, uc)};
         const int m0 = m0_n0[0], n0 = m0_n0[1];
-        for (int kt = 0; kt < ktiles; kt++) {
+        for (int kt = 0; kt < nk; kt++) {
+          const int kx = (k0 + kt) * FT_BK;
           ft_mbar_wait(empty + 8 * stage, phase ^ 1);
           const unsigned bar = full + 8 * stage;
           ft_mbar_expect_tx(bar, FT_STAGE_BYTES);
 #if FT_CLUSTER > 1
-          ft_tma_load(sA + stage * FT_A_BYTES, &tma_x, kt * FT_BK, m0, bar);
-          ft_tma_load_mc(sB + stage * FT_B_BYTES + rank * (FT_B_BYTES / 2), &tma_w, kt * FT_BK,
+          ft_tma_load(sA + stage * FT_A_BYTES, &tma_x, kx, m0, bar);
+          ft_tma_load_mc(sB + stage * FT_B_BYTES + rank * (FT_B_BYTES / 2), &tma_w, kx,
                          n0 + (int)rank * (FT_BN / 2), bar, (unsigned short)3);
 #else
-          ft_tma_load(sA + stage * FT_A_BYTES, &tma_x, kt * FT_BK, m0, bar);
-          ft_tma_load(sB + stage * FT_B_BYTES, &tma_w, kt * FT_BK, n0, bar);
+          ft_tma_load(sA + stage * FT_A_BYTES, &tma_x, kx, m0, bar);
+          ft_tma_load(sB + stage * FT_B_BYTES, &tma_w, kx, n0, bar);
 #endif
           if (++stage == FT_STAGES) {
             stage = 0;
@@ -274,8 +297,7 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
     unsigned phase = 0;
     const int warp = tid / 32, lane = tid % 32;
     for (int u = first_unit; u < units; u += unit_step) {
-      int ur, uc;
-      ft_grouped_coords<FT_GROUP>(u, unit_rows, unit_cols, ur, uc);
+      FT_UNIT_COORDS(u);
       const int m0_n0[2] = {FT_TILE_ORIGIN(ur, uc)};
       const int m0 = m0_n0[0], n0 = m0_n0[1];
       int prev = 0;
@@ -298,7 +320,7 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         asm volatile("bar.sync 1, %0;" ::"n"(128 * FT_CONSUMERS) : "memory");
         const unsigned long long db = ft_desc(sB + stage * FT_B_BYTES), dbs = ft_desc(sm);
-        const int fresh = kt % FT_CHUNK == 0, flush = (kt + 1) % FT_CHUNK == 0 || kt + 1 == ktiles;
+        const int fresh = kt % FT_CHUNK == 0, flush = (kt + 1) % FT_CHUNK == 0 || kt + 1 == nk;
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
         for (int kk = 0; kk < FT_BK / FT_KSTEP; kk++) ft_wgmma_rs(p, as[kk], db + 2 * kk, !(fresh && kk == 0));
@@ -324,12 +346,12 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
           phase ^= 1;
         }
       };
-      for (int kt = 0; kt < ktiles; kt += 2) {
+      for (int kt = 0; kt < nk; kt += 2) {
         ktile(kt, ab0, as0);
-        if (kt + 1 < ktiles) ktile(kt + 1, ab1, as1);
+        if (kt + 1 < nk) ktile(kt + 1, ab1, as1);
       }
 #else
-      for (int kt = 0; kt < ktiles; kt++) {
+      for (int kt = 0; kt < nk; kt++) {
         ft_mbar_wait(full + 8 * stage, phase);
         const unsigned long long da = ft_desc(sA + stage * FT_A_BYTES + wg * (64 * 128));
         const unsigned long long db = ft_desc(sB + stage * FT_B_BYTES);
@@ -343,7 +365,7 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         asm volatile("bar.sync 1, %0;" ::"n"(128 * FT_CONSUMERS) : "memory");
         const unsigned long long das = ft_desc(sm + wg * (64 * 128)), dbs = ft_desc(sm + FT_A_BYTES);
-        const int fresh = kt % FT_CHUNK == 0, flush = (kt + 1) % FT_CHUNK == 0 || kt + 1 == ktiles;
+        const int fresh = kt % FT_CHUNK == 0, flush = (kt + 1) % FT_CHUNK == 0 || kt + 1 == nk;
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
         for (int kk = 0; kk < FT_BK / FT_KSTEP; kk++) /* small terms first */
@@ -396,8 +418,14 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
 #pragma unroll
         for (int j = 0; j < 2; j++) {
           const int col = colb + 16 * w + 8 * j;
+#if FT_SPLITK > 1
+          float *ws = WS + (size_t)z * (size_t)M * (size_t)N;
+          ft_store_raw2(ws, d[8 * w + 4 * j + 0], d[8 * w + 4 * j + 1], row, col, M, N);
+          ft_store_raw2(ws, d[8 * w + 4 * j + 2], d[8 * w + 4 * j + 3], row + 8, col, M, N);
+#else
           ft_store2(Y, d[8 * w + 4 * j + 0], d[8 * w + 4 * j + 1], row, col, M, N, ep);
           ft_store2(Y, d[8 * w + 4 * j + 2], d[8 * w + 4 * j + 3], row + 8, col, M, N, ep);
+#endif
         }
       }
     }
@@ -405,3 +433,23 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
   __syncwarp();
   ft_cluster_sync(); /* no block leaves while its partner may still write or signal it */
 }
+
+#if FT_SPLITK > 1
+// Y = E(sum of the FT_SPLITK slabs of WS), added in slice order (the same result every run), one
+// rounding to the element type; FT_AUX_ELEMS consecutive elements per thread.
+extern "C" __global__ void __launch_bounds__(FT_AUX_BLOCK)
+ft_tc_splitk_reduce(const float *__restrict__ WS, ft_elem_t *__restrict__ Y, int M, int N, FtEpArgs ep) {
+  const size_t total = (size_t)M * (size_t)N;
+  const size_t base = ((size_t)blockIdx.x * FT_AUX_BLOCK + threadIdx.x) * FT_AUX_ELEMS;
+  if (base >= total) return;
+  int row, col;
+  ft_rowcol(base, total, N, row, col);
+  for (int e = 0; e < FT_AUX_ELEMS && base + e < total; e++) {
+    float s = WS[base + e];
+#pragma unroll
+    for (int z = 1; z < FT_SPLITK; z++) s += WS[(size_t)z * total + base + e];
+    Y[base + e] = ft_from_float(ft_apply_epilogue(s, row, col, ep));
+    ft_rowcol_next(N, row, col);
+  }
+}
+#endif

@@ -27,6 +27,9 @@
 #endif
 
 #define FT_BK (128 / FT_ESIZE)
+#ifndef FT_SPLITK
+#define FT_SPLITK 1 /* k slices: > 1 writes fp32 partial sums, ft_tc_splitk_reduce applies E */
+#endif
 
 #if FT_BN % 32 != 0 || FT_BN < 64 || FT_BN > 256 || (FT_CONSUMERS != 1 && FT_CONSUMERS != 2) ||         \
     (FT_CLUSTER != 1 && FT_CLUSTER != 2) || FT_STAGES < 2 || (FT_CLUSTER == 2 && (FT_BN / 2) % 8 != 0) || \

@@ -67,16 +67,20 @@ static ft_status add_kind(ft_variant_list *l, ft_variant_kind kind, const ft_pro
   return s;
 }
 
-/* "Used N registers" and "S bytes spill stores, L bytes spill loads" from a ptxas -v log. */
+/* The most "Used N registers" and the sum of "S bytes spill stores, L bytes spill loads" over the
+ * entries of a ptxas -v log (a GEMM with a reduce kernel has two). */
 static void ptxas_usage(const char *log, int *regs, int *spill) {
-  const char *u = log ? strstr(log, "Used ") : NULL;
-  if (u) *regs = atoi(u + 5);
-  const char *sp = log ? strstr(log, "bytes stack frame, ") : NULL;
-  if (sp) {
+  for (const char *u = log; u && (u = strstr(u, "Used ")); u += 5) {
+    const int r = atoi(u + 5);
+    if (r > *regs) *regs = r;
+  }
+  int sum = 0, found = 0;
+  for (const char *sp = log; sp && (sp = strstr(sp, "bytes stack frame, ")); sp += 19) {
     int stores = 0, loads = 0;
     if (sscanf(sp, "bytes stack frame, %d bytes spill stores, %d bytes spill loads", &stores, &loads) == 2)
-      *spill = stores + loads;
+      sum += stores + loads, found = 1;
   }
+  if (found) *spill = sum;
 }
 
 static ft_status compile_list(ft_variant_list *l, ft_kernel_src *srcs, ft_variants_progress_fn progress, void *user,

@@ -31,6 +31,9 @@ static size_t tc_smem(const ft_variant *v) {
 }
 
 #define TC_MAX_CHUNK 4096
+#define TC_MAX_SPLIT 16
+
+static int tc_slices(const ft_variant *v) { return v->split_k > 1 ? v->split_k : 1; }
 
 static int is_pow2_between(int x, int lo, int hi) { return x >= lo && x <= hi && (x & (x - 1)) == 0; }
 
@@ -51,7 +54,9 @@ static int tc_valid(const ft_variant *v, char *why, size_t whylen) {
   if (!split(v) && v->chunk) FT_WHY("tc: chunk is a 3xtf32 dimension, not of %s", ft_math_name((ft_math)v->math));
   if (v->aregs != 0 && v->aregs != 1) FT_WHY("tc: aregs %d must be 0 or 1", v->aregs);
   if (v->aregs && (!split(v) || v->bn > 64)) FT_WHY("tc: aregs (x in registers) needs 3xtf32 and bn <= 64");
-  if (v->bm || v->tm || v->tn || v->vec || v->split_k || v->streamk || v->block || v->ept)
+  if (v->split_k == 1 || v->split_k < 0 || v->split_k > TC_MAX_SPLIT)
+    FT_WHY("tc: split_k %d must be 0 (none) or 2..%d", v->split_k, TC_MAX_SPLIT);
+  if (v->bm || v->tm || v->tn || v->vec || v->streamk || v->block || v->ept)
     FT_WHY("tc variant with fields of another family");
   return 1;
 }
@@ -66,6 +71,11 @@ static int tc_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k, c
     FT_WHY("tc: k %lld is not a multiple of %d (TMA rows of 16 bytes in %s)", (long long)k, 16 / esize(v),
            ft_math_name((ft_math)v->math));
   if (tc_threads(v) > lim->max_threads_per_block) FT_WHY("tc: %d threads > device limit", tc_threads(v));
+  if (v->split_k > 1) { /* every k slice gets a k tile: the kernel relies on it */
+    const int64_t kt = (k + v->bk - 1) / v->bk, per = (kt + v->split_k - 1) / v->split_k;
+    if ((v->split_k - 1) * per >= kt)
+      FT_WHY("tc: split_k %d leaves a k slice empty (%lld k tiles)", v->split_k, (long long)kt);
+  }
   if (tc_smem(v) > (size_t)lim->max_smem_per_block)
     FT_WHY("shared memory %zu B > device limit %d B", tc_smem(v), lim->max_smem_per_block);
   return 1;
@@ -75,13 +85,20 @@ static void tc_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft
   (void)k;
   if (v->consumers <= 0 || v->bn <= 0 || v->cluster <= 0) return;
   const int64_t tiles_m = (m + tc_bm(v) - 1) / tc_bm(v), tiles_n = (n + v->bn - 1) / v->bn;
-  const int64_t units = (tiles_m + v->cluster - 1) / v->cluster * tiles_n;
+  const int64_t units = (tiles_m + v->cluster - 1) / v->cluster * tiles_n * tc_slices(v);
   int64_t blocks = units * v->cluster; /* no block without a tile unit of its own */
   if (blocks > v->grid) blocks = v->grid;
   g->grid[0] = (unsigned)blocks;
   g->block[0] = (unsigned)tc_threads(v);
   g->cluster[0] = (unsigned)v->cluster;
   g->smem = tc_smem(v);
+  if (v->split_k > 1) { /* fp32 slabs of the slices; the reduce kernel applies E */
+    g->workspace_bytes = (size_t)v->split_k * (size_t)m * (size_t)n * sizeof(float);
+    g->has_reduce = 1;
+    g->rblock[0] = FT_AUX_BLOCK;
+    const int64_t per_block = (int64_t)FT_AUX_BLOCK * FT_AUX_ELEMS;
+    g->rgrid[0] = (unsigned)((m * n + per_block - 1) / per_block);
+  }
 }
 
 /* __launch_bounds__(threads, 1): ptxas starts every warp at 65536 / threads registers (168 for
@@ -97,11 +114,19 @@ static void tc_defines(const ft_variant *v, ft_strbuf *b) {
                tc_smem(v));
   if (split(v)) ft_sb_printf(b, "#define FT_CHUNK %d\n", v->chunk);
   if (v->aregs) ft_sb_puts(b, "#define FT_AREGS 1\n");
+  if (v->split_k > 1) ft_sb_printf(b, "#define FT_SPLITK %d\n", v->split_k);
 }
 
-static const char *tc_reduce_kernel(const ft_variant *v) {
+static const char *tc_reduce_kernel(const ft_variant *v) { return v->split_k > 1 ? "ft_tc_splitk_reduce" : NULL; }
+
+/* ft_tc_splitk_reduce(WS, Y, M, N, ep) */
+static ft_status tc_reduce_args(const ft_variant *v, const ft_launch_io *io, ft_arg_store *st, ft_err *err) {
   (void)v;
-  return NULL;
+  FT_TRY(ft_arg_push(st, &io->ws, sizeof io->ws, err));
+  FT_TRY(ft_arg_push(st, &io->y, sizeof io->y, err));
+  FT_TRY(ft_arg_push(st, &io->m, sizeof io->m, err));
+  FT_TRY(ft_arg_push(st, &io->n, sizeof io->n, err));
+  return ft_arg_push(st, io->ep, sizeof(ft_ep_args_dev), err);
 }
 
 /* TMA reads x and W from 16-byte aligned bases; y takes pairs of elements per store. */
@@ -116,7 +141,7 @@ static int map_kind(const ft_variant *v) {
   return split(v) ? 0 : v->math == FT_MATH_TF32 ? 1 : v->math == FT_MATH_BF16 ? 2 : 3;
 }
 
-/* ft_gemm_tc(tma_x, tma_w, Y, M, N, K, ep): the maps are encoded per launch for its pointers. */
+/* ft_gemm_tc(tma_x, tma_w, Y, WS, M, N, K, ep): the maps are encoded per launch for its pointers. */
 static ft_status tc_kernel_args(const ft_variant *v, const ft_launch_io *io, ft_arg_store *st, ft_err *err) {
   ft_tensormap tx, tw;
   FT_TRY(ft_tensormap_2d(&tx, io->x, map_kind(v), (uint64_t)io->m, (uint64_t)io->k, (uint32_t)tc_bm(v),
@@ -126,6 +151,7 @@ static ft_status tc_kernel_args(const ft_variant *v, const ft_launch_io *io, ft_
   FT_TRY(ft_arg_push(st, tx.bytes, sizeof tx.bytes, err));
   FT_TRY(ft_arg_push(st, tw.bytes, sizeof tw.bytes, err));
   FT_TRY(ft_arg_push(st, &io->y, sizeof io->y, err));
+  FT_TRY(ft_arg_push(st, &io->ws, sizeof io->ws, err));
   FT_TRY(ft_arg_push(st, &io->m, sizeof io->m, err));
   FT_TRY(ft_arg_push(st, &io->n, sizeof io->n, err));
   FT_TRY(ft_arg_push(st, &io->k, sizeof io->k, err));
@@ -138,11 +164,11 @@ static ft_status tc_kernel_args(const ft_variant *v, const ft_launch_io *io, ft_
  * 8192^3 and 1024x8192x8192, BN 128 at 128x16384x16384 where BN 256 leaves half the SMs idle). */
 static double tc_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k) {
   const int64_t tiles_m = (m + tc_bm(v) - 1) / tc_bm(v), tiles_n = (n + v->bn - 1) / v->bn;
-  const int64_t units = (tiles_m + v->cluster - 1) / v->cluster * tiles_n;
+  const int64_t units = (tiles_m + v->cluster - 1) / v->cluster * tiles_n * tc_slices(v);
   const int64_t blocks_units = v->grid / v->cluster;
   const int64_t per_block = (units + blocks_units - 1) / blocks_units;
   const double eff = v->bn >= 256 ? 1.0 : v->bn >= 192 ? 0.96 : v->bn >= 128 ? 0.92 : 0.78;
-  const int64_t kp = (k + v->bk - 1) / v->bk * v->bk;
+  const int64_t kt = (k + v->bk - 1) / v->bk, kp = (kt + tc_slices(v) - 1) / tc_slices(v) * v->bk;
   double cost = (double)per_block * v->cluster * tc_bm(v) * v->bn * (double)kp / eff / v->cluster;
   if (v->cluster == 2) cost *= 0.98;   /* W multicast: +0-3 % where tiles share a column */
   if (v->stages < 4) cost *= 1.05;     /* too few loads in flight */
@@ -151,6 +177,9 @@ static double tc_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k) {
   /* A third less shared-memory traffic, but BN 64: measured 7 % slower than BN 128 from shared
    * memory at biasrelu 1024x8192x8192 on the H200 (2026-12-01). */
   if (v->aregs) cost *= 1.07;
+  /* Split-K writes and the reduce kernel reads S fp32 slabs: ~50 multiply-adds per byte of the
+   * device's, spread over 132 SMs. */
+  if (v->split_k > 1) cost += 2.0 * v->split_k * (double)m * (double)n * 4.0 * 50.0 / 132.0;
   return cost;
 }
 
@@ -177,30 +206,37 @@ static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, con
           v.grid = lim->sm_count / cl * cl;
           /* The deepest ring that fits, and one stage less. */
           int most = 0;
-          v.aregs = 0, v.chunk = 0; /* the ring is sized with shared-memory small buffers */
+          v.aregs = 0, v.chunk = 0, v.split_k = 0; /* the ring is sized with shared-memory small buffers */
           for (int s = 2; s <= TC_MAX_STAGES; s++) {
             v.stages = s;
             if (tc_smem(&v) <= (size_t)lim->max_smem_per_block) most = s;
           }
+          /* Split-K only where the tiles leave SMs idle: 2, 4, 8 slices up to about two units
+           * per SM. */
+          const int64_t tile_units = (tiles_m + cl - 1) / cl * ((n + v.bn - 1) / v.bn);
           for (int s = most; s >= 2 && s >= most - 1; s--)
             for (size_t h = 0; h < (split(&v) ? sizeof chunks / sizeof chunks[0] : 1); h++)
-              for (int r = (split(&v) && v.bn <= 64); r >= 0; r--) {
-                v.stages = s;
-                v.chunk = split(&v) ? chunks[h] : 0;
-                v.aregs = r;
-                if (!ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) continue;
-                FT_TRY(ft_space_push(sink, &v, tc_cost(&v, m, n, k), err));
-              }
+              for (int r = (split(&v) && v.bn <= 64); r >= 0; r--)
+                for (int sk = 1; sk <= 8; sk *= 2) {
+                  if (sk > 1 && tile_units * cl * sk / 2 >= lim->sm_count) break;
+                  v.stages = s;
+                  v.chunk = split(&v) ? chunks[h] : 0;
+                  v.aregs = r;
+                  v.split_k = sk > 1 ? sk : 0;
+                  if (!ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) continue;
+                  FT_TRY(ft_space_push(sink, &v, tc_cost(&v, m, n, k), err));
+                }
         }
   return FT_OK;
 }
 
 /* "tc_bm128_bn256_bk64_s4_c1_z8_p132_bf16", "tc_bm128_bn128_bk32_s4_c1_z8_p132_h16_3xtf32" */
 static int tc_name(const ft_variant *v, char *buf, size_t len) {
-  char chunk[24] = "";
+  char chunk[24] = "", slices[16] = "";
   if (v->chunk) snprintf(chunk, sizeof chunk, "_h%d%s", v->chunk, v->aregs ? "r" : "");
-  return snprintf(buf, len, "tc_bm%d_bn%d_bk%d_s%d_c%d_z%d_p%d%s_%s", tc_bm(v), v->bn, v->bk, v->stages, v->cluster,
-                  v->swizzle, v->grid, chunk, ft_math_name((ft_math)v->math));
+  if (v->split_k > 1) snprintf(slices, sizeof slices, "_k%d", v->split_k);
+  return snprintf(buf, len, "tc_bm%d_bn%d_bk%d_s%d_c%d_z%d_p%d%s%s_%s", tc_bm(v), v->bn, v->bk, v->stages, v->cluster,
+                  v->swizzle, v->grid, chunk, slices, ft_math_name((ft_math)v->math));
 }
 
 static const ft_json_key k_tc_keys[] = {{"bn", offsetof(ft_variant, bn)},
@@ -216,6 +252,7 @@ static const ft_json_key k_tc_opt_keys[] = {
     {"math", offsetof(ft_variant, math)},
     {"chunk", offsetof(ft_variant, chunk)},
     {"aregs", offsetof(ft_variant, aregs)},
+    {"split_k", offsetof(ft_variant, split_k)},
     {NULL, 0}};
 
 static const char *const k_tc_sources[] = {"kernels_src/gemm_tc_config.cuh", "kernels_src/wgmma_sm90.cuh",
@@ -243,5 +280,5 @@ const ft_family ft_family_tc = {
     .reduce_kernel = tc_reduce_kernel,
     .alignment = tc_alignment,
     .kernel_args = tc_kernel_args,
-    .reduce_args = NULL,
+    .reduce_args = tc_reduce_args,
 };
