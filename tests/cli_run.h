@@ -41,7 +41,7 @@ static int run(const char *args) {
 /* Runs `fusedtune ARGS` as user nobody (root only: file modes do not bind root), its stdout in
  * nobody.out and its stderr in nobody.err of the scratch folder (the current folder). Returns
  * the exit status, or -1 when it could not run that way. */
-static int run_as_nobody(char *const args[]) {
+static inline int run_as_nobody(char *const args[]) {
   pid_t pid = fork();
   if (pid < 0) return -1;
   if (pid == 0) {
