@@ -21,7 +21,9 @@ int ft_db_schema_version(void);
  * older schemas forward. WAL mode and a busy timeout are set so concurrent writers wait instead
  * of failing. ":memory:" opens a private in-memory database (tests, fuzzing).
  * FT_DB_READONLY on a WAL database whose directory is not writable (no -shm can be made) falls
- * back to reading the file as immutable when its -wal is empty, and refuses otherwise. */
+ * back to reading the file as immutable when its -wal is empty, and refuses otherwise. A
+ * FT_DB_READONLY open of a file it may write leaves no -wal or -shm behind once closed (it is
+ * opened read-write with PRAGMA query_only; the last connection to close removes them). */
 ft_status ft_db_open(const char *path, unsigned flags, ft_db **out, ft_err *err);
 void ft_db_close(ft_db *db); /* NULL is a no-op */
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "db_internal.h"
 #include "embedded.h"
@@ -259,13 +260,29 @@ static ft_status create_schema(ft_db *db, ft_err *err) {
 
 /* Pragmas and schema work of a writable connection, run only after recognize() accepted the
  * file: nothing is written to a database we refuse. */
+static ft_status not_writable(const ft_db *db, ft_err *err) {
+  return ft__fail(err, FT_ERR_DB,
+                  "database %s is not writable (file or folder permissions): commands that only read it "
+                  "(list, query, export; ft_open with FT_OPEN_READONLY) still work; to change it, make it "
+                  "writable or work on a copy",
+                  db->path);
+}
+
+/* Whether the folder that holds path may be written (where SQLite makes the -wal and -shm). */
+static int folder_writable(const char *path) {
+  const char *slash = strrchr(path, '/');
+  if (!slash) return access(".", W_OK) == 0;
+  if (slash == path) return access("/", W_OK) == 0;
+  char *d = ft__strdup(path);
+  if (!d) return 1; /* no verdict: let SQLite's own message stand */
+  d[slash - path] = 0;
+  int ok = access(d, W_OK) == 0;
+  free(d);
+  return ok;
+}
+
 static ft_status prepare_writable(ft_db *db, int empty, ft_err *err) {
-  if (sqlite3_db_readonly(db->h, "main") == 1)
-    return ft__fail(err, FT_ERR_DB,
-                    "database %s is not writable (file or folder permissions): commands that only read it "
-                    "(list, query, export; ft_open with FT_OPEN_READONLY) still work; to change it, make it "
-                    "writable or work on a copy",
-                    db->path);
+  if (sqlite3_db_readonly(db->h, "main") == 1) return not_writable(db, err);
   /* Two processes switching a new file to WAL at once can each hold the shared lock the other
    * must escalate past; SQLite then answers SQLITE_BUSY at once, without the busy handler
    * (that wait could deadlock). So retry here, for as long as the busy timeout. */
@@ -292,15 +309,26 @@ static ft_status prepare_writable(ft_db *db, int empty, ft_err *err) {
 }
 
 /* create: SQLite may create the file (check_path already refused a missing file otherwise, and
- * without SQLITE_OPEN_CREATE SQLite would refuse it again). */
+ * without SQLITE_OPEN_CREATE SQLite would refuse it again).
+ * A reader (FT_DB_READONLY) is opened read-write all the same, with query_only set before it
+ * runs anything but the probe: reading a WAL database makes the -wal and -shm files, and only a
+ * connection that may write removes them again, when it is the last one to close (SQLite checks
+ * that under an exclusive lock, so a writer's WAL is never removed from under it). Where the
+ * file cannot be written SQLite opens it read-only by itself, as SQLITE_OPEN_READONLY would,
+ * and readonly_fallback covers a folder where no -shm can be made. */
 static ft_status open_connection(ft_db *db, int create, ft_err *err) {
-  int flags = db->readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;
+  int flags = SQLITE_OPEN_READWRITE;
   if (!db->readonly && create) flags |= SQLITE_OPEN_CREATE;
   FT_TRY(connect(db, db->path, flags, err));
   db_probe pr;
   int rc;
   ft_status s = probe(db, &pr, &rc, err);
   if (s != FT_OK && db->readonly) s = readonly_fallback(db, rc, s, &pr, err);
+  /* A writer that cannot make the -shm of a WAL file (read-only file and folder) fails already
+   * in the probe, with SQLite's "attempt to write a readonly database". */
+  if (s != FT_OK && !db->readonly && ((rc & 0xff) == SQLITE_READONLY || (rc & 0xff) == SQLITE_CANTOPEN) &&
+      (sqlite3_db_readonly(db->h, "main") == 1 || !folder_writable(db->path)))
+    return not_writable(db, err);
   if (s != FT_OK) {
     if ((rc & 0xff) == SQLITE_NOTADB)
       s = ft__fail(err, FT_ERR_DB, "%s is not an SQLite database (%s)", db->path,
@@ -327,11 +355,14 @@ ft_status ft_db_open(const char *path, unsigned flags, ft_db **out, ft_err *err)
     return ft__fail(err, FT_ERR_NOMEM, "out of memory opening database %s", path);
   }
   db->readonly = (flags & FT_DB_READONLY) != 0;
+  int is_wal = 0, wal_frames = 0;
+  if (!memory) wal_state(path, &is_wal, &wal_frames);
   ft_status s = open_connection(db, memory || (flags & FT_DB_CREATE), err);
   if (s != FT_OK) {
 #ifdef SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE
-    /* Leave a refused file exactly as it was, WAL included. */
-    if (db->h) sqlite3_db_config(db->h, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
+    /* Leave a refused file exactly as it was, WAL included. Without frames in its WAL there is
+     * nothing to merge, and the close may remove the -wal and -shm this open made. */
+    if (db->h && wal_frames) sqlite3_db_config(db->h, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
 #endif
     ft_db_close(db);
     return s;

@@ -3,8 +3,10 @@
 #ifndef FT_TEST_CLI_RUN_H
 #define FT_TEST_CLI_RUN_H
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 static const char *cli; /* the fusedtune executable */
 static char dir[400];   /* the scratch folder commands run in */
@@ -34,6 +36,28 @@ static int run(const char *args) {
   char cmd[16384];
   snprintf(cmd, sizeof cmd, "env -u FUSEDTUNE_DB '%s' %s", cli, args);
   return capture(cmd);
+}
+
+/* Runs `fusedtune ARGS` as user nobody (root only: file modes do not bind root), its stdout in
+ * nobody.out and its stderr in nobody.err of the scratch folder (the current folder). Returns
+ * the exit status, or -1 when it could not run that way. */
+static inline int run_as_nobody(char *const args[]) {
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    int outf = open("nobody.out", O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    int errf = open("nobody.err", O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (outf >= 0) dup2(outf, 1);
+    if (errf >= 0) dup2(errf, 2);
+    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(120);
+    if (access(".", X_OK) != 0) _exit(121); /* nobody cannot reach the scratch folder */
+    execv(cli, args);
+    _exit(122);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) >= 120) return -1;
+  return WEXITSTATUS(st);
 }
 
 static int lines(const char *s) {

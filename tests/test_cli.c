@@ -135,27 +135,6 @@ static void test_no_device(void) {
   ASSERT_CONTAINS(R.out, "unknown --math 'bf17'");
 }
 
-/* Runs `fusedtune ARGS` as user nobody (root only: file modes do not bind root), its stderr in
- * the file nobody.err of the scratch folder. Returns the exit status, or -1 when it could not
- * run that way. */
-static int run_as_nobody(char *const args[]) {
-  pid_t pid = fork();
-  if (pid < 0) return -1;
-  if (pid == 0) {
-    int null = open("/dev/null", O_WRONLY), errf = open("nobody.err", O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    if (null >= 0) dup2(null, 1);
-    if (errf >= 0) dup2(errf, 2);
-    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(120);
-    if (access(".", X_OK) != 0) _exit(121); /* nobody cannot reach the scratch folder */
-    execv(cli, args);
-    _exit(122);
-  }
-  int st = 0;
-  waitpid(pid, &st, 0);
-  if (!WIFEXITED(st) || WEXITSTATUS(st) >= 120) return -1;
-  return WEXITSTATUS(st);
-}
-
 /* Unreadable and read-only databases, as a user the file modes apply to. */
 static void test_file_modes(void) {
   if (geteuid() != 0) {

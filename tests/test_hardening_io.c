@@ -280,22 +280,211 @@ static void test_import_waits(void) {
   ASSERT_EQ_INT(atol(R.out), 11);
 }
 
-/* Two large imports at once: committed in batches, they take turns and both finish. */
+static long file_size(const char *path) {
+  struct stat sb;
+  return stat(path, &sb) == 0 ? (long)sb.st_size : -1;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Starts `fusedtune --db big.db import JSON`, stdout and stderr to LOG. */
+static pid_t spawn_import(const char *json, const char *log) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0) _exit(120);
+    unsetenv("FUSEDTUNE_DB");
+    execl(cli, cli, "--db", "big.db", "import", json, (char *)NULL);
+    _exit(121);
+  }
+  return pid;
+}
+
+/* Two large imports at once: committed in batches, they take turns and both finish. Each file
+ * has $FT_TEST_IMPORT_N results (60000; the bench test bench_concurrent_imports runs 300000,
+ * the issue's size). Should one still fail, its message must say to run it again, and that run
+ * completes it. Prints the wall times and the rows. */
 static void test_concurrent_imports(void) {
-  const int n = 60000;
+  const char *env = getenv("FT_TEST_IMPORT_N");
+  const int n = env && atoi(env) > 0 ? atoi(env) : 60000;
+  double t0 = now_s();
   write_doc("big1.json", n, 0, NULL);
   write_doc("big2.json", n, n, NULL);
+  const double t_write = now_s() - t0;
   ASSERT_EQ_INT(run("--db big.db init"), 0);
-  char a[2048];
-  snprintf(a, sizeof a,
-           "--db big.db import big1.json > one.log 2>&1 & '%s' --db big.db import big2.json > two.log 2>&1;"
-           " b=$?; wait $!; a=$?; cat one.log two.log; echo \"rc $a $b\"",
-           cli);
-  run(a);
-  ASSERT_CONTAINS(R.out, "rc 0 0");
-  ASSERT_EQ_INT(run("--db big.db export --format csv --out big.csv"), 0);
-  ASSERT_EQ_INT(sh("wc -l < big.csv"), 0);
-  ASSERT_EQ_INT(atol(R.out), 2 * n + 1);
+  const char *json[2] = {"big1.json", "big2.json"}, *log[2] = {"one.log", "two.log"};
+  pid_t pid[2];
+  double took[2] = {0, 0};
+  int code[2] = {-1, -1};
+  t0 = now_s();
+  for (int i = 0; i < 2; i++) pid[i] = spawn_import(json[i], log[i]);
+  for (int done = 0; done < 2 && pid[0] > 0 && pid[1] > 0; done++) {
+    int st = 0;
+    pid_t p = waitpid(-1, &st, 0);
+    for (int i = 0; i < 2; i++)
+      if (p == pid[i]) {
+        took[i] = now_s() - t0;
+        code[i] = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+      }
+  }
+  size_t len;
+  for (int i = 0; i < 2; i++) {
+    char *text = read_file(log[i], &len);
+    if (code[i] != 0) {
+      /* The one allowed failure: the message says what to do, and doing it completes the file. */
+      if (!text || !strstr(text, "run the import again")) FT_FAIL_AT_("import %s: exit %d: %s", json[i], code[i], text);
+      char a[256];
+      snprintf(a, sizeof a, "--db big.db import %s", json[i]);
+      ASSERT_EQ_INT(run(a), 0);
+      printf("note: import %s failed after %.1f s and was run again: %s", json[i], took[i], text);
+    }
+    free(text);
+  }
+  sqlite3 *h = NULL;
+  sqlite3_stmt *st = NULL;
+  long rows = -1;
+  ASSERT_OK(sqlite3_open("big.db", &h));
+  ASSERT_OK(sqlite3_prepare_v2(h, "SELECT count(*) FROM results", -1, &st, NULL));
+  if (sqlite3_step(st) == SQLITE_ROW) rows = (long)sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(h);
+  ASSERT_EQ_INT((int)rows, 2 * n);
+  printf("BENCH concurrent imports: 2 x %d results (%.0f MB each, written in %.1f s): %s %.1f s exit %d, "
+         "%s %.1f s exit %d; %ld rows\n",
+         n, file_size("big1.json") / 1e6, t_write, json[0], took[0], code[0], json[1], took[1], code[1], rows);
+  fflush(stdout);
+  unlink("big1.json");
+  unlink("big2.json");
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Item 10: read commands leave no -wal or -shm beside a database that had none */
+
+/* How many of db's side files (-wal, -shm) exist. */
+static int side_files(const char *db) {
+  char p[700];
+  int n = 0;
+  snprintf(p, sizeof p, "%s-wal", db);
+  n += access(p, F_OK) == 0;
+  snprintf(p, sizeof p, "%s-shm", db);
+  n += access(p, F_OK) == 0;
+  return n;
+}
+
+static const char *const k_reads[] = {
+    "list", "list --json", "query --shape 128x256x64 --epilogue relu", "export --out side-out.json",
+    "export --format csv", "report -o side.html", "bench --shape 128x256x64 --epilogue relu", "devices",
+    "variants --shape 128x256x64"};
+
+/* Each read command, on a database with no side files; list, export and report must succeed
+ * (the others need a GPU, and fail here or not: the files are what counts). */
+static void reads_leave_nothing(const char *db) {
+  for (size_t i = 0; i < sizeof k_reads / sizeof k_reads[0]; i++) {
+    char a[512];
+    snprintf(a, sizeof a, "--db %s %s", db, k_reads[i]);
+    int code = run(a);
+    if ((i < 2 || (i >= 3 && i <= 5)) && code != 0) FT_FAIL_AT_("'%s': exit %d: %s", a, code, R.out);
+    if (side_files(db)) FT_FAIL_AT_("'%s' left %d side file(s) beside %s", a, side_files(db), db);
+  }
+}
+
+/* Runs the read commands as user nobody on PATH, whose folder or file is not writable: list
+ * and export work, say nothing on stderr. Returns 0, or -1 when nobody cannot run here. */
+static int nobody_reads(const char *path) {
+  char *list[] = {(char *)cli, "--db", (char *)path, "list", NULL};
+  char *exp[] = {(char *)cli, "--db", (char *)path, "export", "--format", "csv", NULL};
+  char *const *cmds[] = {list, exp};
+  for (int i = 0; i < 2; i++) {
+    int rc = run_as_nobody(cmds[i]);
+    if (rc < 0) return -1;
+    size_t n;
+    char *o = read_file("nobody.out", &n), *e = read_file("nobody.err", &n);
+    if (rc != 0 || !e || e[0]) FT_FAIL_AT_("%s %s on %s as nobody: exit %d, stderr \"%s\"", cmds[i][3],
+                                          i ? "--format csv" : "", path, rc, e ? e : "?");
+    ASSERT_CONTAINS(o, i ? "22222222-2222-4222-8222-000000000019" : "128x256x64");
+    free(o);
+    free(e);
+  }
+  return 0;
+}
+
+static void test_read_side_files(void) {
+  write_doc("side.json", 20, 0, NULL);
+  ASSERT_EQ_INT(run("--db side.db import side.json"), 0);
+  ASSERT_EQ_INT(side_files("side.db"), 0); /* a write command removes its own on close */
+  reads_leave_nothing("side.db");
+
+  /* A writer holds the database open with frames in its WAL: readers use that WAL and leave it
+   * as it is (SQLite removes it only on the last close, under an exclusive lock). */
+  sqlite3 *w = NULL;
+  ASSERT_OK(sqlite3_open("side.db", &w));
+  ASSERT_OK(sqlite3_exec(w, "PRAGMA wal_autocheckpoint = 0; INSERT INTO meta (key, value) VALUES ('side1', 'x')",
+                         NULL, NULL, NULL));
+  const long wal = file_size("side.db-wal");
+  ASSERT_TRUE(wal > 0);
+  ASSERT_EQ_INT(run("--db side.db list"), 0);
+  ASSERT_EQ_INT(side_files("side.db"), 2);
+  ASSERT_EQ_INT((int)(file_size("side.db-wal") == wal), 1);
+  /* ... also while it is in the middle of a write transaction */
+  ASSERT_OK(sqlite3_exec(w, "BEGIN IMMEDIATE; INSERT INTO meta (key, value) VALUES ('side2', 'y')", NULL, NULL, NULL));
+  ASSERT_EQ_INT(run("--db side.db export --format csv"), 0);
+  ASSERT_CONTAINS(R.out, "22222222-2222-4222-8222-000000000019");
+  ASSERT_OK(sqlite3_exec(w, "COMMIT", NULL, NULL, NULL));
+  ASSERT_EQ_INT(side_files("side.db"), 2);
+  sqlite3_stmt *st = NULL;
+  ASSERT_OK(sqlite3_prepare_v2(w, "SELECT (SELECT count(*) FROM meta WHERE key LIKE 'side%'),"
+                                  " (SELECT integrity_check FROM pragma_integrity_check)", -1, &st, NULL));
+  ASSERT_EQ_INT(sqlite3_step(st), SQLITE_ROW);
+  ASSERT_EQ_INT(sqlite3_column_int(st, 0), 2);
+  ASSERT_EQ_STR((const char *)sqlite3_column_text(st, 1), "ok");
+  sqlite3_finalize(st);
+  sqlite3_close(w);
+  ASSERT_EQ_INT(side_files("side.db"), 0); /* the writer was the last: it removed them */
+
+  /* A real writer: list in a loop while an import of 10000 results commits its batches. */
+  write_doc("side-big.json", 10000, 100, NULL);
+  ASSERT_EQ_INT(sh("\"$FT_CLI\" --db side.db import side-big.json > side-imp.log 2>&1 & p=$!; n=0;"
+                   " while kill -0 $p 2>/dev/null; do \"$FT_CLI\" --db side.db list > /dev/null || echo LISTFAIL;"
+                   " n=$((n+1)); done; wait $p; echo \"import $? lists $n\"; cat side-imp.log"),
+                0);
+  ASSERT_CONTAINS(R.out, "import 0 lists");
+  ASSERT_TRUE(strstr(R.out, "LISTFAIL") == NULL);
+  ASSERT_EQ_INT(side_files("side.db"), 0);
+  ASSERT_EQ_INT(sh("\"$FT_CLI\" --db side.db export --format csv | wc -l"), 0);
+  ASSERT_EQ_INT(atoi(R.out), 10020 + 1);
+
+  /* Files and folders the reader may not write (as user nobody; root is not bound by modes). */
+  if (geteuid() != 0) {
+    fprintf(stderr, "note: not root, so no user nobody to switch to; read-only checks skipped\n");
+    return;
+  }
+  ASSERT_EQ_INT(sh("rm -rf ro && mkdir ro && cp side.db ro/side.db && chmod 0444 ro/side.db && chmod 0555 ro"), 0);
+  if (nobody_reads("ro/side.db") < 0) {
+    fprintf(stderr, "note: cannot run as nobody here; read-only checks skipped\n");
+    chmod("ro", 0755);
+    return;
+  }
+  ASSERT_EQ_INT(side_files("ro/side.db"), 0);
+  ASSERT_EQ_INT(sh("cmp side.db ro/side.db"), 0); /* not a byte changed */
+  /* A file nobody may write, in a folder it may not write either: immutable fallback. */
+  ASSERT_OK(chown("ro/side.db", 65534, 65534));
+  ASSERT_OK(chmod("ro/side.db", 0644));
+  ASSERT_EQ_INT(nobody_reads("ro/side.db"), 0);
+  ASSERT_EQ_INT(side_files("ro/side.db"), 0);
+  /* A file nobody may not write, in a folder it may: SQLite makes -wal and -shm, which a
+   * connection that may not write cannot remove; the next reader that may, removes them. */
+  ASSERT_OK(chown("ro/side.db", 0, 0));
+  ASSERT_OK(chmod("ro/side.db", 0444));
+  ASSERT_OK(chmod("ro", 0777));
+  ASSERT_EQ_INT(nobody_reads("ro/side.db"), 0);
+  ASSERT_EQ_INT(run("--db ro/side.db list"), 0);
+  ASSERT_EQ_INT(side_files("ro/side.db"), 0);
+  ASSERT_EQ_INT(sh("cmp side.db ro/side.db"), 0);
+  chmod("ro", 0755);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -343,7 +532,8 @@ int main(void) {
     void (*fn)(void);
   } tests[] = {{"export_out", test_export_out},       {"import_inputs", test_import_inputs},
                {"import_cubins", test_import_cubins}, {"import_values", test_import_values},
-               {"concurrent_imports", test_concurrent_imports}, {"import_waits", test_import_waits}};
+               {"concurrent_imports", test_concurrent_imports}, {"import_waits", test_import_waits},
+               {"read_side_files", test_read_side_files}};
   const char *only = getenv("FT_TEST_ONLY");
   for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
     if (only && !strstr(tests[i].name, only)) continue;
