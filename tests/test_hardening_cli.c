@@ -212,7 +212,7 @@ static int read_pty(int master, pid_t pid, char *buf, size_t cap, int deadline_s
   buf[got] = 0;
   int st = 0;
   pid_t w;
-  while ((w = waitpid(pid, &st, WNOHANG)) == 0 && time(NULL) < end) usleep(10000);
+  while ((w = waitpid(pid, &st, WNOHANG)) == 0 && time(NULL) < end) nanosleep(&(struct timespec){0, 10000000}, NULL);
   if (w != pid) {
     kill(pid, SIGKILL);
     waitpid(pid, &st, 0);
