@@ -7,6 +7,7 @@
 #include "cli_run.h"
 #include "ft_test.h"
 #include "fusedtune_tool.h"
+#include "tuner.h" /* ft_tune_test_hooks */
 
 static ft_problem_list *parse_ok(const char *text) {
   char msg[1024] = "";
@@ -232,6 +233,46 @@ static void test_cli(void) {
   ASSERT_CONTAINS(R.out, "--devices all|0,2");
 }
 
+/* Test builds: the parent's processes on pretended devices (FT_TEST_BATCH_DEVICES: each child
+ * "tunes" a problem in 0.3 s without CUDA): every problem done once, a device whose process dies
+ * mid-problem costs that problem, which another device finishes; Ctrl-C stops and says how to go on. */
+static void test_fake_devices(void) {
+  write_file("five.csv", "shape,epilogue,math\n64x256x128,biasrelu,bf16\n64x256x128,\"relu(x + bias)\",bf16\n"
+                         "128x64x64,minsub,\n256x64x64,x,tf32\n512x64x64,x,fp16\n1024x64x64,x,fp32\n");
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "FT_TEST_BATCH_DEVICES=3 '%s' --db fake.db tune --problems five.csv --devices all --json "
+           "2>/dev/null", cli);
+  ASSERT_EQ_INT(capture(cmd), 0);
+  ASSERT_CONTAINS(R.out, "\"lost_problems\":0");
+  ASSERT_CONTAINS(R.out, "{\"line\":3,\"same_as_line\":2,\"math\":\"bf16\"}");
+  int ok = 0;
+  for (const char *p = R.out; (p = strstr(p, "\"status\":\"ok\"")); p++) ok++;
+  ASSERT_EQ_INT(ok, 5);
+  snprintf(cmd, sizeof cmd, "FT_TEST_BATCH_DEVICES=3 FT_TEST_BATCH_DIE=1 '%s' --db fake.db tune --problems five.csv "
+           "--devices 0,1,2", cli);
+  ASSERT_EQ_INT(capture(cmd), 0);
+  ASSERT_CONTAINS(R.out, "device #1 lost: its process exited with status 3 while tuning");
+  ASSERT_CONTAINS(R.out, "it went back to the queue");
+  ASSERT_CONTAINS(R.out, "1 problem(s) were in flight on a lost device");
+  ok = 0;
+  for (const char *p = R.out; (p = strstr(p, " ok ")); p++) ok++;
+  ASSERT_EQ_INT(ok, 5);
+  /* every device lost: what was not done is said */
+  snprintf(cmd, sizeof cmd, "FT_TEST_BATCH_DEVICES=2 FT_TEST_BATCH_DIE=0 '%s' --db fake.db tune --problems five.csv", cli);
+  ASSERT_EQ_INT(capture(cmd), 1);
+  ASSERT_CONTAINS(R.out, "no device is left");
+  snprintf(cmd, sizeof cmd, "FT_TEST_BATCH_DEVICES=2 '%s' --db fake.db tune --problems five.csv --devices 0,2", cli);
+  ASSERT_EQ_INT(capture(cmd), 2);
+  ASSERT_CONTAINS(R.out, "no device 2 (2 visible");
+  /* Ctrl-C after the first problems: exit 1, what finished is listed, the way on is said */
+  snprintf(cmd, sizeof cmd, "FT_TEST_BATCH_DEVICES=1 '%s' --db fake.db tune --problems five.csv 2>&1 & P=$!; sleep 1; "
+           "kill -INT $P; wait $P", cli);
+  ASSERT_EQ_INT(capture(cmd), 1);
+  ASSERT_CONTAINS(R.out, "interrupted: stopping after the candidates in flight");
+  ASSERT_CONTAINS(R.out, "run the same command to continue");
+  ASSERT_CONTAINS(R.out, " interrupted ");
+}
+
 int main(void) {
   cli = getenv("FT_CLI");
   const char *tmp = getenv("FT_TEST_TMP");
@@ -246,6 +287,7 @@ int main(void) {
   test_shape_parse();
   test_load();
   if (cli) test_cli();
+  if (cli && ft_tune_test_hooks()) test_fake_devices();
   else FT_FAIL_AT_("FT_CLI is not set (run through ctest): the CLI's refusals untested");
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (!ft_test_failures && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

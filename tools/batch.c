@@ -507,6 +507,9 @@ int batch_run(cli *c, const tune_cli *t, const char *exe) {
   if (t->devices && (rc = parse_devices(t->devices, -1, devs, &n_devs))) return ft_problem_list_free(list), rc;
   int count = 0;
   st = ft_device_count(&count, msg, sizeof msg);
+#ifdef FT_TEST_HOOKS
+  if (getenv("FT_TEST_BATCH_DEVICES")) st = FT_OK, count = atoi(getenv("FT_TEST_BATCH_DEVICES"));
+#endif
   if (st != FT_OK) return ft_problem_list_free(list), fail_status(st, msg);
   if ((rc = parse_devices(t->devices, count, devs, &n_devs))) return ft_problem_list_free(list), rc;
   /* The children open the database that the parent has created (or migrated) first. */

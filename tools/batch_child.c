@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -83,6 +84,32 @@ static int run_one(ft_ctx *ctx, const tune_cli *t, int fd, const char *line) {
   return 0;
 }
 
+#ifdef FT_TEST_HOOKS
+/* Test builds: with FT_TEST_BATCH_DEVICES set, a pretended device that "tunes" each problem in
+ * 0.3 s without CUDA or a database; FT_TEST_BATCH_DIE=ORDINAL makes that device's process die
+ * during its first problem. For the CPU tests of the parent's processes, lost devices, Ctrl-C. */
+static int fake_child(int fd, int ordinal) {
+  wire_send(fd, "hello %016x 132 %s", ordinal, "66616b65"); /* "fake" */
+  const char *die = getenv("FT_TEST_BATCH_DIE");
+  static wire_reader rd;
+  rd.fd = fd;
+  for (;;) {
+    int eof = 0, job = -1;
+    const char *line = wire_line(&rd, 1, &eof);
+    if (!line || !strcmp(line, "quit") || sscanf(line, "run %d", &job) != 1) break;
+    for (int i = 1; i <= 3; i++) {
+      if (die && atoi(die) == ordinal) _exit(3);
+      struct timespec ts = {0, 100000000};
+      nanosleep(&ts, NULL);
+      wire_send(fd, "progress %d %d 3 0.5 1 safe", job, i);
+      if (stop_flag) return send_fail(fd, job, FT_ERR_INTERRUPTED, "interrupted"), 1;
+    }
+    wire_send(fd, "done %d 1 0.5 1 0.3 3 0 fp32 fused fake_variant", job);
+  }
+  return 0;
+}
+#endif
+
 int batch_child(cli *c, int argc, char **argv) {
   if (argc < 2) return EXIT_USAGE;
   const int fd = atoi(argv[0]), ordinal = atoi(argv[1]);
@@ -101,6 +128,9 @@ int batch_child(cli *c, int argc, char **argv) {
   /* The device: made current before anything else touches CUDA, so this process (and the
    * candidate workers the tuner starts, which take the tuner's current device) creates a
    * context on it alone. Its fingerprint does not depend on the ordinal. */
+#ifdef FT_TEST_HOOKS
+  if (getenv("FT_TEST_BATCH_DEVICES")) return fake_child(fd, ordinal);
+#endif
   char msg[512];
   ft_device_desc d;
   cudaError_t ce = cudaSetDevice(ordinal);
