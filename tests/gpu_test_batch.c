@@ -96,11 +96,7 @@ int main(void) {
   if (ft_device_count(&n_dev, msg, sizeof msg) != FT_OK) RETURN_SKIP(msg);
   cli = getenv("FT_CLI");
   if (!cli) RETURN_FAIL("FT_CLI is not set (run through ctest)");
-  const char *tmp = getenv("FT_TEST_TMP");
-  snprintf(dir, sizeof dir, "%s/gpu_batch_%ld", tmp ? tmp : "/tmp", (long)getpid());
-  char cmd[1024];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", dir, dir);
-  if (system(cmd) != 0 || chdir(dir) != 0) RETURN_FAIL("cannot make the scratch folder %s", dir);
+  if (enter_scratch("gpu_batch")) RETURN_FAIL("cannot make the scratch folder %s", dir);
   FILE *f = fopen("five.csv", "w");
   fputs(five, f);
   fclose(f);
@@ -130,7 +126,6 @@ int main(void) {
   fprintf(stderr, "candidate results: %d in one run, %d interrupted + continued\n", n_one, n_two);
   ASSERT_TRUE(n_two >= 5);
 
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (!ft_test_failures && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+  if (!ft_test_failures) leave_scratch();
   return FT_TEST_DONE();
 }

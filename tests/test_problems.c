@@ -236,38 +236,38 @@ static void test_cli(void) {
 /* Test builds: the parent's processes on pretended devices (FT_TEST_BATCH_DEVICES: each child
  * "tunes" a problem in 0.3 s without CUDA): every problem done once, a device whose process dies
  * mid-problem costs that problem, which another device finishes; Ctrl-C stops and says how to go on. */
+static int count(const char *hay, const char *needle) {
+  int n = 0;
+  for (const char *p = hay; (p = strstr(p, needle)); p++) n++;
+  return n;
+}
+
+/* `ENV fusedtune --db fake.db tune --problems five.csv TAIL` in the scratch folder. */
+static int fake(const char *env, const char *tail) {
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "%s '%s' --db fake.db tune --problems five.csv %s", env, cli, tail);
+  return capture(cmd);
+}
+
 static void test_fake_devices(void) {
   write_file("five.csv", "shape,epilogue,math\n64x256x128,biasrelu,bf16\n64x256x128,\"relu(x + bias)\",bf16\n"
                          "128x64x64,minsub,\n256x64x64,x,tf32\n512x64x64,x,fp16\n1024x64x64,x,fp32\n");
-  char cmd[4096];
-  snprintf(cmd, sizeof cmd, "FT_TEST_BATCH_DEVICES=3 '%s' --db fake.db tune --problems five.csv --devices all --json "
-           "2>/dev/null", cli);
-  ASSERT_EQ_INT(capture(cmd), 0);
+  ASSERT_EQ_INT(fake("FT_TEST_BATCH_DEVICES=3", "--devices all --json 2>/dev/null"), 0);
   ASSERT_CONTAINS(R.out, "\"lost_problems\":0");
   ASSERT_CONTAINS(R.out, "{\"line\":3,\"same_as_line\":2,\"math\":\"bf16\"}");
-  int ok = 0;
-  for (const char *p = R.out; (p = strstr(p, "\"status\":\"ok\"")); p++) ok++;
-  ASSERT_EQ_INT(ok, 5);
-  snprintf(cmd, sizeof cmd, "FT_TEST_BATCH_DEVICES=3 FT_TEST_BATCH_DIE=1 '%s' --db fake.db tune --problems five.csv "
-           "--devices 0,1,2", cli);
-  ASSERT_EQ_INT(capture(cmd), 0);
+  ASSERT_EQ_INT(count(R.out, "\"status\":\"ok\""), 5);
+  ASSERT_EQ_INT(fake("FT_TEST_BATCH_DEVICES=3 FT_TEST_BATCH_DIE=1", "--devices 0,1,2"), 0);
   ASSERT_CONTAINS(R.out, "device #1 lost: its process exited with status 3 while tuning");
   ASSERT_CONTAINS(R.out, "it went back to the queue");
   ASSERT_CONTAINS(R.out, "1 problem(s) were in flight on a lost device");
-  ok = 0;
-  for (const char *p = R.out; (p = strstr(p, " ok ")); p++) ok++;
-  ASSERT_EQ_INT(ok, 5);
+  ASSERT_EQ_INT(count(R.out, " ok "), 5);
   /* every device lost: what was not done is said */
-  snprintf(cmd, sizeof cmd, "FT_TEST_BATCH_DEVICES=2 FT_TEST_BATCH_DIE=0 '%s' --db fake.db tune --problems five.csv", cli);
-  ASSERT_EQ_INT(capture(cmd), 1);
+  ASSERT_EQ_INT(fake("FT_TEST_BATCH_DEVICES=2 FT_TEST_BATCH_DIE=0", ""), 1);
   ASSERT_CONTAINS(R.out, "no device is left");
-  snprintf(cmd, sizeof cmd, "FT_TEST_BATCH_DEVICES=2 '%s' --db fake.db tune --problems five.csv --devices 0,2", cli);
-  ASSERT_EQ_INT(capture(cmd), 2);
+  ASSERT_EQ_INT(fake("FT_TEST_BATCH_DEVICES=2", "--devices 0,2"), 2);
   ASSERT_CONTAINS(R.out, "no device 2 (2 visible");
   /* Ctrl-C after the first problems: exit 1, what finished is listed, the way on is said */
-  snprintf(cmd, sizeof cmd, "FT_TEST_BATCH_DEVICES=1 '%s' --db fake.db tune --problems five.csv 2>&1 & P=$!; sleep 1; "
-           "kill -INT $P; wait $P", cli);
-  ASSERT_EQ_INT(capture(cmd), 1);
+  ASSERT_EQ_INT(fake("FT_TEST_BATCH_DEVICES=1", "2>&1 & P=$!; sleep 1; kill -INT $P; wait $P"), 1);
   ASSERT_CONTAINS(R.out, "interrupted: stopping after the candidates in flight");
   ASSERT_CONTAINS(R.out, "run the same command to continue");
   ASSERT_CONTAINS(R.out, " interrupted ");
@@ -275,11 +275,7 @@ static void test_fake_devices(void) {
 
 int main(void) {
   cli = getenv("FT_CLI");
-  const char *tmp = getenv("FT_TEST_TMP");
-  snprintf(dir, sizeof dir, "%s/problems_%ld", tmp ? tmp : "/tmp", (long)getpid());
-  char cmd[1024];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", dir, dir);
-  if (system(cmd) != 0 || chdir(dir) != 0) RETURN_FAIL("cannot make the scratch folder %s", dir);
+  if (enter_scratch("problems")) RETURN_FAIL("cannot make the scratch folder %s", dir);
   test_json();
   test_csv();
   test_csv_values();
@@ -289,7 +285,6 @@ int main(void) {
   if (cli) test_cli();
   if (cli && ft_tune_test_hooks()) test_fake_devices();
   else FT_FAIL_AT_("FT_CLI is not set (run through ctest): the CLI's refusals untested");
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (!ft_test_failures && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+  if (!ft_test_failures) leave_scratch();
   return FT_TEST_DONE();
 }
