@@ -234,7 +234,7 @@ static void test_cli(void) {
 }
 
 /* Test builds: the parent's processes on pretended devices (FT_TEST_BATCH_DEVICES: each child
- * "tunes" a problem in 0.3 s without CUDA): every problem done once, a device whose process dies
+ * "tunes" a problem in 0.6 s without CUDA): every problem done once, a device whose process dies
  * mid-problem costs that problem, which another device finishes; Ctrl-C stops and says how to go on. */
 static int count(const char *hay, const char *needle) {
   int n = 0;
@@ -267,7 +267,9 @@ static void test_fake_devices(void) {
   ASSERT_EQ_INT(fake("FT_TEST_BATCH_DEVICES=2", "--devices 0,2"), 2);
   ASSERT_CONTAINS(R.out, "no device 2 (2 visible");
   /* Ctrl-C after the first problems: exit 1, what finished is listed, the way on is said */
-  ASSERT_EQ_INT(fake("FT_TEST_BATCH_DEVICES=1", "2>&1 & P=$!; sleep 1; kill -INT $P; wait $P"), 1);
+  ASSERT_EQ_INT(fake("FT_TEST_BATCH_DEVICES=1", "2> err.txt & P=$!; for i in $(seq 300); do "
+                     "grep -q ', best' err.txt && break; sleep 0.1; done; kill -INT $P; wait $P; rc=$?; "
+                     "cat err.txt; exit $rc"), 1);
   ASSERT_CONTAINS(R.out, "interrupted: stopping after the candidates in flight");
   ASSERT_CONTAINS(R.out, "run the same command to continue");
   ASSERT_CONTAINS(R.out, " interrupted ");

@@ -86,7 +86,7 @@ static int run_one(ft_ctx *ctx, const tune_cli *t, int fd, const char *line) {
 
 #ifdef FT_TEST_HOOKS
 /* Test builds: with FT_TEST_BATCH_DEVICES set, a pretended device that "tunes" each problem in
- * 0.3 s without CUDA or a database; FT_TEST_BATCH_DIE=ORDINAL makes that device's process die
+ * 0.6 s without CUDA or a database; FT_TEST_BATCH_DIE=ORDINAL makes that device's process die
  * during its first problem. For the CPU tests of the parent's processes, lost devices, Ctrl-C. */
 static int fake_child(int fd, int ordinal) {
   wire_send(fd, "hello %016x 132 %s", ordinal, "66616b65"); /* "fake" */
@@ -97,14 +97,14 @@ static int fake_child(int fd, int ordinal) {
     int eof = 0, job = -1;
     const char *line = wire_line(&rd, 1, &eof);
     if (!line || !strcmp(line, "quit") || sscanf(line, "run %d", &job) != 1) break;
-    for (int i = 1; i <= 3; i++) {
+    for (int i = 1; i <= 6; i++) {
       if (die && atoi(die) == ordinal) _exit(3);
       struct timespec ts = {0, 100000000};
       nanosleep(&ts, NULL);
-      wire_send(fd, "progress %d %d 3 0.5 1 safe", job, i);
+      wire_send(fd, "progress %d %d 6 0.5 1 safe", job, i);
       if (stop_flag) return send_fail(fd, job, FT_ERR_INTERRUPTED, "interrupted"), 1;
     }
-    wire_send(fd, "done %d 1 0.5 1 0.3 3 0 fp32 fused fake_variant", job);
+    wire_send(fd, "done %d 1 0.5 1 0.6 6 0 fp32 fused fake_variant", job);
   }
   return 0;
 }
