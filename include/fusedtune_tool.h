@@ -7,6 +7,7 @@
  *   - every stored result with its device and runs, read back for a report;
  *   - the visible CUDA devices;
  *   - the kernel variants of a problem (optionally compiled), epilogue inspection;
+ *   - problem lists (a model's layers in a JSON or CSV file), checked whole;
  *   - a tune returning its full report (every result, counts, times);
  *   - the benchmark of a stored best beside the cuBLAS baselines;
  *   - the worker entry point the tuner runs candidates in.
@@ -319,6 +320,51 @@ FT_API void ft_epilogue_info_free(ft_epilogue_info *info); /* NULL is a no-op */
 /* The presets: returns their count; for i in range sets *name and *text (static strings) when
  * those are not NULL. */
 FT_API int ft_epilogue_preset(int i, const char **name, const char **text);
+
+/* ---- problem lists (a model's layers, for `fusedtune tune --problems FILE`) ---- */
+
+/* Parses "MxNxK" (three decimal integers joined by 'x', nothing else) into *m, *n, *k; the range
+ * is ft_check_problem's to judge. Returns FT_OK, FT_ERR_INVALID_ARG (not that form, a dimension
+ * past 63 bits, NULL pointers: the reason in msg). Thread-safe. */
+FT_API ft_status ft_shape_parse(const char *text, int64_t *m, int64_t *n, int64_t *k, char *msg, size_t msg_size);
+
+/* One problem of a list. */
+typedef struct ft_problem_item {
+  ft_problem problem; /* checked as ft_check_problem checks; problem.epilogue is the canonical
+                       * text, owned by the list */
+  int line;           /* the line of the file the entry starts on, from 1 */
+  int entry;          /* the entry: JSON array index, or CSV data row, from 0 ("auto" gives three
+                       * items of one entry) */
+  int duplicate_of;   /* -1, or the index of the earlier item with the same key (shape, canonical
+                       * epilogue, math): tune that one only */
+} ft_problem_item;
+
+/* A parsed problem file; owned by the caller: ft_problem_list_free(). */
+typedef struct ft_problem_list {
+  int count;              /* items, in file order */
+  ft_problem_item *items;
+  int n_unique;           /* items with duplicate_of == -1 */
+  int n_entries;          /* entries of the file */
+  int csv;                /* 1: the file was CSV, 0: JSON */
+} ft_problem_list;
+
+#define FT_PROBLEM_LIST_MAX_ENTRIES 10000 /* more entries are refused */
+
+/* Parses a problem list (docs/FORMAT.md, "Problem lists"): a JSON array of objects
+ * {"shape": "MxNxK", "epilogue": E, "math": M} (text whose first non-blank character is '[' or '{'),
+ * else CSV with a header naming the columns shape, epilogue, math. epilogue defaults to "none",
+ * math to "fp32"; math "auto" stands for fp32, 3xtf32 and tf32. Every entry is checked (shape,
+ * range, epilogue, math) before the call returns: the first bad one fails the whole list, msg
+ * naming it ("layers.csv: line 4: shape '0x8x8': m, n and k must be positive"; JSON: "entry 2
+ * (line 5)"). name is what messages call the text (NULL: "problems").
+ * Returns FT_OK, FT_ERR_INVALID_ARG (text or out NULL), FT_ERR_FORMAT (syntax, an unknown or
+ * missing field, a bad value, no entries), FT_ERR_NOMEM. Thread-safe. */
+FT_API ft_status ft_problem_list_parse(const char *text, size_t len, const char *name, ft_problem_list **out,
+                                       char *msg, size_t msg_size);
+/* ft_problem_list_parse of the regular file at path (at most 16 MiB); messages name the path.
+ * Returns what it returns and FT_ERR_IO (missing, unreadable, not a regular file, too large). */
+FT_API ft_status ft_problem_list_load(const char *path, ft_problem_list **out, char *msg, size_t msg_size);
+FT_API void ft_problem_list_free(ft_problem_list *list); /* NULL is a no-op */
 
 /* ---- tune with a report ---- */
 

@@ -430,8 +430,17 @@ static ft_status parse_object(parser *ps, const ft_json **out) {
   }
 }
 
+static ft_status parse_value_at(parser *ps, const ft_json **out);
+
 static ft_status parse_value(parser *ps, const ft_json **out) {
   skip_ws(ps);
+  const size_t offset = (size_t)(ps->p - ps->start);
+  ft_status s = parse_value_at(ps, out);
+  if (s == FT_OK) ((ft_json *)*out)->offset = offset; /* every node is the arena's, writable */
+  return s;
+}
+
+static ft_status parse_value_at(parser *ps, const ft_json **out) {
   if (ps->p >= ps->end) return syntax_error(ps, "unexpected end of input");
   char c = *ps->p;
   if (c == '{') return parse_object(ps, out);

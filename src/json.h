@@ -45,6 +45,8 @@ struct ft_json {
   const ft_json *const *items;   /* FT_JSON_ARRAY, in document order */
   const ft_json_member *members; /* FT_JSON_OBJECT, sorted by key (bytewise) */
   size_t count;                  /* items or members */
+  size_t offset;                 /* byte offset of the value's first character in the text, so a
+                                  * reader can say on which line an item it refuses stands */
 };
 
 typedef struct ft_json_limits {

@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -58,6 +59,22 @@ static inline int run_as_nobody(char *const args[]) {
   waitpid(pid, &st, 0);
   if (!WIFEXITED(st) || WEXITSTATUS(st) >= 120) return -1;
   return WEXITSTATUS(st);
+}
+
+/* Makes $FT_TEST_TMP/NAME_PID (dir) afresh and enters it; 0, or -1. */
+static inline int enter_scratch(const char *name) {
+  const char *tmp = getenv("FT_TEST_TMP");
+  snprintf(dir, sizeof dir, "%s/%s_%ld", tmp ? tmp : "/tmp", name, (long)getpid());
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", dir, dir);
+  return system(cmd) == 0 && chdir(dir) == 0 ? 0 : -1;
+}
+
+/* Removes the scratch folder (after a test that passed: a failure keeps it to look at). */
+static inline void leave_scratch(void) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "cd / && rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
 }
 
 static int lines(const char *s) {

@@ -64,6 +64,10 @@ int parse_int(const char *s, long lo, long hi, long *out);
  * Returns 0, or the exit code after printing the error. */
 int cli_problem(const char *cmd, const char *shape, const char *epi, ft_problem *p);
 
+/* This executable, through /proc/self/exe, in buf; NULL when that cannot be read. The tuner's
+ * candidate workers and tune --problems's children run it. */
+const char *cli_self_exe(char *buf, size_t size);
+
 /* Opens the database for a command: read commands never create it. Returns 0 or the exit code
  * after printing the error. */
 int cli_open(const cli *c, int write, ft_ctx **ctx);

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -56,32 +57,9 @@ int fail_ctx(ft_status s, ft_ctx *ctx) {
   return rc;
 }
 
-/* One decimal dimension; 0 when there is none, -1 when it does not fit in 63 bits. */
-static int parse_dim(const char **p, int64_t *out) {
-  const char *s = *p;
-  if (*s < '0' || *s > '9') return 0;
-  int64_t v = 0;
-  while (*s >= '0' && *s <= '9') {
-    if (v > (INT64_MAX - 9) / 10) return -1;
-    v = v * 10 + (*s - '0');
-    s++;
-  }
-  *p = s;
-  *out = v;
-  return 1;
-}
-
 int parse_shape(const char *cmd, const char *s, ft_problem *pr) {
-  int64_t *dims[3] = {&pr->m, &pr->n, &pr->k};
-  const char *names[3] = {"M", "N", "K"};
-  const char *p = s;
-  for (int i = 0; i < 3; i++) {
-    int r = parse_dim(&p, dims[i]);
-    if (r < 0) return usage_error(cmd, "shape '%s': %s is too large", s, names[i]);
-    if (r == 0 || (i < 2 && *p++ != 'x'))
-      return usage_error(cmd, "shape '%s' is not MxNxK with positive integers (e.g. 128x16384x16384)", s);
-  }
-  if (*p) return usage_error(cmd, "shape '%s' has trailing text '%s'", s, p);
+  char why[512];
+  if (ft_shape_parse(s, &pr->m, &pr->n, &pr->k, why, sizeof why) != FT_OK) return usage_error(cmd, "%s", why);
   return 0;
 }
 
@@ -131,6 +109,13 @@ int cli_problem(const char *cmd, const char *shape, const char *epi, ft_problem 
   /* A bad shape is a usage error of the command; a bad expression explains itself. */
   if (s == FT_ERR_INVALID_ARG) return usage_error(cmd, "%s", why);
   return fail_status(s, why);
+}
+
+const char *cli_self_exe(char *buf, size_t size) {
+  ssize_t len = readlink("/proc/self/exe", buf, size - 1);
+  if (len <= 0) return NULL;
+  buf[len] = '\0';
+  return buf;
 }
 
 int wants_help(int argc, char **argv, const char *text) {

@@ -5,15 +5,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "batch.h"
 
 static const char *tune_help =
     "usage: fusedtune [--db PATH] tune --shape MxNxK --epilogue E [options]\n"
+    "       fusedtune [--db PATH] tune --problems FILE [--devices all|0,2,...] [options]\n"
     "       fusedtune [--db PATH] --shape MxNxK --epilogue E [options]\n"
     "Tunes y = E(x W^T) on this GPU: runs every kernel variant on random inputs, checks it against a\n"
     "float64 reference, times the correct ones beside the cuBLAS baselines, stores every result.\n"
     "\n"
-    "  --shape MxNxK        M rows of x, N output features, K input features (required)\n"
+    "  --shape MxNxK        M rows of x, N output features, K input features (this or --problems)\n"
     "  --epilogue E         expression or preset (default: none); see 'fusedtune epilogue --help'\n"
     "  --math M             math mode: fp32 (FFMA, error <= 1e-5 vs float64; default), tf32, bf16, fp16\n"
     "                       (tensor cores; correct = within 2x cuBLAS's own error in that mode), 3xtf32\n"
@@ -36,22 +37,39 @@ static const char *tune_help =
     "  --seed N             input seed (default fixed, so runs are comparable)\n"
     "  --max-candidates N   measure at most N candidates (for quick checks)\n"
     "  --quiet              no progress output\n"
-    "  --json               print the final result as JSON\n";
+    "  --json               print the final result as JSON\n"
+    "\n"
+    "A model's worth of problems:\n"
+    "  --problems FILE      tune every problem of FILE: a JSON array of {\"shape\": \"MxNxK\", \"epilogue\": E,\n"
+    "                       \"math\": M} or CSV with a header line shape,epilogue,math (epilogue defaults to none,\n"
+    "                       math to fp32; auto as above); see docs/FORMAT.md. The whole file is checked first: a\n"
+    "                       bad line is refused with its line number (exit 2), nothing tuned or written. Lines\n"
+    "                       of the same shape, epilogue and math are tuned once. The options above apply to\n"
+    "                       each problem (--budget bounds each). Ends with a summary: per problem the best, its\n"
+    "                       time and speed-up against eager; per device the problems and time spent\n"
+    "  --devices all|0,2    the devices to spread the problems over, one process each, longest problem first,\n"
+    "                       each device taking the next when it is done (default: device 0, the one a plain tune\n"
+    "                       uses). All write the one database. A device lost (its process dies, CUDA fails)\n"
+    "                       costs the problem in flight, which goes to another device. Results are stored per\n"
+    "                       GPU model: they do not carry over between devices of different models\n"
+    "Ctrl-C stops after the candidates in flight, everything measured is stored, and the same command\n"
+    "continues where it stopped (it skips what was measured; --retune measures again). A second Ctrl-C\n"
+    "ends at once.\n";
 
-typedef struct tune_cli {
-  const char *shape, *epi;
-  ft_problem p;
-  ft_tune_options opt;
-  int json, quiet;
-  int auto_math; /* --math auto: the modes of fp32 tensors in turn */
-} tune_cli;
+void tune_cli_init(tune_cli *t) {
+  memset(t, 0, sizeof *t);
+  ft_tune_options init = FT_TUNE_OPTIONS_INIT;
+  t->opt = init;
+  t->epi = "none";
+}
 
-static int parse_tune_args(int argc, char **argv, tune_cli *t) {
+int tune_parse_args(int argc, char **argv, tune_cli *t) {
   opt_iter it = {argc, argv, 0, "tune"};
   const char *a;
   int pos;
   static const char *const names[] = {"--json", "--quiet", "--retune", "--flush-l2", "--shape", "--epilogue",
-                                      "--math", "--strategy", "--budget", "--repeats", "--seed", "--max-candidates"};
+                                      "--math", "--strategy", "--budget", "--repeats", "--seed", "--max-candidates",
+                                      "--problems", "--devices"};
   unsigned seen = 0;
   while ((a = opt_next(&it, &pos))) {
     if (pos) return unexpected_arg("tune", a, "unexpected argument");
@@ -67,13 +85,16 @@ static int parse_tune_args(int argc, char **argv, tune_cli *t) {
     else {
       const char *v = NULL;
       if (!IS("--shape") && !IS("--epilogue") && !IS("--math") && !IS("--strategy") && !IS("--budget") &&
-          !IS("--repeats") && !IS("--seed") && !IS("--max-candidates"))
+          !IS("--repeats") && !IS("--seed") && !IS("--max-candidates") && !IS("--problems") && !IS("--devices"))
         return unexpected_arg("tune", a, "unknown option");
       if (!(v = opt_value(&it, a))) return EXIT_USAGE;
       long l;
       if (IS("--shape")) t->shape = v;
-      else if (IS("--epilogue")) t->epi = v;
+      else if (IS("--epilogue")) t->epi = v, t->epi_set = 1;
+      else if (IS("--problems")) t->problems = v;
+      else if (IS("--devices")) t->devices = v;
       else if (IS("--math")) {
+        t->math_set = 1;
         if (!strcmp(v, "auto")) t->auto_math = 1;
         else if (!parse_math(v, &t->p.math))
           return usage_error("tune", "unknown --math '%s' (fp32, tf32, bf16, fp16, 3xtf32, auto)", v);
@@ -246,14 +267,17 @@ static void show_progress(void *user, const ft_tune_progress *u) {
 
 int cmd_tune(cli *c, int argc, char **argv) {
   if (wants_help(argc, argv, tune_help)) return 0;
+  char exe[4096];
   tune_cli t;
-  memset(&t, 0, sizeof t);
-  ft_tune_options init = FT_TUNE_OPTIONS_INIT;
-  t.opt = init;
-  t.epi = "none";
-  int rc = parse_tune_args(argc, argv, &t);
+  tune_cli_init(&t);
+  int rc = tune_parse_args(argc, argv, &t);
   if (rc) return rc;
-  if (!t.shape) return usage_error("tune", "--shape MxNxK is required");
+  if (t.problems && (t.shape || t.epi_set || t.math_set))
+    return usage_error("tune", "--problems FILE names shapes, epilogues and modes itself: no --shape, --epilogue "
+                               "or --math with it");
+  if (t.devices && !t.problems) return usage_error("tune", "--devices goes with --problems FILE");
+  if (t.problems) return batch_run(c, &t, cli_self_exe(exe, sizeof exe));
+  if (!t.shape) return usage_error("tune", "--shape MxNxK or --problems FILE is required");
   ft_math math = t.p.math;
   /* Shape and expression are checked before any device or database. */
   if ((rc = cli_problem("tune", t.shape, t.epi, &t.p))) return rc;
@@ -278,12 +302,7 @@ int cmd_tune(cli *c, int argc, char **argv) {
   sigaction(SIGINT, &sa, NULL);
   /* Candidates run in worker processes of this same executable: a fault or a hang costs one
    * candidate and a restart. */
-  char exe[4096];
-  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (len > 0) {
-    exe[len] = '\0';
-    t.opt.worker_exe = exe;
-  }
+  t.opt.worker_exe = cli_self_exe(exe, sizeof exe);
   /* --math auto: the most accurate first, so a Ctrl-C leaves the fp32 results. */
   static const ft_math auto_modes[] = {FT_MATH_FP32, FT_MATH_3XTF32, FT_MATH_TF32};
   const int nmodes = t.auto_math ? 3 : 1;

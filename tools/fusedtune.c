@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "batch.h"
 
 static const char *usage_text =
     "usage: fusedtune [--db PATH] COMMAND [options]\n"
@@ -14,7 +14,7 @@ static const char *usage_text =
     "W [N,K] row-major (nn.Linear), and remembers every result in a SQLite database.\n"
     "\n"
     "commands:\n"
-    "  tune       tune a problem on this GPU and store every measurement\n"
+    "  tune       tune a problem on this GPU (or a file of them over several GPUs); store every measurement\n"
     "  query      print the best configuration for a problem\n"
     "  list       list every tuned (device, problem) with its best configuration\n"
     "  export     write the database as JSON or CSV\n"
@@ -73,6 +73,8 @@ static int dispatch(int argc, char **argv) {
   }
   /* The tuner's worker process (not for people): `fusedtune __worker FD`. */
   if (!strcmp(argv[i], "__worker") && i + 1 < argc) return ft_worker_serve(atoi(argv[i + 1]));
+  /* A device's process of `tune --problems` (not for people): `fusedtune --db P __batch FD ORDINAL ...`. */
+  if (!strcmp(argv[i], "__batch")) return batch_child(&c, argc - i - 1, argv + i + 1);
   /* Options without a command word belong to tune: `fusedtune --shape S --epilogue E`. */
   if (argv[i][0] == '-') return cmd_tune(&c, argc - i, argv + i);
   for (size_t j = 0; j < sizeof commands / sizeof commands[0]; j++)
