@@ -114,8 +114,9 @@ static void result(int pi, const char *strategy, const char *variant, const char
   if (!strcmp(strategy, "cublas+epilogue") && ok) e->pass = 1;
   if (!strcmp(strategy, "fused") && ok) {
     e->fam_ok[family_of(variant)] = 1;
-    /* tile and stages for every GEMM family; split for the fp32 ones (split_k). */
-    e->dims += 2 + (family_of(variant) < 2);
+    /* tile and stages for every GEMM family; split where the variant has the key (always in
+     * the fp32 families, the tc family's split-K ones). */
+    e->dims += 2 + (strstr(config, "\"split_k\"") != NULL);
   }
   if (cand && ok && (!e->has_best || ms < e->best_ms)) e->has_best = 1, e->best_ms = ms, e->best_err = rel >= 0;
 }
