@@ -85,6 +85,16 @@ static int interrupted_run(const char *db) {
   kill(pid, SIGINT);
   int st = 0;
   waitpid(pid, &st, 0);
+  /* What it wrote to the end (the polling above read stderr only up to the first progress). */
+  size_t n = 0;
+  const char *files[2] = {"int_err.txt", "int_out.txt"};
+  for (int i = 0; i < 2; i++) {
+    FILE *f = fopen(files[i], "r");
+    if (!f) continue;
+    n += fread(R.out + n, 1, sizeof R.out - 1 - n, f);
+    fclose(f);
+  }
+  R.out[n] = 0;
   if (!seen) return -1;
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
