@@ -269,6 +269,15 @@ class DatabaseTest(unittest.TestCase):
             self.assertTrue(e.config.exact)
             self.assertEqual(e.config.tuned_shape, (128, 256, 512))
             self.assertEqual(e.config.config, picked[1].config)
+            self.assertEqual((e.config.math, e.config.rel_err), ("fp32", 1e-7))
+            # By tolerance: the fixture's results measured 1e-7 (ft_lookup_within by device name).
+            w = db.lookup_entry_within(problem, 1e-6, DEVICE)
+            self.assertEqual((w.config.name, w.config.math), (picked[1].name, "fp32"))
+            with self.assertRaises(fusedtune.NotFoundError) as cm:
+                db.lookup_entry_within(problem, 1e-9, DEVICE)
+            self.assertIn("smallest measured error is 1e-07", str(cm.exception))
+            with self.assertRaises(fusedtune.InvalidArgumentError):
+                db.lookup_entry_within(problem, 0.0, DEVICE)
             # The same expression spelt otherwise is the same problem.
             self.assertEqual(db.lookup_entry(fusedtune.Problem(128, 256, 512, "min(x+bias,c)-c where c=2"),
                                              DEVICE).config.name, picked[1].name)
