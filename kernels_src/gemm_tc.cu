@@ -137,6 +137,22 @@ __device__ __forceinline__ void ft_split(unsigned src, unsigned dst, int nvec, i
 }
 #endif
 
+// After a k tile's wgmma are committed: at the end of a chunk all of them are waited for and the
+// partial sum p is added into d with fp32 adds; otherwise k tile kt - 1's are waited for (its
+// stage can then be released).
+__device__ __forceinline__ void ft_partial_done(float (&p)[FT_BN / 2], float (&d)[FT_BN / 2], int flush, int kt) {
+  if (flush) {
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+#pragma unroll
+    for (int i = 0; i < FT_BN / 2; i++) {
+      asm volatile("" : "+f"(p[i])::"memory");
+      d[i] += p[i];
+    }
+  } else if (kt > 0) {
+    asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+  }
+}
+
 #if defined(FT_AREGS)
 // This warpgroup's x fragments of one k tile from the raw swizzled tile at sa (its 64 rows),
 // split into big and small. m64k8 tf32 A fragment, warp w rows 16 w..16 w + 15, g = lane / 4,
@@ -329,16 +345,7 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
 #pragma unroll
         for (int kk = 0; kk < FT_BK / FT_KSTEP; kk++) ft_wgmma_rs(p, ab[kk], db + 2 * kk, 1);
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        if (flush) {
-          asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#pragma unroll
-          for (int i = 0; i < FT_BN / 2; i++) {
-            asm volatile("" : "+f"(p[i])::"memory");
-            d[i] += p[i];
-          }
-        } else if (kt > 0) {
-          asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-        }
+        ft_partial_done(p, d, flush, kt);
         if (kt > 0 && tid == 0) ft_mbar_release(empty + 8 * prev);
         prev = stage;
         if (++stage == FT_STAGES) {
@@ -375,16 +382,7 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
 #pragma unroll
         for (int kk = 0; kk < FT_BK / FT_KSTEP; kk++) ft_wgmma(p, da + 2 * kk, db + 2 * kk, 1);
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        if (flush) {
-          asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#pragma unroll
-          for (int i = 0; i < FT_BN / 2; i++) {
-            asm volatile("" : "+f"(p[i])::"memory");
-            d[i] += p[i];
-          }
-        } else if (kt > 0) {
-          asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-        }
+        ft_partial_done(p, d, flush, kt);
         if (kt > 0 && tid == 0) ft_mbar_release(empty + 8 * prev);
 #else
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
