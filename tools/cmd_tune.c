@@ -417,7 +417,7 @@ int cmd_variants(cli *c, int argc, char **argv) {
       return fputs("usage: fusedtune variants --shape MxNxK [--epilogue E] [--math M] [--arch sm_90] [--compile]\n"
                    "                          [--json]\n"
                    "Lists the kernel variants (fused GEMM and standalone epilogue) applicable to the problem in\n"
-                   "math mode M (fp32, tf32, bf16, fp16; default fp32) on the architecture (default: the current\n"
+                   "math mode M (fp32, tf32, bf16, fp16, 3xtf32; default fp32) on the architecture (default: the current\n"
                    "GPU's, else sm_90; sm_90 and sm_90a both enable the Hopper tensor-core family), each with\n"
                    "the hash of its kernel source. --compile compiles them all with NVRTC (no GPU needed) and\n"
                    "reports ok/failed counts, wall time and, for the tensor-core family, ptxas registers and\n"
@@ -434,7 +434,7 @@ int cmd_variants(cli *c, int argc, char **argv) {
   ft_problem p;
   int rc = cli_problem("variants", shape, epi, &p);
   if (rc) return rc;
-  if (!parse_math(math, &p.math)) return usage_error("variants", "unknown --math '%s' (fp32, tf32, bf16, fp16)", math);
+  if (!parse_math(math, &p.math)) return usage_error("variants", "unknown --math '%s' (fp32, tf32, bf16, fp16, 3xtf32)", math);
   char msg[2048];
   ft_variant_list *l = NULL;
   ft_variants_progress_fn progress = compile && isatty(2) ? show_compile_progress : NULL;
