@@ -12,8 +12,8 @@
 // same tile column and each loads half of the W tile, multicast to both.
 //
 // Variant defines (codegen, from the family): FT_BN, FT_CONSUMERS, FT_STAGES, FT_CLUSTER,
-// FT_GROUP, FT_SMEM_BYTES; FT_DTYPE (ft_common.cuh: 0 fp32 storage with FT_TF32, 1 bf16,
-// 2 fp16). Host contract (src/family_tc.c): grid a multiple of FT_CLUSTER, block 128
+// FT_GROUP, FT_SMEM_BYTES; FT_DTYPE (ft_common.cuh: 0 fp32 storage with FT_TF32 or FT_3XTF32,
+// 1 bf16, 2 fp16); 3xtf32: FT_CHUNK, FT_AREGS; FT_SPLITK (k slices). Host contract (src/family_tc.c): grid a multiple of FT_CLUSTER, block 128
 // (FT_CONSUMERS + 1) threads, FT_SMEM_BYTES of dynamic shared memory, two tensor maps (box
 // {FT_BK, FT_BM} over x, {FT_BK, FT_BN / FT_CLUSTER} over W, 128-byte swizzle, zero fill,
 // TFLOAT32 type in tf32 mode so TMA rounds to nearest, FLOAT32 in 3xtf32), K >= 1 and K * element
@@ -24,6 +24,12 @@
 // tf32_rn(v - big) (into a small buffer), then each k tile adds small.big, big.small and big.big
 // into a partial accumulator p that restarts every FT_CHUNK k tiles and is summed into d with
 // fp32 adds: one tensor-core accumulator never carries a long sum, since its adds truncate.
+// With FT_AREGS only W is split in shared memory; each warpgroup loads its x fragments from the
+// raw tile and splits them in registers (wgmma with A from registers).
+//
+// Split-K (FT_SPLITK > 1): a unit is a tile and one of FT_SPLITK contiguous ranges of k tiles
+// (none empty: the host's rule); its raw fp32 sums go to slab z of WS (FT_SPLITK x M x N floats)
+// and ft_tc_splitk_reduce, a second kernel, adds the slabs in order and applies E once.
 
 FT_DEFINE_APPLY_EPILOGUE()
 
