@@ -122,7 +122,8 @@ static ft_status record(tuner *t, ft_strategy strategy, const char *variant, con
   e->iqr_ms = r.iqr_ms;
   e->rel_err = rel;
   e->max_abs_err = maxabs;
-  snprintf(e->message, sizeof e->message, "%s", msg ? msg : "");
+  /* The report's field is shorter than the stored message: its head and tail, cut on characters. */
+  ft__fit_text(e->message, sizeof e->message, msg ? msg : "", msg ? strlen(msg) : 0);
   return FT_OK;
 }
 

@@ -13,6 +13,7 @@
 #include "compile.h"
 #include "family.h"
 #include "ft_test.h"
+#include "gpu_launch_check.h"
 #include "launch.h"
 #include "verify.h"
 
@@ -52,24 +53,6 @@ static int extra_variants(ft_math math, const ft_device_limits *lim, const shape
   return n;
 }
 
-/* Runs compiled variant v on d (output poisoned first) and compares it with the reference. */
-static ft_status launch_and_check(ft_gpu *g, ft_pdata *d, const ft_variant *v, const ft_compile_job *job,
-                                  const ft_kernel_src *src, ft_check *c, ft_err *e) {
-  ft_launchable run;
-  memset(&run, 0, sizeof run);
-  ft_status s = ft_launchable_init(&run, g, v, d->m, d->n, d->k, job->cubin, job->cubin_size, src->kernel,
-                                   src->reduce, e);
-  if (s == FT_OK) s = ft_pdata_poison(d, 0, e);
-  if (s == FT_OK) s = ft_launchable_enqueue(&run, d->dX, d->dW, d->dY, &d->args, 0, e);
-  if (s == FT_OK) {
-    const cudaError_t ce = cudaDeviceSynchronize();
-    if (ce != cudaSuccess) s = ft_cuda_fail(e, ce, "kernel execution");
-  }
-  if (s == FT_OK) s = ft_pdata_check(d, c, e);
-  ft_launchable_free(&run);
-  return s;
-}
-
 /* 3xtf32 at 128x264x65536 (K = 2048 k tiles): with partial sums taken out every 2 k tiles the
  * error must be within the mode's tolerance (cuBLAS SGEMM's own error, or 2^-20); with chunk
  * 4096 (never taken out) the tensor core's truncating adds carry the whole K and the error must
@@ -101,7 +84,7 @@ static void long_k_case(ft_gpu *g) {
       s = ft_compile_many(NULL, ft_gpu_arch(g), &job, 1, 0, &e);
       if (s == FT_OK) s = job.status;
     }
-    if (s == FT_OK) s = launch_and_check(g, d, &v, &job, &src, &c, &e);
+    if (s == FT_OK) s = ft_test_launch_check(g, &v, &job, &src, d, &c, &e);
     if (s != FT_OK || c.bad) FT_FAIL_AT_("long K chunk %d: %s (%lld non-finite)", chunks[i], e.msg, (long long)c.bad);
     errs[i] = c.rel_err;
     ft_compile_job_clear(&job);
@@ -153,7 +136,7 @@ static void run_case(ft_gpu *g, const shape *sh, const char *eptext, ft_math mat
     ft_variant_name(&vs[i], name, sizeof name);
     ft_check c = {0};
     ft_status s = jobs[i].status;
-    if (s == FT_OK) s = launch_and_check(g, d, &vs[i], &jobs[i], &src[i], &c, &e);
+    if (s == FT_OK) s = ft_test_launch_check(g, &vs[i], &jobs[i], &src[i], d, &c, &e);
     /* 3xtf32 chunks over 4 k tiles may miss SGEMM's accuracy (the tuner then rejects them), but
      * never fp32's bound: that would be a wrong kernel, not a long accumulation. */
     const double vtol = math == FT_MATH_3XTF32 && vs[i].chunk > 4 ? (tol > FT_TOL_FP32 ? tol : FT_TOL_FP32) : tol;

@@ -11,6 +11,7 @@
 #include "family.h"
 #include "launch.h"
 #include "ft_test.h"
+#include "gpu_launch_check.h"
 #include "verify.h"
 
 typedef struct shape {
@@ -137,24 +138,8 @@ static ft_status build_batch(ft_gpu *g, const shape *sh, const ft_epilogue *ep, 
 /* Runs variant i of b through the library's launch path (an epilogue pass after cuBLAS SGEMM)
  * on poisoned output, with NaN in every workspace byte first (a partial the reduction reads but
  * no block wrote shows), and checks it. */
-static ft_status run_variant(ft_gpu *g, const batch *b, int i, const shape *sh, ft_pdata *d, ft_check *chk,
-                             ft_err *e) {
-  ft_launchable run;
-  FT_TRY(ft_launchable_init(&run, g, &b->v[i], sh->m, sh->n, sh->k, b->jobs[i].cubin, b->jobs[i].cubin_size,
-                            b->src[i].kernel, b->src[i].reduce, e));
-  ft_status s = ft_pdata_poison(d, 0, e);
-  if (s == FT_OK && run.ws) {
-    const cudaError_t ce = cudaMemset(run.ws, 0xff, run.geom.workspace_bytes);
-    if (ce != cudaSuccess) s = ft_cuda_fail(e, ce, "poisoning the workspace");
-  }
-  if (s == FT_OK) s = ft_launchable_enqueue(&run, d->dX, d->dW, d->dY, &d->args, 0, e);
-  if (s == FT_OK) {
-    const cudaError_t ce = cudaDeviceSynchronize();
-    if (ce != cudaSuccess) s = ft_cuda_fail(e, ce, "kernel execution");
-  }
-  if (s == FT_OK) s = ft_pdata_check(d, chk, e);
-  ft_launchable_free(&run);
-  return s;
+static ft_status run_variant(ft_gpu *g, const batch *b, int i, ft_pdata *d, ft_check *chk, ft_err *e) {
+  return ft_test_launch_check(g, &b->v[i], &b->jobs[i], &b->src[i], d, chk, e);
 }
 
 static void record(tally *t, const ft_variant *v, const char *what, const ft_check *c, ft_status s,
@@ -207,7 +192,7 @@ static void run_case(ft_gpu *g, const shape *sh, const char *eptext, tally *t) {
     ft_check c = {0};
     ft__err_clear(&e);
     ft_status s = b.jobs[i].status;
-    if (s == FT_OK) s = run_variant(g, &b, i, sh, d, &c, &e);
+    if (s == FT_OK) s = run_variant(g, &b, i, d, &c, &e);
     record(t, &b.v[i], what, &c, s, b.jobs[i].status != FT_OK && b.jobs[i].log ? b.jobs[i].log : e.msg);
   }
   printf("%-36s %4d variants, %d failed (compile %.1f s, run %.1f s)\n", what, b.n - 1,
