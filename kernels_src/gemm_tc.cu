@@ -27,6 +27,9 @@
 // With FT_AREGS only W is split in shared memory; each warpgroup loads its x fragments from the
 // raw tile and splits them in registers (wgmma with A from registers).
 //
+// FT_TSTORE: the epilogue goes through shared memory and TMA stores (a third tensor map, over Y,
+// box {FT_C_COLS, 64}); without it each thread stores its pairs (tensor map tma_y unused).
+//
 // Split-K (FT_SPLITK > 1): a unit is a tile and one of FT_SPLITK contiguous ranges of k tiles
 // (none empty: the host's rule); its raw fp32 sums go to slab z of WS (FT_SPLITK x M x N floats)
 // and ft_tc_splitk_reduce, a second kernel, adds the slabs in order and applies E once.
@@ -225,6 +228,85 @@ __device__ __forceinline__ void ft_store2(ft_elem_t *__restrict__ Y, float a, fl
   }
 }
 
+// A pair of finished outputs (row, col), (row, col + 1) of a tile wholly inside Y, N even.
+__device__ __forceinline__ void ft_store2_inside(ft_elem_t *__restrict__ Y, float a, float b, int row, int col,
+                                                 int N) {
+  ft_elem_t *dst = Y + (size_t)row * (size_t)N + col;
+#if FT_DTYPE == 0
+  asm volatile("st.global.v2.f32 [%0], {%1, %2};" ::"l"(dst), "f"(a), "f"(b) : "memory");
+#else
+  *reinterpret_cast<unsigned *>(dst) = ft_pack(a, b);
+#endif
+}
+
+#if FT_TSTORE
+// E of box c (columns 16 (FT_C_COLS / 16) c ..) of this thread's accumulator into the warpgroup's
+// 128-byte-swizzled box buffer buf (64 rows of 128 bytes, as the TMA store reads it; the swizzle
+// spreads a warp's pairs over all banks). kGuard: the tile crosses Y's edge, so E (which may
+// read vectors) runs only on outputs inside; TMA clips the rest. row/col: the global
+// coordinates of the thread's first output of the tile, rb its row in the box.
+template <bool kGuard>
+__device__ __forceinline__ void ft_box_to_smem(const float (&d)[FT_BN / 2], int c, unsigned buf, int row, int col,
+                                               int rb, int cb, int M, int N, const FtEpArgs &ep) {
+#pragma unroll
+  for (int wl = 0; wl < FT_C_COLS / 16; wl++)
+#pragma unroll
+    for (int j = 0; j < 2; j++)
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        const int i = 8 * (c * (FT_C_COLS / 16) + wl) + 4 * j + 2 * h;
+        const int r = row + 8 * h, cc = col + c * FT_C_COLS + 16 * wl + 8 * j;
+        float a = d[i], b = d[i + 1];
+        if (!kGuard || (r < M && cc < N)) a = ft_apply_epilogue(a, r, cc, ep);
+        if (!kGuard || (r < M && cc + 1 < N)) b = ft_apply_epilogue(b, r, cc + 1, ep);
+        const unsigned rr = (unsigned)(rb + 8 * h), byte = (unsigned)((16 * wl + 8 * j + cb) * FT_ESIZE);
+        const unsigned addr = buf + rr * 128u + ((((byte >> 4) ^ (rr & 7u))) << 4) + (byte & 15u);
+        /* No "memory" clobber: the epilogue's vector loads may move ahead of these stores; the
+         * proxy fence after the box orders them before the TMA store. */
+#if FT_DTYPE == 0
+        asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(addr), "f"(a), "f"(b));
+#else
+        asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(ft_pack(a, b)));
+#endif
+      }
+}
+
+// The tile's E through shared memory and TMA stores, box by box, alternating this warpgroup's
+// two box buffers (nbox counts its boxes across tiles): before a buffer is written again, the
+// store that read it two boxes ago must have finished reading (one thread waits, all pass a
+// named barrier); after it is written, a proxy fence and the barrier again, then one thread
+// stores it.
+__device__ __forceinline__ void ft_tile_store_tma(const float (&d)[FT_BN / 2], unsigned cbuf, const FtTmaDesc *map,
+                                                  int m0, int n0, int M, int N, int wg, int warp, int lane,
+                                                  unsigned &nbox, const FtEpArgs &ep) {
+  const int tid = warp * 32 + lane, r0 = m0 + wg * 64;
+  if (r0 >= M) return; /* this warpgroup's rows of the tile are all outside */
+  const int row = r0 + warp * 16 + lane / 4, cb = 2 * (lane % 4);
+  const bool inside = r0 + 64 <= M && n0 + FT_BN <= N;
+#pragma unroll
+  for (int c = 0; c < FT_BN / FT_C_COLS; c++) {
+    if (n0 + c * FT_C_COLS >= N) break;
+    const unsigned buf = cbuf + (nbox & 1u) * FT_C_BOX_BYTES;
+    if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+    asm volatile("bar.sync %0, 128;" ::"r"(2 + wg) : "memory");
+    if (inside)
+      ft_box_to_smem<false>(d, c, buf, row, n0 + cb, warp * 16 + lane / 4, cb, M, N, ep);
+    else
+      ft_box_to_smem<true>(d, c, buf, row, n0 + cb, warp * 16 + lane / 4, cb, M, N, ep);
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    asm volatile("bar.sync %0, 128;" ::"r"(2 + wg) : "memory");
+    if (tid == 0) {
+      asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];" ::"l"(
+                       (unsigned long long)map),
+                   "r"(n0 + c * FT_C_COLS), "r"(r0), "r"(buf)
+                   : "memory");
+      asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+    }
+    nbox++;
+  }
+}
+#endif
+
 #if FT_SPLITK > 1
 // Split-K: slice z's raw fp32 sums of two adjacent outputs into its M x N slab of WS.
 __device__ __forceinline__ void ft_store_raw2(float *__restrict__ ws, float a, float b, int row, int col, int M,
@@ -242,12 +324,13 @@ __device__ __forceinline__ void ft_store_raw2(float *__restrict__ ws, float a, f
 
 extern "C" __global__ void __launch_bounds__(FT_THREADS, 1)
 ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTmaDesc tma_w,
-           ft_elem_t *__restrict__ Y, float *__restrict__ WS, int M, int N, int K, FtEpArgs ep) {
+           const __grid_constant__ FtTmaDesc tma_y, ft_elem_t *__restrict__ Y, float *__restrict__ WS, int M, int N, int K, FtEpArgs ep) {
   extern __shared__ unsigned char ft_smem_raw[];
   const unsigned base = (ft_smem(ft_smem_raw) + 1023u) & ~1023u;
   const unsigned sA = base, sB = base + FT_STAGES * FT_A_BYTES;
   const unsigned small = base + FT_STAGES * FT_STAGE_BYTES; /* FT_SMALL_BUFS stages' worth */
-  const unsigned full = small + FT_SMALL_BYTES, empty = full + 8 * FT_STAGES;
+  const unsigned cbuf = small + FT_SMALL_BYTES; /* FT_TSTORE's box buffers, 1024-aligned */
+  const unsigned full = cbuf + FT_C_BYTES, empty = full + 8 * FT_STAGES;
   const int wg = (int)threadIdx.x / 128, tid = (int)threadIdx.x % 128;
 #if FT_CLUSTER > 1
   unsigned rank;
@@ -316,8 +399,9 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(FT_CONSUMER_REGS));
     float d[FT_BN / 2];
     int stage = 0;
-    unsigned phase = 0;
+    unsigned phase = 0, nbox = 0;
     const int warp = tid / 32, lane = tid % 32;
+    (void)nbox, (void)cbuf, (void)tma_y;
     for (int u = first_unit; u < units; u += unit_step) {
       FT_UNIT_COORDS(u);
       const int m0_n0[2] = {FT_TILE_ORIGIN(ur, uc)};
@@ -415,8 +499,40 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
 
       /* Accumulator layout of m64nN: d[8 w + k] is row 16 warp + lane/4 + 8 ((k>>1)&1),
        * column 16 w + 2 (lane%4) + (k&1) + 8 (k>>2). */
+#if FT_TSTORE
+      ft_tile_store_tma(d, cbuf + (unsigned)wg * 2u * FT_C_BOX_BYTES, &tma_y, m0, n0, M, N, wg, warp, lane, nbox, ep);
+      continue;
+#endif
       const int row = m0 + wg * 64 + warp * 16 + lane / 4;
       const int colb = n0 + 2 * (lane % 4);
+#if FT_SPLITK == 1
+      /* A tile wholly inside Y: E on a group of outputs first, then their stores, with no
+       * branch, so the group's epilogue vector loads are issued together rather than each
+       * behind a bounds check and the previous store (~12 us of load latency per 128 x 256
+       * tile on the H200). Groups of FT_EPI_W x 16 columns: all at once would hold every
+       * loaded value beside the accumulator (spills in tf32); the empty asm keeps the next
+       * group's loads behind this group's stores. */
+      if (m0 + FT_BM <= M && n0 + FT_BN <= N && (N & 1) == 0) {
+#pragma unroll
+        for (int w0 = 0; w0 < FT_BN / 16; w0 += FT_EPI_W) {
+#pragma unroll
+          for (int i = 8 * w0; i < 8 * (w0 + FT_EPI_W) && i < FT_BN / 2; i++) {
+            const int col = colb + 16 * (i / 8) + 8 * ((i >> 2) & 1) + (i & 1);
+            d[i] = ft_apply_epilogue(d[i], row + 8 * ((i >> 1) & 1), col, ep);
+          }
+#pragma unroll
+          for (int w = w0; w < w0 + FT_EPI_W && w < FT_BN / 16; w++)
+#pragma unroll
+            for (int j = 0; j < 2; j++) {
+              const int col = colb + 16 * w + 8 * j;
+              ft_store2_inside(Y, d[8 * w + 4 * j + 0], d[8 * w + 4 * j + 1], row, col, N);
+              ft_store2_inside(Y, d[8 * w + 4 * j + 2], d[8 * w + 4 * j + 3], row + 8, col, N);
+            }
+          asm volatile("" ::: "memory");
+        }
+        continue;
+      }
+#endif
 #pragma unroll
       for (int w = 0; w < FT_BN / 16; w++) {
 #pragma unroll
@@ -434,6 +550,10 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
       }
     }
   }
+#if FT_TSTORE
+  /* Shared memory must outlive the TMA stores reading it. */
+  if (wg < FT_CONSUMERS && tid == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+#endif
   __syncwarp();
   ft_cluster_sync(); /* no block leaves while its partner may still write or signal it */
 }

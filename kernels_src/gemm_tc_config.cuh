@@ -27,6 +27,9 @@
 #endif
 
 #define FT_BK (128 / FT_ESIZE)
+#ifndef FT_EPI_W
+#define FT_EPI_W 4 /* 16-column groups of a tile's epilogue whose vector loads go together */
+#endif
 #ifndef FT_SPLITK
 #define FT_SPLITK 1 /* k slices: > 1 writes fp32 partial sums, ft_tc_splitk_reduce applies E */
 #endif
@@ -35,6 +38,23 @@
     (FT_CLUSTER != 1 && FT_CLUSTER != 2) || FT_STAGES < 2 || (FT_CLUSTER == 2 && (FT_BN / 2) % 8 != 0) || \
     FT_GROUP < 1
 #error "fusedtune: inconsistent tensor-core GEMM variant"
+#endif
+
+// FT_TSTORE: the epilogue writes E(accumulator) into shared memory, 64 rows x 128 bytes per
+// warpgroup and box (two boxes each, alternating), and TMA stores them: no per-element global
+// store (each held the next pack behind its register read) and no bounds check (TMA clips).
+#ifndef FT_TSTORE
+#define FT_TSTORE 0
+#endif
+#define FT_C_COLS (128 / FT_ESIZE)
+#define FT_C_BOX_BYTES (64 * 128)
+#if FT_TSTORE
+#define FT_C_BYTES (2 * FT_CONSUMERS * FT_C_BOX_BYTES)
+#if FT_SPLITK > 1 || FT_BN % FT_C_COLS != 0
+#error "fusedtune: the TMA-store epilogue needs no split-K and BN a multiple of 128 bytes"
+#endif
+#else
+#define FT_C_BYTES 0
 #endif
 
 #define FT_A_BYTES (FT_BM * 128)
@@ -69,8 +89,8 @@
 #endif
 #endif
 
-// Stages, the small buffers, then 2 FT_STAGES mbarriers; 1024 bytes of slack to align the ring
-// (128B swizzle). The host sizes the launch with the same sum (src/family_tc.c).
-static_assert(FT_SMEM_BYTES == FT_STAGES * FT_STAGE_BYTES + FT_SMALL_BYTES + 16 * FT_STAGES + 1024,
+// Stages, the small buffers, the store boxes, then 2 FT_STAGES mbarriers; 1024 bytes of slack to
+// align the ring (128B swizzle). The host sizes the launch with the same sum (src/family_tc.c).
+static_assert(FT_SMEM_BYTES == FT_STAGES * FT_STAGE_BYTES + FT_SMALL_BYTES + FT_C_BYTES + 16 * FT_STAGES + 1024,
               "fusedtune: shared memory size");
 

@@ -5,11 +5,14 @@
 #include <time.h>
 
 #define FT_MAX_REPEATS 1000
+#define FT_MAX_MARKS 4001 /* events of one interleaved timing: 4 strategies x 1000 repeats */
 
 struct ft_bench {
   cudaStream_t stream;
   cudaEvent_t start[FT_MAX_REPEATS], stop[FT_MAX_REPEATS];
   int nevents;
+  cudaEvent_t marks[FT_MAX_MARKS];
+  int nmarks;
   void *flush;
   size_t flush_bytes;
 };
@@ -20,6 +23,7 @@ void ft_bench_free(ft_bench *b) {
     cudaEventDestroy(b->start[i]);
     cudaEventDestroy(b->stop[i]);
   }
+  for (int i = 0; i < b->nmarks; i++) cudaEventDestroy(b->marks[i]);
   cudaFree(b->flush);
   if (b->stream) cudaStreamDestroy(b->stream);
   free(b);
@@ -113,5 +117,37 @@ ft_status ft_bench_run(ft_bench *b, ft_enqueue_fn fn, void *user, const ft_bench
     samples[i] = ms;
   }
   ft_stats(samples, reps, out);
+  return FT_OK;
+}
+
+ft_status ft_bench_run_interleaved(ft_bench *b, int n, const ft_enqueue_fn *fns, void *const *users,
+                                   const ft_bench_opts *opt, ft_timing *outs, ft_err *err) {
+  if (n < 1 || n > FT_BENCH_MAX_INTERLEAVED || opt->flush_l2)
+    return ft__fail(err, FT_ERR_INVALID_ARG, "interleaved timing of %d strategies%s", n,
+                    opt->flush_l2 ? " with an L2 flush" : "");
+  int reps = opt->repeats < 1 ? 1 : opt->repeats > FT_MAX_REPEATS ? FT_MAX_REPEATS : opt->repeats;
+  const int warmup = opt->warmup < 1 ? 1 : opt->warmup;
+  for (int j = 0; j < n; j++)
+    for (int i = 0; i < warmup; i++) FT_TRY(fns[j](users[j], b->stream, err));
+  /* One chain of events: call j of round i runs between marks i n + j and i n + j + 1, with the
+   * stream never idle in between, so each interval is that call's time. */
+  const int marks = reps * n + 1;
+  while (b->nmarks < marks) FT_CUDA_TRY(err, cudaEventCreate(&b->marks[b->nmarks++]));
+  FT_CUDA_TRY(err, cudaEventRecord(b->marks[0], b->stream));
+  for (int i = 0; i < reps; i++)
+    for (int j = 0; j < n; j++) {
+      FT_TRY(fns[j](users[j], b->stream, err));
+      FT_CUDA_TRY(err, cudaEventRecord(b->marks[i * n + j + 1], b->stream));
+    }
+  FT_CUDA_TRY(err, cudaStreamSynchronize(b->stream));
+  double samples[FT_MAX_REPEATS];
+  for (int j = 0; j < n; j++) {
+    for (int i = 0; i < reps; i++) {
+      float ms = 0;
+      FT_CUDA_TRY(err, cudaEventElapsedTime(&ms, b->marks[i * n + j], b->marks[i * n + j + 1]));
+      samples[i] = ms;
+    }
+    ft_stats(samples, reps, &outs[j]);
+  }
   return FT_OK;
 }

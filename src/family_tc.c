@@ -8,6 +8,7 @@
  * the tensor maps of a launch (src/tensormap.c). */
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "family.h"
 #include "kernel_abi.h"
@@ -22,12 +23,14 @@ static int split(const ft_variant *v) { return v->math == FT_MATH_3XTF32; }
 static int tc_bm(const ft_variant *v) { return 64 * v->consumers; }
 static int tc_threads(const ft_variant *v) { return 128 * (v->consumers + 1); }
 
-/* As gemm_tc_config.cuh sums it: the stages, 3xtf32's three small buffers of a stage's size, two
- * mbarriers per stage, 1024 B to align the ring. */
+/* As gemm_tc_config.cuh sums it: the stages, 3xtf32's three small buffers of a stage's size, the
+ * TMA-store epilogue's two 8 KiB boxes per consumer, two mbarriers per stage, 1024 B to align the
+ * ring. */
 static size_t tc_smem(const ft_variant *v) {
   const size_t stage = (size_t)(tc_bm(v) + v->bn) * 128;
   const size_t small = !split(v) ? 0 : 3 * (v->aregs ? (size_t)v->bn * 128 : stage);
-  return (size_t)v->stages * stage + small + 16 * (size_t)v->stages + 1024;
+  const size_t boxes = v->tstore ? 2 * (size_t)v->consumers * 64 * 128 : 0;
+  return (size_t)v->stages * stage + small + boxes + 16 * (size_t)v->stages + 1024;
 }
 
 #define TC_MAX_CHUNK 4096
@@ -56,6 +59,10 @@ static int tc_valid(const ft_variant *v, char *why, size_t whylen) {
   if (v->aregs && (!split(v) || v->bn > 64)) FT_WHY("tc: aregs (x in registers) needs 3xtf32 and bn <= 64");
   if (v->split_k == 1 || v->split_k < 0 || v->split_k > TC_MAX_SPLIT)
     FT_WHY("tc: split_k %d must be 0 (none) or 2..%d", v->split_k, TC_MAX_SPLIT);
+  if (v->tstore != 0 && v->tstore != 1) FT_WHY("tc: tstore %d must be 0 or 1", v->tstore);
+  if (v->tstore && v->split_k > 1) FT_WHY("tc: tstore (TMA-store epilogue) and split_k exclude each other");
+  if (v->tstore && v->bn % (128 / esize(v)))
+    FT_WHY("tc: tstore needs bn %d a multiple of %d (128-byte store boxes)", v->bn, 128 / esize(v));
   if (v->bm || v->tm || v->tn || v->vec || v->streamk || v->block || v->ept)
     FT_WHY("tc variant with fields of another family");
   return 1;
@@ -64,11 +71,14 @@ static int tc_valid(const ft_variant *v, char *why, size_t whylen) {
 /* Hopper's wgmma and TMA (sm_90a); TMA rows must be whole 16-byte units. */
 static int tc_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k, const ft_device_limits *lim,
                          char *why, size_t whylen) {
-  (void)m, (void)n;
+  (void)m;
   if (lim->cc_major != 9 || lim->cc_minor != 0)
     FT_WHY("tc: needs compute capability 9.0 (wgmma, TMA), device has %d.%d", lim->cc_major, lim->cc_minor);
   if ((k * esize(v)) % 16)
     FT_WHY("tc: k %lld is not a multiple of %d (TMA rows of 16 bytes in %s)", (long long)k, 16 / esize(v),
+           ft_math_name((ft_math)v->math));
+  if (v->tstore && (n * esize(v)) % 16)
+    FT_WHY("tc: n %lld is not a multiple of %d (TMA-store rows of 16 bytes in %s)", (long long)n, 16 / esize(v),
            ft_math_name((ft_math)v->math));
   if (tc_threads(v) > lim->max_threads_per_block) FT_WHY("tc: %d threads > device limit", tc_threads(v));
   if (v->split_k > 1) { /* every k slice gets a k tile: the kernel relies on it */
@@ -115,6 +125,7 @@ static void tc_defines(const ft_variant *v, ft_strbuf *b) {
   if (split(v)) ft_sb_printf(b, "#define FT_CHUNK %d\n", v->chunk);
   if (v->aregs) ft_sb_puts(b, "#define FT_AREGS 1\n");
   if (v->split_k > 1) ft_sb_printf(b, "#define FT_SPLITK %d\n", v->split_k);
+  if (v->tstore) ft_sb_puts(b, "#define FT_TSTORE 1\n");
 }
 
 static const char *tc_reduce_kernel(const ft_variant *v) { return v->split_k > 1 ? "ft_tc_splitk_reduce" : NULL; }
@@ -129,11 +140,12 @@ static ft_status tc_reduce_args(const ft_variant *v, const ft_launch_io *io, ft_
   return ft_arg_push(st, io->ep, sizeof(ft_ep_args_dev), err);
 }
 
-/* TMA reads x and W from 16-byte aligned bases; y takes pairs of elements per store. */
+/* TMA reads x and W from 16-byte aligned bases; y takes pairs of elements per store, or TMA
+ * stores (tstore). */
 static void tc_alignment(const ft_variant *v, int m, int n, int k, size_t need[3]) {
   (void)m, (void)n, (void)k;
   need[0] = need[1] = 16;
-  need[2] = 2 * (size_t)esize(v);
+  need[2] = v->tstore ? 16 : 2 * (size_t)esize(v);
 }
 
 /* src/tensormap.c's kinds: 3xtf32 loads raw fp32 (the kernel splits it), tf32 has TMA round. */
@@ -141,15 +153,22 @@ static int map_kind(const ft_variant *v) {
   return split(v) ? 0 : v->math == FT_MATH_TF32 ? 1 : v->math == FT_MATH_BF16 ? 2 : 3;
 }
 
-/* ft_gemm_tc(tma_x, tma_w, Y, WS, M, N, K, ep): the maps are encoded per launch for its pointers. */
+/* ft_gemm_tc(tma_x, tma_w, tma_y, Y, WS, M, N, K, ep): the maps are encoded for the launch's
+ * pointers (the launch path keeps them while the pointers stay); tma_y, over Y in the storage
+ * type (no tf32 rounding on a store), only for tstore, else zeros. */
 static ft_status tc_kernel_args(const ft_variant *v, const ft_launch_io *io, ft_arg_store *st, ft_err *err) {
-  ft_tensormap tx, tw;
+  ft_tensormap tx, tw, ty;
+  memset(&ty, 0, sizeof ty);
+  if (v->tstore)
+    FT_TRY(ft_tensormap_2d(&ty, io->y, fp32_storage(v) ? 0 : map_kind(v), (uint64_t)io->m, (uint64_t)io->n, 64,
+                           (uint32_t)(128 / esize(v)), err));
   FT_TRY(ft_tensormap_2d(&tx, io->x, map_kind(v), (uint64_t)io->m, (uint64_t)io->k, (uint32_t)tc_bm(v),
                          (uint32_t)v->bk, err));
   FT_TRY(ft_tensormap_2d(&tw, io->w, map_kind(v), (uint64_t)io->n, (uint64_t)io->k, (uint32_t)(v->bn / v->cluster),
                          (uint32_t)v->bk, err));
   FT_TRY(ft_arg_push(st, tx.bytes, sizeof tx.bytes, err));
   FT_TRY(ft_arg_push(st, tw.bytes, sizeof tw.bytes, err));
+  FT_TRY(ft_arg_push(st, ty.bytes, sizeof ty.bytes, err));
   FT_TRY(ft_arg_push(st, &io->y, sizeof io->y, err));
   FT_TRY(ft_arg_push(st, &io->ws, sizeof io->ws, err));
   FT_TRY(ft_arg_push(st, &io->m, sizeof io->m, err));
@@ -177,6 +196,9 @@ static double tc_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k) {
   /* A third less shared-memory traffic, but BN 64: measured 7 % slower than BN 128 from shared
    * memory at biasrelu 1024x8192x8192 on the H200 (2026-12-01). */
   if (v->aregs) cost *= 1.07;
+  /* The TMA-store epilogue: a tile's stores no longer hold the next pack behind their register
+   * reads (ncu on the H200, 2026-12-01: a quarter of the stall samples at 1024x8192x512). */
+  if (v->tstore) cost *= 0.99;
   /* Split-K writes and the reduce kernel reads S fp32 slabs: ~50 multiply-adds per byte of the
    * device's, spread over 132 SMs. */
   if (v->split_k > 1) cost += 2.0 * v->split_k * (double)m * (double)n * 4.0 * 50.0 / 132.0;
@@ -204,28 +226,33 @@ static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, con
           if (z == 16 && tiles_m <= 8) continue;        /* one group either way */
           if (v.bn > 64 && v.bn >= 2 * n) continue;     /* mostly padding */
           v.grid = lim->sm_count / cl * cl;
-          /* The deepest ring that fits, and one stage less. */
-          int most = 0;
-          v.aregs = 0, v.chunk = 0, v.split_k = 0; /* the ring is sized with shared-memory small buffers */
-          for (int s = 2; s <= TC_MAX_STAGES; s++) {
-            v.stages = s;
-            if (tc_smem(&v) <= (size_t)lim->max_smem_per_block) most = s;
-          }
           /* Split-K only where the tiles leave SMs idle: 2, 4, 8 slices up to about two units
            * per SM. */
           const int64_t tile_units = (tiles_m + cl - 1) / cl * ((n + v.bn - 1) / v.bn);
-          for (int s = most; s >= 2 && s >= most - 1; s--)
-            for (size_t h = 0; h < (split(&v) ? sizeof chunks / sizeof chunks[0] : 1); h++)
-              for (int r = (split(&v) && v.bn <= 64); r >= 0; r--)
-                for (int sk = 1; sk <= 8; sk *= 2) {
-                  if (sk > 1 && tile_units * cl * sk / 2 >= lim->sm_count) break;
-                  v.stages = s;
-                  v.chunk = split(&v) ? chunks[h] : 0;
-                  v.aregs = r;
-                  v.split_k = sk > 1 ? sk : 0;
-                  if (!ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) continue;
-                  FT_TRY(ft_space_push(sink, &v, tc_cost(&v, m, n, k), err));
-                }
+          /* The TMA-store epilogue first (where Y's rows allow it), then direct stores. */
+          for (int ts = 1; ts >= 0; ts--) {
+            v.tstore = ts;
+            if (ts && ((n * esize(&v)) % 16 || v.bn % (128 / esize(&v)))) continue;
+            /* The deepest ring that fits, and one stage less. */
+            int most = 0;
+            v.aregs = 0, v.chunk = 0, v.split_k = 0; /* the ring is sized with shared-memory small buffers */
+            for (int s = 2; s <= TC_MAX_STAGES; s++) {
+              v.stages = s;
+              if (tc_smem(&v) <= (size_t)lim->max_smem_per_block) most = s;
+            }
+            for (int s = most; s >= 2 && s >= most - 1; s--)
+              for (size_t h = 0; h < (split(&v) ? sizeof chunks / sizeof chunks[0] : 1); h++)
+                for (int r = (split(&v) && v.bn <= 64); r >= 0; r--)
+                  for (int sk = 1; sk <= (ts ? 1 : 8); sk *= 2) {
+                    if (sk > 1 && tile_units * cl * sk / 2 >= lim->sm_count) break;
+                    v.stages = s;
+                    v.chunk = split(&v) ? chunks[h] : 0;
+                    v.aregs = r;
+                    v.split_k = sk > 1 ? sk : 0;
+                    if (!ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) continue;
+                    FT_TRY(ft_space_push(sink, &v, tc_cost(&v, m, n, k), err));
+                  }
+          }
         }
   return FT_OK;
 }
@@ -235,8 +262,9 @@ static int tc_name(const ft_variant *v, char *buf, size_t len) {
   char chunk[24] = "", slices[16] = "";
   if (v->chunk) snprintf(chunk, sizeof chunk, "_h%d%s", v->chunk, v->aregs ? "r" : "");
   if (v->split_k > 1) snprintf(slices, sizeof slices, "_k%d", v->split_k);
-  return snprintf(buf, len, "tc_bm%d_bn%d_bk%d_s%d_c%d_z%d_p%d%s%s_%s", tc_bm(v), v->bn, v->bk, v->stages, v->cluster,
-                  v->swizzle, v->grid, chunk, slices, ft_math_name((ft_math)v->math));
+  return snprintf(buf, len, "tc_bm%d_bn%d_bk%d_s%d_c%d_z%d_p%d%s%s%s_%s", tc_bm(v), v->bn, v->bk, v->stages,
+                  v->cluster, v->swizzle, v->grid, chunk, slices, v->tstore ? "_ts" : "",
+                  ft_math_name((ft_math)v->math));
 }
 
 static const ft_json_key k_tc_keys[] = {{"bn", offsetof(ft_variant, bn)},
@@ -253,6 +281,7 @@ static const ft_json_key k_tc_opt_keys[] = {
     {"chunk", offsetof(ft_variant, chunk)},
     {"aregs", offsetof(ft_variant, aregs)},
     {"split_k", offsetof(ft_variant, split_k)},
+    {"tstore", offsetof(ft_variant, tstore)},
     {NULL, 0}};
 
 static const char *const k_tc_sources[] = {"kernels_src/gemm_tc_config.cuh", "kernels_src/wgmma_sm90.cuh",

@@ -34,6 +34,8 @@ typedef struct ft_variant {
                    * into the fp32 accumulator (0 in other modes) */
   int aregs;      /* tensor-core family, 3xtf32: 1 = x split in registers (wgmma A from registers,
                    * BN <= 64), 0 = split in shared memory */
+  int tstore;     /* tensor-core family: 1 = epilogue through shared memory and TMA stores, 0 = each
+                   * thread stores its outputs */
   /* FT_VK_EPILOGUE */
   int block;      /* threads per block */
   int ept;        /* elements per thread (multiple of vec) */
