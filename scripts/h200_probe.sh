@@ -1,18 +1,18 @@
 #!/bin/bash
-# The tc family on the H200 (issue 20): its GPU tests, then per job an exhaustive tune, the
-# fastest tc kernels against cuBLAS's GEMM alone, and the bench; optionally ncu.
+# The tc family on the H200 (issue 20): its GPU tests, then per job a tune on a fresh database,
+# the fastest tc kernels against cuBLAS's GEMM alone, and the bench; optionally ncu.
 #
 #   TESTS="bf16 tf32" QUICK=1 JOBS="1024x8192x8192:biasrelu:bf16 ..." NCU=JOB scripts/h200_probe.sh
 #
 # TESTS: modes of gpu_test_tc to run (QUICK=1: FT_TEST_QUICK, one epilogue; FULL="bf16" runs
-# those modes with every epilogue), plus gpu_test_variants quick when VARIANTS=1 and the other
-# GPU tests (ctest -L gpu but gpu_test_tc, FT_TEST_QUICK) when GPU_CTEST=1. JOBS: shape,
-# epilogue, mode, tuned with --strategy $STRATEGY (default exhaustive) on a fresh database (default: relu(x + bias) in bf16 at 1024x8192xK for K 2048..16384 and at
-# 2048x8192x8192: the per-tile overhead is the intercept in K). BENCH=0 skips the bench. NCU=JOB
-# profiles the bench of that job with ncu (--clock-control none; cuBLAS's kernel name says its
-# tile, cluster and schedule). SANITIZE="bf16 tf32": compute-sanitizer memcheck and racecheck
-# over gpu_test_tc quick at 129x264x40 in those modes. Logs: $OUT/probe.log; the table printed last.
-# SQLITE_INCLUDE as for scripts/h200_build.sh.
+# those modes with every epilogue); SANITIZE="bf16 tf32": compute-sanitizer memcheck and
+# racecheck over gpu_test_tc quick at 129x264x40 in those modes; GPU_CTEST=1: the other GPU
+# tests (ctest -L gpu but gpu_test_tc, FT_TEST_QUICK); VARIANTS=1: gpu_test_variants quick.
+# JOBS: shape:epilogue:mode, tuned with --strategy $STRATEGY (default exhaustive); by default
+# relu(x + bias) in bf16 at 1024x8192xK for K 2048..16384 and at 2048x8192x8192 (the per-tile
+# overhead is the intercept in K). BENCH=0 skips the bench. NCU=JOB profiles the bench of that
+# job with ncu (--clock-control none; cuBLAS's kernel name says its tile, cluster and schedule).
+# Logs: $OUT/probe.log; the table printed last. SQLITE_INCLUDE as for scripts/h200_build.sh.
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/h200-logs}; mkdir -p "$OUT"
