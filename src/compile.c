@@ -221,7 +221,7 @@ static const char *job_arch(const ft_compile_job *job, const char *arch, char bu
   return buf;
 }
 
-static void compile_job(ft_compile_job *job, const char *arch) {
+void ft_compile_job_run(ft_compile_job *job, const char *arch) {
   ft_err e;
   ft__err_clear(&e);
   char *log = NULL, tb[24];
@@ -233,6 +233,7 @@ static void compile_job(ft_compile_job *job, const char *arch) {
     job->status = FT_ERR_COMPILE;
   }
   job->log = log;
+  job->ran = 1;
 }
 
 static void *worker(void *arg) {
@@ -242,7 +243,7 @@ static void *worker(void *arg) {
     const int i = p->next < p->ntodo ? p->next++ : -1;
     pthread_mutex_unlock(&p->mu);
     if (i < 0) return NULL;
-    compile_job(&p->jobs[p->todo[i]], p->arch);
+    ft_compile_job_run(&p->jobs[p->todo[i]], p->arch);
     /* Under the mutex: the callback is never entered by two threads at once. */
     pthread_mutex_lock(&p->mu);
     p->done++;
@@ -361,6 +362,7 @@ static ft_status check_jobs(const char *arch, ft_compile_job *jobs, int n, ft_er
     jobs[i].cubin = NULL;
     jobs[i].cubin_size = 0;
     jobs[i].cached = 0;
+    jobs[i].ran = 0;
     jobs[i].status = FT_ERR_COMPILE;
     jobs[i].log = NULL;
   }

@@ -24,6 +24,7 @@ typedef struct ft_compile_job {
   ft_status status;  /* out: FT_OK or FT_ERR_COMPILE */
   char *log;         /* out: malloc'd NVRTC log on failure (or warnings), may be NULL */
   const char *arch_suffix; /* in: appended to the call's arch as the target (ft_kernel_src's), or NULL */
+  int ran;           /* out: NVRTC ran for it (ft_compile_job_run), whatever the outcome */
 } ft_compile_job;
 
 /* Whether a successful compile's log says the code must not run: ptxas serialized wgmma
@@ -55,6 +56,8 @@ ft_status ft_compile_many_progress(ft_db *db, const char *arch, ft_compile_job *
 ft_status ft_compile_cache_get(ft_db *db, const char *arch, ft_compile_job *jobs, int n, ft_err *err);
 void ft_compile_cache_put(ft_db *db, const char *arch, ft_compile_job *jobs, int n);
 void ft_compile_job_clear(ft_compile_job *job); /* frees cubin and log */
+/* Compiles one job (no cache): sets its cubin, status and log, as ft_compile_many does. */
+void ft_compile_job_run(ft_compile_job *job, const char *arch);
 
 /* Resource usage of one kernel as ptxas reports it (a diagnostic compile with
  * --ptxas-options=-v; the options differ, so the cubin is not kept). */

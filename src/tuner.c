@@ -12,6 +12,7 @@
 
 #include "best.h"
 #include "compile.h"
+#include "compile_pool.h"
 #include "embedded.h"
 #include "runner.h"
 #include "search.h"
@@ -33,24 +34,23 @@ typedef struct cand {
   double quick_ms;
 } cand;
 
-/* Compilation in the order the search measures, in batches: the next batch compiles on a
- * thread of its own while the current one is timed. The thread runs NVRTC only (ft_compile_many
- * without a database); the cubin cache is read and written here, on the tuning thread, which
+/* Compilation in the order the search measures, on a pool of threads that runs ahead of the
+ * timing (src/compile_pool.c): a thread takes the next kernel as soon as it is free, up to what
+ * the search still expects to measure. The threads run NVRTC only; the cubin cache is read for
+ * the whole plan first and written as candidates are taken, here, on the tuning thread, which
  * alone uses the database. */
 typedef struct compiler {
-  int *order;    /* candidate indices in compile order */
-  int n, next;   /* order[next..n) not submitted yet */
-  int batch;     /* candidates per batch: grows (doubles up to max_batch) while the search goes on */
-  int max_batch;
-  int threads;   /* NVRTC threads of an overlapped batch */
+  ft_compile_pool *pool;
+  ft_compile_job *jobs; /* the plan's uncached jobs in compile order (copies; moved to their
+                         * candidates when taken) */
+  int *cand_of;         /* position in jobs -> candidate */
+  int *pos;             /* candidate -> position in jobs, -1 when not there */
+  unsigned char *taken; /* per position: moved to its candidate */
+  int n;                /* positions */
+  int reach;            /* 1 + the furthest position taken */
+  int threads;          /* NVRTC threads beside the timing */
   const char *arch;
-  pthread_t th;
-  int busy;      /* a batch is compiling on th */
-  ft_compile_job *jobs; /* the batch's uncached jobs (copies; written back when it ends) */
-  int *idx;      /* their candidates */
-  int nj;
-  double started, ended;
-  ft_status st;
+  ft_status st;         /* the plan's cache read, when it failed */
   ft_err err;
 } compiler;
 
@@ -269,140 +269,132 @@ static ft_status store_candidate(tuner *t, cand *c, ft_err *err) {
 
 /* ---- compilation, in the search's order ---- */
 
-static void *compile_thread(void *arg) {
-  compiler *cm = arg;
-  ft__err_clear(&cm->err);
-  cm->st = ft_compile_many(NULL, cm->arch, cm->jobs, cm->nj, cm->threads, &cm->err);
-  cm->ended = now_s();
-  return NULL;
-}
-
-/* Ends the batch in flight: its cubins go to the cache and to their candidates. */
-static ft_status finish_batch(tuner *t, ft_err *err) {
-  compiler *cm = &t->cc;
-  if (cm->busy) pthread_join(cm->th, NULL);
-  cm->busy = 0;
-  ft_compile_cache_put(t->db, t->dev.arch, cm->jobs, cm->nj);
-  for (int j = 0; j < cm->nj; j++) {
-    cand *c = &t->c[cm->idx[j]];
-    c->job = cm->jobs[j];
-    c->compiled = 1;
+/* Candidate i's job compiled elsewhere (or from the cache) is now its own. */
+static void take_job(tuner *t, int i, const ft_compile_job *job, int fresh) {
+  cand *c = &t->c[i];
+  c->job = *job;
+  c->compiled = 1;
+  if (fresh) {
+    ft_compile_cache_put(t->db, t->dev.arch, &c->job, 1);
     t->sum->n_compiled += c->job.status == FT_OK;
   }
-  t->sum->compile_s += cm->ended - cm->started; /* NVRTC's wall time, overlapped or not */
-  cm->nj = 0;
+}
+
+/* Moves a finished position to its candidate. */
+static void take_position(tuner *t, int p) {
+  compiler *cm = &t->cc;
+  take_job(t, cm->cand_of[p], &cm->jobs[p], 1);
+  memset(&cm->jobs[p], 0, sizeof cm->jobs[p]); /* the candidate owns cubin and log now */
+  cm->taken[p] = 1;
+  if (p + 1 > cm->reach) cm->reach = p + 1;
+}
+
+/* How far the threads may run: what the search expects still to measure beyond the furthest
+ * candidate taken (everything while it does not say), and never less than four jobs per thread:
+ * a window of one job per thread made each step wait for the slowest kernel in it again. */
+static void move_limit(tuner *t) {
+  compiler *cm = &t->cc;
+  if (!cm->pool) return;
+  int ahead = t->expect_left < 0 ? cm->n : t->expect_left + cm->threads;
+  if (ahead < 4 * cm->threads) ahead = 4 * cm->threads;
+  ft_compile_pool_set_limit(cm->pool, cm->reach + ahead);
+}
+
+/* Candidate i compiled before it is measured. */
+static ft_status ensure_compiled(tuner *t, int i, ft_err *err) {
+  compiler *cm = &t->cc;
+  cand *c = &t->c[i];
   if (cm->st != FT_OK) {
     *err = cm->err;
     return cm->st;
   }
+  if (!c->compiled) {
+    const int p = cm->pos ? cm->pos[i] : -1;
+    if (p >= 0 && cm->pool) {
+      ft_compile_pool_wait(cm->pool, p);
+      take_position(t, p);
+    } else { /* outside the plan: the cache, else NVRTC here */
+      ft_compile_job job = c->job;
+      const double t0 = now_s();
+      FT_TRY(ft_compile_cache_get(t->db, t->dev.arch, &job, 1, err));
+      if (!job.cached) ft_compile_job_run(&job, t->dev.arch);
+      t->sum->n_cached += job.cached;
+      take_job(t, i, &job, !job.cached);
+      t->sum->compile_s += now_s() - t0;
+    }
+  }
+  move_limit(t);
   return FT_OK;
 }
 
-/* Submits the next batch of candidates to compile (only those given: one candidate when
- * single >= 0); cached ones are done at once. overlap: on the thread, else here. */
-static ft_status submit_batch(tuner *t, int single, int overlap, ft_err *err) {
-  compiler *cm = &t->cc;
-  int cnt = 0;
-  for (int taken = 0; cnt < cm->batch && (single >= 0 ? taken < 1 : cm->next < cm->n); taken++) {
-    const int i = single >= 0 ? single : cm->order[cm->next++];
-    cand *c = &t->c[i];
-    if (c->compiled || c->known) continue;
-    cm->idx[cnt] = i;
-    cm->jobs[cnt] = c->job;
-    cnt++;
-  }
-  if (cnt == 0) return FT_OK;
-  cm->started = now_s();
-  FT_TRY(ft_compile_cache_get(t->db, t->dev.arch, cm->jobs, cnt, err));
-  cm->nj = 0;
-  for (int j = 0; j < cnt; j++) {
-    cand *c = &t->c[cm->idx[j]];
-    if (cm->jobs[j].cached) {
-      c->job = cm->jobs[j];
-      c->compiled = 1;
-      t->sum->n_cached++;
-    } else {
-      cm->jobs[cm->nj] = cm->jobs[j];
-      cm->idx[cm->nj++] = cm->idx[j];
-    }
-  }
-  if (cm->nj == 0) {
-    t->sum->compile_s += now_s() - cm->started;
-    return FT_OK;
-  }
-  cm->st = FT_OK;
-  if (cm->batch < cm->max_batch) cm->batch *= 2;
-  if (overlap && pthread_create(&cm->th, NULL, compile_thread, cm) == 0) {
-    cm->busy = 1;
-    return FT_OK;
-  }
-  const int th = cm->threads;
-  cm->threads = 0; /* nothing to share the cores with */
-  compile_thread(cm);
-  cm->threads = th;
-  return finish_batch(t, err);
-}
-
-/* Candidate i compiled before it is measured; the next batch started behind it. */
-static ft_status ensure_compiled(tuner *t, int i, ft_err *err) {
-  compiler *cm = &t->cc;
-  while (!t->c[i].compiled) {
-    if (cm->busy) {
-      FT_TRY(finish_batch(t, err));
-    } else {
-      if (cm->nj == 0 && cm->next >= cm->n) {
-        FT_TRY(submit_batch(t, i, 0, err)); /* outside the plan */
-        break;
-      }
-      FT_TRY(submit_batch(t, -1, 0, err));
-    }
-  }
-  /* Compiled ahead and not measured yet: when the search expects no more (its early stop in
-   * sight), the next batch would be compiled for nothing. */
-  int ahead = 0;
-  for (int p = 0; p < cm->next; p++) ahead += !t->c[cm->order[p]].measured && !t->c[cm->order[p]].known;
-  if (!cm->busy && cm->next < cm->n && (t->expect_left < 0 || t->expect_left > ahead))
-    FT_TRY(submit_batch(t, -1, 1, err));
-  return FT_OK;
-}
-
-/* The search's plan: what it may measure, in order. */
+/* The search's plan: what it may measure, in order. The cache answers first for all of it; the
+ * rest goes to the pool in that order. */
 static void plan_compile(void *user, const int *order, int n) {
   tuner *t = user;
-  memcpy(t->cc.order, order, (size_t)n * sizeof *order);
-  t->cc.n = n;
-  t->cc.next = 0;
+  compiler *cm = &t->cc;
+  if (cm->pool || cm->st != FT_OK) return; /* one plan per tune */
+  const double t0 = now_s();
+  cm->jobs = calloc((size_t)n + 1, sizeof *cm->jobs);
+  cm->cand_of = calloc((size_t)n + 1, sizeof *cm->cand_of);
+  cm->taken = calloc((size_t)n + 1, 1);
+  if (!cm->jobs || !cm->cand_of || !cm->taken) {
+    cm->st = ft__fail(&cm->err, FT_ERR_NOMEM, "out of memory");
+    return;
+  }
+  int m = 0;
+  for (int q = 0; q < n; q++) {
+    const int i = order[q];
+    if (t->c[i].compiled || t->c[i].known || cm->pos[i] >= 0) continue;
+    cm->jobs[m] = t->c[i].job;
+    cm->cand_of[m++] = i;
+  }
+  cm->st = ft_compile_cache_get(t->db, t->dev.arch, cm->jobs, m, &cm->err);
+  if (cm->st != FT_OK) return;
+  cm->n = 0;
+  for (int q = 0; q < m; q++) {
+    if (cm->jobs[q].cached) {
+      take_job(t, cm->cand_of[q], &cm->jobs[q], 0);
+      t->sum->n_cached++;
+    } else {
+      cm->jobs[cm->n] = cm->jobs[q];
+      cm->cand_of[cm->n] = cm->cand_of[q];
+      cm->pos[cm->cand_of[q]] = cm->n++;
+    }
+  }
+  t->sum->compile_s += now_s() - t0;
+  if (cm->n > 0)
+    cm->st = ft_compile_pool_start(cm->jobs, cm->n, cm->arch, cm->threads, cm->n, &cm->pool, &cm->err);
 }
 
 static ft_status compiler_init(tuner *t, ft_err *err) {
   compiler *cm = &t->cc;
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  /* Two cores stay free while a batch compiles beside the timing: the worker's launch loop and
-   * this thread. */
+  /* Two cores stay free beside the compilation: the worker's launch loop and this thread.
+   * Measured on the H200 (fp32 minsub, 420 kernels): batches that each waited for their slowest
+   * kernel took 35-45 s of compilation where one pool of all took 8 s. */
   cm->threads = cores > 3 ? (int)cores - 2 : 1;
-  cm->batch = cm->threads < 8 ? 8 : cm->threads;
-  /* A batch lasts as long as its slowest kernel: batches of one job per thread left the threads
-   * idle behind the long compiles (H200, fp32 minsub: 44.6 s of compilation against 8.0 s for
-   * all 420 in one pool), so they grow as the search goes on past its first ones. */
-  cm->max_batch = cm->batch * 8;
   cm->arch = t->dev.arch;
-  cm->order = calloc((size_t)t->nc + 1, sizeof *cm->order);
-  cm->idx = calloc((size_t)cm->max_batch, sizeof *cm->idx);
-  cm->jobs = calloc((size_t)cm->max_batch, sizeof *cm->jobs);
-  if (!cm->order || !cm->idx || !cm->jobs) return ft__fail(err, FT_ERR_NOMEM, "out of memory");
+  cm->pos = malloc(((size_t)t->nc + 1) * sizeof *cm->pos);
+  if (!cm->pos) return ft__fail(err, FT_ERR_NOMEM, "out of memory");
+  for (int i = 0; i < t->nc; i++) cm->pos[i] = -1;
   return FT_OK;
 }
 
-/* Waits for the batch in flight (its cubins are cached for the next tune) and frees. */
+/* Stops the pool; what it compiled ahead and nobody measured is cached for the next tune. */
 static void compiler_end(tuner *t) {
   compiler *cm = &t->cc;
-  if (cm->busy) {
-    ft_err e;
-    finish_batch(t, &e);
+  if (cm->pool) {
+    t->sum->compile_s += ft_compile_pool_stop(cm->pool);
+    cm->pool = NULL;
+    for (int p = 0; p < cm->n; p++)
+      if (!cm->taken[p] && cm->jobs[p].ran) take_position(t, p);
   }
-  free(cm->order);
-  free(cm->idx);
+  for (int p = 0; p < cm->n; p++)
+    if (!cm->taken[p]) ft_compile_job_clear(&cm->jobs[p]);
   free(cm->jobs);
+  free(cm->cand_of);
+  free(cm->pos);
+  free(cm->taken);
   memset(cm, 0, sizeof *cm);
 }
 
@@ -566,10 +558,11 @@ static ft_status tune_body(tuner *t, ft_err *err) {
   FT_TRY(enumerate_all(t, err));
   FT_TRY(compiler_init(t, err));
   char line[160];
-  snprintf(line, sizeof line, "%s search of %d candidate(s): compiling in its order, %d at a time at first, beside the timing...",
-           t->req->search, t->nc, t->cc.batch);
+  snprintf(line, sizeof line, "%s search of %d candidate(s): compiling in its order on %d thread(s), beside the timing...",
+           t->req->search, t->nc, t->cc.threads);
   report_step(t, "compiling", line);
   ft_status s = search(t, err);
+  compiler_end(t); /* the threads stopped; what they compiled ahead is cached and counted */
   snprintf(line, sizeof line, "compiled %d, %d from the cache, %.1f s of compilation", t->sum->n_compiled,
            t->sum->n_cached, t->sum->compile_s);
   report_step(t, "compiled", line);
@@ -605,7 +598,7 @@ ft_status ft_tune_run(ft_db *db, const ft_tune_req *req, ft_tune_summary *out, f
     int stale;
     out->has_best = ft_best_current(db, t.device_id, &key, t.ep, NULL, NULL, &out->best, &stale, &e3) == FT_OK;
   }
-  compiler_end(&t); /* before the candidates it writes to go */
+  compiler_end(&t); /* (again, after an error) before the candidates it writes to go */
   out->total_s = now_s() - t.t0;
   for (int i = 0; i < t.nc; i++) {
     ft_compile_job_clear(&t.c[i].job);
