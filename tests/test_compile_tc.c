@@ -161,7 +161,7 @@ int main(int argc, char **argv) {
   const int stride = ft_sample_stride(argc, argv, SAMPLE_STRIDE);
   ft_device_limits lim;
   ft_err e;
-  if (ft_limits_for_arch("sm_90", &lim, &e) != FT_OK) RETURN_FAIL(e.msg);
+  if (ft_limits_for_arch("sm_90", &lim, &e) != FT_OK) RETURN_FAIL("%s", e.msg);
   test_rejection();
   test_validity(&lim);
   int total = 0;
