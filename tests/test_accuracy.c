@@ -188,11 +188,29 @@ static void test_cli(void) {
   }
 }
 
+/* `list` names each entry's mode in a column of its own (the fixture: fp32, 3xtf32, tf32, bf16). */
+static void test_list_math(void) {
+  const char *cli = getenv("FT_CLI");
+  if (!cli) return; /* test_cli said so */
+  char cmd[4096], out[16384];
+  snprintf(cmd, sizeof cmd, "'%s' --db '%s' list 2>&1", cli, g_import);
+  FILE *p = popen(cmd, "r");
+  size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+  out[n] = 0;
+  ASSERT_TRUE(p && pclose(p) == 0);
+  ASSERT_CONTAINS(out, " math ");
+  ASSERT_CONTAINS(out, " 3xtf32 ");
+  ASSERT_CONTAINS(out, " tf32   ");
+  ASSERT_CONTAINS(out, " fp32   ");
+  ASSERT_CONTAINS(out, " bf16   ");
+}
+
 int main(void) {
   const char *t = getenv("FT_TEST_TMP");
   snprintf(g_dir, sizeof g_dir, "%s", t ? t : "/tmp");
   build_fixture();
   test_selection();
   test_cli();
+  test_list_math();
   return FT_TEST_DONE();
 }
