@@ -13,11 +13,13 @@
 //
 // Variant defines (codegen, from the family): FT_BN, FT_CONSUMERS, FT_STAGES, FT_CLUSTER,
 // FT_GROUP, FT_SMEM_BYTES; FT_DTYPE (ft_common.cuh: 0 fp32 storage with FT_TF32 or FT_3XTF32,
-// 1 bf16, 2 fp16); 3xtf32: FT_CHUNK, FT_AREGS; FT_SPLITK (k slices). Host contract (src/family_tc.c): grid a multiple of FT_CLUSTER, block 128
-// (FT_CONSUMERS + 1) threads, FT_SMEM_BYTES of dynamic shared memory, two tensor maps (box
-// {FT_BK, FT_BM} over x, {FT_BK, FT_BN / FT_CLUSTER} over W, 128-byte swizzle, zero fill,
-// TFLOAT32 type in tf32 mode so TMA rounds to nearest, FLOAT32 in 3xtf32), K >= 1 and K * element
-// size a multiple of 16 bytes.
+// 1 bf16, 2 fp16); 3xtf32: FT_CHUNK, FT_AREGS; FT_SPLITK (k slices); FT_TSTORE (TMA-store
+// epilogue); FT_EPI_W (gemm_tc_config.cuh's default). Host contract (src/family_tc.c): grid a
+// multiple of FT_CLUSTER, block 128 (FT_CONSUMERS + 1) threads, FT_SMEM_BYTES of dynamic shared
+// memory, three tensor maps: box {FT_BK, FT_BM} over x, {FT_BK, FT_BN / FT_CLUSTER} over W
+// (128-byte swizzle, zero fill, TFLOAT32 type in tf32 mode so TMA rounds to nearest, FLOAT32 in
+// 3xtf32), and with FT_TSTORE {FT_C_COLS, 64} over Y in its storage type (zeros otherwise);
+// K >= 1 and K * element size a multiple of 16 bytes (with FT_TSTORE N * element size too).
 //
 // 3xtf32 (FT_SPLIT): once a stage is full, all consumer threads split its raw fp32 x and W tiles
 // into big = tf32_rn(v) (in place: the position, hence the swizzle, is kept) and small =

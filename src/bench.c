@@ -5,7 +5,8 @@
 #include <time.h>
 
 #define FT_MAX_REPEATS 1000
-#define FT_MAX_MARKS 4001 /* events of one interleaved timing: 4 strategies x 1000 repeats */
+/* Events of one interleaved timing: every strategy's repeats, and the first mark. */
+#define FT_MAX_MARKS (FT_BENCH_MAX_INTERLEAVED * FT_MAX_REPEATS + 1)
 
 struct ft_bench {
   cudaStream_t stream;
@@ -132,7 +133,10 @@ ft_status ft_bench_run_interleaved(ft_bench *b, int n, const ft_enqueue_fn *fns,
   /* One chain of events: call j of round i runs between marks i n + j and i n + j + 1, with the
    * stream never idle in between, so each interval is that call's time. */
   const int marks = reps * n + 1;
-  while (b->nmarks < marks) FT_CUDA_TRY(err, cudaEventCreate(&b->marks[b->nmarks++]));
+  while (b->nmarks < marks) {
+    FT_CUDA_TRY(err, cudaEventCreate(&b->marks[b->nmarks]));
+    b->nmarks++; /* only once it exists: ft_bench_free destroys what is counted */
+  }
   FT_CUDA_TRY(err, cudaEventRecord(b->marks[0], b->stream));
   for (int i = 0; i < reps; i++)
     for (int j = 0; j < n; j++) {

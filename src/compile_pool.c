@@ -66,10 +66,16 @@ ft_status ft_compile_pool_start(ft_compile_job *jobs, int n, const char *arch, i
     return ft__fail(err, FT_ERR_NOMEM, "compile pool: out of memory");
   }
   p->jobs = jobs, p->arch = arch, p->n = n, p->limit = limit, p->done = done;
-  if (pthread_mutex_init(&p->mu, NULL) != 0 || pthread_cond_init(&p->cv, NULL) != 0) {
+  if (pthread_mutex_init(&p->mu, NULL) != 0) {
     free(done);
     free(p);
     return ft__fail(err, FT_ERR_NOMEM, "compile pool: no mutex");
+  }
+  if (pthread_cond_init(&p->cv, NULL) != 0) {
+    pthread_mutex_destroy(&p->mu);
+    free(done);
+    free(p);
+    return ft__fail(err, FT_ERR_NOMEM, "compile pool: no condition variable");
   }
   if (threads > FT_POOL_MAX_THREADS) threads = FT_POOL_MAX_THREADS;
   if (threads > n) threads = n;
@@ -109,6 +115,13 @@ int ft_compile_pool_done(ft_compile_pool *p, int j) {
   const int d = p->done[j];
   pthread_mutex_unlock(&p->mu);
   return d;
+}
+
+int ft_compile_pool_started(ft_compile_pool *p) {
+  pthread_mutex_lock(&p->mu);
+  const int s = p->next;
+  pthread_mutex_unlock(&p->mu);
+  return s;
 }
 
 int ft_compile_pool_threads(const ft_compile_pool *p) { return p->nthreads; }

@@ -17,10 +17,13 @@ ft_status ft_compile_pool_start(ft_compile_job *jobs, int n, const char *arch, i
                                 ft_compile_pool **out, ft_err *err);
 /* Jobs [0, limit) may start from now on (lowering it stops only what has not started). */
 void ft_compile_pool_set_limit(ft_compile_pool *p, int limit);
-/* Returns once job j is compiled, raising the limit past j first if needed. */
+/* Returns once job j is compiled, raising the limit past j first if needed. One consumer: the
+ * pool is waited on from a single thread (the tuner's). */
 void ft_compile_pool_wait(ft_compile_pool *p, int j);
 /* Whether job j is compiled (never blocks on a compilation). */
 int ft_compile_pool_done(ft_compile_pool *p, int j);
+/* How many jobs have started (they start in index order: jobs [0, started)). */
+int ft_compile_pool_started(ft_compile_pool *p);
 /* Threads that are running (0: compilations happen in ft_compile_pool_wait). */
 int ft_compile_pool_threads(const ft_compile_pool *p);
 /* Takes no further job, waits for the ones in progress, joins the threads and frees the pool

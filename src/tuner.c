@@ -349,7 +349,10 @@ static void plan_compile(void *user, const int *order, int n) {
     cm->cand_of[m++] = i;
   }
   cm->st = ft_compile_cache_get(t->db, t->dev.arch, cm->jobs, m, &cm->err);
-  if (cm->st != FT_OK) return;
+  if (cm->st != FT_OK) { /* cubins the lookup gave before it failed are nobody's else */
+    for (int q = 0; q < m; q++) ft_compile_job_clear(&cm->jobs[q]);
+    return;
+  }
   cm->n = 0;
   for (int q = 0; q < m; q++) {
     if (cm->jobs[q].cached) {

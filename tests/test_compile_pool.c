@@ -41,13 +41,13 @@ static void test_limit_and_order(void) {
   for (int i = 0; i <= 2; i++) ft_compile_pool_wait(p, i);
   for (int i = 0; i <= 2; i++) ASSERT_TRUE(ft_compile_pool_done(p, i) && jobs[i].status == FT_OK && jobs[i].cubin);
   sleep_ms(300); /* the threads are idle now: nothing at or past the limit may have started */
-  for (int i = 3; i < NJOBS; i++) ASSERT_TRUE(!ft_compile_pool_done(p, i));
+  ASSERT_EQ_INT(ft_compile_pool_started(p), 3);
   ft_compile_pool_wait(p, 4); /* past the limit: raised, 3 and 4 (in order) compile */
   ASSERT_TRUE(jobs[4].status == FT_OK && jobs[4].cubin && jobs[4].ran);
   ft_compile_pool_wait(p, 3); /* started before 4: done or about to be */
   ASSERT_TRUE(jobs[3].status == FT_OK && jobs[3].cubin);
   sleep_ms(300);
-  for (int i = 5; i < NJOBS; i++) ASSERT_TRUE(!ft_compile_pool_done(p, i));
+  ASSERT_EQ_INT(ft_compile_pool_started(p), 5); /* 3 and 4, in order, and no further */
   ft_compile_pool_set_limit(p, NJOBS);
   ft_compile_pool_wait(p, NJOBS - 1);
   const double span = ft_compile_pool_stop(p);
@@ -70,6 +70,7 @@ static void test_failure_and_stop(void) {
   ASSERT_EQ_INT(jobs[1].status, FT_ERR_COMPILE);
   ASSERT_TRUE(jobs[1].cubin == NULL && jobs[1].log != NULL && jobs[1].ran);
   ASSERT_EQ_INT(jobs[0].status, FT_OK);
+  ASSERT_EQ_INT(ft_compile_pool_started(p), 2);
   ASSERT_TRUE(ft_compile_pool_stop(p) > 0);
   for (int i = 2; i < NJOBS; i++) ASSERT_TRUE(!jobs[i].ran && jobs[i].cubin == NULL); /* never started */
   for (int i = 0; i < NJOBS; i++) ft_compile_job_clear(&jobs[i]);
