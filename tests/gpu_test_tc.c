@@ -1,6 +1,7 @@
 /* The tensor-core family on the GPU: every variant it enumerates, plus fixed variants the
  * enumeration leaves out (one consumer, clusters on small shapes, a grid smaller than the
- * tiles, two stages, 3xtf32 partial sums of 1 and 3 k tiles, x split in registers), in tf32, bf16, fp16 and 3xtf32, on
+ * tiles, two stages, 3xtf32 partial sums of 1 and 3 k tiles, x split in registers; each also with
+ * the TMA-store epilogue where N allows), in tf32, bf16, fp16 and 3xtf32, on
  * ragged shapes with the three test epilogues, through the library's launch path, output
  * NaN-poisoned first: each must match the float64 reference within the mode's tolerance (2x
  * cuBLAS's own error in that mode plus the output's unit roundoff; in 3xtf32 SGEMM's own error
@@ -48,6 +49,8 @@ static int extra_variants(ft_math math, const ft_device_limits *lim, const shape
     v.aregs = math == FT_MATH_3XTF32 && cfg[i][0] <= 64; /* x split in registers */
     v.bn = cfg[i][0], v.stages = cfg[i][1], v.consumers = cfg[i][2], v.cluster = cfg[i][3];
     v.swizzle = cfg[i][4], v.grid = cfg[i][5];
+    if (ft_variant_applicable(&v, sh->m, sh->n, sh->k, lim, NULL, 0)) out[n++] = v;
+    v.tstore = 1; /* the TMA-store epilogue too, where N allows it (one consumer is not enumerated above 64 rows) */
     if (ft_variant_applicable(&v, sh->m, sh->n, sh->k, lim, NULL, 0)) out[n++] = v;
   }
   return n;
@@ -118,7 +121,7 @@ static void run_case(ft_gpu *g, const shape *sh, const char *eptext, ft_math mat
     FT_FAIL_AT_("%s: enumerate: %s", what, e.msg);
     goto done;
   }
-  ft_variant *all = realloc(vs, (size_t)(nv + 8) * sizeof *all);
+  ft_variant *all = realloc(vs, (size_t)(nv + 16) * sizeof *all); /* extra_variants: at most 2 per cfg row */
   if (!all) goto done;
   vs = all;
   nv += extra_variants(math, lim, sh, vs + nv);
