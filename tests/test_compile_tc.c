@@ -106,6 +106,64 @@ static void test_rejection(void) {
 }
 
 /* Shape-free rules: each field's range, a mode the family serves, no other family's fields. */
+/* The TMA-store epilogue (tstore): its rules, its shared memory, its key and name. */
+static void test_tstore(const ft_variant *base, const ft_device_limits *lim) {
+  char why[160] = "", json[512], name[128];
+  ft_err e;
+  ft_variant t = *base;
+  t.tstore = 1;
+  ASSERT_TRUE(ft_variant_valid(&t, why, sizeof why));
+  ft_variant b = t;
+  b.tstore = 2;
+  ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
+  ASSERT_CONTAINS(why, "tstore 2");
+  b = t, b.split_k = 2;
+  ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
+  ASSERT_CONTAINS(why, "split_k");
+  b = t, b.bn = 96; /* bf16 boxes are 64 columns wide */
+  ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
+  ASSERT_CONTAINS(why, "multiple of 64");
+  b.math = FT_MATH_TF32, b.bk = 32; /* ... fp32 ones 32 */
+  ASSERT_TRUE(ft_variant_valid(&b, why, sizeof why));
+  /* Y's rows in whole 16-byte units: N a multiple of 8 in bf16. */
+  ASSERT_TRUE(ft_variant_applicable(&t, 128, 1000, 1000, lim, why, sizeof why));
+  ASSERT_TRUE(!ft_variant_applicable(&t, 128, 1001, 1000, lim, why, sizeof why));
+  ASSERT_CONTAINS(why, "TMA-store");
+  ASSERT_TRUE(ft_variant_applicable(base, 128, 1001, 1000, lim, why, sizeof why)); /* direct stores serve it */
+  /* Two 8 KiB boxes per consumer: the deepest ring that fits is shallower by them. */
+  b = t, b.stages = 7;
+  ft_variant d = *base;
+  d.stages = 7;
+  const int direct7 = ft_variant_applicable(&d, 128, 1000, 1000, lim, NULL, 0);
+  const int boxes7 = ft_variant_applicable(&b, 128, 1000, 1000, lim, NULL, 0);
+  ASSERT_TRUE(direct7 && !boxes7); /* 7 x 32 KiB fit alone, not with 32 KiB of boxes (227 KiB) */
+  /* The key is written only when set, and the name says so. */
+  ft_variant_json(&t, json, sizeof json);
+  ASSERT_CONTAINS(json, ",\"tstore\":1}");
+  ft_variant back;
+  ASSERT_OK(ft_variant_from_json(json, &back, &e));
+  ASSERT_TRUE(memcmp(&back, &t, sizeof t) == 0);
+  ASSERT_OK(ft_variant_from_json("{\"kind\":\"gemm\",\"bn\":128,\"bk\":64,\"stages\":6,\"consumers\":2,\"cluster\":1,"
+                                 "\"swizzle\":8,\"grid\":132,\"layout\":4,\"math\":2,\"tstore\":0}",
+                                 &back, &e));
+  ASSERT_TRUE(memcmp(&back, base, sizeof *base) == 0); /* 0 is the same as no key */
+  ft_variant_name(&t, name, sizeof name);
+  ASSERT_EQ_STR(name, "tc_bm128_bn128_bk64_s6_c1_z8_p132_ts_bf16");
+  /* The enumeration offers both epilogues where N allows, only direct stores where it does not. */
+  ft_variant *vs = NULL;
+  int n = 0, ts = 0, direct = 0;
+  ASSERT_OK(ft_space_enumerate_math(FT_VK_GEMM, 1024, 8192, 8192, FT_MATH_BF16, lim, &vs, &n, &e));
+  for (int i = 0; i < n; i++) ts += vs[i].tstore, direct += !vs[i].tstore;
+  ASSERT_TRUE(ts > 0 && direct > 0);
+  free(vs);
+  vs = NULL;
+  ASSERT_OK(ft_space_enumerate_math(FT_VK_GEMM, 1024, 8190, 8192, FT_MATH_BF16, lim, &vs, &n, &e));
+  ts = 0;
+  for (int i = 0; i < n; i++) ts += vs[i].tstore;
+  ASSERT_TRUE(n > 0 && ts == 0);
+  free(vs);
+}
+
 static void test_validity(const ft_device_limits *lim) {
   ft_variant v = {0};
   v.kind = FT_VK_GEMM, v.layout = ft_family_named("tc")->layout, v.math = FT_MATH_BF16;
@@ -155,6 +213,7 @@ static void test_validity(const ft_device_limits *lim) {
   ASSERT_TRUE(memcmp(&back, &v, sizeof v) == 0);
   ft_variant_name(&v, name, sizeof name);
   ASSERT_EQ_STR(name, "tc_bm128_bn128_bk64_s6_c1_z8_p132_bf16");
+  test_tstore(&v, lim);
 }
 
 int main(int argc, char **argv) {
