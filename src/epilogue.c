@@ -55,7 +55,13 @@ static ft_status finish(ft_epilogue *ep, ft_err *err) {
   ep->canon = ft__ep_print_canonical(ep);
   ep->cuda = ft__ep_print_cuda(ep, ep->root, NULL);
   if (!ep->canon || !ep->cuda) return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
-  ft__hash_hex(ep->canon, strlen(ep->canon), ep->hash);
+  /* The canonical text is what the database stores and parses again (imports, lookups): it must
+   * be accepted input itself. It can outgrow the input ("--x" is written "- -x"). */
+  const size_t len = strlen(ep->canon);
+  if (len > FT_EP_MAX_TEXT)
+    return ft__fail(err, FT_ERR_PARSE, "epilogue: col 1: its canonical form is %zu bytes, longer than %d", len,
+                    FT_EP_MAX_TEXT);
+  ft__hash_hex(ep->canon, len, ep->hash);
   return FT_OK;
 }
 

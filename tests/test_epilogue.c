@@ -380,6 +380,17 @@ static void test_limits(void) {
   buf[FT_EP_MAX_TEXT] = ' ';
   buf[FT_EP_MAX_TEXT + 1] = '\0';
   REJECT(buf, FT_EP_MAX_TEXT + 1, "text longer than 4096 bytes");
+  /* Short enough, but its canonical text would not be (spaces around every operator): rejected,
+   * since the canonical text is what the database parses again (found by fuzzing). A balanced
+   * product of 1024 x's: 4093 bytes as written, 5115 in canonical form, 10 levels deep. */
+  strcpy(buf, "x");
+  for (int d = 0; d < 10; d++) {
+    static char next[FT_EP_MAX_TEXT * 4];
+    snprintf(next, sizeof next, "(%s*%s)", buf, buf);
+    strcpy(buf, next);
+  }
+  ASSERT_EQ_INT((int)strlen(buf), 4093);
+  REJECT(buf, 1, "canonical form is 5115 bytes, longer than 4096");
 }
 
 static void test_bad_args(void) {
