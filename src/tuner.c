@@ -313,13 +313,12 @@ static ft_status ensure_compiled(tuner *t, int i, ft_err *err) {
     if (p >= 0 && cm->pool) {
       ft_compile_pool_wait(cm->pool, p);
       take_position(t, p);
-    } else { /* outside the plan: the cache, else NVRTC here */
-      ft_compile_job job = c->job;
+    } else { /* outside the plan: through the cache, here */
       const double t0 = now_s();
-      FT_TRY(ft_compile_cache_get(t->db, t->dev.arch, &job, 1, err));
-      if (!job.cached) ft_compile_job_run(&job, t->dev.arch);
-      t->sum->n_cached += job.cached;
-      take_job(t, i, &job, !job.cached);
+      FT_TRY(ft_compile_many(t->db, t->dev.arch, &c->job, 1, 1, err));
+      c->compiled = 1;
+      t->sum->n_cached += c->job.cached;
+      t->sum->n_compiled += !c->job.cached && c->job.status == FT_OK;
       t->sum->compile_s += now_s() - t0;
     }
   }
