@@ -379,6 +379,23 @@ typedef struct ft_result_info {
   char message[256];
 } ft_result_info;
 
+/* Where a tune's wall time went, in seconds. The search's time is measure + compile_wait plus
+ * its own bookkeeping (storing results); measure is the runner's round trips, of which the worker
+ * spent load (cubins), verify (a run on poisoned output compared with the float64 reference) and
+ * timing (the timed calls). compile_wait: the search waiting for a kernel still compiling. */
+typedef struct ft_tune_phases {
+  double prepare_s;   /* worker start, inputs, the float64 reference, the tolerance; of it, in
+                       * the worker: */
+  double gpu_open_s, data_s, tolerance_s, baselines_setup_s; /* CUDA context and handles; inputs and
+                       * references; cuBLAS's error (the tolerance); baseline plans and the eager
+                       * chain's kernels (compiled by NVRTC) */
+  double baselines_s; /* eager-style chain, cuBLAS alone, cuBLASLt epilogue */
+  double search_s;    /* everything the search did */
+  double measure_s, load_s, verify_s, timing_s;
+  double compile_wait_s;
+  int measurements;   /* runner calls for candidates (a screened and re-timed one counts twice) */
+} ft_tune_phases;
+
 typedef struct ft_tune_report {
   char device_name[256];
   char epilogue[4096];     /* canonical */
@@ -397,6 +414,7 @@ typedef struct ft_tune_report {
   ft_result_info *results; /* this run's results in order, owned by the report */
   int n_early_stopped;     /* fast search: fused candidates not measured because the cost model,
                             * with its error measured in this run, says they cannot win */
+  ft_tune_phases phases;   /* where total_s went */
 } ft_tune_report;
 
 /* ft_tune with everything the run found: *report is the caller's (ft_tune_report_free), set on

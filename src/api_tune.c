@@ -30,6 +30,7 @@ static ft_status make_report(const ft_tune_summary *s, ft_tune_report **out, ft_
   r->n_cached = s->n_cached;
   r->compile_s = s->compile_s;
   r->total_s = s->total_s;
+  r->phases = s->phases;
   r->budget_exhausted = s->budget_exhausted;
   r->n_early_stopped = s->n_early_stopped;
   r->worker_restarts = s->worker_restarts;

@@ -27,6 +27,10 @@ typedef struct ft_runner_hello {
    * cublas_rel_err), and the error of cuBLAS's GEMM of the mode against x W^T it came from. */
   double tol;
   double cublas_rel_err;
+  /* Seconds the worker spent getting ready: CUDA context and cuBLAS handles, the inputs and
+   * the float64 references, the tolerance (cuBLAS's GEMM and its check), the baselines
+   * (cuBLASLt plans, the eager chain's kernels compiled by NVRTC). */
+  double gpu_open_s, data_s, tolerance_s, baselines_setup_s;
 } ft_runner_hello;
 
 typedef enum ft_job_type { FT_JOB_BASELINE = 1, FT_JOB_CANDIDATE = 2 } ft_job_type;
@@ -48,6 +52,9 @@ typedef struct ft_runner_result {
   int repeats;
   double rel_err, max_abs_err;
   int context_lost;  /* the CUDA context is unusable after this job */
+  /* Where the job's time went in the worker (seconds): loading the cubin, the poisoned run and
+   * its comparison with the float64 reference, the timed calls. */
+  double load_s, verify_s, time_s;
   char describe[128];/* baselines: what was run */
   char message[512];
 } ft_runner_result;

@@ -252,7 +252,14 @@ static ft_status run_candidate(tuner *t, cand *c, int repeats, ft_err *err) {
   job.repeats = repeats;
   job.cubin = c->job.cubin;
   job.cubin_size = c->job.cubin_size;
+  const double t0 = now_s();
   FT_TRY(ft_runner_run(t->runner, &job, r, err));
+  ft_tune_phases *ph = &t->sum->phases;
+  ph->measure_s += now_s() - t0;
+  ph->load_s += r->load_s;
+  ph->verify_s += r->verify_s;
+  ph->timing_s += r->time_s;
+  ph->measurements++;
   c->quick_ms = r->status == FT_RESULT_OK ? r->median_ms : INFINITY;
   return FT_OK;
 }
@@ -290,13 +297,16 @@ static void take_position(tuner *t, int p) {
 }
 
 /* How far the threads may run: what the search expects still to measure beyond the furthest
- * candidate taken (everything while it does not say), and never less than four jobs per thread:
- * a window of one job per thread made each step wait for the slowest kernel in it again. */
+ * candidate taken (everything while it does not say), and never less than eight jobs per thread:
+ * a window of one job per thread made each step wait for the slowest kernel in it again, and
+ * one of four still left the fp32 fast search waiting 12 s of its 21 (H200, 420 kernels): early
+ * in the search the bound admits fewer candidates than it ends up measuring. What is compiled
+ * and not measured is cached for the next tune. */
 static void move_limit(tuner *t) {
   compiler *cm = &t->cc;
   if (!cm->pool) return;
   int ahead = t->expect_left < 0 ? cm->n : t->expect_left + cm->threads;
-  if (ahead < 4 * cm->threads) ahead = 4 * cm->threads;
+  if (ahead < 8 * cm->threads) ahead = 8 * cm->threads;
   ft_compile_pool_set_limit(cm->pool, cm->reach + ahead);
 }
 
@@ -309,6 +319,7 @@ static ft_status ensure_compiled(tuner *t, int i, ft_err *err) {
     return cm->st;
   }
   if (!c->compiled) {
+    const double t0 = now_s();
     const int p = cm->pos ? cm->pos[i] : -1;
     if (p >= 0 && cm->pool) {
       ft_compile_pool_wait(cm->pool, p);
@@ -321,6 +332,7 @@ static ft_status ensure_compiled(tuner *t, int i, ft_err *err) {
       t->sum->n_compiled += !c->job.cached && c->job.status == FT_OK;
       t->sum->compile_s += now_s() - t0;
     }
+    t->sum->phases.compile_wait_s += now_s() - t0;
   }
   move_limit(t);
   return FT_OK;
@@ -554,16 +566,27 @@ static ft_status tune_body(tuner *t, ft_err *err) {
               t->req->worker_exe ? "preparing inputs and the float64 reference in a worker process..."
                                  : "preparing inputs and the float64 reference (no worker process: candidates run "
                                    "in this one)...");
+  ft_tune_phases *ph = &t->sum->phases;
+  double t0 = now_s();
   FT_TRY(ft_runner_start(t->req->worker_exe, &rs, t->req->job_timeout_s, &t->runner, &t->dev, err));
+  ph->prepare_s = now_s() - t0;
+  ph->gpu_open_s = t->dev.gpu_open_s;
+  ph->data_s = t->dev.data_s;
+  ph->tolerance_s = t->dev.tolerance_s;
+  ph->baselines_setup_s = t->dev.baselines_setup_s;
   FT_TRY(setup(t, err));
+  t0 = now_s();
   FT_TRY(run_baselines(t, err));
+  ph->baselines_s = now_s() - t0;
   FT_TRY(enumerate_all(t, err));
   FT_TRY(compiler_init(t, err));
   char line[160];
   snprintf(line, sizeof line, "%s search of %d candidate(s): compiling in its order on %d thread(s), beside the timing...",
            t->req->search, t->nc, t->cc.threads);
   report_step(t, "compiling", line);
+  t0 = now_s();
   ft_status s = search(t, err);
+  ph->search_s = now_s() - t0;
   compiler_end(t); /* the threads stopped; what they compiled ahead is cached and counted */
   snprintf(line, sizeof line, "compiled %d, %d from the cache, %.1f s of compilation", t->sum->n_compiled,
            t->sum->n_cached, t->sum->compile_s);

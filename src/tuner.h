@@ -41,6 +41,7 @@ typedef struct ft_tune_summary {
   int n_measured, n_ok, n_wrong, n_compile_error, n_launch_error, n_timeout, n_skipped_known;
   int n_compiled, n_cached;
   double compile_s, total_s;
+  ft_tune_phases phases;  /* where total_s went */
   int budget_exhausted;
   int n_early_stopped;    /* fast search: fused candidates left out because they cannot win */
   int worker_restarts;    /* workers replaced after a fault or a hang */

@@ -4,6 +4,7 @@
 #include "verify.h"
 
 #include "launch.h"
+#include "parallel.h"
 
 #include <cublas_v2.h>
 #include <math.h>
@@ -13,16 +14,40 @@
 
 /* splitmix64: a small, fast, well-mixed generator; the same seed gives the same inputs on every
  * machine, so every candidate of a problem sees identical data. */
-static uint64_t next_u64(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+#define FT_GOLDEN 0x9e3779b97f4a7c15ULL
+
+static uint64_t mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
 }
 
-/* Uniform in [lo, hi), never exactly zero-filled data. */
-static void fill_uniform(float *a, size_t n, float lo, float hi, uint64_t *s) {
-  for (size_t i = 0; i < n; i++) a[i] = lo + (hi - lo) * (float)((next_u64(s) >> 40) * 0x1.0p-24);
+/* The host loops below run in chunks on several threads (src/parallel.h); the chunk count
+ * depends on the length only, so sums combined in chunk order are the same on every machine. */
+#define FT_MAX_CHUNKS 64
+static int chunks_for(size_t n) {
+  const size_t c = n / 65536;
+  return c < 1 ? 1 : c > FT_MAX_CHUNKS ? FT_MAX_CHUNKS : (int)c;
+}
+
+typedef struct fill_job {
+  float *a;
+  float lo, hi;
+  uint64_t s0;
+} fill_job;
+
+static void fill_chunk(void *user, int chunk, size_t begin, size_t end) {
+  (void)chunk;
+  const fill_job *f = user;
+  /* splitmix64's i-th output is mix64(s0 + (i + 1) golden): any element can be made alone. */
+  for (size_t i = begin; i < end; i++)
+    f->a[i] = f->lo + (f->hi - f->lo) * (float)((mix64(f->s0 + (uint64_t)(i + 1) * FT_GOLDEN) >> 40) * 0x1.0p-24);
+}
+
+void ft_fill_uniform(float *a, size_t n, float lo, float hi, uint64_t *s) {
+  fill_job f = {a, lo, hi, *s};
+  ft_parallel_chunks(n, chunks_for(n), 0, fill_chunk, &f);
+  *s += (uint64_t)n * FT_GOLDEN;
 }
 
 /* Host conversions: round to nearest even by integer arithmetic on the bits, so the result
@@ -94,6 +119,21 @@ static double elem_to_double(ft_dtype dt, const void *base, size_t i) {
   return dt == FT_DTYPE_BF16 ? ft_bf16_to_f32(h) : ft_f16_to_f32(h);
 }
 
+typedef struct narrow_job {
+  ft_dtype dt;
+  float *src;
+  uint16_t *dst;
+} narrow_job;
+
+static void narrow_chunk(void *user, int chunk, size_t begin, size_t end) {
+  (void)chunk;
+  const narrow_job *j = user;
+  for (size_t i = begin; i < end; i++) {
+    j->dst[i] = j->dt == FT_DTYPE_BF16 ? ft_f32_to_bf16(j->src[i]) : ft_f32_to_f16(j->src[i]);
+    j->src[i] = round_to(j->dt, j->src[i]);
+  }
+}
+
 /* Rounds src in place to the element type of d (16-bit modes) and uploads it in that type. */
 static ft_status upload(const ft_pdata *d, void **dst, float *src, size_t n, ft_err *err) {
   FT_CUDA_TRY(err, cudaMalloc(dst, n * d->elem));
@@ -103,22 +143,63 @@ static ft_status upload(const ft_pdata *d, void **dst, float *src, size_t n, ft_
   }
   uint16_t *tmp = malloc(n * sizeof *tmp);
   if (!tmp) return ft__fail(err, FT_ERR_NOMEM, "out of host memory for a %zu-element upload", n);
-  for (size_t i = 0; i < n; i++) {
-    tmp[i] = d->dtype == FT_DTYPE_BF16 ? ft_f32_to_bf16(src[i]) : ft_f32_to_f16(src[i]);
-    src[i] = round_to(d->dtype, src[i]);
-  }
+  narrow_job j = {d->dtype, src, tmp};
+  ft_parallel_chunks(n, chunks_for(n), 0, narrow_chunk, &j);
   const cudaError_t e = cudaMemcpy(*dst, tmp, n * sizeof *tmp, cudaMemcpyHostToDevice);
   free(tmp);
   return e == cudaSuccess ? FT_OK : ft_cuda_fail(err, e, "input upload");
 }
 
+typedef struct widen_job {
+  const float *src;
+  double *dst;
+} widen_job;
+
+static void widen_chunk(void *user, int chunk, size_t begin, size_t end) {
+  (void)chunk;
+  const widen_job *j = user;
+  for (size_t i = begin; i < end; i++) j->dst[i] = j->src[i];
+}
+
+/* src widened to double on the device, through two pinned staging buffers: each block is
+ * widened (on several threads) while the previous one is copied. Where pinned memory cannot be
+ * had, one pageable buffer of the whole. */
+#define FT_STAGE_DOUBLES ((size_t)4 << 20) /* 32 MiB per staging buffer */
 static ft_status upload_double(double **dst, const float *src, size_t n, ft_err *err) {
-  double *tmp = malloc(n * sizeof(double));
-  if (!tmp) return ft__fail(err, FT_ERR_NOMEM, "out of host memory for the reference (%zu doubles)", n);
-  for (size_t i = 0; i < n; i++) tmp[i] = src[i];
   cudaError_t e = cudaMalloc((void **)dst, n * sizeof(double));
-  if (e == cudaSuccess) e = cudaMemcpy(*dst, tmp, n * sizeof(double), cudaMemcpyHostToDevice);
-  free(tmp);
+  if (e != cudaSuccess) return ft_cuda_fail(err, e, "reference upload");
+  double *stage = NULL;
+  cudaEvent_t done[2] = {NULL, NULL};
+  const size_t block = n < FT_STAGE_DOUBLES ? n : FT_STAGE_DOUBLES;
+  if (cudaMallocHost((void **)&stage, 2 * block * sizeof(double)) != cudaSuccess ||
+      cudaEventCreateWithFlags(&done[0], cudaEventDisableTiming) != cudaSuccess ||
+      cudaEventCreateWithFlags(&done[1], cudaEventDisableTiming) != cudaSuccess) {
+    cudaGetLastError();
+    if (stage) cudaFreeHost(stage);
+    if (done[0]) cudaEventDestroy(done[0]);
+    double *tmp = malloc(n * sizeof(double));
+    if (!tmp) return ft__fail(err, FT_ERR_NOMEM, "out of host memory for the reference (%zu doubles)", n);
+    widen_job j = {src, tmp};
+    ft_parallel_chunks(n, chunks_for(n), 0, widen_chunk, &j);
+    e = cudaMemcpy(*dst, tmp, n * sizeof(double), cudaMemcpyHostToDevice);
+    free(tmp);
+    return e == cudaSuccess ? FT_OK : ft_cuda_fail(err, e, "reference upload");
+  }
+  for (size_t at = 0, b = 0; at < n && e == cudaSuccess; at += block, b ^= 1) {
+    const size_t len = n - at < block ? n - at : block;
+    double *buf = stage + b * block;
+    e = cudaEventSynchronize(done[b]); /* its previous copy has finished (an unrecorded event is done) */
+    if (e != cudaSuccess) break;
+    widen_job j = {src + at, buf};
+    ft_parallel_chunks(len, chunks_for(len), 0, widen_chunk, &j);
+    e = cudaMemcpyAsync(*dst + at, buf, len * sizeof(double), cudaMemcpyHostToDevice, 0);
+    if (e == cudaSuccess) e = cudaEventRecord(done[b], 0);
+  }
+  const cudaError_t e2 = cudaStreamSynchronize(0);
+  if (e == cudaSuccess) e = e2;
+  cudaEventDestroy(done[0]);
+  cudaEventDestroy(done[1]);
+  cudaFreeHost(stage);
   return e == cudaSuccess ? FT_OK : ft_cuda_fail(err, e, "reference upload");
 }
 
@@ -153,37 +234,57 @@ static ft_status reference_gemm(ft_gpu *g, const float *hx, const float *hw, int
   return st;
 }
 
+typedef struct epi_job {
+  ft_pdata *d;
+  const ft_epilogue *ep; /* NULL: the GEMM's norm only (E is x) */
+  double gemm2[FT_MAX_CHUNKS], out2[FT_MAX_CHUNKS];
+} epi_job;
+
+static void epi_chunk(void *user, int chunk, size_t begin, size_t end) {
+  epi_job *j = user;
+  ft_pdata *d = j->d;
+  const int np = j->ep ? ft_ep_param_count(j->ep) : 0;
+  double vals[FT_EP_SLOTS] = {0};
+  double g2 = 0.0, o2 = 0.0;
+  for (size_t i = begin; i < end; i++) {
+    double *v = &d->ref[i];
+    if (isfinite(*v)) g2 += *v * *v;
+    if (!j->ep) continue;
+    d->ref_gemm[i] = *v;
+    const size_t r = i / (size_t)d->n, c = i % (size_t)d->n;
+    for (int s = 0; s < np; s++) {
+      const ft_ep_param *p = ft_ep_param_at(j->ep, s);
+      if (p->kind == FT_PARAM_SCALAR) vals[s] = d->args.s[s];
+      else vals[s] = d->hvec[s][p->kind == FT_PARAM_COLVEC ? c : r];
+    }
+    *v = ft_ep_eval(j->ep, *v, vals);
+    if (isfinite(*v)) o2 += *v * *v;
+  }
+  j->gemm2[chunk] = g2;
+  j->out2[chunk] = o2;
+}
+
 /* ref holds x W^T on entry; keeps a copy in ref_gemm (unless E is x) and applies E to ref. */
 static ft_status apply_epilogue(ft_pdata *d, const ft_epilogue *ep, ft_err *err) {
   const size_t total = (size_t)d->m * d->n;
-  double g2 = 0.0;
-  for (size_t i = 0; i < total; i++)
-    if (isfinite(d->ref[i])) g2 += d->ref[i] * d->ref[i];
-  d->ref_gemm_norm = sqrt(g2);
-  if (strcmp(ft_ep_canonical(ep), "x") == 0) {
+  const int identity = strcmp(ft_ep_canonical(ep), "x") == 0;
+  if (identity) {
     d->ref_gemm = d->ref;
-    d->ref_norm = d->ref_gemm_norm;
-    return FT_OK;
+  } else {
+    d->ref_gemm = malloc(total * sizeof(double));
+    if (!d->ref_gemm) return ft__fail(err, FT_ERR_NOMEM, "out of host memory for the GEMM reference");
   }
-  d->ref_gemm = malloc(total * sizeof(double));
-  if (!d->ref_gemm) return ft__fail(err, FT_ERR_NOMEM, "out of host memory for the GEMM reference");
-  memcpy(d->ref_gemm, d->ref, total * sizeof(double));
-  int np = ft_ep_param_count(ep);
-  double vals[FT_EP_SLOTS] = {0};
-  double norm2 = 0.0;
-  for (int r = 0; r < d->m; r++) {
-    for (int c = 0; c < d->n; c++) {
-      for (int s = 0; s < np; s++) {
-        const ft_ep_param *p = ft_ep_param_at(ep, s);
-        if (p->kind == FT_PARAM_SCALAR) vals[s] = d->args.s[s];
-        else vals[s] = d->hvec[s][p->kind == FT_PARAM_COLVEC ? c : r];
-      }
-      double *v = &d->ref[(size_t)r * d->n + c];
-      *v = ft_ep_eval(ep, *v, vals);
-      if (isfinite(*v)) norm2 += *v * *v;
-    }
-  }
-  d->ref_norm = sqrt(norm2);
+  epi_job *j = calloc(1, sizeof *j);
+  if (!j) return ft__fail(err, FT_ERR_NOMEM, "out of host memory");
+  j->d = d;
+  j->ep = identity ? NULL : ep;
+  const int nchunks = chunks_for(total);
+  ft_parallel_chunks(total, nchunks, 0, epi_chunk, j);
+  double g2 = 0.0, o2 = 0.0;
+  for (int c = 0; c < nchunks; c++) g2 += j->gemm2[c], o2 += j->out2[c];
+  free(j);
+  d->ref_gemm_norm = sqrt(g2);
+  d->ref_norm = identity ? d->ref_gemm_norm : sqrt(o2);
   return FT_OK;
 }
 
@@ -200,7 +301,7 @@ static ft_status make_params(ft_pdata *d, const ft_epilogue *ep, float bound, ui
     size_t len = (size_t)(p->kind == FT_PARAM_COLVEC ? d->n : d->m);
     d->hvec[s] = malloc(len * sizeof(float));
     if (!d->hvec[s]) return ft__fail(err, FT_ERR_NOMEM, "out of host memory for vector '%s'", p->name);
-    fill_uniform(d->hvec[s], len, -bound, bound, seed);
+    ft_fill_uniform(d->hvec[s], len, -bound, bound, seed);
     FT_TRY(upload(d, &d->dvec[s], d->hvec[s], len, err)); /* hvec: the values as rounded */
     d->args.v[s] = d->dvec[s];
   }
@@ -223,12 +324,18 @@ ft_status ft_pdata_create(ft_gpu *g, int m, int n, int k, const ft_epilogue *ep,
   float *hx = malloc((size_t)m * k * sizeof(float));
   float *hw = malloc((size_t)n * k * sizeof(float));
   d->ref = malloc((size_t)m * n * sizeof(double));
-  d->host_y = malloc((size_t)m * n * d->elem);
+  /* Pinned, so the copy back before each check runs at the bus's speed; pageable when that fails. */
+  if (cudaMallocHost(&d->host_y, (size_t)m * n * d->elem) == cudaSuccess) {
+    d->host_y_pinned = 1;
+  } else {
+    cudaGetLastError(); /* not sticky: clear it */
+    d->host_y = malloc((size_t)m * n * d->elem);
+  }
   ft_status st = FT_OK;
   if (!hx || !hw || !d->ref || !d->host_y) st = ft__fail(err, FT_ERR_NOMEM, "out of host memory for %dx%dx%d", m, n, k);
   if (st == FT_OK) {
-    fill_uniform(hx, (size_t)m * k, 0.0f, 1.0f, &s);
-    fill_uniform(hw, (size_t)n * k, -bound, bound, &s);
+    ft_fill_uniform(hx, (size_t)m * k, 0.0f, 1.0f, &s);
+    ft_fill_uniform(hw, (size_t)n * k, -bound, bound, &s);
     st = make_params(d, ep, bound, &s, err);
   }
   /* In bf16 and fp16 modes the uploads round hx and hw in place: the reference sees what the
@@ -262,7 +369,8 @@ void ft_pdata_free(ft_pdata *d) {
   }
   if (d->ref_gemm != d->ref) free(d->ref_gemm);
   free(d->ref);
-  free(d->host_y);
+  if (d->host_y_pinned) cudaFreeHost(d->host_y);
+  else free(d->host_y);
   free(d);
 }
 
@@ -272,13 +380,19 @@ ft_status ft_pdata_poison(ft_pdata *d, cudaStream_t stream, ft_err *err) {
   return FT_OK;
 }
 
-static ft_status check_against(ft_pdata *d, const double *ref, double ref_norm, ft_check *out, ft_err *err) {
-  size_t total = (size_t)d->m * d->n;
-  FT_CUDA_TRY(err, cudaMemcpy(d->host_y, d->dY, total * d->elem, cudaMemcpyDeviceToHost));
+typedef struct check_job {
+  const ft_pdata *d;
+  const double *ref;
+  double diff2[FT_MAX_CHUNKS], maxabs[FT_MAX_CHUNKS];
+  int64_t bad[FT_MAX_CHUNKS];
+} check_job;
+
+static void check_chunk(void *user, int chunk, size_t begin, size_t end) {
+  check_job *j = user;
   double diff2 = 0.0, maxabs = 0.0;
   int64_t bad = 0;
-  for (size_t i = 0; i < total; i++) {
-    double r = ref[i], y = elem_to_double(d->dtype, d->host_y, i);
+  for (size_t i = begin; i < end; i++) {
+    double r = j->ref[i], y = elem_to_double(j->d->dtype, j->d->host_y, i);
     if (!isfinite(r)) continue; /* the epilogue itself overflowed: nothing to compare */
     if (!isfinite(y)) {
       bad++;
@@ -288,6 +402,28 @@ static ft_status check_against(ft_pdata *d, const double *ref, double ref_norm, 
     diff2 += e * e;
     if (e > maxabs) maxabs = e;
   }
+  j->diff2[chunk] = diff2;
+  j->maxabs[chunk] = maxabs;
+  j->bad[chunk] = bad;
+}
+
+static ft_status check_against(ft_pdata *d, const double *ref, double ref_norm, ft_check *out, ft_err *err) {
+  size_t total = (size_t)d->m * d->n;
+  FT_CUDA_TRY(err, cudaMemcpy(d->host_y, d->dY, total * d->elem, cudaMemcpyDeviceToHost));
+  check_job *j = calloc(1, sizeof *j);
+  if (!j) return ft__fail(err, FT_ERR_NOMEM, "out of host memory");
+  j->d = d;
+  j->ref = ref;
+  const int nchunks = chunks_for(total);
+  ft_parallel_chunks(total, nchunks, 0, check_chunk, j);
+  double diff2 = 0.0, maxabs = 0.0;
+  int64_t bad = 0;
+  for (int c = 0; c < nchunks; c++) {
+    diff2 += j->diff2[c];
+    if (j->maxabs[c] > maxabs) maxabs = j->maxabs[c];
+    bad += j->bad[c];
+  }
+  free(j);
   out->bad = bad;
   out->max_abs_err = maxabs;
   double denom = ref_norm > 0 ? ref_norm : 1.0;

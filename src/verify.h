@@ -20,6 +20,7 @@ typedef struct ft_pdata {
   double *ref_gemm;                  /* host [m,n] float64 x W^T (may alias ref when E is x) */
   double ref_norm, ref_gemm_norm;    /* their L2 norms over finite elements */
   void *host_y;                      /* host scratch [m,n] of elem bytes each, for checks */
+  int host_y_pinned;                 /* host_y is cudaMallocHost's (else malloc's) */
 } ft_pdata;
 
 /* Random inputs (x uniform [0,1), W and vectors uniform +-1/sqrt(k), scalars at their default or
@@ -67,6 +68,11 @@ double ft_tolerance_floor(ft_math math);
  * measures, and *tol is FT_TOL_FP32. Errors: CUDA, cuBLAS; FT_ERR_WRONG_RESULT when cuBLAS's
  * output has a non-finite element where the reference has none. */
 ft_status ft_pdata_tolerance(ft_gpu *g, ft_pdata *d, double *tol, double *cublas_rel_err, ft_err *err);
+
+/* a[0..n) uniform in [lo, hi) from splitmix64 with state *s (the i-th value from its i-th
+ * output), advancing *s past the n values; computed in chunks on several threads, the same
+ * values as one thread drawing them in order. GPU-free. */
+void ft_fill_uniform(float *a, size_t n, float lo, float hi, uint64_t *s);
 
 /* Host conversions, round to nearest even; NaN stays NaN (quiet), out-of-range values become
  * infinities. GPU-free. */

@@ -170,7 +170,11 @@ static void print_summary(const tune_cli *t, const ft_tune_report *s) {
   printf("compile: %d compiled, %d from cache, %.1f s; total %.1f s", s->n_compiled, s->n_cached, s->compile_s,
          s->total_s);
   if (s->worker_restarts) printf("; worker restarted %d time(s) after a fault or hang", s->worker_restarts);
-  printf("\n");
+  const ft_tune_phases *ph = &s->phases;
+  printf("\ntime: prepare %.1f s (data and references %.1f, baseline setup %.1f), baselines %.1f s, search %.1f s "
+         "(%d measurements %.1f s: load %.1f, verify %.1f, timed calls %.1f; waiting for compilation %.1f s)\n",
+         ph->prepare_s, ph->data_s, ph->baselines_setup_s, ph->baselines_s, ph->search_s, ph->measurements,
+         ph->measure_s, ph->load_s, ph->verify_s, ph->timing_s, ph->compile_wait_s);
   if (s->has_best) {
     printf("best: %s %s  %.4f ms", s->best.strategy, s->best.name, s->best.median_ms);
     if (s->best.eager_ms > 0) printf("  (%.3fx vs eager %.4f ms)", s->best.eager_ms / s->best.median_ms, s->best.eager_ms);
@@ -193,10 +197,16 @@ static void print_summary_json(const ft_tune_report *s) {
   ft_write_json_string(stdout, s->epilogue);
   printf(",\"eager_ms\":%.17g,\"candidates\":%d,\"measured\":%d,\"ok\":%d,\"wrong_result\":%d,"
          "\"compile_error\":%d,\"launch_error\":%d,\"timeout\":%d,\"known\":%d,\"compiled\":%d,\"cached\":%d,"
-         "\"compile_s\":%.3f,\"total_s\":%.3f,\"budget_exhausted\":%s,\"early_stopped\":%d,\"best\":",
+         "\"compile_s\":%.3f,\"total_s\":%.3f,\"budget_exhausted\":%s,\"early_stopped\":%d,",
          s->eager_ms, s->n_candidates, s->n_measured, s->n_ok, s->n_wrong, s->n_compile_error, s->n_launch_error,
          s->n_timeout, s->n_known, s->n_compiled, s->n_cached, s->compile_s, s->total_s,
          s->budget_exhausted ? "true" : "false", s->n_early_stopped);
+  const ft_tune_phases *ph = &s->phases;
+  printf("\"phases\":{\"prepare_s\":%.3f,\"gpu_open_s\":%.3f,\"data_s\":%.3f,\"tolerance_s\":%.3f,"
+         "\"baselines_setup_s\":%.3f,\"baselines_s\":%.3f,\"search_s\":%.3f,\"measurements\":%d,\"measure_s\":%.3f,"
+         "\"load_s\":%.3f,\"verify_s\":%.3f,\"timing_s\":%.3f,\"compile_wait_s\":%.3f},\"best\":",
+         ph->prepare_s, ph->gpu_open_s, ph->data_s, ph->tolerance_s, ph->baselines_setup_s, ph->baselines_s,
+         ph->search_s, ph->measurements, ph->measure_s, ph->load_s, ph->verify_s, ph->timing_s, ph->compile_wait_s);
   if (!s->has_best) {
     printf("null");
   } else {
