@@ -35,6 +35,15 @@
 // Split-K (FT_SPLITK > 1): a unit is a tile and one of FT_SPLITK contiguous ranges of k tiles
 // (none empty: the host's rule); its raw fp32 sums go to slab z of WS (FT_SPLITK x M x N floats)
 // and ft_tc_splitk_reduce, a second kernel, adds the slabs in order and applies E once.
+//
+// Stream-K (FT_STREAMK): the G = gridDim / FT_CLUSTER unit slots take the whole waves of units as
+// above; the sk units of the last, partial wave (sk x ktiles k tiles in all, S) are cut evenly:
+// slot s takes k tiles [S s / G, S (s + 1) / G) of them in unit order. A range that ends inside
+// a unit publishes its raw sums (WS: a BM x BN fp32 tile per block, flags FL: one per block and
+// warpgroup, zero between launches); the slot whose range ends a unit adds the sums of the slots
+// before it that share the unit, in slot order, then applies E and stores. Each slot publishes
+// first (its last range, before its whole units) and waits last, for lower slots only, so no
+// block waits on a block that waits (the host checks that the whole grid is resident).
 
 FT_DEFINE_APPLY_EPILOGUE()
 
@@ -324,15 +333,79 @@ __device__ __forceinline__ void ft_store_raw2(float *__restrict__ ws, float a, f
 }
 #endif
 
+// A block's work item: unit u (tile, with split-K also its k slice), its k tiles [k0, k0 + nk),
+// and what becomes of the sums: kind 0 E and store; 1 (stream-K) publish them raw; 2 (stream-K)
+// add the raw sums slots c0 .. c1 - 1 published for the unit, then E and store.
+struct FtWork {
+  int u, k0, nk, kind, c0, c1;
+};
+
+#if FT_STREAMK
+__device__ __forceinline__ long long ft_sk_begin(int s, long long S, int G) { return S * s / G; }
+
+// The slot whose range holds k tile i of the partial wave (S k tiles over G slots).
+__device__ __forceinline__ int ft_sk_slot(long long i, long long S, int G) {
+  int s = (int)(i * G / S);
+  while (s + 1 < G && ft_sk_begin(s + 1, S, G) <= i) s++;
+  while (s > 0 && ft_sk_begin(s, S, G) > i) s--;
+  return s;
+}
+#endif
+
+// Work item j of unit slot s of G (false past its last): producer and consumers walk the same
+// list. Stream-K's schedule of the slot sits in shared memory at sched, written once at the
+// start: its range [a, b) of the partial wave's k tiles, a / ktiles, b / ktiles, whether b ends
+// inside a unit, the whole waves, and 1 + the first slot sharing the unit a starts in (0: no
+// stream-K). Kept in registers, or divided out here, it cost the consumers spills at BN 256.
+__device__ __forceinline__ bool ft_work(int j, int s, int G, int tile_units, int ktiles, int kper, unsigned sched,
+                                        FtWork &w) {
+  w.kind = 0, w.c0 = w.c1 = 0;
+#if FT_STREAMK
+  unsigned a, b, waves, c0p1, ta, tb, part;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(a), "=r"(b), "=r"(waves), "=r"(c0p1) : "r"(sched));
+  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(ta), "=r"(tb) : "r"(sched + 16));
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(part) : "r"(sched + 24));
+  if (c0p1 != 0) {
+    const unsigned kt = (unsigned)ktiles, dp = waves * (unsigned)G;
+    if (part) { /* the range ends inside unit tb: published first */
+      if (j == 0) {
+        const unsigned lo = a > tb * kt ? a : tb * kt;
+        w.u = (int)(dp + tb), w.k0 = (int)(lo - tb * kt), w.nk = (int)(b - lo), w.kind = 1;
+        return true;
+      }
+      j--;
+    }
+    if (j < (int)waves) {
+      w.u = s + j * G, w.k0 = 0, w.nk = ktiles;
+      return true;
+    }
+    const unsigned t = ta + (unsigned)(j - (int)waves); /* units whose last k tile is in the range */
+    if (t >= tb) return false;
+    const unsigned lo = a > t * kt ? a : t * kt;
+    w.u = (int)(dp + t), w.k0 = (int)(lo - t * kt), w.nk = (int)((t + 1) * kt - lo);
+    if (lo > t * kt) w.kind = 2, w.c0 = (int)c0p1 - 1, w.c1 = s; /* only unit ta can start inside */
+    return true;
+  }
+#endif
+  (void)sched;
+  const int u = s + j * G;
+  if (u >= tile_units * FT_SPLITK) return false;
+  const int z = u / tile_units;
+  w.u = u, w.k0 = z * kper, w.nk = ktiles - w.k0 < kper ? ktiles - w.k0 : kper; /* >= 1: the host's rule */
+  return true;
+}
+
 extern "C" __global__ void __launch_bounds__(FT_THREADS, 1)
 ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTmaDesc tma_w,
-           const __grid_constant__ FtTmaDesc tma_y, ft_elem_t *__restrict__ Y, float *__restrict__ WS, int M, int N, int K, FtEpArgs ep) {
+           const __grid_constant__ FtTmaDesc tma_y, ft_elem_t *__restrict__ Y, float *__restrict__ WS, unsigned *__restrict__ FL, int M, int N,
+           int K, FtEpArgs ep) {
   extern __shared__ unsigned char ft_smem_raw[];
   const unsigned base = (ft_smem(ft_smem_raw) + 1023u) & ~1023u;
   const unsigned sA = base, sB = base + FT_STAGES * FT_A_BYTES;
   const unsigned small = base + FT_STAGES * FT_STAGE_BYTES; /* FT_SMALL_BUFS stages' worth */
   const unsigned cbuf = small + FT_SMALL_BYTES; /* FT_TSTORE's box buffers, 1024-aligned */
   const unsigned full = cbuf + FT_C_BYTES, empty = full + 8 * FT_STAGES;
+  const unsigned sched = empty + 8 * FT_STAGES; /* stream-K: the slot's range (ft_work) */
   const int wg = (int)threadIdx.x / 128, tid = (int)threadIdx.x % 128;
 #if FT_CLUSTER > 1
   unsigned rank;
@@ -348,6 +421,21 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
+#if FT_STREAMK
+  if (threadIdx.x == 32) { /* the slot's share of the partial wave's S k tiles: [S s / G, S (s + 1) / G) */
+    const int tm = (M + FT_BM - 1) / FT_BM, units = (tm + FT_CLUSTER - 1) / FT_CLUSTER * ((N + FT_BN - 1) / FT_BN);
+    const int G = (int)gridDim.x / FT_CLUSTER, s = (int)blockIdx.x / FT_CLUSTER, waves = units / G;
+    const long long kt = (K + FT_BK - 1) / FT_BK, S = (long long)(units - waves * G) * kt;
+    const long long a = ft_sk_begin(s, S, G), b = ft_sk_begin(s + 1, S, G);
+    const unsigned on = S >= G && S < (1ll << 31); /* the host's rule; else every unit whole */
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(sched), "r"((unsigned)a), "r"((unsigned)b),
+                 "r"((unsigned)waves), "r"(on ? (unsigned)ft_sk_slot(a / kt * kt, S, G) + 1u : 0u)
+                 : "memory");
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(sched + 16), "r"((unsigned)(a / kt)),
+                 "r"((unsigned)(b / kt)), "r"((unsigned)(b % kt != 0)), "r"(0u)
+                 : "memory");
+  }
+#endif
   __syncthreads();
   ft_cluster_sync(); /* remote barriers initialised before anyone signals them */
 
@@ -356,14 +444,14 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
 #define FT_TILE_ORIGIN(ur, uc) ((ur) * FT_CLUSTER + (int)rank) * FT_BM, (uc) * FT_BN
   /* A unit is a tile and one of FT_SPLITK k slices (slice-major: the slices of a tile run at
    * different times, the tiles of a slice in the grouped order). */
-  const int tile_units = unit_rows * unit_cols, units = tile_units * FT_SPLITK;
-  const int first_unit = (int)blockIdx.x / FT_CLUSTER, unit_step = (int)gridDim.x / FT_CLUSTER;
+  const int tile_units = unit_rows * unit_cols;
+  const int slot = (int)blockIdx.x / FT_CLUSTER, slots = (int)gridDim.x / FT_CLUSTER;
   const int ktiles = (K + FT_BK - 1) / FT_BK, kper = (ktiles + FT_SPLITK - 1) / FT_SPLITK;
-#define FT_UNIT_COORDS(u)                                                   \
-  const int z = (u) / tile_units;                                           \
+#define FT_UNIT_COORDS(w)                                                   \
+  const int z = (w).u / tile_units;                                         \
   int ur, uc;                                                               \
-  ft_grouped_coords<FT_GROUP>((u) - z * tile_units, unit_rows, unit_cols, ur, uc); \
-  const int k0 = z * kper, nk = ktiles - k0 < kper ? ktiles - k0 : kper /* >= 1: the host's rule */
+  ft_grouped_coords<FT_GROUP>((w).u - z * tile_units, unit_rows, unit_cols, ur, uc); \
+  const int k0 = (w).k0, nk = (w).nk
 
   if (wg == FT_CONSUMERS) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(FT_PRODUCER_REGS));
@@ -372,8 +460,9 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
       asm volatile("prefetch.tensormap [%0];" ::"l"((unsigned long long)&tma_w) : "memory");
       int stage = 0;
       unsigned phase = 0;
-      for (int u = first_unit; u < units; u += unit_step) {
-        FT_UNIT_COORDS(u);
+      FtWork wk;
+      for (int j = 0; ft_work(j, slot, slots, tile_units, ktiles, kper, sched, wk); j++) {
+        FT_UNIT_COORDS(wk);
         (void)z;
         const int m0_n0[2] = {FT_TILE_ORIGIN(ur, uc)};
         const int m0 = m0_n0[0], n0 = m0_n0[1];
@@ -403,9 +492,11 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
     int stage = 0;
     unsigned phase = 0, nbox = 0;
     const int warp = tid / 32, lane = tid % 32;
-    (void)nbox, (void)cbuf, (void)tma_y;
-    for (int u = first_unit; u < units; u += unit_step) {
-      FT_UNIT_COORDS(u);
+    (void)nbox, (void)cbuf, (void)tma_y, (void)FL;
+    FtWork wk;
+    for (int j = 0; ft_work(j, slot, slots, tile_units, ktiles, kper, sched, wk); j++) {
+      FT_UNIT_COORDS(wk);
+      (void)k0;
       const int m0_n0[2] = {FT_TILE_ORIGIN(ur, uc)};
       const int m0 = m0_n0[0], n0 = m0_n0[1];
       int prev = 0;
@@ -499,6 +590,41 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
       for (int i = 0; i < FT_BN / 2; i++) asm volatile("" : "+f"(d[i])::"memory");
       if (tid == 0) ft_mbar_release(empty + 8 * prev);
 
+#if FT_STREAMK
+      /* What becomes of the sums, asked again rather than kept in registers across the k loop. */
+      ft_work(j, slot, slots, tile_units, ktiles, kper, sched, wk);
+      if (wk.kind == 1) {
+        /* This block's published tile: per warpgroup, float4 q of thread t at 128 q + t. */
+        float4 *mine = reinterpret_cast<float4 *>(WS) + ((size_t)blockIdx.x * FT_CONSUMERS + wg) * (FT_BN / 8) * 128;
+#pragma unroll
+        for (int q = 0; q < FT_BN / 8; q++) __stcg(mine + 128 * q + tid, make_float4(d[4 * q], d[4 * q + 1], d[4 * q + 2], d[4 * q + 3]));
+        __threadfence();
+        asm volatile("bar.sync %0, 128;" ::"r"(2 + wg) : "memory");
+        if (tid == 0)
+          asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(FL + blockIdx.x * FT_CONSUMERS + wg), "r"(1u) : "memory");
+        continue;
+      }
+      for (int c = wk.c0; c < wk.c1; c++) { /* kind 2: the earlier slots' sums of this unit, in order */
+        const unsigned cta = (unsigned)c * FT_CLUSTER + rank;
+        unsigned *flag = FL + cta * FT_CONSUMERS + wg;
+        if (tid == 0) {
+          unsigned ready;
+          for (;;) {
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(ready) : "l"(flag) : "memory");
+            if (ready) break;
+            __nanosleep(64);
+          }
+          asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(flag), "r"(0u) : "memory"); /* for the next launch */
+        }
+        asm volatile("bar.sync %0, 128;" ::"r"(2 + wg) : "memory");
+        const float4 *theirs = reinterpret_cast<const float4 *>(WS) + ((size_t)cta * FT_CONSUMERS + wg) * (FT_BN / 8) * 128;
+#pragma unroll
+        for (int q = 0; q < FT_BN / 8; q++) {
+          const float4 p = __ldcg(theirs + 128 * q + tid);
+          d[4 * q] += p.x, d[4 * q + 1] += p.y, d[4 * q + 2] += p.z, d[4 * q + 3] += p.w;
+        }
+      }
+#endif
       /* Accumulator layout of m64nN: d[8 w + k] is row 16 warp + lane/4 + 8 ((k>>1)&1),
        * column 16 w + 2 (lane%4) + (k&1) + 8 (k>>2). */
 #if FT_TSTORE

@@ -89,8 +89,13 @@
 #endif
 #endif
 
-// Stages, the small buffers, the store boxes, then 2 FT_STAGES mbarriers; 1024 bytes of slack to
+// Stages, the small buffers, the store boxes, then 2 FT_STAGES mbarriers (and stream-K's 32-byte
+// schedule); 1024 bytes of slack to
 // align the ring (128B swizzle). The host sizes the launch with the same sum (src/family_tc.c).
-static_assert(FT_SMEM_BYTES == FT_STAGES * FT_STAGE_BYTES + FT_SMALL_BYTES + FT_C_BYTES + 16 * FT_STAGES + 1024,
+#ifndef FT_STREAMK
+#define FT_STREAMK 0
+#endif
+static_assert(FT_SMEM_BYTES == FT_STAGES * FT_STAGE_BYTES + FT_SMALL_BYTES + FT_C_BYTES + 16 * FT_STAGES +
+                                   32 * FT_STREAMK + 1024,
               "fusedtune: shared memory size");
 

@@ -31,6 +31,7 @@ typedef struct ft_launch_io {
   const void *x, *w;
   void *y;
   void *ws; /* geometry's workspace_bytes, or NULL when 0 */
+  unsigned *flags; /* geometry's flag_bytes, zero between launches, or NULL when 0 */
   int m, n, k;
   const void *ep; /* ft_ep_args_dev */
 } ft_launch_io;

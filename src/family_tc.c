@@ -2,7 +2,7 @@
  * gemm_tc.cu; layout 4, names "tc_..."): TMA loads into a ring of stages, wgmma from shared
  * memory, a producer warpgroup and one or two consumer warpgroups, a persistent grid walking
  * tiles in a grouped order, clusters of 2 multicasting the W tile, the epilogue applied to the
- * accumulator in registers. tf32, bf16, fp16 and 3xtf32 modes (3xtf32: each stage split into
+ * accumulator in registers, stream-K over a partial last wave. tf32, bf16, fp16 and 3xtf32 modes (3xtf32: each stage split into
  * big and small tf32 parts in shared memory, three products, partial sums taken out every
  * `chunk` k tiles); compiled for sm_90a. GPU-free but for
  * the tensor maps of a launch (src/tensormap.c). */
@@ -24,19 +24,38 @@ static int tc_bm(const ft_variant *v) { return 64 * v->consumers; }
 static int tc_threads(const ft_variant *v) { return 128 * (v->consumers + 1); }
 
 /* As gemm_tc_config.cuh sums it: the stages, 3xtf32's three small buffers of a stage's size, the
- * TMA-store epilogue's two 8 KiB boxes per consumer, two mbarriers per stage, 1024 B to align the
- * ring. */
+ * TMA-store epilogue's two 8 KiB boxes per consumer, two mbarriers per stage, stream-K's 32-byte
+ * schedule, 1024 B to align the ring. */
 static size_t tc_smem(const ft_variant *v) {
   const size_t stage = (size_t)(tc_bm(v) + v->bn) * 128;
   const size_t small = !split(v) ? 0 : 3 * (v->aregs ? (size_t)v->bn * 128 : stage);
   const size_t boxes = v->tstore ? 2 * (size_t)v->consumers * 64 * 128 : 0;
-  return (size_t)v->stages * stage + small + boxes + 16 * (size_t)v->stages + 1024;
+  return (size_t)v->stages * stage + small + boxes + 16 * (size_t)v->stages + (v->streamk ? 32 : 0) + 1024;
 }
 
 #define TC_MAX_CHUNK 4096
 #define TC_MAX_SPLIT 16
 
 static int tc_slices(const ft_variant *v) { return v->split_k > 1 ? v->split_k : 1; }
+
+/* Stream-K's split of the tiles (units) over the blocks' unit slots G = grid / cluster: `waves`
+ * whole waves of units, then the last partial wave's `sk` units shared evenly, k tile by k tile,
+ * by all G slots (as gemm_tc.cu's ft_work walks it). */
+typedef struct tc_sk_split {
+  int64_t units, slots, waves, sk, ktiles, share; /* share: k tiles of the partial wave per slot (rounded down) */
+} tc_sk_split;
+
+static tc_sk_split tc_sk(const ft_variant *v, int64_t m, int64_t n, int64_t k) {
+  tc_sk_split s;
+  const int64_t tiles_m = (m + 64 * v->consumers - 1) / (64 * v->consumers), tiles_n = (n + v->bn - 1) / v->bn;
+  s.units = (tiles_m + v->cluster - 1) / v->cluster * tiles_n;
+  s.slots = v->grid / v->cluster;
+  s.waves = s.slots > 0 ? s.units / s.slots : 0;
+  s.sk = s.units - s.waves * s.slots;
+  s.ktiles = (k + v->bk - 1) / v->bk;
+  s.share = s.slots > 0 ? s.sk * s.ktiles / s.slots : 0;
+  return s;
+}
 
 static int is_pow2_between(int x, int lo, int hi) { return x >= lo && x <= hi && (x & (x - 1)) == 0; }
 
@@ -63,7 +82,10 @@ static int tc_valid(const ft_variant *v, char *why, size_t whylen) {
   if (v->tstore && v->split_k > 1) FT_WHY("tc: tstore (TMA-store epilogue) and split_k exclude each other");
   if (v->tstore && v->bn % (128 / esize(v)))
     FT_WHY("tc: tstore needs bn %d a multiple of %d (128-byte store boxes)", v->bn, 128 / esize(v));
-  if (v->bm || v->tm || v->tn || v->vec || v->streamk || v->block || v->ept)
+  if (v->streamk != 0 && v->streamk != 1) FT_WHY("tc: streamk %d must be 0 or 1", v->streamk);
+  if (v->streamk && (v->split_k > 1 || split(v)))
+    FT_WHY("tc: streamk excludes split_k and 3xtf32");
+  if (v->bm || v->tm || v->tn || v->vec || v->block || v->ept)
     FT_WHY("tc variant with fields of another family");
   return 1;
 }
@@ -85,6 +107,17 @@ static int tc_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k, c
     const int64_t kt = (k + v->bk - 1) / v->bk, per = (kt + v->split_k - 1) / v->split_k;
     if ((v->split_k - 1) * per >= kt)
       FT_WHY("tc: split_k %d leaves a k slice empty (%lld k tiles)", v->split_k, (long long)kt);
+  }
+  if (v->streamk) { /* a partial wave to share, and a k tile of it for every slot */
+    const tc_sk_split s = tc_sk(v, m, n, k);
+    if (s.waves < 1 || s.sk == 0)
+      FT_WHY("tc: stream-K needs more tile units (%lld) than block slots (%lld), not a multiple of them",
+             (long long)s.units, (long long)s.slots);
+    if (s.sk * s.ktiles >= ((int64_t)1 << 31))
+      FT_WHY("tc: stream-K: %lld k tiles in the partial wave, more than the kernel counts", (long long)(s.sk * s.ktiles));
+    if (s.share < 1)
+      FT_WHY("tc: stream-K: the partial wave (%lld units of %lld k tiles) gives a block slot no k tile",
+             (long long)s.sk, (long long)s.ktiles);
   }
   if (tc_smem(v) > (size_t)lim->max_smem_per_block)
     FT_WHY("shared memory %zu B > device limit %d B", tc_smem(v), lim->max_smem_per_block);
@@ -109,6 +142,10 @@ static void tc_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft
     const int64_t per_block = (int64_t)FT_AUX_BLOCK * FT_AUX_ELEMS;
     g->rgrid[0] = (unsigned)((m * n + per_block - 1) / per_block);
   }
+  if (v->streamk) { /* each block publishes at most one tile's raw sums; a flag per warpgroup */
+    g->workspace_bytes = (size_t)blocks * (size_t)tc_bm(v) * (size_t)v->bn * sizeof(float);
+    g->flag_bytes = (size_t)blocks * (size_t)v->consumers * sizeof(unsigned);
+  }
 }
 
 /* __launch_bounds__(threads, 1): ptxas starts every warp at 65536 / threads registers (168 for
@@ -126,6 +163,7 @@ static void tc_defines(const ft_variant *v, ft_strbuf *b) {
   if (v->aregs) ft_sb_puts(b, "#define FT_AREGS 1\n");
   if (v->split_k > 1) ft_sb_printf(b, "#define FT_SPLITK %d\n", v->split_k);
   if (v->tstore) ft_sb_puts(b, "#define FT_TSTORE 1\n");
+  if (v->streamk) ft_sb_puts(b, "#define FT_STREAMK 1\n");
 }
 
 static const char *tc_reduce_kernel(const ft_variant *v) { return v->split_k > 1 ? "ft_tc_splitk_reduce" : NULL; }
@@ -153,7 +191,7 @@ static int map_kind(const ft_variant *v) {
   return split(v) ? 0 : v->math == FT_MATH_TF32 ? 1 : v->math == FT_MATH_BF16 ? 2 : 3;
 }
 
-/* ft_gemm_tc(tma_x, tma_w, tma_y, Y, WS, M, N, K, ep): the maps are encoded for the launch's
+/* ft_gemm_tc(tma_x, tma_w, tma_y, Y, WS, FL, M, N, K, ep): the maps are encoded for the launch's
  * pointers (the launch path keeps them while the pointers stay); tma_y, over Y in the storage
  * type (no tf32 rounding on a store), only for tstore, else zeros. */
 static ft_status tc_kernel_args(const ft_variant *v, const ft_launch_io *io, ft_arg_store *st, ft_err *err) {
@@ -171,6 +209,7 @@ static ft_status tc_kernel_args(const ft_variant *v, const ft_launch_io *io, ft_
   FT_TRY(ft_arg_push(st, ty.bytes, sizeof ty.bytes, err));
   FT_TRY(ft_arg_push(st, &io->y, sizeof io->y, err));
   FT_TRY(ft_arg_push(st, &io->ws, sizeof io->ws, err));
+  FT_TRY(ft_arg_push(st, &io->flags, sizeof io->flags, err));
   FT_TRY(ft_arg_push(st, &io->m, sizeof io->m, err));
   FT_TRY(ft_arg_push(st, &io->n, sizeof io->n, err));
   FT_TRY(ft_arg_push(st, &io->k, sizeof io->k, err));
@@ -185,10 +224,18 @@ static double tc_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k) {
   const int64_t tiles_m = (m + tc_bm(v) - 1) / tc_bm(v), tiles_n = (n + v->bn - 1) / v->bn;
   const int64_t units = (tiles_m + v->cluster - 1) / v->cluster * tiles_n * tc_slices(v);
   const int64_t blocks_units = v->grid / v->cluster;
-  const int64_t per_block = (units + blocks_units - 1) / blocks_units;
+  double per_block = (double)((units + blocks_units - 1) / blocks_units);
+  if (v->streamk) { /* the whole waves, the slot's share of the partial one, and what splitting
+                     * costs a slot: measured on the H200 (2026-12-01, BN 256, clusters of 2) as
+                     * 0.16 of a tile at 1024x8192x8192 (stream-K 5 % slower than whole tiles) and
+                     * 0.19 at 8192^3 (1.8 % faster): a published and a gathered tile of raw sums,
+                     * a pipeline drained and refilled at each cut */
+    const tc_sk_split s = tc_sk(v, m, n, k);
+    per_block = (double)s.waves + (double)s.share / (double)s.ktiles + 0.17;
+  }
   const double eff = v->bn >= 256 ? 1.0 : v->bn >= 192 ? 0.96 : v->bn >= 128 ? 0.92 : 0.78;
   const int64_t kt = (k + v->bk - 1) / v->bk, kp = (kt + tc_slices(v) - 1) / tc_slices(v) * v->bk;
-  double cost = (double)per_block * v->cluster * tc_bm(v) * v->bn * (double)kp / eff / v->cluster;
+  double cost = per_block * v->cluster * tc_bm(v) * v->bn * (double)kp / eff / v->cluster;
   if (v->cluster == 2) cost *= 0.98;   /* W multicast: +0-3 % where tiles share a column */
   if (v->stages < 4) cost *= 1.05;     /* too few loads in flight */
   if (v->swizzle == 16) cost *= 1.001; /* g8 and g16 measured alike: keep g8 first */
@@ -249,8 +296,18 @@ static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, con
                     v.chunk = split(&v) ? chunks[h] : 0;
                     v.aregs = r;
                     v.split_k = sk > 1 ? sk : 0;
-                    if (!ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) continue;
-                    FT_TRY(ft_space_push(sink, &v, tc_cost(&v, m, n, k), err));
+                    /* Stream-K beside it where the last wave is partial and each slot's share of
+                     * it is at least half a tile's k tiles (at most three blocks per tile); with
+                     * clusters of 2 and TMA stores only, the combinations CUDA 13.0's ptxas fits
+                     * in the 168 registers (the others spilled at BN 256, and at BN 192 in fp32
+                     * storage: CPU compile of the seed shapes and 8192^3, 4096^3, 2026-12-01). */
+                    const int sk_fits = cl == 2 && ts && !(esize(&v) == 4 && v.bn == 192);
+                    for (v.streamk = 0; v.streamk <= (sk == 1 && !split(&v) && sk_fits); v.streamk++) {
+                      if (v.streamk && 2 * tc_sk(&v, m, n, k).share < tc_sk(&v, m, n, k).ktiles) continue;
+                      if (!ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) continue;
+                      FT_TRY(ft_space_push(sink, &v, tc_cost(&v, m, n, k), err));
+                    }
+                    v.streamk = 0;
                   }
           }
         }
@@ -262,8 +319,8 @@ static int tc_name(const ft_variant *v, char *buf, size_t len) {
   char chunk[24] = "", slices[16] = "";
   if (v->chunk) snprintf(chunk, sizeof chunk, "_h%d%s", v->chunk, v->aregs ? "r" : "");
   if (v->split_k > 1) snprintf(slices, sizeof slices, "_k%d", v->split_k);
-  return snprintf(buf, len, "tc_bm%d_bn%d_bk%d_s%d_c%d_z%d_p%d%s%s%s_%s", tc_bm(v), v->bn, v->bk, v->stages,
-                  v->cluster, v->swizzle, v->grid, chunk, slices, v->tstore ? "_ts" : "",
+  return snprintf(buf, len, "tc_bm%d_bn%d_bk%d_s%d_c%d_z%d_p%d%s%s%s%s_%s", tc_bm(v), v->bn, v->bk, v->stages,
+                  v->cluster, v->swizzle, v->grid, chunk, slices, v->streamk ? "_sk" : "", v->tstore ? "_ts" : "",
                   ft_math_name((ft_math)v->math));
 }
 
@@ -282,6 +339,7 @@ static const ft_json_key k_tc_opt_keys[] = {
     {"aregs", offsetof(ft_variant, aregs)},
     {"split_k", offsetof(ft_variant, split_k)},
     {"tstore", offsetof(ft_variant, tstore)},
+    {"streamk", offsetof(ft_variant, streamk)},
     {NULL, 0}};
 
 static const char *const k_tc_sources[] = {"kernels_src/gemm_tc_config.cuh", "kernels_src/wgmma_sm90.cuh",

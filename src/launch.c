@@ -7,6 +7,46 @@
 
 #include "checks.h"
 
+/* A kernel whose blocks wait for one another (the tc family's stream-K: a block adds partial
+ * sums other blocks publish) hangs unless its whole grid is resident at once: checked here, once,
+ * from the device's occupancy for this kernel, its block, shared memory and cluster. */
+static ft_status ft_check_coresident(ft_launchable *t, ft_err *err) {
+  const void *k = (const void *)t->loaded.main;
+  const ft_launch_geom *g = &t->geom;
+  const long long blocks = (long long)g->grid[0] * g->grid[1] * g->grid[2];
+  const int threads = (int)(g->block[0] * g->block[1] * g->block[2]);
+  const unsigned cl = g->cluster[0] * g->cluster[1] * g->cluster[2];
+  if (g->smem > 48 * 1024 && g->smem > t->loaded.smem_allowed) {
+    FT_CUDA_TRY(err, cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)g->smem));
+    t->loaded.smem_allowed = g->smem;
+  }
+  long long resident = 0;
+  if (cl > 1) {
+    cudaLaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = g->cluster[0], attr.val.clusterDim.y = g->cluster[1], attr.val.clusterDim.z = g->cluster[2];
+    cudaLaunchConfig_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDim = (dim3){g->grid[0], g->grid[1], g->grid[2]};
+    cfg.blockDim = (dim3){g->block[0], g->block[1], g->block[2]};
+    cfg.dynamicSmemBytes = g->smem;
+    cfg.attrs = &attr, cfg.numAttrs = 1;
+    int clusters = 0;
+    FT_CUDA_TRY(err, cudaOccupancyMaxActiveClusters(&clusters, k, &cfg));
+    resident = (long long)clusters * cl;
+  } else {
+    int per_sm = 0;
+    FT_CUDA_TRY(err, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, threads, g->smem));
+    resident = (long long)per_sm * ft_gpu_limits(t->g)->sm_count;
+  }
+  if (resident < blocks)
+    return ft__fail(err, FT_ERR_UNSUPPORTED,
+                    "stream-K: the grid of %lld blocks does not fit on the device at once (%lld do), and its blocks "
+                    "wait for each other", blocks, resident);
+  return FT_OK;
+}
+
 ft_status ft_launchable_init(ft_launchable *L, ft_gpu *g, const ft_variant *v, int m, int n, int k,
                              const void *cubin, size_t size, const char *kernel, const char *reduce, ft_err *err) {
   memset(L, 0, sizeof *L);
@@ -26,6 +66,20 @@ ft_status ft_launchable_init(ft_launchable *L, ft_gpu *g, const ft_variant *v, i
       return ft_cuda_fail(err, e, "cudaMalloc (split-K / stream-K workspace)");
     }
   }
+  if (t.geom.flag_bytes) {
+    cudaError_t e = cudaMalloc((void **)&t.flags, t.geom.flag_bytes);
+    if (e == cudaSuccess) e = cudaMemset(t.flags, 0, t.geom.flag_bytes);
+    if (e != cudaSuccess) {
+      ft_launchable_free(&t);
+      return ft_cuda_fail(err, e, "cudaMalloc (stream-K flags)");
+    }
+    /* Blocks wait for others' partial sums: all must be resident at once. */
+    ft_status s = ft_check_coresident(&t, err);
+    if (s != FT_OK) {
+      ft_launchable_free(&t);
+      return s;
+    }
+  }
   if (fam->after_cublas) {
     void *h;
     ft_status s = ft_gpu_cublas(g, &h, err);
@@ -42,6 +96,7 @@ void ft_launchable_free(ft_launchable *L) {
   if (!L) return;
   ft_loaded_free(&L->loaded);
   if (L->ws) cudaFree(L->ws);
+  if (L->flags) cudaFree(L->flags);
   memset(L, 0, sizeof *L);
 }
 
@@ -87,7 +142,7 @@ ft_status ft_launchable_enqueue(ft_launchable *L, const void *x, const void *w, 
                                 cudaStream_t stream, ft_err *err) {
   if (!L->fam) return ft__fail(err, FT_ERR_INTERNAL, "launch: nothing loaded");
   if (L->fam->after_cublas) FT_TRY(ft_cublas_gemm(L->g, (ft_math)L->v.math, x, w, y, L->m, L->n, L->k, stream, err));
-  const ft_launch_io io = {x, w, y, L->ws, L->m, L->n, L->k, ep};
+  const ft_launch_io io = {x, w, y, L->ws, L->flags, L->m, L->n, L->k, ep};
   if (!L->have_args || L->args_x != x || L->args_w != w || L->args_y != y ||
       memcmp(&L->args_ep, ep, sizeof *ep) != 0) {
     L->have_args = 0;

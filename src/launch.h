@@ -14,6 +14,7 @@ typedef struct ft_launchable {
   ft_launch_geom geom;
   ft_loaded loaded;
   void *ws; /* geom.workspace_bytes of device memory, owned */
+  unsigned *flags; /* geom.flag_bytes of device memory, zeroed at init, owned */
   ft_gpu *g; /* for the cuBLAS GEMM a family that runs after cuBLAS needs (not owned) */
   int m, n, k;
   /* The main kernel's argument list of the last launch and what it was built from: a launch

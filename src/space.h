@@ -22,7 +22,10 @@ typedef struct ft_variant {
   int swizzle;    /* block rasterization group (1 = none) for L2 reuse */
   int streamk;    /* families with stream-K: > 0 = a grid of this many blocks sharing the (tile, k tile)
                    * units evenly (stream-K; shared tiles summed by a fixup kernel that applies
-                   * E), named "_sk<n>"; 0 = one block per tile and split-K slice */
+                   * E), named "_sk<n>"; 0 = one block per tile and split-K slice. Tensor-core
+                   * family: 1 = the last, partial wave of tiles shared k tile by k tile by all
+                   * blocks of its persistent grid, which add each other's partial sums (named
+                   * "_sk") */
   int layout;     /* with kind, names the kernel family (src/family.c's table): for GEMMs 0 =
                    * fp32_rows (gemm_fp32.cu), 3 = fp32_warp (gemm_fp32_warp.cu, "_w") */
   int math;       /* ft_math the variant computes in (0 = fp32); families that serve other modes
@@ -88,6 +91,8 @@ typedef struct ft_launch_geom {
   unsigned cluster[3];    /* thread-block cluster shape; 1x1x1 = no cluster */
   size_t smem;            /* dynamic shared memory bytes */
   size_t workspace_bytes; /* split-K or stream-K partials; 0 if none */
+  size_t flag_bytes;      /* counters the blocks of one launch signal each other with: zeroed
+                           * once, and every launch leaves them zero (tc stream-K); 0 if none */
   int has_reduce;         /* a second kernel (split-K reduction, stream-K fixup) follows */
   unsigned rgrid[3], rblock[3];
 } ft_launch_geom;

@@ -164,6 +164,65 @@ static void test_tstore(const ft_variant *base, const ft_device_limits *lim) {
   free(vs);
 }
 
+/* Stream-K (streamk): its rules, the partial wave it needs, its workspace, flags, shared memory,
+ * key and name, and where the enumeration offers it. */
+static void test_streamk(const ft_variant *base, const ft_device_limits *lim) {
+  char why[200] = "", json[512], name[128];
+  ft_err e;
+  ft_variant t = *base;
+  t.streamk = 1, t.bn = 256, t.stages = 4, t.cluster = 2, t.tstore = 1;
+  ASSERT_TRUE(ft_variant_valid(&t, why, sizeof why));
+  ft_variant b = t;
+  b.streamk = 2;
+  ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
+  ASSERT_CONTAINS(why, "streamk 2");
+  b = t, b.tstore = 0, b.split_k = 2;
+  ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
+  ASSERT_CONTAINS(why, "streamk excludes split_k");
+  b = t, b.math = FT_MATH_3XTF32, b.bk = 32, b.bn = 128, b.chunk = 4;
+  ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
+  /* 1024 x 8192: 4 x 32 = 128 units of 2 tiles for 66 slots: one whole wave, 62 units shared. */
+  ASSERT_TRUE(ft_variant_applicable(&t, 1024, 8192, 8192, lim, why, sizeof why));
+  /* 128 x 16384 with BN 256: 64 units, fewer than the slots: no partial wave to share. */
+  ASSERT_TRUE(!ft_variant_applicable(&t, 256, 16384, 16384, lim, why, sizeof why));
+  ASSERT_CONTAINS(why, "more tile units");
+  /* 1024 x 8448: 4 x 33 = 132 units = 2 whole waves of 66: nothing partial either. */
+  ASSERT_TRUE(!ft_variant_applicable(&t, 1024, 8448, 8192, lim, why, sizeof why));
+  /* One unit past a wave with K = 64 (one k tile): 1 k tile for 66 slots. */
+  ASSERT_TRUE(!ft_variant_applicable(&t, 1024, 8448 + 256, 64, lim, why, sizeof why));
+  ASSERT_CONTAINS(why, "no k tile");
+  /* Workspace: one fp32 tile per block; a flag per block and consumer; 32 bytes of schedule. */
+  ft_launch_geom g, g0;
+  memset(&g, 0, sizeof g), memset(&g0, 0, sizeof g0);
+  ft_variant_geometry(&t, 1024, 8192, 8192, &g);
+  ASSERT_TRUE(g.grid[0] == 132 && g.workspace_bytes == (size_t)132 * 128 * 256 * 4 && g.flag_bytes == 132 * 2 * 4);
+  ASSERT_TRUE(!g.has_reduce);
+  b = t, b.streamk = 0;
+  ft_variant_geometry(&b, 1024, 8192, 8192, &g0);
+  ASSERT_TRUE(g.smem == g0.smem + 32 && g0.workspace_bytes == 0 && g0.flag_bytes == 0);
+  ft_variant_json(&t, json, sizeof json);
+  ASSERT_CONTAINS(json, ",\"streamk\":1");
+  ft_variant back;
+  ASSERT_OK(ft_variant_from_json(json, &back, &e));
+  ASSERT_TRUE(memcmp(&back, &t, sizeof t) == 0);
+  ft_variant_name(&t, name, sizeof name);
+  ASSERT_EQ_STR(name, "tc_bm128_bn256_bk64_s4_c2_z8_p132_sk_ts_bf16");
+  /* Offered beside the others at 1024 x 8192 x 8192 (clusters of 2, TMA stores), not where the
+   * tiles fill whole waves or fewer than one. */
+  ft_variant *vs = NULL;
+  int n = 0, sk = 0, bad = 0;
+  ASSERT_OK(ft_space_enumerate_math(FT_VK_GEMM, 1024, 8192, 8192, FT_MATH_BF16, lim, &vs, &n, &e));
+  for (int i = 0; i < n; i++) sk += vs[i].streamk, bad += vs[i].streamk && (vs[i].cluster != 2 || !vs[i].tstore);
+  ASSERT_TRUE(sk > 0 && sk < n && bad == 0);
+  free(vs);
+  vs = NULL;
+  ASSERT_OK(ft_space_enumerate_math(FT_VK_GEMM, 128, 16384, 16384, FT_MATH_BF16, lim, &vs, &n, &e));
+  sk = 0;
+  for (int i = 0; i < n; i++) sk += vs[i].streamk;
+  ASSERT_TRUE(n > 0 && sk == 0);
+  free(vs);
+}
+
 static void test_validity(const ft_device_limits *lim) {
   ft_variant v = {0};
   v.kind = FT_VK_GEMM, v.layout = ft_family_named("tc")->layout, v.math = FT_MATH_BF16;
@@ -214,6 +273,7 @@ static void test_validity(const ft_device_limits *lim) {
   ft_variant_name(&v, name, sizeof name);
   ASSERT_EQ_STR(name, "tc_bm128_bn128_bk64_s6_c1_z8_p132_bf16");
   test_tstore(&v, lim);
+  test_streamk(&v, lim);
 }
 
 int main(int argc, char **argv) {
