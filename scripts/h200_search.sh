@@ -56,9 +56,11 @@ if [ "$GPU_TESTS" = 1 ]; then
   grep -E "Test +#|tests passed|budget .* s, |FAIL|failed" "$LOG" | head -40
 fi
 DBDIR=$(mktemp -d /tmp/ft_search.XXXXXX)
-# NVRTC's first use on a machine just started is ~3x slower (H200, 2026-12-01): warm it, untimed,
-# so the first job's tune is not charged for it.
-$FT variants --shape 1x1x1 --epilogue minsub --compile > /dev/null 2>> "$LOG"
+# Compilation on a machine just started is 2-3x slower for its first minute or so (H200,
+# 2026-12-01: an fp32 fast tune took 37 s first, 11.5 s two minutes later; one small compile did
+# not warm it): warm it, untimed, with a parallel compile of a few hundred kernels, so that the
+# first job's tune is not charged for it.
+$FT variants --shape 1024x1024x1024 --epilogue minsub --compile > /dev/null 2>> "$LOG"
 echo "== NVRTC warmed $(el)s"
 
 # tune DB SECONDS_LIMIT ARGS...: the JSON report in $DBDIR/last.json, wall seconds in $wall.
