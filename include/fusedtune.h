@@ -204,9 +204,10 @@ FT_API ft_status ft_lookup_within(ft_ctx *ctx, const ft_problem *p, double toler
 
 /* Makes a launchable plan of cfg for p: takes the cubin from the database cache, compiling with
  * NVRTC only on a miss (then storing it unless the database is read-only), loads it on the
- * current device and allocates what it needs (split-K workspace). *plan is owned by the caller:
- * ft_plan_destroy() it before ft_close(ctx).
- * Returns FT_OK, FT_ERR_INVALID_ARG, FT_ERR_PARSE, FT_ERR_UNSUPPORTED (cfg not applicable to p),
+ * current device and allocates what it needs (split-K and stream-K workspace, stream-K's flags).
+ * *plan is owned by the caller: ft_plan_destroy() it before ft_close(ctx).
+ * Returns FT_OK, FT_ERR_INVALID_ARG, FT_ERR_PARSE, FT_ERR_UNSUPPORTED (cfg not applicable to p,
+ * or a stream-K configuration whose grid does not fit on this device at once),
  * FT_ERR_NO_DEVICE, FT_ERR_COMPILE, FT_ERR_CUDA, FT_ERR_DB, FT_ERR_NOMEM. */
 FT_API ft_status ft_plan_create(ft_ctx *ctx, const ft_problem *p, const ft_config *cfg,
                                 ft_plan **plan);
@@ -240,7 +241,9 @@ typedef struct ft_args {
 } ft_args;
 
 /* Enqueues the plan on stream (asynchronous; errors of the kernel itself surface at the next
- * synchronization). Checks arguments first: NULL pointers, alignment the variant needs, unbound
+ * synchronization). A plan's launches must not overlap in time (two streams at once): split-K
+ * and stream-K configurations reuse the plan's workspace; one stream, or one plan per stream, is
+ * safe, CUDA graph capture included. Checks arguments first: NULL pointers, alignment the variant needs, unbound
  * or unknown names -> FT_ERR_INVALID_ARG with a message on the plan's context, nothing launched.
  * Returns FT_OK, FT_ERR_INVALID_ARG, FT_ERR_CUDA, FT_ERR_CUBLAS. */
 FT_API ft_status ft_plan_launch(ft_plan *plan, const ft_args *args, cudaStream_t stream);

@@ -393,6 +393,8 @@ typedef struct ft_tune_phases {
   double search_s;    /* everything the search did */
   double measure_s, load_s, verify_s, timing_s;
   double compile_wait_s;
+  double nvrtc_s;     /* NVRTC's wall time summed over the kernels compiled for the search (on its
+                       * threads, so it may exceed the search's own time) */
   int measurements;   /* runner calls for candidates (a screened and re-timed one counts twice) */
 } ft_tune_phases;
 

@@ -41,7 +41,7 @@ static ft_status load_best(ft_db *db, const ft_epilogue *ep, const ft_best *best
   FT_TRY(ft_variant_from_json(best->config_json, &v, err));
   ft_kernel_src src;
   FT_TRY(ft_codegen_variant(&v, ep, &src, err));
-  ft_compile_job job = {src.text, src.hash, NULL, 0, 0, FT_OK, NULL, src.arch_suffix, 0};
+  ft_compile_job job = {src.text, src.hash, NULL, 0, 0, FT_OK, NULL, src.arch_suffix, 0, 0.0};
   ft_status st = ft_compile_many(db, ft_gpu_arch(b->g), &job, 1, 1, err);
   if (st == FT_OK && job.status != FT_OK)
     st = ft__fail(err, FT_ERR_COMPILE, "best config does not compile: %.500s", job.log ? job.log : "");

@@ -25,6 +25,7 @@ typedef struct ft_compile_job {
   char *log;         /* out: malloc'd NVRTC log on failure (or warnings), may be NULL */
   const char *arch_suffix; /* in: appended to the call's arch as the target (ft_kernel_src's), or NULL */
   int ran;           /* out: NVRTC ran for it (ft_compile_job_run), whatever the outcome */
+  double seconds;    /* out: NVRTC's wall time for it (ft_compile_job_run) */
 } ft_compile_job;
 
 /* Whether a successful compile's log says the code must not run: ptxas serialized wgmma

@@ -284,6 +284,7 @@ static void take_job(tuner *t, int i, const ft_compile_job *job, int fresh) {
   if (fresh) {
     ft_compile_cache_put(t->db, t->dev.arch, &c->job, 1);
     t->sum->n_compiled += c->job.status == FT_OK;
+    t->sum->phases.nvrtc_s += c->job.seconds;
   }
 }
 

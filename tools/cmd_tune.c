@@ -204,9 +204,10 @@ static void print_summary_json(const ft_tune_report *s) {
   const ft_tune_phases *ph = &s->phases;
   printf("\"phases\":{\"prepare_s\":%.3f,\"gpu_open_s\":%.3f,\"data_s\":%.3f,\"tolerance_s\":%.3f,"
          "\"baselines_setup_s\":%.3f,\"baselines_s\":%.3f,\"search_s\":%.3f,\"measurements\":%d,\"measure_s\":%.3f,"
-         "\"load_s\":%.3f,\"verify_s\":%.3f,\"timing_s\":%.3f,\"compile_wait_s\":%.3f},\"best\":",
+         "\"load_s\":%.3f,\"verify_s\":%.3f,\"timing_s\":%.3f,\"compile_wait_s\":%.3f,\"nvrtc_s\":%.3f},\"best\":",
          ph->prepare_s, ph->gpu_open_s, ph->data_s, ph->tolerance_s, ph->baselines_setup_s, ph->baselines_s,
-         ph->search_s, ph->measurements, ph->measure_s, ph->load_s, ph->verify_s, ph->timing_s, ph->compile_wait_s);
+         ph->search_s, ph->measurements, ph->measure_s, ph->load_s, ph->verify_s, ph->timing_s, ph->compile_wait_s,
+         ph->nvrtc_s);
   if (!s->has_best) {
     printf("null");
   } else {
