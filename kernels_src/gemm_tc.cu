@@ -14,7 +14,8 @@
 // Variant defines (codegen, from the family): FT_BN, FT_CONSUMERS, FT_STAGES, FT_CLUSTER,
 // FT_GROUP, FT_SMEM_BYTES; FT_DTYPE (ft_common.cuh: 0 fp32 storage with FT_TF32 or FT_3XTF32,
 // 1 bf16, 2 fp16); 3xtf32: FT_CHUNK, FT_AREGS; FT_SPLITK (k slices); FT_TSTORE (TMA-store
-// epilogue); FT_EPI_W (gemm_tc_config.cuh's default). Host contract (src/family_tc.c): grid a
+// epilogue); FT_STREAMK (stream-K: WS one fp32 tile per block, FL a zeroed flag per block and
+// consumer); FT_EPI_W (gemm_tc_config.cuh's default). Host contract (src/family_tc.c): grid a
 // multiple of FT_CLUSTER, block 128 (FT_CONSUMERS + 1) threads, FT_SMEM_BYTES of dynamic shared
 // memory, three tensor maps: box {FT_BK, FT_BM} over x, {FT_BK, FT_BN / FT_CLUSTER} over W
 // (128-byte swizzle, zero fill, TFLOAT32 type in tf32 mode so TMA rounds to nearest, FLOAT32 in
@@ -42,8 +43,9 @@
 // a unit publishes its raw sums (WS: a BM x BN fp32 tile per block, flags FL: one per block and
 // warpgroup, zero between launches); the slot whose range ends a unit adds the sums of the slots
 // before it that share the unit, in slot order, then applies E and stores. Each slot publishes
-// first (its last range, before its whole units) and waits last, for lower slots only, so no
-// block waits on a block that waits (the host checks that the whole grid is resident).
+// first (its last range, before its whole units) and waits only at the unit its range starts
+// inside (after its whole waves), for lower slots only, which never wait before they publish:
+// no block waits on a block that waits (the host checks that the whole grid is resident).
 
 FT_DEFINE_APPLY_EPILOGUE()
 

@@ -95,6 +95,9 @@
 #ifndef FT_STREAMK
 #define FT_STREAMK 0
 #endif
+#if FT_STREAMK && (FT_SPLITK > 1 || FT_SPLIT)
+#error "fusedtune: stream-K excludes split-K and 3xtf32"
+#endif
 static_assert(FT_SMEM_BYTES == FT_STAGES * FT_STAGE_BYTES + FT_SMALL_BYTES + FT_C_BYTES + 16 * FT_STAGES +
                                    32 * FT_STREAMK + 1024,
               "fusedtune: shared memory size");

@@ -18,11 +18,9 @@
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/h200-logs}
-mkdir -p "$OUT"
 LOG=$OUT/search.log
 TABLE=$OUT/search_table.txt
 MAX_S=${MAX_S:-450}
-: > "$LOG"
 t0=$(date +%s)
 el() { echo $(( $(date +%s) - t0 )); }
 
@@ -46,6 +44,8 @@ case "${1:-}" in
   "") set -- $P1:fp32 $P2:fp32 $P1:bf16 ;;
 esac
 
+mkdir -p "$OUT"
+: > "$LOG"
 # FT_BIN and SKIP_BUILD=1: a binary built already (or a stand-in, to check this script).
 [ "${SKIP_BUILD:-0}" = 1 ] || . scripts/h200_build.sh "$LOG"
 echo "== build done $(el)s"

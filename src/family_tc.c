@@ -298,9 +298,11 @@ static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, con
                     v.split_k = sk > 1 ? sk : 0;
                     /* Stream-K beside it where the last wave is partial and each slot's share of
                      * it is at least half a tile's k tiles (at most three blocks per tile); with
-                     * clusters of 2 and TMA stores only, the combinations CUDA 13.0's ptxas fits
-                     * in the 168 registers (the others spilled at BN 256, and at BN 192 in fp32
-                     * storage: CPU compile of the seed shapes and 8192^3, 4096^3, 2026-12-01). */
+                     * clusters of 2 and TMA stores only: the others spilled at BN 256 (and at BN
+                     * 192 in fp32 storage) with CUDA 13.0's ptxas at the 168-register cap (CPU
+                     * compile of the seed shapes, 8192^3, 4096^3, 2026-12-01). A heavy epilogue
+                     * can still spill (x + 2 sigmoid(x) at BN 256 in bf16): rejected at compile
+                     * time like any candidate. */
                     const int sk_fits = cl == 2 && ts && !(esize(&v) == 4 && v.bn == 192);
                     for (v.streamk = 0; v.streamk <= (sk == 1 && !split(&v) && sk_fits); v.streamk++) {
                       if (v.streamk && 2 * tc_sk(&v, m, n, k).share < tc_sk(&v, m, n, k).ktiles) continue;

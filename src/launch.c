@@ -68,7 +68,10 @@ ft_status ft_launchable_init(ft_launchable *L, ft_gpu *g, const ft_variant *v, i
   }
   if (t.geom.flag_bytes) {
     cudaError_t e = cudaMalloc((void **)&t.flags, t.geom.flag_bytes);
+    /* cudaMemset runs on the default stream, which a non-blocking stream does not wait for:
+     * finished here, before any launch on any stream can read the flags. */
     if (e == cudaSuccess) e = cudaMemset(t.flags, 0, t.geom.flag_bytes);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(0);
     if (e != cudaSuccess) {
       ft_launchable_free(&t);
       return ft_cuda_fail(err, e, "cudaMalloc (stream-K flags)");

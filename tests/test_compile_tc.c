@@ -181,9 +181,10 @@ static void test_streamk(const ft_variant *base, const ft_device_limits *lim) {
   ASSERT_CONTAINS(why, "streamk excludes split_k");
   b = t, b.math = FT_MATH_3XTF32, b.bk = 32, b.bn = 128, b.chunk = 4;
   ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
+  ASSERT_CONTAINS(why, "3xtf32");
   /* 1024 x 8192: 4 x 32 = 128 units of 2 tiles for 66 slots: one whole wave, 62 units shared. */
   ASSERT_TRUE(ft_variant_applicable(&t, 1024, 8192, 8192, lim, why, sizeof why));
-  /* 128 x 16384 with BN 256: 64 units, fewer than the slots: no partial wave to share. */
+  /* 256 x 16384 with BN 256: 64 units of two tiles, fewer than the 66 slots: no whole wave. */
   ASSERT_TRUE(!ft_variant_applicable(&t, 256, 16384, 16384, lim, why, sizeof why));
   ASSERT_CONTAINS(why, "more tile units");
   /* 1024 x 8448: 4 x 33 = 132 units = 2 whole waves of 66: nothing partial either. */
@@ -207,8 +208,8 @@ static void test_streamk(const ft_variant *base, const ft_device_limits *lim) {
   ASSERT_TRUE(memcmp(&back, &t, sizeof t) == 0);
   ft_variant_name(&t, name, sizeof name);
   ASSERT_EQ_STR(name, "tc_bm128_bn256_bk64_s4_c2_z8_p132_sk_ts_bf16");
-  /* Offered beside the others at 1024 x 8192 x 8192 (clusters of 2, TMA stores), not where the
-   * tiles fill whole waves or fewer than one. */
+  /* Offered beside the others at 1024 x 8192 x 8192, with clusters of 2 and TMA stores only; not
+   * at 128 x 16384 x 16384 (one tile row: no clusters of 2, which stream-K is offered with). */
   ft_variant *vs = NULL;
   int n = 0, sk = 0, bad = 0;
   ASSERT_OK(ft_space_enumerate_math(FT_VK_GEMM, 1024, 8192, 8192, FT_MATH_BF16, lim, &vs, &n, &e));
