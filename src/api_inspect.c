@@ -2,7 +2,6 @@
  * compiled, and what an epilogue expression parses to. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "api_internal.h"
 #include "codegen.h"
@@ -11,11 +10,6 @@
 
 _Static_assert(FT_EPILOGUE_MAX_PARAMS == FT_EP_MAX_PARAMS, "the public parameter table must hold every parameter");
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* The architecture and limits to enumerate for: arch, else the current device's, else sm_90. */
 static ft_status pick_arch(const char *arch, ft_variant_list *l, ft_device_limits *lim, ft_err *err) {
@@ -92,9 +86,9 @@ static ft_status compile_list(ft_variant_list *l, ft_kernel_src *srcs, ft_varian
     jobs[i].hash = srcs[i].hash;
     jobs[i].arch_suffix = srcs[i].arch_suffix;
   }
-  double t0 = now_s();
+  double t0 = ft__now_s();
   ft_status s = ft_compile_many_progress(NULL, l->arch, jobs, l->count, 0, progress, user, err);
-  l->compile_s = now_s() - t0;
+  l->compile_s = ft__now_s() - t0;
   l->compiled = 1;
   for (int i = 0; i < l->count; i++) {
     ft_variant_info *it = &l->items[i];

@@ -2,7 +2,6 @@
 #include "bench.h"
 
 #include <stdlib.h>
-#include <time.h>
 
 #define FT_MAX_REPEATS 1000
 /* Events of one interleaved timing: every strategy's repeats, and the first mark. */
@@ -81,23 +80,18 @@ static ft_status ensure_flush(ft_bench *b, ft_err *err) {
   return FT_OK;
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 ft_status ft_bench_run(ft_bench *b, ft_enqueue_fn fn, void *user, const ft_bench_opts *opt,
                        ft_timing *out, ft_err *err) {
   int reps = opt->repeats < 1 ? 1 : opt->repeats > FT_MAX_REPEATS ? FT_MAX_REPEATS : opt->repeats;
   if (opt->flush_l2) FT_TRY(ensure_flush(b, err));
   int warmup = opt->warmup < 1 ? 1 : opt->warmup;
-  double t0 = now_s();
+  double t0 = ft__now_s();
   for (int i = 0; i < warmup; i++) FT_TRY(fn(user, b->stream, err));
   FT_CUDA_TRY(err, cudaStreamSynchronize(b->stream));
   /* Bound the repeats by the measured cost of one call so slow candidates cannot eat the budget,
    * but never below 20 (or what was asked, if less): medians of fewer are not trusted. */
-  double one = (now_s() - t0) / warmup;
+  double one = (ft__now_s() - t0) / warmup;
   if (opt->max_seconds > 0 && one > 0) {
     int fit = (int)(opt->max_seconds / one), floor = reps < 20 ? reps : 20;
     if (fit < reps) reps = fit < floor ? floor : fit;

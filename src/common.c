@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* A UTF-8 continuation byte (10xxxxxx): never the place to cut. */
 static int is_cont(unsigned char c) { return (c & 0xC0) == 0x80; }
@@ -101,4 +102,10 @@ size_t ft__bounded_len(const char *s, size_t max) {
   /* memchr stops at the first match (C11 7.24.5.1), so nothing past the terminator is read. */
   const char *z = memchr(s, '\0', max);
   return z ? (size_t)(z - s) : max;
+}
+
+double ft__now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }

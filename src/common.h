@@ -48,4 +48,7 @@ size_t ft__bounded_len(const char *s, size_t max);
 /* strdup that reports allocation failure through NULL. */
 char *ft__strdup(const char *s);
 
+/* Seconds on CLOCK_MONOTONIC (for durations and deadlines). */
+double ft__now_s(void);
+
 #endif

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 /* fp32 math as the float64 reference expects: contraction to FMA allowed, IEEE division and
@@ -222,17 +221,12 @@ static const char *job_arch(const ft_compile_job *job, const char *arch, char bu
   return buf;
 }
 
-static double mono_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 void ft_compile_job_run(ft_compile_job *job, const char *arch) {
   ft_err e;
   ft__err_clear(&e);
   char *log = NULL, tb[24];
-  const double t0 = mono_seconds();
+  const double t0 = ft__now_s();
   job->status = compile_with(job->src, job_arch(job, arch, tb), NULL, &job->cubin, &job->cubin_size, &log, &e);
   if (job->status != FT_OK && job->status != FT_ERR_COMPILE) {
     /* Out of memory and the like still mark the job failed, with the reason as its log. */
@@ -242,7 +236,7 @@ void ft_compile_job_run(ft_compile_job *job, const char *arch) {
   }
   job->log = log;
   job->ran = 1;
-  job->seconds = mono_seconds() - t0;
+  job->seconds = ft__now_s() - t0;
 }
 
 static void *worker(void *arg) {

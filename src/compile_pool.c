@@ -5,7 +5,6 @@
 
 #include <pthread.h>
 #include <stdlib.h>
-#include <time.h>
 
 #define FT_POOL_MAX_THREADS 64
 
@@ -24,20 +23,15 @@ struct ft_compile_pool {
   int nthreads;
 };
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Runs jobs[j] (p->mu held on entry and on return). */
 static void run_locked(ft_compile_pool *p, int j) {
-  if (p->first_start == 0) p->first_start = now_s();
+  if (p->first_start == 0) p->first_start = ft__now_s();
   pthread_mutex_unlock(&p->mu);
   ft_compile_job_run(&p->jobs[j], p->arch);
   pthread_mutex_lock(&p->mu);
   p->done[j] = 1;
-  p->last_end = now_s();
+  p->last_end = ft__now_s();
   pthread_cond_broadcast(&p->cv);
 }
 

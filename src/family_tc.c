@@ -38,6 +38,13 @@ static size_t tc_smem(const ft_variant *v) {
 
 static int tc_slices(const ft_variant *v) { return v->split_k > 1 ? v->split_k : 1; }
 
+/* Tile units of (m, n): tiles, or pairs of tiles of adjacent rows with clusters of 2 (split-K's
+ * slices not counted). */
+static int64_t tc_units(const ft_variant *v, int64_t m, int64_t n) {
+  const int64_t tiles_m = (m + tc_bm(v) - 1) / tc_bm(v), tiles_n = (n + v->bn - 1) / v->bn;
+  return (tiles_m + v->cluster - 1) / v->cluster * tiles_n;
+}
+
 /* Stream-K's split of the tiles (units) over the blocks' unit slots G = grid / cluster: `waves`
  * whole waves of units, then the last partial wave's `sk` units shared evenly, k tile by k tile,
  * by all G slots (as gemm_tc.cu's ft_work walks it). */
@@ -47,8 +54,7 @@ typedef struct tc_sk_split {
 
 static tc_sk_split tc_sk(const ft_variant *v, int64_t m, int64_t n, int64_t k) {
   tc_sk_split s;
-  const int64_t tiles_m = (m + 64 * v->consumers - 1) / (64 * v->consumers), tiles_n = (n + v->bn - 1) / v->bn;
-  s.units = (tiles_m + v->cluster - 1) / v->cluster * tiles_n;
+  s.units = tc_units(v, m, n);
   s.slots = v->grid / v->cluster;
   s.waves = s.slots > 0 ? s.units / s.slots : 0;
   s.sk = s.units - s.waves * s.slots;
@@ -127,9 +133,7 @@ static int tc_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k, c
 static void tc_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_launch_geom *g) {
   (void)k;
   if (v->consumers <= 0 || v->bn <= 0 || v->cluster <= 0) return;
-  const int64_t tiles_m = (m + tc_bm(v) - 1) / tc_bm(v), tiles_n = (n + v->bn - 1) / v->bn;
-  const int64_t units = (tiles_m + v->cluster - 1) / v->cluster * tiles_n * tc_slices(v);
-  int64_t blocks = units * v->cluster; /* no block without a tile unit of its own */
+  int64_t blocks = tc_units(v, m, n) * tc_slices(v) * v->cluster; /* no block without a unit of its own */
   if (blocks > v->grid) blocks = v->grid;
   g->grid[0] = (unsigned)blocks;
   g->block[0] = (unsigned)tc_threads(v);
@@ -221,8 +225,7 @@ static ft_status tc_kernel_args(const ft_variant *v, const ft_launch_io *io, ft_
  * operand bytes per FLOP), measured on the H200 (experiments of 2026-12-01: BN 256 best at
  * 8192^3 and 1024x8192x8192, BN 128 at 128x16384x16384 where BN 256 leaves half the SMs idle). */
 static double tc_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k) {
-  const int64_t tiles_m = (m + tc_bm(v) - 1) / tc_bm(v), tiles_n = (n + v->bn - 1) / v->bn;
-  const int64_t units = (tiles_m + v->cluster - 1) / v->cluster * tiles_n * tc_slices(v);
+  const int64_t units = tc_units(v, m, n) * tc_slices(v);
   const int64_t blocks_units = v->grid / v->cluster;
   double per_block = (double)((units + blocks_units - 1) / blocks_units);
   if (v->streamk) { /* the whole waves, the slot's share of the partial one, and what splitting
@@ -275,7 +278,7 @@ static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, con
           v.grid = lim->sm_count / cl * cl;
           /* Split-K only where the tiles leave SMs idle: 2, 4, 8 slices up to about two units
            * per SM. */
-          const int64_t tile_units = (tiles_m + cl - 1) / cl * ((n + v.bn - 1) / v.bn);
+          const int64_t tile_units = tc_units(&v, m, n);
           /* The TMA-store epilogue first (where Y's rows allow it), then direct stores. */
           for (int ts = 1; ts >= 0; ts--) {
             v.tstore = ts;
@@ -305,7 +308,10 @@ static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, con
                      * time like any candidate. */
                     const int sk_fits = cl == 2 && ts && !(esize(&v) == 4 && v.bn == 192);
                     for (v.streamk = 0; v.streamk <= (sk == 1 && !split(&v) && sk_fits); v.streamk++) {
-                      if (v.streamk && 2 * tc_sk(&v, m, n, k).share < tc_sk(&v, m, n, k).ktiles) continue;
+                      if (v.streamk) {
+                        const tc_sk_split q = tc_sk(&v, m, n, k);
+                        if (2 * q.share < q.ktiles) continue;
+                      }
                       if (!ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) continue;
                       FT_TRY(ft_space_push(sink, &v, tc_cost(&v, m, n, k), err));
                     }

@@ -7,37 +7,65 @@
 
 #include "checks.h"
 
+/* allowed: what k may already use; above 48 KiB the kernel must opt in, once, not per launch
+ * (a host call inside the timed loop would bias small kernels). NULL: no record kept. */
+static ft_status allow_smem(cudaKernel_t k, size_t smem, size_t *allowed, ft_err *err) {
+  if (smem > 48 * 1024 && (!allowed || smem > *allowed)) {
+    FT_CUDA_TRY(err, cudaFuncSetAttribute((const void *)k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    if (allowed) *allowed = smem;
+  }
+  return FT_OK;
+}
+
+/* The extended launch configuration of a thread-block cluster (attr is what cfg points to). */
+static void cluster_config(const unsigned grid[3], const unsigned block[3], const unsigned cluster[3], size_t smem,
+                           cudaStream_t stream, cudaLaunchConfig_t *cfg, cudaLaunchAttribute *attr) {
+  memset(attr, 0, sizeof *attr);
+  attr->id = cudaLaunchAttributeClusterDimension;
+  attr->val.clusterDim.x = cluster[0], attr->val.clusterDim.y = cluster[1], attr->val.clusterDim.z = cluster[2];
+  memset(cfg, 0, sizeof *cfg);
+  cfg->gridDim = (dim3){grid[0], grid[1], grid[2]};
+  cfg->blockDim = (dim3){block[0], block[1], block[2]};
+  cfg->dynamicSmemBytes = smem, cfg->stream = stream;
+  cfg->attrs = attr, cfg->numAttrs = 1;
+}
+
+static int clustered(const unsigned cluster[3]) { return cluster && cluster[0] * cluster[1] * cluster[2] > 1; }
+
+static ft_status launch(cudaKernel_t k, const unsigned grid[3], const unsigned block[3], const unsigned cluster[3],
+                        size_t smem, size_t *allowed, void **args, cudaStream_t stream, ft_err *err) {
+  FT_TRY(allow_smem(k, smem, allowed, err));
+  if (clustered(cluster)) {
+    cudaLaunchConfig_t cfg;
+    cudaLaunchAttribute attr;
+    cluster_config(grid, block, cluster, smem, stream, &cfg, &attr);
+    FT_CUDA_TRY(err, cudaLaunchKernelExC(&cfg, (const void *)k, args));
+    return FT_OK;
+  }
+  const dim3 g = {grid[0], grid[1], grid[2]}, b = {block[0], block[1], block[2]};
+  FT_CUDA_TRY(err, cudaLaunchKernel((const void *)k, g, b, args, smem, stream));
+  return FT_OK;
+}
+
 /* A kernel whose blocks wait for one another (the tc family's stream-K: a block adds partial
  * sums other blocks publish) hangs unless its whole grid is resident at once: checked here, once,
  * from the device's occupancy for this kernel, its block, shared memory and cluster. */
-static ft_status ft_check_coresident(ft_launchable *t, ft_err *err) {
-  const void *k = (const void *)t->loaded.main;
+static ft_status check_coresident(ft_launchable *t, ft_err *err) {
   const ft_launch_geom *g = &t->geom;
   const long long blocks = (long long)g->grid[0] * g->grid[1] * g->grid[2];
-  const int threads = (int)(g->block[0] * g->block[1] * g->block[2]);
-  const unsigned cl = g->cluster[0] * g->cluster[1] * g->cluster[2];
-  if (g->smem > 48 * 1024 && g->smem > t->loaded.smem_allowed) {
-    FT_CUDA_TRY(err, cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)g->smem));
-    t->loaded.smem_allowed = g->smem;
-  }
+  FT_TRY(allow_smem(t->loaded.main, g->smem, &t->loaded.smem_allowed, err));
   long long resident = 0;
-  if (cl > 1) {
-    cudaLaunchAttribute attr;
-    memset(&attr, 0, sizeof attr);
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = g->cluster[0], attr.val.clusterDim.y = g->cluster[1], attr.val.clusterDim.z = g->cluster[2];
+  if (clustered(g->cluster)) {
     cudaLaunchConfig_t cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.gridDim = (dim3){g->grid[0], g->grid[1], g->grid[2]};
-    cfg.blockDim = (dim3){g->block[0], g->block[1], g->block[2]};
-    cfg.dynamicSmemBytes = g->smem;
-    cfg.attrs = &attr, cfg.numAttrs = 1;
+    cudaLaunchAttribute attr;
+    cluster_config(g->grid, g->block, g->cluster, g->smem, 0, &cfg, &attr);
     int clusters = 0;
-    FT_CUDA_TRY(err, cudaOccupancyMaxActiveClusters(&clusters, k, &cfg));
-    resident = (long long)clusters * cl;
+    FT_CUDA_TRY(err, cudaOccupancyMaxActiveClusters(&clusters, (const void *)t->loaded.main, &cfg));
+    resident = (long long)clusters * g->cluster[0] * g->cluster[1] * g->cluster[2];
   } else {
     int per_sm = 0;
-    FT_CUDA_TRY(err, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, threads, g->smem));
+    FT_CUDA_TRY(err, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (const void *)t->loaded.main,
+                                                                   (int)(g->block[0] * g->block[1] * g->block[2]), g->smem));
     resident = (long long)per_sm * ft_gpu_limits(t->g)->sm_count;
   }
   if (resident < blocks)
@@ -74,10 +102,10 @@ ft_status ft_launchable_init(ft_launchable *L, ft_gpu *g, const ft_variant *v, i
     if (e == cudaSuccess) e = cudaStreamSynchronize(0);
     if (e != cudaSuccess) {
       ft_launchable_free(&t);
-      return ft_cuda_fail(err, e, "cudaMalloc (stream-K flags)");
+      return ft_cuda_fail(err, e, "stream-K flags (allocating and zeroing them)");
     }
     /* Blocks wait for others' partial sums: all must be resident at once. */
-    ft_status s = ft_check_coresident(&t, err);
+    ft_status s = check_coresident(&t, err);
     if (s != FT_OK) {
       ft_launchable_free(&t);
       return s;
@@ -113,31 +141,6 @@ ft_status ft_launchable_check(const ft_launchable *L, const void *x, const void 
     if ((uintptr_t)ptrs[i] % need[i])
       return ft__fail(err, FT_ERR_INVALID_ARG, "%s is not %zu-byte aligned, as configuration %s needs", names[i],
                       need[i], name ? name : "this configuration");
-  return FT_OK;
-}
-
-/* allowed: what k may already use; above 48 KiB the kernel must opt in, once, not per launch
- * (a host call inside the timed loop would bias small kernels). NULL: no dynamic smem. */
-static ft_status launch(cudaKernel_t k, const unsigned grid[3], const unsigned block[3], const unsigned cluster[3],
-                        size_t smem, size_t *allowed, void **args, cudaStream_t stream, ft_err *err) {
-  if (smem > 48 * 1024 && (!allowed || smem > *allowed)) {
-    FT_CUDA_TRY(err, cudaFuncSetAttribute((const void *)k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    if (allowed) *allowed = smem;
-  }
-  const dim3 g = {grid[0], grid[1], grid[2]}, b = {block[0], block[1], block[2]};
-  if (cluster && cluster[0] * cluster[1] * cluster[2] > 1) {
-    cudaLaunchAttribute attr;
-    memset(&attr, 0, sizeof attr);
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = cluster[0], attr.val.clusterDim.y = cluster[1], attr.val.clusterDim.z = cluster[2];
-    cudaLaunchConfig_t cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.gridDim = g, cfg.blockDim = b, cfg.dynamicSmemBytes = smem, cfg.stream = stream;
-    cfg.attrs = &attr, cfg.numAttrs = 1;
-    FT_CUDA_TRY(err, cudaLaunchKernelExC(&cfg, (const void *)k, args));
-    return FT_OK;
-  }
-  FT_CUDA_TRY(err, cudaLaunchKernel((const void *)k, g, b, args, smem, stream));
   return FT_OK;
 }
 

@@ -33,11 +33,6 @@ typedef struct engine {
   double tol; /* on rel_err: ft_pdata_tolerance's */
 } engine;
 
-static double mono_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void engine_close(engine *e) {
   if (!e) return;
@@ -55,28 +50,28 @@ static ft_status engine_open(const ft_runner_setup *s, engine **out, ft_runner_h
   if (!e) return ft__fail(err, FT_ERR_NOMEM, "out of memory");
   e->flush_l2 = s->flush_l2;
   memset(hello, 0, sizeof *hello);
-  double t0 = mono_s();
+  double t0 = ft__now_s();
   ft_status st = ft_gpu_open(s->device, &e->g, err);
-  hello->gpu_open_s = mono_s() - t0;
+  hello->gpu_open_s = ft__now_s() - t0;
   if (st == FT_OK) {
     hello->info = *ft_gpu_info(e->g);
     hello->limits = *ft_gpu_limits(e->g);
     snprintf(hello->arch, sizeof hello->arch, "%s", ft_gpu_arch(e->g));
     st = ft_ep_parse(s->epilogue, &e->ep, err);
   }
-  t0 = mono_s();
+  t0 = ft__now_s();
   if (st == FT_OK)
     st = ft_pdata_create(e->g, (int)s->m, (int)s->n, (int)s->k, e->ep, s->math, s->seed, &e->d, err);
-  hello->data_s = mono_s() - t0;
+  hello->data_s = ft__now_s() - t0;
   /* The tolerance of the mode, from cuBLAS's own GEMM of that mode on this very problem. */
-  t0 = mono_s();
+  t0 = ft__now_s();
   if (st == FT_OK) st = ft_pdata_tolerance(e->g, e->d, &hello->tol, &hello->cublas_rel_err, err);
   if (st == FT_OK) e->tol = hello->tol;
-  hello->tolerance_s = mono_s() - t0;
-  t0 = mono_s();
+  hello->tolerance_s = ft__now_s() - t0;
+  t0 = ft__now_s();
   if (st == FT_OK) st = ft_bench_create(&e->bench, err);
   if (st == FT_OK) st = ft_baselines_create(e->g, NULL, e->ep, e->d, &e->bl, err);
-  hello->baselines_setup_s = mono_s() - t0;
+  hello->baselines_setup_s = ft__now_s() - t0;
   if (st != FT_OK) {
     engine_close(e);
     return st;
@@ -109,7 +104,7 @@ static int is_sticky(cudaError_t e) {
 static ft_status verify_and_time(engine *e, call *c, ft_runner_result *res, ft_err *err) {
   cudaStream_t s = ft_bench_stream(e->bench);
   ft_check chk = {0, 0, 0};
-  const double t0 = mono_s();
+  const double t0 = ft__now_s();
   FT_TRY(ft_pdata_poison(e->d, s, err));
   FT_TRY(enqueue(c, s, err));
   FT_CUDA_TRY(err, cudaStreamSynchronize(s));
@@ -118,7 +113,7 @@ static ft_status verify_and_time(engine *e, call *c, ft_runner_result *res, ft_e
   FT_TRY(gemm_only ? ft_pdata_check_gemm(e->d, &chk, err) : ft_pdata_check(e->d, &chk, err));
   res->rel_err = chk.rel_err;
   res->max_abs_err = chk.max_abs_err;
-  const double t1 = mono_s();
+  const double t1 = ft__now_s();
   res->verify_s = t1 - t0;
   if (chk.bad || !(chk.rel_err <= e->tol)) {
     res->status = FT_RESULT_WRONG_RESULT;
@@ -129,7 +124,7 @@ static ft_status verify_and_time(engine *e, call *c, ft_runner_result *res, ft_e
   ft_bench_opts o = {2, c->job->repeats, e->flush_l2, 0.5};
   ft_timing tm;
   FT_TRY(ft_bench_run(e->bench, enqueue, c, &o, &tm, err));
-  res->time_s = mono_s() - t1;
+  res->time_s = ft__now_s() - t1;
   res->status = FT_RESULT_OK;
   res->median_ms = tm.median_ms;
   res->min_ms = tm.min_ms;
@@ -156,10 +151,10 @@ static void engine_run(engine *e, const ft_runner_job *job, ft_runner_result *re
     }
   } else {
     const ft_pdata *d = e->d;
-    const double t0 = mono_s();
+    const double t0 = ft__now_s();
     st = ft_launchable_init(&run, e->g, &job->v, d->m, d->n, d->k, job->cubin, (size_t)job->cubin_size, job->kernel,
                             job->reduce, &err);
-    res->load_s = mono_s() - t0;
+    res->load_s = ft__now_s() - t0;
   }
   if (st == FT_OK) st = verify_and_time(e, &c, res, &err);
   ft_launchable_free(&run);
@@ -201,12 +196,11 @@ static int send_all(int fd, const void *p, size_t n) {
 
 /* Reads n bytes before deadline (CLOCK_MONOTONIC seconds, <= 0: none). 0 ok, -1 closed/error,
  * -2 timed out. */
-
 static int recv_all(int fd, void *p, size_t n, double deadline) {
   char *c = p;
   while (n > 0) {
     if (deadline > 0) {
-      double left = deadline - mono_s();
+      double left = deadline - ft__now_s();
       if (left <= 0) return -2;
       struct pollfd pfd = {fd, POLLIN, 0};
       int r = poll(&pfd, 1, (int)(left * 1000) + 1);
@@ -369,7 +363,7 @@ static ft_status worker_spawn(ft_runner *r, ft_runner_hello *hello, ft_err *err)
   hello_msg h;
   /* Setting up builds the inputs and the float64 reference: minutes at most. */
   int rc = send_msg(r->fd, MSG_SETUP, &r->setup, sizeof r->setup, NULL, 0);
-  if (!rc) rc = recv_msg(r->fd, MSG_HELLO, &h, sizeof h, NULL, NULL, mono_s() + 900);
+  if (!rc) rc = recv_msg(r->fd, MSG_HELLO, &h, sizeof h, NULL, NULL, ft__now_s() + 900);
   if (rc) {
     worker_kill(r, 1);
     return ft__fail(err, FT_ERR_IO, "worker %s did not start (%s)", r->exe,
@@ -472,7 +466,7 @@ ft_status ft_runner_run(ft_runner *r, const ft_runner_job *job, ft_runner_result
   }
   result_msg m;
   int rc = send_msg(r->fd, MSG_JOB, job, sizeof *job, job->cubin, job->type == FT_JOB_CANDIDATE ? job->cubin_size : 0);
-  if (!rc) rc = recv_msg(r->fd, MSG_RESULT, &m, sizeof m, NULL, NULL, mono_s() + r->job_timeout_s);
+  if (!rc) rc = recv_msg(r->fd, MSG_RESULT, &m, sizeof m, NULL, NULL, ft__now_s() + r->job_timeout_s);
   if (rc) {
     died(r, rc, res);
     return FT_OK;

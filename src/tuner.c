@@ -7,7 +7,6 @@
 #include <stdio.h> /* snprintf */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "best.h"
@@ -72,16 +71,11 @@ typedef struct tuner {
   ft_search_stats ss;
 } tuner;
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Reports one step ("preparing", "compiling", ...) with a line for people. */
 static void report_step(tuner *t, const char *phase, const char *message) {
   if (!t->req->progress) return;
-  ft_tune_progress u = {phase, message, 0, 0, -1, now_s() - t->t0, -1, t->sum->eager_ms};
+  ft_tune_progress u = {phase, message, 0, 0, -1, ft__now_s() - t->t0, -1, t->sum->eager_ms};
   t->req->progress(t->req->progress_user, &u);
 }
 
@@ -90,7 +84,7 @@ static void progress(void *user, const ft_search_progress *p) {
   tuner *t = user;
   t->expect_left = p->left;
   if (!t->req->progress || p->total <= 0) return;
-  ft_tune_progress u = {p->phase, "", p->done, p->total, p->best_ms, now_s() - t->t0, p->eta_s, t->sum->eager_ms};
+  ft_tune_progress u = {p->phase, "", p->done, p->total, p->best_ms, ft__now_s() - t->t0, p->eta_s, t->sum->eager_ms};
   t->req->progress(t->req->progress_user, &u);
 }
 
@@ -252,10 +246,10 @@ static ft_status run_candidate(tuner *t, cand *c, int repeats, ft_err *err) {
   job.repeats = repeats;
   job.cubin = c->job.cubin;
   job.cubin_size = c->job.cubin_size;
-  const double t0 = now_s();
+  const double t0 = ft__now_s();
   FT_TRY(ft_runner_run(t->runner, &job, r, err));
   ft_tune_phases *ph = &t->sum->phases;
-  ph->measure_s += now_s() - t0;
+  ph->measure_s += ft__now_s() - t0;
   ph->load_s += r->load_s;
   ph->verify_s += r->verify_s;
   ph->timing_s += r->time_s;
@@ -320,21 +314,21 @@ static ft_status ensure_compiled(tuner *t, int i, ft_err *err) {
     return cm->st;
   }
   if (!c->compiled) {
-    const double t0 = now_s();
+    const double t0 = ft__now_s();
     const int p = cm->pos ? cm->pos[i] : -1;
     if (p >= 0 && cm->pool) {
       ft_compile_pool_wait(cm->pool, p);
       take_position(t, p);
     } else { /* outside the plan: through the cache, here */
-      const double c0 = now_s();
       FT_TRY(ft_compile_many(t->db, t->dev.arch, &c->job, 1, 1, err));
       c->compiled = 1;
       t->sum->n_cached += c->job.cached;
       t->sum->n_compiled += !c->job.cached && c->job.status == FT_OK;
-      if (!c->job.cached) t->sum->phases.nvrtc_s += now_s() - c0;
-      t->sum->compile_s += now_s() - c0;
+      const double spent = ft__now_s() - t0;
+      if (!c->job.cached) t->sum->phases.nvrtc_s += spent;
+      t->sum->compile_s += spent;
     }
-    t->sum->phases.compile_wait_s += now_s() - t0;
+    t->sum->phases.compile_wait_s += ft__now_s() - t0;
   }
   move_limit(t);
   return FT_OK;
@@ -346,7 +340,7 @@ static void plan_compile(void *user, const int *order, int n) {
   tuner *t = user;
   compiler *cm = &t->cc;
   if (cm->pool || cm->st != FT_OK) return; /* one plan per tune */
-  const double t0 = now_s();
+  const double t0 = ft__now_s();
   cm->jobs = calloc((size_t)n + 1, sizeof *cm->jobs);
   cm->cand_of = calloc((size_t)n + 1, sizeof *cm->cand_of);
   cm->taken = calloc((size_t)n + 1, 1);
@@ -377,7 +371,7 @@ static void plan_compile(void *user, const int *order, int n) {
       cm->pos[cm->cand_of[q]] = cm->n++;
     }
   }
-  t->sum->compile_s += now_s() - t0;
+  t->sum->compile_s += ft__now_s() - t0;
   if (cm->n > 0)
     cm->st = ft_compile_pool_start(cm->jobs, cm->n, cm->arch, cm->threads, cm->n, &cm->pool, &cm->err);
 }
@@ -429,7 +423,7 @@ static ft_status op_store(void *user, int i, ft_err *err) { return store_candida
 
 static double op_clock(void *user) {
   (void)user;
-  return now_s();
+  return ft__now_s();
 }
 
 static ft_status check_stop(const tuner *t, ft_err *err) {
@@ -569,26 +563,26 @@ static ft_status tune_body(tuner *t, ft_err *err) {
                                  : "preparing inputs and the float64 reference (no worker process: candidates run "
                                    "in this one)...");
   ft_tune_phases *ph = &t->sum->phases;
-  double t0 = now_s();
+  double t0 = ft__now_s();
   FT_TRY(ft_runner_start(t->req->worker_exe, &rs, t->req->job_timeout_s, &t->runner, &t->dev, err));
-  ph->prepare_s = now_s() - t0;
+  ph->prepare_s = ft__now_s() - t0;
   ph->gpu_open_s = t->dev.gpu_open_s;
   ph->data_s = t->dev.data_s;
   ph->tolerance_s = t->dev.tolerance_s;
   ph->baselines_setup_s = t->dev.baselines_setup_s;
   FT_TRY(setup(t, err));
-  t0 = now_s();
+  t0 = ft__now_s();
   FT_TRY(run_baselines(t, err));
-  ph->baselines_s = now_s() - t0;
+  ph->baselines_s = ft__now_s() - t0;
   FT_TRY(enumerate_all(t, err));
   FT_TRY(compiler_init(t, err));
   char line[160];
   snprintf(line, sizeof line, "%s search of %d candidate(s): compiling in its order on %d thread(s), beside the timing...",
            t->req->search, t->nc, t->cc.threads);
   report_step(t, "compiling", line);
-  t0 = now_s();
+  t0 = ft__now_s();
   ft_status s = search(t, err);
-  ph->search_s = now_s() - t0;
+  ph->search_s = ft__now_s() - t0;
   compiler_end(t); /* the threads stopped; what they compiled ahead is cached and counted */
   snprintf(line, sizeof line, "compiled %d, %d from the cache, %.1f s of compilation", t->sum->n_compiled,
            t->sum->n_cached, t->sum->compile_s);
@@ -605,7 +599,7 @@ ft_status ft_tune_run(ft_db *db, const ft_tune_req *req, ft_tune_summary *out, f
   t.db = db;
   t.req = req;
   t.sum = out;
-  t.t0 = now_s();
+  t.t0 = ft__now_s();
   out->flops = 2.0 * (double)req->m * (double)req->n * (double)req->k;
   ft_status st = FT_OK;
   out->entries = calloc(FT_TUNE_MAX_ENTRIES, sizeof *out->entries);
@@ -626,7 +620,7 @@ ft_status ft_tune_run(ft_db *db, const ft_tune_req *req, ft_tune_summary *out, f
     out->has_best = ft_best_current(db, t.device_id, &key, t.ep, NULL, NULL, &out->best, &stale, &e3) == FT_OK;
   }
   compiler_end(&t); /* (again, after an error) before the candidates it writes to go */
-  out->total_s = now_s() - t.t0;
+  out->total_s = ft__now_s() - t.t0;
   for (int i = 0; i < t.nc; i++) {
     ft_compile_job_clear(&t.c[i].job);
     ft_kernel_src_free(&t.c[i].src);

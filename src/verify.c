@@ -274,15 +274,11 @@ static ft_status apply_epilogue(ft_pdata *d, const ft_epilogue *ep, ft_err *err)
     d->ref_gemm = malloc(total * sizeof(double));
     if (!d->ref_gemm) return ft__fail(err, FT_ERR_NOMEM, "out of host memory for the GEMM reference");
   }
-  epi_job *j = calloc(1, sizeof *j);
-  if (!j) return ft__fail(err, FT_ERR_NOMEM, "out of host memory");
-  j->d = d;
-  j->ep = identity ? NULL : ep;
+  epi_job j = {d, identity ? NULL : ep, {0}, {0}};
   const int nchunks = chunks_for(total);
-  ft_parallel_chunks(total, nchunks, 0, epi_chunk, j);
+  ft_parallel_chunks(total, nchunks, 0, epi_chunk, &j);
   double g2 = 0.0, o2 = 0.0;
-  for (int c = 0; c < nchunks; c++) g2 += j->gemm2[c], o2 += j->out2[c];
-  free(j);
+  for (int c = 0; c < nchunks; c++) g2 += j.gemm2[c], o2 += j.out2[c];
   d->ref_gemm_norm = sqrt(g2);
   d->ref_norm = identity ? d->ref_gemm_norm : sqrt(o2);
   return FT_OK;
@@ -410,20 +406,16 @@ static void check_chunk(void *user, int chunk, size_t begin, size_t end) {
 static ft_status check_against(ft_pdata *d, const double *ref, double ref_norm, ft_check *out, ft_err *err) {
   size_t total = (size_t)d->m * d->n;
   FT_CUDA_TRY(err, cudaMemcpy(d->host_y, d->dY, total * d->elem, cudaMemcpyDeviceToHost));
-  check_job *j = calloc(1, sizeof *j);
-  if (!j) return ft__fail(err, FT_ERR_NOMEM, "out of host memory");
-  j->d = d;
-  j->ref = ref;
+  check_job j = {d, ref, {0}, {0}, {0}};
   const int nchunks = chunks_for(total);
-  ft_parallel_chunks(total, nchunks, 0, check_chunk, j);
+  ft_parallel_chunks(total, nchunks, 0, check_chunk, &j);
   double diff2 = 0.0, maxabs = 0.0;
   int64_t bad = 0;
   for (int c = 0; c < nchunks; c++) {
-    diff2 += j->diff2[c];
-    if (j->maxabs[c] > maxabs) maxabs = j->maxabs[c];
-    bad += j->bad[c];
+    diff2 += j.diff2[c];
+    if (j.maxabs[c] > maxabs) maxabs = j.maxabs[c];
+    bad += j.bad[c];
   }
-  free(j);
   out->bad = bad;
   out->max_abs_err = maxabs;
   double denom = ref_norm > 0 ? ref_norm : 1.0;

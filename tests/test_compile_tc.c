@@ -105,6 +105,24 @@ static void test_rejection(void) {
   ASSERT_CONTAINS(why, "C7515");
 }
 
+/* Of the bf16 GEMM variants enumerated for (m, n, k): how many satisfy pred (*total: all of them). */
+static int count_bf16(int64_t m, int64_t n, int64_t k, const ft_device_limits *lim, int (*pred)(const ft_variant *),
+                      int *total) {
+  ft_variant *vs = NULL;
+  ft_err e;
+  int count = 0;
+  *total = 0;
+  ASSERT_OK(ft_space_enumerate_math(FT_VK_GEMM, m, n, k, FT_MATH_BF16, lim, &vs, total, &e));
+  for (int i = 0; i < *total; i++) count += pred(&vs[i]);
+  free(vs);
+  return count;
+}
+
+static int has_tstore(const ft_variant *v) { return v->tstore != 0; }
+static int has_streamk(const ft_variant *v) { return v->streamk != 0; }
+/* Stream-K where the enumeration should not offer it: without clusters of 2 or TMA stores. */
+static int streamk_outside_rule(const ft_variant *v) { return v->streamk && (v->cluster != 2 || !v->tstore); }
+
 /* Shape-free rules: each field's range, a mode the family serves, no other family's fields. */
 /* The TMA-store epilogue (tstore): its rules, its shared memory, its key and name. */
 static void test_tstore(const ft_variant *base, const ft_device_limits *lim) {
@@ -150,18 +168,10 @@ static void test_tstore(const ft_variant *base, const ft_device_limits *lim) {
   ft_variant_name(&t, name, sizeof name);
   ASSERT_EQ_STR(name, "tc_bm128_bn128_bk64_s6_c1_z8_p132_ts_bf16");
   /* The enumeration offers both epilogues where N allows, only direct stores where it does not. */
-  ft_variant *vs = NULL;
-  int n = 0, ts = 0, direct = 0;
-  ASSERT_OK(ft_space_enumerate_math(FT_VK_GEMM, 1024, 8192, 8192, FT_MATH_BF16, lim, &vs, &n, &e));
-  for (int i = 0; i < n; i++) ts += vs[i].tstore, direct += !vs[i].tstore;
-  ASSERT_TRUE(ts > 0 && direct > 0);
-  free(vs);
-  vs = NULL;
-  ASSERT_OK(ft_space_enumerate_math(FT_VK_GEMM, 1024, 8190, 8192, FT_MATH_BF16, lim, &vs, &n, &e));
-  ts = 0;
-  for (int i = 0; i < n; i++) ts += vs[i].tstore;
-  ASSERT_TRUE(n > 0 && ts == 0);
-  free(vs);
+  int n = 0;
+  const int ts = count_bf16(1024, 8192, 8192, lim, has_tstore, &n);
+  ASSERT_TRUE(ts > 0 && ts < n);
+  ASSERT_TRUE(count_bf16(1024, 8190, 8192, lim, has_tstore, &n) == 0 && n > 0);
 }
 
 /* Stream-K (streamk): its rules, the partial wave it needs, its workspace, flags, shared memory,
@@ -210,18 +220,11 @@ static void test_streamk(const ft_variant *base, const ft_device_limits *lim) {
   ASSERT_EQ_STR(name, "tc_bm128_bn256_bk64_s4_c2_z8_p132_sk_ts_bf16");
   /* Offered beside the others at 1024 x 8192 x 8192, with clusters of 2 and TMA stores only; not
    * at 128 x 16384 x 16384 (one tile row: no clusters of 2, which stream-K is offered with). */
-  ft_variant *vs = NULL;
-  int n = 0, sk = 0, bad = 0;
-  ASSERT_OK(ft_space_enumerate_math(FT_VK_GEMM, 1024, 8192, 8192, FT_MATH_BF16, lim, &vs, &n, &e));
-  for (int i = 0; i < n; i++) sk += vs[i].streamk, bad += vs[i].streamk && (vs[i].cluster != 2 || !vs[i].tstore);
-  ASSERT_TRUE(sk > 0 && sk < n && bad == 0);
-  free(vs);
-  vs = NULL;
-  ASSERT_OK(ft_space_enumerate_math(FT_VK_GEMM, 128, 16384, 16384, FT_MATH_BF16, lim, &vs, &n, &e));
-  sk = 0;
-  for (int i = 0; i < n; i++) sk += vs[i].streamk;
-  ASSERT_TRUE(n > 0 && sk == 0);
-  free(vs);
+  int n = 0;
+  const int sk = count_bf16(1024, 8192, 8192, lim, has_streamk, &n);
+  ASSERT_TRUE(sk > 0 && sk < n);
+  ASSERT_TRUE(count_bf16(1024, 8192, 8192, lim, streamk_outside_rule, &n) == 0);
+  ASSERT_TRUE(count_bf16(128, 16384, 16384, lim, has_streamk, &n) == 0 && n > 0);
 }
 
 static void test_validity(const ft_device_limits *lim) {
