@@ -15,7 +15,7 @@
 // FT_GROUP, FT_SMEM_BYTES; FT_DTYPE (ft_common.cuh: 0 fp32 storage with FT_TF32 or FT_3XTF32,
 // 1 bf16, 2 fp16); 3xtf32: FT_CHUNK, FT_AREGS; FT_SPLITK (k slices); FT_TSTORE (TMA-store
 // epilogue); FT_STREAMK (stream-K: WS one fp32 tile per block, FL a zeroed flag per block and
-// consumer); FT_EPI_W (gemm_tc_config.cuh's default). Host contract (src/family_tc.c): grid a
+// consumer); FT_PINGPONG (ping-pong consumers, below); FT_EPI_W (gemm_tc_config.cuh's default). Host contract (src/family_tc.c): grid a
 // multiple of FT_CLUSTER, block 128 (FT_CONSUMERS + 1) threads, FT_SMEM_BYTES of dynamic shared
 // memory, three tensor maps: box {FT_BK, FT_BM} over x, {FT_BK, FT_BN / FT_CLUSTER} over W
 // (128-byte swizzle, zero fill, TFLOAT32 type in tf32 mode so TMA rounds to nearest, FLOAT32 in
@@ -46,6 +46,17 @@
 // first (its last range, before its whole units) and waits only at the unit its range starts
 // inside (after its whole waves), for lower slots only, which never wait before they publish:
 // no block waits on a block that waits (the host checks that the whole grid is resident).
+//
+// Ping-pong (FT_PINGPONG 1 or 2): a tile is 64 FT_PINGPONG rows, all of one consumer's (FT_MSUB
+// m64 accumulators); consumer c takes work items j = c, c + 2, ... of the block's list, skipping
+// the other's k tiles in the ring (every item has all k tiles: no split-K or stream-K). The
+// producer loads in list order, so consumer 1's wgmma start as consumer 0's end and each
+// consumer's epilogue overlaps the other's main loop. The main loops take turns through two named
+// barriers (4: consumer 0's loop done, 5: consumer 1's): a consumer starts waiting on its first
+// stage only once the other has passed every full barrier of its item, so each stage's barrier is
+// then exactly one phase from the one awaited and the parity wait cannot match an older phase (a
+// consumer free to run ahead, skipping the other's k tiles, passed on an earlier load and hung or
+// faulted).
 
 FT_DEFINE_APPLY_EPILOGUE()
 
@@ -290,9 +301,9 @@ __device__ __forceinline__ void ft_box_to_smem(const float (&d)[FT_BN / 2], int 
 // named barrier); after it is written, a proxy fence and the barrier again, then one thread
 // stores it.
 __device__ __forceinline__ void ft_tile_store_tma(const float (&d)[FT_BN / 2], unsigned cbuf, const FtTmaDesc *map,
-                                                  int m0, int n0, int M, int N, int wg, int warp, int lane,
+                                                  int r0, int n0, int M, int N, int wg, int warp, int lane,
                                                   unsigned &nbox, const FtEpArgs &ep) {
-  const int tid = warp * 32 + lane, r0 = m0 + wg * 64;
+  const int tid = warp * 32 + lane; /* r0: the first of the 64 rows this accumulator holds */
   if (r0 >= M) return; /* this warpgroup's rows of the tile are all outside */
   const int row = r0 + warp * 16 + lane / 4, cb = 2 * (lane % 4);
   const bool inside = r0 + 64 <= M && n0 + FT_BN <= N;
@@ -419,7 +430,7 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
   if (threadIdx.x == 0) {
     for (int s = 0; s < FT_STAGES; s++) {
       ft_mbar_init(full + 8 * s, 1);
-      ft_mbar_init(empty + 8 * s, FT_CONSUMERS * FT_CLUSTER);
+      ft_mbar_init(empty + 8 * s, (FT_PINGPONG ? 1 : FT_CONSUMERS) * FT_CLUSTER); /* its consumers, cluster-wide */
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
@@ -490,18 +501,29 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
     }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(FT_CONSUMER_REGS));
-    float d[FT_BN / 2];
+    float dd[FT_MSUB][FT_BN / 2];
+    float(&d)[FT_BN / 2] = dd[0]; /* the accumulator of every mode but ping-pong's second m64 block */
     int stage = 0;
     unsigned phase = 0, nbox = 0;
     const int warp = tid / 32, lane = tid % 32;
-    (void)nbox, (void)cbuf, (void)tma_y, (void)FL;
+    (void)nbox, (void)cbuf, (void)tma_y, (void)FL, (void)d;
     FtWork wk;
     for (int j = 0; ft_work(j, slot, slots, tile_units, ktiles, kper, sched, wk); j++) {
+#if FT_PINGPONG
+      if ((j & 1) != wg) continue; /* the other consumer's item */
+      {                             /* where item j's k tiles start in the ring: every item has all */
+        const long long pos = (long long)j * ktiles;
+        stage = (int)(pos % FT_STAGES), phase = (unsigned)(pos / FT_STAGES) & 1u;
+      }
+#endif
       FT_UNIT_COORDS(wk);
       (void)k0;
       const int m0_n0[2] = {FT_TILE_ORIGIN(ur, uc)};
       const int m0 = m0_n0[0], n0 = m0_n0[1];
       int prev = 0;
+#if FT_PINGPONG
+      if (j > 0) asm volatile("bar.sync %0, 256;" ::"r"(5 - wg) : "memory"); /* the other's loop of item j - 1 done */
+#endif
 #if FT_SPLIT
       float p[FT_BN / 2];
 #pragma unroll
@@ -545,7 +567,7 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
 #else
       for (int kt = 0; kt < nk; kt++) {
         ft_mbar_wait(full + 8 * stage, phase);
-        const unsigned long long da = ft_desc(sA + stage * FT_A_BYTES + wg * (64 * 128));
+        const unsigned long long da = ft_desc(sA + stage * FT_A_BYTES + (FT_PINGPONG ? 0 : wg * (64 * 128)));
         const unsigned long long db = ft_desc(sB + stage * FT_B_BYTES);
 #if FT_SPLIT
         /* Three small buffers: a warpgroup may still run k tile kt - 2's wgmma (it waited for
@@ -573,7 +595,9 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
         for (int kk = 0; kk < FT_BK / FT_KSTEP; kk++) /* 32 bytes of k per step: +2 in desc */
-          ft_wgmma(d, da + 2 * kk, db + 2 * kk, (kt | kk) != 0);
+#pragma unroll
+          for (int h = 0; h < FT_MSUB; h++) /* m64 block h: 64 rows of 128 bytes further, +512 */
+            ft_wgmma(dd[h], da + 512 * h + 2 * kk, db + 2 * kk, (kt | kk) != 0);
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
         if (kt > 0) {
           asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
@@ -587,9 +611,18 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
         }
       }
 #endif
+#if FT_PINGPONG
+      { /* this loop done: the other consumer's turn, if it has item j + 1 (arrivals match waits) */
+        FtWork next;
+        if (ft_work(j + 1, slot, slots, tile_units, ktiles, kper, sched, next))
+          asm volatile("bar.arrive %0, 256;" ::"r"(4 + wg) : "memory");
+      }
+#endif
       asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
 #pragma unroll
-      for (int i = 0; i < FT_BN / 2; i++) asm volatile("" : "+f"(d[i])::"memory");
+      for (int h = 0; h < FT_MSUB; h++)
+#pragma unroll
+        for (int i = 0; i < FT_BN / 2; i++) asm volatile("" : "+f"(dd[h][i])::"memory");
       if (tid == 0) ft_mbar_release(empty + 8 * prev);
 
 #if FT_STREAMK
@@ -627,55 +660,62 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
         }
       }
 #endif
-      /* Accumulator layout of m64nN: d[8 w + k] is row 16 warp + lane/4 + 8 ((k>>1)&1),
+      /* Accumulator layout of m64nN: acc[8 w + k] is row 16 warp + lane/4 + 8 ((k>>1)&1),
        * column 16 w + 2 (lane%4) + (k&1) + 8 (k>>2). */
+      /* Each m64 accumulator in turn (ping-pong: the tile's FT_MSUB blocks; else this consumer's
+       * 64 rows); continue moves to the next. */
+#pragma unroll
+      for (int h = 0; h < FT_MSUB; h++) {
+        float(&acc)[FT_BN / 2] = dd[h];
+        const int r0 = m0 + (FT_PINGPONG ? 64 * h : 64 * wg); /* its first row */
 #if FT_TSTORE
-      ft_tile_store_tma(d, cbuf + (unsigned)wg * 2u * FT_C_BOX_BYTES, &tma_y, m0, n0, M, N, wg, warp, lane, nbox, ep);
-      continue;
-#endif
-      const int row = m0 + wg * 64 + warp * 16 + lane / 4;
-      const int colb = n0 + 2 * (lane % 4);
-#if FT_SPLITK == 1
-      /* A tile wholly inside Y: E on a group of outputs first, then their stores, with no
-       * branch, so the group's epilogue vector loads are issued together rather than each
-       * behind a bounds check and the previous store (~12 us of load latency per 128 x 256
-       * tile on the H200). Groups of FT_EPI_W x 16 columns: all at once would hold every
-       * loaded value beside the accumulator (spills in tf32); the empty asm keeps the next
-       * group's loads behind this group's stores. */
-      if (m0 + FT_BM <= M && n0 + FT_BN <= N && (N & 1) == 0) {
-#pragma unroll
-        for (int w0 = 0; w0 < FT_BN / 16; w0 += FT_EPI_W) {
-#pragma unroll
-          for (int i = 8 * w0; i < 8 * (w0 + FT_EPI_W) && i < FT_BN / 2; i++) {
-            const int col = colb + 16 * (i / 8) + 8 * ((i >> 2) & 1) + (i & 1);
-            d[i] = ft_apply_epilogue(d[i], row + 8 * ((i >> 1) & 1), col, ep);
-          }
-#pragma unroll
-          for (int w = w0; w < w0 + FT_EPI_W && w < FT_BN / 16; w++)
-#pragma unroll
-            for (int j = 0; j < 2; j++) {
-              const int col = colb + 16 * w + 8 * j;
-              ft_store2_inside(Y, d[8 * w + 4 * j + 0], d[8 * w + 4 * j + 1], row, col, N);
-              ft_store2_inside(Y, d[8 * w + 4 * j + 2], d[8 * w + 4 * j + 3], row + 8, col, N);
-            }
-          asm volatile("" ::: "memory");
-        }
+        ft_tile_store_tma(acc, cbuf + (unsigned)wg * 2u * FT_C_BOX_BYTES, &tma_y, r0, n0, M, N, wg, warp, lane, nbox, ep);
         continue;
-      }
+#endif
+        const int row = r0 + warp * 16 + lane / 4;
+        const int colb = n0 + 2 * (lane % 4);
+#if FT_SPLITK == 1
+        /* A tile wholly inside Y: E on a group of outputs first, then their stores, with no
+         * branch, so the group's epilogue vector loads are issued together rather than each
+         * behind a bounds check and the previous store (~12 us of load latency per 128 x 256
+         * tile on the H200). Groups of FT_EPI_W x 16 columns: all at once would hold every
+         * loaded value beside the accumulator (spills in tf32); the empty asm keeps the next
+         * group's loads behind this group's stores. */
+        if (r0 + 64 <= M && n0 + FT_BN <= N && (N & 1) == 0) {
+#pragma unroll
+          for (int w0 = 0; w0 < FT_BN / 16; w0 += FT_EPI_W) {
+#pragma unroll
+            for (int i = 8 * w0; i < 8 * (w0 + FT_EPI_W) && i < FT_BN / 2; i++) {
+              const int col = colb + 16 * (i / 8) + 8 * ((i >> 2) & 1) + (i & 1);
+              acc[i] = ft_apply_epilogue(acc[i], row + 8 * ((i >> 1) & 1), col, ep);
+            }
+#pragma unroll
+            for (int w = w0; w < w0 + FT_EPI_W && w < FT_BN / 16; w++)
+#pragma unroll
+              for (int j = 0; j < 2; j++) {
+                const int col = colb + 16 * w + 8 * j;
+                ft_store2_inside(Y, acc[8 * w + 4 * j + 0], acc[8 * w + 4 * j + 1], row, col, N);
+                ft_store2_inside(Y, acc[8 * w + 4 * j + 2], acc[8 * w + 4 * j + 3], row + 8, col, N);
+              }
+            asm volatile("" ::: "memory");
+          }
+          continue;
+        }
 #endif
 #pragma unroll
-      for (int w = 0; w < FT_BN / 16; w++) {
+        for (int w = 0; w < FT_BN / 16; w++) {
 #pragma unroll
-        for (int j = 0; j < 2; j++) {
-          const int col = colb + 16 * w + 8 * j;
+          for (int j = 0; j < 2; j++) {
+            const int col = colb + 16 * w + 8 * j;
 #if FT_SPLITK > 1
-          float *ws = WS + (size_t)z * (size_t)M * (size_t)N;
-          ft_store_raw2(ws, d[8 * w + 4 * j + 0], d[8 * w + 4 * j + 1], row, col, M, N);
-          ft_store_raw2(ws, d[8 * w + 4 * j + 2], d[8 * w + 4 * j + 3], row + 8, col, M, N);
+            float *ws = WS + (size_t)z * (size_t)M * (size_t)N;
+            ft_store_raw2(ws, acc[8 * w + 4 * j + 0], acc[8 * w + 4 * j + 1], row, col, M, N);
+            ft_store_raw2(ws, acc[8 * w + 4 * j + 2], acc[8 * w + 4 * j + 3], row + 8, col, M, N);
 #else
-          ft_store2(Y, d[8 * w + 4 * j + 0], d[8 * w + 4 * j + 1], row, col, M, N, ep);
-          ft_store2(Y, d[8 * w + 4 * j + 2], d[8 * w + 4 * j + 3], row + 8, col, M, N, ep);
+            ft_store2(Y, acc[8 * w + 4 * j + 0], acc[8 * w + 4 * j + 1], row, col, M, N, ep);
+            ft_store2(Y, acc[8 * w + 4 * j + 2], acc[8 * w + 4 * j + 3], row + 8, col, M, N, ep);
 #endif
+          }
         }
       }
     }

@@ -4,7 +4,14 @@
 
 #define FT_PRODUCER_REGS 40
 #define FT_CONSUMER_REGS 232
-#define FT_BM (64 * FT_CONSUMERS)
+// FT_PINGPONG: 0 cooperative (the consumers split one FT_BM = 64 FT_CONSUMERS row tile); 1 or 2
+// ping-pong (each of the two consumers owns whole tiles of FT_BM = 64 FT_PINGPONG rows, taking
+// every other work item, so one's epilogue runs while the other's wgmma do).
+#ifndef FT_PINGPONG
+#define FT_PINGPONG 0
+#endif
+#define FT_MSUB (FT_PINGPONG ? FT_PINGPONG : 1) /* m64 accumulators per consumer */
+#define FT_BM (FT_PINGPONG ? 64 * FT_PINGPONG : 64 * FT_CONSUMERS)
 #define FT_THREADS (128 * (FT_CONSUMERS + 1))
 
 #if FT_DTYPE == 0
@@ -38,6 +45,9 @@
     (FT_CLUSTER != 1 && FT_CLUSTER != 2) || FT_STAGES < 2 || (FT_CLUSTER == 2 && (FT_BN / 2) % 8 != 0) || \
     FT_GROUP < 1
 #error "fusedtune: inconsistent tensor-core GEMM variant"
+#endif
+#if FT_PINGPONG && (FT_PINGPONG > 2 || FT_CONSUMERS != 2 || FT_MSUB * FT_BN > 256)
+#error "fusedtune: ping-pong needs two consumers and at most 128 accumulator registers"
 #endif
 
 // FT_TSTORE: the epilogue writes E(accumulator) into shared memory, 64 rows x 128 bytes per
@@ -97,6 +107,9 @@
 #endif
 #if FT_STREAMK && (FT_SPLITK > 1 || FT_SPLIT)
 #error "fusedtune: stream-K excludes split-K and 3xtf32"
+#endif
+#if FT_PINGPONG && (FT_SPLITK > 1 || FT_SPLIT || FT_STREAMK)
+#error "fusedtune: ping-pong excludes split-K, stream-K and 3xtf32 (every work item whole)"
 #endif
 static_assert(FT_SMEM_BYTES == FT_STAGES * FT_STAGE_BYTES + FT_SMALL_BYTES + FT_C_BYTES + 16 * FT_STAGES +
                                    32 * FT_STREAMK + 1024,

@@ -1,6 +1,7 @@
 /* Family tc: the Hopper tensor-core GEMM (kernels_src/gemm_tc_config.cuh, wgmma_sm90.cuh,
  * gemm_tc.cu; layout 4, names "tc_..."): TMA loads into a ring of stages, wgmma from shared
- * memory, a producer warpgroup and one or two consumer warpgroups, a persistent grid walking
+ * memory, a producer warpgroup and one or two consumer warpgroups (cooperative on one tile, or
+ * ping-pong: two taking turns on whole tiles), a persistent grid walking
  * tiles in a grouped order, clusters of 2 multicasting the W tile, the epilogue applied to the
  * accumulator in registers, stream-K over a partial last wave. tf32, bf16, fp16 and 3xtf32 modes (3xtf32: each stage split into
  * big and small tf32 parts in shared memory, three products, partial sums taken out every
@@ -20,7 +21,8 @@
 static int fp32_storage(const ft_variant *v) { return v->math == FT_MATH_TF32 || v->math == FT_MATH_3XTF32; }
 static int esize(const ft_variant *v) { return fp32_storage(v) ? 4 : 2; }
 static int split(const ft_variant *v) { return v->math == FT_MATH_3XTF32; }
-static int tc_bm(const ft_variant *v) { return 64 * v->consumers; }
+/* Tile rows: the consumers' 64 each, or a ping-pong consumer's m64 blocks. */
+static int tc_bm(const ft_variant *v) { return 64 * (v->pingpong ? v->pingpong : v->consumers); }
 static int tc_threads(const ft_variant *v) { return 128 * (v->consumers + 1); }
 
 /* As gemm_tc_config.cuh sums it: the stages, 3xtf32's three small buffers of a stage's size, the
@@ -91,6 +93,12 @@ static int tc_valid(const ft_variant *v, char *why, size_t whylen) {
   if (v->streamk != 0 && v->streamk != 1) FT_WHY("tc: streamk %d must be 0 or 1", v->streamk);
   if (v->streamk && (v->split_k > 1 || split(v)))
     FT_WHY("tc: streamk excludes split_k and 3xtf32");
+  if (v->pingpong < 0 || v->pingpong > 2) FT_WHY("tc: pingpong %d must be 0, 1 or 2", v->pingpong);
+  if (v->pingpong && v->consumers != 2) FT_WHY("tc: pingpong needs 2 consumers, not %d", v->consumers);
+  if (v->pingpong && (v->split_k > 1 || v->streamk || split(v)))
+    FT_WHY("tc: pingpong excludes split_k, streamk and 3xtf32");
+  /* A consumer's accumulators in the 168 registers ptxas allots every thread. */
+  if (v->pingpong * v->bn > 256) FT_WHY("tc: pingpong %d with bn %d: more than 128 accumulator registers", v->pingpong, v->bn);
   if (v->bm || v->tm || v->tn || v->vec || v->block || v->ept)
     FT_WHY("tc variant with fields of another family");
   return 1;
@@ -168,6 +176,7 @@ static void tc_defines(const ft_variant *v, ft_strbuf *b) {
   if (v->split_k > 1) ft_sb_printf(b, "#define FT_SPLITK %d\n", v->split_k);
   if (v->tstore) ft_sb_puts(b, "#define FT_TSTORE 1\n");
   if (v->streamk) ft_sb_puts(b, "#define FT_STREAMK 1\n");
+  if (v->pingpong) ft_sb_printf(b, "#define FT_PINGPONG %d\n", v->pingpong);
 }
 
 static const char *tc_reduce_kernel(const ft_variant *v) { return v->split_k > 1 ? "ft_tc_splitk_reduce" : NULL; }
@@ -236,7 +245,13 @@ static double tc_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k) {
     const tc_sk_split s = tc_sk(v, m, n, k);
     per_block = (double)s.waves + (double)s.share / (double)s.ktiles + 0.17;
   }
-  const double eff = v->bn >= 256 ? 1.0 : v->bn >= 192 ? 0.96 : v->bn >= 128 ? 0.92 : 0.78;
+  /* Ping-pong's 128 x 128 tiles (two m64n128 wgmma per k step, the epilogue beside the other
+   * consumer's loop) measured like cooperative BN 256 or a little faster (H200, 2026-12-01:
+   * 0.5 % slower at 1024x8192x8192 bf16, 2.7 % faster in tf32, 1.3 % at 8192^3, 6 % with gelu
+   * at 4096^3); 64-row ones 7-30 % slower. */
+  double eff = v->bn >= 256 ? 1.0 : v->bn >= 192 ? 0.96 : v->bn >= 128 ? 0.92 : 0.78;
+  if (v->pingpong == 2) eff = 1.01;
+  if (v->pingpong == 1) eff *= 0.85;
   const int64_t kt = (k + v->bk - 1) / v->bk, kp = (kt + tc_slices(v) - 1) / tc_slices(v) * v->bk;
   double cost = per_block * v->cluster * tc_bm(v) * v->bn * (double)kp / eff / v->cluster;
   if (v->cluster == 2) cost *= 0.98;   /* W multicast: +0-3 % where tiles share a column */
@@ -270,7 +285,7 @@ static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, con
     for (size_t b = 0; b < sizeof bns / sizeof bns[0]; b++)
       for (int cl = 1; cl <= 2; cl++)
         for (int z = 8; z <= 16; z *= 2) {
-          v.consumers = c, v.bn = bns[b], v.cluster = cl, v.swizzle = z;
+          v.consumers = c, v.bn = bns[b], v.cluster = cl, v.swizzle = z, v.pingpong = 0;
           const int64_t tiles_m = (m + tc_bm(&v) - 1) / tc_bm(&v);
           if (cl == 2 && tiles_m < 2) continue;         /* the partner's tile would be empty */
           if (z == 16 && tiles_m <= 8) continue;        /* one group either way */
@@ -280,9 +295,19 @@ static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, con
            * per SM. */
           const int64_t tile_units = tc_units(&v, m, n);
           /* The TMA-store epilogue first (where Y's rows allow it), then direct stores. */
-          for (int ts = 1; ts >= 0; ts--) {
-            v.tstore = ts;
+          int stored = 0; /* store forms enumerated so far (ping-pong takes the first only) */
+          for (int form = 0; form < 4; form++) { /* TMA stores, then direct; cooperative, then ping-pong */
+            const int ts = form < 2, pp = form % 2 ? 2 : 0;
+            if (pp && (c != 2 || split(&v))) continue;
+            v.tstore = ts, v.pingpong = pp;
             if (ts && ((n * esize(&v)) % 16 || v.bn % (128 / esize(&v)))) continue;
+            stored += pp == 0;
+            /* Ping-pong with 128 x 128 tiles only, in the preferred store form, group 8 and the
+             * deepest ring: measured on the H200 (2026-12-01) 0.5 % behind to 6 % ahead of the
+             * best cooperative kernel, while 64-row ping-pong tiles (BN 256 or 128) were 7-30 %
+             * behind it (twice the x loads per output). */
+            if (pp && (stored > 1 || z != 8 || v.bn != 128)) continue;
+            if (pp && (tc_bm(&v) >= 2 * m || (m + tc_bm(&v) - 1) / tc_bm(&v) < cl)) continue; /* mostly padding */
             /* The deepest ring that fits, and one stage less. */
             int most = 0;
             v.aregs = 0, v.chunk = 0, v.split_k = 0; /* the ring is sized with shared-memory small buffers */
@@ -290,10 +315,10 @@ static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, con
               v.stages = s;
               if (tc_smem(&v) <= (size_t)lim->max_smem_per_block) most = s;
             }
-            for (int s = most; s >= 2 && s >= most - 1; s--)
+            for (int s = most; s >= 2 && s >= most - (pp ? 0 : 1); s--)
               for (size_t h = 0; h < (split(&v) ? sizeof chunks / sizeof chunks[0] : 1); h++)
                 for (int r = (split(&v) && v.bn <= 64); r >= 0; r--)
-                  for (int sk = 1; sk <= (ts ? 1 : 8); sk *= 2) {
+                  for (int sk = 1; sk <= (ts || pp ? 1 : 8); sk *= 2) {
                     if (sk > 1 && tile_units * cl * sk / 2 >= lim->sm_count) break;
                     v.stages = s;
                     v.chunk = split(&v) ? chunks[h] : 0;
@@ -307,7 +332,7 @@ static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, con
                      * can still spill (x + 2 sigmoid(x) at BN 256 in bf16): rejected at compile
                      * time like any candidate. */
                     const int sk_fits = cl == 2 && ts && !(esize(&v) == 4 && v.bn == 192);
-                    for (v.streamk = 0; v.streamk <= (sk == 1 && !split(&v) && sk_fits); v.streamk++) {
+                    for (v.streamk = 0; v.streamk <= (sk == 1 && !split(&v) && sk_fits && !pp); v.streamk++) {
                       if (v.streamk) {
                         const tc_sk_split q = tc_sk(&v, m, n, k);
                         if (2 * q.share < q.ktiles) continue;
@@ -327,9 +352,9 @@ static int tc_name(const ft_variant *v, char *buf, size_t len) {
   char chunk[24] = "", slices[16] = "";
   if (v->chunk) snprintf(chunk, sizeof chunk, "_h%d%s", v->chunk, v->aregs ? "r" : "");
   if (v->split_k > 1) snprintf(slices, sizeof slices, "_k%d", v->split_k);
-  return snprintf(buf, len, "tc_bm%d_bn%d_bk%d_s%d_c%d_z%d_p%d%s%s%s%s_%s", tc_bm(v), v->bn, v->bk, v->stages,
-                  v->cluster, v->swizzle, v->grid, chunk, slices, v->streamk ? "_sk" : "", v->tstore ? "_ts" : "",
-                  ft_math_name((ft_math)v->math));
+  return snprintf(buf, len, "tc_bm%d_bn%d_bk%d_s%d_c%d_z%d_p%d%s%s%s%s%s_%s", tc_bm(v), v->bn, v->bk, v->stages,
+                  v->cluster, v->swizzle, v->grid, chunk, slices, v->streamk ? "_sk" : "", v->pingpong ? "_pp" : "",
+                  v->tstore ? "_ts" : "", ft_math_name((ft_math)v->math));
 }
 
 static const ft_json_key k_tc_keys[] = {{"bn", offsetof(ft_variant, bn)},
@@ -348,6 +373,7 @@ static const ft_json_key k_tc_opt_keys[] = {
     {"split_k", offsetof(ft_variant, split_k)},
     {"tstore", offsetof(ft_variant, tstore)},
     {"streamk", offsetof(ft_variant, streamk)},
+    {"pingpong", offsetof(ft_variant, pingpong)},
     {NULL, 0}};
 
 static const char *const k_tc_sources[] = {"kernels_src/gemm_tc_config.cuh", "kernels_src/wgmma_sm90.cuh",

@@ -31,7 +31,7 @@ typedef struct ft_variant {
   int math;       /* ft_math the variant computes in (0 = fp32); families that serve other modes
                    * write it as the optional JSON key "math" */
   int cluster;    /* tensor-core family: thread-block cluster size along the shared operand */
-  int consumers;  /* tensor-core family: consumer warpgroups (block rows = 64 consumers) */
+  int consumers;  /* tensor-core family: consumer warpgroups (block rows = 64 consumers, or 64 pingpong) */
   int grid;       /* tensor-core family: persistent grid size in blocks */
   int chunk;      /* tensor-core family, 3xtf32: k tiles per tensor-core partial sum before it is added
                    * into the fp32 accumulator (0 in other modes) */
@@ -39,6 +39,9 @@ typedef struct ft_variant {
                    * BN <= 64), 0 = split in shared memory */
   int tstore;     /* tensor-core family: 1 = epilogue through shared memory and TMA stores, 0 = each
                    * thread stores its outputs */
+  int pingpong;   /* tensor-core family: 0 = cooperative (the consumers split a tile of 64 consumers
+                   * rows); 1 or 2 = ping-pong (two consumers, each owning whole tiles of 64 pingpong
+                   * rows, one's epilogue beside the other's main loop), named "_pp" */
   /* FT_VK_EPILOGUE */
   int block;      /* threads per block */
   int ept;        /* elements per thread (multiple of vec) */

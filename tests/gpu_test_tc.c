@@ -1,7 +1,8 @@
 /* The tensor-core family on the GPU: every variant it enumerates, plus fixed variants the
  * enumeration leaves out (one consumer, clusters on small shapes, a grid smaller than the
  * tiles, two stages, 3xtf32 partial sums of 1 and 3 k tiles, x split in registers; each also with
- * the TMA-store epilogue where N allows, and with stream-K where the grid leaves a partial wave),
+ * the TMA-store epilogue where N allows, with stream-K where the grid leaves a partial wave, and
+ * ping-pong with 64- and 128-row tiles),
  * in tf32, bf16, fp16 and 3xtf32, on
  * ragged shapes with the three test epilogues, through the library's launch path, output
  * NaN-poisoned first: each must match the float64 reference within the mode's tolerance (2x
@@ -34,6 +35,7 @@ typedef struct tally {
   int accuracy_misses; /* 3xtf32 chunks > 4 within fp32's bound but not SGEMM's error */
   int rejected;        /* stream-K variants ptxas could not fit without spills (not run) */
   int streamk_ok;      /* stream-K runs correct */
+  int pingpong_ok;     /* ping-pong runs correct */
   char worst[320];
 } tally;
 
@@ -65,6 +67,13 @@ static int extra_variants(ft_math math, const ft_device_limits *lim, const shape
       if (ft_variant_applicable(&v, sh->m, sh->n, sh->k, lim, NULL, 0)) out[n++] = v;
     }
     v.streamk = 0;
+    /* Ping-pong with both store forms and 64- and 128-row tiles, beyond the enumeration's
+     * group 8: small grids give each consumer several tiles and an odd count leaves the second
+     * consumer one fewer. */
+    for (v.pingpong = 1; v.pingpong <= 2; v.pingpong++)
+      for (v.tstore = 1; v.tstore >= 0; v.tstore--)
+        if (ft_variant_applicable(&v, sh->m, sh->n, sh->k, lim, NULL, 0)) out[n++] = v;
+    v.pingpong = 0;
   }
   return n;
 }
@@ -134,7 +143,7 @@ static void run_case(ft_gpu *g, const shape *sh, const char *eptext, ft_math mat
     FT_FAIL_AT_("%s: enumerate: %s", what, e.msg);
     goto done;
   }
-  ft_variant *all = realloc(vs, (size_t)(nv + 28) * sizeof *all); /* extra_variants: at most 4 per cfg row */
+  ft_variant *all = realloc(vs, (size_t)(nv + 48) * sizeof *all); /* extra_variants: at most 8 per cfg row */
   if (!all) goto done;
   vs = all;
   const int n_enumerated = nv;
@@ -178,6 +187,7 @@ static void run_case(ft_gpu *g, const shape *sh, const char *eptext, ft_math mat
     } else {
       t->ok++;
       t->streamk_ok += vs[i].streamk != 0;
+      t->pingpong_ok += vs[i].pingpong != 0;
       if (c.rel_err / tol > t->worst_ratio) {
         t->worst_ratio = c.rel_err / tol;
         snprintf(t->worst, sizeof t->worst, "%s %s: %.3g of %.3g", what, name, c.rel_err, tol);
@@ -212,7 +222,7 @@ int main(void) {
   /* FT_TEST_MODE=3xtf32 (say) runs that mode alone. */
   const char *quick = getenv("FT_TEST_QUICK"), *only = getenv("FT_TEST_SHAPE"), *mode = getenv("FT_TEST_MODE");
   const size_t n_epi = quick && quick[0] == '1' ? 1 : sizeof k_epilogues / sizeof k_epilogues[0];
-  tally t = {0, 0, 0, 0, 0, 0, ""};
+  tally t = {0, 0, 0, 0, 0, 0, 0, ""};
   for (size_t mi = 0; mi < sizeof k_modes / sizeof k_modes[0]; mi++)
     for (size_t ei = 0; ei < n_epi && (!mode || !strcmp(mode, ft_math_name(k_modes[mi]))); ei++)
       for (size_t si = 0; si < sizeof k_shapes / sizeof k_shapes[0]; si++) {
@@ -223,10 +233,11 @@ int main(void) {
   if (!only && (!mode || !strcmp(mode, "3xtf32"))) long_k_case(g);
   /* The fixed stream-K variants apply at 333x520x2056 and 1100x1300x520 in every mode but 3xtf32:
    * a run of all shapes that ran none of them tested nothing of stream-K. */
-  if (!only && (!mode || strcmp(mode, "3xtf32") != 0)) ASSERT_TRUE(t.streamk_ok > 0);
+  if (!only && (!mode || strcmp(mode, "3xtf32") != 0)) ASSERT_TRUE(t.streamk_ok > 0 && t.pingpong_ok > 0);
   printf("summary: %d tensor-core runs correct, %d failed; worst rel_err/tolerance %.2f (%s); %d 3xtf32 run(s) of "
          "chunk > 4 within 1e-5 but above SGEMM's error; %d stream-K run(s) correct, %d stream-K variant(s) rejected "
-         "by ptxas (spills)\n", t.ok, t.failed, t.worst_ratio, t.worst, t.accuracy_misses, t.streamk_ok, t.rejected);
+         "by ptxas (spills); %d ping-pong run(s) correct\n", t.ok, t.failed, t.worst_ratio, t.worst, t.accuracy_misses, t.streamk_ok,
+         t.rejected, t.pingpong_ok);
   ft_gpu_close(g);
   return FT_TEST_DONE();
 }

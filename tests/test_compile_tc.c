@@ -227,6 +227,66 @@ static void test_streamk(const ft_variant *base, const ft_device_limits *lim) {
   ASSERT_TRUE(count_bf16(128, 16384, 16384, lim, has_streamk, &n) == 0 && n > 0);
 }
 
+static int has_pingpong(const ft_variant *v) { return v->pingpong != 0; }
+/* Ping-pong where the enumeration should not offer it: other than 128 x 128 tiles. */
+static int pingpong_outside_rule(const ft_variant *v) { return v->pingpong && (v->pingpong != 2 || v->bn != 128); }
+
+/* Ping-pong (pingpong): its rules, tile rows, shared memory, key and name, and where the
+ * enumeration offers it. */
+static void test_pingpong(const ft_variant *base, const ft_device_limits *lim) {
+  char why[200] = "", json[512], name[128];
+  ft_err e;
+  ft_variant t = *base; /* BN 128, two consumers, 6 stages */
+  t.pingpong = 2, t.tstore = 1;
+  ASSERT_TRUE(ft_variant_valid(&t, why, sizeof why));
+  ft_variant b = t;
+  b.pingpong = 3;
+  ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
+  ASSERT_CONTAINS(why, "pingpong 3");
+  b = t, b.consumers = 1;
+  ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
+  ASSERT_CONTAINS(why, "2 consumers");
+  b = t, b.bn = 192; /* two m64 accumulators of 96 registers each */
+  ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
+  ASSERT_CONTAINS(why, "accumulator registers");
+  b.pingpong = 1; /* one of 96 */
+  ASSERT_TRUE(ft_variant_valid(&b, why, sizeof why));
+  b = t, b.tstore = 0, b.split_k = 2;
+  ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
+  ASSERT_CONTAINS(why, "pingpong excludes");
+  b = t, b.bn = 256, b.stages = 4, b.cluster = 2, b.pingpong = 1, b.streamk = 1;
+  ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
+  ASSERT_CONTAINS(why, "pingpong excludes");
+  b = t, b.math = FT_MATH_3XTF32, b.bk = 32, b.chunk = 4;
+  ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
+  /* Tiles of 64 pingpong rows: 128 x 128 and the cooperative tile alike in shared memory and
+   * grid; 64-row tiles half the x stage and twice the tiles. */
+  ft_launch_geom g, g0, g1;
+  memset(&g, 0, sizeof g), memset(&g0, 0, sizeof g0), memset(&g1, 0, sizeof g1);
+  b = t, b.pingpong = 0;
+  ft_variant_geometry(&t, 1024, 8192, 8192, &g);
+  ft_variant_geometry(&b, 1024, 8192, 8192, &g0);
+  ASSERT_TRUE(g.smem == g0.smem && g.grid[0] == 132 && g.block[0] == 384 && g.workspace_bytes == 0);
+  b = t, b.pingpong = 1;
+  ft_variant_geometry(&b, 64, 256, 64, &g1); /* 1 x 2 tiles of 64 x 128 */
+  ASSERT_TRUE(g1.smem == g0.smem - 6 * 64 * 128 && g1.grid[0] == 2);
+  ft_variant_json(&t, json, sizeof json);
+  ASSERT_CONTAINS(json, ",\"tstore\":1,\"pingpong\":2}");
+  ft_variant back;
+  ASSERT_OK(ft_variant_from_json(json, &back, &e));
+  ASSERT_TRUE(memcmp(&back, &t, sizeof t) == 0);
+  ft_variant_name(&t, name, sizeof name);
+  ASSERT_EQ_STR(name, "tc_bm128_bn128_bk64_s6_c1_z8_p132_pp_ts_bf16");
+  ft_variant_name(&b, name, sizeof name);
+  ASSERT_EQ_STR(name, "tc_bm64_bn128_bk64_s6_c1_z8_p132_pp_ts_bf16");
+  /* Offered at both seed shapes, 128 x 128 tiles only; never with one consumer's shapes (M <= 64). */
+  int n = 0;
+  ASSERT_TRUE(count_bf16(1024, 8192, 8192, lim, has_pingpong, &n) > 0);
+  ASSERT_TRUE(count_bf16(1024, 8192, 8192, lim, pingpong_outside_rule, &n) == 0);
+  ASSERT_TRUE(count_bf16(128, 16384, 16384, lim, has_pingpong, &n) > 0);
+  ASSERT_TRUE(count_bf16(64, 16384, 16384, lim, has_pingpong, &n) == 0 && n > 0);
+}
+
 static void test_validity(const ft_device_limits *lim) {
   ft_variant v = {0};
   v.kind = FT_VK_GEMM, v.layout = ft_family_named("tc")->layout, v.math = FT_MATH_BF16;
@@ -278,6 +338,7 @@ static void test_validity(const ft_device_limits *lim) {
   ASSERT_EQ_STR(name, "tc_bm128_bn128_bk64_s6_c1_z8_p132_bf16");
   test_tstore(&v, lim);
   test_streamk(&v, lim);
+  test_pingpong(&v, lim);
 }
 
 int main(int argc, char **argv) {
