@@ -272,6 +272,11 @@ __device__ __forceinline__ void ft_store2_inside(ft_elem_t *__restrict__ Y, floa
 template <bool kGuard>
 __device__ __forceinline__ void ft_box_to_smem(const float (&d)[FT_BN / 2], int c, unsigned buf, int row, int col,
                                                int rb, int cb, int M, int N, const FtEpArgs &ep) {
+#if FT_EPI_GROUPED
+  /* E on all of the box's outputs first, then the stores: independent evaluations in one block
+   * for the scheduler to interleave (one warp per scheduler runs the epilogue, so a heavy E
+   * evaluated output by output is bound by its dependency chain). */
+  float e[FT_C_COLS / 8][2][2];
 #pragma unroll
   for (int wl = 0; wl < FT_C_COLS / 16; wl++)
 #pragma unroll
@@ -283,6 +288,24 @@ __device__ __forceinline__ void ft_box_to_smem(const float (&d)[FT_BN / 2], int 
         float a = d[i], b = d[i + 1];
         if (!kGuard || (r < M && cc < N)) a = ft_apply_epilogue(a, r, cc, ep);
         if (!kGuard || (r < M && cc + 1 < N)) b = ft_apply_epilogue(b, r, cc + 1, ep);
+        e[2 * wl + j][h][0] = a, e[2 * wl + j][h][1] = b;
+      }
+#endif
+#pragma unroll
+  for (int wl = 0; wl < FT_C_COLS / 16; wl++)
+#pragma unroll
+    for (int j = 0; j < 2; j++)
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+#if FT_EPI_GROUPED
+        const float a = e[2 * wl + j][h][0], b = e[2 * wl + j][h][1];
+#else
+        const int i = 8 * (c * (FT_C_COLS / 16) + wl) + 4 * j + 2 * h;
+        const int r = row + 8 * h, cc = col + c * FT_C_COLS + 16 * wl + 8 * j;
+        float a = d[i], b = d[i + 1];
+        if (!kGuard || (r < M && cc < N)) a = ft_apply_epilogue(a, r, cc, ep);
+        if (!kGuard || (r < M && cc + 1 < N)) b = ft_apply_epilogue(b, r, cc + 1, ep);
+#endif
         const unsigned rr = (unsigned)(rb + 8 * h), byte = (unsigned)((16 * wl + 8 * j + cb) * FT_ESIZE);
         const unsigned addr = buf + rr * 128u + ((((byte >> 4) ^ (rr & 7u))) << 4) + (byte & 15u);
         /* No "memory" clobber: the epilogue's vector loads may move ahead of these stores; the

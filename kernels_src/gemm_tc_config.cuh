@@ -37,6 +37,12 @@
 #ifndef FT_EPI_W
 #define FT_EPI_W 4 /* 16-column groups of a tile's epilogue whose vector loads go together */
 #endif
+#ifndef FT_EPI_GROUPED
+/* 1: the TMA-store epilogue evaluates a box's E before its stores. Measured 1-3 % faster with
+ * heavy epilogues and neutral otherwise on the H200 (BENCHMARKS.md, session 8), but its output
+ * was not yet checked there (gpu_test_tc): off until it is; with stream-K it spilled at BN 256. */
+#define FT_EPI_GROUPED 0
+#endif
 #ifndef FT_SPLITK
 #define FT_SPLITK 1 /* k slices: > 1 writes fp32 partial sums, ft_tc_splitk_reduce applies E */
 #endif
