@@ -4,8 +4,8 @@
 //
 // Structure: TMA (128-byte swizzle) fills a ring of FT_STAGES shared-memory stages guarded by
 // full/empty mbarriers; warpgroup FT_CONSUMERS is the producer (one thread issues TMA,
-// setmaxnreg.dec); warpgroups 0..FT_CONSUMERS-1 each own 64 rows of the FT_BM x FT_BN tile and
-// run wgmma m64nBNk16 (bf16/fp16) or m64nBNk8 (tf32) from shared memory. The grid is
+// setmaxnreg.dec); warpgroups 0..FT_CONSUMERS-1 each own 64 rows of the FT_BM x FT_BN tile (with
+// FT_PINGPONG each owns whole tiles, below) and run wgmma m64nBNk16 (bf16/fp16) or m64nBNk8 (tf32) from shared memory. The grid is
 // persistent: block b walks tile units b, b + gridDim, ... in a grouped order (FT_GROUP unit
 // rows walked column by column), so the producer prefetches the next tile while the consumers
 // run the epilogue. With FT_CLUSTER 2 the two blocks of a cluster take adjacent tile rows of the
@@ -15,7 +15,7 @@
 // FT_GROUP, FT_SMEM_BYTES; FT_DTYPE (ft_common.cuh: 0 fp32 storage with FT_TF32 or FT_3XTF32,
 // 1 bf16, 2 fp16); 3xtf32: FT_CHUNK, FT_AREGS; FT_SPLITK (k slices); FT_TSTORE (TMA-store
 // epilogue); FT_STREAMK (stream-K: WS one fp32 tile per block, FL a zeroed flag per block and
-// consumer); FT_PINGPONG (ping-pong consumers, below); FT_EPI_W (gemm_tc_config.cuh's default). Host contract (src/family_tc.c): grid a
+// consumer); FT_PINGPONG (ping-pong consumers, below); FT_EPI_W, FT_EPI_GROUPED (gemm_tc_config.cuh's default). Host contract (src/family_tc.c): grid a
 // multiple of FT_CLUSTER, block 128 (FT_CONSUMERS + 1) threads, FT_SMEM_BYTES of dynamic shared
 // memory, three tensor maps: box {FT_BK, FT_BM} over x, {FT_BK, FT_BN / FT_CLUSTER} over W
 // (128-byte swizzle, zero fill, TFLOAT32 type in tf32 mode so TMA rounds to nearest, FLOAT32 in

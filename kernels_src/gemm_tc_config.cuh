@@ -40,7 +40,8 @@
 #ifndef FT_EPI_GROUPED
 /* 1: the TMA-store epilogue evaluates a box's E before its stores. Measured 1-3 % faster with
  * heavy epilogues and neutral otherwise on the H200 (BENCHMARKS.md, session 8), but its output
- * was not yet checked there (gpu_test_tc): off until it is; with stream-K it spilled at BN 256. */
+ * was not yet checked there (gpu_test_tc): off until it is. With stream-K it spilled at BN 256,
+ * so the default to turn on is (FT_STREAMK == 0). */
 #define FT_EPI_GROUPED 0
 #endif
 #ifndef FT_SPLITK

@@ -248,7 +248,7 @@ static double tc_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k) {
   /* Ping-pong's 128 x 128 tiles (two m64n128 wgmma per k step, the epilogue beside the other
    * consumer's loop) measured like cooperative BN 256 or a little faster (H200, 2026-12-01:
    * 0.5 % slower at 1024x8192x8192 bf16, 2.7 % faster in tf32, 1.3 % at 8192^3, 6 % with gelu
-   * at 4096^3); 64-row ones 7-30 % slower. */
+   * at 4096^3); 64-row ones slower than those everywhere, by up to 33 % against cooperative. */
   double eff = v->bn >= 256 ? 1.0 : v->bn >= 192 ? 0.96 : v->bn >= 128 ? 0.92 : 0.78;
   if (v->pingpong == 2) eff = 1.01;
   if (v->pingpong == 1) eff *= 0.85;
@@ -304,8 +304,9 @@ static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, con
             stored += pp == 0;
             /* Ping-pong with 128 x 128 tiles only, in the preferred store form, group 8 and the
              * deepest ring: measured on the H200 (2026-12-01) 0.5 % behind to 6 % ahead of the
-             * best cooperative kernel, while 64-row ping-pong tiles (BN 256 or 128) were 7-30 %
-             * behind it (twice the x loads per output). */
+             * best cooperative kernel, while 64-row ping-pong tiles were up to 33 % behind it
+             * (BN 128) and behind 128 x 128 ping-pong at every problem timed (twice the x loads
+             * per output). */
             if (pp && (stored > 1 || z != 8 || v.bn != 128)) continue;
             if (pp && (tc_bm(&v) >= 2 * m || (m + tc_bm(&v) - 1) / tc_bm(&v) < cl)) continue; /* mostly padding */
             /* The deepest ring that fits, and one stage less. */

@@ -233,7 +233,9 @@ int main(void) {
   if (!only && (!mode || !strcmp(mode, "3xtf32"))) long_k_case(g);
   /* The fixed stream-K variants apply at 333x520x2056 and 1100x1300x520 in every mode but 3xtf32:
    * a run of all shapes that ran none of them tested nothing of stream-K. */
-  if (!only && (!mode || strcmp(mode, "3xtf32") != 0)) ASSERT_TRUE(t.streamk_ok > 0 && t.pingpong_ok > 0);
+  if (!only && (!mode || strcmp(mode, "3xtf32") != 0)) ASSERT_TRUE(t.streamk_ok > 0);
+  /* Ping-pong, enumerated and fixed, applies at every shape but 1x77x8 in those modes. */
+  if (!only && (!mode || strcmp(mode, "3xtf32") != 0)) ASSERT_TRUE(t.pingpong_ok > 0);
   printf("summary: %d tensor-core runs correct, %d failed; worst rel_err/tolerance %.2f (%s); %d 3xtf32 run(s) of "
          "chunk > 4 within 1e-5 but above SGEMM's error; %d stream-K run(s) correct, %d stream-K variant(s) rejected "
          "by ptxas (spills); %d ping-pong run(s) correct\n", t.ok, t.failed, t.worst_ratio, t.worst, t.accuracy_misses, t.streamk_ok,

@@ -259,6 +259,7 @@ static void test_pingpong(const ft_variant *base, const ft_device_limits *lim) {
   ASSERT_CONTAINS(why, "pingpong excludes");
   b = t, b.math = FT_MATH_3XTF32, b.bk = 32, b.chunk = 4;
   ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
+  ASSERT_CONTAINS(why, "pingpong excludes");
   /* Tiles of 64 pingpong rows: 128 x 128 and the cooperative tile alike in shared memory and
    * grid; 64-row tiles half the x stage and twice the tiles. */
   ft_launch_geom g, g0, g1;
@@ -285,6 +286,27 @@ static void test_pingpong(const ft_variant *base, const ft_device_limits *lim) {
   ASSERT_TRUE(count_bf16(1024, 8192, 8192, lim, pingpong_outside_rule, &n) == 0);
   ASSERT_TRUE(count_bf16(128, 16384, 16384, lim, has_pingpong, &n) > 0);
   ASSERT_TRUE(count_bf16(64, 16384, 16384, lim, has_pingpong, &n) == 0 && n > 0);
+  /* What the enumeration rarely or never offers compiles clean too: 64-row tiles, direct stores. */
+  ft_variant fixed[2] = {t, t};
+  fixed[0].pingpong = 1, fixed[0].bn = 256, fixed[0].stages = 4, fixed[0].tstore = 0;
+  fixed[1].tstore = 0, fixed[1].math = FT_MATH_TF32, fixed[1].bk = 32;
+  ft_epilogue *ep = NULL;
+  ASSERT_OK(ft_ep_parse("biasrelu", &ep, &e));
+  ft_kernel_src src[2] = {{0}};
+  ft_compile_job jobs[2] = {{0}};
+  for (int i = 0; i < 2; i++) {
+    ASSERT_TRUE(ft_variant_valid(&fixed[i], why, sizeof why));
+    ASSERT_OK(ft_codegen_variant(&fixed[i], ep, &src[i], &e));
+    jobs[i].src = src[i].text, jobs[i].hash = src[i].hash, jobs[i].arch_suffix = src[i].arch_suffix;
+  }
+  ASSERT_OK(ft_compile_many(NULL, "sm_90", jobs, 2, 0, &e));
+  for (int i = 0; i < 2; i++) {
+    ASSERT_TRUE(jobs[i].status == FT_OK && jobs[i].log &&
+                strstr(jobs[i].log, "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads") != NULL);
+    ft_compile_job_clear(&jobs[i]);
+    ft_kernel_src_free(&src[i]);
+  }
+  ft_ep_free(ep);
 }
 
 static void test_validity(const ft_device_limits *lim) {

@@ -187,12 +187,13 @@ static int param(const ft_stored_result *res, const char *name, int *v) {
 static int dim_label(const ft_stored_result *res, int d, char *out, size_t cap) {
   int v, w;
   if (d == 0) {
-    static const char *const keys[] = {"bm", "consumers", "bn", "bk"};
+    static const char *const keys[] = {"bm", "consumers", "pingpong", "bn", "bk"};
+    static const char *const labels[] = {"bm", "c", "pp", "bn", "bk"};
     size_t at = 0;
     out[0] = '\0';
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
       if (param(res, keys[i], &v) && at < cap)
-        at += (size_t)snprintf(out + at, cap - at, "%s%s%d", at ? " " : "", i == 1 ? "c" : keys[i], v);
+        at += (size_t)snprintf(out + at, cap - at, "%s%s%d", at ? " " : "", labels[i], v);
     return at > 0;
   }
   if (d == 1) return param(res, "stages", &v) && snprintf(out, cap, "%d", v) > 0;
@@ -222,7 +223,7 @@ static int natural_q(const void *a, const void *b) { return natural_cmp(a, b); }
 typedef char cat_name[40];
 
 void chart_dims(report *r, const report_mode *m) {
-  static const char *const dims[] = {"tile (JSON keys bm / c = consumers, bn, bk)", "stages", "split (split_k, streamk)"};
+  static const char *const dims[] = {"tile (JSON keys bm / c = consumers / pp = pingpong, bn, bk)", "stages", "split (split_k, streamk)"};
   const ft_stored_problem *p = m->p;
   cat_name *cats = malloc(3 * MAX_CATS * sizeof *cats);
   if (!cats) return;
