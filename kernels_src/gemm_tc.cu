@@ -264,6 +264,17 @@ __device__ __forceinline__ void ft_store2_inside(ft_elem_t *__restrict__ Y, floa
 }
 
 #if FT_TSTORE
+// E of the output pair (wl, j, h) of box c into a, b (kGuard: only on outputs inside Y).
+template <bool kGuard>
+__device__ __forceinline__ void ft_box_pair(const float (&d)[FT_BN / 2], int c, int wl, int j, int h, int row,
+                                            int col, int M, int N, const FtEpArgs &ep, float &a, float &b) {
+  const int i = 8 * (c * (FT_C_COLS / 16) + wl) + 4 * j + 2 * h;
+  const int r = row + 8 * h, cc = col + c * FT_C_COLS + 16 * wl + 8 * j;
+  a = d[i], b = d[i + 1];
+  if (!kGuard || (r < M && cc < N)) a = ft_apply_epilogue(a, r, cc, ep);
+  if (!kGuard || (r < M && cc + 1 < N)) b = ft_apply_epilogue(b, r, cc + 1, ep);
+}
+
 // E of box c (columns 16 (FT_C_COLS / 16) c ..) of this thread's accumulator into the warpgroup's
 // 128-byte-swizzled box buffer buf (64 rows of 128 bytes, as the TMA store reads it; the swizzle
 // spreads a warp's pairs over all banks). kGuard: the tile crosses Y's edge, so E (which may
@@ -282,14 +293,8 @@ __device__ __forceinline__ void ft_box_to_smem(const float (&d)[FT_BN / 2], int 
 #pragma unroll
     for (int j = 0; j < 2; j++)
 #pragma unroll
-      for (int h = 0; h < 2; h++) {
-        const int i = 8 * (c * (FT_C_COLS / 16) + wl) + 4 * j + 2 * h;
-        const int r = row + 8 * h, cc = col + c * FT_C_COLS + 16 * wl + 8 * j;
-        float a = d[i], b = d[i + 1];
-        if (!kGuard || (r < M && cc < N)) a = ft_apply_epilogue(a, r, cc, ep);
-        if (!kGuard || (r < M && cc + 1 < N)) b = ft_apply_epilogue(b, r, cc + 1, ep);
-        e[2 * wl + j][h][0] = a, e[2 * wl + j][h][1] = b;
-      }
+      for (int h = 0; h < 2; h++)
+        ft_box_pair<kGuard>(d, c, wl, j, h, row, col, M, N, ep, e[2 * wl + j][h][0], e[2 * wl + j][h][1]);
 #endif
 #pragma unroll
   for (int wl = 0; wl < FT_C_COLS / 16; wl++)
@@ -300,11 +305,8 @@ __device__ __forceinline__ void ft_box_to_smem(const float (&d)[FT_BN / 2], int 
 #if FT_EPI_GROUPED
         const float a = e[2 * wl + j][h][0], b = e[2 * wl + j][h][1];
 #else
-        const int i = 8 * (c * (FT_C_COLS / 16) + wl) + 4 * j + 2 * h;
-        const int r = row + 8 * h, cc = col + c * FT_C_COLS + 16 * wl + 8 * j;
-        float a = d[i], b = d[i + 1];
-        if (!kGuard || (r < M && cc < N)) a = ft_apply_epilogue(a, r, cc, ep);
-        if (!kGuard || (r < M && cc + 1 < N)) b = ft_apply_epilogue(b, r, cc + 1, ep);
+        float a, b;
+        ft_box_pair<kGuard>(d, c, wl, j, h, row, col, M, N, ep, a, b);
 #endif
         const unsigned rr = (unsigned)(rb + 8 * h), byte = (unsigned)((16 * wl + 8 * j + cb) * FT_ESIZE);
         const unsigned addr = buf + rr * 128u + ((((byte >> 4) ^ (rr & 7u))) << 4) + (byte & 15u);

@@ -6,6 +6,7 @@
 #include "compile.h"
 
 #include "checks.h"
+#include "parallel.h"
 
 #include <nvrtc.h>
 #include <pthread.h>
@@ -204,7 +205,6 @@ typedef struct pool {
   ft_compile_job *jobs;
   const int *todo; /* indices of the jobs to compile */
   int ntodo;
-  int next;
   const char *arch;
   pthread_mutex_t mu;
   int done;
@@ -239,41 +239,23 @@ void ft_compile_job_run(ft_compile_job *job, const char *arch) {
   job->seconds = ft__now_s() - t0;
 }
 
-static void *worker(void *arg) {
-  pool *p = arg;
-  for (;;) {
-    pthread_mutex_lock(&p->mu);
-    const int i = p->next < p->ntodo ? p->next++ : -1;
-    pthread_mutex_unlock(&p->mu);
-    if (i < 0) return NULL;
-    ft_compile_job_run(&p->jobs[p->todo[i]], p->arch);
-    /* Under the mutex: the callback is never entered by two threads at once. */
-    pthread_mutex_lock(&p->mu);
-    p->done++;
-    if (p->progress) p->progress(p->user, p->done, p->ntodo);
-    pthread_mutex_unlock(&p->mu);
-  }
+/* Job todo[chunk] (one chunk per job of the pool). */
+static void compile_chunk(void *user, int chunk, size_t begin, size_t end) {
+  (void)begin, (void)end;
+  pool *p = user;
+  ft_compile_job_run(&p->jobs[p->todo[chunk]], p->arch);
+  /* Under the mutex: the callback is never entered by two threads at once. */
+  pthread_mutex_lock(&p->mu);
+  p->done++;
+  if (p->progress) p->progress(p->user, p->done, p->ntodo);
+  pthread_mutex_unlock(&p->mu);
 }
 
-static int worker_count(int nthreads, int ntodo) {
-  if (nthreads <= 0) {
-    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    nthreads = cores > 0 ? (int)cores : 1;
-  }
-  if (nthreads > 64) nthreads = 64;
-  return nthreads < ntodo ? nthreads : ntodo;
-}
-
-/* Runs the pool; if threads cannot be created, the calling thread does the remaining work. */
-static void run_pool(pool *p, int nthreads) {
-  pthread_t th[64];
-  int started = 0;
-  for (int t = 1; t < nthreads; t++) {
-    if (pthread_create(&th[started], NULL, worker, p) != 0) break;
-    started++;
-  }
-  worker(p);
-  for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
+/* Compile threads: as asked, else one per online core. */
+static int worker_count(int nthreads) {
+  if (nthreads > 0) return nthreads; /* ft_parallel_chunks caps it at the jobs and its maximum */
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  return cores > 0 ? (int)cores : 1;
 }
 
 typedef struct hash_idx {
@@ -390,8 +372,9 @@ ft_status ft_compile_many_progress(ft_db *db, const char *arch, ft_compile_job *
     int ntodo = 0;
     for (int i = 0; i < n; i++)
       if (primary[i] == i && !jobs[i].cached) todo[ntodo++] = i;
-    pool p = {jobs, todo, ntodo, 0, arch, PTHREAD_MUTEX_INITIALIZER, 0, progress, user};
-    if (ntodo > 0) run_pool(&p, worker_count(nthreads, ntodo));
+    pool p = {jobs, todo, ntodo, arch, PTHREAD_MUTEX_INITIALIZER, 0, progress, user};
+    /* Where threads cannot be started, the calling thread compiles the rest. */
+    if (ntodo > 0) ft_parallel_chunks((size_t)ntodo, ntodo, worker_count(nthreads), compile_chunk, &p);
     pthread_mutex_destroy(&p.mu);
     if (db) store_compiled(db, arch, jobs, primary, n);
     for (int i = 0; i < n && s == FT_OK; i++)

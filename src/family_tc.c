@@ -295,19 +295,18 @@ static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, con
            * per SM. */
           const int64_t tile_units = tc_units(&v, m, n);
           /* The TMA-store epilogue first (where Y's rows allow it), then direct stores. */
-          int stored = 0; /* store forms enumerated so far (ping-pong takes the first only) */
+          const int ts_ok = (n * esize(&v)) % 16 == 0 && v.bn % (128 / esize(&v)) == 0;
           for (int form = 0; form < 4; form++) { /* TMA stores, then direct; cooperative, then ping-pong */
             const int ts = form < 2, pp = form % 2 ? 2 : 0;
             if (pp && (c != 2 || split(&v))) continue;
+            if (ts && !ts_ok) continue;
             v.tstore = ts, v.pingpong = pp;
-            if (ts && ((n * esize(&v)) % 16 || v.bn % (128 / esize(&v)))) continue;
-            stored += pp == 0;
-            /* Ping-pong with 128 x 128 tiles only, in the preferred store form, group 8 and the
-             * deepest ring: measured on the H200 (2026-12-01) 0.5 % behind to 6 % ahead of the
-             * best cooperative kernel, while 64-row ping-pong tiles were up to 33 % behind it
-             * (BN 128) and behind 128 x 128 ping-pong at every problem timed (twice the x loads
-             * per output). */
-            if (pp && (stored > 1 || z != 8 || v.bn != 128)) continue;
+            /* Ping-pong with 128 x 128 tiles only, in the preferred store form (TMA stores where
+             * allowed), group 8 and the deepest ring: measured on the H200 (2026-12-01) 0.5 %
+             * behind to 6 % ahead of the best cooperative kernel, while 64-row ping-pong tiles
+             * were up to 33 % behind it (BN 128) and behind 128 x 128 ping-pong at every problem
+             * timed (twice the x loads per output). */
+            if (pp && (ts != ts_ok || z != 8 || v.bn != 128)) continue;
             if (pp && (tc_bm(&v) >= 2 * m || (m + tc_bm(&v) - 1) / tc_bm(&v) < cl)) continue; /* mostly padding */
             /* The deepest ring that fits, and one stage less. */
             int most = 0;

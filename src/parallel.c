@@ -4,7 +4,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#define FT_PARALLEL_MAX_THREADS 16
+#define FT_PARALLEL_MAX_THREADS 64 /* the compile pool runs one per core */
 
 typedef struct job {
   size_t n;
