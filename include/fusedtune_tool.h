@@ -271,6 +271,8 @@ typedef struct ft_variant_list {
 } ft_variant_list;
 
 #define FT_VARIANTS_COMPILE 0x1u /* compile every variant with NVRTC (no GPU needed) */
+#define FT_VARIANTS_FULL 0x2u    /* the full space the exhaustive and random searches take (else the
+                                  * pruned one of the default search) */
 
 /* Enumerates the kernel variants applicable to p on arch ("sm_90"; NULL: the current device's,
  * else sm_90), likely-good first, GEMM kernels then epilogue passes. *out is the caller's:

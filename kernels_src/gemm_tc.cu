@@ -264,11 +264,29 @@ __device__ __forceinline__ void ft_store2_inside(ft_elem_t *__restrict__ Y, floa
 }
 
 #if FT_TSTORE
+// Every output pair (wl, j, h) a thread holds of a store box: 16-column group wl, 8-column half j,
+// row half h (the m64 accumulator layout below).
+#define FT_FOR_BOX_PAIRS                                 \
+  _Pragma("unroll") for (int wl = 0; wl < FT_C_COLS / 16; wl++) \
+  _Pragma("unroll") for (int j = 0; j < 2; j++)                \
+  _Pragma("unroll") for (int h = 0; h < 2; h++)
+
+// The accumulator index of pair (wl, j, h) of box c (its first element; the second follows).
+__device__ __forceinline__ constexpr int ft_box_index(int c, int wl, int j, int h) {
+  return 8 * (c * (FT_C_COLS / 16) + wl) + 4 * j + 2 * h;
+}
+
+// Byte byte of row rr of a box buffer in the TMA store's 128-byte swizzle (16-byte chunks XORed
+// with the row), which also spreads a warp's stores over all banks.
+__device__ __forceinline__ unsigned ft_box_addr(unsigned buf, unsigned rr, unsigned byte) {
+  return buf + rr * 128u + (((byte >> 4) ^ (rr & 7u)) << 4) + (byte & 15u);
+}
+
 // E of the output pair (wl, j, h) of box c into a, b (kGuard: only on outputs inside Y).
 template <bool kGuard>
 __device__ __forceinline__ void ft_box_pair(const float (&d)[FT_BN / 2], int c, int wl, int j, int h, int row,
                                             int col, int M, int N, const FtEpArgs &ep, float &a, float &b) {
-  const int i = 8 * (c * (FT_C_COLS / 16) + wl) + 4 * j + 2 * h;
+  const int i = ft_box_index(c, wl, j, h);
   const int r = row + 8 * h, cc = col + c * FT_C_COLS + 16 * wl + 8 * j;
   a = d[i], b = d[i + 1];
   if (!kGuard || (r < M && cc < N)) a = ft_apply_epilogue(a, r, cc, ep);
@@ -288,20 +306,10 @@ __device__ __forceinline__ void ft_box_to_smem(const float (&d)[FT_BN / 2], int 
    * for the scheduler to interleave (one warp per scheduler runs the epilogue, so a heavy E
    * evaluated output by output is bound by its dependency chain). */
   float e[FT_C_COLS / 8][2][2];
-#pragma unroll
-  for (int wl = 0; wl < FT_C_COLS / 16; wl++)
-#pragma unroll
-    for (int j = 0; j < 2; j++)
-#pragma unroll
-      for (int h = 0; h < 2; h++)
+  FT_FOR_BOX_PAIRS
         ft_box_pair<kGuard>(d, c, wl, j, h, row, col, M, N, ep, e[2 * wl + j][h][0], e[2 * wl + j][h][1]);
 #endif
-#pragma unroll
-  for (int wl = 0; wl < FT_C_COLS / 16; wl++)
-#pragma unroll
-    for (int j = 0; j < 2; j++)
-#pragma unroll
-      for (int h = 0; h < 2; h++) {
+  FT_FOR_BOX_PAIRS {
 #if FT_EPI_GROUPED
         const float a = e[2 * wl + j][h][0], b = e[2 * wl + j][h][1];
 #else
@@ -309,7 +317,7 @@ __device__ __forceinline__ void ft_box_to_smem(const float (&d)[FT_BN / 2], int 
         ft_box_pair<kGuard>(d, c, wl, j, h, row, col, M, N, ep, a, b);
 #endif
         const unsigned rr = (unsigned)(rb + 8 * h), byte = (unsigned)((16 * wl + 8 * j + cb) * FT_ESIZE);
-        const unsigned addr = buf + rr * 128u + ((((byte >> 4) ^ (rr & 7u))) << 4) + (byte & 15u);
+        const unsigned addr = ft_box_addr(buf, rr, byte);
         /* No "memory" clobber: the epilogue's vector loads may move ahead of these stores; the
          * proxy fence after the box orders them before the TMA store. */
 #if FT_DTYPE == 0
@@ -320,12 +328,61 @@ __device__ __forceinline__ void ft_box_to_smem(const float (&d)[FT_BN / 2], int 
       }
 }
 
+#if FT_EPI_STAGED
+// Byte address of fp32 column col (0 .. FT_C_COLS - 1) of staging row rr: 16-byte chunks
+// XOR-swizzled by the row, so that both the accumulator's pair writes (8 rows x 32 bytes per warp)
+// and the loop's float4 reads (two whole rows per warp) take the fewest wavefronts.
+__device__ __forceinline__ unsigned ft_stage_addr(unsigned s, unsigned rr, unsigned col) {
+  const unsigned byte = col * 4u;
+  return s + rr * (unsigned)FT_S_PITCH + (((byte >> 4) ^ (rr & 7u)) << 4) + (byte & 15u);
+}
+
+// Box c of this thread's accumulator raw into the staging box s, then (after the warpgroup's
+// barrier) E on every output inside Y, four adjacent columns per step of a rolled loop, into the
+// box buffer buf in the TMA store's swizzled layout. r0, c0: the box's first row and column in Y.
+__device__ __forceinline__ void ft_box_staged(const float (&d)[FT_BN / 2], int c, unsigned s, unsigned buf, int r0,
+                                              int c0, int rb, int cb, int tid, int wg, int M, int N,
+                                              const FtEpArgs &ep) {
+  FT_FOR_BOX_PAIRS {
+        const int i = ft_box_index(c, wl, j, h);
+        asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(ft_stage_addr(s, (unsigned)(rb + 8 * h),
+                                                                             (unsigned)(16 * wl + 8 * j + cb))),
+                     "f"(d[i]), "f"(d[i + 1]));
+      }
+  asm volatile("bar.sync %0, 128;" ::"r"(2 + wg) : "memory");
+#pragma unroll 1
+  for (int q = tid; q < 64 * (FT_C_COLS / 4); q += 128) {
+    const int rr = q / (FT_C_COLS / 4), col = 4 * (q % (FT_C_COLS / 4));
+    const unsigned from = ft_stage_addr(s, (unsigned)rr, (unsigned)col);
+    float v[4];
+    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3])
+                 : "r"(from)
+                 : "memory");
+    const int r = r0 + rr;
+#pragma unroll
+    for (int e = 0; e < 4; e++)
+      if (r < M && c0 + col + e < N) v[e] = ft_apply_epilogue(v[e], r, c0 + col + e, ep);
+#if FT_DTYPE == 0
+    (void)buf; /* fp32: staged in the box buffer itself */
+    asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(from), "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3])
+                 : "memory");
+#else
+    const unsigned to = ft_box_addr(buf, (unsigned)rr, (unsigned)(col * FT_ESIZE));
+    asm volatile("st.shared.v2.b32 [%0], {%1, %2};" ::"r"(to), "r"(ft_pack(v[0], v[1])), "r"(ft_pack(v[2], v[3]))
+                 : "memory");
+#endif
+  }
+}
+#endif
+
 // The tile's E through shared memory and TMA stores, box by box, alternating this warpgroup's
 // two box buffers (nbox counts its boxes across tiles): before a buffer is written again, the
 // store that read it two boxes ago must have finished reading (one thread waits, all pass a
 // named barrier); after it is written, a proxy fence and the barrier again, then one thread
 // stores it.
-__device__ __forceinline__ void ft_tile_store_tma(const float (&d)[FT_BN / 2], unsigned cbuf, const FtTmaDesc *map,
+__device__ __forceinline__ void ft_tile_store_tma(const float (&d)[FT_BN / 2], unsigned cbuf, unsigned sbuf,
+                                                  const FtTmaDesc *map,
                                                   int r0, int n0, int M, int N, int wg, int warp, int lane,
                                                   unsigned &nbox, const FtEpArgs &ep) {
   const int tid = warp * 32 + lane; /* r0: the first of the 64 rows this accumulator holds */
@@ -338,10 +395,17 @@ __device__ __forceinline__ void ft_tile_store_tma(const float (&d)[FT_BN / 2], u
     const unsigned buf = cbuf + (nbox & 1u) * FT_C_BOX_BYTES;
     if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
     asm volatile("bar.sync %0, 128;" ::"r"(2 + wg) : "memory");
+#if FT_EPI_STAGED
+    (void)inside, (void)row;
+    ft_box_staged(d, c, FT_DTYPE == 0 ? buf : sbuf, buf, r0, n0 + c * FT_C_COLS, warp * 16 + lane / 4, cb, tid, wg, M, N,
+                  ep);
+#else
+    (void)sbuf;
     if (inside)
       ft_box_to_smem<false>(d, c, buf, row, n0 + cb, warp * 16 + lane / 4, cb, M, N, ep);
     else
       ft_box_to_smem<true>(d, c, buf, row, n0 + cb, warp * 16 + lane / 4, cb, M, N, ep);
+#endif
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     asm volatile("bar.sync %0, 128;" ::"r"(2 + wg) : "memory");
     if (tid == 0) {
@@ -442,7 +506,8 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
   const unsigned sA = base, sB = base + FT_STAGES * FT_A_BYTES;
   const unsigned small = base + FT_STAGES * FT_STAGE_BYTES; /* FT_SMALL_BUFS stages' worth */
   const unsigned cbuf = small + FT_SMALL_BYTES; /* FT_TSTORE's box buffers, 1024-aligned */
-  const unsigned full = cbuf + FT_C_BYTES, empty = full + 8 * FT_STAGES;
+  const unsigned sbuf = cbuf + FT_C_BYTES; /* FT_EPI_STAGED's staging boxes (16-bit storage) */
+  const unsigned full = sbuf + FT_S_BYTES, empty = full + 8 * FT_STAGES;
   const unsigned sched = empty + 8 * FT_STAGES; /* stream-K: the slot's range (ft_work) */
   const int wg = (int)threadIdx.x / 128, tid = (int)threadIdx.x % 128;
 #if FT_CLUSTER > 1
@@ -531,7 +596,7 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
     int stage = 0;
     unsigned phase = 0, nbox = 0;
     const int warp = tid / 32, lane = tid % 32;
-    (void)nbox, (void)cbuf, (void)tma_y, (void)FL, (void)d;
+    (void)nbox, (void)cbuf, (void)sbuf, (void)tma_y, (void)FL, (void)d;
     FtWork wk;
     for (int j = 0; ft_work(j, slot, slots, tile_units, ktiles, kper, sched, wk); j++) {
 #if FT_PINGPONG
@@ -694,7 +759,8 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
         float(&acc)[FT_BN / 2] = dd[h];
         const int r0 = m0 + (FT_PINGPONG ? 64 * h : 64 * wg); /* its first row */
 #if FT_TSTORE
-        ft_tile_store_tma(acc, cbuf + (unsigned)wg * 2u * FT_C_BOX_BYTES, &tma_y, r0, n0, M, N, wg, warp, lane, nbox, ep);
+        ft_tile_store_tma(acc, cbuf + (unsigned)wg * 2u * FT_C_BOX_BYTES, sbuf + (unsigned)wg * (FT_S_BYTES / FT_CONSUMERS),
+                          &tma_y, r0, n0, M, N, wg, warp, lane, nbox, ep);
         continue;
 #endif
         const int row = r0 + warp * 16 + lane / 4;

@@ -39,10 +39,9 @@
 #endif
 #ifndef FT_EPI_GROUPED
 /* 1: the TMA-store epilogue evaluates a box's E before its stores. Measured 1-3 % faster with
- * heavy epilogues and neutral otherwise on the H200 (BENCHMARKS.md, session 8), but its output
- * was not yet checked there (gpu_test_tc): off until it is. With stream-K it spilled at BN 256,
- * so the default to turn on is (FT_STREAMK == 0). */
-#define FT_EPI_GROUPED 0
+ * heavy epilogues and neutral otherwise on the H200 (BENCHMARKS.md, sessions 8 and 9), output
+ * checked there by gpu_test_tc in bf16, fp16 and tf32; with stream-K it spilled at BN 256. */
+#define FT_EPI_GROUPED (FT_STREAMK == 0)
 #endif
 #ifndef FT_SPLITK
 #define FT_SPLITK 1 /* k slices: > 1 writes fp32 partial sums, ft_tc_splitk_reduce applies E */
@@ -73,6 +72,21 @@
 #else
 #define FT_C_BYTES 0
 #endif
+
+// FT_EPI_STAGED (with FT_TSTORE): a box's raw sums go to shared memory first, then a rolled loop
+// applies E four outputs at a time on its way to the box buffer. The unrolled form emits E once
+// per output of a thread's tile (128 copies for BN 128 ping-pong): a heavy E (gelu's erfc) then
+// makes a kernel of ~250 KB whose epilogue runs from instruction fetch. fp32 storage stages in
+// the box buffer itself (same 128-byte rows); 16-bit storage has a 64 x FT_C_COLS fp32 staging box
+// per consumer (16 KiB).
+#ifndef FT_EPI_STAGED
+#define FT_EPI_STAGED 0
+#endif
+#if FT_EPI_STAGED && (!FT_TSTORE || FT_STREAMK)
+#error "fusedtune: the staged epilogue needs TMA stores and excludes stream-K"
+#endif
+#define FT_S_PITCH (FT_C_COLS * 4) /* bytes of a staging row: FT_C_COLS fp32 sums */
+#define FT_S_BYTES (FT_EPI_STAGED && FT_ESIZE == 2 ? FT_CONSUMERS * 64 * FT_S_PITCH : 0)
 
 #define FT_A_BYTES (FT_BM * 128)
 #define FT_B_BYTES (FT_BN * 128)
@@ -106,7 +120,7 @@
 #endif
 #endif
 
-// Stages, the small buffers, the store boxes, then 2 FT_STAGES mbarriers (and stream-K's 32-byte
+// Stages, the small buffers, the store boxes, the staging boxes, then 2 FT_STAGES mbarriers (and stream-K's 32-byte
 // schedule); 1024 bytes of slack to
 // align the ring (128B swizzle). The host sizes the launch with the same sum (src/family_tc.c).
 #ifndef FT_STREAMK
@@ -118,7 +132,7 @@
 #if FT_PINGPONG && (FT_SPLITK > 1 || FT_SPLIT || FT_STREAMK)
 #error "fusedtune: ping-pong excludes split-K, stream-K and 3xtf32 (every work item whole)"
 #endif
-static_assert(FT_SMEM_BYTES == FT_STAGES * FT_STAGE_BYTES + FT_SMALL_BYTES + FT_C_BYTES + 16 * FT_STAGES +
+static_assert(FT_SMEM_BYTES == FT_STAGES * FT_STAGE_BYTES + FT_SMALL_BYTES + FT_C_BYTES + FT_S_BYTES + 16 * FT_STAGES +
                                    32 * FT_STREAMK + 1024,
               "fusedtune: shared memory size");
 

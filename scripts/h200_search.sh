@@ -107,7 +107,8 @@ for job in "$@"; do
   # 2026-12-01: 60 tc kernels 32 s of NVRTC time in the first tune, 17 s in the next), so the
   # search run first was charged for it; with PRECOMPILE both see the same state. The cold tune
   # (nothing in fusedtune's cache) is still the fast one.
-  if [ "${PRECOMPILE:-0}" = 1 ]; then $FT variants $args --compile > /dev/null 2>> "$LOG"; fi
+  # The full space (the exhaustive search's, which holds the fast one's) is what gets compiled.
+  if [ "${PRECOMPILE:-0}" = 1 ]; then $FT variants $args --full --compile > /dev/null 2>> "$LOG"; fi
   tune "$DBDIR/fast.db" 200 $args; read -r f_best f_safe eager f_meas f_early <<< "$(fields)"; f_s=$wall
   tune "$DBDIR/fast.db" 60 $args; r_s=$wall
   echo "== $job fast best $f_best ms (safe $f_safe, eager $eager, measured $f_meas, early-stopped $f_early) in ${f_s}s, again ${r_s}s  [$(el)s]"

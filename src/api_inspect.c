@@ -31,10 +31,10 @@ static ft_status pick_arch(const char *arch, ft_variant_list *l, ft_device_limit
 
 /* Appends the variants of kind; their kernel texts go to srcs (kept only when compiling). */
 static ft_status add_kind(ft_variant_list *l, ft_variant_kind kind, const ft_problem *p, const ft_device_limits *lim,
-                          const ft_epilogue *ep, ft_kernel_src **srcs, int keep, ft_err *err) {
+                          ft_space_scope scope, const ft_epilogue *ep, ft_kernel_src **srcs, int keep, ft_err *err) {
   ft_variant *vs = NULL;
   int nv = 0;
-  ft_status es = ft_space_enumerate_math(kind, p->m, p->n, p->k, p->math, lim, &vs, &nv, err);
+  ft_status es = ft_space_enumerate_scope(kind, p->m, p->n, p->k, p->math, scope, lim, &vs, NULL, &nv, err);
   if (es == FT_ERR_UNSUPPORTED && kind == FT_VK_GEMM) es = FT_OK, nv = 0; /* the epilogue pass serves */
   FT_TRY(es);
   ft_variant_info *items = realloc(l->items, (size_t)(l->count + nv + 1) * sizeof *items);
@@ -112,7 +112,7 @@ ft_status ft_variants_v2(const ft_problem *p, const char *arch, unsigned flags, 
                          void *user, ft_variant_list **out, char *msg, size_t msg_size) {
   ft_err err;
   ft__err_clear(&err);
-  if (!out || (flags & ~FT_VARIANTS_COMPILE)) {
+  if (!out || (flags & ~(FT_VARIANTS_COMPILE | FT_VARIANTS_FULL))) {
     ft__copy_msg(msg, msg_size, out ? "ft_variants: unknown flags" : "ft_variants: out is NULL");
     return FT_ERR_INVALID_ARG;
   }
@@ -126,8 +126,9 @@ ft_status ft_variants_v2(const ft_problem *p, const char *arch, unsigned flags, 
   if (s == FT_OK) s = ft_ep_parse(p->epilogue, &ep, &err);
   if (s == FT_OK) s = pick_arch(arch, l, &lim, &err);
   if (s == FT_OK) snprintf(l->epilogue, sizeof l->epilogue, "%s", ft_ep_canonical(ep));
-  if (s == FT_OK) s = add_kind(l, FT_VK_GEMM, p, &lim, ep, &srcs, keep, &err);
-  if (s == FT_OK) s = add_kind(l, FT_VK_EPILOGUE, p, &lim, ep, &srcs, keep, &err);
+  const ft_space_scope scope = flags & FT_VARIANTS_FULL ? FT_SPACE_FULL : FT_SPACE_PRUNED;
+  if (s == FT_OK) s = add_kind(l, FT_VK_GEMM, p, &lim, scope, ep, &srcs, keep, &err);
+  if (s == FT_OK) s = add_kind(l, FT_VK_EPILOGUE, p, &lim, scope, ep, &srcs, keep, &err);
   if (s == FT_OK && keep) s = compile_list(l, srcs, progress, user, &err);
   for (int i = 0; keep && srcs && l && i < l->count; i++) ft_kernel_src_free(&srcs[i]);
   free(srcs);

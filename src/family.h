@@ -23,6 +23,9 @@
  * pass's cost only orders the passes among themselves (all of them are measured). */
 typedef struct ft_space_sink ft_space_sink;
 ft_status ft_space_push(ft_space_sink *s, const ft_variant *v, double cost, ft_err *err);
+/* Whether the sink takes the full space (FT_SPACE_FULL, src/space.h): a family with pruning
+ * rules then pushes every form it builds. */
+int ft_space_full(const ft_space_sink *s);
 
 /* What a launch binds: the problem's device pointers and sizes. The kernel argument list is
  * the family's to build (ft_family.kernel_args), so a family with other parameters (tensor

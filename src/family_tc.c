@@ -26,13 +26,16 @@ static int tc_bm(const ft_variant *v) { return 64 * (v->pingpong ? v->pingpong :
 static int tc_threads(const ft_variant *v) { return 128 * (v->consumers + 1); }
 
 /* As gemm_tc_config.cuh sums it: the stages, 3xtf32's three small buffers of a stage's size, the
- * TMA-store epilogue's two 8 KiB boxes per consumer, two mbarriers per stage, stream-K's 32-byte
+ * TMA-store epilogue's two 8 KiB boxes per consumer, the staged epilogue's 16 KiB per consumer in
+ * 16-bit storage, two mbarriers per stage, stream-K's 32-byte
  * schedule, 1024 B to align the ring. */
 static size_t tc_smem(const ft_variant *v) {
   const size_t stage = (size_t)(tc_bm(v) + v->bn) * 128;
   const size_t small = !split(v) ? 0 : 3 * (v->aregs ? (size_t)v->bn * 128 : stage);
   const size_t boxes = v->tstore ? 2 * (size_t)v->consumers * 64 * 128 : 0;
-  return (size_t)v->stages * stage + small + boxes + 16 * (size_t)v->stages + (v->streamk ? 32 : 0) + 1024;
+  /* The staged epilogue's fp32 staging box per consumer in 16-bit storage (fp32 stages in place). */
+  const size_t staging = v->staged && esize(v) == 2 ? (size_t)v->consumers * 64 * 256 : 0;
+  return (size_t)v->stages * stage + small + boxes + staging + 16 * (size_t)v->stages + (v->streamk ? 32 : 0) + 1024;
 }
 
 #define TC_MAX_CHUNK 4096
@@ -99,6 +102,9 @@ static int tc_valid(const ft_variant *v, char *why, size_t whylen) {
     FT_WHY("tc: pingpong excludes split_k, streamk and 3xtf32");
   /* A consumer's accumulators in the 168 registers ptxas allots every thread. */
   if (v->pingpong * v->bn > 256) FT_WHY("tc: pingpong %d with bn %d: more than 128 accumulator registers", v->pingpong, v->bn);
+  if (v->staged != 0 && v->staged != 1) FT_WHY("tc: staged %d must be 0 or 1", v->staged);
+  if (v->staged && (!v->tstore || v->streamk))
+    FT_WHY("tc: staged (epilogue from shared memory) needs tstore and excludes streamk");
   if (v->bm || v->tm || v->tn || v->vec || v->block || v->ept)
     FT_WHY("tc variant with fields of another family");
   return 1;
@@ -177,6 +183,7 @@ static void tc_defines(const ft_variant *v, ft_strbuf *b) {
   if (v->tstore) ft_sb_puts(b, "#define FT_TSTORE 1\n");
   if (v->streamk) ft_sb_puts(b, "#define FT_STREAMK 1\n");
   if (v->pingpong) ft_sb_printf(b, "#define FT_PINGPONG %d\n", v->pingpong);
+  if (v->staged) ft_sb_puts(b, "#define FT_EPI_STAGED 1\n");
 }
 
 static const char *tc_reduce_kernel(const ft_variant *v) { return v->split_k > 1 ? "ft_tc_splitk_reduce" : NULL; }
@@ -264,6 +271,9 @@ static double tc_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k) {
   /* The TMA-store epilogue: a tile's stores no longer hold the next pack behind their register
    * reads (ncu on the H200, 2026-12-01: a quarter of the stall samples at 1024x8192x512). */
   if (v->tstore) cost *= 0.99;
+  /* The staged epilogue: an extra pass over shared memory per box (3-5 % slower with light
+   * epilogues, 3 % faster with gelu on the H200, 2026-12-01). */
+  if (v->staged) cost *= 1.03;
   /* Split-K writes and the reduce kernel reads S fp32 slabs: ~50 multiply-adds per byte of the
    * device's, spread over 132 SMs. */
   if (v->split_k > 1) cost += 2.0 * v->split_k * (double)m * (double)n * 4.0 * 50.0 / 132.0;
@@ -272,6 +282,7 @@ static double tc_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k) {
 
 static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,
                               ft_space_sink *sink, ft_err *err) {
+  const int full = ft_space_full(sink);
   static const int bns[] = {256, 192, 128, 64};
   /* 512, 256, 128, 64 k: the error grows with the chunk (the tensor core's adds truncate); the
    * tolerance (SGEMM's own error) decides which are accurate enough on the shape. */
@@ -296,26 +307,34 @@ static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, con
           const int64_t tile_units = tc_units(&v, m, n);
           /* The TMA-store epilogue first (where Y's rows allow it), then direct stores. */
           const int ts_ok = (n * esize(&v)) % 16 == 0 && v.bn % (128 / esize(&v)) == 0;
-          for (int form = 0; form < 4; form++) { /* TMA stores, then direct; cooperative, then ping-pong */
-            const int ts = form < 2, pp = form % 2 ? 2 : 0;
+          /* Forms: TMA stores, then direct; cooperative, then 128 x 128 ping-pong, then (full
+           * space only) 64-row ping-pong; the staged epilogue (full space only) with TMA stores. */
+          for (int form = 0; form < 2 * 3 * 2; form++) {
+            const int ts = form < 6, pp = (int[]){0, 2, 1}[form / 2 % 3], staged = form % 2;
+            if (!full && (pp == 1 || staged)) continue;
             if (pp && (c != 2 || split(&v))) continue;
             if (ts && !ts_ok) continue;
-            v.tstore = ts, v.pingpong = pp;
-            /* Ping-pong with 128 x 128 tiles only, in the preferred store form (TMA stores where
-             * allowed), group 8 and the deepest ring: measured on the H200 (2026-12-01) 0.5 %
+            if (staged && !ts) continue;
+            v.tstore = ts, v.pingpong = pp, v.staged = staged;
+            if (pp * v.bn > 256) continue; /* a consumer's accumulators in its registers */
+            /* Pruned: ping-pong with 128 x 128 tiles only, in the preferred store form (TMA stores
+             * where allowed), group 8 and the deepest ring: measured on the H200 (2026-12-01) 0.5 %
              * behind to 6 % ahead of the best cooperative kernel, while 64-row ping-pong tiles
              * were up to 33 % behind it (BN 128) and behind 128 x 128 ping-pong at every problem
-             * timed (twice the x loads per output). */
-            if (pp && (ts != ts_ok || z != 8 || v.bn != 128)) continue;
+             * timed (twice the x loads per output). The staged epilogue: 3 % faster with gelu,
+             * 3-5 % slower with light epilogues (H200, 2026-12-01), and the space knows no
+             * epilogue. */
+            if (!full && pp && (ts != ts_ok || z != 8 || v.bn != 128)) continue;
             if (pp && (tc_bm(&v) >= 2 * m || (m + tc_bm(&v) - 1) / tc_bm(&v) < cl)) continue; /* mostly padding */
-            /* The deepest ring that fits, and one stage less. */
+            /* The deepest ring that fits, and one stage less (full: two less, for every form). */
             int most = 0;
             v.aregs = 0, v.chunk = 0, v.split_k = 0; /* the ring is sized with shared-memory small buffers */
             for (int s = 2; s <= TC_MAX_STAGES; s++) {
               v.stages = s;
               if (tc_smem(&v) <= (size_t)lim->max_smem_per_block) most = s;
             }
-            for (int s = most; s >= 2 && s >= most - (pp ? 0 : 1); s--)
+            const int fewer = full ? 2 : pp ? 0 : 1;
+            for (int s = most; s >= 2 && s >= most - fewer; s--)
               for (size_t h = 0; h < (split(&v) ? sizeof chunks / sizeof chunks[0] : 1); h++)
                 for (int r = (split(&v) && v.bn <= 64); r >= 0; r--)
                   for (int sk = 1; sk <= (ts || pp ? 1 : 8); sk *= 2) {
@@ -332,7 +351,7 @@ static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, con
                      * can still spill (x + 2 sigmoid(x) at BN 256 in bf16): rejected at compile
                      * time like any candidate. */
                     const int sk_fits = cl == 2 && ts && !(esize(&v) == 4 && v.bn == 192);
-                    for (v.streamk = 0; v.streamk <= (sk == 1 && !split(&v) && sk_fits && !pp); v.streamk++) {
+                    for (v.streamk = 0; v.streamk <= (sk == 1 && !split(&v) && sk_fits && !pp && !staged); v.streamk++) {
                       if (v.streamk) {
                         const tc_sk_split q = tc_sk(&v, m, n, k);
                         if (2 * q.share < q.ktiles) continue;
@@ -343,6 +362,7 @@ static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, con
                     v.streamk = 0;
                   }
           }
+          v.staged = 0;
         }
   return FT_OK;
 }
@@ -352,9 +372,9 @@ static int tc_name(const ft_variant *v, char *buf, size_t len) {
   char chunk[24] = "", slices[16] = "";
   if (v->chunk) snprintf(chunk, sizeof chunk, "_h%d%s", v->chunk, v->aregs ? "r" : "");
   if (v->split_k > 1) snprintf(slices, sizeof slices, "_k%d", v->split_k);
-  return snprintf(buf, len, "tc_bm%d_bn%d_bk%d_s%d_c%d_z%d_p%d%s%s%s%s%s_%s", tc_bm(v), v->bn, v->bk, v->stages,
+  return snprintf(buf, len, "tc_bm%d_bn%d_bk%d_s%d_c%d_z%d_p%d%s%s%s%s%s%s_%s", tc_bm(v), v->bn, v->bk, v->stages,
                   v->cluster, v->swizzle, v->grid, chunk, slices, v->streamk ? "_sk" : "", v->pingpong ? "_pp" : "",
-                  v->tstore ? "_ts" : "", ft_math_name((ft_math)v->math));
+                  v->tstore ? "_ts" : "", v->staged ? "_se" : "", ft_math_name((ft_math)v->math));
 }
 
 static const ft_json_key k_tc_keys[] = {{"bn", offsetof(ft_variant, bn)},
@@ -374,6 +394,7 @@ static const ft_json_key k_tc_opt_keys[] = {
     {"tstore", offsetof(ft_variant, tstore)},
     {"streamk", offsetof(ft_variant, streamk)},
     {"pingpong", offsetof(ft_variant, pingpong)},
+    {"staged", offsetof(ft_variant, staged)},
     {NULL, 0}};
 
 static const char *const k_tc_sources[] = {"kernels_src/gemm_tc_config.cuh", "kernels_src/wgmma_sm90.cuh",

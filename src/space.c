@@ -125,7 +125,10 @@ static int cmp_scored(const void *a, const void *b) {
 struct ft_space_sink {
   scored *a;
   int n, cap;
+  int full; /* FT_SPACE_FULL */
 };
+
+int ft_space_full(const ft_space_sink *s) { return s->full; }
 
 ft_status ft_space_push(ft_space_sink *b, const ft_variant *v, double cost, ft_err *err) {
   if (b->n == b->cap) {
@@ -177,6 +180,12 @@ ft_status ft_space_enumerate_math(ft_variant_kind kind, int64_t m, int64_t n, in
 ft_status ft_space_enumerate_costs(ft_variant_kind kind, int64_t m, int64_t n, int64_t k, ft_math math,
                                    const ft_device_limits *lim, ft_variant **out, double **costs, int *count,
                                    ft_err *err) {
+  return ft_space_enumerate_scope(kind, m, n, k, math, FT_SPACE_PRUNED, lim, out, costs, count, err);
+}
+
+ft_status ft_space_enumerate_scope(ft_variant_kind kind, int64_t m, int64_t n, int64_t k, ft_math math,
+                                   ft_space_scope scope, const ft_device_limits *lim, ft_variant **out,
+                                   double **costs, int *count, ft_err *err) {
   if (!lim || !out || !count) return ft__fail(err, FT_ERR_INVALID_ARG, "space: NULL argument");
   *out = NULL;
   if (costs) *costs = NULL;
@@ -187,6 +196,7 @@ ft_status ft_space_enumerate_costs(ft_variant_kind kind, int64_t m, int64_t n, i
   if (kind != FT_VK_GEMM && kind != FT_VK_EPILOGUE)
     return ft__fail(err, FT_ERR_INVALID_ARG, "space: unknown variant kind %d", (int)kind);
   ft_space_sink b = {0};
+  b.full = scope == FT_SPACE_FULL;
   ft_status s = FT_OK;
   for (const ft_family *const *f = ft_families(); *f && s == FT_OK; f++)
     if ((*f)->kind == kind && ((*f)->maths & (1u << math))) s = (*f)->enumerate(m, n, k, math, lim, &b, err);

@@ -42,6 +42,9 @@ typedef struct ft_variant {
   int pingpong;   /* tensor-core family: 0 = cooperative (the consumers split a tile of 64 consumers
                    * rows); 1 or 2 = ping-pong (two consumers, each owning whole tiles of 64 pingpong
                    * rows, one's epilogue beside the other's main loop), named "_pp" */
+  int staged;     /* tensor-core family, with tstore: 1 = a store box's raw sums staged in shared
+                   * memory and E applied by a rolled loop (a heavy E is emitted four times per box,
+                   * not once per output of the tile), named "_se" */
   /* FT_VK_EPILOGUE */
   int block;      /* threads per block */
   int ept;        /* elements per thread (multiple of vec) */
@@ -64,11 +67,22 @@ ft_status ft_limits_for_arch(const char *arch, ft_device_limits *out, ft_err *er
  * is the fp32 mode's. */
 ft_status ft_space_enumerate_math(ft_variant_kind kind, int64_t m, int64_t n, int64_t k, ft_math math,
                                   const ft_device_limits *lim, ft_variant **out, int *count, ft_err *err);
+/* Which space a family enumerates. PRUNED (the default search's, and what `variants` lists):
+ * the forms measured worth timing, as each family's enumerate documents. FULL (the exhaustive
+ * and random searches'): every form the family builds for the shape, the pruned ones among them,
+ * so that an exhaustive tune checks the pruning rather than repeating it. Families without such
+ * rules give both the same. */
+typedef enum ft_space_scope { FT_SPACE_PRUNED = 0, FT_SPACE_FULL } ft_space_scope;
+
 /* The same with each variant's modelled cost (*costs malloc'd, caller frees; NULL: not wanted):
  * see ft_family.enumerate for its unit. */
 ft_status ft_space_enumerate_costs(ft_variant_kind kind, int64_t m, int64_t n, int64_t k, ft_math math,
                                    const ft_device_limits *lim, ft_variant **out, double **costs, int *count,
                                    ft_err *err);
+/* ... in scope. */
+ft_status ft_space_enumerate_scope(ft_variant_kind kind, int64_t m, int64_t n, int64_t k, ft_math math,
+                                   ft_space_scope scope, const ft_device_limits *lim, ft_variant **out,
+                                   double **costs, int *count, ft_err *err);
 ft_status ft_space_enumerate(ft_variant_kind kind, int64_t m, int64_t n, int64_t k,
                              const ft_device_limits *lim, ft_variant **out, int *count, ft_err *err);
 

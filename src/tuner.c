@@ -149,8 +149,13 @@ static ft_status add_candidates(tuner *t, ft_variant_kind kind, int *cap, ft_err
   ft_variant *vs = NULL;
   double *costs = NULL;
   int n = 0;
-  ft_status s = ft_space_enumerate_costs(kind, t->req->m, t->req->n, t->req->k, t->req->math, &t->dev.limits, &vs,
-                                         &costs, &n, err);
+  /* The exhaustive and random searches take the full space: they check the pruning the fast one
+   * relies on. */
+  ft_search_kind sk = FT_SEARCH_FAST;
+  ft_search_parse(t->req->search, &sk);
+  const ft_space_scope scope = sk == FT_SEARCH_EXHAUSTIVE || sk == FT_SEARCH_RANDOM ? FT_SPACE_FULL : FT_SPACE_PRUNED;
+  ft_status s = ft_space_enumerate_scope(kind, t->req->m, t->req->n, t->req->k, t->req->math, scope, &t->dev.limits,
+                                         &vs, &costs, &n, err);
   /* No fused GEMM for the mode on this shape or device (the tensor-core family needs sm_90 and
    * K in 16-byte rows): cuBLAS + the epilogue pass serves it. */
   if (s == FT_ERR_UNSUPPORTED && kind == FT_VK_GEMM) s = FT_OK, n = 0;

@@ -2,14 +2,14 @@
  * enumeration leaves out (one consumer, clusters on small shapes, a grid smaller than the
  * tiles, two stages, 3xtf32 partial sums of 1 and 3 k tiles, x split in registers; each also with
  * the TMA-store epilogue where N allows, with stream-K where the grid leaves a partial wave, and
- * ping-pong with 64- and 128-row tiles),
+ * ping-pong with 64- and 128-row tiles, and the staged epilogue),
  * in tf32, bf16, fp16 and 3xtf32, on
  * ragged shapes with the three test epilogues, through the library's launch path, output
  * NaN-poisoned first: each must match the float64 reference within the mode's tolerance (2x
  * cuBLAS's own error in that mode plus the output's unit roundoff; in 3xtf32 SGEMM's own error
  * (at least 2^-20) for chunks <= 4 k tiles, fp32's 1e-5 for longer ones; ft_pdata_tolerance). Then 3xtf32 at a long K: partial sums taken out must be at least as
  * accurate as cuBLAS SGEMM, and the same kernel never taking them out must not be (the check
- * can fail). FT_TEST_QUICK=1 takes the first epilogue only. */
+ * can fail). FT_TEST_QUICK=1 takes the first epilogue only, FT_TEST_EPILOGUE=EXPR that one only. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "codegen.h"
@@ -33,9 +33,11 @@ typedef struct tally {
   int ok, failed;
   double worst_ratio; /* rel_err / tolerance */
   int accuracy_misses; /* 3xtf32 chunks > 4 within fp32's bound but not SGEMM's error */
-  int rejected;        /* stream-K variants ptxas could not fit without spills (not run) */
+  int rejected;        /* variants ptxas could not fit without spills (not run) */
   int streamk_ok;      /* stream-K runs correct */
   int pingpong_ok;     /* ping-pong runs correct */
+  int staged_ok;       /* staged-epilogue runs correct */
+  int any_epilogue;    /* in: FT_TEST_EPILOGUE's epilogue, not one of the three */
   char worst[320];
 } tally;
 
@@ -74,6 +76,16 @@ static int extra_variants(ft_math math, const ft_device_limits *lim, const shape
       for (v.tstore = 1; v.tstore >= 0; v.tstore--)
         if (ft_variant_applicable(&v, sh->m, sh->n, sh->k, lim, NULL, 0)) out[n++] = v;
     v.pingpong = 0;
+    /* The staged epilogue (raw sums through shared memory, E in a rolled loop), cooperative and
+     * ping-pong of both heights, a stage less where its staging box does not fit. */
+    v.tstore = 1, v.staged = 1;
+    for (int pp = 0; pp <= 2; pp++) {
+      v.pingpong = pp;
+      if (!ft_variant_applicable(&v, sh->m, sh->n, sh->k, lim, NULL, 0) && v.stages > 2) v.stages--;
+      if (ft_variant_applicable(&v, sh->m, sh->n, sh->k, lim, NULL, 0)) out[n++] = v;
+      v.stages = cfg[i][1];
+    }
+    v.pingpong = 0, v.staged = 0;
   }
   return n;
 }
@@ -143,7 +155,7 @@ static void run_case(ft_gpu *g, const shape *sh, const char *eptext, ft_math mat
     FT_FAIL_AT_("%s: enumerate: %s", what, e.msg);
     goto done;
   }
-  ft_variant *all = realloc(vs, (size_t)(nv + 48) * sizeof *all); /* extra_variants: at most 8 per cfg row */
+  ft_variant *all = realloc(vs, (size_t)(nv + 72) * sizeof *all); /* extra_variants: at most 11 per cfg row */
   if (!all) goto done;
   vs = all;
   const int n_enumerated = nv;
@@ -164,9 +176,10 @@ static void run_case(ft_gpu *g, const shape *sh, const char *eptext, ft_math mat
     ft_status s = jobs[i].status;
     /* The fixed stream-K variant at BN 256 with a heavy epilogue may exceed the 168 registers:
      * ptxas's spill is then the tuner's rejection too (stored as compile_error), counted here
-     * apart. Enumerated variants get no such pass. */
+     * apart. Enumerated variants get no such pass with the three test epilogues (the CPU sweep
+     * compiles them without spill); with FT_TEST_EPILOGUE's any variant may be rejected so. */
     char why[256] = "";
-    if (s != FT_OK && i >= n_enumerated && vs[i].streamk && vs[i].bn > 128 &&
+    if (s != FT_OK && (t->any_epilogue || (i >= n_enumerated && vs[i].streamk && vs[i].bn > 128)) &&
         ft__compile_rejection(jobs[i].log, why, sizeof why) && strstr(why, "spilled")) {
       t->rejected++;
       ft_compile_job_clear(&jobs[i]);
@@ -188,6 +201,7 @@ static void run_case(ft_gpu *g, const shape *sh, const char *eptext, ft_math mat
       t->ok++;
       t->streamk_ok += vs[i].streamk != 0;
       t->pingpong_ok += vs[i].pingpong != 0;
+      t->staged_ok += vs[i].staged != 0;
       if (c.rel_err / tol > t->worst_ratio) {
         t->worst_ratio = c.rel_err / tol;
         snprintf(t->worst, sizeof t->worst, "%s %s: %.3g of %.3g", what, name, c.rel_err, tol);
@@ -221,14 +235,18 @@ int main(void) {
   /* FT_TEST_SHAPE=MxNxK runs that shape alone (compute-sanitizer takes a small one). */
   /* FT_TEST_MODE=3xtf32 (say) runs that mode alone. */
   const char *quick = getenv("FT_TEST_QUICK"), *only = getenv("FT_TEST_SHAPE"), *mode = getenv("FT_TEST_MODE");
-  const size_t n_epi = quick && quick[0] == '1' ? 1 : sizeof k_epilogues / sizeof k_epilogues[0];
-  tally t = {0, 0, 0, 0, 0, 0, 0, ""};
+  /* FT_TEST_EPILOGUE=EXPR runs that epilogue alone (instead of the three, or quick's first). */
+  const char *epi_only = getenv("FT_TEST_EPILOGUE");
+  const char *const *epis = epi_only && *epi_only ? &epi_only : k_epilogues;
+  const size_t n_epi = epi_only && *epi_only ? 1 : quick && quick[0] == '1' ? 1 : sizeof k_epilogues / sizeof k_epilogues[0];
+  tally t = {0};
+  t.any_epilogue = epi_only && *epi_only;
   for (size_t mi = 0; mi < sizeof k_modes / sizeof k_modes[0]; mi++)
     for (size_t ei = 0; ei < n_epi && (!mode || !strcmp(mode, ft_math_name(k_modes[mi]))); ei++)
       for (size_t si = 0; si < sizeof k_shapes / sizeof k_shapes[0]; si++) {
         char name[64];
         snprintf(name, sizeof name, "%dx%dx%d", k_shapes[si].m, k_shapes[si].n, k_shapes[si].k);
-        if (!only || strcmp(only, name) == 0) run_case(g, &k_shapes[si], k_epilogues[ei], k_modes[mi], &t);
+        if (!only || strcmp(only, name) == 0) run_case(g, &k_shapes[si], epis[ei], k_modes[mi], &t);
       }
   if (!only && (!mode || !strcmp(mode, "3xtf32"))) long_k_case(g);
   /* The fixed stream-K variants apply at 333x520x2056 and 1100x1300x520 in every mode but 3xtf32:
@@ -236,10 +254,12 @@ int main(void) {
   if (!only && (!mode || strcmp(mode, "3xtf32") != 0)) ASSERT_TRUE(t.streamk_ok > 0);
   /* Ping-pong, enumerated and fixed, applies at every shape but 1x77x8 in those modes. */
   if (!only && (!mode || strcmp(mode, "3xtf32") != 0)) ASSERT_TRUE(t.pingpong_ok > 0);
+  /* The fixed staged variants apply at every shape whose N allows TMA stores. */
+  if (!only) ASSERT_TRUE(t.staged_ok > 0);
   printf("summary: %d tensor-core runs correct, %d failed; worst rel_err/tolerance %.2f (%s); %d 3xtf32 run(s) of "
-         "chunk > 4 within 1e-5 but above SGEMM's error; %d stream-K run(s) correct, %d stream-K variant(s) rejected "
-         "by ptxas (spills); %d ping-pong run(s) correct\n", t.ok, t.failed, t.worst_ratio, t.worst, t.accuracy_misses, t.streamk_ok,
-         t.rejected, t.pingpong_ok);
+         "chunk > 4 within 1e-5 but above SGEMM's error; %d stream-K run(s) correct, %d variant(s) rejected "
+         "by ptxas (spills); %d ping-pong run(s) correct; %d staged-epilogue run(s) correct\n", t.ok, t.failed, t.worst_ratio, t.worst,
+         t.accuracy_misses, t.streamk_ok, t.rejected, t.pingpong_ok, t.staged_ok);
   ft_gpu_close(g);
   return FT_TEST_DONE();
 }

@@ -414,26 +414,29 @@ static void show_compile_progress(void *user, int done, int total) {
 int cmd_variants(cli *c, int argc, char **argv) {
   (void)c;
   const char *shape = NULL, *epi = "none", *arch = NULL, *math = "fp32";
-  int json = 0, compile = 0;
+  int json = 0, compile = 0, full = 0;
   opt_iter it = {argc, argv, 0, "variants"};
   const char *a;
   int pos;
-  static const char *const names[] = {"--json", "--compile", "--shape", "--epilogue", "--arch", "--math"};
+  static const char *const names[] = {"--json", "--compile", "--shape", "--epilogue", "--arch", "--math", "--full"};
   unsigned seen = 0;
   while ((a = opt_next(&it, &pos))) {
     if (pos) return unexpected_arg("variants", a, "unexpected argument");
     size_t nl = strcspn(a, "=");
     if (opt_once("variants", names, sizeof names / sizeof names[0], &seen, a)) return EXIT_USAGE;
     if (!strcmp(a, "-h") || !strcmp(a, "--help"))
-      return fputs("usage: fusedtune variants --shape MxNxK [--epilogue E] [--math M] [--arch sm_90] [--compile]\n"
-                   "                          [--json]\n"
+      return fputs("usage: fusedtune variants --shape MxNxK [--epilogue E] [--math M] [--arch sm_90] [--full]\n"
+                   "                          [--compile] [--json]\n"
                    "Lists the kernel variants (fused GEMM and standalone epilogue) applicable to the problem in\n"
                    "math mode M (fp32, tf32, bf16, fp16, 3xtf32; default fp32) on the architecture (default: the current\n"
                    "GPU's, else sm_90; sm_90 and sm_90a both enable the Hopper tensor-core family), each with\n"
-                   "the hash of its kernel source. --compile compiles them all with NVRTC (no GPU needed) and\n"
-                   "reports ok/failed counts, wall time and, for the tensor-core family, ptxas registers and\n"
-                   "spills (a spill or serialized wgmma makes a variant a compile error).\n", stdout), 0;
+                   "the hash of its kernel source: the space the default (fast) search takes, or with --full the\n"
+                   "larger one of `tune --strategy exhaustive` and `random` (the tensor-core family's forms the\n"
+                   "default space leaves out as measured slower). --compile compiles them all with NVRTC (no GPU\n"
+                   "needed) and reports ok/failed counts, wall time and, for the tensor-core family, ptxas\n"
+                   "registers and spills (a spill or serialized wgmma makes a variant a compile error).\n", stdout), 0;
     if (!strcmp(a, "--json")) json = 1;
+    else if (!strcmp(a, "--full")) full = 1;
     else if (!strcmp(a, "--compile")) compile = 1;
     else if (nl == 7 && !strncmp(a, "--shape", 7)) { if (!(shape = opt_value(&it, a))) return EXIT_USAGE; }
     else if (nl == 10 && !strncmp(a, "--epilogue", 10)) { if (!(epi = opt_value(&it, a))) return EXIT_USAGE; }
@@ -449,7 +452,8 @@ int cmd_variants(cli *c, int argc, char **argv) {
   char msg[2048];
   ft_variant_list *l = NULL;
   ft_variants_progress_fn progress = compile && isatty(2) ? show_compile_progress : NULL;
-  ft_status st = ft_variants_v2(&p, arch, compile ? FT_VARIANTS_COMPILE : 0, progress, NULL, &l, msg, sizeof msg);
+  const unsigned flags = (compile ? FT_VARIANTS_COMPILE : 0u) | (full ? FT_VARIANTS_FULL : 0u);
+  ft_status st = ft_variants_v2(&p, arch, flags, progress, NULL, &l, msg, sizeof msg);
   if (st == FT_ERR_INVALID_ARG) return usage_error("variants", "%s", msg); /* the architecture */
   if (st != FT_OK) return fail_status(st, msg);
   if (compile) {
