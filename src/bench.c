@@ -122,8 +122,16 @@ ft_status ft_bench_run_interleaved(ft_bench *b, int n, const ft_enqueue_fn *fns,
                     opt->flush_l2 ? " with an L2 flush" : "");
   int reps = opt->repeats < 1 ? 1 : opt->repeats > FT_MAX_REPEATS ? FT_MAX_REPEATS : opt->repeats;
   const int warmup = opt->warmup < 1 ? 1 : opt->warmup;
+  const double t0 = ft__now_s();
   for (int j = 0; j < n; j++)
     for (int i = 0; i < warmup; i++) FT_TRY(fns[j](users[j], b->stream, err));
+  FT_CUDA_TRY(err, cudaStreamSynchronize(b->stream));
+  /* The time bound as in ft_bench_run, on a round's cost. */
+  const double per_round = (ft__now_s() - t0) / warmup;
+  if (opt->max_seconds > 0 && per_round > 0) {
+    const int fit = (int)(opt->max_seconds / per_round), floor = reps < 20 ? reps : 20;
+    if (fit < reps) reps = fit < floor ? floor : fit;
+  }
   /* One chain of events: call j of round i runs between marks i n + j and i n + j + 1, with the
    * stream never idle in between, so each interval is that call's time. */
   const int marks = reps * n + 1;

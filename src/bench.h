@@ -32,7 +32,8 @@ ft_status ft_bench_run(ft_bench *b, ft_enqueue_fn fn, void *user, const ft_bench
 
 /* Times n (1..FT_BENCH_MAX_INTERLEAVED) strategies in rounds, each round one call of each in
  * order, so that the machine's drift under sustained load (clocks, temperature) reaches them
- * alike; outs[j] is fns[j]'s. No L2 flush and no time bound (opt's are refused / ignored). */
+ * alike and each call runs after other work, as in a model; outs[j] is fns[j]'s. No L2 flush
+ * (refused); max_seconds bounds the rounds as ft_bench_run bounds its calls. */
 #define FT_BENCH_MAX_INTERLEAVED 4
 ft_status ft_bench_run_interleaved(ft_bench *b, int n, const ft_enqueue_fn *fns, void *const *users,
                                    const ft_bench_opts *opt, ft_timing *outs, ft_err *err);
