@@ -239,12 +239,14 @@ class Device:
     mem_bytes: int
 
 
-def variants(problem, arch=None, compile=False):
+def variants(problem, arch=None, compile=False, full=False):
     """The kernel variants applicable to problem on arch ("sm_90"; None: the current device's),
-    likely-good first. No GPU needed; compile=True compiles each with NVRTC."""
+    likely-good first: the default search's space, or with full=True the larger one the
+    exhaustive search takes. No GPU needed; compile=True compiles each with NVRTC."""
     L, out, msg = lib(), ctypes.POINTER(_lib.ft_variant_list)(), _msgbuf()
+    flags = (_lib.FT_VARIANTS_COMPILE if compile else 0) | (_lib.FT_VARIANTS_FULL if full else 0)
     st = L.ft_variants(ctypes.byref(problem._c()), arch.encode() if arch else None,
-                       _lib.FT_VARIANTS_COMPILE if compile else 0, ctypes.byref(out), msg, len(msg))
+                       flags, ctypes.byref(out), msg, len(msg))
     if st != 0:
         _raise(st, _s(msg.value))
     try:

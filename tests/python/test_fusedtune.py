@@ -222,6 +222,11 @@ class ApiTest(unittest.TestCase):
         self.assertTrue(all(len(v.source_hash) == 16 for v in vs))
         with self.assertRaises(fusedtune.InvalidArgumentError):
             fusedtune.variants(fusedtune.Problem(128, 256, 512), "sm_1")
+        # bf16 on sm_90: the full space holds the default one and the staged epilogue besides.
+        p = fusedtune.Problem(1024, 8192, 8192, "biasrelu", "bf16")
+        pruned, full = fusedtune.variants(p, "sm_90"), fusedtune.variants(p, "sm_90", full=True)
+        self.assertTrue({v.name for v in pruned} < {v.name for v in full})
+        self.assertTrue(any("_se_" in v.name for v in full) and not any("_se_" in v.name for v in pruned))
 
 
 class DatabaseTest(unittest.TestCase):
