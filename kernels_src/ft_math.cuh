@@ -7,9 +7,23 @@
 #ifndef FT_MATH_CUH
 #define FT_MATH_CUH
 
-/* min/max propagate a NaN from either operand, like torch.minimum/maximum (fminf would drop it). */
+/* min/max propagate a NaN from either operand, like torch.minimum/maximum (fminf would drop it):
+ * one min.NaN / max.NaN instruction from sm_80 on (compare, test and select before it). */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(FT_MINMAX_SELECT)
+__device__ __forceinline__ float ft_min(float a, float b) {
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+__device__ __forceinline__ float ft_max(float a, float b) {
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+#else
 __device__ __forceinline__ float ft_min(float a, float b) { return (a < b || a != a) ? a : b; }
 __device__ __forceinline__ float ft_max(float a, float b) { return (a > b || a != a) ? a : b; }
+#endif
 
 __device__ __forceinline__ float ft_relu(float x) { return ft_max(x, 0.0f); }
 
