@@ -276,7 +276,7 @@ __device__ __forceinline__ constexpr int ft_box_index(int c, int wl, int j, int 
   return 8 * (c * (FT_C_COLS / 16) + wl) + 4 * j + 2 * h;
 }
 
-// Byte byte of row rr of a box buffer in the TMA store's 128-byte swizzle (16-byte chunks XORed
+// The address of byte `byte` of row rr of a box buffer in the TMA store's 128-byte swizzle (16-byte chunks XORed
 // with the row), which also spreads a warp's stores over all banks.
 __device__ __forceinline__ unsigned ft_box_addr(unsigned buf, unsigned rr, unsigned byte) {
   return buf + rr * 128u + (((byte >> 4) ^ (rr & 7u)) << 4) + (byte & 15u);
@@ -380,7 +380,8 @@ __device__ __forceinline__ void ft_box_staged(const float (&d)[FT_BN / 2], int c
 // two box buffers (nbox counts its boxes across tiles): before a buffer is written again, the
 // store that read it two boxes ago must have finished reading (one thread waits, all pass a
 // named barrier); after it is written, a proxy fence and the barrier again, then one thread
-// stores it.
+// stores it. The staged form (FT_EPI_STAGED) passes that barrier once more in between, after the
+// raw sums are staged and before the loop reads them.
 __device__ __forceinline__ void ft_tile_store_tma(const float (&d)[FT_BN / 2], unsigned cbuf, unsigned sbuf,
                                                   const FtTmaDesc *map,
                                                   int r0, int n0, int M, int N, int wg, int warp, int lane,

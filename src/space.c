@@ -183,6 +183,53 @@ ft_status ft_space_enumerate_costs(ft_variant_kind kind, int64_t m, int64_t n, i
   return ft_space_enumerate_scope(kind, m, n, k, math, FT_SPACE_PRUNED, lim, out, costs, count, err);
 }
 
+/* Every variant kind's families push for the shape in mode math, full or pruned, sorted by cost;
+ * b->a is malloc'd (caller frees). */
+static ft_status collect(ft_variant_kind kind, int64_t m, int64_t n, int64_t k, ft_math math, int full,
+                         const ft_device_limits *lim, ft_space_sink *b, ft_err *err) {
+  memset(b, 0, sizeof *b);
+  b->full = full;
+  ft_status s = FT_OK;
+  for (const ft_family *const *f = ft_families(); *f && s == FT_OK; f++)
+    if ((*f)->kind == kind && ((*f)->maths & (1u << math))) s = (*f)->enumerate(m, n, k, math, lim, b, err);
+  if (s != FT_OK) {
+    free(b->a);
+    b->a = NULL;
+    return s;
+  }
+  qsort(b->a, (size_t)b->n, sizeof *b->a, cmp_scored);
+  return FT_OK;
+}
+
+static int cmp_variant(const void *a, const void *b) { return memcmp(a, b, sizeof(ft_variant)); }
+
+/* The full space: the pruned one exactly as it is kept (so the exhaustive search times every
+ * candidate the default one may), plus the variants only the full enumeration pushes, the
+ * cheapest FT_SPACE_FULL_EXTRA of them. Families without pruning rules push the same in both,
+ * so theirs is the pruned space. a (pruned, sorted, kept marked) and f (full, sorted) are
+ * rewritten: the result is a, n entries, sorted by cost. */
+#define FT_SPACE_FULL_EXTRA 1024
+static ft_status add_full_only(ft_space_sink *a, const ft_space_sink *f, ft_err *err) {
+  ft_variant *seen = malloc(((size_t)a->n + 1) * sizeof *seen);
+  if (!seen) return ft__fail(err, FT_ERR_NOMEM, "space: out of memory");
+  for (int i = 0; i < a->n; i++) seen[i] = a->a[i].v;
+  qsort(seen, (size_t)a->n, sizeof *seen, cmp_variant);
+  int kept = 0;
+  for (int i = 0; i < a->n; i++)
+    if (a->a[i].cost >= 0) a->a[kept++] = a->a[i];
+  const int n_pruned = a->n;
+  a->n = kept;
+  ft_status s = FT_OK;
+  for (int i = 0, extra = 0; i < f->n && extra < FT_SPACE_FULL_EXTRA && s == FT_OK; i++) {
+    if (bsearch(&f->a[i].v, seen, (size_t)n_pruned, sizeof *seen, cmp_variant)) continue;
+    s = ft_space_push(a, &f->a[i].v, f->a[i].cost, err);
+    extra++;
+  }
+  free(seen);
+  if (s == FT_OK) qsort(a->a, (size_t)a->n, sizeof *a->a, cmp_scored);
+  return s;
+}
+
 ft_status ft_space_enumerate_scope(ft_variant_kind kind, int64_t m, int64_t n, int64_t k, ft_math math,
                                    ft_space_scope scope, const ft_device_limits *lim, ft_variant **out,
                                    double **costs, int *count, ft_err *err) {
@@ -195,34 +242,32 @@ ft_status ft_space_enumerate_scope(ft_variant_kind kind, int64_t m, int64_t n, i
     return ft__fail(err, FT_ERR_INVALID_ARG, "space: device limits not filled in");
   if (kind != FT_VK_GEMM && kind != FT_VK_EPILOGUE)
     return ft__fail(err, FT_ERR_INVALID_ARG, "space: unknown variant kind %d", (int)kind);
-  ft_space_sink b = {0};
-  b.full = scope == FT_SPACE_FULL;
-  ft_status s = FT_OK;
-  for (const ft_family *const *f = ft_families(); *f && s == FT_OK; f++)
-    if ((*f)->kind == kind && ((*f)->maths & (1u << math))) s = (*f)->enumerate(m, n, k, math, lim, &b, err);
-  if (s != FT_OK) {
-    free(b.a);
-    return s;
-  }
+  ft_space_sink b;
+  FT_TRY(collect(kind, m, n, k, math, 0, lim, &b, err));
   if (b.n == 0) {
     free(b.a);
     return ft__fail(err, FT_ERR_UNSUPPORTED, "space: no %s variant fits %lldx%lldx%lld", ft_math_name(math),
                     (long long)m, (long long)n, (long long)k);
   }
-  qsort(b.a, (size_t)b.n, sizeof *b.a, cmp_scored);
-  const int keep = b.n < FT_SPACE_CAP ? b.n : FT_SPACE_CAP;
-  ft_variant *vs = malloc((size_t)keep * sizeof *vs);
-  if (!vs) {
-    free(b.a);
-    return ft__fail(err, FT_ERR_NOMEM, "space: out of memory");
+  select_kept(b.a, b.n, b.n < FT_SPACE_CAP ? b.n : FT_SPACE_CAP); /* the pruned space: the cheapest FT_SPACE_CAP */
+  ft_status s = FT_OK;
+  if (scope == FT_SPACE_FULL) {
+    ft_space_sink f;
+    s = collect(kind, m, n, k, math, 1, lim, &f, err);
+    if (s == FT_OK) s = add_full_only(&b, &f, err);
+    free(f.a);
   }
-  double *cs = costs ? malloc((size_t)keep * sizeof *cs) : NULL;
-  if (costs && !cs) {
+  int keep = 0;
+  for (int i = 0; i < b.n; i++) keep += b.a[i].cost >= 0;
+  ft_variant *vs = s == FT_OK ? malloc((size_t)keep * sizeof *vs) : NULL;
+  double *cs = s == FT_OK && costs ? malloc((size_t)keep * sizeof *cs) : NULL;
+  if (s == FT_OK && (!vs || (costs && !cs))) s = ft__fail(err, FT_ERR_NOMEM, "space: out of memory");
+  if (s != FT_OK) {
     free(b.a);
     free(vs);
-    return ft__fail(err, FT_ERR_NOMEM, "space: out of memory");
+    free(cs);
+    return s;
   }
-  select_kept(b.a, b.n, keep);
   int j = 0;
   for (int i = 0; i < b.n && j < keep; i++)
     if (b.a[i].cost >= 0) {
