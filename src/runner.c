@@ -123,15 +123,16 @@ static ft_status verify_and_time(engine *e, call *c, ft_runner_result *res, ft_e
   }
   ft_bench_opts o = {2, c->job->repeats, e->flush_l2, 0.5};
   ft_timing tm;
-  /* In rounds with cuBLAS's GEMM alone, as fusedtune bench times them: back to back, a kernel
-   * finds its own code and data in the caches, and a fused gelu kernel timed so measured 8 %
-   * faster than between other kernels (H200, 2026-12-01), where a model runs it. Back to back
-   * still with an L2 flush (which already separates the calls), for that GEMM itself (its
-   * partner would be itself) and where it is unavailable. A failure of the partner's call fails
-   * the candidate's timing (LAUNCH_ERROR): cuBLAS then no longer works in this context. */
+  /* In rounds with cuBLAS's GEMM alone (that GEMM itself with the eager-style chain), as
+   * fusedtune bench times them: back to back, a kernel finds its own code and data in the
+   * caches, and a fused gelu kernel timed so measured 8 % faster than between other kernels
+   * (H200, 2026-12-01), where a model runs it. Back to back still with an L2 flush (which
+   * already separates the calls) and where the partner is unavailable. A failure of the
+   * partner's call fails the timing (LAUNCH_ERROR): cuBLAS then no longer works in this context. */
   const int alone = c->job->type == FT_JOB_BASELINE && c->job->baseline == FT_BL_CUBLAS_GEMM;
-  if (!e->flush_l2 && !alone && ft_baseline_available(e->bl, FT_BL_CUBLAS_GEMM)) {
-    const ft_runner_job gemm = {.type = FT_JOB_BASELINE, .baseline = FT_BL_CUBLAS_GEMM};
+  const ft_baseline_kind pk = alone ? FT_BL_EAGER : FT_BL_CUBLAS_GEMM;
+  if (!e->flush_l2 && ft_baseline_available(e->bl, pk)) {
+    const ft_runner_job gemm = {.type = FT_JOB_BASELINE, .baseline = (int)pk};
     call partner = {e, &gemm, NULL};
     const ft_enqueue_fn fns[2] = {enqueue, enqueue};
     void *const users[2] = {c, &partner};
