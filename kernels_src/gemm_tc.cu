@@ -266,18 +266,18 @@ __device__ __forceinline__ void ft_store2_inside(ft_elem_t *__restrict__ Y, floa
 #if FT_TSTORE
 // Every output pair (wl, j, h) a thread holds of a store box: 16-column group wl, 8-column half j,
 // row half h (the m64 accumulator layout below).
-#define FT_FOR_BOX_PAIRS                                 \
+#define FT_FOR_BOX_PAIRS                                        \
   _Pragma("unroll") for (int wl = 0; wl < FT_C_COLS / 16; wl++) \
-  _Pragma("unroll") for (int j = 0; j < 2; j++)                \
-  _Pragma("unroll") for (int h = 0; h < 2; h++)
+    _Pragma("unroll") for (int j = 0; j < 2; j++)               \
+      _Pragma("unroll") for (int h = 0; h < 2; h++)
 
 // The accumulator index of pair (wl, j, h) of box c (its first element; the second follows).
 __device__ __forceinline__ constexpr int ft_box_index(int c, int wl, int j, int h) {
   return 8 * (c * (FT_C_COLS / 16) + wl) + 4 * j + 2 * h;
 }
 
-// The address of byte `byte` of row rr of a box buffer in the TMA store's 128-byte swizzle (16-byte chunks XORed
-// with the row), which also spreads a warp's stores over all banks.
+// The address of byte `byte` of row rr of a box buffer in the TMA store's 128-byte swizzle
+// (16-byte chunks XORed with the row), which also spreads a warp's stores over all banks.
 __device__ __forceinline__ unsigned ft_box_addr(unsigned buf, unsigned rr, unsigned byte) {
   return buf + rr * 128u + (((byte >> 4) ^ (rr & 7u)) << 4) + (byte & 15u);
 }
@@ -307,25 +307,25 @@ __device__ __forceinline__ void ft_box_to_smem(const float (&d)[FT_BN / 2], int 
    * evaluated output by output is bound by its dependency chain). */
   float e[FT_C_COLS / 8][2][2];
   FT_FOR_BOX_PAIRS
-        ft_box_pair<kGuard>(d, c, wl, j, h, row, col, M, N, ep, e[2 * wl + j][h][0], e[2 * wl + j][h][1]);
+    ft_box_pair<kGuard>(d, c, wl, j, h, row, col, M, N, ep, e[2 * wl + j][h][0], e[2 * wl + j][h][1]);
 #endif
   FT_FOR_BOX_PAIRS {
 #if FT_EPI_GROUPED
-        const float a = e[2 * wl + j][h][0], b = e[2 * wl + j][h][1];
+    const float a = e[2 * wl + j][h][0], b = e[2 * wl + j][h][1];
 #else
-        float a, b;
-        ft_box_pair<kGuard>(d, c, wl, j, h, row, col, M, N, ep, a, b);
+    float a, b;
+    ft_box_pair<kGuard>(d, c, wl, j, h, row, col, M, N, ep, a, b);
 #endif
-        const unsigned rr = (unsigned)(rb + 8 * h), byte = (unsigned)((16 * wl + 8 * j + cb) * FT_ESIZE);
-        const unsigned addr = ft_box_addr(buf, rr, byte);
-        /* No "memory" clobber: the epilogue's vector loads may move ahead of these stores; the
-         * proxy fence after the box orders them before the TMA store. */
+    const unsigned rr = (unsigned)(rb + 8 * h), byte = (unsigned)((16 * wl + 8 * j + cb) * FT_ESIZE);
+    const unsigned addr = ft_box_addr(buf, rr, byte);
+    /* No "memory" clobber: the epilogue's vector loads may move ahead of these stores; the
+     * proxy fence after the box orders them before the TMA store. */
 #if FT_DTYPE == 0
-        asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(addr), "f"(a), "f"(b));
+    asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(addr), "f"(a), "f"(b));
 #else
-        asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(ft_pack(a, b)));
+    asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(ft_pack(a, b)));
 #endif
-      }
+  }
 }
 
 #if FT_EPI_STAGED
@@ -344,11 +344,10 @@ __device__ __forceinline__ void ft_box_staged(const float (&d)[FT_BN / 2], int c
                                               int c0, int rb, int cb, int tid, int wg, int M, int N,
                                               const FtEpArgs &ep) {
   FT_FOR_BOX_PAIRS {
-        const int i = ft_box_index(c, wl, j, h);
-        asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(ft_stage_addr(s, (unsigned)(rb + 8 * h),
-                                                                             (unsigned)(16 * wl + 8 * j + cb))),
-                     "f"(d[i]), "f"(d[i + 1]));
-      }
+    const int i = ft_box_index(c, wl, j, h);
+    const unsigned to = ft_stage_addr(s, (unsigned)(rb + 8 * h), (unsigned)(16 * wl + 8 * j + cb));
+    asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(to), "f"(d[i]), "f"(d[i + 1]));
+  }
   asm volatile("bar.sync %0, 128;" ::"r"(2 + wg) : "memory");
 #pragma unroll 1
   for (int q = tid; q < 64 * (FT_C_COLS / 4); q += 128) {
