@@ -126,6 +126,12 @@ static void test_no_device(void) {
   ASSERT_EQ_INT(run("variants --shape 128x1000x1000 --epilogue biasrelu --math bf16 --arch sm_90a"), 0);
   ASSERT_CONTAINS(R.out, "tc_bm128_");
   ASSERT_CONTAINS(R.out, "epi_b256_v4_e8_bf16");
+  ASSERT_TRUE(strstr(R.out, "_se_") == NULL);
+  /* --full: the exhaustive search's space, with the forms the default one leaves out */
+  ASSERT_EQ_INT(run("variants --shape 128x1000x1000 --epilogue biasrelu --math bf16 --arch sm_90a --full"), 0);
+  ASSERT_CONTAINS(R.out, "_pp_ts_se_bf16");
+  ASSERT_CONTAINS(R.out, "epi_b256_v4_e8_bf16");
+  ASSERT_EQ_INT(run("variants --shape 128x1000x1000 --full --full"), 2);
   ASSERT_EQ_INT(run("variants --shape 128x1000x1001 --epilogue biasrelu --math bf16"), 0);
   ASSERT_TRUE(strstr(R.out, "tc_") == NULL);
   ASSERT_CONTAINS(R.out, "36 variant(s)");
