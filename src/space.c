@@ -197,7 +197,7 @@ static ft_status collect(ft_variant_kind kind, int64_t m, int64_t n, int64_t k, 
     b->a = NULL;
     return s;
   }
-  qsort(b->a, (size_t)b->n, sizeof *b->a, cmp_scored);
+  if (b->n > 0) qsort(b->a, (size_t)b->n, sizeof *b->a, cmp_scored); /* none: b->a is NULL */
   return FT_OK;
 }
 
@@ -226,7 +226,7 @@ static ft_status add_full_only(ft_space_sink *a, const ft_space_sink *f, ft_err 
     extra++;
   }
   free(seen);
-  if (s == FT_OK) qsort(a->a, (size_t)a->n, sizeof *a->a, cmp_scored);
+  if (s == FT_OK && a->n > 0) qsort(a->a, (size_t)a->n, sizeof *a->a, cmp_scored);
   return s;
 }
 
