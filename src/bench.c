@@ -80,22 +80,26 @@ static ft_status ensure_flush(ft_bench *b, ft_err *err) {
   return FT_OK;
 }
 
+/* The repeats opt asks for (1..FT_MAX_REPEATS), bounded by the measured cost of one call (or one
+ * round) so slow candidates cannot eat the budget, but never below 20 (or what was asked, if
+ * less): medians of fewer are not trusted. */
+static int bounded_repeats(const ft_bench_opts *opt, double one_s) {
+  int reps = opt->repeats < 1 ? 1 : opt->repeats > FT_MAX_REPEATS ? FT_MAX_REPEATS : opt->repeats;
+  if (opt->max_seconds > 0 && one_s > 0) {
+    const int fit = (int)(opt->max_seconds / one_s), floor = reps < 20 ? reps : 20;
+    if (fit < reps) reps = fit < floor ? floor : fit;
+  }
+  return reps;
+}
 
 ft_status ft_bench_run(ft_bench *b, ft_enqueue_fn fn, void *user, const ft_bench_opts *opt,
                        ft_timing *out, ft_err *err) {
-  int reps = opt->repeats < 1 ? 1 : opt->repeats > FT_MAX_REPEATS ? FT_MAX_REPEATS : opt->repeats;
   if (opt->flush_l2) FT_TRY(ensure_flush(b, err));
   int warmup = opt->warmup < 1 ? 1 : opt->warmup;
   double t0 = ft__now_s();
   for (int i = 0; i < warmup; i++) FT_TRY(fn(user, b->stream, err));
   FT_CUDA_TRY(err, cudaStreamSynchronize(b->stream));
-  /* Bound the repeats by the measured cost of one call so slow candidates cannot eat the budget,
-   * but never below 20 (or what was asked, if less): medians of fewer are not trusted. */
-  double one = (ft__now_s() - t0) / warmup;
-  if (opt->max_seconds > 0 && one > 0) {
-    int fit = (int)(opt->max_seconds / one), floor = reps < 20 ? reps : 20;
-    if (fit < reps) reps = fit < floor ? floor : fit;
-  }
+  const int reps = bounded_repeats(opt, (ft__now_s() - t0) / warmup);
   FT_TRY(ensure_events(b, reps, err));
   for (int i = 0; i < reps; i++) {
     if (opt->flush_l2)
@@ -120,18 +124,12 @@ ft_status ft_bench_run_interleaved(ft_bench *b, int n, const ft_enqueue_fn *fns,
   if (n < 1 || n > FT_BENCH_MAX_INTERLEAVED || opt->flush_l2)
     return ft__fail(err, FT_ERR_INVALID_ARG, "interleaved timing of %d strategies%s", n,
                     opt->flush_l2 ? " with an L2 flush" : "");
-  int reps = opt->repeats < 1 ? 1 : opt->repeats > FT_MAX_REPEATS ? FT_MAX_REPEATS : opt->repeats;
   const int warmup = opt->warmup < 1 ? 1 : opt->warmup;
   const double t0 = ft__now_s();
   for (int j = 0; j < n; j++)
     for (int i = 0; i < warmup; i++) FT_TRY(fns[j](users[j], b->stream, err));
   FT_CUDA_TRY(err, cudaStreamSynchronize(b->stream));
-  /* The time bound as in ft_bench_run, on a round's cost. */
-  const double per_round = (ft__now_s() - t0) / warmup;
-  if (opt->max_seconds > 0 && per_round > 0) {
-    const int fit = (int)(opt->max_seconds / per_round), floor = reps < 20 ? reps : 20;
-    if (fit < reps) reps = fit < floor ? floor : fit;
-  }
+  const int reps = bounded_repeats(opt, (ft__now_s() - t0) / warmup); /* on a round's cost */
   /* One chain of events: call j of round i runs between marks i n + j and i n + j + 1, with the
    * stream never idle in between, so each interval is that call's time. */
   const int marks = reps * n + 1;

@@ -362,7 +362,6 @@ static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, con
                     v.streamk = 0;
                   }
           }
-          v.staged = 0;
         }
   return FT_OK;
 }

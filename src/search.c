@@ -38,6 +38,8 @@ int ft_search_parse(const char *name, ft_search_kind *out) {
 
 const char *ft_search_name(ft_search_kind k) { return (unsigned)k < FT_SEARCH_COUNT ? k_names[k] : "?"; }
 
+int ft_search_takes_full_space(ft_search_kind k) { return k == FT_SEARCH_EXHAUSTIVE || k == FT_SEARCH_RANDOM; }
+
 int ft_search_cannot_win(double pred_ms, double ratio_lo, double best_ms, double slack) {
   if (!(pred_ms > 0) || !isfinite(pred_ms) || !(ratio_lo > 0) || !isfinite(best_ms)) return 0;
   return pred_ms * ratio_lo / (1.0 + slack) > best_ms;

@@ -28,6 +28,9 @@ typedef enum ft_search_kind {
 /* "fast" -> FT_SEARCH_FAST; 0 for an unknown name. */
 int ft_search_parse(const char *name, ft_search_kind *out);
 const char *ft_search_name(ft_search_kind k);
+/* Whether search k takes the full candidate space (src/space.h FT_SPACE_FULL): exhaustive and
+ * random, which check the pruning the fast and halving searches rely on. */
+int ft_search_takes_full_space(ft_search_kind k);
 
 typedef struct ft_search_item {
   int safe;            /* in: a safe strategy (cuBLAS + epilogue pass) */

@@ -65,6 +65,7 @@ typedef struct tuner {
   ft_tune_summary *sum;
   cand *c;
   int nc;
+  ft_search_kind search; /* req->search, parsed */
   double gemm_ms; /* cuBLAS GEMM alone in this run: the rate predictions are scaled by */
   int expect_left; /* measurements the search expects still to make (< 0: unknown) */
   compiler cc;
@@ -149,11 +150,7 @@ static ft_status add_candidates(tuner *t, ft_variant_kind kind, int *cap, ft_err
   ft_variant *vs = NULL;
   double *costs = NULL;
   int n = 0;
-  /* The exhaustive and random searches take the full space: they check the pruning the fast one
-   * relies on. */
-  ft_search_kind sk = FT_SEARCH_FAST;
-  ft_search_parse(t->req->search, &sk);
-  const ft_space_scope scope = sk == FT_SEARCH_EXHAUSTIVE || sk == FT_SEARCH_RANDOM ? FT_SPACE_FULL : FT_SPACE_PRUNED;
+  const ft_space_scope scope = ft_search_takes_full_space(t->search) ? FT_SPACE_FULL : FT_SPACE_PRUNED;
   ft_status s = ft_space_enumerate_scope(kind, t->req->m, t->req->n, t->req->k, t->req->math, scope, &t->dev.limits,
                                          &vs, &costs, &n, err);
   /* No fused GEMM for the mode on this shape or device (the tensor-core family needs sm_90 and
@@ -464,7 +461,7 @@ static ft_status search(tuner *t, ft_err *err) {
   }
   t->sum->n_skipped_known = t->nc - todo;
   ft_search_cfg cfg = FT_SEARCH_CFG_INIT;
-  ft_search_parse(t->req->search, &cfg.kind);
+  cfg.kind = t->search;
   cfg.repeats = t->req->repeats;
   cfg.deadline = t->t0 + t->req->budget_s;
   cfg.seed = t->req->seed;
@@ -601,6 +598,9 @@ ft_status ft_tune_run(ft_db *db, const ft_tune_req *req, ft_tune_summary *out, f
   if ((unsigned)req->math >= FT_MATH_COUNT) return ft__fail(err, FT_ERR_INVALID_ARG, "math mode %d", (int)req->math);
   tuner t;
   memset(&t, 0, sizeof t);
+  if (!ft_search_parse(req->search, &t.search))
+    return ft__fail(err, FT_ERR_INVALID_ARG, "unknown search '%s' (%s)", req->search ? req->search : "(null)",
+                    FT_SEARCH_NAMES);
   t.db = db;
   t.req = req;
   t.sum = out;
