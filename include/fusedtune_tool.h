@@ -398,6 +398,10 @@ typedef struct ft_tune_phases {
   double nvrtc_s;     /* NVRTC's wall time summed over the kernels compiled for the search (on its
                        * threads, so it may exceed the search's own time) */
   int measurements;   /* runner calls for candidates (a screened and re-timed one counts twice) */
+  double enumerate_s; /* inside prepare_s, once the device is known: the candidates enumerated and
+                       * generated, the compile plan's cache read (compilation then runs beside
+                       * the rest of the preparation) */
+  double stop_s;      /* the runner stopped: the worker's exit waited for */
 } ft_tune_phases;
 
 typedef struct ft_tune_report {

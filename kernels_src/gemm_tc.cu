@@ -15,7 +15,7 @@
 // FT_GROUP, FT_SMEM_BYTES; FT_DTYPE (ft_common.cuh: 0 fp32 storage with FT_TF32 or FT_3XTF32,
 // 1 bf16, 2 fp16); 3xtf32: FT_CHUNK, FT_AREGS; FT_SPLITK (k slices); FT_TSTORE (TMA-store
 // epilogue); FT_STREAMK (stream-K: WS one fp32 tile per block, FL a zeroed flag per block and
-// consumer); FT_PINGPONG (ping-pong consumers, below); FT_EPI_W, FT_EPI_GROUPED (gemm_tc_config.cuh's default). Host contract (src/family_tc.c): grid a
+// consumer); FT_PINGPONG (ping-pong consumers, below); FT_EPI_W, FT_EPI_GROUPED, FT_EPI_EARLY (gemm_tc_config.cuh's defaults). Host contract (src/family_tc.c): grid a
 // multiple of FT_CLUSTER, block 128 (FT_CONSUMERS + 1) threads, FT_SMEM_BYTES of dynamic shared
 // memory, three tensor maps: box {FT_BK, FT_BM} over x, {FT_BK, FT_BN / FT_CLUSTER} over W
 // (128-byte swizzle, zero fill, TFLOAT32 type in tf32 mode so TMA rounds to nearest, FLOAT32 in
@@ -289,6 +289,9 @@ __device__ __forceinline__ void ft_box_pair(const float (&d)[FT_BN / 2], int c, 
   const int i = ft_box_index(c, wl, j, h);
   const int r = row + 8 * h, cc = col + c * FT_C_COLS + 16 * wl + 8 * j;
   a = d[i], b = d[i + 1];
+#if FT_EPI_EARLY
+  if (!kGuard) return; /* E ran on the whole tile already (ft_tile_store_tma) */
+#endif
   if (!kGuard || (r < M && cc < N)) a = ft_apply_epilogue(a, r, cc, ep);
   if (!kGuard || (r < M && cc + 1 < N)) b = ft_apply_epilogue(b, r, cc + 1, ep);
 }
@@ -381,7 +384,7 @@ __device__ __forceinline__ void ft_box_staged(const float (&d)[FT_BN / 2], int c
 // named barrier); after it is written, a proxy fence and the barrier again, then one thread
 // stores it. The staged form (FT_EPI_STAGED) passes that barrier once more in between, after the
 // raw sums are staged and before the loop reads them.
-__device__ __forceinline__ void ft_tile_store_tma(const float (&d)[FT_BN / 2], unsigned cbuf, unsigned sbuf,
+__device__ __forceinline__ void ft_tile_store_tma(float (&d)[FT_BN / 2], unsigned cbuf, unsigned sbuf,
                                                   const FtTmaDesc *map,
                                                   int r0, int n0, int M, int N, int wg, int warp, int lane,
                                                   unsigned &nbox, const FtEpArgs &ep) {
@@ -389,6 +392,13 @@ __device__ __forceinline__ void ft_tile_store_tma(const float (&d)[FT_BN / 2], u
   if (r0 >= M) return; /* this warpgroup's rows of the tile are all outside */
   const int row = r0 + warp * 16 + lane / 4, cb = 2 * (lane % 4);
   const bool inside = r0 + 64 <= M && n0 + FT_BN <= N;
+#if FT_EPI_EARLY && !FT_EPI_STAGED
+  if (inside) { /* E on the whole tile in registers, its vector loads free to go together */
+#pragma unroll
+    for (int i = 0; i < FT_BN / 2; i++)
+      d[i] = ft_apply_epilogue(d[i], row + 8 * ((i >> 1) & 1), n0 + cb + 16 * (i / 8) + 8 * ((i >> 2) & 1) + (i & 1), ep);
+  }
+#endif
 #pragma unroll
   for (int c = 0; c < FT_BN / FT_C_COLS; c++) {
     if (n0 + c * FT_C_COLS >= N) break;

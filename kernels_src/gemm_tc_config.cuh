@@ -37,6 +37,16 @@
 #ifndef FT_EPI_W
 #define FT_EPI_W 4 /* 16-column groups of a tile's epilogue whose vector loads go together */
 #endif
+#ifndef FT_EPI_EARLY
+/* 1: the TMA-store epilogue of a tile wholly inside Y evaluates E on the whole accumulator
+ * before its first store box, not box by box between the boxes' barriers, so the tile's vector
+ * loads are in flight together instead of one round trip per box. Cooperative kernels only:
+ * measured on the H200 (BENCHMARKS.md, session 10) biasrelu 1024x8192^2 cluster 1 0.995 ->
+ * 1.006x cuBLAS in bf16, 0.986-0.991 -> 1.001-1.010x in tf32, gelu 4096^3 bf16 5 % faster; the
+ * 128 x 128 ping-pong kernel 1.5 % slower with it (its epilogue already overlaps the other
+ * consumer's main loop). Not with stream-K, whose grouped form already spilled at BN 256. */
+#define FT_EPI_EARLY (FT_PINGPONG == 0 && FT_STREAMK == 0)
+#endif
 #ifndef FT_EPI_GROUPED
 /* 1: the TMA-store epilogue evaluates a box's E before its stores. Measured 1-3 % faster with
  * heavy epilogues and neutral otherwise on the H200 (BENCHMARKS.md, sessions 8 and 9), output

@@ -44,7 +44,10 @@ static void engine_close(engine *e) {
   free(e);
 }
 
-static ft_status engine_open(const ft_runner_setup *s, engine **out, ft_runner_hello *hello, ft_err *err) {
+/* known (when not NULL) is told the device as soon as it is open, before the data is prepared
+ * (a worker's is send_device, which sends MSG_DEVICE; in this process, the caller's); non-OK stops the opening. */
+static ft_status engine_open(const ft_runner_setup *s, ft_runner_device_fn known, void *user, engine **out,
+                             ft_runner_hello *hello, ft_err *err) {
   *out = NULL;
   engine *e = calloc(1, sizeof *e);
   if (!e) return ft__fail(err, FT_ERR_NOMEM, "out of memory");
@@ -59,6 +62,7 @@ static ft_status engine_open(const ft_runner_setup *s, engine **out, ft_runner_h
     snprintf(hello->arch, sizeof hello->arch, "%s", ft_gpu_arch(e->g));
     st = ft_ep_parse(s->epilogue, &e->ep, err);
   }
+  if (st == FT_OK && known) st = known(user, hello, err);
   t0 = ft__now_s();
   if (st == FT_OK)
     st = ft_pdata_create(e->g, (int)s->m, (int)s->n, (int)s->k, e->ep, s->math, s->seed, &e->d, err);
@@ -187,7 +191,9 @@ static void engine_run(engine *e, const ft_runner_job *job, ft_runner_result *re
 /* ---------------------------------------------------------------------------------------- */
 /* The wire: [u32 type][u32 size of the fixed part][u64 bytes that follow][fixed][bytes]. */
 
-enum { MSG_SETUP = 0x46540001, MSG_HELLO, MSG_JOB, MSG_RESULT };
+/* Start: SETUP ->, <- DEVICE (the device open), <- HELLO (data, references and baselines ready);
+ * then JOB ->, <- RESULT per job. A failure before DEVICE comes as a HELLO with its status. */
+enum { MSG_SETUP = 0x46540001, MSG_HELLO, MSG_JOB, MSG_RESULT, MSG_DEVICE };
 
 typedef struct msg_head {
   uint32_t type, fixed;
@@ -242,13 +248,17 @@ static int send_msg(int fd, uint32_t type, const void *fixed, uint32_t fixed_siz
   return extra_size ? send_all(fd, extra, (size_t)extra_size) : 0;
 }
 
-/* Receives a message of the expected type and fixed size; *extra is malloc'd when present. */
-static int recv_msg(int fd, uint32_t type, void *fixed, uint32_t fixed_size, void **extra, uint64_t *extra_size,
-                    double deadline) {
+/* Receives a message of type (or alt, the type then in *got) and the expected fixed size;
+ * *extra is malloc'd when present. */
+static int recv_msg_of(int fd, uint32_t type, uint32_t alt, uint32_t *got, void *fixed, uint32_t fixed_size,
+                       void **extra, uint64_t *extra_size, double deadline) {
   msg_head h;
   int r = recv_all(fd, &h, sizeof h, deadline);
   if (r) return r;
-  if (h.type != type || h.fixed != fixed_size || (!extra && h.extra) || h.extra > ((uint64_t)1 << 30)) return -3;
+  if ((h.type != type && h.type != alt) || h.fixed != fixed_size || (!extra && h.extra) ||
+      h.extra > ((uint64_t)1 << 30))
+    return -3;
+  if (got) *got = h.type;
   if ((r = recv_all(fd, fixed, fixed_size, deadline))) return r;
   if (extra) {
     *extra = NULL;
@@ -265,6 +275,11 @@ static int recv_msg(int fd, uint32_t type, void *fixed, uint32_t fixed_size, voi
   return 0;
 }
 
+static int recv_msg(int fd, uint32_t type, void *fixed, uint32_t fixed_size, void **extra, uint64_t *extra_size,
+                    double deadline) {
+  return recv_msg_of(fd, type, type, NULL, fixed, fixed_size, extra, extra_size, deadline);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* The worker process. */
 
@@ -277,6 +292,16 @@ typedef struct result_msg {
   msg_status st;
   ft_runner_result res;
 } result_msg;
+
+/* The worker's MSG_DEVICE, sent once the device is open and before the data is prepared. */
+static ft_status send_device(void *user, const ft_runner_hello *device, ft_err *err) {
+  hello_msg h;
+  memset(&h, 0, sizeof h);
+  h.hello = *device;
+  if (send_msg(*(const int *)user, MSG_DEVICE, &h, sizeof h, NULL, 0))
+    return ft__fail(err, FT_ERR_IO, "the tuner closed the worker's socket");
+  return FT_OK;
+}
 
 int ft_worker_main(int fd) {
   /* Ctrl-C is for the tuner: it stops after the job in flight and then closes this worker. */
@@ -292,7 +317,7 @@ int ft_worker_main(int fd) {
   hello_msg h;
   memset(&h, 0, sizeof h);
   engine *e = NULL;
-  h.st.status = engine_open(&setup, &e, &h.hello, &err);
+  h.st.status = engine_open(&setup, send_device, &fd, &e, &h.hello, &err);
   snprintf(h.st.msg, sizeof h.st.msg, "%s", err.msg);
   if (send_msg(fd, MSG_HELLO, &h, sizeof h, NULL, 0) || !e) {
     engine_close(e);
@@ -351,7 +376,10 @@ static int worker_kill(ft_runner *r, int now) {
   return status;
 }
 
-static ft_status worker_spawn(ft_runner *r, ft_runner_hello *hello, ft_err *err) {
+/* Starts a worker and waits until its data is ready; known (when not NULL) is told the device in
+ * between. */
+static ft_status worker_spawn(ft_runner *r, ft_runner_device_fn known, void *user, ft_runner_hello *hello,
+                              ft_err *err) {
   int sv[2];
   /* Close-on-exec from the start: no other child of this process inherits the socket. */
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
@@ -380,8 +408,19 @@ static ft_status worker_spawn(ft_runner *r, ft_runner_hello *hello, ft_err *err)
   r->fd = sv[0];
   hello_msg h;
   /* Setting up builds the inputs and the float64 reference: minutes at most. */
+  const double deadline = ft__now_s() + 900;
+  uint32_t type = 0;
   int rc = send_msg(r->fd, MSG_SETUP, &r->setup, sizeof r->setup, NULL, 0);
-  if (!rc) rc = recv_msg(r->fd, MSG_HELLO, &h, sizeof h, NULL, NULL, ft__now_s() + 900);
+  if (!rc) rc = recv_msg_of(r->fd, MSG_DEVICE, MSG_HELLO, &type, &h, sizeof h, NULL, NULL, deadline);
+  if (!rc && type == MSG_DEVICE) {
+    h.hello.arch[sizeof h.hello.arch - 1] = '\0';
+    ft_status st = known ? known(user, &h.hello, err) : FT_OK;
+    if (st != FT_OK) {
+      worker_kill(r, 1);
+      return st;
+    }
+    rc = recv_msg(r->fd, MSG_HELLO, &h, sizeof h, NULL, NULL, deadline);
+  }
   if (rc) {
     worker_kill(r, 1);
     return ft__fail(err, FT_ERR_IO, "worker %s did not start (%s)", r->exe,
@@ -425,7 +464,8 @@ const char *ft_default_worker(void) {
 }
 
 ft_status ft_runner_start(const char *worker_exe, const ft_runner_setup *setup, double job_timeout_s,
-                          ft_runner **out, ft_runner_hello *hello, ft_err *err) {
+                          ft_runner_device_fn on_device, void *user, ft_runner **out, ft_runner_hello *hello,
+                          ft_err *err) {
   *out = NULL;
   ft_runner *r = calloc(1, sizeof *r);
   if (!r) return ft__fail(err, FT_ERR_NOMEM, "out of memory");
@@ -435,9 +475,9 @@ ft_status ft_runner_start(const char *worker_exe, const ft_runner_setup *setup, 
   ft_status st;
   if (worker_exe) {
     r->exe = ft__strdup(worker_exe);
-    st = r->exe ? worker_spawn(r, hello, err) : ft__fail(err, FT_ERR_NOMEM, "out of memory");
+    st = r->exe ? worker_spawn(r, on_device, user, hello, err) : ft__fail(err, FT_ERR_NOMEM, "out of memory");
   } else {
-    st = engine_open(setup, &r->local, hello, err);
+    st = engine_open(setup, on_device, user, &r->local, hello, err);
   }
   if (st != FT_OK) {
     ft_runner_stop(r);
@@ -479,7 +519,7 @@ ft_status ft_runner_run(ft_runner *r, const ft_runner_job *job, ft_runner_result
   }
   if (r->fd < 0) { /* the last job killed the worker: a fresh one, same data */
     ft_runner_hello hello;
-    FT_TRY(worker_spawn(r, &hello, err));
+    FT_TRY(worker_spawn(r, NULL, NULL, &hello, err)); /* the device is known already */
     r->restarts++;
   }
   result_msg m;

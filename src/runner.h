@@ -61,10 +61,17 @@ typedef struct ft_runner_result {
 
 typedef struct ft_runner ft_runner;
 
+/* Told the device (info, limits, arch and gpu_open_s of *device set; the rest zero) as soon as
+ * the runner has opened it and before it prepares inputs, references and baselines (~0.5-1 s
+ * on the H200), on the caller's thread, so that work needing only the device (the tuner's
+ * compilation) can start; non-OK stops the start with that status. */
+typedef ft_status (*ft_runner_device_fn)(void *user, const ft_runner_hello *device, ft_err *err);
 /* worker_exe: an executable that runs `EXE __worker FD` (the fusedtune CLI), or NULL to run in
- * this process. job_timeout_s bounds every job of a worker (a hung kernel is killed with it). */
+ * this process. job_timeout_s bounds every job of a worker (a hung kernel is killed with it).
+ * on_device may be NULL; it is called at most once (never for a restarted worker). */
 ft_status ft_runner_start(const char *worker_exe, const ft_runner_setup *setup, double job_timeout_s,
-                          ft_runner **out, ft_runner_hello *hello, ft_err *err);
+                          ft_runner_device_fn on_device, void *user, ft_runner **out, ft_runner_hello *hello,
+                          ft_err *err);
 /* Runs one job. A candidate's own failure is a result, not an error: the return value is
  * non-OK only when the runner itself cannot go on. */
 ft_status ft_runner_run(ft_runner *r, const ft_runner_job *job, ft_runner_result *res, ft_err *err);

@@ -292,6 +292,18 @@ static double min_ms(const ft_search_item *it, const int *sc, int m) {
   return b;
 }
 
+int ft_search_order(const ft_search_item *items, int n, const ft_search_cfg *cfg, int *order) {
+  int ns = 0, nf = 0;
+  for (int i = 0; i < n; i++)
+    if (items[i].safe) order[ns++] = i;
+  int *fused = order + ns;
+  for (int i = 0; i < n; i++)
+    if (!items[i].safe) fused[nf++] = i;
+  if (cfg->kind == FT_SEARCH_RANDOM) shuffle(fused, nf, cfg->seed);
+  else sort_idx(items, fused, nf, pred_key);
+  return ns;
+}
+
 ft_status ft_search_run(ft_search_item *items, int n, const ft_search_cfg *cfg, const ft_search_ops *ops,
                         ft_search_stats *stats, ft_err *err) {
   memset(stats, 0, sizeof *stats);
@@ -304,18 +316,13 @@ ft_status ft_search_run(ft_search_item *items, int n, const ft_search_cfg *cfg, 
   if (!order) return ft__fail(err, FT_ERR_NOMEM, "search: out of memory");
   run r = {items, n, cfg, ops, stats, order + n, 0, 0, 0, 0, 0, 0, 0, 0};
   int *sc = order + 2 * n;
-  int ns = 0, nf = 0;
   for (int i = 0; i < n; i++) {
     items[i].repeats = 0;
     items[i].stored = 0;
     items[i].ms = INFINITY;
-    if (items[i].safe) order[ns++] = i;
   }
+  const int ns = ft_search_order(items, n, cfg, order), nf = n - ns;
   int *fused = order + ns;
-  for (int i = 0; i < n; i++)
-    if (!items[i].safe) fused[nf++] = i;
-  if (cfg->kind == FT_SEARCH_RANDOM) shuffle(fused, nf, cfg->seed);
-  else sort_idx(items, fused, nf, pred_key);
   /* What earlier tunes measured counts: the incumbent, and the model's error. */
   for (int i = 0; i < n; i++) {
     if (!items[i].known) continue;

@@ -91,6 +91,11 @@ typedef struct ft_search_stats {
   double best_ms, best_safe_ms; /* fastest of everything / of the safe items; INFINITY: none */
 } ft_search_stats;
 
+/* The order cfg's search may measure items[0..n) in, into order[0..n): the safe ones first (in
+ * index order), then the fused ones by predicted time (random: shuffled by cfg->seed); only the
+ * ratios of the predictions matter. Returns the number of safe items. It is the order
+ * ft_search_run plans with (ops.plan), so a caller may start compiling in it before the search. */
+int ft_search_order(const ft_search_item *items, int n, const ft_search_cfg *cfg, int *order);
 /* Runs cfg's search over items[0..n) through ops. Returns FT_OK, what check_stop returned
  * (after storing every measurement made), or an error of measure or store. */
 ft_status ft_search_run(ft_search_item *items, int n, const ft_search_cfg *cfg, const ft_search_ops *ops,

@@ -49,6 +49,7 @@ typedef struct compiler {
   int reach;            /* 1 + the furthest position taken */
   int threads;          /* NVRTC threads beside the timing */
   const char *arch;
+  int planned;          /* plan_compile ran */
   ft_status st;         /* the plan's cache read, when it failed */
   ft_err err;
 } compiler;
@@ -341,7 +342,8 @@ static ft_status ensure_compiled(tuner *t, int i, ft_err *err) {
 static void plan_compile(void *user, const int *order, int n) {
   tuner *t = user;
   compiler *cm = &t->cc;
-  if (cm->pool || cm->st != FT_OK) return; /* one plan per tune */
+  if (cm->planned) return; /* one plan per tune: made when the device was known (on_device) */
+  cm->planned = 1;
   const double t0 = ft__now_s();
   cm->jobs = calloc((size_t)n + 1, sizeof *cm->jobs);
   cm->cand_of = calloc((size_t)n + 1, sizeof *cm->cand_of);
@@ -447,24 +449,36 @@ static double predicted_ms(const tuner *t, const cand *c) {
   return c->cost * t->dev.limits.sm_count * ref / mnk;
 }
 
-static ft_status search(tuner *t, ft_err *err) {
+/* The search's items for the candidates (a calloc'd array, NULL when out of memory) and its
+ * configuration. */
+static ft_search_item *search_items(const tuner *t) {
   ft_search_item *it = calloc((size_t)t->nc + 1, sizeof *it);
-  if (!it) return ft__fail(err, FT_ERR_NOMEM, "out of memory");
-  int todo = 0;
-  for (int i = 0; i < t->nc; i++) {
+  for (int i = 0; it && i < t->nc; i++) {
     const cand *c = &t->c[i];
     it[i].safe = c->v.kind == FT_VK_EPILOGUE;
     it[i].known = c->known;
     it[i].known_ms = c->known ? c->known_ms : INFINITY;
     it[i].predicted_ms = it[i].safe ? 0 : predicted_ms(t, c);
-    todo += !c->known;
   }
-  t->sum->n_skipped_known = t->nc - todo;
+  return it;
+}
+
+static ft_search_cfg search_cfg(const tuner *t) {
   ft_search_cfg cfg = FT_SEARCH_CFG_INIT;
   cfg.kind = t->search;
   cfg.repeats = t->req->repeats;
   cfg.deadline = t->t0 + t->req->budget_s;
   cfg.seed = t->req->seed;
+  return cfg;
+}
+
+static ft_status search(tuner *t, ft_err *err) {
+  ft_search_item *it = search_items(t);
+  if (!it) return ft__fail(err, FT_ERR_NOMEM, "out of memory");
+  int todo = 0;
+  for (int i = 0; i < t->nc; i++) todo += !t->c[i].known;
+  t->sum->n_skipped_known = t->nc - todo;
+  const ft_search_cfg cfg = search_cfg(t);
   ft_search_ops ops = {t, op_measure, op_store, op_clock, op_check_stop, plan_compile, progress};
   t->expect_left = -1;
   ft_status s = ft_search_run(it, t->nc, &cfg, &ops, &t->ss, err);
@@ -547,6 +561,37 @@ static ft_status enumerate_all(tuner *t, ft_err *err) {
   return FT_OK;
 }
 
+/* The runner has opened the device and is about to prepare the data (~0.5-1 s on the H200; the
+ * baselines follow): the candidates are enumerated and their compilation starts now, in the
+ * order the search will measure them (ft_search_order: the same before the baselines set the
+ * predictions' scale, which only the ratios matter to), instead of after all that. */
+static ft_status on_device(void *user, const ft_runner_hello *device, ft_err *err) {
+  tuner *t = user;
+  const double t0 = ft__now_s();
+  t->dev = *device; /* (in this process *device is t->dev itself) */
+  FT_TRY(setup(t, err));
+  FT_TRY(enumerate_all(t, err));
+  FT_TRY(compiler_init(t, err));
+  ft_search_item *it = search_items(t);
+  int *order = malloc(((size_t)t->nc + 1) * sizeof *order);
+  if (!it || !order) {
+    free(it);
+    free(order);
+    return ft__fail(err, FT_ERR_NOMEM, "out of memory");
+  }
+  const ft_search_cfg cfg = search_cfg(t);
+  ft_search_order(it, t->nc, &cfg, order);
+  plan_compile(t, order, t->nc); /* a failure of its cache read stays in t->cc until a candidate needs it */
+  free(it);
+  free(order);
+  t->sum->phases.enumerate_s = ft__now_s() - t0;
+  char line[200];
+  snprintf(line, sizeof line, "%s search of %d candidate(s): compiling in its order on %d thread(s), beside the "
+           "preparation and the timing...", t->req->search, t->nc, t->cc.threads);
+  report_step(t, "compiling", line);
+  return FT_OK;
+}
+
 static ft_status tune_body(tuner *t, ft_err *err) {
   FT_TRY(ft_ep_parse(t->req->epilogue, &t->ep, err));
   ft_runner_setup rs;
@@ -566,26 +611,20 @@ static ft_status tune_body(tuner *t, ft_err *err) {
                                    "in this one)...");
   ft_tune_phases *ph = &t->sum->phases;
   double t0 = ft__now_s();
-  FT_TRY(ft_runner_start(t->req->worker_exe, &rs, t->req->job_timeout_s, &t->runner, &t->dev, err));
+  FT_TRY(ft_runner_start(t->req->worker_exe, &rs, t->req->job_timeout_s, on_device, t, &t->runner, &t->dev, err));
   ph->prepare_s = ft__now_s() - t0;
   ph->gpu_open_s = t->dev.gpu_open_s;
   ph->data_s = t->dev.data_s;
   ph->tolerance_s = t->dev.tolerance_s;
   ph->baselines_setup_s = t->dev.baselines_setup_s;
-  FT_TRY(setup(t, err));
   t0 = ft__now_s();
   FT_TRY(run_baselines(t, err));
   ph->baselines_s = ft__now_s() - t0;
-  FT_TRY(enumerate_all(t, err));
-  FT_TRY(compiler_init(t, err));
-  char line[160];
-  snprintf(line, sizeof line, "%s search of %d candidate(s): compiling in its order on %d thread(s), beside the timing...",
-           t->req->search, t->nc, t->cc.threads);
-  report_step(t, "compiling", line);
   t0 = ft__now_s();
   ft_status s = search(t, err);
   ph->search_s = ft__now_s() - t0;
   compiler_end(t); /* the threads stopped; what they compiled ahead is cached and counted */
+  char line[160];
   snprintf(line, sizeof line, "compiled %d, %d from the cache, %.1f s of compilation", t->sum->n_compiled,
            t->sum->n_cached, t->sum->compile_s);
   report_step(t, "compiled", line);
@@ -625,14 +664,16 @@ ft_status ft_tune_run(ft_db *db, const ft_tune_req *req, ft_tune_summary *out, f
     out->has_best = ft_best_current(db, t.device_id, &key, t.ep, NULL, NULL, &out->best, &stale, &e3) == FT_OK;
   }
   compiler_end(&t); /* (again, after an error) before the candidates it writes to go */
-  out->total_s = ft__now_s() - t.t0;
   for (int i = 0; i < t.nc; i++) {
     ft_compile_job_clear(&t.c[i].job);
     ft_kernel_src_free(&t.c[i].src);
   }
   free(t.c);
   if (t.runner) out->worker_restarts = ft_runner_restarts(t.runner);
-  ft_runner_stop(t.runner);
+  const double stop0 = ft__now_s();
+  ft_runner_stop(t.runner); /* the worker's exit (its CUDA context's teardown) is waited for */
+  out->phases.stop_s = ft__now_s() - stop0;
+  out->total_s = ft__now_s() - t.t0;
   ft_ep_free(t.ep);
   ft_ep_free(t.wrong_ep);
   return st;

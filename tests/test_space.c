@@ -160,6 +160,30 @@ static void test_enumerate(const ft_device_limits *lim) {
   }
 }
 
+/* The epilogue pass: the default space keeps vec 4 (9 passes), the full one all 36, and every
+ * default pass is in the full space, in every mode. */
+static void test_pass_scopes(const ft_device_limits *lim) {
+  for (int math = 0; math < FT_MATH_COUNT; math++) {
+    ft_variant *pr = NULL, *fu = NULL;
+    int np = 0, nf = 0;
+    ft_err e;
+    ASSERT_OK(ft_space_enumerate_scope(FT_VK_EPILOGUE, 1000, 1001, 999, (ft_math)math, FT_SPACE_PRUNED, lim, &pr, NULL,
+                                       &np, &e));
+    ASSERT_OK(ft_space_enumerate_scope(FT_VK_EPILOGUE, 1000, 1001, 999, (ft_math)math, FT_SPACE_FULL, lim, &fu, NULL,
+                                       &nf, &e));
+    ASSERT_EQ_INT(np, 9);
+    ASSERT_EQ_INT(nf, 36);
+    for (int i = 0; i < np; i++) {
+      ASSERT_EQ_INT(pr[i].vec, 4);
+      int found = 0;
+      for (int j = 0; j < nf; j++) found += !memcmp(&pr[i], &fu[j], sizeof pr[i]);
+      ASSERT_EQ_INT(found, 1);
+    }
+    free(pr);
+    free(fu);
+  }
+}
+
 static void test_limits(void) {
   ft_device_limits lim;
   ft_err e;
@@ -392,5 +416,6 @@ int main(void) {
   test_shapes();
   test_families(&lim);
   test_enumerate(&lim);
+  test_pass_scopes(&lim);
   return FT_TEST_DONE();
 }

@@ -172,9 +172,10 @@ static void print_summary(const tune_cli *t, const ft_tune_report *s) {
          s->total_s);
   if (s->worker_restarts) printf("; worker restarted %d time(s) after a fault or hang", s->worker_restarts);
   const ft_tune_phases *ph = &s->phases;
-  printf("\ntime: prepare %.1f s (data and references %.1f, baseline setup %.1f), baselines %.1f s, search %.1f s "
-         "(%d measurements %.1f s: load %.1f, verify %.1f, timed calls %.1f; waiting for compilation %.1f s)\n",
-         ph->prepare_s, ph->data_s, ph->baselines_setup_s, ph->baselines_s, ph->search_s, ph->measurements,
+  printf("\ntime: prepare %.1f s (candidates %.1f, data and references %.1f, baseline setup %.1f), baselines %.1f s, "
+         "search %.1f s (%d measurements %.1f s: load %.1f, verify %.1f, timed calls %.1f; waiting for compilation "
+         "%.1f s)\n",
+         ph->prepare_s, ph->enumerate_s, ph->data_s, ph->baselines_setup_s, ph->baselines_s, ph->search_s, ph->measurements,
          ph->measure_s, ph->load_s, ph->verify_s, ph->timing_s, ph->compile_wait_s);
   if (s->has_best) {
     printf("best: %s %s  %.4f ms", s->best.strategy, s->best.name, s->best.median_ms);
@@ -205,10 +206,11 @@ static void print_summary_json(const ft_tune_report *s) {
   const ft_tune_phases *ph = &s->phases;
   printf("\"phases\":{\"prepare_s\":%.3f,\"gpu_open_s\":%.3f,\"data_s\":%.3f,\"tolerance_s\":%.3f,"
          "\"baselines_setup_s\":%.3f,\"baselines_s\":%.3f,\"search_s\":%.3f,\"measurements\":%d,\"measure_s\":%.3f,"
-         "\"load_s\":%.3f,\"verify_s\":%.3f,\"timing_s\":%.3f,\"compile_wait_s\":%.3f,\"nvrtc_s\":%.3f},\"best\":",
+         "\"load_s\":%.3f,\"verify_s\":%.3f,\"timing_s\":%.3f,\"compile_wait_s\":%.3f,\"nvrtc_s\":%.3f,"
+         "\"enumerate_s\":%.3f,\"stop_s\":%.3f},\"best\":",
          ph->prepare_s, ph->gpu_open_s, ph->data_s, ph->tolerance_s, ph->baselines_setup_s, ph->baselines_s,
          ph->search_s, ph->measurements, ph->measure_s, ph->load_s, ph->verify_s, ph->timing_s, ph->compile_wait_s,
-         ph->nvrtc_s);
+         ph->nvrtc_s, ph->enumerate_s, ph->stop_s);
   if (!s->has_best) {
     printf("null");
   } else {
