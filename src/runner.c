@@ -412,6 +412,8 @@ static ft_status worker_spawn(ft_runner *r, ft_runner_device_fn known, void *use
   uint32_t type = 0;
   int rc = send_msg(r->fd, MSG_SETUP, &r->setup, sizeof r->setup, NULL, 0);
   if (!rc) rc = recv_msg_of(r->fd, MSG_DEVICE, MSG_HELLO, &type, &h, sizeof h, NULL, NULL, deadline);
+  /* A worker that opened its device says so first: an OK hello straight away is another version's. */
+  if (!rc && type == MSG_HELLO && h.st.status == FT_OK) rc = -3;
   if (!rc && type == MSG_DEVICE) {
     h.hello.arch[sizeof h.hello.arch - 1] = '\0';
     ft_status st = known ? known(user, &h.hello, err) : FT_OK;

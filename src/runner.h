@@ -68,7 +68,8 @@ typedef struct ft_runner ft_runner;
 typedef ft_status (*ft_runner_device_fn)(void *user, const ft_runner_hello *device, ft_err *err);
 /* worker_exe: an executable that runs `EXE __worker FD` (the fusedtune CLI), or NULL to run in
  * this process. job_timeout_s bounds every job of a worker (a hung kernel is killed with it).
- * on_device may be NULL; it is called at most once (never for a restarted worker). */
+ * on_device may be NULL; a start that succeeds has called it exactly once (a restarted worker
+ * never calls it), one that fails before the device opened not at all. */
 ft_status ft_runner_start(const char *worker_exe, const ft_runner_setup *setup, double job_timeout_s,
                           ft_runner_device_fn on_device, void *user, ft_runner **out, ft_runner_hello *hello,
                           ft_err *err);

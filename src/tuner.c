@@ -48,7 +48,7 @@ typedef struct compiler {
   int n;                /* positions */
   int reach;            /* 1 + the furthest position taken */
   int threads;          /* NVRTC threads beside the timing */
-  const char *arch;
+  char arch[16];        /* the device's, copied: the threads read it while the runner rewrites t->dev */
   int planned;          /* plan_compile ran */
   ft_status st;         /* the plan's cache read, when it failed */
   ft_err err;
@@ -387,7 +387,7 @@ static ft_status compiler_init(tuner *t, ft_err *err) {
    * Measured on the H200 (fp32 minsub, 420 kernels): batches that each waited for their slowest
    * kernel took 35-45 s of compilation where one pool of all took 8 s. */
   cm->threads = cores > 3 ? (int)cores - 2 : 1;
-  cm->arch = t->dev.arch;
+  snprintf(cm->arch, sizeof cm->arch, "%s", t->dev.arch);
   cm->pos = malloc(((size_t)t->nc + 1) * sizeof *cm->pos);
   if (!cm->pos) return ft__fail(err, FT_ERR_NOMEM, "out of memory");
   for (int i = 0; i < t->nc; i++) cm->pos[i] = -1;
@@ -612,6 +612,9 @@ static ft_status tune_body(tuner *t, ft_err *err) {
   ft_tune_phases *ph = &t->sum->phases;
   double t0 = ft__now_s();
   FT_TRY(ft_runner_start(t->req->worker_exe, &rs, t->req->job_timeout_s, on_device, t, &t->runner, &t->dev, err));
+  if (!t->cc.planned) /* the runner never told the device: nothing was enumerated */
+    return ft__fail(err, FT_ERR_INTERNAL, "the worker reported no device before its data (a worker of another "
+                    "fusedtune version? FUSEDTUNE_WORKER=%s)", t->req->worker_exe ? t->req->worker_exe : "(none)");
   ph->prepare_s = ft__now_s() - t0;
   ph->gpu_open_s = t->dev.gpu_open_s;
   ph->data_s = t->dev.data_s;

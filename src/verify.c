@@ -3,6 +3,8 @@
  * norms every candidate is judged by, and the tolerance rule. */
 #include "verify.h"
 
+#include "compile.h"
+#include "embedded.h"
 #include "launch.h"
 #include "parallel.h"
 
@@ -203,16 +205,15 @@ static ft_status upload_double(double **dst, const float *src, size_t n, ft_err 
   return e == cudaSuccess ? FT_OK : ft_cuda_fail(err, e, "reference upload");
 }
 
-/* acc[m][n] = sum_k x[m][k] * W[n][k] in float64 on the GPU (row-major x, W, acc). */
-static ft_status reference_gemm(ft_gpu *g, const float *hx, const float *hw, int m, int n, int k,
-                                double *acc, ft_err *err) {
+/* acc[m][n] = sum_k x[m][k] * W[n][k] in float64 on the GPU (row-major device dx, dw; host acc). */
+static ft_status reference_gemm_device(ft_gpu *g, const double *dx, const double *dw, int m, int n, int k,
+                                       double *acc, ft_err *err) {
   void *hv;
   FT_TRY(ft_gpu_cublas(g, &hv, err));
   cublasHandle_t h = hv;
-  double *dx = NULL, *dw = NULL, *dy = NULL;
-  ft_status st = upload_double(&dx, hx, (size_t)m * k, err);
-  if (st == FT_OK) st = upload_double(&dw, hw, (size_t)n * k, err);
-  if (st == FT_OK) {
+  double *dy = NULL;
+  ft_status st = FT_OK;
+  {
     cudaError_t e = cudaMalloc((void **)&dy, (size_t)m * n * sizeof(double));
     if (e != cudaSuccess) st = ft_cuda_fail(err, e, "reference output");
   }
@@ -228,9 +229,82 @@ static ft_status reference_gemm(ft_gpu *g, const float *hx, const float *hw, int
     cudaError_t e = cudaMemcpy(acc, dy, (size_t)m * n * sizeof(double), cudaMemcpyDeviceToHost);
     if (e != cudaSuccess) st = ft_cuda_fail(err, e, "reference download");
   }
+  cudaFree(dy);
+  return st;
+}
+
+/* The same from host inputs, widened to double on their way over. */
+static ft_status reference_gemm(ft_gpu *g, const float *hx, const float *hw, int m, int n, int k,
+                                double *acc, ft_err *err) {
+  double *dx = NULL, *dw = NULL;
+  ft_status st = upload_double(&dx, hx, (size_t)m * k, err);
+  if (st == FT_OK) st = upload_double(&dw, hw, (size_t)n * k, err);
+  if (st == FT_OK) st = reference_gemm_device(g, dx, dw, m, n, k, acc, err);
   cudaFree(dx);
   cudaFree(dw);
-  cudaFree(dy);
+  return st;
+}
+
+/* ---- the inputs made on the GPU (kernels_src/input_gen.cu) ---- */
+
+static ft_status make_params(ft_pdata *d, const ft_epilogue *ep, float bound, uint64_t *seed, ft_err *err);
+
+ft_status ft_input_gen_open(ft_gpu *g, ft_loaded *gen, ft_err *err) {
+  memset(gen, 0, sizeof *gen);
+  size_t len = 0;
+  const char *src = ft__embedded("kernels_src/input_gen.cu", &len);
+  if (!src) return ft__fail(err, FT_ERR_INTERNAL, "kernels_src/input_gen.cu is not embedded");
+  void *cubin = NULL;
+  size_t size = 0;
+  char *log = NULL;
+  ft_status st = ft_compile_one(src, ft_gpu_arch(g), &cubin, &size, &log, err);
+  if (st == FT_OK) st = ft_loaded_init(gen, cubin, size, "ft_make_input", NULL, err);
+  free(cubin);
+  free(log);
+  return st;
+}
+
+ft_status ft_input_gen_fill(const ft_loaded *gen, ft_dtype dt, size_t n, float lo, float hi, uint64_t *s,
+                            void *elem, double *ref, ft_err *err) {
+  unsigned long long count = n, s0 = *s;
+  float span = hi - lo; /* in float, as ft_fill_uniform computes it */
+  int dtype = (int)dt;
+  void *args[] = {&count, &s0, &lo, &span, &dtype, &elem, &ref};
+  const size_t want = (n + 255) / 256;
+  const dim3 grid = {(unsigned)(want < 65536 ? (want > 0 ? want : 1) : 65536), 1, 1}, block = {256, 1, 1};
+  FT_CUDA_TRY(err, cudaLaunchKernel((const void *)gen->main, grid, block, args, 0, 0));
+  *s += (uint64_t)n * FT_GOLDEN;
+  return FT_OK;
+}
+
+/* From this many input elements (x and W together) on, ft_pdata_create makes the inputs on the
+ * GPU: on the host, generating, rounding and widening them (and copying them over twice, once
+ * as doubles) took most of a tune's preparation for a large W (H200: ~0.6-0.8 s of ~1 s at
+ * 128x16384x16384), against one compilation of a small kernel on the GPU path. */
+#define FT_DEVICE_INPUTS_MIN ((size_t)1 << 22)
+
+/* x, W (in d's element type, and as doubles for the reference), the epilogue's parameters and
+ * the reference GEMM, the inputs made by gen on the GPU. Leaves *s as the host path does. */
+static ft_status device_inputs(ft_gpu *g, const ft_loaded *gen, ft_pdata *d, const ft_epilogue *ep, float bound,
+                               uint64_t *s, ft_err *err) {
+  const size_t nx = (size_t)d->m * d->k, nw = (size_t)d->n * d->k;
+  double *dx = NULL, *dw = NULL;
+  ft_status st = FT_OK;
+  cudaError_t e = cudaMalloc(&d->dX, nx * d->elem);
+  if (e == cudaSuccess) e = cudaMalloc(&d->dW, nw * d->elem);
+  if (e == cudaSuccess) e = cudaMalloc((void **)&dx, nx * sizeof(double));
+  if (e == cudaSuccess) e = cudaMalloc((void **)&dw, nw * sizeof(double));
+  if (e != cudaSuccess) st = ft_cuda_fail(err, e, "input allocation");
+  if (st == FT_OK) st = ft_input_gen_fill(gen, d->dtype, nx, 0.0f, 1.0f, s, d->dX, dx, err);
+  if (st == FT_OK) st = ft_input_gen_fill(gen, d->dtype, nw, -bound, bound, s, d->dW, dw, err);
+  if (st == FT_OK) st = make_params(d, ep, bound, s, err);
+  if (st == FT_OK) {
+    e = cudaMalloc(&d->dY, (size_t)d->m * d->n * d->elem);
+    if (e != cudaSuccess) st = ft_cuda_fail(err, e, "output allocation");
+  }
+  if (st == FT_OK) st = reference_gemm_device(g, dx, dw, d->m, d->n, d->k, d->ref, err);
+  cudaFree(dx);
+  cudaFree(dw);
   return st;
 }
 
@@ -304,6 +378,8 @@ static ft_status make_params(ft_pdata *d, const ft_epilogue *ep, float bound, ui
   return FT_OK;
 }
 
+static ft_status host_inputs(ft_gpu *g, ft_pdata *d, const ft_epilogue *ep, float bound, uint64_t *s, ft_err *err);
+
 ft_status ft_pdata_create(ft_gpu *g, int m, int n, int k, const ft_epilogue *ep, ft_math math, uint64_t seed,
                           ft_pdata **out, ft_err *err) {
   *out = NULL;
@@ -317,8 +393,6 @@ ft_status ft_pdata_create(ft_gpu *g, int m, int n, int k, const ft_epilogue *ep,
   d->elem = d->dtype == FT_DTYPE_F32 ? sizeof(float) : sizeof(uint16_t);
   uint64_t s = seed ? seed : 0x5eed5eedULL;
   float bound = 1.0f / sqrtf((float)k); /* nn.Linear's initialization range */
-  float *hx = malloc((size_t)m * k * sizeof(float));
-  float *hw = malloc((size_t)n * k * sizeof(float));
   d->ref = malloc((size_t)m * n * sizeof(double));
   /* Pinned, so the copy back before each check runs at the bus's speed; pageable when that fails. */
   if (cudaMallocHost(&d->host_y, (size_t)m * n * d->elem) == cudaSuccess) {
@@ -328,11 +402,45 @@ ft_status ft_pdata_create(ft_gpu *g, int m, int n, int k, const ft_epilogue *ep,
     d->host_y = malloc((size_t)m * n * d->elem);
   }
   ft_status st = FT_OK;
-  if (!hx || !hw || !d->ref || !d->host_y) st = ft__fail(err, FT_ERR_NOMEM, "out of host memory for %dx%dx%d", m, n, k);
+  if (!d->ref || !d->host_y) st = ft__fail(err, FT_ERR_NOMEM, "out of host memory for %dx%dx%d", m, n, k);
+  /* Large inputs are made on the GPU (the same values); where its generator does not compile,
+   * on the host. */
+  ft_loaded gen;
+  memset(&gen, 0, sizeof gen);
+  int on_device = 0;
+  if (st == FT_OK && ((size_t)m + n) * (size_t)k >= FT_DEVICE_INPUTS_MIN) {
+    ft_err gerr;
+    ft__err_clear(&gerr);
+    const ft_status gs = ft_input_gen_open(g, &gen, &gerr);
+    if (gs == FT_OK) on_device = 1;
+    else if (gs != FT_ERR_COMPILE) st = gs, *err = gerr;
+  }
+  if (st == FT_OK && on_device) {
+    st = device_inputs(g, &gen, d, ep, bound, &s, err);
+  } else if (st == FT_OK) {
+    st = host_inputs(g, d, ep, bound, &s, err);
+  }
+  ft_loaded_free(&gen);
+  if (st == FT_OK) st = apply_epilogue(d, ep, err);
+  if (st != FT_OK) {
+    ft_pdata_free(d);
+    return st;
+  }
+  *out = d;
+  return FT_OK;
+}
+
+/* ft_pdata_create's inputs made on the host (see device_inputs). */
+static ft_status host_inputs(ft_gpu *g, ft_pdata *d, const ft_epilogue *ep, float bound, uint64_t *s, ft_err *err) {
+  const int m = d->m, n = d->n, k = d->k;
+  float *hx = malloc((size_t)m * k * sizeof(float));
+  float *hw = malloc((size_t)n * k * sizeof(float));
+  ft_status st = FT_OK;
+  if (!hx || !hw) st = ft__fail(err, FT_ERR_NOMEM, "out of host memory for %dx%dx%d", m, n, k);
   if (st == FT_OK) {
-    ft_fill_uniform(hx, (size_t)m * k, 0.0f, 1.0f, &s);
-    ft_fill_uniform(hw, (size_t)n * k, -bound, bound, &s);
-    st = make_params(d, ep, bound, &s, err);
+    ft_fill_uniform(hx, (size_t)m * k, 0.0f, 1.0f, s);
+    ft_fill_uniform(hw, (size_t)n * k, -bound, bound, s);
+    st = make_params(d, ep, bound, s, err);
   }
   /* In bf16 and fp16 modes the uploads round hx and hw in place: the reference sees what the
    * kernels see. In tf32 mode they stay fp32, so tf32's rounding is part of every error. */
@@ -343,15 +451,9 @@ ft_status ft_pdata_create(ft_gpu *g, int m, int n, int k, const ft_epilogue *ep,
     if (e != cudaSuccess) st = ft_cuda_fail(err, e, "output allocation");
   }
   if (st == FT_OK) st = reference_gemm(g, hx, hw, m, n, k, d->ref, err);
-  if (st == FT_OK) st = apply_epilogue(d, ep, err);
   free(hx);
   free(hw);
-  if (st != FT_OK) {
-    ft_pdata_free(d);
-    return st;
-  }
-  *out = d;
-  return FT_OK;
+  return st;
 }
 
 void ft_pdata_free(ft_pdata *d) {

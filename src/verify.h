@@ -74,6 +74,15 @@ ft_status ft_pdata_tolerance(ft_gpu *g, ft_pdata *d, double *tol, double *cublas
  * values as one thread drawing them in order. GPU-free. */
 void ft_fill_uniform(float *a, size_t n, float lo, float hi, uint64_t *s);
 
+/* The same values made on the GPU (kernels_src/input_gen.cu, compiled by NVRTC; what
+ * ft_pdata_create uses for large inputs): open compiles and loads the generator (ft_loaded_free
+ * ends it); fill writes n values of ft_fill_uniform(lo, hi, *s), rounded to dt, to the device
+ * arrays elem (dt's element type: floats or 16-bit words) and ref (as doubles), on the legacy
+ * stream, and advances *s as ft_fill_uniform does. */
+ft_status ft_input_gen_open(ft_gpu *g, ft_loaded *gen, ft_err *err);
+ft_status ft_input_gen_fill(const ft_loaded *gen, ft_dtype dt, size_t n, float lo, float hi, uint64_t *s,
+                            void *elem, double *ref, ft_err *err);
+
 /* Host conversions, round to nearest even; NaN stays NaN (quiet), out-of-range values become
  * infinities. GPU-free. */
 uint16_t ft_f32_to_bf16(float f);

@@ -78,7 +78,7 @@ static void test_failure_and_stop(void) {
 }
 
 static void test_bad_arguments(void) {
-  ft_compile_job jobs[1];
+  ft_compile_job jobs[NJOBS]; /* make_jobs fills NJOBS (one job here wrote past its end) */
   make_jobs(jobs, -1);
   ft_err e;
   ft_compile_pool *p = (ft_compile_pool *)1;
