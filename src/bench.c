@@ -119,6 +119,22 @@ ft_status ft_bench_run(ft_bench *b, ft_enqueue_fn fn, void *user, const ft_bench
   return FT_OK;
 }
 
+void ft_bench_round_order(int n, int round, int *order) {
+  if (n < 1) return;
+  int rest[FT_BENCH_MAX_INTERLEAVED], f = 1;
+  for (int i = 1; i < n; i++) rest[i - 1] = i, f *= i; /* f = (n - 1)! */
+  int idx = round % f, left = n - 1;
+  order[0] = 0;
+  for (int p = 1; p < n; p++) { /* the idx-th permutation of rest, lexicographic (Lehmer code) */
+    f /= left;
+    const int pick = idx / f;
+    idx %= f;
+    order[p] = rest[pick];
+    for (int q = pick; q + 1 < left; q++) rest[q] = rest[q + 1];
+    left--;
+  }
+}
+
 ft_status ft_bench_run_interleaved(ft_bench *b, int n, const ft_enqueue_fn *fns, void *const *users,
                                    const ft_bench_opts *opt, ft_timing *outs, ft_err *err) {
   if (n < 1 || n > FT_BENCH_MAX_INTERLEAVED || opt->flush_l2)
@@ -130,28 +146,35 @@ ft_status ft_bench_run_interleaved(ft_bench *b, int n, const ft_enqueue_fn *fns,
     for (int i = 0; i < warmup; i++) FT_TRY(fns[j](users[j], b->stream, err));
   FT_CUDA_TRY(err, cudaStreamSynchronize(b->stream));
   const int reps = bounded_repeats(opt, (ft__now_s() - t0) / warmup); /* on a round's cost */
-  /* One chain of events: call j of round i runs between marks i n + j and i n + j + 1, with the
-   * stream never idle in between, so each interval is that call's time. */
+  /* One chain of events: the call at position q of round i runs between marks i n + q and
+   * i n + q + 1, with the stream never idle in between, so each interval is that call's time.
+   * The rounds vary their order (ft_bench_round_order): what runs just before a call changes its
+   * time (H200: cuBLAS's GEMM by 1.3 % between after a fused GEMM and after a memset), and in
+   * one fixed order each strategy would always follow the same one. */
   const int marks = reps * n + 1;
   while (b->nmarks < marks) {
     FT_CUDA_TRY(err, cudaEventCreate(&b->marks[b->nmarks]));
     b->nmarks++; /* only once it exists: ft_bench_free destroys what is counted */
   }
   FT_CUDA_TRY(err, cudaEventRecord(b->marks[0], b->stream));
-  for (int i = 0; i < reps; i++)
-    for (int j = 0; j < n; j++) {
-      FT_TRY(fns[j](users[j], b->stream, err));
-      FT_CUDA_TRY(err, cudaEventRecord(b->marks[i * n + j + 1], b->stream));
+  int order[FT_BENCH_MAX_INTERLEAVED];
+  for (int i = 0; i < reps; i++) {
+    ft_bench_round_order(n, i, order);
+    for (int q = 0; q < n; q++) {
+      FT_TRY(fns[order[q]](users[order[q]], b->stream, err));
+      FT_CUDA_TRY(err, cudaEventRecord(b->marks[i * n + q + 1], b->stream));
     }
-  FT_CUDA_TRY(err, cudaStreamSynchronize(b->stream));
-  double samples[FT_MAX_REPEATS];
-  for (int j = 0; j < n; j++) {
-    for (int i = 0; i < reps; i++) {
-      float ms = 0;
-      FT_CUDA_TRY(err, cudaEventElapsedTime(&ms, b->marks[i * n + j], b->marks[i * n + j + 1]));
-      samples[i] = ms;
-    }
-    ft_stats(samples, reps, &outs[j]);
   }
+  FT_CUDA_TRY(err, cudaStreamSynchronize(b->stream));
+  double samples[FT_BENCH_MAX_INTERLEAVED][FT_MAX_REPEATS];
+  for (int i = 0; i < reps; i++) {
+    ft_bench_round_order(n, i, order);
+    for (int q = 0; q < n; q++) {
+      float ms = 0;
+      FT_CUDA_TRY(err, cudaEventElapsedTime(&ms, b->marks[i * n + q], b->marks[i * n + q + 1]));
+      samples[order[q]][i] = ms;
+    }
+  }
+  for (int j = 0; j < n; j++) ft_stats(samples[j], reps, &outs[j]);
   return FT_OK;
 }

@@ -31,12 +31,19 @@ ft_status ft_bench_run(ft_bench *b, ft_enqueue_fn fn, void *user, const ft_bench
                        ft_timing *out, ft_err *err);
 
 /* Times n (1..FT_BENCH_MAX_INTERLEAVED) strategies in rounds, each round one call of each in
- * order, so that the machine's drift under sustained load (clocks, temperature) reaches them
- * alike and each call runs after other work, as in a model; outs[j] is fns[j]'s. No L2 flush
- * (refused); max_seconds bounds the rounds as ft_bench_run bounds its calls. */
+ * the order ft_bench_round_order gives, so that the machine's drift under sustained load
+ * (clocks, temperature) reaches them alike and each call runs after other work, as in a model,
+ * after each of the others equally often; outs[j] is fns[j]'s. No L2 flush (refused);
+ * max_seconds bounds the rounds as ft_bench_run bounds its calls. */
 #define FT_BENCH_MAX_INTERLEAVED 4
 ft_status ft_bench_run_interleaved(ft_bench *b, int n, const ft_enqueue_fn *fns, void *const *users,
                                    const ft_bench_opts *opt, ft_timing *outs, ft_err *err);
+
+/* The order of round `round` of n strategies (1..FT_BENCH_MAX_INTERLEAVED) into order[0..n):
+ * 0 first, then the (round mod (n - 1)!)-th permutation of 1..n-1. Over any (n - 1)!
+ * consecutive rounds each strategy runs right after each other one equally often ((n - 2)!
+ * times, a round's first after the round before's last) and never after itself. GPU-free. */
+void ft_bench_round_order(int n, int round, int *order);
 
 /* Median, min and interquartile range of n samples (sorted in place). */
 void ft_stats(double *samples, int n, ft_timing *out);

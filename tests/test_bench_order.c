@@ -1,0 +1,45 @@
+/* The order of interleaved timing rounds (src/bench.c ft_bench_round_order): each round a
+ * permutation that starts with strategy 0; over (n - 1)! consecutive rounds (from any start)
+ * every strategy follows each other one (n - 2)! times, a round's first after the previous
+ * round's last, and none follows itself. */
+#include "bench.h"
+#include "ft_test.h"
+
+static void check(int n) {
+  int f = 1;
+  for (int i = 2; i < n; i++) f *= i; /* (n - 1)! */
+  const int per_pair = f / (n > 1 ? n - 1 : 1); /* (n - 2)! */
+  for (int start = 0; start < 2 * f; start++) {
+    int follows[FT_BENCH_MAX_INTERLEAVED][FT_BENCH_MAX_INTERLEAVED] = {{0}}; /* [after][before] */
+    int prev_last = -1;
+    for (int r = start - 1; r < start + f; r++) {
+      int order[FT_BENCH_MAX_INTERLEAVED], seen = 0;
+      ft_bench_round_order(n, r < 0 ? r + 6 * f : r, order);
+      ASSERT_EQ_INT(order[0], 0);
+      for (int q = 0; q < n; q++) {
+        ASSERT_TRUE(order[q] >= 0 && order[q] < n);
+        seen |= 1 << order[q];
+      }
+      ASSERT_EQ_INT(seen, (1 << n) - 1);
+      if (r >= start) { /* the round before start only sets prev_last */
+        if (n > 1) ASSERT_TRUE(order[0] != prev_last);
+        if (prev_last >= 0 && n > 1) follows[order[0]][prev_last]++;
+        for (int q = 1; q < n; q++) follows[order[q]][order[q - 1]]++;
+      }
+      prev_last = order[n - 1];
+    }
+    for (int a = 0; a < n; a++)
+      for (int b = 0; b < n; b++) ASSERT_EQ_INT(follows[a][b], a == b ? 0 : per_pair);
+  }
+}
+
+int main(void) {
+  for (int n = 2; n <= FT_BENCH_MAX_INTERLEAVED; n++) check(n);
+  int one = -1;
+  ft_bench_round_order(1, 5, &one);
+  ASSERT_EQ_INT(one, 0);
+  int two[2];
+  ft_bench_round_order(2, 7, two); /* two strategies keep their order: the tuner's pairs */
+  ASSERT_TRUE(two[0] == 0 && two[1] == 1);
+  return FT_TEST_DONE();
+}
