@@ -124,6 +124,7 @@ void ft_bench_round_order(int n, int round, int *order) {
   int rest[FT_BENCH_MAX_INTERLEAVED], f = 1;
   for (int i = 1; i < n; i++) rest[i - 1] = i, f *= i; /* f = (n - 1)! */
   int idx = round % f, left = n - 1;
+  if (idx < 0) idx += f;
   order[0] = 0;
   for (int p = 1; p < n; p++) { /* the idx-th permutation of rest, lexicographic (Lehmer code) */
     f /= left;
