@@ -49,7 +49,7 @@ typedef struct compiler {
   int reach;            /* 1 + the furthest position taken */
   int threads;          /* NVRTC threads beside the timing */
   char arch[16];        /* the device's, copied: the threads read it while the runner rewrites t->dev */
-  int planned;          /* plan_compile ran */
+  int planned;          /* plan_compile ran (once per tune, from on_device) */
   ft_status st;         /* the plan's cache read, when it failed */
   ft_err err;
 } compiler;
@@ -337,12 +337,10 @@ static ft_status ensure_compiled(tuner *t, int i, ft_err *err) {
   return FT_OK;
 }
 
-/* The search's plan: what it may measure, in order. The cache answers first for all of it; the
- * rest goes to the pool in that order. */
-static void plan_compile(void *user, const int *order, int n) {
-  tuner *t = user;
+/* The search's plan (ft_search_order): what it may measure, in order. The cache answers first for
+ * all of it; the rest goes to the pool in that order. */
+static void plan_compile(tuner *t, const int *order, int n) {
   compiler *cm = &t->cc;
-  if (cm->planned) return; /* one plan per tune: made when the device was known (on_device) */
   cm->planned = 1;
   const double t0 = ft__now_s();
   cm->jobs = calloc((size_t)n + 1, sizeof *cm->jobs);
@@ -479,7 +477,8 @@ static ft_status search(tuner *t, ft_err *err) {
   for (int i = 0; i < t->nc; i++) todo += !t->c[i].known;
   t->sum->n_skipped_known = t->nc - todo;
   const ft_search_cfg cfg = search_cfg(t);
-  ft_search_ops ops = {t, op_measure, op_store, op_clock, op_check_stop, plan_compile, progress};
+  /* No plan callback: the compilation was planned, in the same order, when the device was known. */
+  ft_search_ops ops = {t, op_measure, op_store, op_clock, op_check_stop, NULL, progress};
   t->expect_left = -1;
   ft_status s = ft_search_run(it, t->nc, &cfg, &ops, &t->ss, err);
   t->sum->budget_exhausted = t->ss.budget_exhausted;

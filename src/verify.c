@@ -212,11 +212,8 @@ static ft_status reference_gemm_device(ft_gpu *g, const double *dx, const double
   FT_TRY(ft_gpu_cublas(g, &hv, err));
   cublasHandle_t h = hv;
   double *dy = NULL;
-  ft_status st = FT_OK;
-  {
-    cudaError_t e = cudaMalloc((void **)&dy, (size_t)m * n * sizeof(double));
-    if (e != cudaSuccess) st = ft_cuda_fail(err, e, "reference output");
-  }
+  const cudaError_t ea = cudaMalloc((void **)&dy, (size_t)m * n * sizeof(double));
+  ft_status st = ea == cudaSuccess ? FT_OK : ft_cuda_fail(err, ea, "reference output");
   if (st == FT_OK) {
     /* Column-major view: y^T [n x m] = W [k x n]^T * x^T [k x m]. */
     const double one = 1.0, zero = 0.0;
@@ -284,7 +281,7 @@ ft_status ft_input_gen_fill(const ft_loaded *gen, ft_dtype dt, size_t n, float l
 #define FT_DEVICE_INPUTS_MIN ((size_t)1 << 22)
 
 /* x, W (in d's element type, and as doubles for the reference), the epilogue's parameters and
- * the reference GEMM, the inputs made by gen on the GPU. Leaves *s as the host path does. */
+ * the reference GEMM, the inputs made by gen on the GPU. Leaves *s as host_inputs does. */
 static ft_status device_inputs(ft_gpu *g, const ft_loaded *gen, ft_pdata *d, const ft_epilogue *ep, float bound,
                                uint64_t *s, ft_err *err) {
   const size_t nx = (size_t)d->m * d->k, nw = (size_t)d->n * d->k;
@@ -298,10 +295,6 @@ static ft_status device_inputs(ft_gpu *g, const ft_loaded *gen, ft_pdata *d, con
   if (st == FT_OK) st = ft_input_gen_fill(gen, d->dtype, nx, 0.0f, 1.0f, s, d->dX, dx, err);
   if (st == FT_OK) st = ft_input_gen_fill(gen, d->dtype, nw, -bound, bound, s, d->dW, dw, err);
   if (st == FT_OK) st = make_params(d, ep, bound, s, err);
-  if (st == FT_OK) {
-    e = cudaMalloc(&d->dY, (size_t)d->m * d->n * d->elem);
-    if (e != cudaSuccess) st = ft_cuda_fail(err, e, "output allocation");
-  }
   if (st == FT_OK) st = reference_gemm_device(g, dx, dw, d->m, d->n, d->k, d->ref, err);
   cudaFree(dx);
   cudaFree(dw);
@@ -421,6 +414,10 @@ ft_status ft_pdata_create(ft_gpu *g, int m, int n, int k, const ft_epilogue *ep,
     st = host_inputs(g, d, ep, bound, &s, err);
   }
   ft_loaded_free(&gen);
+  if (st == FT_OK) {
+    const cudaError_t e = cudaMalloc(&d->dY, (size_t)m * n * d->elem);
+    if (e != cudaSuccess) st = ft_cuda_fail(err, e, "output allocation");
+  }
   if (st == FT_OK) st = apply_epilogue(d, ep, err);
   if (st != FT_OK) {
     ft_pdata_free(d);
@@ -446,10 +443,6 @@ static ft_status host_inputs(ft_gpu *g, ft_pdata *d, const ft_epilogue *ep, floa
    * kernels see. In tf32 mode they stay fp32, so tf32's rounding is part of every error. */
   if (st == FT_OK) st = upload(d, &d->dX, hx, (size_t)m * k, err);
   if (st == FT_OK) st = upload(d, &d->dW, hw, (size_t)n * k, err);
-  if (st == FT_OK) {
-    cudaError_t e = cudaMalloc(&d->dY, (size_t)m * n * d->elem);
-    if (e != cudaSuccess) st = ft_cuda_fail(err, e, "output allocation");
-  }
   if (st == FT_OK) st = reference_gemm(g, hx, hw, m, n, k, d->ref, err);
   free(hx);
   free(hw);

@@ -77,6 +77,16 @@ static int ft_test_failures = 0;
     return FT_TEST_DONE();                                      \
   } while (0)
 
+/* From main() of a GPU test: device 0 opened into g (an ft_gpu *); no GPU skips the test, any
+ * other failure to open it fails it. */
+#define FT_TEST_OPEN_GPU(g)                                     \
+  do {                                                          \
+    ft_err e_;                                                  \
+    const ft_status s_ = ft_gpu_open(0, &(g), &e_);            \
+    if (s_ == FT_ERR_NO_DEVICE) RETURN_SKIP(e_.msg);            \
+    if (s_ != FT_OK) RETURN_FAIL("ft_gpu_open: %s", e_.msg);    \
+  } while (0)
+
 /* Whether a CUDA device is usable here (CI machines have no driver). */
 static inline int ft_test_have_gpu(void) {
   int n = 0;

@@ -57,10 +57,8 @@ static void check_range(const ft_loaded *gen, ft_dtype dt, float lo, float hi, u
 
 int main(void) {
   ft_gpu *g = NULL;
+  FT_TEST_OPEN_GPU(g);
   ft_err e;
-  const ft_status s = ft_gpu_open(0, &g, &e);
-  if (s == FT_ERR_NO_DEVICE) RETURN_SKIP(e.msg);
-  if (s != FT_OK) RETURN_FAIL("ft_gpu_open: %s", e.msg);
   ft_loaded gen;
   ASSERT_OK(ft_input_gen_open(g, &gen, &e));
   static const float ranges[][2] = {{0.0f, 1.0f}, {-0.0078125f, 0.0078125f}, {-3e-5f, 3e-5f}, {-3.0f, 5.0f}};

@@ -223,10 +223,7 @@ done:
 
 int main(void) {
   ft_gpu *g = NULL;
-  ft_err e;
-  const ft_status s = ft_gpu_open(0, &g, &e);
-  if (s == FT_ERR_NO_DEVICE) RETURN_SKIP(e.msg);
-  if (s != FT_OK) RETURN_FAIL("ft_gpu_open: %s", e.msg);
+  FT_TEST_OPEN_GPU(g);
   const ft_device_limits *lim = ft_gpu_limits(g);
   if (lim->cc_major != 9 || lim->cc_minor != 0) {
     ft_gpu_close(g);

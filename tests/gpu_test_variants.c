@@ -206,13 +206,7 @@ done:
 
 int main(void) {
   ft_gpu *g = NULL;
-  ft_err e;
-  const ft_status s = ft_gpu_open(0, &g, &e);
-  if (s == FT_ERR_NO_DEVICE) RETURN_SKIP(e.msg);
-  if (s != FT_OK) {
-    fprintf(stderr, "ft_gpu_open: %s\n", e.msg);
-    return 1;
-  }
+  FT_TEST_OPEN_GPU(g);
   printf("device %s (%s), NVRTC %d\n", ft_gpu_info(g)->name, ft_gpu_arch(g), ft_nvrtc_version());
   tally t = {0};
   /* Under compute-sanitizer, which is slow, the suite runs in parts: FT_TEST_QUICK=1 takes one
