@@ -1,7 +1,8 @@
 /* Device functions of the epilogue language (docs/EPILOGUE.md gives the definitions; the host
  * evaluator in src/epilogue.c computes the same ones in double). Self-contained: codegen
  * concatenates this text before the kernel, and NVRTC provides the CUDA math functions.
- * Precise math only (erfcf, erff, expf, expm1f, log1pf, tanhf); the forms chosen avoid
+ * Precise math only (erfcf, erff, expf, expm1f, log1pf, tanhf; division by ft_div, within 1
+ * ulp of IEEE); the forms chosen avoid
  * cancellation so fp32 results stay within a few ulp of the float64 reference (gelu with 16-bit
  * outputs: torch's form, see ft_gelu). */
 #ifndef FT_MATH_CUH
@@ -24,6 +25,40 @@ __device__ __forceinline__ float ft_max(float a, float b) {
 __device__ __forceinline__ float ft_min(float a, float b) { return (a < b || a != a) ? a : b; }
 __device__ __forceinline__ float ft_max(float a, float b) { return (a > b || a != a) ? a : b; }
 #endif
+
+/* a / b within 1 ulp of IEEE division, without its branch. CUDA's "/" checks every quotient
+ * (FCHK) and calls a slow path where needed, so each quotient ends a basic block and a tile's
+ * quotients cannot be interleaved: measured on the H200 (BENCHMARKS.md, session 11) with a bf16
+ * GEMM at 512x11008x4096, the epilogue 1 / (1 + x + b) cost 13-21 % more than x + b and sigmoid
+ * 29 %, against 6-9 % and 9 % with ft_div. The steps: b scaled into [2^-126, 2^126] and a tiny a
+ * (whose residual below would fall under the subnormal grid) scaled up, both by powers of two;
+ * the hardware reciprocal (relative error < 2^-23); one Newton step on the residual, exact by
+ * fma; where that step meets inf or NaN (b zero or infinite, an overflowing quotient) the
+ * unrefined quotient, which is then the IEEE result; the scale of a undone last. */
+__device__ __forceinline__ float ft_div(float a, float b) {
+  const float mb = fabsf(b);
+  const float sb = mb > 0x1p126f ? 0x1p-2f : (mb < 0x1p-126f ? 0x1p24f : 1.0f);
+  a *= sb;
+  b *= sb;
+  const bool tiny = fabsf(a) < 0x1p-102f;
+  a *= tiny ? 0x1p48f : 1.0f;
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b));
+  const float q0 = a * r;
+  const float q1 = fmaf(fmaf(-b, q0, a), r, q0);
+  return (q1 != q1 ? q0 : q1) * (tiny ? 0x1p-48f : 1.0f);
+}
+
+/* ft_div for a divisor b >= 1 (or inf, NaN), as in sigmoid's 1 + exp(-x): no scaling, so fewer
+ * registers in an unrolled epilogue. A b above 2^126 gives 0 (the reciprocal flushes), where
+ * IEEE gives |a / b| < 2^-126 |a|. */
+__device__ __forceinline__ float ft_div_by_ge1(float a, float b) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b));
+  const float q0 = a * r;
+  const float q1 = fmaf(fmaf(-b, q0, a), r, q0);
+  return q1 != q1 ? q0 : q1;
+}
 
 __device__ __forceinline__ float ft_relu(float x) { return ft_max(x, 0.0f); }
 
@@ -51,11 +86,11 @@ __device__ __forceinline__ float ft_gelu(float x) {
  * 1 / (1 + exp(-2u)), which keeps full relative precision for negative x. */
 __device__ __forceinline__ float ft_gelu_tanh(float x) {
   float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
-  return x / (1.0f + expf(-2.0f * u));
+  return ft_div_by_ge1(x, 1.0f + expf(-2.0f * u));
 }
 
-__device__ __forceinline__ float ft_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
-__device__ __forceinline__ float ft_silu(float x) { return x / (1.0f + expf(-x)); }
+__device__ __forceinline__ float ft_sigmoid(float x) { return ft_div_by_ge1(1.0f, 1.0f + expf(-x)); }
+__device__ __forceinline__ float ft_silu(float x) { return ft_div_by_ge1(x, 1.0f + expf(-x)); }
 __device__ __forceinline__ float ft_tanh(float x) { return tanhf(x); }
 
 /* torch.nn.functional.softplus defaults: beta = 1, threshold = 20. */

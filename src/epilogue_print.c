@@ -53,8 +53,9 @@ static int prec(const printer *pr, int n) {
     case N_SUB:
       return 1;
     case N_MUL:
-    case N_DIV:
       return 2;
+    case N_DIV: /* ft_div(a, b) in CUDA text: a call */
+      return pr->mode == PM_CUDA ? 4 : 2;
     case N_NEG:
       return 3;
     default:
@@ -119,10 +120,21 @@ static void print_node(printer *pr, int n) {
       print_wrapped(pr, k, prec(pr, k) < 3);
       return;
     }
+    case N_DIV:
+      /* CUDA's "/" is IEEE division: a branch to a slow path per quotient, which keeps the
+       * scheduler from interleaving a tile's epilogue (ft_math.cuh, ft_div). */
+      if (pr->mode == PM_CUDA) {
+        ft_sb_puts(&pr->out, "ft_div(");
+        print_node(pr, nd->kid[0]);
+        ft_sb_puts(&pr->out, ", ");
+        print_node(pr, nd->kid[1]);
+        ft_sb_puts(&pr->out, ")");
+        return;
+      }
+      /* fall through */
     case N_ADD:
     case N_SUB:
     case N_MUL:
-    case N_DIV:
       print_wrapped(pr, nd->kid[0], prec(pr, nd->kid[0]) < prec(pr, n));
       ft_sb_puts(&pr->out, ops[nd->kind]);
       print_wrapped(pr, nd->kid[1], prec(pr, nd->kid[1]) <= prec(pr, n));

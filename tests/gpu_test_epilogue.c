@@ -1,7 +1,9 @@
 /* Device functions against the float64 evaluator: for every function of the language, a kernel
  * evaluating its CUDA text on 1M inputs over [-20, 20] ((0, 20] for log and sqrt), compiled
  * with NVRTC, loaded and launched through the runtime API; every result must be within
- * relative 1e-6 or absolute 1e-7 of ft_ep_eval. Skips without a GPU. */
+ * relative 1e-6 or absolute 1e-7 of ft_ep_eval. Then ft_div, the epilogue's division, against
+ * the host's IEEE division over every kind of float (random bit patterns and the special
+ * values): within 1 ulp, NaN where IEEE gives NaN. Skips without a GPU. */
 #include <cuda_runtime_api.h>
 #include <nvrtc.h>
 
@@ -49,6 +51,7 @@ static const case_def k_cases[] = {
     {"tanh(x)", 0},             {"mish(x)", 0},        {"softplus(x)", 0},   {"elu(x)", 0},
     {"hardtanh(x, -1, 1)", 0},  {"clamp(x, -2, 3)", 0}, {"abs(x)", 0},       {"exp(x)", 0},
     {"log(x)", 1},              {"sqrt(x)", 1},        {"-x * 2 + 1", 0},    {"x / 3 - 0.25", 0},
+    {"1 / (1 + x)", 0},         {"x / (x * x + 2)", 0},
 };
 
 typedef struct FtEpArgs {
@@ -63,6 +66,13 @@ static const char *const k_kernel_fmt =
     "  if (i >= n) return;\n"
     "  float x = in[i];\n"
     "  out[i] = %s;\n"
+    "}\n";
+
+/* The same kernel's shape for ft_div: a from in[0, n), b from in[n, 2n). */
+static const char *const k_div_kernel =
+    "extern \"C\" __global__ void k(const float *in, float *out, int n) {\n"
+    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  if (i < n) out[i] = ft_div(in[i], in[n + i]);\n"
     "}\n";
 
 static uint64_t splitmix64(uint64_t *s) {
@@ -99,8 +109,9 @@ static int pick_arch(int cc, char *opt, size_t n) {
   return best == cc; /* 1: cubin, 0: PTX */
 }
 
-/* Compiles one kernel; returns malloc'd code (cubin or PTX) or NULL after recording why. */
-static char *compile_kernel(const char *expr_cuda, int cc) {
+/* Compiles ft_math.cuh followed by body (k_kernel_fmt with expr_cuda in it when expr_cuda is not
+ * NULL); returns malloc'd code (cubin or PTX) or NULL after recording why. */
+static char *compile_kernel(const char *body, const char *expr_cuda, int cc) {
   char *src = NULL, *code = NULL, *log = NULL;
   nvrtcProgram prog = NULL;
   size_t mlen = 0, size = 0, log_len = 0;
@@ -111,10 +122,11 @@ static char *compile_kernel(const char *expr_cuda, int cc) {
     FT_FAIL_AT_("no ft_math.cuh or no NVRTC architecture for sm_%d", cc);
     return NULL;
   }
-  size_t n = mlen + strlen(k_kernel_fmt) + strlen(expr_cuda) + 1;
+  size_t n = mlen + strlen(body) + (expr_cuda ? strlen(expr_cuda) : 0) + 1;
   if (!(src = malloc(n))) goto done;
   memcpy(src, math, mlen);
-  snprintf(src + mlen, n - mlen, k_kernel_fmt, expr_cuda);
+  if (expr_cuda) snprintf(src + mlen, n - mlen, body, expr_cuda);
+  else snprintf(src + mlen, n - mlen, "%s", body);
   NVRTC_OK(nvrtcCreateProgram(&prog, src, "gpu_test_epilogue.cu", 0, NULL, NULL));
   const char *opts[] = {arch};
   nvrtcResult r = nvrtcCompileProgram(prog, 1, opts);
@@ -141,8 +153,9 @@ done:
   return NULL;
 }
 
-/* Runs the kernel on in[] and writes out[]. */
-static void run_kernel(const char *code, const float *in, float *out) {
+/* Runs the kernel on in[0, n_in) and writes out[0, N_INPUTS) (the division kernel takes no ep:
+ * the launch reads as many arguments as the kernel has). */
+static void run_kernel(const char *code, const float *in, size_t n_in, float *out) {
   cudaLibrary_t lib = NULL;
   cudaKernel_t kern = NULL;
   float *d_in = NULL, *d_out = NULL;
@@ -151,9 +164,9 @@ static void run_kernel(const char *code, const float *in, float *out) {
   memset(&ep, 0, sizeof ep);
   CUDA_OK(cudaLibraryLoadData(&lib, code, NULL, NULL, 0, NULL, NULL, 0));
   CUDA_OK(cudaLibraryGetKernel(&kern, lib, "k"));
-  CUDA_OK(cudaMalloc((void **)&d_in, sizeof(float) * N_INPUTS));
+  CUDA_OK(cudaMalloc((void **)&d_in, sizeof(float) * n_in));
   CUDA_OK(cudaMalloc((void **)&d_out, sizeof(float) * N_INPUTS));
-  CUDA_OK(cudaMemcpy(d_in, in, sizeof(float) * N_INPUTS, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(d_in, in, sizeof(float) * n_in, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemset(d_out, 0xff, sizeof(float) * N_INPUTS)); /* NaN: unwritten elements fail */
   void *args[] = {&d_in, &d_out, &n, &ep};
   dim3 block = {256, 1, 1}, grid = {(N_INPUTS + 255) / 256, 1, 1};
@@ -174,7 +187,7 @@ static void compare(const char *text, const ft_epilogue *ep, const float *in, co
   for (int i = 0; i < N_INPUTS; i++) {
     double ref = ft_ep_eval(ep, (double)in[i], NULL), got = (double)out[i];
     double err = fabs(got - ref), rel = ref != 0.0 ? err / fabs(ref) : err;
-    int ok = isnan(ref) ? isnan(got) : (err <= ABS_TOL || rel <= REL_TOL);
+    int ok = isnan(ref) ? isnan(got) : isinf(ref) ? got == ref : (err <= ABS_TOL || rel <= REL_TOL);
     if (ok && err > ABS_TOL && rel > worst_rel) worst_rel = rel;
     if (!ok && bad++ < 5)
       fprintf(stderr, "  %s: x = %.9g: got %.9g, float64 %.17g (abs %.3g, rel %.3g)\n", text, (double)in[i], got,
@@ -191,16 +204,79 @@ static void check_case(const case_def *c, int cc, float *in, float *out, uint64_
     FT_FAIL_AT_("parse of %s: %s", c->expr, err.msg);
     return;
   }
-  char *code = compile_kernel(ft_ep_cuda(ep), cc);
+  char *code = compile_kernel(k_kernel_fmt, ft_ep_cuda(ep), cc);
   if (code) {
     fill_inputs(in, c->positive, seed);
     for (int i = 0; i < N_INPUTS; i++) out[i] = NAN;
     int before = ft_test_failures;
-    run_kernel(code, in, out);
+    run_kernel(code, in, N_INPUTS, out);
     if (ft_test_failures == before) compare(c->expr, ep, in, out);
     free(code);
   }
   ft_ep_free(ep);
+}
+
+/* Distance in ulps between two non-NaN floats (the ordered integers of their bits: +0 and -0
+ * are one apart, the largest float and infinity too). */
+static long long ulps_apart(float a, float b) {
+  int32_t ia, ib;
+  memcpy(&ia, &a, 4);
+  memcpy(&ib, &b, 4);
+  const long long oa = ia < 0 ? -(long long)(ia & 0x7fffffff) - 1 : ia, ob = ib < 0 ? -(long long)(ib & 0x7fffffff) - 1 : ib;
+  return oa > ob ? oa - ob : ob - oa;
+}
+
+static float float_of_bits(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+/* ft_div on N_INPUTS pairs: the special values against each other, then random bit patterns
+ * (every exponent, subnormals, infinities and NaNs among them). */
+static void check_div(int cc) {
+  static const float specials[] = {0.0f, -0.0f, 1.0f, -1.0f, 3.0f, -7.0f, 0.1f, 1e10f, -1e-10f, 0x1p-149f, -0x1p-149f,
+                                   1e-40f, -3e-39f, 0x1p-126f, 0x1.fffffep-127f, 0x1p126f, 0x1.8p126f, -0x1p127f,
+                                   3.4028235e38f, -3.4028235e38f, INFINITY, -INFINITY, NAN};
+  const int ns = (int)(sizeof specials / sizeof specials[0]);
+  float *in = malloc(sizeof(float) * 2 * N_INPUTS), *out = malloc(sizeof(float) * N_INPUTS);
+  char *code = NULL;
+  if (!in || !out) {
+    FT_FAIL_AT_("out of host memory");
+    goto done;
+  }
+  uint64_t seed = 0xd1f0ULL;
+  for (int i = 0; i < N_INPUTS; i++) {
+    in[i] = float_of_bits((uint32_t)splitmix64(&seed));
+    in[N_INPUTS + i] = float_of_bits((uint32_t)splitmix64(&seed));
+    out[i] = NAN;
+  }
+  for (int i = 0; i < ns * ns; i++) in[i] = specials[i / ns], in[N_INPUTS + i] = specials[i % ns];
+  /* Subnormal numerators over denominators in [2^-30, 2^31): normal quotients whose residual
+   * falls under the subnormal grid unless a is scaled first. */
+  for (int i = ns * ns; i < ns * ns + (1 << 16); i++) {
+    const uint32_t u = (uint32_t)splitmix64(&seed);
+    in[i] = float_of_bits((u & 0x807fffffu) | (u & 0x7fffffu ? 0 : 1u));
+    in[N_INPUTS + i] = float_of_bits((u & 0x807fffffu) ^ ((uint32_t)(97 + (u >> 23) % 61) << 23) ^ 0x1234u);
+  }
+  if (!(code = compile_kernel(k_div_kernel, NULL, cc))) goto done;
+  int before = ft_test_failures, bad = 0;
+  run_kernel(code, in, 2 * (size_t)N_INPUTS, out);
+  if (ft_test_failures != before) goto done;
+  long long worst = 0;
+  for (int i = 0; i < N_INPUTS; i++) {
+    const float a = in[i], b = in[N_INPUTS + i], want = a / b, got = out[i];
+    const long long d = isnan(want) || isnan(got) ? (isnan(want) && isnan(got) ? 0 : 1LL << 40) : ulps_apart(want, got);
+    if (d > worst && d <= 1) worst = d;
+    if (d > 1 && bad++ < 5)
+      fprintf(stderr, "  ft_div(%a, %a): got %a, IEEE %a (%lld ulps)\n", (double)a, (double)b, (double)got, (double)want, d);
+  }
+  fprintf(stderr, "%-22s worst %lld ulp, %d of %d more than 1 ulp from IEEE division\n", "ft_div", worst, bad, N_INPUTS);
+  if (bad) FT_FAIL_AT_("ft_div: %d quotients more than 1 ulp from IEEE division", bad);
+done:
+  free(code);
+  free(in);
+  free(out);
 }
 
 int main(void) {
@@ -216,6 +292,7 @@ int main(void) {
   CUDA_OK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
   for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++)
     check_case(&k_cases[i], major * 10 + minor, in, out, 0x5eed0000ULL + i);
+  check_div(major * 10 + minor);
 done:
   free(in);
   free(out);

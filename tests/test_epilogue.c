@@ -517,6 +517,10 @@ static void test_cuda_text(void) {
   ep = parse_ok("x");
   if (ep) ASSERT_EQ_STR(ft_ep_cuda(ep), "x");
   ft_ep_free(ep);
+  /* Division goes through ft_div (branch-free, within 1 ulp: ft_math.cuh), a call in the text. */
+  ep = parse_ok("-(8 / (x / 2)) * 3 / (x + 1)");
+  if (ep) ASSERT_EQ_STR(ft_ep_cuda(ep), "ft_div(-ft_div(8.0f, ft_div(x, 2.0f)) * 3.0f, x + 1.0f)");
+  ft_ep_free(ep);
 }
 
 static void test_presets(void) {
