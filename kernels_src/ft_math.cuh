@@ -29,8 +29,8 @@ __device__ __forceinline__ float ft_max(float a, float b) { return (a > b || a !
 /* a / b within 1 ulp of IEEE division, without its branch. CUDA's "/" checks every quotient
  * (FCHK) and calls a slow path where needed, so each quotient ends a basic block and a tile's
  * quotients cannot be interleaved: measured on the H200 (BENCHMARKS.md, session 11) with a bf16
- * GEMM at 512x11008x4096, the epilogue 1 / (1 + x + b) cost 13-21 % more than x + b and sigmoid
- * 29 %, against 6-9 % and 9 % with ft_div. The steps: b scaled into [2^-126, 2^126] and a tiny a
+ * GEMM at 512x11008x4096, the epilogue 1 / (1 + x + b) cost 13-21 % more than x + b, sigmoid
+ * 28-29 %, against 5-7 % and 7-8 % with ft_div / ft_div_by_ge1. The steps: b scaled into [2^-126, 2^126] and a tiny a
  * (whose residual below would fall under the subnormal grid) scaled up, both by powers of two;
  * the hardware reciprocal (relative error < 2^-23); one Newton step on the residual, exact by
  * fma; where that step meets inf or NaN (b zero or infinite, an overflowing quotient) the
