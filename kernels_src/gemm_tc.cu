@@ -519,7 +519,15 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
   const unsigned sbuf = cbuf + FT_C_BYTES; /* FT_EPI_STAGED's staging boxes (16-bit storage) */
   const unsigned full = sbuf + FT_S_BYTES, empty = full + 8 * FT_STAGES;
   const unsigned sched = empty + 8 * FT_STAGES; /* stream-K: the slot's range (ft_work) */
+  /* 16-bit storage: wg broadcast from lane 0, so that the compiler knows it is warp-uniform and
+   * keeps what derives from it (tile rows, shared-memory offsets) in uniform registers. H200,
+   * 1024x8192^2 bf16, clusters of 1 (BENCHMARKS.md, session 11): relu(x + bias) 0.7-0.8 % faster,
+   * x 0.3-0.4 %. Not in fp32 storage, where it made BN 256 with x + 2*sigmoid(x) spill. */
+#if FT_DTYPE != 0
+  const int wg = __shfl_sync(0xffffffffu, (int)threadIdx.x / 128, 0), tid = (int)threadIdx.x % 128;
+#else
   const int wg = (int)threadIdx.x / 128, tid = (int)threadIdx.x % 128;
+#endif
 #if FT_CLUSTER > 1
   unsigned rank;
   asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
