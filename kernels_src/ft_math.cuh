@@ -34,30 +34,39 @@ __device__ __forceinline__ float ft_max(float a, float b) { return (a > b || a !
  * (whose residual below would fall under the subnormal grid) scaled up, both by powers of two;
  * the hardware reciprocal (relative error < 2^-23); one Newton step on the residual, exact by
  * fma; where that step meets inf or NaN (b zero or infinite, an overflowing quotient) the
- * unrefined quotient, which is then the IEEE result; the scale of a undone last. */
+ * unrefined quotient, which is then the IEEE result; the sign of a zero quotient kept; the
+ * scale of a undone last. (A review found the first form here off near the largest float and
+ * for -0 numerators; the fixes were checked by emulation with a reciprocal 1 ulp off either
+ * way, not yet on the GPU: BENCHMARKS.md, session 11.) */
 __device__ __forceinline__ float ft_div(float a, float b) {
   const float mb = fabsf(b);
-  const float sb = mb > 0x1p126f ? 0x1p-2f : (mb < 0x1p-126f ? 0x1p24f : 1.0f);
+  const float sb = mb >= 0x1p126f ? 0x1p-2f : (mb < 0x1p-126f ? 0x1p24f : 1.0f);
   a *= sb;
   b *= sb;
   const bool tiny = fabsf(a) < 0x1p-102f;
   a *= tiny ? 0x1p48f : 1.0f;
   float r;
   asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b));
+  /* A quotient within an ulp or two of the largest float: a reciprocal an ulp high would make
+   * a * r overflow (and the step below NaN), so a is halved first and the quotient doubled. */
+  const bool big = fabsf(a * r) >= 0x1p127f;
+  a *= big ? 0.5f : 1.0f;
   const float q0 = a * r;
   const float q1 = fmaf(fmaf(-b, q0, a), r, q0);
-  return (q1 != q1 ? q0 : q1) * (tiny ? 0x1p-48f : 1.0f);
+  /* copysignf: the step turns a quotient -0 into +0 (-0 + +0). */
+  return copysignf(q1 != q1 ? q0 : q1, q0) * (tiny ? 0x1p-48f : (big ? 2.0f : 1.0f));
 }
 
 /* ft_div for a divisor b >= 1 (or inf, NaN), as in sigmoid's 1 + exp(-x): no scaling, so fewer
- * registers in an unrolled epilogue. A b above 2^126 gives 0 (the reciprocal flushes), where
- * IEEE gives |a / b| < 2^-126 |a|. */
+ * registers in an unrolled epilogue. Within 1 ulp of IEEE but where b is above 2^126 (0, where
+ * IEEE gives |a / b| < 2^-126 |a|) or the quotient within an ulp or two of the largest float
+ * (possibly inf). */
 __device__ __forceinline__ float ft_div_by_ge1(float a, float b) {
   float r;
   asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b));
   const float q0 = a * r;
   const float q1 = fmaf(fmaf(-b, q0, a), r, q0);
-  return q1 != q1 ? q0 : q1;
+  return copysignf(q1 != q1 ? q0 : q1, q0); /* the sign of a zero quotient, as in ft_div */
 }
 
 __device__ __forceinline__ float ft_relu(float x) { return ft_max(x, 0.0f); }

@@ -4,6 +4,8 @@
  * relative 1e-6 or absolute 1e-7 of ft_ep_eval. Then ft_div, the epilogue's division, against
  * the host's IEEE division over every kind of float (random bit patterns and the special
  * values): within 1 ulp, NaN where IEEE gives NaN. Skips without a GPU. */
+#include <float.h>
+
 #include <cuda_runtime_api.h>
 #include <nvrtc.h>
 
@@ -216,9 +218,11 @@ static void check_case(const case_def *c, int cc, float *in, float *out, uint64_
   ft_ep_free(ep);
 }
 
-/* Distance in ulps between two non-NaN floats (the ordered integers of their bits: +0 and -0
- * are one apart, the largest float and infinity too). */
+/* Distance in ulps between two non-NaN floats (the ordered integers of their bits: the largest
+ * float and infinity are one apart); zeros of opposite signs count as far apart, since the sign
+ * of a zero shows later (1 / -0 is -inf). */
 static long long ulps_apart(float a, float b) {
+  if (a == 0.0f && b == 0.0f) return signbit(a) == signbit(b) ? 0 : 1LL << 40;
   int32_t ia, ib;
   memcpy(&ia, &a, 4);
   memcpy(&ib, &b, 4);
@@ -252,12 +256,25 @@ static void check_div(int cc) {
     out[i] = NAN;
   }
   for (int i = 0; i < ns * ns; i++) in[i] = specials[i / ns], in[N_INPUTS + i] = specials[i % ns];
-  /* Subnormal numerators over denominators in [2^-30, 2^31): normal quotients whose residual
-   * falls under the subnormal grid unless a is scaled first. */
-  for (int i = ns * ns; i < ns * ns + (1 << 16); i++) {
-    const uint32_t u = (uint32_t)splitmix64(&seed);
+  /* Directed cases after the special values, 2^16 of each kind: subnormal numerators over
+   * divisors in [2^-30, 2^31) (normal quotients whose residual falls under the subnormal grid
+   * unless a is scaled first); quotients within 8 ulps below the largest float (a reciprocal an
+   * ulp high overflows a * r); zero numerators of either sign. */
+  int i = ns * ns;
+  for (int k = 0; k < (1 << 16); k++, i++) {
+    const uint32_t u = (uint32_t)splitmix64(&seed), v = (uint32_t)splitmix64(&seed);
     in[i] = float_of_bits((u & 0x807fffffu) | (u & 0x7fffffu ? 0 : 1u));
-    in[N_INPUTS + i] = float_of_bits((u & 0x807fffffu) ^ ((uint32_t)(97 + (u >> 23) % 61) << 23) ^ 0x1234u);
+    in[N_INPUTS + i] = float_of_bits((v & 0x807fffffu) | ((uint32_t)(97 + v % 61) << 23));
+  }
+  for (int k = 0; k < (1 << 16); k++, i++) {
+    const uint32_t v = (uint32_t)splitmix64(&seed);
+    const float b = float_of_bits((v & 0x807fffffu) | ((uint32_t)(107 + v % 20) << 23)); /* [2^-20, 1) */
+    in[i] = (float)((double)FLT_MAX * (1.0 - (double)(k % 8) * 0x1p-24) * (double)b);
+    in[N_INPUTS + i] = b;
+  }
+  for (int k = 0; k < (1 << 16); k++, i++) {
+    in[i] = k & 1 ? -0.0f : 0.0f;
+    in[N_INPUTS + i] = float_of_bits((uint32_t)splitmix64(&seed));
   }
   if (!(code = compile_kernel(k_div_kernel, NULL, cc))) goto done;
   int before = ft_test_failures, bad = 0;
@@ -271,7 +288,8 @@ static void check_div(int cc) {
     if (d > 1 && bad++ < 5)
       fprintf(stderr, "  ft_div(%a, %a): got %a, IEEE %a (%lld ulps)\n", (double)a, (double)b, (double)got, (double)want, d);
   }
-  fprintf(stderr, "%-22s worst %lld ulp, %d of %d more than 1 ulp from IEEE division\n", "ft_div", worst, bad, N_INPUTS);
+  fprintf(stderr, "%-22s worst %lld ulp, %d of %d more than 1 ulp from IEEE division (or a zero of the other sign)\n",
+          "ft_div", worst, bad, N_INPUTS);
   if (bad) FT_FAIL_AT_("ft_div: %d quotients more than 1 ulp from IEEE division", bad);
 done:
   free(code);
