@@ -64,6 +64,7 @@ static int prec(const printer *pr, int n) {
 }
 
 static void print_node(printer *pr, int n);
+static void print_binary(printer *pr, int n);
 
 static void print_wrapped(printer *pr, int n, int parens) {
   if (parens) ft_sb_puts(&pr->out, "(");
@@ -107,7 +108,6 @@ static void print_call(printer *pr, const ep_node *nd) {
  * the canonical text never nests deeper than its tree and always parses back. */
 static void print_node(printer *pr, int n) {
   const ep_node *nd = &pr->ep->nodes[n];
-  static const char *const ops[] = {[N_ADD] = " + ", [N_SUB] = " - ", [N_MUL] = " * ", [N_DIV] = " / "};
   if (is_input(pr, n)) {
     ft_sb_printf(&pr->out, "IN%d", pr->in_of[n]);
     return;
@@ -129,15 +129,14 @@ static void print_node(printer *pr, int n) {
         ft_sb_puts(&pr->out, ", ");
         print_node(pr, nd->kid[1]);
         ft_sb_puts(&pr->out, ")");
-        return;
+      } else {
+        print_binary(pr, n);
       }
-      /* fall through */
+      return;
     case N_ADD:
     case N_SUB:
     case N_MUL:
-      print_wrapped(pr, nd->kid[0], prec(pr, nd->kid[0]) < prec(pr, n));
-      ft_sb_puts(&pr->out, ops[nd->kind]);
-      print_wrapped(pr, nd->kid[1], prec(pr, nd->kid[1]) <= prec(pr, n));
+      print_binary(pr, n);
       return;
     case N_CALL:
       print_call(pr, nd);
@@ -146,6 +145,15 @@ static void print_node(printer *pr, int n) {
       print_leaf(pr, nd);
       return;
   }
+}
+
+/* a op b with the parentheses print_node's comment describes. */
+static void print_binary(printer *pr, int n) {
+  static const char *const ops[] = {[N_ADD] = " + ", [N_SUB] = " - ", [N_MUL] = " * ", [N_DIV] = " / "};
+  const ep_node *nd = &pr->ep->nodes[n];
+  print_wrapped(pr, nd->kid[0], prec(pr, nd->kid[0]) < prec(pr, n));
+  ft_sb_puts(&pr->out, ops[nd->kind]);
+  print_wrapped(pr, nd->kid[1], prec(pr, nd->kid[1]) <= prec(pr, n));
 }
 
 /* The CUDA text is parenthesized when it is an operator, so callers may embed it anywhere. */
