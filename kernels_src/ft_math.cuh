@@ -26,16 +26,31 @@ __device__ __forceinline__ float ft_min(float a, float b) { return (a < b || a !
 __device__ __forceinline__ float ft_max(float a, float b) { return (a > b || a != a) ? a : b; }
 #endif
 
+/* The hardware reciprocal (relative error < 2^-23; subnormal b and results flushed to zero). */
+__device__ __forceinline__ float ft_rcp_approx(float b) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b));
+  return r;
+}
+
+/* a * r refined by one Newton step on the exact residual (r ~ 1 / b, the hardware's): where the
+ * step meets inf or NaN the unrefined product, and the sign of a zero kept (the step turns -0
+ * into +0). */
+__device__ __forceinline__ float ft_div_refined(float a, float b, float r) {
+  const float q0 = a * r;
+  const float q1 = fmaf(fmaf(-b, q0, a), r, q0);
+  return copysignf(q1 != q1 ? q0 : q1, q0);
+}
+
 /* a / b within 1 ulp of IEEE division, without its branch. CUDA's "/" checks every quotient
  * (FCHK) and calls a slow path where needed, so each quotient ends a basic block and a tile's
  * quotients cannot be interleaved: measured on the H200 (BENCHMARKS.md, session 11) with a bf16
  * GEMM at 512x11008x4096, the epilogue 1 / (1 + x + b) cost 13-21 % more than x + b, sigmoid
- * 28-29 %, against 5-7 % and 7-8 % with ft_div / ft_div_by_ge1. The steps: b scaled into [2^-126, 2^126] and a tiny a
- * (whose residual below would fall under the subnormal grid) scaled up, both by powers of two;
- * the hardware reciprocal (relative error < 2^-23); one Newton step on the residual, exact by
- * fma; where that step meets inf or NaN (b zero or infinite, an overflowing quotient) the
- * unrefined quotient, which is then the IEEE result; the sign of a zero quotient kept; the
- * scale of a undone last. (A review found the first form here off near the largest float and
+ * 28-29 %, against 5-7 % and 7-8 % with ft_div / ft_div_by_ge1. The steps: b scaled into
+ * [2^-126, 2^126) and a tiny a (whose residual below would fall under the subnormal grid) scaled
+ * up, both by powers of two; the hardware reciprocal; a halved where a * r would overflow; then
+ * ft_div_refined (which gives the unrefined quotient, then the IEEE result, where b is zero or
+ * infinite or the quotient overflows); the scales of a undone last. (A review found the first form here off near the largest float and
  * for -0 numerators; the fixes were checked by emulation with a reciprocal 1 ulp off either
  * way, not yet on the GPU: BENCHMARKS.md, session 11.) */
 __device__ __forceinline__ float ft_div(float a, float b) {
@@ -45,16 +60,12 @@ __device__ __forceinline__ float ft_div(float a, float b) {
   b *= sb;
   const bool tiny = fabsf(a) < 0x1p-102f;
   a *= tiny ? 0x1p48f : 1.0f;
-  float r;
-  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b));
+  const float r = ft_rcp_approx(b);
   /* A quotient within an ulp or two of the largest float: a reciprocal an ulp high would make
    * a * r overflow (and the step below NaN), so a is halved first and the quotient doubled. */
   const bool big = fabsf(a * r) >= 0x1p127f;
   a *= big ? 0.5f : 1.0f;
-  const float q0 = a * r;
-  const float q1 = fmaf(fmaf(-b, q0, a), r, q0);
-  /* copysignf: the step turns a quotient -0 into +0 (-0 + +0). */
-  return copysignf(q1 != q1 ? q0 : q1, q0) * (tiny ? 0x1p-48f : (big ? 2.0f : 1.0f));
+  return ft_div_refined(a, b, r) * (tiny ? 0x1p-48f : (big ? 2.0f : 1.0f));
 }
 
 /* ft_div for a divisor b >= 1 (or inf, NaN), as in sigmoid's 1 + exp(-x): no scaling, so fewer
@@ -62,11 +73,7 @@ __device__ __forceinline__ float ft_div(float a, float b) {
  * IEEE gives |a / b| < 2^-126 |a|) or the quotient within an ulp or two of the largest float
  * (possibly inf). */
 __device__ __forceinline__ float ft_div_by_ge1(float a, float b) {
-  float r;
-  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b));
-  const float q0 = a * r;
-  const float q1 = fmaf(fmaf(-b, q0, a), r, q0);
-  return copysignf(q1 != q1 ? q0 : q1, q0); /* the sign of a zero quotient, as in ft_div */
+  return ft_div_refined(a, b, ft_rcp_approx(b));
 }
 
 __device__ __forceinline__ float ft_relu(float x) { return ft_max(x, 0.0f); }

@@ -523,11 +523,8 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
    * keeps what derives from it (tile rows, shared-memory offsets) in uniform registers. H200,
    * 1024x8192^2 bf16, clusters of 1 (BENCHMARKS.md, session 11): relu(x + bias) 0.7-0.8 % faster,
    * x 0.3-0.4 %. Not in fp32 storage, where it made BN 256 with x + 2*sigmoid(x) spill. */
-#if FT_DTYPE != 0
-  const int wg = __shfl_sync(0xffffffffu, (int)threadIdx.x / 128, 0), tid = (int)threadIdx.x % 128;
-#else
-  const int wg = (int)threadIdx.x / 128, tid = (int)threadIdx.x % 128;
-#endif
+  const int wg = FT_ESIZE == 2 ? __shfl_sync(0xffffffffu, (int)threadIdx.x / 128, 0) : (int)threadIdx.x / 128;
+  const int tid = (int)threadIdx.x % 128;
 #if FT_CLUSTER > 1
   unsigned rank;
   asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));

@@ -329,7 +329,6 @@ ft_status ft_search_run(ft_search_item *items, int n, const ft_search_cfg *cfg, 
     note_best(&r, &items[i]);
     note_ratio(&r, &items[i]);
   }
-  if (ops->plan) ops->plan(ops->user, order, n);
   const int fused_todo = todo(&r, fused, nf);
   ft_status s = FT_OK;
   int m = 0;

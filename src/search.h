@@ -61,9 +61,6 @@ typedef struct ft_search_ops {
   double (*clock)(void *user); /* seconds */
   /* Non-OK (FT_ERR_INTERRUPTED) ends the search after storing what it measured. NULL: never. */
   ft_status (*check_stop)(void *user, ft_err *err);
-  /* Optional, called once before anything is measured: the items in the order the search may
-   * measure them (safe ones first), so that the caller compiles in that order. */
-  void (*plan)(void *user, const int *order, int n);
   void (*progress)(void *user, const ft_search_progress *p); /* optional */
 } ft_search_ops;
 
@@ -94,7 +91,7 @@ typedef struct ft_search_stats {
 /* The order cfg's search may measure items[0..n) in, into order[0..n): the safe ones first (in
  * index order), then the fused ones by predicted time (random: shuffled by cfg->seed); only the
  * ratios of the predictions matter. Returns the number of safe items. It is the order
- * ft_search_run plans with (ops.plan), so a caller may start compiling in it before the search. */
+ * ft_search_run measures in, so a caller may start compiling in it before the search. */
 int ft_search_order(const ft_search_item *items, int n, const ft_search_cfg *cfg, int *order);
 /* Runs cfg's search over items[0..n) through ops. Returns FT_OK, what check_stop returned
  * (after storing every measurement made), or an error of measure or store. */

@@ -477,8 +477,8 @@ static ft_status search(tuner *t, ft_err *err) {
   for (int i = 0; i < t->nc; i++) todo += !t->c[i].known;
   t->sum->n_skipped_known = t->nc - todo;
   const ft_search_cfg cfg = search_cfg(t);
-  /* No plan callback: the compilation was planned, in the same order, when the device was known. */
-  ft_search_ops ops = {t, op_measure, op_store, op_clock, op_check_stop, NULL, progress};
+  /* The compilation was planned in ft_search_order's order when the device was known. */
+  ft_search_ops ops = {t, op_measure, op_store, op_clock, op_check_stop, progress};
   t->expect_left = -1;
   ft_status s = ft_search_run(it, t->nc, &cfg, &ops, &t->ss, err);
   t->sum->budget_exhausted = t->ss.budget_exhausted;
