@@ -1,10 +1,10 @@
-# Writes kernels_src/wgmma_sm90.cuh (python3 cmake/gen_wgmma.py kernels_src/wgmma_sm90.cuh): one wrapper per BN for m64nBN (both operands from shared memory),
+# Writes kernels_src/wgmma_sm90.cuh (python3 cmake/gen_wgmma.py kernels_src/wgmma_sm90.cuh): one wrapper per BN (64..256, multiples of 8) for m64nBN (both operands from shared memory),
 # and with FT_AREGS (3xtf32) one per BN taking A, a k8 tf32 fragment, from four registers;
 # the instruction type chosen by FT_WGMMA_OP / FT_WGMMA_TAIL in gemm_tc.cu. Inline PTX needs
 # every accumulator register named, hence generated text.
 import sys
 out = []
-for n in (64, 96, 128, 160, 192, 224, 256):
+for n in range(64, 257, 8):  # every wgmma N a tile may take (a multiple of 8)
     r = n // 2
     regs = ", ".join("%%%d" % i for i in range(r))
     ops = ", ".join('"+f"(d[%d])' % i for i in range(r))

@@ -385,7 +385,7 @@ __device__ __forceinline__ void ft_box_staged(const float (&d)[FT_BN / 2], int c
 // stores it. The staged form (FT_EPI_STAGED) passes that barrier once more in between, after the
 // raw sums are staged and before the loop reads them.
 __device__ __forceinline__ void ft_tile_store_tma(float (&d)[FT_BN / 2], unsigned cbuf, unsigned sbuf,
-                                                  const FtTmaDesc *map,
+                                                  const FtTmaDesc *map, ft_elem_t *__restrict__ Y,
                                                   int r0, int n0, int M, int N, int wg, int warp, int lane,
                                                   unsigned &nbox, const FtEpArgs &ep) {
   const int tid = warp * 32 + lane; /* r0: the first of the 64 rows this accumulator holds */
@@ -427,6 +427,30 @@ __device__ __forceinline__ void ft_tile_store_tma(float (&d)[FT_BN / 2], unsigne
     }
     nbox++;
   }
+#if FT_BN % FT_C_COLS
+  /* A wave-fitted BN's columns past its last whole box: direct stores, 8-column chunks. */
+#pragma unroll
+  for (int q = FT_BN / FT_C_COLS * (FT_C_COLS / 8); q < FT_BN / 8; q++) {
+    const int col = n0 + cb + 8 * q;
+    if (inside) {
+      float e[4];
+#pragma unroll
+      for (int k = 0; k < 4; k++) {
+        e[k] = d[4 * q + k];
+#if !FT_EPI_EARLY || FT_EPI_STAGED
+        e[k] = ft_apply_epilogue(e[k], row + 8 * (k >> 1), col + (k & 1), ep);
+#endif
+      }
+      ft_store2_inside(Y, e[0], e[1], row, col, N);
+      ft_store2_inside(Y, e[2], e[3], row + 8, col, N);
+    } else {
+      ft_store2(Y, d[4 * q + 0], d[4 * q + 1], row, col, M, N, ep);
+      ft_store2(Y, d[4 * q + 2], d[4 * q + 3], row + 8, col, M, N, ep);
+    }
+  }
+#else
+  (void)Y;
+#endif
 }
 #endif
 
@@ -765,8 +789,8 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
         }
       }
 #endif
-      /* Accumulator layout of m64nN: acc[8 w + k] is row 16 warp + lane/4 + 8 ((k>>1)&1),
-       * column 16 w + 2 (lane%4) + (k&1) + 8 (k>>2). */
+      /* Accumulator layout of m64nN: acc[4 q + k] is row 16 warp + lane/4 + 8 (k>>1), column
+       * 8 q + 2 (lane%4) + (k&1): 8-column chunks, so any BN that is a multiple of 8. */
       /* Each m64 accumulator in turn (ping-pong: the tile's FT_MSUB blocks; else this consumer's
        * 64 rows); continue moves to the next. */
 #pragma unroll
@@ -775,7 +799,7 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
         const int r0 = m0 + (FT_PINGPONG ? 64 * h : 64 * wg); /* its first row */
 #if FT_TSTORE
         ft_tile_store_tma(acc, cbuf + (unsigned)wg * 2u * FT_C_BOX_BYTES, sbuf + (unsigned)wg * (FT_S_BYTES / FT_CONSUMERS),
-                          &tma_y, r0, n0, M, N, wg, warp, lane, nbox, ep);
+                          &tma_y, Y, r0, n0, M, N, wg, warp, lane, nbox, ep);
         continue;
 #endif
         const int row = r0 + warp * 16 + lane / 4;
@@ -789,39 +813,35 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
          * group's loads behind this group's stores. */
         if (r0 + 64 <= M && n0 + FT_BN <= N && (N & 1) == 0) {
 #pragma unroll
-          for (int w0 = 0; w0 < FT_BN / 16; w0 += FT_EPI_W) {
+          for (int q0 = 0; q0 < FT_BN / 8; q0 += 2 * FT_EPI_W) {
 #pragma unroll
-            for (int i = 8 * w0; i < 8 * (w0 + FT_EPI_W) && i < FT_BN / 2; i++) {
-              const int col = colb + 16 * (i / 8) + 8 * ((i >> 2) & 1) + (i & 1);
+            for (int i = 4 * q0; i < 4 * (q0 + 2 * FT_EPI_W) && i < FT_BN / 2; i++) {
+              const int col = colb + 8 * (i / 4) + (i & 1);
               acc[i] = ft_apply_epilogue(acc[i], row + 8 * ((i >> 1) & 1), col, ep);
             }
 #pragma unroll
-            for (int w = w0; w < w0 + FT_EPI_W && w < FT_BN / 16; w++)
-#pragma unroll
-              for (int j = 0; j < 2; j++) {
-                const int col = colb + 16 * w + 8 * j;
-                ft_store2_inside(Y, acc[8 * w + 4 * j + 0], acc[8 * w + 4 * j + 1], row, col, N);
-                ft_store2_inside(Y, acc[8 * w + 4 * j + 2], acc[8 * w + 4 * j + 3], row + 8, col, N);
-              }
+            for (int q = q0; q < q0 + 2 * FT_EPI_W && q < FT_BN / 8; q++) {
+              ft_store2_inside(Y, acc[4 * q + 0], acc[4 * q + 1], row, colb + 8 * q, N);
+              ft_store2_inside(Y, acc[4 * q + 2], acc[4 * q + 3], row + 8, colb + 8 * q, N);
+            }
             asm volatile("" ::: "memory");
           }
           continue;
         }
 #endif
+        /* 8-column chunk q of the accumulator: acc[4 q .. 4 q + 3] (a BN that is an odd multiple of
+         * 8 ends in half a 16-column group). */
 #pragma unroll
-        for (int w = 0; w < FT_BN / 16; w++) {
-#pragma unroll
-          for (int j = 0; j < 2; j++) {
-            const int col = colb + 16 * w + 8 * j;
+        for (int q = 0; q < FT_BN / 8; q++) {
+          const int col = colb + 8 * q;
 #if FT_SPLITK > 1
-            float *ws = WS + (size_t)z * (size_t)M * (size_t)N;
-            ft_store_raw2(ws, acc[8 * w + 4 * j + 0], acc[8 * w + 4 * j + 1], row, col, M, N);
-            ft_store_raw2(ws, acc[8 * w + 4 * j + 2], acc[8 * w + 4 * j + 3], row + 8, col, M, N);
+          float *ws = WS + (size_t)z * (size_t)M * (size_t)N;
+          ft_store_raw2(ws, acc[4 * q + 0], acc[4 * q + 1], row, col, M, N);
+          ft_store_raw2(ws, acc[4 * q + 2], acc[4 * q + 3], row + 8, col, M, N);
 #else
-            ft_store2(Y, acc[8 * w + 4 * j + 0], acc[8 * w + 4 * j + 1], row, col, M, N, ep);
-            ft_store2(Y, acc[8 * w + 4 * j + 2], acc[8 * w + 4 * j + 3], row + 8, col, M, N, ep);
+          ft_store2(Y, acc[4 * q + 0], acc[4 * q + 1], row, col, M, N, ep);
+          ft_store2(Y, acc[4 * q + 2], acc[4 * q + 3], row + 8, col, M, N, ep);
 #endif
-          }
         }
       }
     }

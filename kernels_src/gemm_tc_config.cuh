@@ -57,7 +57,7 @@
 #define FT_SPLITK 1 /* k slices: > 1 writes fp32 partial sums, ft_tc_splitk_reduce applies E */
 #endif
 
-#if FT_BN % 32 != 0 || FT_BN < 64 || FT_BN > 256 || (FT_CONSUMERS != 1 && FT_CONSUMERS != 2) ||         \
+#if FT_BN % 8 != 0 || FT_BN < 64 || FT_BN > 256 || (FT_CONSUMERS != 1 && FT_CONSUMERS != 2) ||         \
     (FT_CLUSTER != 1 && FT_CLUSTER != 2) || FT_STAGES < 2 || (FT_CLUSTER == 2 && (FT_BN / 2) % 8 != 0) || \
     FT_GROUP < 1
 #error "fusedtune: inconsistent tensor-core GEMM variant"
@@ -69,6 +69,8 @@
 // FT_TSTORE: the epilogue writes E(accumulator) into shared memory, 64 rows x 128 bytes per
 // warpgroup and box (two boxes each, alternating), and TMA stores them: no per-element global
 // store (each held the next pack behind its register read) and no bounds check (TMA clips).
+// Columns of a wave-fitted BN past its last whole box (BN 168: 40 in 16-bit storage) are
+// stored directly.
 #ifndef FT_TSTORE
 #define FT_TSTORE 0
 #endif
@@ -76,8 +78,8 @@
 #define FT_C_BOX_BYTES (64 * 128)
 #if FT_TSTORE
 #define FT_C_BYTES (2 * FT_CONSUMERS * FT_C_BOX_BYTES)
-#if FT_SPLITK > 1 || FT_BN % FT_C_COLS != 0
-#error "fusedtune: the TMA-store epilogue needs no split-K and BN a multiple of 128 bytes"
+#if FT_SPLITK > 1
+#error "fusedtune: the TMA-store epilogue excludes split-K"
 #endif
 #else
 #define FT_C_BYTES 0

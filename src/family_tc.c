@@ -71,11 +71,15 @@ static tc_sk_split tc_sk(const ft_variant *v, int64_t m, int64_t n, int64_t k) {
 static int is_pow2_between(int x, int lo, int hi) { return x >= lo && x <= hi && (x & (x - 1)) == 0; }
 
 static int tc_valid(const ft_variant *v, char *why, size_t whylen) {
-  if (v->bn < 64 || v->bn > 256 || v->bn % 32) FT_WHY("tc: bn %d must be a multiple of 32 in 64..256", v->bn);
+  /* wgmma's N: any multiple of 8 (the accumulator's 8-column chunks); the enumeration takes 64,
+   * 128, 192, 256 and the wave-fitted widths of tc_fitted_bns. */
+  if (v->bn < 64 || v->bn > 256 || v->bn % 8) FT_WHY("tc: bn %d must be a multiple of 8 in 64..256", v->bn);
   if (v->bk != 128 / esize(v)) FT_WHY("tc: bk %d must be %d (128 bytes of k) in %s", v->bk, 128 / esize(v),
                                       ft_math_name((ft_math)v->math));
   if (v->consumers != 1 && v->consumers != 2) FT_WHY("tc: consumers %d must be 1 or 2", v->consumers);
   if (v->cluster != 1 && v->cluster != 2) FT_WHY("tc: cluster %d must be 1 or 2", v->cluster);
+  /* Each block of a cluster loads half the W tile: whole 8-row swizzle atoms. */
+  if (v->cluster == 2 && v->bn % 16) FT_WHY("tc: cluster 2 needs bn %d a multiple of 16 (half the W tile each)", v->bn);
   if (v->stages < 2 || v->stages > TC_MAX_STAGES) FT_WHY("tc: stages %d must be 2..%d", v->stages, TC_MAX_STAGES);
   if (!is_pow2_between(v->swizzle, 1, 16)) FT_WHY("tc: swizzle (tile group) %d must be 1, 2, 4, 8 or 16", v->swizzle);
   if (v->grid < v->cluster || v->grid > TC_MAX_GRID || v->grid % v->cluster)
@@ -91,8 +95,6 @@ static int tc_valid(const ft_variant *v, char *why, size_t whylen) {
     FT_WHY("tc: split_k %d must be 0 (none) or 2..%d", v->split_k, TC_MAX_SPLIT);
   if (v->tstore != 0 && v->tstore != 1) FT_WHY("tc: tstore %d must be 0 or 1", v->tstore);
   if (v->tstore && v->split_k > 1) FT_WHY("tc: tstore (TMA-store epilogue) and split_k exclude each other");
-  if (v->tstore && v->bn % (128 / esize(v)))
-    FT_WHY("tc: tstore needs bn %d a multiple of %d (128-byte store boxes)", v->bn, 128 / esize(v));
   if (v->streamk != 0 && v->streamk != 1) FT_WHY("tc: streamk %d must be 0 or 1", v->streamk);
   if (v->streamk && (v->split_k > 1 || split(v)))
     FT_WHY("tc: streamk excludes split_k and 3xtf32");
@@ -236,6 +238,16 @@ static ft_status tc_kernel_args(const ft_variant *v, const ft_launch_io *io, ft_
   return ft_arg_push(st, io->ep, sizeof(ft_ep_args_dev), err);
 }
 
+/* A tile's MMA efficiency by its width: measured at BN 64, 128, 192, 256 (below), linear between
+ * them for the wave-fitted widths. */
+static double tc_width_eff(int bn) {
+  static const double at[] = {0.78, 0.92, 0.96, 1.0}; /* BN 64, 128, 192, 256 */
+  if (bn <= 64) return at[0];
+  if (bn >= 256) return at[3];
+  const int i = (bn - 64) / 64;
+  return at[i] + (at[i + 1] - at[i]) * (double)(bn - 64 - 64 * i) / 64.0;
+}
+
 /* Time model: the busiest block's tiles (persistent blocks take units round robin) times a
  * tile's MMA work over an efficiency that grows with the tile width (wider wgmma, fewer
  * operand bytes per FLOP), measured on the H200 (experiments of 2026-12-01: BN 256 best at
@@ -256,7 +268,7 @@ static double tc_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k) {
    * consumer's loop) measured like cooperative BN 256 or a little faster (H200, 2026-12-01:
    * 0.5 % slower at 1024x8192x8192 bf16, 2.7 % faster in tf32, 1.3 % at 8192^3, 6 % with gelu
    * at 4096^3); 64-row ones slower than those everywhere, by up to 33 % against cooperative. */
-  double eff = v->bn >= 256 ? 1.0 : v->bn >= 192 ? 0.96 : v->bn >= 128 ? 0.92 : 0.78;
+  double eff = tc_width_eff(v->bn);
   if (v->pingpong == 2) eff = 1.01;
   if (v->pingpong == 1) eff *= 0.85;
   const int64_t kt = (k + v->bk - 1) / v->bk, kp = (kt + tc_slices(v) - 1) / tc_slices(v) * v->bk;
@@ -280,10 +292,45 @@ static double tc_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k) {
   return cost;
 }
 
+/* Waves of tile units a width needs: tiles of bm x bn over (m, n) on `slots` blocks. */
+static int64_t tc_waves(int64_t m, int64_t n, int bm, int bn, int slots) {
+  const int64_t units = (m + bm - 1) / bm * ((n + bn - 1) / bn);
+  return (units + slots - 1) / slots;
+}
+
+#define TC_MAX_FITTED 3
+
+/* The widths to enumerate for tiles of bm rows: the standard four, then up to TC_MAX_FITTED
+ * wave-fitted ones: for w whole waves (from BN 256's count on), the narrowest multiple of 8 whose
+ * tiles still fit in w waves, kept where w x BN (a block's columns of work) is at least 3 %
+ * below the best standard width's. cuBLAS runs 168-column tiles at 512x11008x4096 (ncu on the
+ * H200, 2026-12-02): 264 tiles of 128 x 168, exactly two waves, where our widths made 1.3 (BN
+ * 256), 1.76 (192) and 2.6 (128) waves. */
+static size_t tc_widths(int64_t m, int64_t n, int bm, int slots, const int std_bns[4], int out[4 + TC_MAX_FITTED]) {
+  size_t k = 0;
+  int64_t best = -1;
+  for (int i = 0; i < 4; i++) {
+    out[k++] = std_bns[i];
+    const int64_t work = tc_waves(m, n, bm, std_bns[i], slots) * std_bns[i];
+    if (best < 0 || work < best) best = work;
+  }
+  if (slots < 1) return k;
+  const int64_t w0 = tc_waves(m, n, bm, 256, slots);
+  for (int64_t w = w0; w < w0 + TC_MAX_FITTED; w++) {
+    int bn = 256;
+    while (bn - 8 >= 64 && tc_waves(m, n, bm, bn - 8, slots) <= w) bn -= 8;
+    if (tc_waves(m, n, bm, bn, slots) > w || (double)(w * bn) > 0.97 * (double)best) continue;
+    int dup = 0;
+    for (size_t i = 0; i < k; i++) dup |= out[i] == bn;
+    if (!dup) out[k++] = bn;
+  }
+  return k;
+}
+
 static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,
                               ft_space_sink *sink, ft_err *err) {
   const int full = ft_space_full(sink);
-  static const int bns[] = {256, 192, 128, 64};
+  static const int k_bns[] = {256, 192, 128, 64};
   /* 512, 256, 128, 64 k: the error grows with the chunk (the tensor core's adds truncate); the
    * tolerance (SGEMM's own error) decides which are accurate enough on the shape. */
   static const int chunks[] = {16, 8, 4, 2};
@@ -292,8 +339,10 @@ static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, con
   v.layout = 4;
   v.math = (int)math;
   v.bk = 128 / esize(&v);
-  for (int c = (m <= 64 ? 1 : 2); c <= 2; c++)
-    for (size_t b = 0; b < sizeof bns / sizeof bns[0]; b++)
+  for (int c = (m <= 64 ? 1 : 2); c <= 2; c++) {
+    int bns[4 + TC_MAX_FITTED];
+    const size_t nbn = tc_widths(m, n, 64 * c, lim->sm_count, k_bns, bns);
+    for (size_t b = 0; b < nbn; b++)
       for (int cl = 1; cl <= 2; cl++)
         for (int z = 8; z <= 16; z *= 2) {
           v.consumers = c, v.bn = bns[b], v.cluster = cl, v.swizzle = z, v.pingpong = 0;
@@ -306,7 +355,7 @@ static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, con
            * per SM. */
           const int64_t tile_units = tc_units(&v, m, n);
           /* The TMA-store epilogue first (where Y's rows allow it), then direct stores. */
-          const int ts_ok = (n * esize(&v)) % 16 == 0 && v.bn % (128 / esize(&v)) == 0;
+          const int ts_ok = (n * esize(&v)) % 16 == 0; /* a BN past whole boxes stores the rest directly */
           /* Forms: TMA stores, then direct; cooperative, then 128 x 128 ping-pong, then (full
            * space only) 64-row ping-pong; the staged epilogue (full space only) with TMA stores. */
           for (int form = 0; form < 2 * 3 * 2; form++) {
@@ -363,6 +412,7 @@ static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, con
                   }
           }
         }
+  }
   return FT_OK;
 }
 

@@ -37,16 +37,23 @@ typedef struct tally {
   int streamk_ok;      /* stream-K runs correct */
   int pingpong_ok;     /* ping-pong runs correct */
   int staged_ok;       /* staged-epilogue runs correct */
+  int fitted_ok;       /* runs correct with a BN not a multiple of 32 (wave-fitted widths) */
   int any_epilogue;    /* in: FT_TEST_EPILOGUE's epilogue, not one of the three */
   char worst[320];
 } tally;
 
+#define K_EXTRA_ROWS 10
+#define K_EXTRA_PER_ROW 11 /* extra_variants: at most this many per cfg row */
+
 /* Variants beyond the enumeration: each field's other values on this shape. */
 static int extra_variants(ft_math math, const ft_device_limits *lim, const shape *sh, ft_variant *out) {
-  static const int cfg[][6] = {
+  static const int cfg[K_EXTRA_ROWS][6] = {
       /* bn, stages, consumers, cluster, group, grid */
       {64, 2, 1, 1, 1, 132}, {128, 4, 2, 2, 1, 8}, {256, 3, 2, 1, 16, 3}, {96, 5, 1, 2, 2, 132}, {224, 3, 2, 2, 4, 4},
       {256, 4, 2, 2, 8, 8},
+      /* Wave-fitted widths: odd multiples of 8 (half a 16-column group at the end; with TMA
+       * stores, columns past the last whole box stored directly), one a multiple of 16 in a cluster. */
+      {168, 4, 2, 1, 8, 132}, {168, 3, 2, 1, 1, 5}, {120, 4, 1, 1, 8, 132}, {112, 4, 2, 2, 4, 6},
   };
   int n = 0;
   for (size_t i = 0; i < sizeof cfg / sizeof cfg[0]; i++) {
@@ -155,7 +162,7 @@ static void run_case(ft_gpu *g, const shape *sh, const char *eptext, ft_math mat
     FT_FAIL_AT_("%s: enumerate: %s", what, e.msg);
     goto done;
   }
-  ft_variant *all = realloc(vs, (size_t)(nv + 72) * sizeof *all); /* extra_variants: at most 11 per cfg row */
+  ft_variant *all = realloc(vs, (size_t)(nv + K_EXTRA_ROWS * K_EXTRA_PER_ROW) * sizeof *all);
   if (!all) goto done;
   vs = all;
   const int n_enumerated = nv;
@@ -202,6 +209,7 @@ static void run_case(ft_gpu *g, const shape *sh, const char *eptext, ft_math mat
       t->streamk_ok += vs[i].streamk != 0;
       t->pingpong_ok += vs[i].pingpong != 0;
       t->staged_ok += vs[i].staged != 0;
+      t->fitted_ok += vs[i].bn % 32 != 0;
       if (c.rel_err / tol > t->worst_ratio) {
         t->worst_ratio = c.rel_err / tol;
         snprintf(t->worst, sizeof t->worst, "%s %s: %.3g of %.3g", what, name, c.rel_err, tol);
@@ -253,10 +261,13 @@ int main(void) {
   if (!only && (!mode || strcmp(mode, "3xtf32") != 0)) ASSERT_TRUE(t.pingpong_ok > 0);
   /* The fixed staged variants apply at every shape whose N allows TMA stores. */
   if (!only) ASSERT_TRUE(t.staged_ok > 0);
+  /* The fixed wave-fitted widths apply at every shape but 1x77x8. */
+  if (!only) ASSERT_TRUE(t.fitted_ok > 0);
   printf("summary: %d tensor-core runs correct, %d failed; worst rel_err/tolerance %.2f (%s); %d 3xtf32 run(s) of "
          "chunk > 4 within 1e-5 but above SGEMM's error; %d stream-K run(s) correct, %d variant(s) rejected "
-         "by ptxas (spills); %d ping-pong run(s) correct; %d staged-epilogue run(s) correct\n", t.ok, t.failed, t.worst_ratio, t.worst,
-         t.accuracy_misses, t.streamk_ok, t.rejected, t.pingpong_ok, t.staged_ok);
+         "by ptxas (spills); %d ping-pong run(s) correct; %d staged-epilogue run(s) correct; %d wave-fitted-width run(s) correct\n",
+         t.ok, t.failed, t.worst_ratio, t.worst, t.accuracy_misses, t.streamk_ok, t.rejected, t.pingpong_ok, t.staged_ok,
+         t.fitted_ok);
   ft_gpu_close(g);
   return FT_TEST_DONE();
 }

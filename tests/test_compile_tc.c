@@ -2,8 +2,8 @@
  * ragged one, in tf32, bf16 and fp16, with the three test epilogues (a sample by default, every
  * one with --sweep: tests/compile_sample.h), compile with NVRTC for sm_90a, and
  * ptxas reports no spill, no stack and no serialized wgmma (those would reject it), and no more
- * registers than its __launch_bounds__ cap; plus the rejection rule on logs, and the family's
- * validity rules. */
+ * registers than its __launch_bounds__ cap; plus the rejection rule on logs, the family's
+ * validity rules and its wave-fitted tile widths. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 
 #include <time.h>
@@ -23,6 +23,7 @@ static const shape k_shapes[] = {
     {"minsub", 128, 16384, 16384},
     {"biasrelu", 1024, 8192, 8192},
     {"x + 2*sigmoid(x)", 127, 1000, 1000}, /* ragged M and N */
+    {"biasrelu", 512, 11008, 4096}, /* wave-fitted widths (168, 112) */
 };
 static const ft_math k_modes[] = {FT_MATH_TF32, FT_MATH_BF16, FT_MATH_FP16};
 #define SAMPLE_STRIDE 3 /* the default run's: every 3rd variant of a shape and mode */
@@ -144,10 +145,17 @@ static void test_tstore(const ft_variant *base, const ft_device_limits *lim) {
   ASSERT_INVALID(b, "tstore 2");
   b = t, b.split_k = 2;
   ASSERT_INVALID(b, "split_k");
-  b = t, b.bn = 96; /* bf16 boxes are 64 columns wide */
-  ASSERT_INVALID(b, "multiple of 64");
-  b.math = FT_MATH_TF32, b.bk = 32; /* ... fp32 ones 32 */
+  /* Any multiple of 8: a width past whole boxes (bf16 boxes are 64 columns wide, fp32 ones 32)
+   * stores its last columns directly; not a multiple of 8, or half the W tile per block of a
+   * cluster in a part of an 8-row swizzle atom, is refused. */
+  b = t, b.bn = 168;
   ASSERT_TRUE(ft_variant_valid(&b, why, sizeof why));
+  b.math = FT_MATH_TF32, b.bk = 32;
+  ASSERT_TRUE(ft_variant_valid(&b, why, sizeof why));
+  b = t, b.bn = 100;
+  ASSERT_INVALID(b, "multiple of 8");
+  b = t, b.bn = 168, b.cluster = 2, b.grid = 132;
+  ASSERT_INVALID(b, "multiple of 16");
   /* Y's rows in whole 16-byte units: N a multiple of 8 in bf16. */
   ASSERT_TRUE(ft_variant_applicable(&t, 128, 1000, 1000, lim, why, sizeof why));
   ASSERT_TRUE(!ft_variant_applicable(&t, 128, 1001, 1000, lim, why, sizeof why));
@@ -473,6 +481,36 @@ static void test_validity(const ft_device_limits *lim) {
   test_full_space(lim);
 }
 
+static int is_fitted(const ft_variant *v) { return v->bn % 64 != 0 && v->bn != 192; }
+
+/* Wave-fitted widths: at 512x11008x4096 BN 256, 192 and 128 make 1.3, 1.76 and 2.6 waves of
+ * 128-row tiles on 132 SMs; 168 makes exactly 2 (and 112 exactly 3), so both are enumerated,
+ * 168 only without clusters (half its W tile is 84 rows, not whole swizzle atoms), and the
+ * model ranks 168 first. Where a standard width already fills its waves (the seed shapes) no
+ * fitted one is added. */
+static void test_fitted_widths(const ft_device_limits *lim) {
+  ft_variant *vs = NULL;
+  double *costs = NULL;
+  int n = 0, n168 = 0, n112 = 0, best = -1;
+  ft_err e;
+  ASSERT_OK(ft_space_enumerate_costs(FT_VK_GEMM, 512, 11008, 4096, FT_MATH_BF16, lim, &vs, &costs, &n, &e));
+  for (int i = 0; i < n; i++) {
+    if (ft_family_of(&vs[i]) != ft_family_named("tc")) continue;
+    n168 += vs[i].bn == 168, n112 += vs[i].bn == 112;
+    if (vs[i].bn == 168) ASSERT_EQ_INT(vs[i].cluster, 1);
+    if (best < 0 || costs[i] < costs[best]) best = i;
+  }
+  ASSERT_TRUE(n168 > 0 && n112 > 0);
+  ASSERT_TRUE(best >= 0 && vs[best].bn == 168);
+  free(vs);
+  free(costs);
+  int total = 0;
+  ASSERT_EQ_INT(count_bf16(1024, 8192, 8192, lim, is_fitted, &total), 0);
+  ASSERT_EQ_INT(count_bf16(128, 16384, 16384, lim, is_fitted, &total), 0);
+  ASSERT_EQ_INT(count_bf16(8192, 8192, 8192, lim, is_fitted, &total), 0);
+  ASSERT_TRUE(count_bf16(128, 28672, 8192, lim, is_fitted, &total) > 0); /* 224: 128 tiles, one wave */
+}
+
 int main(int argc, char **argv) {
   const int stride = ft_sample_stride(argc, argv, SAMPLE_STRIDE);
   ft_device_limits lim;
@@ -480,6 +518,7 @@ int main(int argc, char **argv) {
   if (ft_limits_for_arch("sm_90", &lim, &e) != FT_OK) RETURN_FAIL("%s", e.msg);
   test_rejection();
   test_validity(&lim);
+  test_fitted_widths(&lim);
   int total = 0;
   const double t0 = now_s();
   for (size_t s = 0; s < sizeof k_shapes / sizeof k_shapes[0]; s++)
