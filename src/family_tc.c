@@ -107,6 +107,9 @@ static int tc_valid(const ft_variant *v, char *why, size_t whylen) {
   if (v->staged != 0 && v->staged != 1) FT_WHY("tc: staged %d must be 0 or 1", v->staged);
   if (v->staged && (!v->tstore || v->streamk))
     FT_WHY("tc: staged (epilogue from shared memory) needs tstore and excludes streamk");
+  if (v->late != 0 && v->late != 1) FT_WHY("tc: late %d must be 0 or 1", v->late);
+  if (v->late && (!v->tstore || v->pingpong || v->streamk || v->staged))
+    FT_WHY("tc: late (E box by box) is a form of the cooperative TMA-store epilogue (not pingpong, streamk, staged)");
   if (v->bm || v->tm || v->tn || v->vec || v->block || v->ept)
     FT_WHY("tc variant with fields of another family");
   return 1;
@@ -186,6 +189,7 @@ static void tc_defines(const ft_variant *v, ft_strbuf *b) {
   if (v->streamk) ft_sb_puts(b, "#define FT_STREAMK 1\n");
   if (v->pingpong) ft_sb_printf(b, "#define FT_PINGPONG %d\n", v->pingpong);
   if (v->staged) ft_sb_puts(b, "#define FT_EPI_STAGED 1\n");
+  if (v->late) ft_sb_puts(b, "#define FT_EPI_EARLY 0\n");
 }
 
 static const char *tc_reduce_kernel(const ft_variant *v) { return v->split_k > 1 ? "ft_tc_splitk_reduce" : NULL; }
@@ -286,6 +290,9 @@ static double tc_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k) {
   /* The staged epilogue: an extra pass over shared memory per box (3-5 % slower with light
    * epilogues, 3 % faster with gelu on the H200, 2026-12-01). */
   if (v->staged) cost *= 1.03;
+  /* E box by box instead of on the whole tile first: 1-5 % slower where both fit (H200, session
+   * 10: biasrelu 1024x8192^2, gelu 4096^3), so timed after its early twin. */
+  if (v->late) cost *= 1.01;
   /* Split-K writes and the reduce kernel reads S fp32 slabs: ~50 multiply-adds per byte of the
    * device's, spread over 132 SMs. */
   if (v->split_k > 1) cost += 2.0 * v->split_k * (double)m * (double)n * 4.0 * 50.0 / 132.0;
@@ -407,6 +414,16 @@ static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, con
                       }
                       if (!ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) continue;
                       FT_TRY(ft_space_push(sink, &v, tc_cost(&v, m, n, k), err));
+                      /* Its late twin (E box by box) at BN >= 192, where a heavy E with E on
+                       * the whole tile first spills (silu, sigmoid, gelu_tanh, division; gelu in
+                       * tf32: CPU matrix, BENCHMARKS.md session 11) and is rejected at compile
+                       * time while the late form fits. */
+                      if (ts && !pp && !staged && !v.streamk && v.bn >= 192) {
+                        v.late = 1;
+                        if (ft_variant_applicable(&v, m, n, k, lim, NULL, 0))
+                          FT_TRY(ft_space_push(sink, &v, tc_cost(&v, m, n, k), err));
+                        v.late = 0;
+                      }
                     }
                     v.streamk = 0;
                   }
@@ -421,9 +438,9 @@ static int tc_name(const ft_variant *v, char *buf, size_t len) {
   char chunk[24] = "", slices[16] = "";
   if (v->chunk) snprintf(chunk, sizeof chunk, "_h%d%s", v->chunk, v->aregs ? "r" : "");
   if (v->split_k > 1) snprintf(slices, sizeof slices, "_k%d", v->split_k);
-  return snprintf(buf, len, "tc_bm%d_bn%d_bk%d_s%d_c%d_z%d_p%d%s%s%s%s%s%s_%s", tc_bm(v), v->bn, v->bk, v->stages,
+  return snprintf(buf, len, "tc_bm%d_bn%d_bk%d_s%d_c%d_z%d_p%d%s%s%s%s%s%s%s_%s", tc_bm(v), v->bn, v->bk, v->stages,
                   v->cluster, v->swizzle, v->grid, chunk, slices, v->streamk ? "_sk" : "", v->pingpong ? "_pp" : "",
-                  v->tstore ? "_ts" : "", v->staged ? "_se" : "", ft_math_name((ft_math)v->math));
+                  v->tstore ? "_ts" : "", v->staged ? "_se" : "", v->late ? "_lt" : "", ft_math_name((ft_math)v->math));
 }
 
 static const ft_json_key k_tc_keys[] = {{"bn", offsetof(ft_variant, bn)},
@@ -444,6 +461,7 @@ static const ft_json_key k_tc_opt_keys[] = {
     {"streamk", offsetof(ft_variant, streamk)},
     {"pingpong", offsetof(ft_variant, pingpong)},
     {"staged", offsetof(ft_variant, staged)},
+    {"late", offsetof(ft_variant, late)},
     {NULL, 0}};
 
 static const char *const k_tc_sources[] = {"kernels_src/gemm_tc_config.cuh", "kernels_src/wgmma_sm90.cuh",

@@ -45,6 +45,9 @@ typedef struct ft_variant {
   int staged;     /* tensor-core family, with tstore: 1 = a store box's raw sums staged in shared
                    * memory and E applied by a rolled loop (a heavy E is emitted four times per box,
                    * not once per output of the tile), named "_se" */
+  int late;       /* tensor-core family, cooperative with tstore (not stream-K or staged): 1 = E box by
+                   * box between the store barriers, not on the whole tile first (FT_EPI_EARLY 0),
+                   * which a heavy E may need to fit the registers; named "_lt" */
   /* FT_VK_EPILOGUE */
   int block;      /* threads per block */
   int ept;        /* elements per thread (multiple of vec) */

@@ -38,12 +38,13 @@ typedef struct tally {
   int pingpong_ok;     /* ping-pong runs correct */
   int staged_ok;       /* staged-epilogue runs correct */
   int fitted_ok;       /* runs correct with a BN not a multiple of 32 (wave-fitted widths) */
+  int late_ok;         /* late-form (E box by box) runs correct */
   int any_epilogue;    /* in: FT_TEST_EPILOGUE's epilogue, not one of the three */
   char worst[320];
 } tally;
 
 #define K_EXTRA_ROWS 10
-#define K_EXTRA_PER_ROW 11 /* extra_variants: at most this many per cfg row */
+#define K_EXTRA_PER_ROW 12 /* extra_variants: at most this many per cfg row */
 
 /* Variants beyond the enumeration: each field's other values on this shape. */
 static int extra_variants(ft_math math, const ft_device_limits *lim, const shape *sh, ft_variant *out) {
@@ -67,6 +68,9 @@ static int extra_variants(ft_math math, const ft_device_limits *lim, const shape
     if (ft_variant_applicable(&v, sh->m, sh->n, sh->k, lim, NULL, 0)) out[n++] = v;
     v.tstore = 1; /* the TMA-store epilogue too, where N allows it (one consumer is not enumerated above 64 rows) */
     if (ft_variant_applicable(&v, sh->m, sh->n, sh->k, lim, NULL, 0)) out[n++] = v;
+    v.late = 1; /* ... and its late form (E box by box), which the enumeration offers at BN >= 192 only */
+    if (ft_variant_applicable(&v, sh->m, sh->n, sh->k, lim, NULL, 0)) out[n++] = v;
+    v.late = 0;
     /* Stream-K with both epilogues, where the grid leaves a partial wave: small grids make
      * slots share units several ways (more blocks per unit than the enumeration allows). Wider
      * than 128 columns only as enumerated, with clusters and TMA stores (the others spill). */
@@ -210,6 +214,7 @@ static void run_case(ft_gpu *g, const shape *sh, const char *eptext, ft_math mat
       t->pingpong_ok += vs[i].pingpong != 0;
       t->staged_ok += vs[i].staged != 0;
       t->fitted_ok += vs[i].bn % 32 != 0;
+      t->late_ok += vs[i].late != 0;
       if (c.rel_err / tol > t->worst_ratio) {
         t->worst_ratio = c.rel_err / tol;
         snprintf(t->worst, sizeof t->worst, "%s %s: %.3g of %.3g", what, name, c.rel_err, tol);
@@ -263,11 +268,13 @@ int main(void) {
   if (!only) ASSERT_TRUE(t.staged_ok > 0);
   /* The fixed wave-fitted widths apply at every shape but 1x77x8. */
   if (!only) ASSERT_TRUE(t.fitted_ok > 0);
+  /* The fixed late forms apply wherever TMA stores do. */
+  if (!only) ASSERT_TRUE(t.late_ok > 0);
   printf("summary: %d tensor-core runs correct, %d failed; worst rel_err/tolerance %.2f (%s); %d 3xtf32 run(s) of "
          "chunk > 4 within 1e-5 but above SGEMM's error; %d stream-K run(s) correct, %d variant(s) rejected "
-         "by ptxas (spills); %d ping-pong run(s) correct; %d staged-epilogue run(s) correct; %d wave-fitted-width run(s) correct\n",
+         "by ptxas (spills); %d ping-pong run(s) correct; %d staged-epilogue run(s) correct; %d wave-fitted-width run(s) correct; %d late-form run(s) correct\n",
          t.ok, t.failed, t.worst_ratio, t.worst, t.accuracy_misses, t.streamk_ok, t.rejected, t.pingpong_ok, t.staged_ok,
-         t.fitted_ok);
+         t.fitted_ok, t.late_ok);
   ft_gpu_close(g);
   return FT_TEST_DONE();
 }

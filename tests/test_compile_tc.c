@@ -427,6 +427,8 @@ static void test_full_space(const ft_device_limits *lim) {
   free(fu);
 }
 
+static void test_late(const ft_variant *base, const ft_device_limits *lim);
+
 static void test_validity(const ft_device_limits *lim) {
   ft_variant v = {0};
   v.kind = FT_VK_GEMM, v.layout = ft_family_named("tc")->layout, v.math = FT_MATH_BF16;
@@ -478,7 +480,61 @@ static void test_validity(const ft_device_limits *lim) {
   test_streamk(&v, lim);
   test_pingpong(&v, lim);
   test_staged(&v, lim);
+  test_late(&v, lim);
   test_full_space(lim);
+}
+
+/* The late form (late: E box by box, not on the whole tile first): its rules, key and name; with
+ * silu in tf32 the cooperative BN 256 TMA-store kernel spills in the early form (CUDA 13.0 ptxas) and compiles clean
+ * in the late one (why the enumeration offers it), and the enumeration offers it beside the early
+ * form at BN >= 192 only. */
+static int has_late(const ft_variant *v) { return v->late != 0; }
+static int late_outside_rule(const ft_variant *v) {
+  return v->late && (v->bn < 192 || !v->tstore || v->pingpong || v->streamk || v->staged);
+}
+
+static void test_late(const ft_variant *base, const ft_device_limits *lim) {
+  char why[200] = "", json[512], name[128];
+  ft_err e;
+  ft_variant t = *base;
+  t.tstore = 1, t.late = 1, t.bn = 256, t.stages = 4;
+  ASSERT_TRUE(ft_variant_valid(&t, why, sizeof why));
+  ft_variant b = t;
+  b.late = 2;
+  ASSERT_INVALID(b, "late 2");
+  b = t, b.tstore = 0;
+  ASSERT_INVALID(b, "late");
+  b = t, b.bn = 128, b.pingpong = 2;
+  ASSERT_INVALID(b, "late");
+  b = t, b.staged = 1;
+  ASSERT_INVALID(b, "late");
+  ft_variant_json(&t, json, sizeof json);
+  ASSERT_CONTAINS(json, ",\"tstore\":1,\"late\":1}");
+  ft_variant back;
+  ASSERT_OK(ft_variant_from_json(json, &back, &e));
+  ASSERT_TRUE(memcmp(&back, &t, sizeof t) == 0);
+  ft_variant_name(&t, name, sizeof name);
+  ASSERT_EQ_STR(name, "tc_bm128_bn256_bk64_s4_c1_z8_p132_ts_lt_bf16");
+  int n = 0;
+  ASSERT_TRUE(count_bf16(1024, 8192, 8192, lim, has_late, &n) > 0);
+  ASSERT_EQ_INT(count_bf16(1024, 8192, 8192, lim, late_outside_rule, &n), 0);
+  /* silu in tf32 at BN 256: early spills, late fits. */
+  ft_epilogue *ep = NULL;
+  ASSERT_OK(ft_ep_parse("silu(x + bias)", &ep, &e));
+  ft_variant vs[2] = {t, t};
+  for (int i = 0; i < 2; i++) vs[i].math = FT_MATH_TF32, vs[i].bk = 32, vs[i].late = i;
+  ft_kernel_src src[2] = {{0}};
+  ft_compile_job jobs[2] = {{0}};
+  for (int i = 0; i < 2; i++) {
+    ASSERT_OK(ft_codegen_variant(&vs[i], ep, &src[i], &e));
+    jobs[i].src = src[i].text, jobs[i].hash = src[i].hash, jobs[i].arch_suffix = src[i].arch_suffix;
+  }
+  ASSERT_OK(ft_compile_many(NULL, "sm_90", jobs, 2, 0, &e));
+  char rej[256] = "";
+  ASSERT_TRUE(jobs[0].status != FT_OK && ft__compile_rejection(jobs[0].log, rej, sizeof rej) && strstr(rej, "spilled"));
+  ASSERT_EQ_INT(jobs[1].status, FT_OK);
+  for (int i = 0; i < 2; i++) ft_compile_job_clear(&jobs[i]), ft_kernel_src_free(&src[i]);
+  ft_ep_free(ep);
 }
 
 static int is_fitted(const ft_variant *v) { return v->bn % 64 != 0 && v->bn != 192; }
