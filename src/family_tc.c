@@ -349,7 +349,8 @@ static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, con
   for (int c = (m <= 64 ? 1 : 2); c <= 2; c++) {
     int bns[4 + TC_MAX_FITTED];
     const size_t nbn = tc_widths(m, n, 64 * c, lim->sm_count, k_bns, bns);
-    for (size_t b = 0; b < nbn; b++)
+    for (size_t b = 0; b < nbn; b++) {
+      const int fitted = b >= sizeof k_bns / sizeof k_bns[0]; /* tc_widths puts them last */
       for (int cl = 1; cl <= 2; cl++)
         for (int z = 8; z <= 16; z *= 2) {
           v.consumers = c, v.bn = bns[b], v.cluster = cl, v.swizzle = z, v.pingpong = 0;
@@ -379,8 +380,12 @@ static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, con
              * were up to 33 % behind it (BN 128) and behind 128 x 128 ping-pong at every problem
              * timed (twice the x loads per output). The staged epilogue: 3 % faster with gelu,
              * 3-5 % slower with light epilogues (H200, 2026-12-01), and the space knows no
-             * epilogue. */
-            if (!full && pp && (ts != ts_ok || z != 8 || v.bn != 128)) continue;
+             * epilogue. A wave-fitted width takes ping-pong in both store forms: at
+             * 512x11008x4096 silu bf16, 128 x 112 ping-pong with direct stores was the best of
+             * all (0.0680 ms; with TMA stores, whose last 48 columns go direct, 0.0702; H200,
+             * 2026-12-02). */
+            if (!full && pp && z != 8) continue;
+            if (!full && pp && !fitted && (ts != ts_ok || v.bn != 128)) continue;
             if (pp && (tc_bm(&v) >= 2 * m || (m + tc_bm(&v) - 1) / tc_bm(&v) < cl)) continue; /* mostly padding */
             /* The deepest ring that fits, and one stage less (full: two less, for every form). */
             int most = 0;
@@ -429,6 +434,7 @@ static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, con
                   }
           }
         }
+    }
   }
   return FT_OK;
 }
