@@ -422,8 +422,11 @@ static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, con
                       /* Its late twin (E box by box) at BN >= 192, where a heavy E with E on
                        * the whole tile first spills (silu, sigmoid, gelu_tanh, division; gelu in
                        * tf32: CPU matrix, BENCHMARKS.md session 11) and is rejected at compile
-                       * time while the late form fits. */
-                      if (ts && !pp && !staged && !v.streamk && v.bn >= 192) {
+                       * time while the late form fits. Full space only: in the H200's exhaustive
+                       * tunes of 2026-12-02 (silu 512x11008x4096 bf16/fp16, gelu 4096^3
+                       * bf16/tf32) the late kernels were 6-13 % behind the best, which was
+                       * never one of them. */
+                      if (full && ts && !pp && !staged && !v.streamk && v.bn >= 192) {
                         v.late = 1;
                         if (ft_variant_applicable(&v, m, n, k, lim, NULL, 0))
                           FT_TRY(ft_space_push(sink, &v, tc_cost(&v, m, n, k), err));

@@ -486,7 +486,7 @@ static void test_validity(const ft_device_limits *lim) {
 
 /* The late form (late: E box by box, not on the whole tile first): its rules, key and name; with
  * silu in tf32 the cooperative BN 256 TMA-store kernel spills in the early form (CUDA 13.0 ptxas) and compiles clean
- * in the late one (why the enumeration offers it), and the enumeration offers it beside the early
+ * in the late one (why the enumeration offers it), and the full space offers it beside the early
  * form at BN >= 192 only. */
 static int has_late(const ft_variant *v) { return v->late != 0; }
 static int late_outside_rule(const ft_variant *v) {
@@ -515,9 +515,14 @@ static void test_late(const ft_variant *base, const ft_device_limits *lim) {
   ASSERT_TRUE(memcmp(&back, &t, sizeof t) == 0);
   ft_variant_name(&t, name, sizeof name);
   ASSERT_EQ_STR(name, "tc_bm128_bn256_bk64_s4_c1_z8_p132_ts_lt_bf16");
-  int n = 0;
-  ASSERT_TRUE(count_bf16(1024, 8192, 8192, lim, has_late, &n) > 0);
-  ASSERT_EQ_INT(count_bf16(1024, 8192, 8192, lim, late_outside_rule, &n), 0);
+  int n = 0, in_full = 0, outside = 0;
+  ASSERT_EQ_INT(count_bf16(1024, 8192, 8192, lim, has_late, &n), 0); /* the full space only */
+  ft_variant *fu = NULL;
+  ASSERT_OK(ft_space_enumerate_scope(FT_VK_GEMM, 1024, 8192, 8192, FT_MATH_BF16, FT_SPACE_FULL, lim, &fu, NULL, &n, &e));
+  for (int i = 0; i < n; i++) in_full += has_late(&fu[i]), outside += late_outside_rule(&fu[i]);
+  free(fu);
+  ASSERT_TRUE(in_full > 0);
+  ASSERT_EQ_INT(outside, 0);
   /* silu in tf32 at BN 256: early spills, late fits. */
   ft_epilogue *ep = NULL;
   ASSERT_OK(ft_ep_parse("silu(x + bias)", &ep, &e));
