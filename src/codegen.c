@@ -97,8 +97,14 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
   const char *expr = ep ? ft_ep_cuda(ep) : "x";
   FT_TRY(check_expr(expr, FT_EP_MAX_TEXT * 8, "epilogue", err));
 
+  /* The identity after cuBLAS: y already holds the result, so no pass is launched (kernel "")
+   * and the candidate is cuBLAS's GEMM alone; the define gives it a hash of its own (results
+   * measured with a copy pass are not taken for it). */
+  const int no_pass = fam->after_cublas && (!ep || strcmp(ft_ep_canonical(ep), "x") == 0);
+
   ft_strbuf b = {0};
   ft_sb_puts(&b, "// fusedtune generated\n");
+  if (no_pass) ft_sb_puts(&b, "#define FT_PASS_NOT_LAUNCHED 1\n");
   fam->defines(v, &b);
   abi_defines(&b, (ft_math)v->math);
   ft_status s = sb_embedded(&b, "kernels_src/ft_common.cuh", err);
@@ -114,7 +120,7 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
     return s;
   }
   FT_TRY(finish(&b, fam->name, fam->revision, out, err));
-  snprintf(out->kernel, sizeof out->kernel, "%s", fam->kernel);
+  snprintf(out->kernel, sizeof out->kernel, "%s", no_pass ? "" : fam->kernel);
   const char *reduce = fam->reduce_kernel(v);
   snprintf(out->reduce, sizeof out->reduce, "%s", reduce ? reduce : "");
   snprintf(out->arch_suffix, sizeof out->arch_suffix, "%s", fam->arch_suffix);

@@ -26,7 +26,8 @@ typedef struct ft_kernel_src {
   char hash[17];      /* hash of what reaches the compiler (comments and layout ignored, the
                        * family's revision and the compile options included): the cache key
                        * and the staleness check */
-  char kernel[32];    /* "ft_gemm", "ft_epilogue_pass" or "ft_eager_step" */
+  char kernel[32];    /* "ft_gemm", "ft_epilogue_pass" or "ft_eager_step"; "" for the epilogue
+                       * pass with the identity epilogue: none is launched (cuBLAS alone) */
   char reduce[32];    /* "ft_splitk_reduce", "ft_streamk_fixup" or "" */
   char arch_suffix[8]; /* appended to the device's "sm_XY" as the compile target ("a") */
 } ft_kernel_src;

@@ -86,7 +86,10 @@ ft_status ft_launchable_init(ft_launchable *L, ft_gpu *g, const ft_variant *v, i
   ft_variant_geometry(v, m, n, k, &t.geom);
   if (t.geom.has_reduce && !(reduce && reduce[0]))
     return ft__fail(err, FT_ERR_INTERNAL, "launch: a split-K or stream-K variant without its second kernel");
-  FT_TRY(ft_loaded_init(&t.loaded, cubin, size, kernel, reduce, err));
+  if (kernel && kernel[0])
+    FT_TRY(ft_loaded_init(&t.loaded, cubin, size, kernel, reduce, err));
+  else if (!fam->after_cublas) /* only the identity pass after cuBLAS has no kernel (codegen) */
+    return ft__fail(err, FT_ERR_INTERNAL, "launch: no kernel to load");
   if (t.geom.workspace_bytes) {
     const cudaError_t e = cudaMalloc(&t.ws, t.geom.workspace_bytes);
     if (e != cudaSuccess) {
@@ -148,6 +151,7 @@ ft_status ft_launchable_enqueue(ft_launchable *L, const void *x, const void *w, 
                                 cudaStream_t stream, ft_err *err) {
   if (!L->fam) return ft__fail(err, FT_ERR_INTERNAL, "launch: nothing loaded");
   if (L->fam->after_cublas) FT_TRY(ft_cublas_gemm(L->g, (ft_math)L->v.math, x, w, y, L->m, L->n, L->k, stream, err));
+  if (!L->loaded.main) return FT_OK; /* the identity after cuBLAS: y is done */
   const ft_launch_io io = {x, w, y, L->ws, L->flags, L->m, L->n, L->k, ep};
   if (!L->have_args || L->args_x != x || L->args_w != w || L->args_y != y ||
       memcmp(&L->args_ep, ep, sizeof *ep) != 0) {

@@ -88,7 +88,25 @@ static void test_structure(ft_epilogue *ep) {
   ASSERT_EQ_STR(k.kernel, "ft_epilogue_pass");
   ASSERT_CONTAINS(k.text, "#define FT_EPT 8\n");
   ASSERT_CONTAINS(k.text, "ft_epilogue_pass(");
+  char pass_hash[17];
+  snprintf(pass_hash, sizeof pass_hash, "%s", k.hash);
   ft_kernel_src_free(&k);
+  /* The identity after cuBLAS launches no pass: no kernel name, a hash of its own (a copy pass
+   * measured before is not its result). A fused kernel keeps its kernel with the identity. */
+  ft_epilogue *id = NULL;
+  ASSERT_OK(ft_ep_parse("x", &id, &e));
+  ASSERT_OK(ft_codegen_variant(&p, id, &k, &e));
+  ASSERT_EQ_STR(k.kernel, "");
+  ASSERT_CONTAINS(k.text, "#define FT_PASS_NOT_LAUNCHED 1\n");
+  ASSERT_TRUE(strcmp(k.hash, pass_hash) != 0);
+  ft_kernel_src_free(&k);
+  ASSERT_OK(ft_codegen_variant(&p, NULL, &k, &e));
+  ASSERT_EQ_STR(k.kernel, "");
+  ft_kernel_src_free(&k);
+  ASSERT_OK(ft_codegen_variant(&v, id, &k, &e));
+  ASSERT_TRUE(k.kernel[0] != '\0');
+  ft_kernel_src_free(&k);
+  ft_ep_free(id);
 }
 
 static void test_hashes(ft_epilogue *a, ft_epilogue *b) {
