@@ -72,7 +72,7 @@ static int is_pow2_between(int x, int lo, int hi) { return x >= lo && x <= hi &&
 
 static int tc_valid(const ft_variant *v, char *why, size_t whylen) {
   /* wgmma's N: any multiple of 8 (the accumulator's 8-column chunks); the enumeration takes 64,
-   * 128, 192, 256 and the wave-fitted widths of tc_fitted_bns. */
+   * 128, 192, 256 and the wave-fitted widths of tc_widths. */
   if (v->bn < 64 || v->bn > 256 || v->bn % 8) FT_WHY("tc: bn %d must be a multiple of 8 in 64..256", v->bn);
   if (v->bk != 128 / esize(v)) FT_WHY("tc: bk %d must be %d (128 bytes of k) in %s", v->bk, 128 / esize(v),
                                       ft_math_name((ft_math)v->math));
@@ -273,7 +273,8 @@ static double tc_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k) {
    * 0.5 % slower at 1024x8192x8192 bf16, 2.7 % faster in tf32, 1.3 % at 8192^3, 6 % with gelu
    * at 4096^3); 64-row ones slower than those everywhere, by up to 33 % against cooperative. */
   double eff = tc_width_eff(v->bn);
-  if (v->pingpong == 2) eff = 1.01;
+  /* Measured at 128 x 128; other widths scaled as the cooperative ones are. */
+  if (v->pingpong == 2) eff = 1.01 * tc_width_eff(v->bn) / tc_width_eff(128);
   if (v->pingpong == 1) eff *= 0.85;
   const int64_t kt = (k + v->bk - 1) / v->bk, kp = (kt + tc_slices(v) - 1) / tc_slices(v) * v->bk;
   double cost = per_block * v->cluster * tc_bm(v) * v->bn * (double)kp / eff / v->cluster;
@@ -316,17 +317,20 @@ static int64_t tc_waves(int64_t m, int64_t n, int bm, int bn, int slots) {
 static size_t tc_widths(int64_t m, int64_t n, int bm, int slots, const int std_bns[4], int out[4 + TC_MAX_FITTED]) {
   size_t k = 0;
   int64_t best = -1;
+  if (slots < 1) { /* no waves to fit */
+    for (int i = 0; i < 4; i++) out[k++] = std_bns[i];
+    return k;
+  }
   for (int i = 0; i < 4; i++) {
     out[k++] = std_bns[i];
     const int64_t work = tc_waves(m, n, bm, std_bns[i], slots) * std_bns[i];
     if (best < 0 || work < best) best = work;
   }
-  if (slots < 1) return k;
   const int64_t w0 = tc_waves(m, n, bm, 256, slots);
   for (int64_t w = w0; w < w0 + TC_MAX_FITTED; w++) {
     int bn = 256;
     while (bn - 8 >= 64 && tc_waves(m, n, bm, bn - 8, slots) <= w) bn -= 8;
-    if (tc_waves(m, n, bm, bn, slots) > w || (double)(w * bn) > 0.97 * (double)best) continue;
+    if ((double)(w * bn) > 0.97 * (double)best) continue; /* BN 256 fits w0 waves, so bn fits w */
     int dup = 0;
     for (size_t i = 0; i < k; i++) dup |= out[i] == bn;
     if (!dup) out[k++] = bn;

@@ -43,7 +43,7 @@ typedef struct tally {
   char worst[320];
 } tally;
 
-#define K_EXTRA_ROWS 10
+#define K_EXTRA_ROWS 11
 #define K_EXTRA_PER_ROW 12 /* extra_variants: at most this many per cfg row */
 
 /* Variants beyond the enumeration: each field's other values on this shape. */
@@ -55,6 +55,7 @@ static int extra_variants(ft_math math, const ft_device_limits *lim, const shape
       /* Wave-fitted widths: odd multiples of 8 (half a 16-column group at the end; with TMA
        * stores, columns past the last whole box stored directly), one a multiple of 16 in a cluster. */
       {168, 4, 2, 1, 8, 132}, {168, 3, 2, 1, 1, 5}, {120, 4, 1, 1, 8, 132}, {112, 4, 2, 2, 4, 6},
+      {88, 5, 2, 1, 8, 132}, /* 128 x 88 ping-pong (two consumers, an odd multiple of 8) */
   };
   int n = 0;
   for (size_t i = 0; i < sizeof cfg / sizeof cfg[0]; i++) {
