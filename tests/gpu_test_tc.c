@@ -24,8 +24,11 @@ typedef struct shape {
   int m, n, k;
 } shape;
 
-/* Ragged M and N everywhere; K not a multiple of the k tile except where K < it. */
-static const shape k_shapes[] = {{127, 1000, 1000}, {1, 77, 8}, {129, 264, 40}, {333, 520, 2056}, {1100, 1300, 520}};
+/* Ragged M and N everywhere; K not a multiple of the k tile except where K < it. N ends inside
+ * the direct-stored tail of a 168-column TMA-store tile: 65x332x72 in its last 8-column chunk
+ * (fp32 storage), 127x1000x1000 in its last 40 columns (16-bit storage). */
+static const shape k_shapes[] = {{127, 1000, 1000}, {1, 77, 8}, {129, 264, 40}, {333, 520, 2056}, {1100, 1300, 520},
+                                 {65, 332, 72}};
 static const char *const k_epilogues[] = {"minsub", "biasrelu", "x + 2*sigmoid(x)"};
 static const ft_math k_modes[] = {FT_MATH_BF16, FT_MATH_TF32, FT_MATH_FP16, FT_MATH_3XTF32};
 
