@@ -115,6 +115,34 @@ static void test_rejection(void) {
     ASSERT_CONTAINS(why_, text);                                 \
   } while (0)
 
+/* A variant's JSON holds `tail` and reads back to the same variant; its name is `nm`. */
+#define ASSERT_KEY_AND_NAME(v, tail, nm)                      \
+  do {                                                        \
+    char json_[512], name_[128];                              \
+    ft_variant back_;                                         \
+    ft_err e_;                                                \
+    ft_variant_json(&(v), json_, sizeof json_);               \
+    ASSERT_CONTAINS(json_, tail);                             \
+    ASSERT_OK(ft_variant_from_json(json_, &back_, &e_));      \
+    ASSERT_TRUE(memcmp(&back_, &(v), sizeof back_) == 0);     \
+    ft_variant_name(&(v), name_, sizeof name_);               \
+    ASSERT_EQ_STR(name_, nm);                                 \
+  } while (0)
+
+/* Compiles n fixed variants with the epilogue `epilogue` for sm_90a into jobs (src their texts;
+ * the caller checks each job and frees both). */
+static void compile_fixed(const ft_variant *vs, int n, const char *epilogue, ft_kernel_src *src, ft_compile_job *jobs) {
+  ft_err e;
+  ft_epilogue *ep = NULL;
+  ASSERT_OK(ft_ep_parse(epilogue, &ep, &e));
+  for (int i = 0; i < n; i++) {
+    ASSERT_OK(ft_codegen_variant(&vs[i], ep, &src[i], &e));
+    jobs[i].src = src[i].text, jobs[i].hash = src[i].hash, jobs[i].arch_suffix = src[i].arch_suffix;
+  }
+  ASSERT_OK(ft_compile_many(NULL, "sm_90", jobs, n, 0, &e));
+  ft_ep_free(ep);
+}
+
 static int count_bf16(int64_t m, int64_t n, int64_t k, const ft_device_limits *lim, int (*pred)(const ft_variant *),
                       int *total) {
   ft_variant *vs = NULL;
@@ -190,8 +218,7 @@ static void test_tstore(const ft_variant *base, const ft_device_limits *lim) {
 /* Stream-K (streamk): its rules, the partial wave it needs, its workspace, flags, shared memory,
  * key and name, and where the enumeration offers it. */
 static void test_streamk(const ft_variant *base, const ft_device_limits *lim) {
-  char why[200] = "", json[512], name[128];
-  ft_err e;
+  char why[200] = "";
   ft_variant t = *base;
   t.streamk = 1, t.bn = 256, t.stages = 4, t.cluster = 2, t.tstore = 1;
   ASSERT_TRUE(ft_variant_valid(&t, why, sizeof why));
@@ -221,13 +248,7 @@ static void test_streamk(const ft_variant *base, const ft_device_limits *lim) {
   b = t, b.streamk = 0;
   ft_variant_geometry(&b, 1024, 8192, 8192, &g0);
   ASSERT_TRUE(g.smem == g0.smem + 32 && g0.workspace_bytes == 0 && g0.flag_bytes == 0);
-  ft_variant_json(&t, json, sizeof json);
-  ASSERT_CONTAINS(json, ",\"streamk\":1");
-  ft_variant back;
-  ASSERT_OK(ft_variant_from_json(json, &back, &e));
-  ASSERT_TRUE(memcmp(&back, &t, sizeof t) == 0);
-  ft_variant_name(&t, name, sizeof name);
-  ASSERT_EQ_STR(name, "tc_bm128_bn256_bk64_s4_c2_z8_p132_sk_ts_bf16");
+  ASSERT_KEY_AND_NAME(t, ",\"streamk\":1", "tc_bm128_bn256_bk64_s4_c2_z8_p132_sk_ts_bf16");
   /* Offered beside the others at 1024 x 8192 x 8192, with clusters of 2 and TMA stores only; not
    * at 128 x 16384 x 16384 (one tile row: no clusters of 2, which stream-K is offered with). */
   int n = 0;
@@ -244,8 +265,7 @@ static int pingpong_outside_rule(const ft_variant *v) { return v->pingpong && (v
 /* Ping-pong (pingpong): its rules, tile rows, shared memory, key and name, and where the
  * enumeration offers it. */
 static void test_pingpong(const ft_variant *base, const ft_device_limits *lim) {
-  char why[200] = "", json[512], name[128];
-  ft_err e;
+  char why[200] = "", name[128];
   ft_variant t = *base; /* BN 128, two consumers, 6 stages */
   t.pingpong = 2, t.tstore = 1;
   ASSERT_TRUE(ft_variant_valid(&t, why, sizeof why));
@@ -275,13 +295,7 @@ static void test_pingpong(const ft_variant *base, const ft_device_limits *lim) {
   b = t, b.pingpong = 1;
   ft_variant_geometry(&b, 64, 256, 64, &g1); /* 1 x 2 tiles of 64 x 128 */
   ASSERT_TRUE(g1.smem == g0.smem - 6 * 64 * 128 && g1.grid[0] == 2);
-  ft_variant_json(&t, json, sizeof json);
-  ASSERT_CONTAINS(json, ",\"tstore\":1,\"pingpong\":2}");
-  ft_variant back;
-  ASSERT_OK(ft_variant_from_json(json, &back, &e));
-  ASSERT_TRUE(memcmp(&back, &t, sizeof t) == 0);
-  ft_variant_name(&t, name, sizeof name);
-  ASSERT_EQ_STR(name, "tc_bm128_bn128_bk64_s6_c1_z8_p132_pp_ts_bf16");
+  ASSERT_KEY_AND_NAME(t, ",\"tstore\":1,\"pingpong\":2}", "tc_bm128_bn128_bk64_s6_c1_z8_p132_pp_ts_bf16");
   ft_variant_name(&b, name, sizeof name);
   ASSERT_EQ_STR(name, "tc_bm64_bn128_bk64_s6_c1_z8_p132_pp_ts_bf16");
   /* Offered at both seed shapes, 128 x 128 tiles only; never with one consumer's shapes (M <= 64). */
@@ -294,31 +308,23 @@ static void test_pingpong(const ft_variant *base, const ft_device_limits *lim) {
   ft_variant fixed[2] = {t, t};
   fixed[0].pingpong = 1, fixed[0].bn = 256, fixed[0].stages = 4, fixed[0].tstore = 0;
   fixed[1].tstore = 0, fixed[1].math = FT_MATH_TF32, fixed[1].bk = 32;
-  ft_epilogue *ep = NULL;
-  ASSERT_OK(ft_ep_parse("biasrelu", &ep, &e));
   ft_kernel_src src[2] = {{0}};
   ft_compile_job jobs[2] = {{0}};
-  for (int i = 0; i < 2; i++) {
-    ASSERT_TRUE(ft_variant_valid(&fixed[i], why, sizeof why));
-    ASSERT_OK(ft_codegen_variant(&fixed[i], ep, &src[i], &e));
-    jobs[i].src = src[i].text, jobs[i].hash = src[i].hash, jobs[i].arch_suffix = src[i].arch_suffix;
-  }
-  ASSERT_OK(ft_compile_many(NULL, "sm_90", jobs, 2, 0, &e));
+  for (int i = 0; i < 2; i++) ASSERT_TRUE(ft_variant_valid(&fixed[i], why, sizeof why));
+  compile_fixed(fixed, 2, "biasrelu", src, jobs);
   for (int i = 0; i < 2; i++) {
     ASSERT_TRUE(jobs[i].status == FT_OK && jobs[i].log &&
                 strstr(jobs[i].log, "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads") != NULL);
     ft_compile_job_clear(&jobs[i]);
     ft_kernel_src_free(&src[i]);
   }
-  ft_ep_free(ep);
 }
 
 /* The staged epilogue (staged): its rules, shared memory, key and name; it compiles clean and,
  * with gelu, to a much smaller kernel than the unrolled epilogue (its reason to exist); offered
  * only in the full space. */
 static void test_staged(const ft_variant *base, const ft_device_limits *lim) {
-  char why[200] = "", json[512], name[128];
-  ft_err e;
+  char why[200] = "";
   ft_variant t = *base; /* BN 128, two consumers, 6 stages */
   t.tstore = 1, t.staged = 1, t.pingpong = 2, t.stages = 5;
   ASSERT_TRUE(ft_variant_valid(&t, why, sizeof why));
@@ -344,28 +350,16 @@ static void test_staged(const ft_variant *base, const ft_device_limits *lim) {
   b = t, b.stages = 6; /* the sixth stage no longer fits beside the staging boxes */
   ASSERT_TRUE(!ft_variant_applicable(&b, 1024, 8192, 8192, lim, why, sizeof why));
   ASSERT_CONTAINS(why, "shared memory");
-  ft_variant_json(&t, json, sizeof json);
-  ASSERT_CONTAINS(json, ",\"pingpong\":2,\"staged\":1}");
-  ft_variant back;
-  ASSERT_OK(ft_variant_from_json(json, &back, &e));
-  ASSERT_TRUE(memcmp(&back, &t, sizeof t) == 0);
-  ft_variant_name(&t, name, sizeof name);
-  ASSERT_EQ_STR(name, "tc_bm128_bn128_bk64_s5_c1_z8_p132_pp_ts_se_bf16");
+  ASSERT_KEY_AND_NAME(t, ",\"pingpong\":2,\"staged\":1}", "tc_bm128_bn128_bk64_s5_c1_z8_p132_pp_ts_se_bf16");
   /* gelu's E through the rolled loop: no spill, and under half the unrolled kernel's size (CUDA
    * 13.0: 30 KB against 165 KB). tf32 cooperative BN 256 staged in place. */
   ft_variant vs[3] = {t, b, f};
   vs[1].staged = 0, vs[1].stages = 6;
   vs[2].pingpong = 0, vs[2].bn = 256, vs[2].stages = 4;
-  ft_epilogue *ep = NULL;
-  ASSERT_OK(ft_ep_parse("biasgelu", &ep, &e));
   ft_kernel_src src[3] = {{0}};
   ft_compile_job jobs[3] = {{0}};
-  for (int i = 0; i < 3; i++) {
-    ASSERT_TRUE(ft_variant_applicable(&vs[i], 1024, 8192, 8192, lim, why, sizeof why));
-    ASSERT_OK(ft_codegen_variant(&vs[i], ep, &src[i], &e));
-    jobs[i].src = src[i].text, jobs[i].hash = src[i].hash, jobs[i].arch_suffix = src[i].arch_suffix;
-  }
-  ASSERT_OK(ft_compile_many(NULL, "sm_90", jobs, 3, 0, &e));
+  for (int i = 0; i < 3; i++) ASSERT_TRUE(ft_variant_applicable(&vs[i], 1024, 8192, 8192, lim, why, sizeof why));
+  compile_fixed(vs, 3, "biasgelu", src, jobs);
   for (int i = 0; i < 3; i++)
     ASSERT_TRUE(jobs[i].status == FT_OK && jobs[i].log &&
                 strstr(jobs[i].log, "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads") != NULL);
@@ -375,7 +369,6 @@ static void test_staged(const ft_variant *base, const ft_device_limits *lim) {
     ft_compile_job_clear(&jobs[i]);
     ft_kernel_src_free(&src[i]);
   }
-  ft_ep_free(ep);
 }
 
 static int name_in(const ft_variant *v, const ft_variant *vs, int n) {
@@ -494,7 +487,7 @@ static int late_outside_rule(const ft_variant *v) {
 }
 
 static void test_late(const ft_variant *base, const ft_device_limits *lim) {
-  char why[200] = "", json[512], name[128];
+  char why[200] = "";
   ft_err e;
   ft_variant t = *base;
   t.tstore = 1, t.late = 1, t.bn = 256, t.stages = 4;
@@ -508,13 +501,7 @@ static void test_late(const ft_variant *base, const ft_device_limits *lim) {
   ASSERT_INVALID(b, "late");
   b = t, b.staged = 1;
   ASSERT_INVALID(b, "late");
-  ft_variant_json(&t, json, sizeof json);
-  ASSERT_CONTAINS(json, ",\"tstore\":1,\"late\":1}");
-  ft_variant back;
-  ASSERT_OK(ft_variant_from_json(json, &back, &e));
-  ASSERT_TRUE(memcmp(&back, &t, sizeof t) == 0);
-  ft_variant_name(&t, name, sizeof name);
-  ASSERT_EQ_STR(name, "tc_bm128_bn256_bk64_s4_c1_z8_p132_ts_lt_bf16");
+  ASSERT_KEY_AND_NAME(t, ",\"tstore\":1,\"late\":1}", "tc_bm128_bn256_bk64_s4_c1_z8_p132_ts_lt_bf16");
   int n = 0, in_full = 0, outside = 0;
   ASSERT_EQ_INT(count_bf16(1024, 8192, 8192, lim, has_late, &n), 0); /* the full space only */
   ft_variant *fu = NULL;
@@ -524,22 +511,15 @@ static void test_late(const ft_variant *base, const ft_device_limits *lim) {
   ASSERT_TRUE(in_full > 0);
   ASSERT_EQ_INT(outside, 0);
   /* silu in tf32 at BN 256: early spills, late fits. */
-  ft_epilogue *ep = NULL;
-  ASSERT_OK(ft_ep_parse("silu(x + bias)", &ep, &e));
   ft_variant vs[2] = {t, t};
   for (int i = 0; i < 2; i++) vs[i].math = FT_MATH_TF32, vs[i].bk = 32, vs[i].late = i;
   ft_kernel_src src[2] = {{0}};
   ft_compile_job jobs[2] = {{0}};
-  for (int i = 0; i < 2; i++) {
-    ASSERT_OK(ft_codegen_variant(&vs[i], ep, &src[i], &e));
-    jobs[i].src = src[i].text, jobs[i].hash = src[i].hash, jobs[i].arch_suffix = src[i].arch_suffix;
-  }
-  ASSERT_OK(ft_compile_many(NULL, "sm_90", jobs, 2, 0, &e));
+  compile_fixed(vs, 2, "silu(x + bias)", src, jobs);
   char rej[256] = "";
   ASSERT_TRUE(jobs[0].status != FT_OK && ft__compile_rejection(jobs[0].log, rej, sizeof rej) && strstr(rej, "spilled"));
   ASSERT_EQ_INT(jobs[1].status, FT_OK);
   for (int i = 0; i < 2; i++) ft_compile_job_clear(&jobs[i]), ft_kernel_src_free(&src[i]);
-  ft_ep_free(ep);
 }
 
 static int is_fitted(const ft_variant *v) { return v->bn % 64 != 0 && v->bn != 192; }
