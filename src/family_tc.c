@@ -316,13 +316,10 @@ static int64_t tc_waves(int64_t m, int64_t n, int bm, int bn, int slots) {
  * 256), 1.76 (192) and 2.6 (128) waves. */
 static size_t tc_widths(int64_t m, int64_t n, int bm, int slots, const int std_bns[4], int out[4 + TC_MAX_FITTED]) {
   size_t k = 0;
+  for (int i = 0; i < 4; i++) out[k++] = std_bns[i];
+  if (slots < 1) return k; /* no waves to fit */
   int64_t best = -1;
-  if (slots < 1) { /* no waves to fit */
-    for (int i = 0; i < 4; i++) out[k++] = std_bns[i];
-    return k;
-  }
   for (int i = 0; i < 4; i++) {
-    out[k++] = std_bns[i];
     const int64_t work = tc_waves(m, n, bm, std_bns[i], slots) * std_bns[i];
     if (best < 0 || work < best) best = work;
   }
