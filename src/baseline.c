@@ -264,6 +264,17 @@ static ft_status run_eager(ft_baselines *b, cudaStream_t stream, ft_err *err) {
   return FT_OK;
 }
 
+ft_status ft_baseline_chain_tolerance(ft_baselines *b, double *tol, ft_err *err) {
+  if (b->d->math != FT_MATH_3XTF32 || !ft_baseline_available(b, FT_BL_EAGER)) return FT_OK;
+  ft_check chk = {0, 0, 0};
+  FT_TRY(ft_pdata_poison(b->d, 0, err));
+  FT_TRY(run_eager(b, 0, err));
+  FT_CUDA_TRY(err, cudaStreamSynchronize(0));
+  FT_TRY(ft_pdata_check(b->d, &chk, err));
+  if (!chk.bad) *tol = ft_tolerance_with_chain(b->d->math, *tol, chk.rel_err);
+  return FT_OK;
+}
+
 ft_status ft_baseline_enqueue(ft_baselines *b, ft_baseline_kind kind, cudaStream_t stream, ft_err *err) {
   switch (kind) {
     case FT_BL_EAGER: return run_eager(b, stream, err);

@@ -75,6 +75,8 @@ static ft_status engine_open(const ft_runner_setup *s, ft_runner_device_fn known
   t0 = ft__now_s();
   if (st == FT_OK) st = ft_bench_create(&e->bench, err);
   if (st == FT_OK) st = ft_baselines_create(e->g, NULL, e->ep, e->d, &e->bl, err);
+  if (st == FT_OK) st = ft_baseline_chain_tolerance(e->bl, &hello->tol, err); /* 3xtf32: the fp32 chain's error */
+  if (st == FT_OK) e->tol = hello->tol;
   hello->baselines_setup_s = ft__now_s() - t0;
   if (st != FT_OK) {
     engine_close(e);

@@ -542,12 +542,20 @@ double ft_tolerance_rule(ft_math math, double cublas_rel_err) {
   /* 3xtf32 promises SGEMM's accuracy: at most cuBLAS SGEMM's own error on the same inputs (its
    * cuBLAS GEMM is SGEMM), or 2^-20 where SGEMM is better than that (short K), never more than
    * fp32's bound. Measured on the H200: the error grows with the k tiles per partial sum (the
-   * tensor core's adds truncate), so this is what rejects too long a chunk. */
+   * tensor core's adds truncate), so this is what rejects too long a chunk. The fp32 chain's
+   * error may raise it (ft_tolerance_with_chain). */
   if (math == FT_MATH_3XTF32) {
     const double t = e > 0x1.0p-20 ? e : 0x1.0p-20;
     return t < FT_TOL_FP32 ? t : FT_TOL_FP32;
   }
   return 2.0 * e + ft_tolerance_floor(math);
+}
+
+double ft_tolerance_with_chain(ft_math math, double tol, double chain_rel_err) {
+  if (math != FT_MATH_3XTF32 || !isfinite(chain_rel_err) || chain_rel_err <= 0) return tol;
+  double t = 1.01 * chain_rel_err;
+  if (t > FT_TOL_FP32) t = FT_TOL_FP32;
+  return t > tol ? t : tol;
 }
 
 ft_status ft_pdata_tolerance(ft_gpu *g, ft_pdata *d, double *tol, double *cublas_rel_err, ft_err *err) {

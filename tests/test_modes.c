@@ -147,6 +147,16 @@ static void test_tolerance(void) {
   ASSERT_NEAR(ft_tolerance_rule(FT_MATH_BF16, NAN), 0x1.0p-8, 0);
   ASSERT_NEAR(ft_tolerance_rule(FT_MATH_FP16, INFINITY), 0x1.0p-11, 0);
   ASSERT_NEAR(ft_tolerance_rule(FT_MATH_FP16, -1), 0x1.0p-11, 0);
+  /* 3xtf32 raised to the fp32 chain's error (+1 %) where E makes that larger, never lowered,
+   * never past fp32's bound; other modes and unusable measurements keep the rule's. */
+  ASSERT_NEAR(ft_tolerance_with_chain(FT_MATH_3XTF32, 1.15e-6, 1.30e-6), 1.313e-6, 1e-18);
+  ASSERT_NEAR(ft_tolerance_with_chain(FT_MATH_3XTF32, 1.15e-6, 1.0e-6), 1.15e-6, 0);
+  ASSERT_NEAR(ft_tolerance_with_chain(FT_MATH_3XTF32, 1.15e-6, 0.5), FT_TOL_FP32, 0);
+  ASSERT_NEAR(ft_tolerance_with_chain(FT_MATH_3XTF32, 1.15e-6, NAN), 1.15e-6, 0);
+  ASSERT_NEAR(ft_tolerance_with_chain(FT_MATH_3XTF32, 1.15e-6, INFINITY), 1.15e-6, 0);
+  ASSERT_NEAR(ft_tolerance_with_chain(FT_MATH_3XTF32, 1.15e-6, -1), 1.15e-6, 0);
+  ASSERT_NEAR(ft_tolerance_with_chain(FT_MATH_BF16, 7e-3, 9e-3), 7e-3, 0);
+  ASSERT_NEAR(ft_tolerance_with_chain(FT_MATH_FP32, FT_TOL_FP32, 2e-5), FT_TOL_FP32, 0);
 }
 
 /* The epilogue-pass variants ft_sample_pick keeps at stride and every eager step of the seed
