@@ -42,8 +42,13 @@ static void run_baselines(ft_baselines *bl, ft_pdata *d, double tol, const char 
       FT_FAIL_AT_("%s %s: %s", what, desc, e.msg);
       continue;
     }
-    printf("  %-28s %-52s rel_err %.3g\n", what, desc, c.rel_err);
-    judge(what, desc, &c, tol);
+    /* cuBLASLt's GELU epilogue approximates (H200: 1.64e-6 where SGEMM + the chain's gelu kernel
+     * is at 3.1e-7): fine for fp32's 1e-5, short of 3xtf32's SGEMM-level bar, so there a
+     * candidate like any other (rejected by the tuner), not a baseline the mode must meet. */
+    const int informative = d->math == FT_MATH_3XTF32 && k == FT_BL_CUBLASLT;
+    printf("  %-28s %-52s rel_err %.3g%s\n", what, desc, c.rel_err,
+           informative && c.rel_err > tol ? " (above 3xtf32's bar: not asserted)" : "");
+    if (!informative) judge(what, desc, &c, tol);
   }
 }
 
@@ -150,12 +155,12 @@ int main(void) {
   /* 3xtf32 also at a K long enough for SGEMM's error to pass 2^-20, where an E that shrinks the
    * output (gelu's negative half) left the fp32 chain itself above SGEMM's error on x W^T
    * (ft_tolerance_with_chain). */
-  static const shape s3x[] = {{129, 257, 515}, {64, 264, 4096}};
+  static const shape s3x[] = {{129, 257, 515}, {64, 264, 4096}, {512, 1024, 8192}};
   const ft_math modes[] = {FT_MATH_FP32, FT_MATH_TF32, FT_MATH_BF16, FT_MATH_FP16, FT_MATH_3XTF32};
   for (int mi = 0; mi < 5; mi++) {
     const int wide = ft_math_dtype(modes[mi]) == FT_DTYPE_F32;
     const shape *sh = modes[mi] == FT_MATH_3XTF32 ? s3x : wide ? s32 : s16;
-    const int ns = wide && modes[mi] != FT_MATH_3XTF32 ? 1 : 2;
+    const int ns = modes[mi] == FT_MATH_3XTF32 ? 3 : wide ? 1 : 2;
     for (int si = 0; si < ns; si++)
       for (size_t ei = 0; ei < sizeof k_epilogues / sizeof k_epilogues[0]; ei++)
         run_mode(g, modes[mi], &sh[si], k_epilogues[ei]);
