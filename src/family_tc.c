@@ -289,8 +289,8 @@ static double tc_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k) {
    * reads (ncu on the H200, 2026-12-01: a quarter of the stall samples at 1024x8192x512). */
   if (v->tstore) cost *= 0.99;
   /* The staged epilogue: an extra pass over shared memory per box (3-5 % slower with light
-   * epilogues, 3 % faster with gelu on the H200, 2026-12-01). */
-  if (v->staged) cost *= 1.03;
+   * epilogues, 3 % faster with gelu on the H200, 2026-12-01; in 3xtf32 -5.5 to +0.6 %). */
+  if (v->staged && !split(v)) cost *= 1.03; /* 3xtf32: alike (tc_enumerate's forms say why) */
   /* E box by box instead of on the whole tile first: 1-5 % slower where both fit (H200, session
    * 10: biasrelu 1024x8192^2, gelu 4096^3), so timed after its early twin. */
   if (v->late) cost *= 1.01;
@@ -366,10 +366,11 @@ static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, con
           /* The TMA-store epilogue first (where Y's rows allow it), then direct stores. */
           const int ts_ok = (n * esize(&v)) % 16 == 0; /* a BN past whole boxes stores the rest directly */
           /* Forms: TMA stores, then direct; cooperative, then 128 x 128 ping-pong, then (full
-           * space only) 64-row ping-pong; the staged epilogue (full space only) with TMA stores. */
+           * space only) 64-row ping-pong; the staged epilogue (full space only but in 3xtf32) with
+           * TMA stores. */
           for (int form = 0; form < 2 * 3 * 2; form++) {
             const int ts = form < 6, pp = (int[]){0, 2, 1}[form / 2 % 3], staged = form % 2;
-            if (!full && (pp == 1 || staged)) continue;
+            if (!full && (pp == 1 || (staged && !split(&v)))) continue;
             if (pp && (c != 2 || split(&v))) continue;
             if (ts && !ts_ok) continue;
             if (staged && !ts) continue;
@@ -381,7 +382,11 @@ static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, con
              * were up to 33 % behind it (BN 128) and behind 128 x 128 ping-pong at every problem
              * timed (twice the x loads per output). The staged epilogue: 3 % faster with gelu,
              * 3-5 % slower with light epilogues (H200, 2026-12-01), and the space knows no
-             * epilogue. A wave-fitted width takes ping-pong in both store forms: at
+             * epilogue; but in 3xtf32 (fp32 sums staged in place in the store boxes) it stays:
+             * against its TMA-store twin 5.5 % faster with gelu at 4096^3, 0.7 % with silu at
+             * 512x11008x4096, 0.6 % slower with the light ones (medians over each exhaustive
+             * tune, H200, 2026-12-02), and the best of the exhaustive search at both heavy ones,
+             * 1.2 % ahead of what the default search found without it. A wave-fitted width takes ping-pong in both store forms: at
              * 512x11008x4096 silu bf16, 128 x 112 ping-pong with direct stores was the best of
              * all (0.0680 ms; with TMA stores, whose last 48 columns go direct, 0.0702; H200,
              * 2026-12-02). */
