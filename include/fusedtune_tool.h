@@ -389,7 +389,8 @@ typedef struct ft_tune_phases {
   double prepare_s;   /* worker start, inputs, the float64 reference, the tolerance; of it, in
                        * the worker: */
   double gpu_open_s, data_s, tolerance_s, baselines_setup_s; /* CUDA context and handles; inputs and
-                       * references; cuBLAS's error (the tolerance); baseline plans and the eager
+                       * references; cuBLAS's error (the tolerance; in 3xtf32 also the eager chain's
+                       * error); baseline plans and the eager
                        * chain's kernels (compiled by NVRTC) */
   double baselines_s; /* eager-style chain, cuBLAS alone, cuBLASLt epilogue */
   double search_s;    /* everything the search did */
@@ -445,7 +446,8 @@ typedef struct ft_bench_report {
   ft_config best;           /* the stored best that was timed */
   double best_ms, best_rel_err;
   int best_ok;              /* within the mode's tolerance (tolerance) */
-  double tolerance;         /* on rel_err: 1e-5 in fp32, else 2x cuBLAS's error + unit roundoff */
+  double tolerance;         /* on rel_err (docs/MODES.md): 1e-5 in fp32; 3xtf32 SGEMM's error or the fp32
+                             * eager chain's; else 2x cuBLAS's error + unit roundoff */
   int has_fused;            /* the best is not a fused GEMM and the fastest fused GEMM was timed */
   ft_config fused;
   double fused_ms, fused_rel_err;

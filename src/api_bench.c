@@ -104,7 +104,7 @@ typedef struct bench_run {
   ft_baselines *bl;
   best_call b, fb; /* the stored best; the fastest fused GEMM when that is another strategy */
   ft_best best, fbest;
-  double tol; /* the mode's tolerance on rel_err (ft_pdata_tolerance) */
+  double tol; /* the mode's tolerance on rel_err (ft_pdata_tolerance, ft_baseline_chain_tolerance) */
 } bench_run;
 
 /* The optional row: best effort, it must not cost the measurements asked for. A fault that

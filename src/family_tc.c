@@ -340,7 +340,7 @@ static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, con
   const int full = ft_space_full(sink);
   static const int k_bns[] = {256, 192, 128, 64};
   /* 512, 256, 128, 64 k: the error grows with the chunk (the tensor core's adds truncate); the
-   * tolerance (SGEMM's own error) decides which are accurate enough on the shape. */
+   * tolerance (SGEMM's own error, or the fp32 chain's) decides which are accurate enough. */
   static const int chunks[] = {16, 8, 4, 2};
   ft_variant v = {0};
   v.kind = FT_VK_GEMM;
@@ -386,10 +386,10 @@ static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, con
              * against its TMA-store twin 5.5 % faster with gelu at 4096^3, 0.7 % with silu at
              * 512x11008x4096, 0.6 % slower with the light ones (medians over each exhaustive
              * tune, H200, 2026-12-02), and the best of the exhaustive search at both heavy ones,
-             * 1.2 % ahead of what the default search found without it. A wave-fitted width takes ping-pong in both store forms: at
-             * 512x11008x4096 silu bf16, 128 x 112 ping-pong with direct stores was the best of
-             * all (0.0680 ms; with TMA stores, whose last 48 columns go direct, 0.0702; H200,
-             * 2026-12-02). */
+             * 1.2 % ahead of what the default search found without it. A wave-fitted width
+             * takes ping-pong in both store forms: at 512x11008x4096 silu bf16, 128 x 112
+             * ping-pong with direct stores was the best of all (0.0680 ms; with TMA stores, whose
+             * last 48 columns go direct, 0.0702; H200, 2026-12-02). */
             if (!full && pp && z != 8) continue;
             if (!full && pp && !fitted && (ts != ts_ok || v.bn != 128)) continue;
             if (pp && (tc_bm(&v) >= 2 * m || (m + tc_bm(&v) - 1) / tc_bm(&v) < cl)) continue; /* mostly padding */

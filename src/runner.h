@@ -24,11 +24,13 @@ typedef struct ft_runner_hello {
   ft_device_limits limits;
   char arch[16];
   /* rel_err a result may have and be correct (FT_TOL_FP32 in fp32, else ft_tolerance_rule of
-   * cublas_rel_err), and the error of cuBLAS's GEMM of the mode against x W^T it came from. */
+   * cublas_rel_err; in 3xtf32 raised to the fp32 eager chain's error where that is larger,
+   * ft_tolerance_with_chain), and the error of cuBLAS's GEMM of the mode against x W^T. */
   double tol;
   double cublas_rel_err;
   /* Seconds the worker spent getting ready: CUDA context and cuBLAS handles, the inputs and
-   * the float64 references, the tolerance (cuBLAS's GEMM and its check), the baselines
+   * the float64 references, the tolerance (cuBLAS's GEMM and its check; in 3xtf32 the eager
+   * chain's run and check too), the baselines
    * (cuBLASLt plans, the eager chain's kernels compiled by NVRTC). */
   double gpu_open_s, data_s, tolerance_s, baselines_setup_s;
 } ft_runner_hello;
