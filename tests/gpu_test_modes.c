@@ -158,21 +158,26 @@ int main(void) {
   ft_err e;
   ft_gpu *g = NULL;
   if (ft_gpu_open(0, &g, &e) != FT_OK) RETURN_FAIL("ft_gpu_open: %s", e.msg);
-  /* 16-bit: K % 8 == 0 (cuBLAS's fast path) and an odd K; fp32 / tf32: all dimensions odd. */
-  static const shape s16[] = {{127, 1000, 1000}, {129, 257, 515}}, s32[] = {{129, 257, 515}};
-  /* 3xtf32 also at a K long enough for SGEMM's error to pass 2^-20, where an E that shrinks the
-   * output (gelu's negative half) left the fp32 chain itself above SGEMM's error on x W^T
-   * (ft_tolerance_with_chain). */
-  static const shape s3x[] = {{129, 257, 515}, {64, 264, 4096}, {512, 1024, 8192}};
-  const ft_math modes[] = {FT_MATH_FP32, FT_MATH_TF32, FT_MATH_BF16, FT_MATH_FP16, FT_MATH_3XTF32};
-  for (int mi = 0; mi < 5; mi++) {
-    const int wide = ft_math_dtype(modes[mi]) == FT_DTYPE_F32;
-    const shape *sh = modes[mi] == FT_MATH_3XTF32 ? s3x : wide ? s32 : s16;
-    const int ns = modes[mi] == FT_MATH_3XTF32 ? 3 : wide ? 1 : 2;
-    for (int si = 0; si < ns; si++)
+  /* 16-bit: K % 8 == 0 (cuBLAS's fast path) and an odd K; fp32 / tf32: all dimensions odd;
+   * 3xtf32 also at longer K. (On the H200 SGEMM's error there stays under 3xtf32's 2^-20 floor,
+   * 5.6e-7 at K 8192, so the chain's raise of the tolerance shows only at larger problems, e.g.
+   * gelu at 4096^3: BENCHMARKS.md, session 13; the assertions in run_mode hold either way.) */
+  static const shape s16[] = {{127, 1000, 1000}, {129, 257, 515}}, s32[] = {{129, 257, 515}},
+                     s3x[] = {{129, 257, 515}, {64, 264, 4096}, {512, 1024, 8192}};
+  static const struct {
+    ft_math math;
+    const shape *shapes;
+    int n;
+  } runs[] = {
+#define SHAPES(a) a, (int)(sizeof a / sizeof a[0])
+      {FT_MATH_FP32, SHAPES(s32)}, {FT_MATH_TF32, SHAPES(s32)}, {FT_MATH_BF16, SHAPES(s16)},
+      {FT_MATH_FP16, SHAPES(s16)}, {FT_MATH_3XTF32, SHAPES(s3x)},
+#undef SHAPES
+  };
+  for (size_t ri = 0; ri < sizeof runs / sizeof runs[0]; ri++)
+    for (int si = 0; si < runs[ri].n; si++)
       for (size_t ei = 0; ei < sizeof k_epilogues / sizeof k_epilogues[0]; ei++)
-        run_mode(g, modes[mi], &sh[si], k_epilogues[ei]);
-  }
+        run_mode(g, runs[ri].math, &runs[ri].shapes[si], k_epilogues[ei]);
   ft_gpu_close(g);
   return FT_TEST_DONE();
 }
