@@ -378,6 +378,25 @@ __device__ __forceinline__ void ft_box_staged(const float (&d)[FT_BN / 2], int c
 }
 #endif
 
+#if FT_COLV_STAGE
+// This consumer's copy of the tile's column-vector slice (BN elements from src) into dst: 16-byte
+// cp.async chunks that land while the k loop runs; a vector not 16-byte aligned (a user's pointer
+// may be any element's) is copied element by element, its loads waited for here. One buffer per
+// consumer serves every tile: the previous tile's E read it before the first store box's barrier,
+// which all of the consumer's threads passed before any of them issues this copy.
+__device__ __forceinline__ void ft_colv_fetch(ft_vec_t *dst, const ft_vec_t *src, int tid) {
+  if ((reinterpret_cast<unsigned long long>(src) & 15u) == 0) {
+    for (int c = tid; c < FT_COLV_BYTES / 16; c += 128)
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(ft_smem(dst) + 16u * (unsigned)c),
+                   "l"(reinterpret_cast<const char *>(src) + 16 * c)
+                   : "memory");
+    asm volatile("cp.async.commit_group;" ::: "memory");
+  } else {
+    for (int e = tid; e < FT_BN; e += 128) dst[e] = src[e];
+  }
+}
+#endif
+
 // The tile's E through shared memory and TMA stores, box by box, alternating this warpgroup's
 // two box buffers (nbox counts its boxes across tiles): before a buffer is written again, the
 // store that read it two boxes ago must have finished reading (one thread waits, all pass a
@@ -387,17 +406,30 @@ __device__ __forceinline__ void ft_box_staged(const float (&d)[FT_BN / 2], int c
 __device__ __forceinline__ void ft_tile_store_tma(float (&d)[FT_BN / 2], unsigned cbuf, unsigned sbuf,
                                                   const FtTmaDesc *map, ft_elem_t *__restrict__ Y,
                                                   int r0, int n0, int M, int N, int wg, int warp, int lane,
-                                                  unsigned &nbox, const FtEpArgs &ep) {
+                                                  unsigned &nbox, const FtEpArgs &ep, const ft_vec_t *colv) {
   const int tid = warp * 32 + lane; /* r0: the first of the 64 rows this accumulator holds */
   if (r0 >= M) return; /* this warpgroup's rows of the tile are all outside */
   const int row = r0 + warp * 16 + lane / 4, cb = 2 * (lane % 4);
   const bool inside = r0 + 64 <= M && n0 + FT_BN <= N;
 #if FT_EPI_EARLY && !FT_EPI_STAGED
   if (inside) { /* E on the whole tile in registers, its vector loads free to go together */
+#if FT_COLV_STAGE
+    /* This consumer's copies of the slice (ft_colv_fetch) done and seen by all its threads; E
+     * then reads slot FT_EP_COLV_SLOT at colv[col - n0]. */
+    asm volatile("cp.async.wait_all;" ::: "memory");
+    asm volatile("bar.sync %0, 128;" ::"r"(2 + wg) : "memory");
+    FtEpArgs eps = ep;
+    eps.v[FT_EP_COLV_SLOT] = colv - n0;
+#else
+    (void)colv;
+    const FtEpArgs &eps = ep;
+#endif
 #pragma unroll
     for (int i = 0; i < FT_BN / 2; i++)
-      d[i] = ft_apply_epilogue(d[i], row + 8 * ((i >> 1) & 1), n0 + cb + 16 * (i / 8) + 8 * ((i >> 2) & 1) + (i & 1), ep);
+      d[i] = ft_apply_epilogue(d[i], row + 8 * ((i >> 1) & 1), n0 + cb + 16 * (i / 8) + 8 * ((i >> 2) & 1) + (i & 1), eps);
   }
+#else
+  (void)colv;
 #endif
 #pragma unroll
   for (int c = 0; c < FT_BN / FT_C_COLS; c++) {
@@ -543,6 +575,8 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
   const unsigned sbuf = cbuf + FT_C_BYTES; /* FT_EPI_STAGED's staging boxes (16-bit storage) */
   const unsigned full = sbuf + FT_S_BYTES, empty = full + 8 * FT_STAGES;
   const unsigned sched = empty + 8 * FT_STAGES; /* stream-K: the slot's range (ft_work) */
+  /* FT_COLV_STAGE: FT_COLV_BYTES per consumer after the schedule, as a generic pointer for E. */
+  ft_vec_t *const colv_all = reinterpret_cast<ft_vec_t *>(ft_smem_raw + (sched + 32u * FT_STREAMK - ft_smem(ft_smem_raw)));
   /* 16-bit storage: wg broadcast from lane 0, so that the compiler knows it is warp-uniform and
    * keeps what derives from it (tile rows, shared-memory offsets) in uniform registers. H200,
    * 1024x8192^2 bf16, clusters of 1 (BENCHMARKS.md, session 11): relu(x + bias) 0.7-0.8 % faster,
@@ -635,7 +669,7 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
     int stage = 0;
     unsigned phase = 0, nbox = 0;
     const int warp = tid / 32, lane = tid % 32;
-    (void)nbox, (void)cbuf, (void)sbuf, (void)tma_y, (void)FL, (void)d;
+    (void)nbox, (void)cbuf, (void)sbuf, (void)tma_y, (void)FL, (void)d, (void)colv_all;
     FtWork wk;
     for (int j = 0; ft_work(j, slot, slots, tile_units, ktiles, kper, sched, wk); j++) {
 #if FT_PINGPONG
@@ -650,6 +684,10 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
       const int m0_n0[2] = {FT_TILE_ORIGIN(ur, uc)};
       const int m0 = m0_n0[0], n0 = m0_n0[1];
       int prev = 0;
+#if FT_COLV_STAGE
+      if (m0 + 64 * wg + 64 <= M && n0 + FT_BN <= N) /* ft_tile_store_tma's `inside` */
+        ft_colv_fetch(colv_all + wg * (FT_COLV_BYTES / (int)sizeof(ft_vec_t)), ep.v[FT_EP_COLV_SLOT] + n0, tid);
+#endif
 #if FT_PINGPONG
       if (j > 0) asm volatile("bar.sync %0, 256;" ::"r"(5 - wg) : "memory"); /* the other's loop of item j - 1 done */
 #endif
@@ -799,7 +837,8 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
         const int r0 = m0 + (FT_PINGPONG ? 64 * h : 64 * wg); /* its first row */
 #if FT_TSTORE
         ft_tile_store_tma(acc, cbuf + (unsigned)wg * 2u * FT_C_BOX_BYTES, sbuf + (unsigned)wg * (FT_S_BYTES / FT_CONSUMERS),
-                          &tma_y, Y, r0, n0, M, N, wg, warp, lane, nbox, ep);
+                          &tma_y, Y, r0, n0, M, N, wg, warp, lane, nbox, ep,
+                          colv_all + wg * (FT_COLV_BYTES / (int)sizeof(ft_vec_t)));
         continue;
 #endif
         const int row = r0 + warp * 16 + lane / 4;

@@ -144,7 +144,23 @@
 #if FT_PINGPONG && (FT_SPLITK > 1 || FT_SPLIT || FT_STREAMK)
 #error "fusedtune: ping-pong excludes split-K, stream-K and 3xtf32 (every work item whole)"
 #endif
+// FT_COLV_STAGE: the tile's slice of the epilogue's first column vector (slot FT_EP_COLV_SLOT, from
+// codegen) is copied to shared memory (FT_COLV_BYTES per consumer, from the host) by cp.async when
+// the tile's k loop starts, and the early E reads it there: its L2 round trips leave the path
+// from the last wgmma to the stores. Where the host found no room, FT_COLV_BYTES is 0.
+#ifndef FT_EP_COLV_SLOT
+#define FT_EP_COLV_SLOT -1
+#endif
+#ifndef FT_COLV_BYTES
+#define FT_COLV_BYTES 0
+#endif
+#define FT_COLV_STAGE                                                                                        \
+  (FT_COLV_BYTES > 0 && FT_EP_COLV_SLOT >= 0 && FT_TSTORE && FT_EPI_EARLY && !FT_EPI_STAGED && !FT_PINGPONG && \
+   !FT_STREAMK && FT_SPLITK == 1)
+#if FT_COLV_BYTES && (FT_COLV_BYTES != FT_BN * FT_ESIZE || FT_COLV_BYTES % 16 || FT_EP_COLV_SLOT >= FT_EP_SLOTS)
+#error "fusedtune: inconsistent column-vector staging"
+#endif
 static_assert(FT_SMEM_BYTES == FT_STAGES * FT_STAGE_BYTES + FT_SMALL_BYTES + FT_C_BYTES + FT_S_BYTES + 16 * FT_STAGES +
-                                   32 * FT_STREAMK + 1024,
+                                   32 * FT_STREAMK + 1024 + FT_CONSUMERS * FT_COLV_BYTES,
               "fusedtune: shared memory size");
 

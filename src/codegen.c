@@ -86,6 +86,14 @@ static ft_status finish(ft_strbuf *b, const char *generator, int revision, ft_ke
   return FT_OK;
 }
 
+/* The first slot of ep that is a column vector, or -1 (none, or no epilogue). */
+static int first_colvec_slot(const ft_epilogue *ep) {
+  const int n = ep ? ft_ep_param_count(ep) : 0;
+  for (int s = 0; s < n; s++)
+    if (ft_ep_param_at(ep, s)->kind == FT_PARAM_COLVEC) return s;
+  return -1;
+}
+
 ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kernel_src *out,
                              ft_err *err) {
   if (!v || !out) return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: NULL argument");
@@ -106,6 +114,7 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
   ft_sb_puts(&b, "// fusedtune generated\n");
   if (no_pass) ft_sb_puts(&b, "#define FT_PASS_NOT_LAUNCHED 1\n");
   fam->defines(v, &b);
+  if (fam->wants_colv_slot) ft_sb_printf(&b, "#define FT_EP_COLV_SLOT %d\n", first_colvec_slot(ep));
   abi_defines(&b, (ft_math)v->math);
   ft_status s = sb_embedded(&b, "kernels_src/ft_common.cuh", err);
   if (s == FT_OK) s = sb_embedded(&b, "kernels_src/ft_math.cuh", err);

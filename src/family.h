@@ -67,6 +67,9 @@ typedef struct ft_family {
   const char *const *sources;
   const char *kernel; /* the main entry point */
   int after_cublas;   /* 1: the kernel runs on y after cuBLAS SGEMM wrote x W^T there */
+  /* 1: codegen writes FT_EP_COLV_SLOT, the epilogue's first column-vector slot (-1: none), for
+   * a kernel that stages that vector's tile slice in shared memory. */
+  int wants_colv_slot;
 
   /* Its JSON form: {"kind":..., the keys in order, then each optional key that is not 0}. Both
    * lists end with a {NULL, 0} entry. */

@@ -28,8 +28,8 @@ static int tc_threads(const ft_variant *v) { return 128 * (v->consumers + 1); }
 /* As gemm_tc_config.cuh sums it: the stages, 3xtf32's three small buffers of a stage's size, the
  * TMA-store epilogue's two 8 KiB boxes per consumer, the staged epilogue's 16 KiB per consumer in
  * 16-bit storage, two mbarriers per stage, stream-K's 32-byte
- * schedule, 1024 B to align the ring. */
-static size_t tc_smem(const ft_variant *v) {
+ * schedule, 1024 B to align the ring; then tc_colv_bytes per consumer. */
+static size_t tc_smem_base(const ft_variant *v) {
   const size_t stage = (size_t)(tc_bm(v) + v->bn) * 128;
   const size_t small = !split(v) ? 0 : 3 * (v->aregs ? (size_t)v->bn * 128 : stage);
   const size_t boxes = v->tstore ? 2 * (size_t)v->consumers * 64 * 128 : 0;
@@ -37,6 +37,22 @@ static size_t tc_smem(const ft_variant *v) {
   const size_t staging = v->staged && esize(v) == 2 ? (size_t)v->consumers * 64 * 256 : 0;
   return (size_t)v->stages * stage + small + boxes + staging + 16 * (size_t)v->stages + (v->streamk ? 32 : 0) + 1024;
 }
+
+/* Every sm_90 device's opt-in shared memory per block (227 KiB): the family compiles for sm_90a
+ * only, and the staging below is left out where it would not fit rather than cost a stage. */
+#define TC_SMEM_OPTIN 232448
+
+/* Bytes per consumer for the tile's slice of the epilogue's first column vector (BN elements),
+ * copied to shared memory during the k loop so that E reads it there, not from L2 after the
+ * loop (gemm_tc.cu, FT_COLV_STAGE): the early E of the cooperative TMA-store form only. 0 where
+ * it does not apply or does not fit. */
+static size_t tc_colv_bytes(const ft_variant *v) {
+  if (!v->tstore || v->staged || v->late || v->pingpong || v->streamk || v->split_k > 1) return 0;
+  const size_t per = (size_t)v->bn * (size_t)esize(v);
+  return tc_smem_base(v) + (size_t)v->consumers * per <= TC_SMEM_OPTIN ? per : 0;
+}
+
+static size_t tc_smem(const ft_variant *v) { return tc_smem_base(v) + (size_t)v->consumers * tc_colv_bytes(v); }
 
 #define TC_MAX_CHUNK 4096
 #define TC_MAX_SPLIT 16
@@ -190,6 +206,7 @@ static void tc_defines(const ft_variant *v, ft_strbuf *b) {
   if (v->pingpong) ft_sb_printf(b, "#define FT_PINGPONG %d\n", v->pingpong);
   if (v->staged) ft_sb_puts(b, "#define FT_EPI_STAGED 1\n");
   if (v->late) ft_sb_puts(b, "#define FT_EPI_EARLY 0\n");
+  if (tc_colv_bytes(v)) ft_sb_printf(b, "#define FT_COLV_BYTES %zu\n", tc_colv_bytes(v));
 }
 
 static const char *tc_reduce_kernel(const ft_variant *v) { return v->split_k > 1 ? "ft_tc_splitk_reduce" : NULL; }
@@ -491,6 +508,7 @@ const ft_family ft_family_tc = {
     .arch_suffix = "a",
     .maths = (1u << FT_MATH_TF32) | (1u << FT_MATH_BF16) | (1u << FT_MATH_FP16) | (1u << FT_MATH_3XTF32),
     .sources = k_tc_sources,
+    .wants_colv_slot = 1,
     .kernel = "ft_gemm_tc",
     .keys = k_tc_keys,
     .opt_keys = k_tc_opt_keys,

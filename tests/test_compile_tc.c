@@ -247,7 +247,8 @@ static void test_streamk(const ft_variant *base, const ft_device_limits *lim) {
   ASSERT_TRUE(!g.has_reduce);
   b = t, b.streamk = 0;
   ft_variant_geometry(&b, 1024, 8192, 8192, &g0);
-  ASSERT_TRUE(g.smem == g0.smem + 32 && g0.workspace_bytes == 0 && g0.flag_bytes == 0);
+  /* The cooperative twin stages the bias slice instead (two consumers x 256 bf16: 1 KiB). */
+  ASSERT_TRUE(g.smem + 1024 == g0.smem + 32 && g0.workspace_bytes == 0 && g0.flag_bytes == 0);
   ASSERT_KEY_AND_NAME(t, ",\"streamk\":1", "tc_bm128_bn256_bk64_s4_c2_z8_p132_sk_ts_bf16");
   /* Offered beside the others at 1024 x 8192 x 8192, with clusters of 2 and TMA stores only; not
    * at 128 x 16384 x 16384 (one tile row: no clusters of 2, which stream-K is offered with). */
@@ -291,10 +292,11 @@ static void test_pingpong(const ft_variant *base, const ft_device_limits *lim) {
   b = t, b.pingpong = 0;
   ft_variant_geometry(&t, 1024, 8192, 8192, &g);
   ft_variant_geometry(&b, 1024, 8192, 8192, &g0);
-  ASSERT_TRUE(g.smem == g0.smem && g.grid[0] == 132 && g.block[0] == 384 && g.workspace_bytes == 0);
+  /* ... but for the cooperative tile's staged column-vector slices (2 x 128 bf16). */
+  ASSERT_TRUE(g.smem + 512 == g0.smem && g.grid[0] == 132 && g.block[0] == 384 && g.workspace_bytes == 0);
   b = t, b.pingpong = 1;
   ft_variant_geometry(&b, 64, 256, 64, &g1); /* 1 x 2 tiles of 64 x 128 */
-  ASSERT_TRUE(g1.smem == g0.smem - 6 * 64 * 128 && g1.grid[0] == 2);
+  ASSERT_TRUE(g1.smem == g.smem - 6 * 64 * 128 && g1.grid[0] == 2);
   ASSERT_KEY_AND_NAME(t, ",\"tstore\":1,\"pingpong\":2}", "tc_bm128_bn128_bk64_s6_c1_z8_p132_pp_ts_bf16");
   ft_variant_name(&b, name, sizeof name);
   ASSERT_EQ_STR(name, "tc_bm64_bn128_bk64_s6_c1_z8_p132_pp_ts_bf16");
@@ -426,6 +428,7 @@ static void test_full_space(const ft_device_limits *lim) {
 }
 
 static void test_late(const ft_variant *base, const ft_device_limits *lim);
+static void test_colv_stage(const ft_variant *base, const ft_device_limits *lim);
 
 static void test_validity(const ft_device_limits *lim) {
   ft_variant v = {0};
@@ -479,6 +482,7 @@ static void test_validity(const ft_device_limits *lim) {
   test_pingpong(&v, lim);
   test_staged(&v, lim);
   test_late(&v, lim);
+  test_colv_stage(&v, lim);
   test_full_space(lim);
 }
 
@@ -534,6 +538,52 @@ static int is_fitted(const ft_variant *v) { return v->bn % 64 != 0 && v->bn != 1
  * 168 only without clusters (half its W tile is 84 rows, not whole swizzle atoms), 112 also as
  * 128 x 112 ping-pong (the measured best there), and the model ranks a fitted width first. Where a standard width already fills its waves (the seed shapes) no
  * fitted one is added. */
+/* Whether v's source for epilogue text contains want. */
+static int source_has(const ft_variant *v, const char *text, const char *want) {
+  ft_err e;
+  ft_epilogue *ep = NULL;
+  ft_kernel_src src;
+  if (ft_ep_parse(text, &ep, &e) != FT_OK || ft_codegen_variant(v, ep, &src, &e) != FT_OK) {
+    ft_ep_free(ep);
+    return -1;
+  }
+  const int has = strstr(src.text, want) != NULL;
+  ft_kernel_src_free(&src);
+  ft_ep_free(ep);
+  return has;
+}
+
+/* The column-vector slice staged in shared memory (FT_COLV_STAGE): its bytes in the launch's
+ * shared memory, only in the cooperative early TMA-store form and where it fits, and the slot
+ * codegen names (the first column vector; none without one). */
+static void test_colv_stage(const ft_variant *base, const ft_device_limits *lim) {
+  ft_variant t = *base; /* BN 128, two consumers, 6 stages, bf16 */
+  t.bn = 256, t.stages = 4, t.tstore = 1;
+  ASSERT_TRUE(ft_variant_applicable(&t, 1024, 8192, 8192, lim, NULL, 0));
+  ft_variant d = t;
+  d.tstore = 0;
+  ft_launch_geom g, gd;
+  memset(&g, 0, sizeof g), memset(&gd, 0, sizeof gd);
+  ft_variant_geometry(&t, 1024, 8192, 8192, &g);
+  ft_variant_geometry(&d, 1024, 8192, 8192, &gd);
+  ASSERT_TRUE(g.smem == gd.smem + 2 * 64 * 128 * 2 + 2 * 256 * 2); /* boxes, then 2 x 256 bf16 */
+  ASSERT_TRUE(source_has(&t, "biasrelu", "#define FT_COLV_BYTES 512\n") == 1);
+  ASSERT_TRUE(source_has(&t, "biasrelu", "#define FT_EP_COLV_SLOT 0\n") == 1);
+  ASSERT_TRUE(source_has(&t, "x + 2*sigmoid(x)", "#define FT_EP_COLV_SLOT -1\n") == 1);
+  ASSERT_TRUE(source_has(&t, "max(x * a, 0) + b where scalar a, col b", "#define FT_EP_COLV_SLOT 1\n") == 1);
+  ASSERT_TRUE(source_has(&d, "biasrelu", "FT_COLV_BYTES 5") == 0); /* direct stores: no early E */
+  ft_variant l = t;
+  l.late = 1;
+  ASSERT_TRUE(source_has(&l, "biasrelu", "FT_COLV_BYTES 5") == 0);
+  /* tf32 at BN 256 and 4 stages: 2 KiB more would pass 227 KiB, so it is left out, not a stage. */
+  ft_variant f = t;
+  f.math = FT_MATH_TF32, f.bk = 32;
+  ASSERT_TRUE(ft_variant_applicable(&f, 1024, 8192, 8192, lim, NULL, 0));
+  ASSERT_TRUE(source_has(&f, "biasrelu", "#define FT_COLV_BYTES 2048\n") == 0); /* (the kernel's default is 0) */
+  f.stages = 3;
+  ASSERT_TRUE(source_has(&f, "biasrelu", "#define FT_COLV_BYTES 1024\n") == 1);
+}
+
 static void test_fitted_widths(const ft_device_limits *lim) {
   ft_variant *vs = NULL;
   double *costs = NULL;
