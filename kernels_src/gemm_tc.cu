@@ -263,6 +263,17 @@ __device__ __forceinline__ void ft_store2_inside(ft_elem_t *__restrict__ Y, floa
 #endif
 }
 
+// FT_STORE_OVERLAP: a tile inside Y keeps E(accumulator) packed to 16-bit pairs (BN / 4
+// registers) and its store boxes go out one per k tile of the warpgroup's next tile, each after
+// that k tile's wgmma are issued, so the stores run while the tensor cores work on the next tile
+// instead of between the tiles. boxes: how many are still to store (0: nothing pending).
+struct FtPending {
+#if FT_STORE_OVERLAP
+  unsigned pk[FT_BN / 4]; /* pair (acc[2 p], acc[2 p + 1]) of the m64 accumulator layout */
+  int boxes, r0, n0;
+#endif
+};
+
 #if FT_TSTORE
 // Every output pair (wl, j, h) a thread holds of a store box: 16-column group wl, 8-column half j,
 // row half h (the m64 accumulator layout below).
@@ -397,6 +408,49 @@ __device__ __forceinline__ void ft_colv_fetch(ft_vec_t *dst, const ft_vec_t *src
 }
 #endif
 
+// One store box: buffer nbox & 1 of this warpgroup's two, once the TMA store that read it two
+// boxes ago has finished reading (one thread waits, all pass the named barrier); fill(buf) writes
+// it; a proxy fence and the barrier again, then one thread stores it at (col, r0).
+template <class Fill>
+__device__ __forceinline__ void ft_box_round(Fill fill, unsigned cbuf, const FtTmaDesc *map, int col, int r0, int tid,
+                                             int wg, unsigned &nbox) {
+  const unsigned buf = cbuf + (nbox & 1u) * FT_C_BOX_BYTES;
+  if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+  asm volatile("bar.sync %0, 128;" ::"r"(2 + wg) : "memory");
+  fill(buf);
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  asm volatile("bar.sync %0, 128;" ::"r"(2 + wg) : "memory");
+  if (tid == 0) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];" ::"l"(
+                     (unsigned long long)map),
+                 "r"(col), "r"(r0), "r"(buf)
+                 : "memory");
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+  }
+  nbox++;
+}
+
+#if FT_STORE_OVERLAP
+// The next pending box of pt (box FT_BN / FT_C_COLS - boxes), written and stored.
+__device__ __forceinline__ void ft_pending_box(FtPending &pt, unsigned cbuf, const FtTmaDesc *map, int warp, int lane,
+                                               int tid, int wg, unsigned &nbox) {
+  const int rb = warp * 16 + lane / 4, cb = 2 * (lane % 4);
+#pragma unroll
+  for (int c = 0; c < FT_BN / FT_C_COLS; c++) {
+    if (c != FT_BN / FT_C_COLS - pt.boxes) continue;
+    ft_box_round(
+        [&](unsigned buf) {
+          FT_FOR_BOX_PAIRS {
+            const unsigned rr = (unsigned)(rb + 8 * h), byte = (unsigned)((16 * wl + 8 * j + cb) * FT_ESIZE);
+            asm volatile("st.shared.b32 [%0], %1;" ::"r"(ft_box_addr(buf, rr, byte)), "r"(pt.pk[ft_box_index(c, wl, j, h) / 2]));
+          }
+        },
+        cbuf, map, pt.n0 + c * FT_C_COLS, pt.r0, tid, wg, nbox);
+  }
+  pt.boxes--;
+}
+#endif
+
 // The tile's E through shared memory and TMA stores, box by box, alternating this warpgroup's
 // two box buffers (nbox counts its boxes across tiles): before a buffer is written again, the
 // store that read it two boxes ago must have finished reading (one thread waits, all pass a
@@ -406,7 +460,8 @@ __device__ __forceinline__ void ft_colv_fetch(ft_vec_t *dst, const ft_vec_t *src
 __device__ __forceinline__ void ft_tile_store_tma(float (&d)[FT_BN / 2], unsigned cbuf, unsigned sbuf,
                                                   const FtTmaDesc *map, ft_elem_t *__restrict__ Y,
                                                   int r0, int n0, int M, int N, int wg, int warp, int lane,
-                                                  unsigned &nbox, const FtEpArgs &ep, const ft_vec_t *colv) {
+                                                  unsigned &nbox, const FtEpArgs &ep, const ft_vec_t *colv,
+                                                  FtPending &pt) {
   const int tid = warp * 32 + lane; /* r0: the first of the 64 rows this accumulator holds */
   if (r0 >= M) return; /* this warpgroup's rows of the tile are all outside */
   const int row = r0 + warp * 16 + lane / 4, cb = 2 * (lane % 4);
@@ -427,37 +482,40 @@ __device__ __forceinline__ void ft_tile_store_tma(float (&d)[FT_BN / 2], unsigne
 #pragma unroll
     for (int i = 0; i < FT_BN / 2; i++)
       d[i] = ft_apply_epilogue(d[i], row + 8 * ((i >> 1) & 1), n0 + cb + 16 * (i / 8) + 8 * ((i >> 2) & 1) + (i & 1), eps);
+#if FT_STORE_OVERLAP
+#pragma unroll
+    for (int q = 0; q < FT_BN / 4; q++) pt.pk[q] = ft_pack(d[2 * q], d[2 * q + 1]);
+    pt.boxes = FT_BN / FT_C_COLS, pt.r0 = r0, pt.n0 = n0;
+    return; /* stored during the next tile's k loop (ft_pending_box) */
+#endif
   }
 #else
   (void)colv;
 #endif
+#if FT_STORE_OVERLAP
+  /* Not kept: nothing of the last tile's pairs is live across this tile's stores (registers). */
+#pragma unroll
+  for (int q = 0; q < FT_BN / 4; q++) pt.pk[q] = 0u;
+#endif
+  (void)pt;
 #pragma unroll
   for (int c = 0; c < FT_BN / FT_C_COLS; c++) {
     if (n0 + c * FT_C_COLS >= N) break;
-    const unsigned buf = cbuf + (nbox & 1u) * FT_C_BOX_BYTES;
-    if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
-    asm volatile("bar.sync %0, 128;" ::"r"(2 + wg) : "memory");
+    ft_box_round(
+        [&](unsigned buf) {
 #if FT_EPI_STAGED
-    (void)inside, (void)row;
-    ft_box_staged(d, c, FT_DTYPE == 0 ? buf : sbuf, buf, r0, n0 + c * FT_C_COLS, warp * 16 + lane / 4, cb, tid, wg, M, N,
-                  ep);
+          (void)inside, (void)row;
+          ft_box_staged(d, c, FT_DTYPE == 0 ? buf : sbuf, buf, r0, n0 + c * FT_C_COLS, warp * 16 + lane / 4, cb, tid, wg,
+                        M, N, ep);
 #else
-    (void)sbuf;
-    if (inside)
-      ft_box_to_smem<false>(d, c, buf, row, n0 + cb, warp * 16 + lane / 4, cb, M, N, ep);
-    else
-      ft_box_to_smem<true>(d, c, buf, row, n0 + cb, warp * 16 + lane / 4, cb, M, N, ep);
+          (void)sbuf;
+          if (inside)
+            ft_box_to_smem<false>(d, c, buf, row, n0 + cb, warp * 16 + lane / 4, cb, M, N, ep);
+          else
+            ft_box_to_smem<true>(d, c, buf, row, n0 + cb, warp * 16 + lane / 4, cb, M, N, ep);
 #endif
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    asm volatile("bar.sync %0, 128;" ::"r"(2 + wg) : "memory");
-    if (tid == 0) {
-      asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];" ::"l"(
-                       (unsigned long long)map),
-                   "r"(n0 + c * FT_C_COLS), "r"(r0), "r"(buf)
-                   : "memory");
-      asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-    }
-    nbox++;
+        },
+        cbuf, map, n0 + c * FT_C_COLS, r0, tid, wg, nbox);
   }
 #if FT_BN % FT_C_COLS
   /* A wave-fitted BN's columns past its last whole box: direct stores, 8-column chunks. */
@@ -670,6 +728,11 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
     unsigned phase = 0, nbox = 0;
     const int warp = tid / 32, lane = tid % 32;
     (void)nbox, (void)cbuf, (void)sbuf, (void)tma_y, (void)FL, (void)d, (void)colv_all;
+    FtPending pt; /* FT_STORE_OVERLAP: the previous tile's boxes still to store */
+#if FT_STORE_OVERLAP
+    pt.boxes = 0, pt.r0 = 0, pt.n0 = 0;
+    const unsigned my_cbuf = cbuf + (unsigned)wg * 2u * FT_C_BOX_BYTES;
+#endif
     FtWork wk;
     for (int j = 0; ft_work(j, slot, slots, tile_units, ktiles, kper, sched, wk); j++) {
 #if FT_PINGPONG
@@ -766,6 +829,9 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
           for (int h = 0; h < FT_MSUB; h++) /* m64 block h: 64 rows of 128 bytes further, +512 */
             ft_wgmma(dd[h], da + 512 * h + 2 * kk, db + 2 * kk, (kt | kk) != 0);
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+#if FT_STORE_OVERLAP
+        if (pt.boxes) ft_pending_box(pt, my_cbuf, &tma_y, warp, lane, tid, wg, nbox);
+#endif
         if (kt > 0) {
           asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
           if (tid == 0) ft_mbar_release(empty + 8 * prev);
@@ -791,6 +857,9 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
 #pragma unroll
         for (int i = 0; i < FT_BN / 2; i++) asm volatile("" : "+f"(dd[h][i])::"memory");
       if (tid == 0) ft_mbar_release(empty + 8 * prev);
+#if FT_STORE_OVERLAP
+      while (pt.boxes) ft_pending_box(pt, my_cbuf, &tma_y, warp, lane, tid, wg, nbox);
+#endif
 
 #if FT_STREAMK
       /* What becomes of the sums, asked again rather than kept in registers across the k loop. */
@@ -838,7 +907,7 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
 #if FT_TSTORE
         ft_tile_store_tma(acc, cbuf + (unsigned)wg * 2u * FT_C_BOX_BYTES, sbuf + (unsigned)wg * (FT_S_BYTES / FT_CONSUMERS),
                           &tma_y, Y, r0, n0, M, N, wg, warp, lane, nbox, ep,
-                          colv_all + wg * (FT_COLV_BYTES / (int)sizeof(ft_vec_t)));
+                          colv_all + wg * (FT_COLV_BYTES / (int)sizeof(ft_vec_t)), pt);
         continue;
 #endif
         const int row = r0 + warp * 16 + lane / 4;
@@ -884,6 +953,9 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
         }
       }
     }
+#if FT_STORE_OVERLAP
+    while (pt.boxes) ft_pending_box(pt, my_cbuf, &tma_y, warp, lane, tid, wg, nbox); /* the last tile's */
+#endif
   }
 #if FT_TSTORE
   /* Shared memory must outlive the TMA stores reading it. */

@@ -160,6 +160,17 @@
 #if FT_COLV_BYTES && (FT_COLV_BYTES != FT_BN * FT_ESIZE || FT_COLV_BYTES % 16 || FT_EP_COLV_SLOT >= FT_EP_SLOTS)
 #error "fusedtune: inconsistent column-vector staging"
 #endif
+// FT_STORE_OVERLAP (gemm_tc.cu, FtPending): the early E's tile kept packed and stored box by box
+// during the next tile's k loop. 16-bit storage (BN / 4 registers beside the accumulator), whole
+// store boxes, the cooperative plain k loop. Off by default: compiles without spill or wgmma
+// serialization for every enumerated bf16/fp16 variant of the seed shapes (CPU), but not yet run
+// on the GPU (BENCHMARKS.md, session 15); FT_STORE_OVERLAP_ON 1 turns it on where it applies.
+#ifndef FT_STORE_OVERLAP_ON
+#define FT_STORE_OVERLAP_ON 0
+#endif
+#define FT_STORE_OVERLAP                                                                                       \
+  (FT_STORE_OVERLAP_ON && FT_TSTORE && FT_EPI_EARLY && !FT_EPI_STAGED && FT_ESIZE == 2 && FT_BN % FT_C_COLS == 0 && \
+   !FT_SPLIT && !FT_PINGPONG && !FT_STREAMK && FT_SPLITK == 1)
 static_assert(FT_SMEM_BYTES == FT_STAGES * FT_STAGE_BYTES + FT_SMALL_BYTES + FT_C_BYTES + FT_S_BYTES + 16 * FT_STAGES +
                                    32 * FT_STREAMK + 1024 + FT_CONSUMERS * FT_COLV_BYTES,
               "fusedtune: shared memory size");
