@@ -162,9 +162,11 @@
 #endif
 // FT_STORE_OVERLAP (gemm_tc.cu, FtPending): the early E's tile kept packed and stored box by box
 // during the next tile's k loop. 16-bit storage (BN / 4 registers beside the accumulator), whole
-// store boxes, the cooperative plain k loop. Off by default: compiles without spill or wgmma
-// serialization for every enumerated bf16/fp16 variant of the seed shapes (CPU), but not yet run
-// on the GPU (BENCHMARKS.md, session 15); FT_STORE_OVERLAP_ON 1 turns it on where it applies.
+// store boxes, the cooperative plain k loop. Off (FT_STORE_OVERLAP_ON 1 turns it on where it
+// applies): on the H200 (BENCHMARKS.md, session 15) biasrelu 1024x8192^2 bf16 +0.5 %, fp16
+// +0.1 %, minsub 128x16384^2 bf16 -0.4 %, and racecheck found a hazard: with no store box after
+// E, nothing orders the tile's E reads of the staged bias (FT_COLV_STAGE) before another
+// thread's copy of the next tile's slice; it needs a named barrier after E first.
 #ifndef FT_STORE_OVERLAP_ON
 #define FT_STORE_OVERLAP_ON 0
 #endif
