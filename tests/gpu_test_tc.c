@@ -127,8 +127,11 @@ static void misaligned_vector_case(ft_gpu *g) {
     v.kind = FT_VK_GEMM, v.layout = ft_family_named("tc")->layout, v.math = maths[mi];
     v.bk = maths[mi] == FT_MATH_TF32 ? 32 : 64, v.bn = maths[mi] == FT_MATH_TF32 ? 128 : 256, v.stages = 4;
     v.consumers = 2, v.cluster = 1, v.swizzle = 8, v.grid = 132, v.tstore = 1;
-    ASSERT_OK(cudaMalloc(&shifted, (size_t)(n + 16) * d->elem));
-    ASSERT_OK(cudaMemcpy((char *)shifted + d->elem, d->dvec[0], (size_t)n * d->elem, cudaMemcpyDeviceToDevice));
+    if (cudaMalloc(&shifted, (size_t)(n + 16) * d->elem) != cudaSuccess ||
+        cudaMemcpy((char *)shifted + d->elem, d->dvec[0], (size_t)n * d->elem, cudaMemcpyDeviceToDevice) != cudaSuccess) {
+      FT_FAIL_AT_("misaligned bias %s: the shifted copy of the bias could not be made", ft_math_name(maths[mi]));
+      goto next;
+    }
     ft_kernel_src src = {0};
     ft_compile_job job = {0};
     ft_status s = ft_codegen_variant(&v, ep, &src, &e);
@@ -138,6 +141,7 @@ static void misaligned_vector_case(ft_gpu *g) {
       s = ft_compile_many(NULL, ft_gpu_arch(g), &job, 1, 0, &e);
       if (s == FT_OK) s = job.status;
     }
+    if (s != FT_OK) FT_FAIL_AT_("misaligned bias %s: build: %s", ft_math_name(maths[mi]), e.msg);
     for (int shift = 0; shift < 2 && s == FT_OK; shift++) {
       const void *aligned = d->args.v[0];
       if (shift) d->args.v[0] = (char *)shifted + d->elem;
@@ -148,11 +152,10 @@ static void misaligned_vector_case(ft_gpu *g) {
              m, n, k, shift ? "one element past 16-byte alignment" : "aligned", c.rel_err, tol, (long long)c.bad);
       if (s != FT_OK || c.bad || !(c.rel_err <= tol)) FT_FAIL_AT_("misaligned bias %s shift %d: %s", ft_math_name(maths[mi]), shift, s != FT_OK ? e.msg : "wrong result");
     }
-    if (s != FT_OK) FT_FAIL_AT_("misaligned bias %s: %s", ft_math_name(maths[mi]), e.msg);
     ft_compile_job_clear(&job);
     ft_kernel_src_free(&src);
   next:
-    cudaFree(shifted);
+    if (shifted) ASSERT_OK(cudaFree(shifted));
     ft_pdata_free(d);
     ft_ep_free(ep);
   }
