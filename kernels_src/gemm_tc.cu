@@ -486,6 +486,11 @@ __device__ __forceinline__ void ft_tile_store_tma(float (&d)[FT_BN / 2], unsigne
 #pragma unroll
     for (int q = 0; q < FT_BN / 4; q++) pt.pk[q] = ft_pack(d[2 * q], d[2 * q + 1]);
     pt.boxes = FT_BN / FT_C_COLS, pt.r0 = r0, pt.n0 = n0;
+#if FT_COLV_STAGE
+    /* No store box follows to order E's reads of the slice before another thread's copy of the
+     * next tile's (ft_colv_fetch): this barrier does. */
+    asm volatile("bar.sync %0, 128;" ::"r"(2 + wg) : "memory");
+#endif
     return; /* stored during the next tile's k loop (ft_pending_box) */
 #endif
   }
@@ -626,7 +631,14 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
            const __grid_constant__ FtTmaDesc tma_y, ft_elem_t *__restrict__ Y, float *__restrict__ WS, unsigned *__restrict__ FL, int M, int N,
            int K, FtEpArgs ep) {
   extern __shared__ unsigned char ft_smem_raw[];
-  const unsigned base = (ft_smem(ft_smem_raw) + 1023u) & ~1023u;
+  /* The ring's base made opaque: as a constant expression of the symbol, NVVM recomputed it (and
+   * ptxas its S2UR SR_CgaCtaId chain) in every k-loop iteration, 5 % of the loop's stall samples
+   * on the H200 (BENCHMARKS.md, session 15); as a value it is computed once. Not with stream-K,
+   * at the edge of its registers already: the value kept live made BN 192 spill. */
+  unsigned base = (ft_smem(ft_smem_raw) + 1023u) & ~1023u;
+#if !FT_STREAMK
+  asm("" : "+r"(base));
+#endif
   const unsigned sA = base, sB = base + FT_STAGES * FT_A_BYTES;
   const unsigned small = base + FT_STAGES * FT_STAGE_BYTES; /* FT_SMALL_BUFS stages' worth */
   const unsigned cbuf = small + FT_SMALL_BYTES; /* FT_TSTORE's box buffers, 1024-aligned */
@@ -727,7 +739,9 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
     int stage = 0;
     unsigned phase = 0, nbox = 0;
     const int warp = tid / 32, lane = tid % 32;
-    (void)nbox, (void)cbuf, (void)sbuf, (void)tma_y, (void)FL, (void)d, (void)colv_all;
+    (void)nbox, (void)cbuf, (void)sbuf, (void)tma_y, (void)FL, (void)d;
+    ft_vec_t *const my_colv = colv_all + wg * (FT_COLV_BYTES / (int)sizeof(ft_vec_t)); /* FT_COLV_STAGE's */
+    (void)my_colv;
     FtPending pt; /* FT_STORE_OVERLAP: the previous tile's boxes still to store */
 #if FT_STORE_OVERLAP
     pt.boxes = 0, pt.r0 = 0, pt.n0 = 0;
@@ -749,7 +763,7 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
       int prev = 0;
 #if FT_COLV_STAGE
       if (m0 + 64 * wg + 64 <= M && n0 + FT_BN <= N) /* ft_tile_store_tma's `inside` */
-        ft_colv_fetch(colv_all + wg * (FT_COLV_BYTES / (int)sizeof(ft_vec_t)), ep.v[FT_EP_COLV_SLOT] + n0, tid);
+        ft_colv_fetch(my_colv, ep.v[FT_EP_COLV_SLOT] + n0, tid);
 #endif
 #if FT_PINGPONG
       if (j > 0) asm volatile("bar.sync %0, 256;" ::"r"(5 - wg) : "memory"); /* the other's loop of item j - 1 done */
@@ -906,8 +920,7 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
         const int r0 = m0 + (FT_PINGPONG ? 64 * h : 64 * wg); /* its first row */
 #if FT_TSTORE
         ft_tile_store_tma(acc, cbuf + (unsigned)wg * 2u * FT_C_BOX_BYTES, sbuf + (unsigned)wg * (FT_S_BYTES / FT_CONSUMERS),
-                          &tma_y, Y, r0, n0, M, N, wg, warp, lane, nbox, ep,
-                          colv_all + wg * (FT_COLV_BYTES / (int)sizeof(ft_vec_t)), pt);
+                          &tma_y, Y, r0, n0, M, N, wg, warp, lane, nbox, ep, my_colv, pt);
         continue;
 #endif
         const int row = r0 + warp * 16 + lane / 4;

@@ -162,13 +162,12 @@
 #endif
 // FT_STORE_OVERLAP (gemm_tc.cu, FtPending): the early E's tile kept packed and stored box by box
 // during the next tile's k loop. 16-bit storage (BN / 4 registers beside the accumulator), whole
-// store boxes, the cooperative plain k loop. Off (FT_STORE_OVERLAP_ON 1 turns it on where it
-// applies): on the H200 (BENCHMARKS.md, session 15) biasrelu 1024x8192^2 bf16 +0.5 %, fp16
-// +0.1 %, minsub 128x16384^2 bf16 -0.4 %, and racecheck found a hazard: with no store box after
-// E, nothing orders the tile's E reads of the staged bias (FT_COLV_STAGE) before another
-// thread's copy of the next tile's slice; it needs a named barrier after E first.
+// store boxes, the cooperative plain k loop. On the H200 (BENCHMARKS.md, sessions 15 and 16)
+// biasrelu 1024x8192^2 bf16 0.978-0.981 -> 0.984-0.985x cuBLAS, fp16 0.979 -> 0.984x, minsub
+// 128x16384^2 bf16 within 0.1 %; racecheck clean with the barrier after E that orders its reads
+// of the staged bias before the next tile's copy. FT_STORE_OVERLAP_ON 0 turns it off.
 #ifndef FT_STORE_OVERLAP_ON
-#define FT_STORE_OVERLAP_ON 0
+#define FT_STORE_OVERLAP_ON 1
 #endif
 #define FT_STORE_OVERLAP                                                                                       \
   (FT_STORE_OVERLAP_ON && FT_TSTORE && FT_EPI_EARLY && !FT_EPI_STAGED && FT_ESIZE == 2 && FT_BN % FT_C_COLS == 0 && \
