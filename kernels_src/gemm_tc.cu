@@ -393,8 +393,9 @@ __device__ __forceinline__ void ft_box_staged(const float (&d)[FT_BN / 2], int c
 // This consumer's copy of the tile's column-vector slice (BN elements from src) into dst: 16-byte
 // cp.async chunks that land while the k loop runs; a vector not 16-byte aligned (a user's pointer
 // may be any element's) is copied element by element, its loads waited for here. One buffer per
-// consumer serves every tile: the previous tile's E read it before the first store box's barrier,
-// which all of the consumer's threads passed before any of them issues this copy.
+// consumer serves every tile: the previous tile's E read it before a barrier (its first store
+// box's, or with FT_STORE_OVERLAP the one right after E) that all of the consumer's threads passed
+// before any of them issues this copy.
 __device__ __forceinline__ void ft_colv_fetch(ft_vec_t *dst, const ft_vec_t *src, int tid) {
   if ((reinterpret_cast<unsigned long long>(src) & 15u) == 0) {
     for (int c = tid; c < FT_COLV_BYTES / 16; c += 128)
