@@ -432,7 +432,8 @@ __device__ __forceinline__ void ft_box_round(Fill fill, unsigned cbuf, const FtT
 }
 
 #if FT_STORE_OVERLAP
-// The next pending box of pt (box FT_BN / FT_C_COLS - boxes), written and stored.
+// The next pending box of pt (box FT_BN / FT_C_COLS - boxes), written and stored. The box is
+// picked by an unrolled loop so that every index into pt.pk is a constant (pk stays in registers).
 __device__ __forceinline__ void ft_pending_box(FtPending &pt, unsigned cbuf, const FtTmaDesc *map, int warp, int lane,
                                                int tid, int wg, unsigned &nbox) {
   const int rb = warp * 16 + lane / 4, cb = 2 * (lane % 4);
@@ -499,7 +500,8 @@ __device__ __forceinline__ void ft_tile_store_tma(float (&d)[FT_BN / 2], unsigne
   (void)colv;
 #endif
 #if FT_STORE_OVERLAP
-  /* Not kept: nothing of the last tile's pairs is live across this tile's stores (registers). */
+  /* Nothing to keep: zeroed so that pk is not live from the previous tile across these stores
+   * (without it ptxas kept the old pairs and spilled). */
 #pragma unroll
   for (int q = 0; q < FT_BN / 4; q++) pt.pk[q] = 0u;
 #endif
@@ -742,11 +744,11 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
     const int warp = tid / 32, lane = tid % 32;
     (void)nbox, (void)cbuf, (void)sbuf, (void)tma_y, (void)FL, (void)d;
     ft_vec_t *const my_colv = colv_all + wg * (FT_COLV_BYTES / (int)sizeof(ft_vec_t)); /* FT_COLV_STAGE's */
-    (void)my_colv;
+    const unsigned my_cbuf = cbuf + (unsigned)wg * 2u * FT_C_BOX_BYTES; /* FT_TSTORE's two box buffers */
+    (void)my_colv, (void)my_cbuf;
     FtPending pt; /* FT_STORE_OVERLAP: the previous tile's boxes still to store */
 #if FT_STORE_OVERLAP
     pt.boxes = 0, pt.r0 = 0, pt.n0 = 0;
-    const unsigned my_cbuf = cbuf + (unsigned)wg * 2u * FT_C_BOX_BYTES;
 #endif
     FtWork wk;
     for (int j = 0; ft_work(j, slot, slots, tile_units, ktiles, kper, sched, wk); j++) {
@@ -920,7 +922,7 @@ ft_gemm_tc(const __grid_constant__ FtTmaDesc tma_x, const __grid_constant__ FtTm
         float(&acc)[FT_BN / 2] = dd[h];
         const int r0 = m0 + (FT_PINGPONG ? 64 * h : 64 * wg); /* its first row */
 #if FT_TSTORE
-        ft_tile_store_tma(acc, cbuf + (unsigned)wg * 2u * FT_C_BOX_BYTES, sbuf + (unsigned)wg * (FT_S_BYTES / FT_CONSUMERS),
+        ft_tile_store_tma(acc, my_cbuf, sbuf + (unsigned)wg * (FT_S_BYTES / FT_CONSUMERS),
                           &tma_y, Y, r0, n0, M, N, wg, warp, lane, nbox, ep, my_colv, pt);
         continue;
 #endif
