@@ -186,6 +186,10 @@ typedef struct ft_stored_result {
   int run;                          /* index in the problem's runs; -1 when recorded outside a run */
   int is_best;                      /* the best of its (device, problem): what ft_each_best lists */
   char message[256];                /* head of the stored message, cut on a character boundary */
+  double ref_ms;                    /* cuBLAS's GEMM alone timed in the same rounds; < 0: none */
+  double rank;                      /* what the best is chosen by, lowest first: median_ms over ref_ms,
+                                     * or over the latest cuBLAS GEMM alone where ref_ms is none;
+                                     * < 0: neither (docs/FORMAT.md, "best") */
 } ft_stored_result;
 
 /* A (device, problem) with at least one stored result. */
@@ -379,6 +383,8 @@ typedef struct ft_result_info {
   double median_ms, min_ms, iqr_ms; /* < 0 when not measured */
   double rel_err, max_abs_err;      /* < 0 when not checked */
   char message[256];
+  double ref_ms; /* cuBLAS's GEMM alone timed in the same rounds (for that GEMM, its own median);
+                  * < 0 when none was: the best is the lowest median_ms / ref_ms */
 } ft_result_info;
 
 /* Where a tune's wall time went, in seconds. The search's time is measure + compile_wait plus

@@ -91,13 +91,17 @@ typedef struct ft_result_row {
   double rel_err, max_abs_err;
   const char *source_hash; /* "" for baselines */
   const char *message;     /* "" when none */
+  /* The median of cuBLAS's GEMM alone timed in the same rounds (for that GEMM itself, its own
+   * median); <= 0 when none was: the best ranks by median_ms / ref_ms (FT_DB_RANK). */
+  double ref_ms;
 } ft_result_row;
 
 /* Inserts one result in its own transaction (so a crash loses at most the candidate in flight).
  * best is derived from results and needs no separate update. */
 ft_status ft_db_insert_result(ft_db *db, const ft_result_row *row, ft_err *err);
 
-/* The best launchable result (strategy "fused" or "cublas+epilogue", status "ok", lowest median)
+/* The best launchable result (strategy "fused" or "cublas+epilogue", status "ok", lowest rank:
+ * median over the cuBLAS GEMM timed beside it, FT_DB_RANK)
  * for a device and problem, plus the eager baseline median of the most recent run that measured
  * one (0 if none). */
 typedef struct ft_best {
@@ -126,7 +130,7 @@ ft_status ft_db_each_best_for_epilogue(ft_db *db, int64_t device_id, const char 
  * statement is shared). */
 ft_status ft_db_each_best(ft_db *db, ft_best_cb cb, void *user, ft_err *err);
 
-/* Every launchable correct result of best's device and problem, fastest first, as ft_best rows
+/* Every launchable correct result of best's device and problem, best first (by rank), as ft_best rows
  * (key and eager_ms copied from best); the callback returns nonzero to stop. Used to skip
  * results measured with an older kernel source. */
 ft_status ft_db_each_candidate(ft_db *db, const ft_best *best, ft_best_cb cb, void *user, ft_err *err);
@@ -135,11 +139,12 @@ ft_status ft_db_each_candidate(ft_db *db, const ft_best *best, ft_best_cb cb, vo
  * used by tune to skip what was measured unless --retune. */
 ft_status ft_db_has_result(ft_db *db, int64_t device_id, int64_t problem_id, const char *strategy,
                            const char *config_json, const char *source_hash, int *found, ft_err *err);
-/* The same, and *best_ms (may be NULL) the fastest correct median among them (INFINITY: none
- * correct): a later search counts what an earlier one measured. */
+/* The same, and *best_ms the fastest correct median among them, *best_rank their lowest rank
+ * (FT_DB_RANK) (INFINITY: none correct, or none ranked; either may be NULL): a later search
+ * counts what an earlier one measured. */
 ft_status ft_db_prior_result(ft_db *db, int64_t device_id, int64_t problem_id, const char *strategy,
                              const char *config_json, const char *source_hash, int *found, double *best_ms,
-                             ft_err *err);
+                             double *best_rank, ft_err *err);
 
 /* The cubin cache, keyed by (source hash, arch, nvrtc version, options). get: *data malloc'd,
  * caller frees; FT_ERR_NOT_FOUND on a miss. put: idempotent. */

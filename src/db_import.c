@@ -285,7 +285,8 @@ static ft_status check_problems(const import_set *s, ft_err *err) {
   return FT_OK;
 }
 
-static ft_status read_header(const ft_json *root, ft_err *err) {
+/* Checks the header; *version is the export's version. */
+static ft_status read_header(const ft_json *root, int *version, ft_err *err) {
   static const char *const known[] = {"format", "version", "devices", "problems",
                                       "runs",   "results", "best",    "cubins"};
   if (root->type != FT_JSON_OBJECT)
@@ -307,6 +308,7 @@ static ft_status read_header(const ft_json *root, ft_err *err) {
     if (j == sizeof known / sizeof known[0])
       return ft__imp_bad(err, "top level", "unknown field \"%.80s\"", root->members[i].key);
   }
+  *version = (int)ver->integer;
   return FT_OK;
 }
 
@@ -314,14 +316,15 @@ static ft_status read_header(const ft_json *root, ft_err *err) {
 /* Reads the array name of root into s->field and its count into s->n_field. */
 #define READ(name, optional, table, type, field)                                               \
   do {                                                                                         \
-    FT_TRY(ft__imp_read_array(root, name, optional, table, NF(table), sizeof(type), &p,        \
-                              &s->n_##field, err));                                            \
+    FT_TRY(ft__imp_read_array(root, version, name, optional, table, NF(table), sizeof(type),   \
+                              &p, &s->n_##field, err));                                        \
     s->field = p;                                                                              \
   } while (0)
 
 /* Reads and checks the whole document into s; nothing is written. */
 static ft_status validate(const ft_json *root, import_set *s, ft_err *err) {
-  FT_TRY(read_header(root, err));
+  int version = 0;
+  FT_TRY(read_header(root, &version, err));
   void *p;
   READ("devices", 0, k_device_fields, imp_device, devices);
   READ("problems", 0, k_problem_fields, imp_problem, problems);
@@ -329,7 +332,7 @@ static ft_status validate(const ft_json *root, import_set *s, ft_err *err) {
   READ("runs", 0, k_run_fields, imp_run, runs);
   READ("results", 0, k_result_fields, imp_result, results);
   size_t n_best;
-  ft_status st = ft__imp_read_array(root, "best", 0, k_best_fields, NF(k_best_fields),
+  ft_status st = ft__imp_read_array(root, version, "best", 0, k_best_fields, NF(k_best_fields),
                                     sizeof(imp_best), &p, &n_best, err);
   free(p); /* best is derived: its rows were only checked for shape */
   FT_TRY(st);
@@ -378,7 +381,7 @@ static ft_status bind_fields(merger *m, sqlite3_stmt *st, const ft_imp_field *fs
     if (!f->param || f->kind == FT_IK_B64 || f->kind == FT_IK_KEY) continue;
     if (f->kind == FT_IK_INT) {
       rc = sqlite3_bind_int64(st, f->param, *(const int64_t *)slot);
-    } else if (f->kind == FT_IK_NUM || f->kind == FT_IK_NUM_NULL) {
+    } else if (f->kind == FT_IK_NUM || f->kind == FT_IK_NUM_NULL || f->kind == FT_IK_POS_NULL_V2) {
       double v = *(const double *)slot; /* NAN: read as null */
       rc = isnan(v) ? sqlite3_bind_null(st, f->param) : sqlite3_bind_double(st, f->param, v);
     } else {

@@ -23,6 +23,8 @@ typedef enum ft_imp_kind {
   FT_IK_INT,      /* integer within [lo, hi] */
   FT_IK_NUM,      /* finite number */
   FT_IK_NUM_NULL, /* non-negative number, or null (stored NAN) */
+  FT_IK_POS_NULL_V2, /* positive number, or null; added in export version 2, so absent from a
+                      * version-1 export (read as null) */
   FT_IK_KEY       /* a problem key object, read with sub */
 } ft_imp_kind;
 
@@ -48,6 +50,7 @@ typedef struct ft_imp_field {
 #define FT__IMP_CTYPE_INT int64_t
 #define FT__IMP_CTYPE_NUM double /* NAN: null */
 #define FT__IMP_CTYPE_NUM_NULL double
+#define FT__IMP_CTYPE_POS_NULL_V2 double
 #define FT__IMP_CTYPE_KEY ft_imp_key
 
 /* A record's members, one per column named by its JSON key; the problem key's columns (KCOL)
@@ -91,6 +94,7 @@ typedef struct ft_imp_field {
 #define FT__IMP_SUB_INT NULL, 0
 #define FT__IMP_SUB_NUM NULL, 0
 #define FT__IMP_SUB_NUM_NULL NULL, 0
+#define FT__IMP_SUB_POS_NULL_V2 NULL, 0
 #define FT_IMP_FIELDS(LIST, type) LIST(FT__IMP_FIELD, type)
 
 /* The problem key as results and best refer to it. */
@@ -114,9 +118,10 @@ ft_status ft__imp_bad(ft_err *err, const char *where, const char *fmt, const cha
 
 /* Reads the array member name of root into a new calloc'd array of *n records of rec_size
  * bytes, each field of fs checked and stored at its offset; a missing or unknown field is an
- * error (an export of this version has exactly these). A missing array is an error unless
- * optional. The caller frees *recs. */
-ft_status ft__imp_read_array(const ft_json *root, const char *name, int optional,
+ * error (an export of this version has exactly these), except a field added after the export's
+ * version (FT_IK_POS_NULL_V2 in a version-1 export), read as null. A missing array is an error
+ * unless optional. The caller frees *recs. */
+ft_status ft__imp_read_array(const ft_json *root, int version, const char *name, int optional,
                              const ft_imp_field *fs, size_t nf, size_t rec_size, void **recs,
                              size_t *n, ft_err *err);
 

@@ -53,7 +53,7 @@ static int is_timestamp(const char *s, size_t n) {
   return time_in_range(s);
 }
 
-static ft_status read_fields(const ft_json *obj, const char *where, const ft_imp_field *fs,
+static ft_status read_fields(const ft_json *obj, int version, const char *where, const ft_imp_field *fs,
                              size_t nf, void *rec, ft_err *err);
 
 static ft_status read_string(const ft_json *v, const char *path, const ft_imp_field *fd,
@@ -107,36 +107,38 @@ static ft_status read_number(const ft_json *v, const char *path, const ft_imp_fi
     *(int64_t *)slot = v->integer;
     return FT_OK;
   }
-  if (v->type == FT_JSON_NULL && fd->kind == FT_IK_NUM_NULL) {
+  const int nullable = fd->kind == FT_IK_NUM_NULL || fd->kind == FT_IK_POS_NULL_V2;
+  if (v->type == FT_JSON_NULL && nullable) {
     *(double *)slot = NAN;
     return FT_OK;
   }
   if (v->type != FT_JSON_NUMBER)
-    return ft__imp_bad(err, path,
-                       fd->kind == FT_IK_NUM_NULL ? "expected a number or null, found %s"
-                                                  : "expected a number, found %s",
+    return ft__imp_bad(err, path, nullable ? "expected a number or null, found %s" : "expected a number, found %s",
                        ft_json_type_name(v->type));
   if (fd->kind == FT_IK_NUM_NULL && v->number < 0)
     return ft__imp_bad(err, path, "expected a non-negative number or null%s", "");
+  if (fd->kind == FT_IK_POS_NULL_V2 && !(v->number > 0))
+    return ft__imp_bad(err, path, "expected a positive number or null%s", "");
   *(double *)slot = v->number;
   return FT_OK;
 }
 
-static ft_status read_field(const ft_json *v, const char *path, const ft_imp_field *fd,
+static ft_status read_field(const ft_json *v, int version, const char *path, const ft_imp_field *fd,
                             void *rec, ft_err *err) {
   void *slot = (char *)rec + fd->off;
   switch (fd->kind) {
     case FT_IK_INT:
     case FT_IK_NUM:
-    case FT_IK_NUM_NULL: return read_number(v, path, fd, slot, err);
-    case FT_IK_KEY: return read_fields(v, path, fd->sub, fd->n_sub, slot, err);
+    case FT_IK_NUM_NULL:
+    case FT_IK_POS_NULL_V2: return read_number(v, path, fd, slot, err);
+    case FT_IK_KEY: return read_fields(v, version, path, fd->sub, fd->n_sub, slot, err);
     default: return read_string(v, path, fd, slot, err);
   }
 }
 
 /* Reads every field of fs from obj into rec; a missing or unknown field is an error (an export
- * of this version has exactly these). */
-static ft_status read_fields(const ft_json *obj, const char *where, const ft_imp_field *fs,
+ * of this version has exactly these), except one added after the export's version, read as null. */
+static ft_status read_fields(const ft_json *obj, int version, const char *where, const ft_imp_field *fs,
                              size_t nf, void *rec, ft_err *err) {
   if (obj->type != FT_JSON_OBJECT)
     return ft__imp_bad(err, where, "expected an object, found %s", ft_json_type_name(obj->type));
@@ -149,13 +151,17 @@ static ft_status read_fields(const ft_json *obj, const char *where, const ft_imp
     char path[256];
     snprintf(path, sizeof path, "%s.%s", where, fs[j].key);
     const ft_json *v = ft_json_get(obj, fs[j].key);
+    if (!v && fs[j].kind == FT_IK_POS_NULL_V2 && version < 2) {
+      *(double *)((char *)rec + fs[j].off) = NAN;
+      continue;
+    }
     if (!v) return ft__imp_bad(err, where, "missing field \"%s\"", fs[j].key);
-    FT_TRY(read_field(v, path, &fs[j], rec, err));
+    FT_TRY(read_field(v, version, path, &fs[j], rec, err));
   }
   return FT_OK;
 }
 
-ft_status ft__imp_read_array(const ft_json *root, const char *name, int optional,
+ft_status ft__imp_read_array(const ft_json *root, int version, const char *name, int optional,
                              const ft_imp_field *fs, size_t nf, size_t rec_size, void **recs,
                              size_t *n, ft_err *err) {
   const ft_json *arr = ft_json_get(root, name);
@@ -172,7 +178,7 @@ ft_status ft__imp_read_array(const ft_json *root, const char *name, int optional
   for (size_t i = 0; i < arr->count; i++) {
     char where[64];
     snprintf(where, sizeof where, "%s[%zu]", name, i);
-    ft_status s = read_fields(arr->items[i], where, fs, nf, (char *)*recs + i * rec_size, err);
+    ft_status s = read_fields(arr->items[i], version, where, fs, nf, (char *)*recs + i * rec_size, err);
     if (s != FT_OK) {
       free(*recs);
       *recs = NULL;

@@ -85,7 +85,7 @@ int ft__db_base64_decode(const char *s, size_t len, unsigned char **out, size_t 
                          int *nomem);
 
 #define FT_DB_EXPORT_FORMAT "fusedtune-export" /* the export's "format" */
-#define FT_DB_EXPORT_VERSION 1                 /* the newest export version written and read */
+#define FT_DB_EXPORT_VERSION 2                 /* the newest export version written and read */
 
 #define FT_DB_MESSAGE_MAX (1 << 20) /* longest message / options text, bytes */
 /* How long a connection waits for another writer before SQLITE_BUSY. */
@@ -96,5 +96,19 @@ int ft__db_base64_decode(const char *s, size_t len, unsigned char **out, size_t 
  * index results_best and the view in db/schema.sql so SQLite uses the index. */
 #define FT_DB_BEST_WHERE \
   "status = 'ok' AND strategy IN ('fused', 'cublas+epilogue') AND median_ms IS NOT NULL"
+/* A result's rank (lower is faster): its median over ref_ms, the median of cuBLAS's GEMM alone
+ * timed in the same rounds, so results timed minutes apart compare under one clock state (a
+ * GPU's clock drifted 14 % within one tune: BENCHMARKS.md, session 16). A result without ref_ms
+ * (schema version 1, an export of version 1, a tune with --flush-l2) is divided by the latest
+ * stored cuBLAS GEMM alone instead; NULL where there is none either. r is the table alias. */
+#define FT_DB_RANK(r)                                                                            \
+  "(" r ".median_ms / COALESCE(" r ".ref_ms, (SELECT g.median_ms FROM results AS g"             \
+  " WHERE g.device_id = " r ".device_id AND g.problem_id = " r ".problem_id AND g.status = 'ok'" \
+  " AND g.strategy = 'cublas_gemm' AND g.median_ms > 0 ORDER BY g.created DESC, g.uuid DESC"     \
+  " LIMIT 1)))"
+/* The best's order: by rank (results with none after every ranked one), then by median, then
+ * the earlier created, then the smaller uuid, so every copy of the same data agrees. */
+#define FT_DB_BEST_ORDER(r) \
+  "IFNULL(" FT_DB_RANK(r) ", 1e308), " r ".median_ms, " r ".created, " r ".uuid"
 
 #endif

@@ -312,6 +312,7 @@ static void bind_result(sqlite3_stmt *st, const ft_result_row *r, const char *uu
   sqlite3_bind_text(st, RES(source_hash), r->source_hash ? r->source_hash : "", -1, SQLITE_STATIC);
   sqlite3_bind_text(st, RES(fusedtune_version), ft_version_string(), -1, SQLITE_STATIC);
   sqlite3_bind_text(st, RES(message), r->message ? r->message : "", -1, SQLITE_STATIC);
+  bind_measure(st, RES(ref_ms), r->ref_ms > 0 ? r->ref_ms : -1); /* the column takes > 0 or NULL */
 }
 
 ft_status ft_db_insert_result(ft_db *db, const ft_result_row *row, ft_err *err) {
@@ -483,12 +484,12 @@ ft_status ft_db_each_best(ft_db *db, ft_best_cb cb, void *user, ft_err *err) {
 
 ft_status ft_db_has_result(ft_db *db, int64_t device_id, int64_t problem_id, const char *strategy,
                            const char *config_json, const char *source_hash, int *found, ft_err *err) {
-  return ft_db_prior_result(db, device_id, problem_id, strategy, config_json, source_hash, found, NULL, err);
+  return ft_db_prior_result(db, device_id, problem_id, strategy, config_json, source_hash, found, NULL, NULL, err);
 }
 
 ft_status ft_db_prior_result(ft_db *db, int64_t device_id, int64_t problem_id, const char *strategy,
                              const char *config_json, const char *source_hash, int *found, double *best_ms,
-                             ft_err *err) {
+                             double *best_rank, ft_err *err) {
   FT_TRY(ft__db_need(err, db && strategy && config_json && found,
                      "ft_db_prior_result: NULL argument"));
   sqlite3_stmt *st = ft__db_stmt(db, FT_ST_HAS_RESULT, err);
@@ -502,6 +503,8 @@ ft_status ft_db_prior_result(ft_db *db, int64_t device_id, int64_t problem_id, c
   *found = rc == SQLITE_ROW && sqlite3_column_int64(st, 0) > 0;
   if (best_ms)
     *best_ms = rc == SQLITE_ROW && sqlite3_column_type(st, 1) != SQLITE_NULL ? sqlite3_column_double(st, 1) : INFINITY;
+  if (best_rank)
+    *best_rank = rc == SQLITE_ROW && sqlite3_column_type(st, 2) != SQLITE_NULL ? sqlite3_column_double(st, 2) : INFINITY;
   ft_status s = (rc == SQLITE_ROW || rc == SQLITE_DONE)
                     ? FT_OK : ft__db_error(db, err, rc, "checking for an existing result");
   sqlite3_reset(st);

@@ -50,8 +50,8 @@ static const char *const k_sql[FT_ST_COUNT] = {
     [FT_ST_RUN_END] = "UPDATE runs SET ended = " FT_DB_NOW ", outcome = ?2 WHERE id = ?1",
     [FT_ST_RESULT_INSERT] = FT_DB_INSERT(results, FT_RESULT_COLUMNS),
     /* The whole lookup in one statement (one read transaction, one step): the problem by its
-     * unique key, the best by the view's rule and order written out so that it is one seek in
-     * results_best, the latest eager baseline by one seek in results_eager. */
+     * unique key, the best by the view's rule and order written out (one range of results_best,
+     * ranked), the latest eager baseline by one seek in results_eager. */
     [FT_ST_BEST] =
         "SELECT p.id, p.epilogue, r.strategy, r.variant, r.config, r.source_hash, r.median_ms,"
         " d.name, (SELECT e.median_ms FROM results AS e WHERE e.device_id = ?1"
@@ -61,7 +61,7 @@ static const char *const k_sql[FT_ST_COUNT] = {
         " FROM problems AS p"
         " LEFT JOIN results AS r ON r.id = (SELECT r2.id FROM results AS r2"
         "  WHERE r2.device_id = ?1 AND r2.problem_id = p.id AND " FT_DB_BEST_WHERE
-        "  ORDER BY r2.median_ms, r2.created, r2.uuid LIMIT 1)"
+        "  ORDER BY " FT_DB_BEST_ORDER("r2") " LIMIT 1)"
         " LEFT JOIN devices AS d ON d.id = r.device_id"
         " WHERE p.m = ?2 AND p.n = ?3 AND p.k = ?4 AND p.layout = ?5 AND p.math = ?6"
         " AND p.epilogue_hash = ?7",
@@ -75,13 +75,14 @@ static const char *const k_sql[FT_ST_COUNT] = {
     [FT_ST_EACH_BEST] =
         EACH_BEST_SELECT
         " ORDER BY d.fingerprint, p.m, p.n, p.k, p.layout, p.math, p.epilogue_hash",
-    /* Every launchable correct result of one problem, fastest first (the best's order). */
+    /* Every launchable correct result of one problem, best first (the best's order: by rank). */
     [FT_ST_EACH_CANDIDATE] =
         "SELECT strategy, variant, config, source_hash, median_ms, (SELECT name FROM devices WHERE id = ?1),"
-        " rel_err, max_abs_err FROM results WHERE device_id = ?1 AND problem_id = ?2 AND " FT_DB_BEST_WHERE
-        " ORDER BY median_ms, created, uuid",
+        " rel_err, max_abs_err FROM results AS r WHERE device_id = ?1 AND problem_id = ?2 AND " FT_DB_BEST_WHERE
+        " ORDER BY " FT_DB_BEST_ORDER("r"),
     [FT_ST_HAS_RESULT] =
-        "SELECT COUNT(*), MIN(CASE WHEN status = 'ok' THEN median_ms END) FROM results"
+        "SELECT COUNT(*), MIN(CASE WHEN status = 'ok' THEN median_ms END),"
+        " MIN(CASE WHEN status = 'ok' THEN " FT_DB_RANK("r") " END) FROM results AS r"
         " WHERE device_id = ?1 AND problem_id = ?2 AND strategy = ?3 AND source_hash = ?4 AND config = ?5",
     [FT_ST_CUBIN_GET] =
         "SELECT data FROM cubins WHERE source_hash = ?1 AND arch = ?2 AND nvrtc_version = ?3"

@@ -29,8 +29,9 @@ typedef struct cand {
   int measured; /* run in this tune */
   double cost;  /* the family's modelled cost (ft_family.enumerate) */
   double known_ms; /* with known: the fastest correct median stored before (INFINITY: none) */
+  double known_rank; /* with known: its lowest stored rank, median / cuBLAS's (INFINITY: none) */
   ft_runner_result last;
-  double quick_ms;
+  double quick_ms; /* the last measurement at this run's cuBLAS clock (on_run_clock) */
 } cand;
 
 /* Compilation in the order the search measures, on a pool of threads that runs ahead of the
@@ -67,7 +68,8 @@ typedef struct tuner {
   cand *c;
   int nc;
   ft_search_kind search; /* req->search, parsed */
-  double gemm_ms; /* cuBLAS GEMM alone in this run: the rate predictions are scaled by */
+  double gemm_ms; /* cuBLAS GEMM alone in this run: the rate predictions and the measurements
+                   * (on_run_clock) are scaled by */
   int expect_left; /* measurements the search expects still to make (< 0: unknown) */
   compiler cc;
   ft_search_stats ss;
@@ -92,13 +94,13 @@ static void progress(void *user, const ft_search_progress *p) {
 
 /* Stores one result and mirrors it into the summary. */
 static ft_status record(tuner *t, ft_strategy strategy, const char *variant, const char *json,
-                        ft_result_status status, const ft_timing *tm, double rel, double maxabs,
+                        ft_result_status status, const ft_timing *tm, double ref_ms, double rel, double maxabs,
                         const char *hash, const char *msg, ft_err *err) {
   /* The lists become text here, at the database boundary. */
   ft_result_row r = {t->run_id, t->device_id, t->problem_id, ft_strategy_name(strategy), variant, json,
                      ft_result_status_name(status),
                      tm ? tm->median_ms : -1, tm ? tm->min_ms : -1, tm ? tm->iqr_ms : -1,
-                     tm ? tm->repeats : 0, rel, maxabs, hash, msg ? msg : ""};
+                     tm ? tm->repeats : 0, rel, maxabs, hash, msg ? msg : "", tm ? ref_ms : -1};
   FT_TRY(ft_db_insert_result(t->db, &r, err));
   if (ft_strategy_is_candidate(strategy)) {
     if (status == FT_RESULT_OK) t->sum->n_ok++;
@@ -118,6 +120,7 @@ static ft_status record(tuner *t, ft_strategy strategy, const char *variant, con
   e->iqr_ms = r.iqr_ms;
   e->rel_err = rel;
   e->max_abs_err = maxabs;
+  e->ref_ms = r.ref_ms > 0 ? r.ref_ms : -1;
   /* The report's field is shorter than the stored message: its head and tail, cut on characters. */
   ft__fit_text(e->message, sizeof e->message, msg ? msg : "", msg ? strlen(msg) : 0);
   return FT_OK;
@@ -137,8 +140,8 @@ static ft_status run_baselines(tuner *t, ft_err *err) {
     if (r.status == FT_RESULT_UNAVAILABLE) continue;
     ft_timing tm = {r.median_ms, r.min_ms, r.iqr_ms, r.repeats};
     const ft_strategy strategy = ft_baseline_strategy((ft_baseline_kind)k);
-    FT_TRY(record(t, strategy, r.describe, "{}", r.status, r.status == FT_RESULT_OK ? &tm : NULL, r.rel_err,
-                  r.max_abs_err, "", r.message, err));
+    FT_TRY(record(t, strategy, r.describe, "{}", r.status, r.status == FT_RESULT_OK ? &tm : NULL, r.ref_ms,
+                  r.rel_err, r.max_abs_err, "", r.message, err));
     if (k == FT_BL_EAGER && r.status == FT_RESULT_OK) t->sum->eager_ms = r.median_ms;
     if (k == FT_BL_CUBLAS_GEMM && r.status == FT_RESULT_OK) t->gemm_ms = r.median_ms;
   }
@@ -222,9 +225,16 @@ static ft_status prepare_candidate(tuner *t, cand *c, ft_err *err) {
   c->job.arch_suffix = c->src.arch_suffix;
   if (!t->req->retune && !c->injected) {
     FT_TRY(ft_db_prior_result(t->db, t->device_id, t->problem_id, ft_strategy_name(ft_variant_strategy(&c->v)),
-                              c->json, c->src.hash, &c->known, &c->known_ms, err));
+                              c->json, c->src.hash, &c->known, &c->known_ms, &c->known_rank, err));
   }
   return FT_OK;
+}
+
+/* A median timed beside cuBLAS's GEMM alone (ref_ms), as a time at the clock of this run's
+ * cuBLAS baseline: the search then compares candidates by the ratio the stored best is chosen
+ * by, not by medians the GPU's clock drift moved. Unscaled where either is missing. */
+static double on_run_clock(const tuner *t, double median_ms, double ref_ms) {
+  return median_ms > 0 && ref_ms > 0 && t->gemm_ms > 0 ? median_ms * (t->gemm_ms / ref_ms) : median_ms;
 }
 
 /* Verifies and times one candidate with `repeats` in the runner, keeping the result in c->last.
@@ -257,7 +267,7 @@ static ft_status run_candidate(tuner *t, cand *c, int repeats, ft_err *err) {
   ph->verify_s += r->verify_s;
   ph->timing_s += r->time_s;
   ph->measurements++;
-  c->quick_ms = r->status == FT_RESULT_OK ? r->median_ms : INFINITY;
+  c->quick_ms = r->status == FT_RESULT_OK ? on_run_clock(t, r->median_ms, r->ref_ms) : INFINITY;
   return FT_OK;
 }
 
@@ -267,8 +277,8 @@ static ft_status store_candidate(tuner *t, cand *c, ft_err *err) {
   int ok = r->status == FT_RESULT_OK;
   ft_timing tm = {r->median_ms, r->min_ms, r->iqr_ms, r->repeats};
   t->sum->n_measured++;
-  return record(t, ft_variant_strategy(&c->v), c->name, c->json, r->status, ok ? &tm : NULL, r->rel_err, r->max_abs_err, c->src.hash,
-                r->message, err);
+  return record(t, ft_variant_strategy(&c->v), c->name, c->json, r->status, ok ? &tm : NULL, r->ref_ms, r->rel_err,
+                r->max_abs_err, c->src.hash, r->message, err);
 }
 
 /* ---- compilation, in the search's order ---- */
@@ -455,7 +465,9 @@ static ft_search_item *search_items(const tuner *t) {
     const cand *c = &t->c[i];
     it[i].safe = c->v.kind == FT_VK_EPILOGUE;
     it[i].known = c->known;
-    it[i].known_ms = c->known ? c->known_ms : INFINITY;
+    /* A rank is what the stored best is chosen by: at this run's clock it reads as a time. */
+    it[i].known_ms = !c->known ? INFINITY : isfinite(c->known_rank) && t->gemm_ms > 0 ? c->known_rank * t->gemm_ms
+                                                                                     : c->known_ms;
     it[i].predicted_ms = it[i].safe ? 0 : predicted_ms(t, c);
   }
   return it;

@@ -46,7 +46,7 @@ int main(void) {
     char variant[32];
     snprintf(variant, sizeof variant, "v%d", i);
     ft_result_row r = {run, dev, prob, "fused", variant, "{\"bm\":64}", "ok", 1.0 + i, 0.9 + i, 0.01, 30,
-                       1e-7, 2e-6, "0123456789abcdef", ""};
+                       1e-7, 2e-6, "0123456789abcdef", "", -1};
     ASSERT_OK(ft_db_insert_result(db, &r, &err));
   }
 

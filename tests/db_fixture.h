@@ -118,14 +118,20 @@ static inline fixture setup(ft_db *db, const char *fp, int64_t m) {
   return fx;
 }
 
-static inline ft_status add(ft_db *db, const fixture *fx, const char *strategy, const char *variant,
-                     const char *status, double median) {
+/* A result timed beside cuBLAS's GEMM alone at ref (<= 0: not). */
+static inline ft_status add_ref(ft_db *db, const fixture *fx, const char *strategy, const char *variant,
+                                const char *status, double median, double ref) {
   ft_result_row r = {fx->run, fx->dev, fx->prob, strategy, variant, "{\"bm\":64}", status,
-                     median, median * 0.9, median * 0.01, 30, 1e-7, 2e-6, "0123456789abcdef", ""};
+                     median, median * 0.9, median * 0.01, 30, 1e-7, 2e-6, "0123456789abcdef", "", ref};
   ft_err err;
   ft_status s = ft_db_insert_result(db, &r, &err);
   if (s != FT_OK) fprintf(stderr, "insert: %s\n", err.msg);
   return s;
+}
+
+static inline ft_status add(ft_db *db, const fixture *fx, const char *strategy, const char *variant,
+                            const char *status, double median) {
+  return add_ref(db, fx, strategy, variant, status, median, -1);
 }
 
 static inline int64_t count(const char *path, const char *sql) {
@@ -163,14 +169,14 @@ static inline void populate(ft_db *db) {
   ft_err err;
   fixture a = setup(db, "00000000000000aa", 128);
   fixture b = setup(db, "00000000000000bb", 1024);
-  ASSERT_OK(add(db, &a, "fused", "v1", "ok", 1.25));
+  ASSERT_OK(add_ref(db, &a, "fused", "v1", "ok", 1.25, 1.3125));
   ASSERT_OK(add(db, &a, "fused", "v2", "wrong_result", 0.1));
   ASSERT_OK(add(db, &a, "eager", "eager", "ok", 1.656));
   ASSERT_OK(add(db, &b, "cublas+epilogue", "ce", "ok", 2.731));
   ASSERT_OK(add(db, &b, "fused", "v3", "launch_error", -1));
   ft_result_row odd = {0, b.dev, b.prob, "fused", "odd,\"name\"\n", "{\"s\":\"\\u00e9\\n\"}",
                        "compile_error", -1, -1, -1, 0, -1, -1, "",
-                       "error: \"x\"\ttab\nline2 \xc3\xa9 bad\xff utf8, comma"};
+                       "error: \"x\"\ttab\nline2 \xc3\xa9 bad\xff utf8, comma", -1};
   ASSERT_OK(ft_db_insert_result(db, &odd, &err));
   ASSERT_OK(ft_db_end_run(db, a.run, "finished", &err));
   unsigned char blob[1000];

@@ -47,7 +47,7 @@ static void add_row(ft_db *db, int64_t dev, int64_t run, const ft_epilogue *ep, 
   ft_kernel_src src = {0};
   ASSERT_OK(ft_codegen_variant(&vs[nth], ep, &src, &err));
   ft_result_row rr = {run, dev, prob, "cublas+epilogue", name, json, "ok", r->ms, r->ms * 0.95, r->ms * 0.01,
-                      30, r->rel_err, r->rel_err * 10, src.hash, ""};
+                      30, r->rel_err, r->rel_err * 10, src.hash, "", -1};
   ASSERT_OK(ft_db_insert_result(db, &rr, &err));
   ft_kernel_src_free(&src);
   free(vs);

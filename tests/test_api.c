@@ -43,10 +43,10 @@ static void store_result(ft_db *db, int64_t dev_id, int64_t m, int64_t n, int64_
   ft_variant_name(v, name, sizeof name);
   ft_variant_json(v, json, sizeof json);
   ft_result_row r = {rid, dev_id, pid, "fused", name, json, "ok", ms, ms, 0.01, 30, 1e-7, 1e-6,
-                     hash ? hash : src.hash, ""};
+                     hash ? hash : src.hash, "", -1};
   ASSERT_OK(ft_db_insert_result(db, &r, &e));
   ft_result_row eager = {rid, dev_id, pid, "eager", "cuBLAS + 2 kernels", "{}", "ok", ms * 1.2, ms, 0.01, 30,
-                         1e-7, 1e-6, "", ""};
+                         1e-7, 1e-6, "", "", -1};
   ASSERT_OK(ft_db_insert_result(db, &eager, &e));
   ft_kernel_src_free(&src);
   ft_ep_free(ep);

@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "db_fixture.h"
+#include "embedded.h"
 
 
 static void test_create(void) {
@@ -21,8 +22,8 @@ static void test_create(void) {
   ASSERT_TRUE(db != NULL);
   ASSERT_EQ_INT(ft_db_readonly(db), 0);
   ft_db_close(db);
-  ASSERT_EQ_INT(ft_db_schema_version(), 1);
-  ASSERT_EQ_INT(count(p, "PRAGMA user_version"), 1);
+  ASSERT_EQ_INT(ft_db_schema_version(), 2);
+  ASSERT_EQ_INT(count(p, "PRAGMA user_version"), 2);
   ASSERT_EQ_INT(count(p, "PRAGMA application_id"), FT_DB_APPLICATION_ID);
   ASSERT_EQ_INT(count(p, "SELECT count(*) FROM meta WHERE key = 'application' AND value = 'fusedtune'"), 1);
   ASSERT_EQ_INT(count(p, "SELECT count(*) FROM sqlite_master WHERE name IN ('devices','problems',"
@@ -94,7 +95,7 @@ static void test_hostile_files(void) {
   ASSERT_CONTAINS(err.msg, "empty");
   db = open_ok(p, 0);
   ft_db_close(db);
-  ASSERT_EQ_INT(count(p, "PRAGMA user_version"), 1);
+  ASSERT_EQ_INT(count(p, "PRAGMA user_version"), 2);
   ft_db_remove_files(p);
 }
 
@@ -117,7 +118,7 @@ static void test_newer_version(void) {
     ASSERT_TRUE(db == NULL);
     char want[1400];
     snprintf(want, sizeof want,
-             "database %s has schema version 7, this fusedtune reads up to 1: upgrade fusedtune", p);
+             "database %s has schema version 7, this fusedtune reads up to 2: upgrade fusedtune", p);
     ASSERT_EQ_STR(err.msg, want);
   }
   ASSERT_OK(stat(p, &after));
@@ -131,37 +132,80 @@ static void test_newer_version(void) {
 }
 
 static void test_migration(void) {
-  /* The runner applies exactly the steps past the database's version, in one transaction. */
+  /* The runner applies exactly the steps past the database's version, in one transaction. A new
+   * database is at this build's version 2; step 0 (1 -> 2) is never run again. */
   static const char *const steps[] = {
-      "CREATE TABLE extra (x); INSERT INTO meta (key, value) VALUES ('step2', 'done');",
-      "ALTER TABLE extra ADD COLUMN y; INSERT INTO meta (key, value) VALUES ('step3', 'done');"};
+      "THIS IS NOT SQL;",
+      "CREATE TABLE extra (x); INSERT INTO meta (key, value) VALUES ('step3', 'done');",
+      "ALTER TABLE extra ADD COLUMN y; INSERT INTO meta (key, value) VALUES ('step4', 'done');"};
   const char *p = tmp_path("migrate.db");
   ft_db *db = open_ok(p, FT_DB_CREATE);
   fixture fx = setup(db, "00000000000000aa", 128);
   ASSERT_OK(add(db, &fx, "fused", "v", "ok", 1.0));
   ft_err err;
-  ASSERT_OK(ft__db_migrate(db, steps, 1, &err)); /* 1 -> 2 */
+  ASSERT_OK(ft__db_migrate(db, steps, 1, &err)); /* already at 2: nothing runs */
   ASSERT_EQ_INT(count(p, "PRAGMA user_version"), 2);
-  ASSERT_OK(ft__db_migrate(db, steps, 1, &err)); /* already there: nothing runs again */
-  ASSERT_EQ_INT(count(p, "SELECT count(*) FROM meta WHERE key = 'step2'"), 1);
-  ASSERT_OK(ft__db_migrate(db, steps, 2, &err)); /* 2 -> 3 only */
+  ASSERT_OK(ft__db_migrate(db, steps, 2, &err)); /* 2 -> 3 */
   ASSERT_EQ_INT(count(p, "PRAGMA user_version"), 3);
+  ASSERT_OK(ft__db_migrate(db, steps, 2, &err)); /* already there: nothing runs again */
+  ASSERT_EQ_INT(count(p, "SELECT count(*) FROM meta WHERE key = 'step3'"), 1);
+  ASSERT_OK(ft__db_migrate(db, steps, 3, &err)); /* 3 -> 4 only */
+  ASSERT_EQ_INT(count(p, "PRAGMA user_version"), 4);
   ASSERT_EQ_INT(count(p, "SELECT count(*) FROM meta WHERE key LIKE 'step%'"), 2);
   ASSERT_EQ_INT(count(p, "SELECT count(*) FROM results"), 1);
   ft_db_close(db);
-  /* This build reads up to version 1: the migrated file is now "newer". */
+  /* This build reads up to version 2: the migrated file is now "newer". */
   ASSERT_EQ_INT(ft_db_open(p, 0, &db, &err), FT_ERR_VERSION);
   ft_db_remove_files(p);
 
   /* A failing step rolls back every step of the migration. */
-  static const char *const broken[] = {"CREATE TABLE extra (x);", "THIS IS NOT SQL;"};
+  static const char *const broken[] = {"SELECT 1;", "CREATE TABLE extra (x);", "THIS IS NOT SQL;"};
   p = tmp_path("migrate_fail.db");
   db = open_ok(p, FT_DB_CREATE);
-  ASSERT_EQ_INT(ft__db_migrate(db, broken, 2, &err), FT_ERR_DB);
-  ASSERT_CONTAINS(err.msg, "migrating the schema from version 2 to 3");
+  ASSERT_EQ_INT(ft__db_migrate(db, broken, 3, &err), FT_ERR_DB);
+  ASSERT_CONTAINS(err.msg, "migrating the schema from version 3 to 4");
   ft_db_close(db);
-  ASSERT_EQ_INT(count(p, "PRAGMA user_version"), 1);
+  ASSERT_EQ_INT(count(p, "PRAGMA user_version"), 2);
   ASSERT_EQ_INT(count(p, "SELECT count(*) FROM sqlite_master WHERE name = 'extra'"), 0);
+  ft_db_remove_files(p);
+}
+
+/* A version-1 database (db/schema.sql alone, as fusedtune before ref_ms made it) with a tune's
+ * rows is migrated on its first writable open: ref_ms is added (NULL in the old rows), the best
+ * is unchanged, and a read-only open before that is refused without a write. */
+static void test_migrate_v1(void) {
+  const char *p = tmp_path("v1.db");
+  size_t len;
+  const char *schema = ft__embedded("db/schema.sql", &len);
+  ASSERT_TRUE(schema != NULL);
+  raw_exec(p, schema);
+  raw_exec(p,
+           "INSERT INTO devices VALUES (1, '00000000000000aa', 'NVIDIA H200', 9, 0, 132, 1, 1, 1, 1, 1,"
+           " '2026-11-29T08:00:00.000Z', '2026-11-29T08:00:00.000Z');"
+           "INSERT INTO problems VALUES (1, 128, 256, 512, 'xrow_wrow', 'fp32', 'relu(x)', 'ca47f1151711f396');"
+           "INSERT INTO results (uuid, device_id, problem_id, strategy, variant, config, status, median_ms, repeats,"
+           " source_hash, fusedtune_version, message, created) VALUES"
+           " ('00000000-0000-4000-8000-000000000001', 1, 1, 'cublas_gemm', 'g', '{}', 'ok', 1.0, 30, '', '0.1', '',"
+           "  '2026-11-29T08:00:01.000Z'),"
+           " ('00000000-0000-4000-8000-000000000002', 1, 1, 'fused', 'slow', '{}', 'ok', 1.2, 30, '', '0.1', '',"
+           "  '2026-11-29T08:00:02.000Z'),"
+           " ('00000000-0000-4000-8000-000000000003', 1, 1, 'cublas+epilogue', 'fast', '{}', 'ok', 1.1, 30, '',"
+           "  '0.1', '', '2026-11-29T08:00:03.000Z');");
+  ASSERT_EQ_INT(count(p, "PRAGMA user_version"), 1);
+  ft_db *db = NULL;
+  ft_err err;
+  ASSERT_EQ_INT(ft_db_open(p, FT_DB_READONLY, &db, &err), FT_ERR_DB);
+  ASSERT_CONTAINS(err.msg, "open it once with write access");
+  db = open_ok(p, 0);
+  ft_db_close(db);
+  ASSERT_EQ_INT(count(p, "PRAGMA user_version"), 2);
+  ASSERT_EQ_INT(count(p, "SELECT count(*) FROM results WHERE ref_ms IS NULL"), 3);
+  ASSERT_EQ_INT(count(p, "SELECT count(*) FROM best WHERE variant = 'fast'"), 1);
+  /* The new column's CHECK holds: a reference is positive or NULL. */
+  sqlite3 *h;
+  ASSERT_OK(sqlite3_open(p, &h));
+  ASSERT_TRUE(sqlite3_exec(h, "UPDATE results SET ref_ms = 0", NULL, NULL, NULL) == SQLITE_CONSTRAINT);
+  sqlite3_close(h);
   ft_db_remove_files(p);
 }
 
@@ -277,7 +321,7 @@ static void test_best(void) {
 
   /* Bad rows are refused before SQLite sees them. */
   ASSERT_EQ_INT(add(db, &fx, "fused", "x", "great", 1.0), FT_ERR_INVALID_ARG);
-  ft_result_row bad = {fx.run, fx.dev, fx.prob, "fused", "x", "{bm:1}", "ok", 1, 1, 1, 30, 0, 0, "", ""};
+  ft_result_row bad = {fx.run, fx.dev, fx.prob, "fused", "x", "{bm:1}", "ok", 1, 1, 1, 30, 0, 0, "", "", -1};
   ASSERT_EQ_INT(ft_db_insert_result(db, &bad, &err), FT_ERR_INVALID_ARG);
   ASSERT_CONTAINS(err.msg, "not JSON");
   ASSERT_OK(ft_db_end_run(db, fx.run, "ok", &err));
@@ -331,6 +375,73 @@ static void run_writers(const char *path, unsigned flags) {
   ASSERT_EQ_INT(count(path, "SELECT count(*) FROM devices"), 1);
   ASSERT_EQ_INT(count(path, "SELECT count(*) FROM problems"), 1);
   ASSERT_EQ_INT(count(path, "SELECT count(*) FROM runs"), 2);
+}
+
+/* The best is the lowest median over the cuBLAS GEMM timed beside it (ref_ms), not the lowest
+ * median: a GPU whose clock drifted during a tune times a later candidate slower. */
+static void test_rank(void) {
+  const char *p = tmp_path("rank.db");
+  ft_db *db = open_ok(p, FT_DB_CREATE);
+  fixture fx = setup(db, "00000000000000aa", 128);
+  ft_best b;
+  ft_err err;
+  /* Timed while the clock was high: fast medians, cuBLAS fast too. */
+  ASSERT_OK(add_ref(db, &fx, "cublas_gemm", "gemm", "ok", 1.00, 1.00));
+  ASSERT_OK(add_ref(db, &fx, "cublas+epilogue", "pass", "ok", 1.05, 1.00)); /* 1.05 of cuBLAS */
+  /* Timed later at a lower clock: slower medians, yet 0.97 of the cuBLAS beside it. */
+  ASSERT_OK(add_ref(db, &fx, "fused", "drifted", "ok", 1.16, 1.20));
+  ASSERT_OK(add_ref(db, &fx, "fused", "even", "ok", 1.10, 1.10)); /* 1.00 */
+  ASSERT_OK(ft_db_best(db, fx.dev, &fx.key, &b, &err));
+  ASSERT_EQ_STR(b.variant, "drifted");
+  ASSERT_NEAR(b.median_ms, 1.16, 0); /* what was measured, not a scaled time */
+  char vb[128];
+  view_best_variant(p, fx.dev, fx.prob, vb);
+  ASSERT_EQ_STR(vb, "drifted");
+  collected c = {0};
+  ASSERT_OK(ft_db_each_candidate(db, &b, collect, &c, &err));
+  ASSERT_EQ_INT(c.n, 3);
+  ASSERT_EQ_STR(c.variants[0], "drifted");
+  ASSERT_EQ_STR(c.variants[1], "even");
+  ASSERT_EQ_STR(c.variants[2], "pass");
+  /* The earlier search's view of a candidate: its fastest median and its lowest rank. */
+  int found = 0;
+  double ms = 0, rank = 0;
+  ASSERT_OK(ft_db_prior_result(db, fx.dev, fx.prob, "fused", "{\"bm\":64}", "0123456789abcdef", &found, &ms, &rank,
+                               &err));
+  ASSERT_EQ_INT(found, 1);
+  ASSERT_NEAR(ms, 1.10, 0);
+  ASSERT_NEAR(rank, 1.16 / 1.20, 1e-12);
+
+  /* A result with no reference of its own (an older tune, --flush-l2) is ranked against the
+   * latest cuBLAS GEMM alone stored: 0.95 / 1.00 beats 0.967. */
+  ASSERT_OK(add(db, &fx, "fused", "unreferenced", "ok", 0.95));
+  ASSERT_OK(ft_db_best(db, fx.dev, &fx.key, &b, &err));
+  ASSERT_EQ_STR(b.variant, "unreferenced");
+  sleep_ms(3);
+  ASSERT_OK(add_ref(db, &fx, "cublas_gemm", "gemm_later", "ok", 0.90, 0.90)); /* now 0.95 / 0.90 */
+  ASSERT_OK(ft_db_best(db, fx.dev, &fx.key, &b, &err));
+  ASSERT_EQ_STR(b.variant, "drifted");
+  view_best_variant(p, fx.dev, fx.prob, vb);
+  ASSERT_EQ_STR(vb, "drifted");
+  ft_db_close(db);
+  ft_db_remove_files(p);
+
+  /* With no cuBLAS GEMM alone anywhere nothing has a rank: the lowest median wins, as before;
+   * a ranked result still comes before every unranked one. */
+  p = tmp_path("rank_none.db");
+  db = open_ok(p, FT_DB_CREATE);
+  fx = setup(db, "00000000000000aa", 128);
+  ASSERT_OK(add(db, &fx, "fused", "a", "ok", 1.2));
+  ASSERT_OK(add(db, &fx, "fused", "b", "ok", 1.1));
+  ASSERT_OK(ft_db_best(db, fx.dev, &fx.key, &b, &err));
+  ASSERT_EQ_STR(b.variant, "b");
+  ASSERT_OK(add_ref(db, &fx, "fused", "ranked", "ok", 1.3, 1.0));
+  ASSERT_OK(ft_db_best(db, fx.dev, &fx.key, &b, &err));
+  ASSERT_EQ_STR(b.variant, "ranked");
+  view_best_variant(p, fx.dev, fx.prob, vb);
+  ASSERT_EQ_STR(vb, "ranked");
+  ft_db_close(db);
+  ft_db_remove_files(p);
 }
 
 static void test_concurrent_writers(void) {
@@ -471,7 +582,9 @@ int main(void) {
   test_hostile_files();
   test_newer_version();
   test_migration();
+  test_migrate_v1();
   test_best();
+  test_rank();
   test_concurrent_writers();
   test_readonly();
   return FT_TEST_DONE();

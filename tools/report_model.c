@@ -70,8 +70,13 @@ static const ft_stored_result *latest(const ft_stored_result *a, const ft_stored
   return !a || strcmp(b->created, a->created) > 0 ? b : a;
 }
 
+/* The better of two correct results by the best view's rule: the lower rank (median over the
+ * cuBLAS GEMM timed beside it), a ranked one before one without, then the lower median. */
 static const ft_stored_result *faster(const ft_stored_result *a, const ft_stored_result *b) {
-  return !a || b->median_ms < a->median_ms ? b : a;
+  if (!a) return b;
+  if ((a->rank >= 0) != (b->rank >= 0)) return b->rank >= 0 ? b : a;
+  if (a->rank >= 0 && a->rank != b->rank) return b->rank < a->rank ? b : a;
+  return b->median_ms < a->median_ms ? b : a;
 }
 
 static void add_family_best(report_mode *m, const ft_stored_result *res) {
