@@ -141,7 +141,10 @@ typedef struct ft_config {
   char config[FT_CONFIG_JSON_MAX];  /* variant configuration, JSON */
   char source_hash[17];             /* hash of the kernel source that was measured */
   double median_ms;                 /* measured median time */
-  double eager_ms;                  /* eager-style baseline of the same run; 0 when unknown */
+  double eager_ms;                  /* eager-style baseline (latest stored), at the clock median_ms was
+                                     * timed at: its median times the ratio of the two cuBLAS GEMMs
+                                     * timed beside them, so eager_ms / median_ms is the speed-up
+                                     * (docs/FORMAT.md, "best"); 0 when unknown */
   int64_t tuned_m, tuned_n, tuned_k; /* the shape it was tuned for */
   int exact;                        /* 1: tuned for this exact shape; 0: nearest fallback */
   ft_math math;                     /* the mode it computes in (ft_lookup_within may pick another) */

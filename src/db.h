@@ -101,9 +101,9 @@ typedef struct ft_result_row {
 ft_status ft_db_insert_result(ft_db *db, const ft_result_row *row, ft_err *err);
 
 /* The best launchable result (strategy "fused" or "cublas+epilogue", status "ok", lowest rank:
- * median over the cuBLAS GEMM timed beside it, FT_DB_RANK)
- * for a device and problem, plus the eager baseline median of the most recent run that measured
- * one (0 if none). */
+ * median over the cuBLAS GEMM timed beside it, FT_DB_RANK) for a device and problem, plus the
+ * eager baseline of the most recent run that measured one (0 if none), at the best's clock
+ * (FT_DB_EAGER_AT_BEST). */
 typedef struct ft_best {
   int64_t device_id, problem_id;
   ft_problem_key key;
@@ -115,6 +115,7 @@ typedef struct ft_best {
   double median_ms;
   double eager_ms;
   double rel_err, max_abs_err; /* measured against float64 when tuned */
+  double ref_ms;               /* the best's cuBLAS reference (results.ref_ms); 0 when none */
 } ft_best;
 
 /* Exact key on device -> FT_OK / FT_ERR_NOT_FOUND. */
@@ -131,7 +132,7 @@ ft_status ft_db_each_best_for_epilogue(ft_db *db, int64_t device_id, const char 
 ft_status ft_db_each_best(ft_db *db, ft_best_cb cb, void *user, ft_err *err);
 
 /* Every launchable correct result of best's device and problem, best first (by rank), as ft_best rows
- * (key and eager_ms copied from best); the callback returns nonzero to stop. Used to skip
+ * (key copied from best, eager_ms moved to each one's clock); the callback returns nonzero to stop. Used to skip
  * results measured with an older kernel source. */
 ft_status ft_db_each_candidate(ft_db *db, const ft_best *best, ft_best_cb cb, void *user, ft_err *err);
 

@@ -106,6 +106,10 @@ int ft__db_base64_decode(const char *s, size_t len, unsigned char **out, size_t 
   " WHERE g.device_id = " r ".device_id AND g.problem_id = " r ".problem_id AND g.status = 'ok'" \
   " AND g.strategy = 'cublas_gemm' AND g.median_ms > 0 ORDER BY g.created DESC, g.uuid DESC"     \
   " LIMIT 1)))"
+/* The latest eager baseline's median e.median_ms at the clock of a best whose cuBLAS reference
+ * is ref (SQL text): scaled by ref / e.ref_ms, so that eager_ms / median_ms is the speed-up that
+ * two timings beside the same cuBLAS GEMM measured (unscaled where either reference is NULL). */
+#define FT_DB_EAGER_AT_BEST(ref) "e.median_ms * IFNULL(" ref " / e.ref_ms, 1)"
 /* The best's order: by rank (results with none after every ranked one), then by median, then
  * the earlier created, then the smaller uuid, so every copy of the same data agrees. */
 #define FT_DB_BEST_ORDER(r) \

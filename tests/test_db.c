@@ -377,6 +377,12 @@ static void run_writers(const char *path, unsigned flags) {
   ASSERT_EQ_INT(count(path, "SELECT count(*) FROM runs"), 2);
 }
 
+static double g_eager_seen;
+static int collect_eager(void *user, const ft_best *b) {
+  g_eager_seen = b->eager_ms;
+  return collect(user, b);
+}
+
 /* The best is the lowest median over the cuBLAS GEMM timed beside it (ref_ms), not the lowest
  * median: a GPU whose clock drifted during a tune times a later candidate slower. */
 static void test_rank(void) {
@@ -391,9 +397,14 @@ static void test_rank(void) {
   /* Timed later at a lower clock: slower medians, yet 0.97 of the cuBLAS beside it. */
   ASSERT_OK(add_ref(db, &fx, "fused", "drifted", "ok", 1.16, 1.20));
   ASSERT_OK(add_ref(db, &fx, "fused", "even", "ok", 1.10, 1.10)); /* 1.00 */
+  /* The eager chain, timed at yet another clock: 1.10 of the cuBLAS beside it. */
+  ASSERT_OK(add_ref(db, &fx, "eager", "eager", "ok", 1.43, 1.30));
   ASSERT_OK(ft_db_best(db, fx.dev, &fx.key, &b, &err));
   ASSERT_EQ_STR(b.variant, "drifted");
   ASSERT_NEAR(b.median_ms, 1.16, 0); /* what was measured, not a scaled time */
+  /* eager at the best's clock: 1.43 * 1.20 / 1.30 = 1.32, a speed-up of 1.10 / 0.967 */
+  ASSERT_NEAR(b.eager_ms, 1.43 * 1.20 / 1.30, 1e-12);
+  ASSERT_NEAR(b.eager_ms / b.median_ms, 1.10 / (1.16 / 1.20), 1e-12);
   char vb[128];
   view_best_variant(p, fx.dev, fx.prob, vb);
   ASSERT_EQ_STR(vb, "drifted");
@@ -401,6 +412,13 @@ static void test_rank(void) {
   ASSERT_OK(ft_db_each_candidate(db, &b, collect, &c, &err));
   ASSERT_EQ_INT(c.n, 3);
   ASSERT_EQ_STR(c.variants[0], "drifted");
+  /* each_best (list) reports the same eager as ft_db_best. */
+  memset(&c, 0, sizeof c);
+  ASSERT_OK(ft_db_each_best(db, collect_eager, &c, &err));
+  ASSERT_EQ_INT(c.n, 1);
+  ASSERT_NEAR(g_eager_seen, 1.43 * 1.20 / 1.30, 1e-12);
+  memset(&c, 0, sizeof c);
+  ASSERT_OK(ft_db_each_candidate(db, &b, collect, &c, &err));
   ASSERT_EQ_STR(c.variants[1], "even");
   ASSERT_EQ_STR(c.variants[2], "pass");
   /* The earlier search's view of a candidate: its fastest median and its lowest rank. */

@@ -177,7 +177,7 @@ class Config:
     config: str          # the variant's JSON
     source_hash: str
     median_ms: float
-    eager_ms: float      # eager-style baseline of the same run; 0 when unknown
+    eager_ms: float      # eager-style baseline at the clock median_ms was timed at (eager_ms / median_ms is the speed-up); 0 when unknown
     tuned_shape: tuple   # (m, n, k) it was tuned at
     exact: bool
     math: str = "fp32"   # the mode it computes in (lookup_within may pick another than asked)
