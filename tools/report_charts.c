@@ -75,7 +75,7 @@ void chart_strategies(report *r, const report_group *g) {
     fputs("</title></rect>\n", r->f);
     char sp[64] = "";
     if (b->m->eager && b->res == b->m->eager) snprintf(sp, sizeof sp, " · 1.00× (reference)");
-    else if (b->m->eager) snprintf(sp, sizeof sp, " · %.2f× eager", b->m->eager->median_ms / t);
+    else if (b->m->eager) snprintf(sp, sizeof sp, " · %.2f× eager", report_time_ratio(b->m->eager, b->res));
     svg_text(r, x1 + 6, y + bar_h - 5, "start", b->res->is_best ? "best" : NULL, "%.4g ms · %.3g TFLOP/s%s%s", t,
              report_tflops(b->m->flops, t), sp, b->res->is_best ? " · stored best" : "");
   }

@@ -121,7 +121,7 @@ static void index_table(report *r, const report_group *g, int ng) {
       const report_mode *m = &g[i].modes[j];
       const char *mode = ft_math_name(m->p->math);
       fprintf(f, "%s<a href=\"#g%d-%s\">%s</a>", j ? ", " : "", i, mode, mode);
-      if (m->best && m->eager) fprintf(f, " %.2f×", m->eager->median_ms / m->best->median_ms);
+      if (m->best && m->eager) fprintf(f, " %.2f×", report_time_ratio(m->eager, m->best));
       else if (!m->best) fputs(" (no correct candidate)", f);
     }
     fputs("</td></tr>\n", f);
@@ -148,9 +148,9 @@ static void summary_table(report *r, const report_group *g) {
       const double t = m->best->median_ms;
       fprintf(f, "<td class=\"num\">%.4g</td><td class=\"num\">%.3g</td><td class=\"num\">%.4g</td>", t,
               report_tflops(m->flops, t), m->bytes / (t * 1e-3) / 1e9);
-      if (m->eager) fprintf(f, "<td class=\"num\">%.2f×</td>", m->eager->median_ms / t);
+      if (m->eager) fprintf(f, "<td class=\"num\">%.2f×</td>", report_time_ratio(m->eager, m->best));
       else fputs("<td class=\"num\">-</td>", f);
-      if (m->gemm) fprintf(f, "<td class=\"num\">%.0f %%</td>", 100 * m->gemm->median_ms / t);
+      if (m->gemm) fprintf(f, "<td class=\"num\">%.0f %%</td>", 100 * report_time_ratio(m->gemm, m->best));
       else fputs("<td class=\"num\">-</td>", f);
     } else {
       fputs("no correct candidate</td><td></td><td></td><td></td><td></td><td></td>", f);

@@ -8,6 +8,11 @@
 
 int report_timed(const ft_stored_result *res) { return res && res->median_ms > 0; }
 
+double report_time_ratio(const ft_stored_result *a, const ft_stored_result *b) {
+  if (a->ref_ms > 0 && b->ref_ms > 0) return (a->median_ms / a->ref_ms) / (b->median_ms / b->ref_ms);
+  return a->median_ms / b->median_ms;
+}
+
 double report_tflops(double flops, double ms) { return ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0; }
 
 const char *report_status_shape(ft_result_status st) {
