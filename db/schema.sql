@@ -88,7 +88,8 @@ CREATE TABLE results (
 CREATE INDEX results_by_key ON results (device_id, problem_id, strategy, source_hash, config);
 CREATE INDEX results_by_run ON results (run_id);
 -- The best candidate of a (device, problem) is the first entry of this partial index: the
--- lookup is one index seek. The WHERE must stay textually identical to the one in the view
+-- lookup is one index seek. (Version 2 replaces it with results_best_rank, in the order of the
+-- rank: src/db_open.c.) The WHERE must stay textually identical to the one in the view
 -- and in db.c, or SQLite will not use the index.
 CREATE INDEX results_best ON results (device_id, problem_id, median_ms, created, uuid)
   WHERE status = 'ok' AND strategy IN ('fused', 'cublas+epilogue') AND median_ms IS NOT NULL;

@@ -187,9 +187,9 @@ typedef struct ft_stored_result {
   int is_best;                      /* the best of its (device, problem): what ft_each_best lists */
   char message[256];                /* head of the stored message, cut on a character boundary */
   double ref_ms;                    /* cuBLAS's GEMM alone timed in the same rounds; < 0: none */
-  double rank;                      /* what the best is chosen by, lowest first: median_ms over ref_ms,
-                                     * or over the latest cuBLAS GEMM alone where ref_ms is none;
-                                     * < 0: neither (docs/FORMAT.md, "best") */
+  double rank;                      /* what the best is chosen by, lowest first: median_ms over ref_ms;
+                                     * < 0: none (no ref_ms), after every ranked result
+                                     * (docs/FORMAT.md, "best") */
 } ft_stored_result;
 
 /* A (device, problem) with at least one stored result. */

@@ -141,8 +141,8 @@ ft_status ft_db_each_candidate(ft_db *db, const ft_best *best, ft_best_cb cb, vo
 ft_status ft_db_has_result(ft_db *db, int64_t device_id, int64_t problem_id, const char *strategy,
                            const char *config_json, const char *source_hash, int *found, ft_err *err);
 /* The same, and *best_ms the fastest correct median among them, *best_rank their lowest rank
- * (FT_DB_RANK) (INFINITY: none correct, or none ranked; either may be NULL): a later search
- * counts what an earlier one measured. */
+ * (FT_DB_RANK) (INFINITY: none correct, or none ranked: no ref_ms; either may be NULL): a later
+ * search counts what an earlier one measured. */
 ft_status ft_db_prior_result(ft_db *db, int64_t device_id, int64_t problem_id, const char *strategy,
                              const char *config_json, const char *source_hash, int *found, double *best_ms,
                              double *best_rank, ft_err *err);

@@ -98,21 +98,19 @@ int ft__db_base64_decode(const char *s, size_t len, unsigned char **out, size_t 
   "status = 'ok' AND strategy IN ('fused', 'cublas+epilogue') AND median_ms IS NOT NULL"
 /* A result's rank (lower is faster): its median over ref_ms, the median of cuBLAS's GEMM alone
  * timed in the same rounds, so results timed minutes apart compare under one clock state (a
- * GPU's clock drifted 14 % within one tune: BENCHMARKS.md, session 16). A result without ref_ms
- * (schema version 1, an export of version 1, a tune with --flush-l2) is divided by the latest
- * stored cuBLAS GEMM alone instead; NULL where there is none either. r is the table alias. */
-#define FT_DB_RANK(r)                                                                            \
-  "(" r ".median_ms / COALESCE(" r ".ref_ms, (SELECT g.median_ms FROM results AS g"             \
-  " WHERE g.device_id = " r ".device_id AND g.problem_id = " r ".problem_id AND g.status = 'ok'" \
-  " AND g.strategy = 'cublas_gemm' AND g.median_ms > 0 ORDER BY g.created DESC, g.uuid DESC"     \
-  " LIMIT 1)))"
+ * GPU's clock drifted 14 % within one tune: BENCHMARKS.md, session 16). NULL for a result
+ * without ref_ms (schema version 1, an export of version 1, a tune with --flush-l2), which the
+ * best's order puts after every ranked one. r is the table alias. */
+#define FT_DB_RANK(r) "(" r ".median_ms / " r ".ref_ms)"
 /* The latest eager baseline's median e.median_ms at the clock of a best whose cuBLAS reference
  * is ref (SQL text): scaled by ref / e.ref_ms, so that eager_ms / median_ms is the speed-up that
  * two timings beside the same cuBLAS GEMM measured (unscaled where either reference is NULL). */
 #define FT_DB_EAGER_AT_BEST(ref) "e.median_ms * IFNULL(" ref " / e.ref_ms, 1)"
 /* The best's order: by rank (results with none after every ranked one), then by median, then
- * the earlier created, then the smaller uuid, so every copy of the same data agrees. */
-#define FT_DB_BEST_ORDER(r) \
-  "IFNULL(" FT_DB_RANK(r) ", 1e308), " r ".median_ms, " r ".created, " r ".uuid"
+ * the earlier created, then the smaller uuid, so every copy of the same data agrees. Kept
+ * textually identical to the index results_best_rank (the migration to version 2, db_open.c),
+ * so that a lookup is one seek. */
+#define FT_DB_BEST_ORDER_KEY(r) "IFNULL(" r "median_ms / " r "ref_ms, 1e308), " r "median_ms, " r "created, " r "uuid"
+#define FT_DB_BEST_ORDER(r) FT_DB_BEST_ORDER_KEY(r ".")
 
 #endif

@@ -226,6 +226,9 @@ static ft_status prepare_candidate(tuner *t, cand *c, ft_err *err) {
   if (!t->req->retune && !c->injected) {
     FT_TRY(ft_db_prior_result(t->db, t->device_id, t->problem_id, ft_strategy_name(ft_variant_strategy(&c->v)),
                               c->json, c->src.hash, &c->known, &c->known_ms, &c->known_rank, err));
+    /* Timed correctly but with no cuBLAS reference (before schema version 2, or --flush-l2): the
+     * best ranks such a result after every ranked one, so a tune that ranks measures it again. */
+    if (c->known && isfinite(c->known_ms) && !isfinite(c->known_rank) && !t->req->flush_l2) c->known = 0;
   }
   return FT_OK;
 }
