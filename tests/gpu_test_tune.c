@@ -2,6 +2,7 @@
  * and never chosen; a repeated tune compiles nothing and skips what it measured; a tiny budget
  * ends every search with a best that is a safe strategy (cuBLAS + epilogue pass) or faster. */
 #include <math.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include "ft_test.h"
@@ -167,6 +168,28 @@ int main(void) {
   ASSERT_EQ_INT(s.n_compiled, 0);
   ASSERT_TRUE(s.n_cached > 0);
   fprintf(stderr, "retune: %d from cache, total %.1fs\n", s.n_cached, s.total_s);
+  ft_tune_summary_free(&s);
+
+  /* Results with no cuBLAS reference, as a version-1 database holds them: the next tune measures
+   * their candidates again (they would rank after any new result), and then knows them. */
+  sqlite3 *h = NULL;
+  ASSERT_EQ_INT(sqlite3_open(path, &h), SQLITE_OK);
+  ASSERT_EQ_INT(sqlite3_exec(h, "UPDATE results SET ref_ms = NULL", NULL, NULL, NULL), SQLITE_OK);
+  sqlite3_close(h);
+  st = tune(db, g, 129, 257, 515, "minsub", 0, &s, &e);
+  ASSERT_OK(st);
+  ASSERT_TRUE(s.has_best);
+  int n_ranked = 0;
+  for (int i = 0; i < s.nentries; i++) n_ranked += rank_of(&s.entries[i]) < INFINITY;
+  fprintf(stderr, "unreferenced results: %d known, %d measured again, %d of them ranked\n", s.n_skipped_known,
+          s.n_measured, n_ranked);
+  ASSERT_TRUE(s.n_measured > 0 && n_ranked > 0);
+  ASSERT_TRUE(isfinite(best_rank(&s))); /* the best is one of the results measured again */
+  ft_tune_summary_free(&s);
+  st = tune(db, g, 129, 257, 515, "minsub", 0, &s, &e);
+  ASSERT_OK(st);
+  ASSERT_TRUE(s.n_skipped_known > 0);
+  ASSERT_EQ_INT(s.n_compiled, 0);
   ft_tune_summary_free(&s);
 
   tiny_budgets(db);
