@@ -98,7 +98,7 @@ CREATE INDEX results_eager ON results (device_id, problem_id, created, uuid)
   WHERE status = 'ok' AND strategy = 'eager' AND median_ms IS NOT NULL;
 
 -- Derived, never edited (schema version 2 replaces this view: its migration step in
--- src/db_open.c ranks by median_ms / ref_ms). Here, in version 1: per (device, problem) the
+-- src/db_open.c ranks by results.gemm_ratio). Here, in version 1: per (device, problem) the
 -- correct launchable result with the lowest median; ties go to the earlier created, then the smaller uuid, so every copy of the same data
 -- agrees. device_id and problem_id come from g so that a WHERE on them is pushed into g (one
 -- index range) instead of scanning every best.

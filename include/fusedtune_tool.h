@@ -186,9 +186,9 @@ typedef struct ft_stored_result {
   int run;                          /* index in the problem's runs; -1 when recorded outside a run */
   int is_best;                      /* the best of its (device, problem): what ft_each_best lists */
   char message[256];                /* head of the stored message, cut on a character boundary */
-  double ref_ms;                    /* cuBLAS's GEMM alone timed in the same rounds; < 0: none */
-  double rank;                      /* what the best is chosen by, lowest first: median_ms over ref_ms;
-                                     * < 0: none (no ref_ms), after every ranked result
+  double gemm_ratio;                /* what the best is chosen by, lowest first: the median over the
+                                     * timed rounds of its time over cuBLAS's GEMM alone's in the
+                                     * same round; < 0: none, after every ranked result
                                      * (docs/FORMAT.md, "best") */
 } ft_stored_result;
 
@@ -383,8 +383,8 @@ typedef struct ft_result_info {
   double median_ms, min_ms, iqr_ms; /* < 0 when not measured */
   double rel_err, max_abs_err;      /* < 0 when not checked */
   char message[256];
-  double ref_ms; /* cuBLAS's GEMM alone timed in the same rounds (for that GEMM, its own median);
-                  * < 0 when none was: the best is the lowest median_ms / ref_ms */
+  double gemm_ratio; /* the median over the timed rounds of its time over cuBLAS's GEMM alone's in the
+                      * same round (1 for that GEMM); < 0 when not timed so: the best is the lowest */
 } ft_result_info;
 
 /* Where a tune's wall time went, in seconds. The search's time is measure + compile_wait plus

@@ -149,7 +149,7 @@ static ft_status bench_body(ft_ctx *ctx, ft_gpu *g, const ft_epilogue *ep, int r
   const ft_enqueue_fn fns[4] = {enqueue_bl, enqueue_bl, enqueue_best, enqueue_best};
   void *const users[4] = {&ce, &cg, &r->b, &r->fb};
   ft_timing t[4];
-  FT_TRY(ft_bench_run_interleaved(r->bench, out->has_fused ? 4 : 3, fns, users, &o, t, err));
+  FT_TRY(ft_bench_run_interleaved(r->bench, out->has_fused ? 4 : 3, fns, users, &o, t, 0, NULL, err));
   t_eager = t[0], t_gemm = t[1], t_best = t[2];
   if (out->has_fused) t_fused = t[3];
   FT_TRY(time_peak(g, r->b.d->math, r->bench, &o, &t_peak, err));

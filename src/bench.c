@@ -136,8 +136,18 @@ void ft_bench_round_order(int n, int round, int *order) {
   }
 }
 
+double ft_median_ratio(const double *a, const double *b, int n) {
+  double r[FT_MAX_REPEATS];
+  if (n > FT_MAX_REPEATS) n = FT_MAX_REPEATS;
+  for (int i = 0; i < n; i++) r[i] = a[i] / b[i];
+  ft_timing t;
+  ft_stats(r, n, &t);
+  return t.median_ms;
+}
+
 ft_status ft_bench_run_interleaved(ft_bench *b, int n, const ft_enqueue_fn *fns, void *const *users,
-                                   const ft_bench_opts *opt, ft_timing *outs, ft_err *err) {
+                                   const ft_bench_opts *opt, ft_timing *outs, int ref, double *ratios, ft_err *err) {
+  if (ratios && (ref < 0 || ref >= n)) return ft__fail(err, FT_ERR_INVALID_ARG, "interleaved timing: reference %d", ref);
   if (n < 1 || n > FT_BENCH_MAX_INTERLEAVED || opt->flush_l2)
     return ft__fail(err, FT_ERR_INVALID_ARG, "interleaved timing of %d strategies%s", n,
                     opt->flush_l2 ? " with an L2 flush" : "");
@@ -176,6 +186,7 @@ ft_status ft_bench_run_interleaved(ft_bench *b, int n, const ft_enqueue_fn *fns,
       samples[order[q]][i] = ms;
     }
   }
-  for (int j = 0; j < n; j++) ft_stats(samples[j], reps, &outs[j]);
+  for (int j = 0; ratios && j < n; j++) ratios[j] = ft_median_ratio(samples[j], samples[ref], reps);
+  for (int j = 0; j < n; j++) ft_stats(samples[j], reps, &outs[j]); /* sorts them */
   return FT_OK;
 }

@@ -34,10 +34,16 @@ ft_status ft_bench_run(ft_bench *b, ft_enqueue_fn fn, void *user, const ft_bench
  * the order ft_bench_round_order gives, so that the machine's drift under sustained load
  * (clocks, temperature) reaches them alike and each call runs after other work, as in a model,
  * after each of the others equally often; outs[j] is fns[j]'s. No L2 flush (refused);
- * max_seconds bounds the rounds as ft_bench_run bounds its calls. */
+ * max_seconds bounds the rounds as ft_bench_run bounds its calls. ratios (NULL: not wanted)
+ * gets, for each j, the median over the rounds of fns[j]'s time over fns[ref]'s in the same
+ * round: unlike the ratio of two medians it holds when the GPU's clock changes state during
+ * the timing (H200: cuBLAS's GEMM at 1.35 or 1.55 ms, BENCHMARKS.md session 17). */
 #define FT_BENCH_MAX_INTERLEAVED 4
 ft_status ft_bench_run_interleaved(ft_bench *b, int n, const ft_enqueue_fn *fns, void *const *users,
-                                   const ft_bench_opts *opt, ft_timing *outs, ft_err *err);
+                                   const ft_bench_opts *opt, ft_timing *outs, int ref, double *ratios, ft_err *err);
+
+/* The median over i of a[i] / b[i] (n >= 1; a and b kept). GPU-free. */
+double ft_median_ratio(const double *a, const double *b, int n);
 
 /* The order of round `round` of n strategies (1..FT_BENCH_MAX_INTERLEAVED) into order[0..n):
  * 0 first, then the (round mod (n - 1)!)-th permutation of 1..n-1. Over any (n - 1)!

@@ -91,9 +91,10 @@ typedef struct ft_result_row {
   double rel_err, max_abs_err;
   const char *source_hash; /* "" for baselines */
   const char *message;     /* "" when none */
-  /* The median of cuBLAS's GEMM alone timed in the same rounds (for that GEMM itself, its own
-   * median); <= 0 when none was: the best ranks by median_ms / ref_ms (FT_DB_RANK). */
-  double ref_ms;
+  /* The median over the timed rounds of this result's time over cuBLAS's GEMM alone's in the
+   * same round (for that GEMM itself, 1); <= 0 when it was not timed so: the best ranks by it
+   * (FT_DB_RANK). */
+  double gemm_ratio;
 } ft_result_row;
 
 /* Inserts one result in its own transaction (so a crash loses at most the candidate in flight).
@@ -115,7 +116,7 @@ typedef struct ft_best {
   double median_ms;
   double eager_ms;
   double rel_err, max_abs_err; /* measured against float64 when tuned */
-  double ref_ms;               /* the best's cuBLAS reference (results.ref_ms); 0 when none */
+  double gemm_ratio;           /* the best's results.gemm_ratio; 0 when none */
 } ft_best;
 
 /* Exact key on device -> FT_OK / FT_ERR_NOT_FOUND. */
@@ -141,7 +142,7 @@ ft_status ft_db_each_candidate(ft_db *db, const ft_best *best, ft_best_cb cb, vo
 ft_status ft_db_has_result(ft_db *db, int64_t device_id, int64_t problem_id, const char *strategy,
                            const char *config_json, const char *source_hash, int *found, ft_err *err);
 /* The same, and *best_ms the fastest correct median among them, *best_rank their lowest rank
- * (FT_DB_RANK) (INFINITY: none correct, or none ranked: no ref_ms; either may be NULL): a later
+ * (FT_DB_RANK) (INFINITY: none correct, or none ranked: no gemm_ratio; either may be NULL): a later
  * search counts what an earlier one measured. */
 ft_status ft_db_prior_result(ft_db *db, int64_t device_id, int64_t problem_id, const char *strategy,
                              const char *config_json, const char *source_hash, int *found, double *best_ms,

@@ -90,7 +90,7 @@ FT__FITS(ft_best, config_json, FT_DB_CONFIG_MAX);
   X(c, 16, fusedtune_version, fusedtune_version, STR, 0, 64, P, COL)          \
   X(c, 17, message, message, STR, 0, FT_DB_MESSAGE_MAX, P, COL)               \
   X(c, 18, created, created, TIME, 0, 0, NOW, COL)                            \
-  X(c, 19, ref_ms, ref_ms, POS_NULL_V2, 0, 0, P, COL)
+  X(c, 19, gemm_ratio, gemm_ratio, POS_NULL_V2, 0, 0, P, COL)
 
 /* The best view (db/schema.sql): exported and checked on import, never inserted. */
 #define FT_BEST_COLUMNS(X, c)                                                 \
@@ -134,7 +134,7 @@ FT__FITS(ft_best, config_json, FT_DB_CONFIG_MAX);
   X(16, config, "r.config")                                                   \
   X(17, message, "r.message")                                                 \
   X(18, run, "ru.uuid")                                                       \
-  X(19, ref_ms, "r.ref_ms")
+  X(19, gemm_ratio, "r.gemm_ratio")
 
 /* Parameter numbers: FT_COL(results, strategy) is 5. */
 #define FT__COL_ENUM(t, n, col, ...) FT__COL_##t##_##col = n,

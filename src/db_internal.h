@@ -96,21 +96,22 @@ int ft__db_base64_decode(const char *s, size_t len, unsigned char **out, size_t 
  * index results_best and the view in db/schema.sql so SQLite uses the index. */
 #define FT_DB_BEST_WHERE \
   "status = 'ok' AND strategy IN ('fused', 'cublas+epilogue') AND median_ms IS NOT NULL"
-/* A result's rank (lower is faster): its median over ref_ms, the median of cuBLAS's GEMM alone
- * timed in the same rounds, so results timed minutes apart compare under one clock state (a
- * GPU's clock drifted 14 % within one tune: BENCHMARKS.md, session 16). NULL for a result
- * without ref_ms (schema version 1, an export of version 1, a tune with --flush-l2), which the
- * best's order puts after every ranked one. r is the table alias. */
-#define FT_DB_RANK(r) "(" r ".median_ms / " r ".ref_ms)"
-/* The latest eager baseline's median e.median_ms at the clock of a best whose cuBLAS reference
- * is ref (SQL text): scaled by ref / e.ref_ms, so that eager_ms / median_ms is the speed-up that
- * two timings beside the same cuBLAS GEMM measured (unscaled where either reference is NULL). */
-#define FT_DB_EAGER_AT_BEST(ref) "e.median_ms * IFNULL(" ref " / e.ref_ms, 1)"
+/* A result's rank (lower is faster): gemm_ratio, the median over its timed rounds of its time
+ * over that of cuBLAS's GEMM alone in the same round, so results timed minutes apart compare
+ * under one clock state (the clock changed state within one tune by 14 %: BENCHMARKS.md,
+ * sessions 16 and 17). NULL for a result without one (schema version 1, an export of version
+ * 1, a tune with --flush-l2), which the best's order puts after every ranked one. */
+#define FT_DB_RANK(r) r ".gemm_ratio"
+/* The latest eager baseline's median e.median_ms at the clock of a best of median med and
+ * ratio ratio (SQL text): med * e.gemm_ratio / ratio, so that eager_ms / median_ms is the ratio
+ * of the two ratios, each measured against the cuBLAS GEMM beside it (e.median_ms where either
+ * ratio is NULL). */
+#define FT_DB_EAGER_AT_BEST(med, ratio) "IFNULL(" med " * e.gemm_ratio / " ratio ", e.median_ms)"
 /* The best's order: by rank (results with none after every ranked one), then by median, then
  * the earlier created, then the smaller uuid, so every copy of the same data agrees. Kept
  * textually identical to the index results_best_rank (the migration to version 2, db_open.c),
  * so that a lookup is one seek. */
-#define FT_DB_BEST_ORDER_KEY(r) "IFNULL(" r "median_ms / " r "ref_ms, 1e308), " r "median_ms, " r "created, " r "uuid"
+#define FT_DB_BEST_ORDER_KEY(r) "IFNULL(" r "gemm_ratio, 1e308), " r "median_ms, " r "created, " r "uuid"
 #define FT_DB_BEST_ORDER(r) FT_DB_BEST_ORDER_KEY(r ".")
 
 #endif

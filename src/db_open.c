@@ -16,9 +16,9 @@
  * creates version 1 and new databases are brought forward by these same steps, so every
  * database of a given version has the same schema whatever its history. Append, never edit. */
 static const char *const k_migrations[] = {
-    /* 1 -> 2: results.ref_ms, and the best view ranks by median / ref_ms (FT_DB_RANK) through
-     * an index in that order (so the lookup stays one seek). */
-    "ALTER TABLE results ADD COLUMN ref_ms REAL CHECK (ref_ms IS NULL OR ref_ms > 0);"
+    /* 1 -> 2: results.gemm_ratio, and the best view ranks by it (FT_DB_RANK) through an index
+     * in that order (so the lookup stays one seek). */
+    "ALTER TABLE results ADD COLUMN gemm_ratio REAL CHECK (gemm_ratio IS NULL OR gemm_ratio > 0);"
     "DROP INDEX results_best;"
     "CREATE INDEX results_best_rank ON results (device_id, problem_id, " FT_DB_BEST_ORDER_KEY("")
     ") WHERE " FT_DB_BEST_WHERE ";"
@@ -26,7 +26,7 @@ static const char *const k_migrations[] = {
     "CREATE VIEW best AS"
     " SELECT r.id, r.uuid, r.run_id, g.device_id, g.problem_id, r.strategy, r.variant, r.config,"
     " r.status, r.median_ms, r.min_ms, r.iqr_ms, r.repeats, r.rel_err, r.max_abs_err,"
-    " r.source_hash, r.fusedtune_version, r.message, r.created, r.ref_ms"
+    " r.source_hash, r.fusedtune_version, r.message, r.created, r.gemm_ratio"
     " FROM (SELECT DISTINCT device_id, problem_id FROM results WHERE " FT_DB_BEST_WHERE ") AS g"
     " JOIN results AS r ON r.id = (SELECT r2.id FROM results AS r2"
     " WHERE r2.device_id = g.device_id AND r2.problem_id = g.problem_id AND " FT_DB_BEST_WHERE

@@ -312,7 +312,7 @@ static void bind_result(sqlite3_stmt *st, const ft_result_row *r, const char *uu
   sqlite3_bind_text(st, RES(source_hash), r->source_hash ? r->source_hash : "", -1, SQLITE_STATIC);
   sqlite3_bind_text(st, RES(fusedtune_version), ft_version_string(), -1, SQLITE_STATIC);
   sqlite3_bind_text(st, RES(message), r->message ? r->message : "", -1, SQLITE_STATIC);
-  bind_measure(st, RES(ref_ms), r->ref_ms > 0 ? r->ref_ms : -1); /* the column takes > 0 or NULL */
+  bind_measure(st, RES(gemm_ratio), r->gemm_ratio > 0 ? r->gemm_ratio : -1); /* the column takes > 0 or NULL */
 }
 
 ft_status ft_db_insert_result(ft_db *db, const ft_result_row *row, ft_err *err) {
@@ -338,14 +338,16 @@ static ft_status too_long(ft_db *db, ft_err *err, const char *what) {
                   db->path, what);
 }
 
-/* The latest eager baseline at the clock of a best with cuBLAS reference ref_ms (0: none). */
-static ft_status eager_ms(ft_db *db, int64_t device_id, int64_t problem_id, double ref_ms, double *out,
-                          ft_err *err) {
+/* The latest eager baseline at the clock of a best of median median_ms and ratio gemm_ratio
+ * (0: none; FT_DB_EAGER_AT_BEST). */
+static ft_status eager_ms(ft_db *db, int64_t device_id, int64_t problem_id, double median_ms, double gemm_ratio,
+                          double *out, ft_err *err) {
   sqlite3_stmt *st = ft__db_stmt(db, FT_ST_EAGER, err);
   if (!st) return err ? err->status : FT_ERR_DB;
   sqlite3_bind_int64(st, 1, device_id);
   sqlite3_bind_int64(st, 2, problem_id);
-  if (ref_ms > 0) sqlite3_bind_double(st, 3, ref_ms); /* else NULL: unscaled */
+  sqlite3_bind_double(st, 3, median_ms);
+  if (gemm_ratio > 0) sqlite3_bind_double(st, 4, gemm_ratio); /* else NULL: unscaled */
   int rc = sqlite3_step(st);
   *out = rc == SQLITE_ROW ? sqlite3_column_double(st, 0) : 0.0;
   ft_status s = (rc == SQLITE_ROW || rc == SQLITE_DONE)
@@ -390,7 +392,7 @@ static ft_status read_best(ft_db *db, sqlite3_stmt *st, const ft_problem_key *ke
   out->eager_ms = sqlite3_column_double(st, 8); /* NULL reads as 0: "unknown" */
   out->rel_err = sqlite3_column_double(st, 9);
   out->max_abs_err = sqlite3_column_double(st, 10);
-  out->ref_ms = sqlite3_column_double(st, 11); /* NULL reads as 0: none */
+  out->gemm_ratio = sqlite3_column_double(st, 11); /* NULL reads as 0: none */
   return FT_OK;
 }
 
@@ -444,8 +446,8 @@ static ft_status read_best_row(ft_db *db, sqlite3_stmt *st, ft_best *b, ft_err *
   b->median_ms = sqlite3_column_double(st, 14);
   b->rel_err = sqlite3_column_double(st, 15);
   b->max_abs_err = sqlite3_column_double(st, 16);
-  b->ref_ms = sqlite3_column_double(st, 17);
-  return eager_ms(db, b->device_id, b->problem_id, b->ref_ms, &b->eager_ms, err);
+  b->gemm_ratio = sqlite3_column_double(st, 17);
+  return eager_ms(db, b->device_id, b->problem_id, b->median_ms, b->gemm_ratio, &b->eager_ms, err);
 }
 
 static ft_status each_best(ft_db *db, sqlite3_stmt *st, ft_best_cb cb, void *user, ft_err *err) {
@@ -540,9 +542,11 @@ ft_status ft_db_each_candidate(ft_db *db, const ft_best *best, ft_best_cb cb, vo
     s = read_best_cols(db, st, 0, &row, err);
     row.rel_err = sqlite3_column_double(st, 6);
     row.max_abs_err = sqlite3_column_double(st, 7);
-    row.ref_ms = sqlite3_column_double(st, 8);
+    row.gemm_ratio = sqlite3_column_double(st, 8);
     /* best's eager baseline, moved to this result's clock as FT_DB_EAGER_AT_BEST would. */
-    row.eager_ms = best->ref_ms > 0 && row.ref_ms > 0 ? best->eager_ms * (row.ref_ms / best->ref_ms) : best->eager_ms;
+    row.eager_ms = best->gemm_ratio > 0 && row.gemm_ratio > 0 && best->median_ms > 0
+                       ? best->eager_ms * (row.median_ms / row.gemm_ratio) / (best->median_ms / best->gemm_ratio)
+                       : best->eager_ms;
     if (s != FT_OK || cb(user, &row)) break;
   }
   if (s == FT_OK && rc != SQLITE_ROW && rc != SQLITE_DONE) s = ft__db_error(db, err, rc, "listing the results");

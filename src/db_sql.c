@@ -27,7 +27,7 @@ ft_status ft__db_error(ft_db *db, ft_err *err, int rc, const char *doing) {
 #define EACH_BEST_SELECT                                                                        \
   "SELECT b.device_id, b.problem_id, p.m, p.n, p.k, p.layout, p.math, p.epilogue,"              \
   " p.epilogue_hash, d.name, b.strategy, b.variant, b.config, b.source_hash, b.median_ms,"      \
-  " b.rel_err, b.max_abs_err, b.ref_ms"                                                         \
+  " b.rel_err, b.max_abs_err, b.gemm_ratio"                                                         \
   " FROM best AS b JOIN problems AS p ON p.id = b.problem_id"                                   \
   " JOIN devices AS d ON d.id = b.device_id"
 
@@ -54,10 +54,10 @@ static const char *const k_sql[FT_ST_COUNT] = {
      * ranked), the latest eager baseline by one seek in results_eager. */
     [FT_ST_BEST] =
         "SELECT p.id, p.epilogue, r.strategy, r.variant, r.config, r.source_hash, r.median_ms,"
-        " d.name, (SELECT " FT_DB_EAGER_AT_BEST("r.ref_ms") " FROM results AS e WHERE e.device_id = ?1"
+        " d.name, (SELECT " FT_DB_EAGER_AT_BEST("r.median_ms", "r.gemm_ratio") " FROM results AS e WHERE e.device_id = ?1"
         "  AND e.problem_id = p.id AND e.status = 'ok' AND e.strategy = 'eager'"
         "  AND e.median_ms IS NOT NULL ORDER BY e.created DESC, e.uuid DESC LIMIT 1),"
-        " r.rel_err, r.max_abs_err, r.ref_ms"
+        " r.rel_err, r.max_abs_err, r.gemm_ratio"
         " FROM problems AS p"
         " LEFT JOIN results AS r ON r.id = (SELECT r2.id FROM results AS r2"
         "  WHERE r2.device_id = ?1 AND r2.problem_id = p.id AND " FT_DB_BEST_WHERE
@@ -66,7 +66,7 @@ static const char *const k_sql[FT_ST_COUNT] = {
         " WHERE p.m = ?2 AND p.n = ?3 AND p.k = ?4 AND p.layout = ?5 AND p.math = ?6"
         " AND p.epilogue_hash = ?7",
     [FT_ST_EAGER] =
-        "SELECT " FT_DB_EAGER_AT_BEST("?3") " FROM results AS e WHERE device_id = ?1 AND problem_id = ?2"
+        "SELECT " FT_DB_EAGER_AT_BEST("?3", "?4") " FROM results AS e WHERE device_id = ?1 AND problem_id = ?2"
         " AND status = 'ok' AND strategy = 'eager' AND median_ms IS NOT NULL"
         " ORDER BY created DESC, uuid DESC LIMIT 1",
     [FT_ST_EACH_BEST_EPI] =
@@ -78,7 +78,7 @@ static const char *const k_sql[FT_ST_COUNT] = {
     /* Every launchable correct result of one problem, best first (the best's order: by rank). */
     [FT_ST_EACH_CANDIDATE] =
         "SELECT strategy, variant, config, source_hash, median_ms, (SELECT name FROM devices WHERE id = ?1),"
-        " rel_err, max_abs_err, ref_ms FROM results AS r WHERE device_id = ?1 AND problem_id = ?2 AND " FT_DB_BEST_WHERE
+        " rel_err, max_abs_err, gemm_ratio FROM results AS r WHERE device_id = ?1 AND problem_id = ?2 AND " FT_DB_BEST_WHERE
         " ORDER BY " FT_DB_BEST_ORDER("r"),
     [FT_ST_HAS_RESULT] =
         "SELECT COUNT(*), MIN(CASE WHEN status = 'ok' THEN median_ms END),"

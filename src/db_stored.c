@@ -214,7 +214,7 @@ static const char k_results_sql[] =
     " r.rel_err, r.max_abs_err, r.source_hash, r.fusedtune_version, r.message, r.created, r.run_id,"
     " r.id IS (SELECT r2.id FROM results AS r2 WHERE r2.device_id = ?1 AND r2.problem_id = ?2 AND "
     FT_DB_BEST_WHERE " ORDER BY " FT_DB_BEST_ORDER("r2") " LIMIT 1),"
-    " r.ref_ms, " FT_DB_RANK("r")
+    " r.gemm_ratio"
     " FROM results AS r WHERE r.device_id = ?1 AND r.problem_id = ?2"
     " ORDER BY r.strategy, r.median_ms IS NULL, " FT_DB_BEST_ORDER("r");
 
@@ -244,8 +244,7 @@ static ft_status read_result(loader *l, sqlite3_stmt *st, const int64_t *run_ids
     for (int i = 0; i < n_runs; i++)
       if (run_ids[i] == sqlite3_column_int64(st, 14)) r->run = i;
   r->is_best = sqlite3_column_int(st, 15);
-  r->ref_ms = measure_col(st, 16);
-  r->rank = measure_col(st, 17);
+  r->gemm_ratio = measure_col(st, 16);
   return FT_OK;
 }
 

@@ -166,8 +166,9 @@ static ft_status verify_and_time(engine *e, call *c, ft_runner_result *res, ft_e
    * (H200, 2026-12-01), where a model runs it. Back to back still with an L2 flush (which
    * already separates the calls) and where the partner is unavailable. A failure of the
    * partner's call fails the timing (LAUNCH_ERROR): cuBLAS then no longer works in this context.
-   * The partner's median is kept as ref_ms: the clock drifts between jobs by more than
-   * candidates differ (BENCHMARKS.md, session 16), so the tuner ranks by the ratio. */
+   * The median of the per-round ratios to cuBLAS's GEMM is kept (gemm_ratio): the clock drifts
+   * between jobs, and changes state even within one, by more than candidates differ
+   * (BENCHMARKS.md, sessions 16 and 17), so the tuner ranks by it. */
   const int alone = c->job->type == FT_JOB_BASELINE && c->job->baseline == FT_BL_CUBLAS_GEMM;
   const ft_baseline_kind pk = alone ? FT_BL_EAGER : FT_BL_CUBLAS_GEMM;
   if (!e->flush_l2 && ft_baseline_available(e->bl, pk)) {
@@ -176,13 +177,14 @@ static ft_status verify_and_time(engine *e, call *c, ft_runner_result *res, ft_e
     const ft_enqueue_fn fns[2] = {enqueue, enqueue};
     void *const users[2] = {c, &partner};
     ft_timing both[2];
-    FT_TRY(ft_bench_run_interleaved(e->bench, 2, fns, users, &o, both, err));
+    double ratios[2];
+    FT_TRY(ft_bench_run_interleaved(e->bench, 2, fns, users, &o, both, alone ? 0 : 1, ratios, err));
     tm = both[0];
-    if (!alone) res->ref_ms = both[1].median_ms;
+    res->gemm_ratio = ratios[0]; /* 1 for cuBLAS's GEMM itself */
   } else {
     FT_TRY(ft_bench_run(e->bench, enqueue, c, &o, &tm, err));
   }
-  if (alone) res->ref_ms = tm.median_ms;
+  if (alone) res->gemm_ratio = 1;
   res->time_s = ft__now_s() - t1;
   res->status = FT_RESULT_OK;
   res->median_ms = tm.median_ms;
@@ -194,7 +196,7 @@ static ft_status verify_and_time(engine *e, call *c, ft_runner_result *res, ft_e
 
 static void engine_run(engine *e, const ft_runner_job *job, ft_runner_result *res) {
   memset(res, 0, sizeof *res);
-  res->median_ms = res->min_ms = res->iqr_ms = res->ref_ms = -1;
+  res->median_ms = res->min_ms = res->iqr_ms = res->gemm_ratio = -1;
   res->rel_err = res->max_abs_err = -1;
   ft_launchable run;
   memset(&run, 0, sizeof run);
@@ -530,7 +532,7 @@ static void died(ft_runner *r, int why, ft_runner_result *res) {
   /* -2: hung; -3: it spoke another protocol; both are still alive and must be killed. */
   int status = worker_kill(r, why == -2 || why == -3);
   memset(res, 0, sizeof *res);
-  res->median_ms = res->min_ms = res->iqr_ms = res->rel_err = res->max_abs_err = res->ref_ms = -1;
+  res->median_ms = res->min_ms = res->iqr_ms = res->rel_err = res->max_abs_err = res->gemm_ratio = -1;
   if (why == -2) {
     res->status = FT_RESULT_TIMEOUT;
     snprintf(res->message, sizeof res->message, "no result within %.0f s: worker killed and restarted",

@@ -53,9 +53,10 @@ typedef struct ft_runner_result {
   double median_ms, min_ms, iqr_ms;
   int repeats;
   double rel_err, max_abs_err;
-  /* The median of cuBLAS's GEMM alone timed in the same rounds (for that GEMM, its own median);
-   * < 0 where none was (--flush-l2, no cuBLAS): what the tuner ranks the job against. */
-  double ref_ms;
+  /* The median over the timed rounds of the job's time over cuBLAS's GEMM alone's in the same
+   * round (for that GEMM, 1); < 0 where it was not timed so (--flush-l2, no cuBLAS): what the
+   * tuner and the stored best rank by. */
+  double gemm_ratio;
   int context_lost;  /* the CUDA context is unusable after this job */
   /* Where the job's time went in the worker (seconds): loading the cubin, the poisoned run and
    * its comparison with the float64 reference, the timed calls. */

@@ -94,13 +94,13 @@ static void progress(void *user, const ft_search_progress *p) {
 
 /* Stores one result and mirrors it into the summary. */
 static ft_status record(tuner *t, ft_strategy strategy, const char *variant, const char *json,
-                        ft_result_status status, const ft_timing *tm, double ref_ms, double rel, double maxabs,
+                        ft_result_status status, const ft_timing *tm, double gemm_ratio, double rel, double maxabs,
                         const char *hash, const char *msg, ft_err *err) {
   /* The lists become text here, at the database boundary. */
   ft_result_row r = {t->run_id, t->device_id, t->problem_id, ft_strategy_name(strategy), variant, json,
                      ft_result_status_name(status),
                      tm ? tm->median_ms : -1, tm ? tm->min_ms : -1, tm ? tm->iqr_ms : -1,
-                     tm ? tm->repeats : 0, rel, maxabs, hash, msg ? msg : "", tm ? ref_ms : -1};
+                     tm ? tm->repeats : 0, rel, maxabs, hash, msg ? msg : "", tm ? gemm_ratio : -1};
   FT_TRY(ft_db_insert_result(t->db, &r, err));
   if (ft_strategy_is_candidate(strategy)) {
     if (status == FT_RESULT_OK) t->sum->n_ok++;
@@ -120,7 +120,7 @@ static ft_status record(tuner *t, ft_strategy strategy, const char *variant, con
   e->iqr_ms = r.iqr_ms;
   e->rel_err = rel;
   e->max_abs_err = maxabs;
-  e->ref_ms = r.ref_ms > 0 ? r.ref_ms : -1;
+  e->gemm_ratio = r.gemm_ratio > 0 ? r.gemm_ratio : -1;
   /* The report's field is shorter than the stored message: its head and tail, cut on characters. */
   ft__fit_text(e->message, sizeof e->message, msg ? msg : "", msg ? strlen(msg) : 0);
   return FT_OK;
@@ -140,7 +140,7 @@ static ft_status run_baselines(tuner *t, ft_err *err) {
     if (r.status == FT_RESULT_UNAVAILABLE) continue;
     ft_timing tm = {r.median_ms, r.min_ms, r.iqr_ms, r.repeats};
     const ft_strategy strategy = ft_baseline_strategy((ft_baseline_kind)k);
-    FT_TRY(record(t, strategy, r.describe, "{}", r.status, r.status == FT_RESULT_OK ? &tm : NULL, r.ref_ms,
+    FT_TRY(record(t, strategy, r.describe, "{}", r.status, r.status == FT_RESULT_OK ? &tm : NULL, r.gemm_ratio,
                   r.rel_err, r.max_abs_err, "", r.message, err));
     if (k == FT_BL_EAGER && r.status == FT_RESULT_OK) t->sum->eager_ms = r.median_ms;
     if (k == FT_BL_CUBLAS_GEMM && r.status == FT_RESULT_OK) t->gemm_ms = r.median_ms;
@@ -233,11 +233,12 @@ static ft_status prepare_candidate(tuner *t, cand *c, ft_err *err) {
   return FT_OK;
 }
 
-/* A median timed beside cuBLAS's GEMM alone (ref_ms), as a time at the clock of this run's
- * cuBLAS baseline: the search then compares candidates by the ratio the stored best is chosen
- * by, not by medians the GPU's clock drift moved. Unscaled where either is missing. */
-static double on_run_clock(const tuner *t, double median_ms, double ref_ms) {
-  return median_ms > 0 && ref_ms > 0 && t->gemm_ms > 0 ? median_ms * (t->gemm_ms / ref_ms) : median_ms;
+/* A measurement as a time at the clock of this run's cuBLAS baseline: its ratio to the cuBLAS
+ * GEMM timed beside it (gemm_ratio) times that baseline, so the search compares candidates by
+ * what the stored best is chosen by, not by medians the GPU's clock drift moved. The median
+ * where either is missing. */
+static double on_run_clock(const tuner *t, double median_ms, double gemm_ratio) {
+  return gemm_ratio > 0 && t->gemm_ms > 0 ? gemm_ratio * t->gemm_ms : median_ms;
 }
 
 /* Verifies and times one candidate with `repeats` in the runner, keeping the result in c->last.
@@ -270,7 +271,7 @@ static ft_status run_candidate(tuner *t, cand *c, int repeats, ft_err *err) {
   ph->verify_s += r->verify_s;
   ph->timing_s += r->time_s;
   ph->measurements++;
-  c->quick_ms = r->status == FT_RESULT_OK ? on_run_clock(t, r->median_ms, r->ref_ms) : INFINITY;
+  c->quick_ms = r->status == FT_RESULT_OK ? on_run_clock(t, r->median_ms, r->gemm_ratio) : INFINITY;
   return FT_OK;
 }
 
@@ -280,7 +281,7 @@ static ft_status store_candidate(tuner *t, cand *c, ft_err *err) {
   int ok = r->status == FT_RESULT_OK;
   ft_timing tm = {r->median_ms, r->min_ms, r->iqr_ms, r->repeats};
   t->sum->n_measured++;
-  return record(t, ft_variant_strategy(&c->v), c->name, c->json, r->status, ok ? &tm : NULL, r->ref_ms, r->rel_err,
+  return record(t, ft_variant_strategy(&c->v), c->name, c->json, r->status, ok ? &tm : NULL, r->gemm_ratio, r->rel_err,
                 r->max_abs_err, c->src.hash, r->message, err);
 }
 

@@ -20,7 +20,7 @@ static ft_status tune(ft_db *db, ft_gpu *g, int64_t m, int64_t n, int64_t k, con
 /* A result's rank, as the stored best is chosen (docs/FORMAT.md): its median over the cuBLAS
  * GEMM timed in the same rounds. Every result of a tune without --flush-l2 has that reference. */
 static double rank_of(const ft_tune_entry *e) {
-  return e->status == FT_RESULT_OK && e->ref_ms > 0 && e->median_ms > 0 ? e->median_ms / e->ref_ms : INFINITY;
+  return e->status == FT_RESULT_OK && e->gemm_ratio > 0 ? e->gemm_ratio : INFINITY;
 }
 
 /* The best-ranked correct cuBLAS + epilogue-pass result of the run (INFINITY: none). */
@@ -174,7 +174,7 @@ int main(void) {
    * their candidates again (they would rank after any new result), and then knows them. */
   sqlite3 *h = NULL;
   ASSERT_EQ_INT(sqlite3_open(path, &h), SQLITE_OK);
-  ASSERT_EQ_INT(sqlite3_exec(h, "UPDATE results SET ref_ms = NULL", NULL, NULL, NULL), SQLITE_OK);
+  ASSERT_EQ_INT(sqlite3_exec(h, "UPDATE results SET gemm_ratio = NULL", NULL, NULL, NULL), SQLITE_OK);
   sqlite3_close(h);
   st = tune(db, g, 129, 257, 515, "minsub", 0, &s, &e);
   ASSERT_OK(st);

@@ -1,9 +1,30 @@
 /* The order of interleaved timing rounds (src/bench.c ft_bench_round_order): each round a
  * permutation that starts with strategy 0; over (n - 1)! consecutive rounds (from any start)
  * every strategy follows each other one (n - 2)! times, a round's first after the previous
- * round's last, and none follows itself. */
+ * round's last, and none follows itself. And the per-round ratio the tuner ranks by. */
 #include "bench.h"
 #include "ft_test.h"
+
+/* A GPU whose clock changes state halfway through a timing (H200: cuBLAS's GEMM at 1.35 or 1.55
+ * ms), between a kernel 2 % faster than cuBLAS and cuBLAS in round 15: 15 of the kernel's calls
+ * ran fast, 14 of cuBLAS's. The kernel's median then averages a fast and a slow call, cuBLAS's
+ * two slow ones, and their ratio is 0.92; the median of the per-round ratios is the 0.98 of
+ * every round. */
+static void check_ratio(void) {
+  double a[30], b[30];
+  for (int i = 0; i < 30; i++) {
+    a[i] = 0.98 * (i < 15 ? 1.35 : 1.55) * (1 + 0.001 * ((i + 1) % 3));
+    b[i] = (i < 14 ? 1.35 : 1.55) * (1 + 0.001 * (i % 3)); /* cuBLAS, with a little noise */
+  }
+  const double r = ft_median_ratio(a, b, 30);
+  ASSERT_TRUE(r > 0.975 && r < 0.985);
+  ASSERT_NEAR(a[0], 0.98 * 1.35 * 1.001, 1e-12); /* the samples are kept */
+  ft_timing ta, tb;
+  ft_stats(a, 30, &ta);
+  ft_stats(b, 30, &tb);
+  ASSERT_TRUE(ta.median_ms / tb.median_ms < 0.93); /* what ranking by medians would have made of it */
+  ASSERT_NEAR(ft_median_ratio((const double[]){2, 3}, (const double[]){1, 1}, 2), 2.5, 0);
+}
 
 static void check(int n) {
   int f = 1;
@@ -41,5 +62,6 @@ int main(void) {
   int two[2];
   ft_bench_round_order(2, 7, two); /* two strategies keep their order: the tuner's pairs */
   ASSERT_TRUE(two[0] == 0 && two[1] == 1);
+  check_ratio();
   return FT_TEST_DONE();
 }

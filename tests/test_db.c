@@ -170,8 +170,8 @@ static void test_migration(void) {
   ft_db_remove_files(p);
 }
 
-/* A version-1 database (db/schema.sql alone, as fusedtune before ref_ms made it) with a tune's
- * rows is migrated on its first writable open: ref_ms is added (NULL in the old rows), the best
+/* A version-1 database (db/schema.sql alone, as fusedtune before gemm_ratio made it) with a tune's
+ * rows is migrated on its first writable open: gemm_ratio is added (NULL in the old rows), the best
  * is unchanged, and a read-only open before that is refused without a write. */
 static void test_migrate_v1(void) {
   const char *p = tmp_path("v1.db");
@@ -199,12 +199,12 @@ static void test_migrate_v1(void) {
   db = open_ok(p, 0);
   ft_db_close(db);
   ASSERT_EQ_INT(count(p, "PRAGMA user_version"), 2);
-  ASSERT_EQ_INT(count(p, "SELECT count(*) FROM results WHERE ref_ms IS NULL"), 3);
+  ASSERT_EQ_INT(count(p, "SELECT count(*) FROM results WHERE gemm_ratio IS NULL"), 3);
   ASSERT_EQ_INT(count(p, "SELECT count(*) FROM best WHERE variant = 'fast'"), 1);
   /* The new column's CHECK holds: a reference is positive or NULL. */
   sqlite3 *h;
   ASSERT_OK(sqlite3_open(p, &h));
-  ASSERT_TRUE(sqlite3_exec(h, "UPDATE results SET ref_ms = 0", NULL, NULL, NULL) == SQLITE_CONSTRAINT);
+  ASSERT_TRUE(sqlite3_exec(h, "UPDATE results SET gemm_ratio = 0", NULL, NULL, NULL) == SQLITE_CONSTRAINT);
   sqlite3_close(h);
   ft_db_remove_files(p);
 }
@@ -383,7 +383,7 @@ static int collect_eager(void *user, const ft_best *b) {
   return collect(user, b);
 }
 
-/* The best is the lowest median over the cuBLAS GEMM timed beside it (ref_ms), not the lowest
+/* The best is the lowest time over the cuBLAS GEMM timed beside it (gemm_ratio), not the lowest
  * median: a GPU whose clock drifted during a tune times a later candidate slower. */
 static void test_rank(void) {
   const char *p = tmp_path("rank.db");
@@ -393,17 +393,17 @@ static void test_rank(void) {
   ft_err err;
   /* Timed while the clock was high: fast medians, cuBLAS fast too. */
   ASSERT_OK(add_ref(db, &fx, "cublas_gemm", "gemm", "ok", 1.00, 1.00));
-  ASSERT_OK(add_ref(db, &fx, "cublas+epilogue", "pass", "ok", 1.05, 1.00)); /* 1.05 of cuBLAS */
+  ASSERT_OK(add_ref(db, &fx, "cublas+epilogue", "pass", "ok", 1.05, 1.05)); /* 1.05 of cuBLAS */
   /* Timed later at a lower clock: slower medians, yet 0.97 of the cuBLAS beside it. */
-  ASSERT_OK(add_ref(db, &fx, "fused", "drifted", "ok", 1.16, 1.20));
-  ASSERT_OK(add_ref(db, &fx, "fused", "even", "ok", 1.10, 1.10)); /* 1.00 */
+  ASSERT_OK(add_ref(db, &fx, "fused", "drifted", "ok", 1.16, 1.16 / 1.20)); /* cuBLAS beside it: 1.20 */
+  ASSERT_OK(add_ref(db, &fx, "fused", "even", "ok", 1.10, 1.00));
   /* The eager chain, timed at yet another clock: 1.10 of the cuBLAS beside it. */
-  ASSERT_OK(add_ref(db, &fx, "eager", "eager", "ok", 1.43, 1.30));
+  ASSERT_OK(add_ref(db, &fx, "eager", "eager", "ok", 1.43, 1.10)); /* cuBLAS beside it: 1.30 */
   ASSERT_OK(ft_db_best(db, fx.dev, &fx.key, &b, &err));
   ASSERT_EQ_STR(b.variant, "drifted");
   ASSERT_NEAR(b.median_ms, 1.16, 0); /* what was measured, not a scaled time */
-  /* eager at the best's clock: 1.43 * 1.20 / 1.30 = 1.32, a speed-up of 1.10 / 0.967 */
-  ASSERT_NEAR(b.eager_ms, 1.43 * 1.20 / 1.30, 1e-12);
+  /* eager at the best's clock: 1.16 * 1.10 / 0.967 = 1.32, a speed-up of 1.10 / 0.967 */
+  ASSERT_NEAR(b.eager_ms, 1.16 * 1.10 / (1.16 / 1.20), 1e-12);
   ASSERT_NEAR(b.eager_ms / b.median_ms, 1.10 / (1.16 / 1.20), 1e-12);
   char vb[128];
   view_best_variant(p, fx.dev, fx.prob, vb);
@@ -416,7 +416,7 @@ static void test_rank(void) {
   memset(&c, 0, sizeof c);
   ASSERT_OK(ft_db_each_best(db, collect_eager, &c, &err));
   ASSERT_EQ_INT(c.n, 1);
-  ASSERT_NEAR(g_eager_seen, 1.43 * 1.20 / 1.30, 1e-12);
+  ASSERT_NEAR(g_eager_seen, 1.16 * 1.10 / (1.16 / 1.20), 1e-12);
   memset(&c, 0, sizeof c);
   ASSERT_OK(ft_db_each_candidate(db, &b, collect, &c, &err));
   ASSERT_EQ_STR(c.variants[1], "even");
@@ -455,7 +455,7 @@ static void test_rank(void) {
   ASSERT_OK(add(db, &fx, "fused", "b", "ok", 1.1));
   ASSERT_OK(ft_db_best(db, fx.dev, &fx.key, &b, &err));
   ASSERT_EQ_STR(b.variant, "b");
-  ASSERT_OK(add_ref(db, &fx, "fused", "ranked", "ok", 1.3, 1.0));
+  ASSERT_OK(add_ref(db, &fx, "fused", "ranked", "ok", 1.3, 1.3));
   ASSERT_OK(ft_db_best(db, fx.dev, &fx.key, &b, &err));
   ASSERT_EQ_STR(b.variant, "ranked");
   view_best_variant(p, fx.dev, fx.prob, vb);

@@ -35,8 +35,8 @@ static void test_roundtrip(void) {
     size_t n1, n2, n3;
     char *e1 = export_str(src, with_cubins, &n1);
     ASSERT_CONTAINS(e1, "{\"format\":\"fusedtune-export\",\"version\":2,");
-    ASSERT_CONTAINS(e1, "\"ref_ms\":1.3125}");
-    ASSERT_CONTAINS(e1, "\"ref_ms\":null}");
+    ASSERT_CONTAINS(e1, "\"gemm_ratio\":0.95}");
+    ASSERT_CONTAINS(e1, "\"gemm_ratio\":null}");
     ASSERT_TRUE((strstr(e1, "\"cubins\":[") != NULL) == with_cubins);
     ASSERT_TRUE(strstr(e1, "\"id\"") == NULL && strstr(e1, "_id\"") == NULL);
     ft_db *dst = open_ok(":memory:", FT_DB_CREATE);
@@ -73,7 +73,7 @@ static void test_roundtrip(void) {
   /* Merge: a third database with its own result gains the others', keeps its own. */
   ft_db *third = open_ok(":memory:", FT_DB_CREATE);
   fixture fx = setup(third, "00000000000000aa", 128);
-  ASSERT_OK(add_ref(third, &fx, "fused", "mine", "ok", 0.75, 1.0)); /* 0.75 of cuBLAS beats v1's 0.95 */
+  ASSERT_OK(add_ref(third, &fx, "fused", "mine", "ok", 0.75, 0.75)); /* 0.75 of cuBLAS beats v1's 0.95 */
   size_t n;
   char *e = export_str(src, 1, &n);
   ft_err err;
@@ -100,8 +100,8 @@ static void test_roundtrip(void) {
   ASSERT_CONTAINS(csv, ",\"odd,\"\"name\"\"\n\",");
   ASSERT_CONTAINS(csv, ",\"min(x + bias, c) - c where c = 2\",");
   ASSERT_CONTAINS(csv, ",1.25,1.125,");
-  ASSERT_CONTAINS(csv, ",message,run,ref_ms\r\n");
-  ASSERT_CONTAINS(csv, ",1.3125\r\n"); /* v1's ref_ms, last */
+  ASSERT_CONTAINS(csv, ",message,run,gemm_ratio\r\n");
+  ASSERT_CONTAINS(csv, ",0.95\r\n"); /* v1's gemm_ratio, last */
   int lines = 0;
   for (char *q = csv; (q = strstr(q, "\r\n")) != NULL; q += 2) lines++;
   ASSERT_EQ_INT(lines, 7);
@@ -167,12 +167,12 @@ static void test_malformed(void) {
       {"\"name\":\"H200\"", "\"name\":\"H\xff\"", "invalid UTF-8"},
       {"\"best\":[]\n}\n", "\"best\":[]\n} x", "unexpected text after the JSON value"},
       {"\"version\":1", "\"version\":3", "export version 3, this fusedtune reads up to 2"},
-      /* ref_ms came with version 2: a version-1 file may lack it, a version-2 one may not. */
-      {"\"version\":1", "\"version\":2", "results[0]: missing field \"ref_ms\""},
-      {"\"created\":\"2026-11-29T08:00:01.000Z\"", "\"created\":\"2026-11-29T08:00:01.000Z\",\"ref_ms\":0",
-       "results[0].ref_ms: expected a positive number or null"},
-      {"\"created\":\"2026-11-29T08:00:01.000Z\"", "\"created\":\"2026-11-29T08:00:01.000Z\",\"ref_ms\":\"1\"",
-       "results[0].ref_ms: expected a number or null, found a string"},
+      /* gemm_ratio came with version 2: a version-1 file may lack it, a version-2 one may not. */
+      {"\"version\":1", "\"version\":2", "results[0]: missing field \"gemm_ratio\""},
+      {"\"created\":\"2026-11-29T08:00:01.000Z\"", "\"created\":\"2026-11-29T08:00:01.000Z\",\"gemm_ratio\":0",
+       "results[0].gemm_ratio: expected a positive number or null"},
+      {"\"created\":\"2026-11-29T08:00:01.000Z\"", "\"created\":\"2026-11-29T08:00:01.000Z\",\"gemm_ratio\":\"1\"",
+       "results[0].gemm_ratio: expected a number or null, found a string"},
   };
   const char *p = tmp_path("malformed.db");
   ft_db *db = open_ok(p, FT_DB_CREATE);

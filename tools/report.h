@@ -58,7 +58,8 @@ double report_tflops(double flops, double ms);
 /* Whether res was timed. */
 int report_timed(const ft_stored_result *res);
 /* How many times b's time a's is, both timed results (report_timed): at one clock, by their
- * medians over the cuBLAS GEMM timed beside each, where both have one; else by their medians. */
+ * gemm_ratio (time over the cuBLAS GEMM timed beside each), where both have one; else by their
+ * medians. */
 double report_time_ratio(const ft_stored_result *a, const ft_stored_result *b);
 /* The mark shape of a status: ok a disc, wrong_result a cross, compile_error a square,
  * launch_error a triangle, timeout a diamond. */

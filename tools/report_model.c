@@ -9,7 +9,7 @@
 int report_timed(const ft_stored_result *res) { return res && res->median_ms > 0; }
 
 double report_time_ratio(const ft_stored_result *a, const ft_stored_result *b) {
-  if (a->ref_ms > 0 && b->ref_ms > 0) return (a->median_ms / a->ref_ms) / (b->median_ms / b->ref_ms);
+  if (a->gemm_ratio > 0 && b->gemm_ratio > 0) return a->gemm_ratio / b->gemm_ratio;
   return a->median_ms / b->median_ms;
 }
 
@@ -75,12 +75,12 @@ static const ft_stored_result *latest(const ft_stored_result *a, const ft_stored
   return !a || strcmp(b->created, a->created) > 0 ? b : a;
 }
 
-/* The better of two correct results by the best view's rule: the lower rank (median over the
- * cuBLAS GEMM timed beside it), a ranked one before one without, then the lower median. */
+/* The better of two correct results by the best view's rule: the lower rank (gemm_ratio: time
+ * over the cuBLAS GEMM timed beside it), a ranked one before one without, then the lower median. */
 static const ft_stored_result *faster(const ft_stored_result *a, const ft_stored_result *b) {
   if (!a) return b;
-  if ((a->rank >= 0) != (b->rank >= 0)) return b->rank >= 0 ? b : a;
-  if (a->rank >= 0 && a->rank != b->rank) return b->rank < a->rank ? b : a;
+  if ((a->gemm_ratio > 0) != (b->gemm_ratio > 0)) return b->gemm_ratio > 0 ? b : a;
+  if (a->gemm_ratio > 0 && a->gemm_ratio != b->gemm_ratio) return b->gemm_ratio < a->gemm_ratio ? b : a;
   return b->median_ms < a->median_ms ? b : a;
 }
 
