@@ -199,7 +199,9 @@ FT_API ft_status ft_lookup(ft_ctx *ctx, const ft_problem *p, unsigned flags, ft_
  * measured when the configuration was tuned, on the tune's random inputs at the tuned shape
  * (docs/MODES.md): a measurement, not a promise for other inputs. Exact shapes only, current
  * kernel sources only. out->math says which mode was picked and out->rel_err its error: make the
- * plan with a problem of that math. Ties in time go to the smaller error. tolerance must be > 0
+ * plan with a problem of that math. Within a mode each candidate is that mode's stored best (ranked
+ * against the mode's own cuBLAS GEMM); across modes the stored medians decide, as no common
+ * reference was timed beside them. Ties in time go to the smaller error. tolerance must be > 0
  * and finite. Without a call to this function nothing changes: ft_lookup serves p->math alone.
  * Returns what ft_lookup returns; FT_ERR_NOT_FOUND when nothing stored is within tolerance, the
  * message naming the smallest error available. */
@@ -262,11 +264,14 @@ typedef struct ft_tune_progress {
                         * "tuning", "screening", "timing" (a loop over candidates) */
   const char *message; /* a line for people ("compiling 120 candidate(s)..."); "" in loops */
   int done, total;     /* candidates finished and to run in this phase; 0, 0 for a step */
-  double best_ms;      /* fastest correct candidate so far in ms; < 0 when none yet */
+  double best_ms;      /* best-ranked correct candidate so far, in ms at the clock of this run's
+                        * cuBLAS GEMM baseline (its ratio to cuBLAS times that GEMM's median);
+                        * < 0 when none yet */
   double elapsed_s;    /* since the tune started */
   double eta_s;        /* estimated seconds left in the search; < 0 when unknown */
-  double eager_ms;     /* the eager-style baseline of this run (best_ms is compared with it); 0
-                        * when not timed. Came after 0.1: read it only from a library as new */
+  double eager_ms;     /* the eager-style baseline of this run, at best_ms's clock (best_ms is
+                        * compared with it); 0 when not timed. Came after 0.1: read it only from
+                        * a library as new */
 } ft_tune_progress;
 
 /* Called by ft_tune on the tuning thread; must not call back into the same ft_ctx. */

@@ -104,7 +104,8 @@ FT_API ft_status ft_import_file(ft_ctx *ctx, const char *path, ft_import_counts 
  * closed database only (no ft_ctx open on it); errors are ignored. NULL is a no-op. */
 FT_API void ft_remove_database(const char *path);
 
-/* One stored best: a (device, problem) and its fastest launchable configuration. Plain data. */
+/* One stored best: a (device, problem) and its best-ranked launchable configuration (docs/FORMAT.md,
+ * "best"). Plain data. */
 typedef struct ft_best_entry {
   char device_name[256];
   char math[16];           /* "fp32" */
@@ -202,7 +203,8 @@ typedef struct ft_stored_problem {
   char epilogue_hash[17];
   int n_results;
   ft_stored_result *results;   /* every result, failures included, ordered by strategy name, then
-                                * median_ms (unmeasured last), created */
+                                * timed before untimed, then the best's order (gemm_ratio, unranked
+                                * last; median_ms; created) */
   int n_runs;
   ft_stored_run *runs;         /* the runs its results belong to, by start time */
 } ft_stored_problem;

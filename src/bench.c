@@ -1,6 +1,7 @@
 /* Timing with CUDA events around each call, after warm-up; medians are what the tuner compares. */
 #include "bench.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 #define FT_MAX_REPEATS 1000
@@ -138,10 +139,12 @@ void ft_bench_round_order(int n, int round, int *order) {
 
 double ft_median_ratio(const double *a, const double *b, int n) {
   double r[FT_MAX_REPEATS];
-  if (n > FT_MAX_REPEATS) n = FT_MAX_REPEATS;
-  for (int i = 0; i < n; i++) r[i] = a[i] / b[i];
+  int m = 0;
+  for (int i = 0; i < n && m < FT_MAX_REPEATS; i++) /* a 0 ms interval has no ratio */
+    if (a[i] > 0 && b[i] > 0 && isfinite(a[i] / b[i])) r[m++] = a[i] / b[i];
+  if (m == 0) return -1;
   ft_timing t;
-  ft_stats(r, n, &t);
+  ft_stats(r, m, &t);
   return t.median_ms;
 }
 

@@ -42,7 +42,8 @@ ft_status ft_bench_run(ft_bench *b, ft_enqueue_fn fn, void *user, const ft_bench
 ft_status ft_bench_run_interleaved(ft_bench *b, int n, const ft_enqueue_fn *fns, void *const *users,
                                    const ft_bench_opts *opt, ft_timing *outs, int ref, double *ratios, ft_err *err);
 
-/* The median over i of a[i] / b[i] (n >= 1; a and b kept). GPU-free. */
+/* The median over i of a[i] / b[i] where both are positive (a and b kept); -1 when no pair is.
+ * GPU-free. */
 double ft_median_ratio(const double *a, const double *b, int n);
 
 /* The order of round `round` of n strategies (1..FT_BENCH_MAX_INTERLEAVED) into order[0..n):

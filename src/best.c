@@ -44,7 +44,7 @@ ft_status ft_best_current(ft_db *db, int64_t device_id, const ft_problem_key *ke
     *out = best;
     return FT_OK;
   }
-  /* The fastest result was measured with another kernel source: the fastest current one. */
+  /* The best was measured with another kernel source: the best-ranked current one. */
   FT_TRY(ft_db_each_candidate(db, &best, take_first_current, &s, err));
   if (s.found) return FT_OK;
   *stale = 1;

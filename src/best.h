@@ -1,6 +1,6 @@
 /* Which stored result today's fusedtune can launch as the best: the stored best unless it was
  * measured with a kernel source other than the one generated now (stale), in which case the
- * fastest current one. */
+ * best-ranked current one. */
 #ifndef FT_BEST_H
 #define FT_BEST_H
 

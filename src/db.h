@@ -133,7 +133,7 @@ ft_status ft_db_each_best_for_epilogue(ft_db *db, int64_t device_id, const char 
 ft_status ft_db_each_best(ft_db *db, ft_best_cb cb, void *user, ft_err *err);
 
 /* Every launchable correct result of best's device and problem, best first (by rank), as ft_best rows
- * (key copied from best, eager_ms moved to each one's clock); the callback returns nonzero to stop. Used to skip
+ * (key copied from best, eager_ms at each one's clock as ft_db_best has it); the callback returns nonzero to stop. Used to skip
  * results measured with an older kernel source. */
 ft_status ft_db_each_candidate(ft_db *db, const ft_best *best, ft_best_cb cb, void *user, ft_err *err);
 

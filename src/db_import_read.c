@@ -117,8 +117,8 @@ static ft_status read_number(const ft_json *v, const char *path, const ft_imp_fi
                        ft_json_type_name(v->type));
   if (fd->kind == FT_IK_NUM_NULL && v->number < 0)
     return ft__imp_bad(err, path, "expected a non-negative number or null%s", "");
-  if (fd->kind == FT_IK_POS_NULL_V2 && !(v->number > 0))
-    return ft__imp_bad(err, path, "expected a positive number or null%s", "");
+  if (fd->kind == FT_IK_POS_NULL_V2 && !(v->number > 0 && v->number < 1e300)) /* 1e308: the best's "unranked" */
+    return ft__imp_bad(err, path, "expected a positive number below 1e300 or null%s", "");
   *(double *)slot = v->number;
   return FT_OK;
 }

@@ -93,7 +93,8 @@ int ft__db_base64_decode(const char *s, size_t len, unsigned char **out, size_t 
 #define FT_DB_APPLICATION_ID 1179931982 /* 'FTUN' */
 #define FT_DB_NOW "strftime('%Y-%m-%dT%H:%M:%fZ','now')"
 /* The rule that makes a result a candidate for best; kept textually identical to the partial
- * index results_best and the view in db/schema.sql so SQLite uses the index. */
+ * index results_best_rank and the view (the migration to version 2 in db_open.c) so SQLite uses
+ * the index. */
 #define FT_DB_BEST_WHERE \
   "status = 'ok' AND strategy IN ('fused', 'cublas+epilogue') AND median_ms IS NOT NULL"
 /* A result's rank (lower is faster): gemm_ratio, the median over its timed rounds of its time

@@ -543,10 +543,9 @@ ft_status ft_db_each_candidate(ft_db *db, const ft_best *best, ft_best_cb cb, vo
     row.rel_err = sqlite3_column_double(st, 6);
     row.max_abs_err = sqlite3_column_double(st, 7);
     row.gemm_ratio = sqlite3_column_double(st, 8);
-    /* best's eager baseline, moved to this result's clock as FT_DB_EAGER_AT_BEST would. */
-    row.eager_ms = best->gemm_ratio > 0 && row.gemm_ratio > 0 && best->median_ms > 0
-                       ? best->eager_ms * (row.median_ms / row.gemm_ratio) / (best->median_ms / best->gemm_ratio)
-                       : best->eager_ms;
+    /* The eager baseline at this result's clock, by the rule ft_db_best applies (a second,
+     * cached statement; the list is walked only when the best's kernel source is stale). */
+    if (s == FT_OK) s = eager_ms(db, best->device_id, best->problem_id, row.median_ms, row.gemm_ratio, &row.eager_ms, err);
     if (s != FT_OK || cb(user, &row)) break;
   }
   if (s == FT_OK && rc != SQLITE_ROW && rc != SQLITE_DONE) s = ft__db_error(db, err, rc, "listing the results");

@@ -50,8 +50,8 @@ static const char *const k_sql[FT_ST_COUNT] = {
     [FT_ST_RUN_END] = "UPDATE runs SET ended = " FT_DB_NOW ", outcome = ?2 WHERE id = ?1",
     [FT_ST_RESULT_INSERT] = FT_DB_INSERT(results, FT_RESULT_COLUMNS),
     /* The whole lookup in one statement (one read transaction, one step): the problem by its
-     * unique key, the best by the view's rule and order written out (one range of results_best,
-     * ranked), the latest eager baseline by one seek in results_eager. */
+     * unique key, the best by the view's rule and order written out (one seek in
+     * results_best_rank), the latest eager baseline by one seek in results_eager. */
     [FT_ST_BEST] =
         "SELECT p.id, p.epilogue, r.strategy, r.variant, r.config, r.source_hash, r.median_ms,"
         " d.name, (SELECT " FT_DB_EAGER_AT_BEST("r.median_ms", "r.gemm_ratio") " FROM results AS e WHERE e.device_id = ?1"

@@ -184,7 +184,6 @@ static ft_status verify_and_time(engine *e, call *c, ft_runner_result *res, ft_e
   } else {
     FT_TRY(ft_bench_run(e->bench, enqueue, c, &o, &tm, err));
   }
-  if (alone) res->gemm_ratio = 1;
   res->time_s = ft__now_s() - t1;
   res->status = FT_RESULT_OK;
   res->median_ms = tm.median_ms;

@@ -70,16 +70,23 @@ typedef struct tuner {
   ft_search_kind search; /* req->search, parsed */
   double gemm_ms; /* cuBLAS GEMM alone in this run: the rate predictions and the measurements
                    * (on_run_clock) are scaled by */
+  double eager_ratio; /* the eager chain's gemm_ratio in this run (<= 0: none) */
   int expect_left; /* measurements the search expects still to make (< 0: unknown) */
   compiler cc;
   ft_search_stats ss;
 } tuner;
 
 
+/* The eager chain at the clock best_ms is reported at (on_run_clock's), so that the progress
+ * line's speed-up compares two ratios to cuBLAS; its median where either is unknown. */
+static double eager_on_run_clock(const tuner *t) {
+  return t->eager_ratio > 0 && t->gemm_ms > 0 ? t->eager_ratio * t->gemm_ms : t->sum->eager_ms;
+}
+
 /* Reports one step ("preparing", "compiling", ...) with a line for people. */
 static void report_step(tuner *t, const char *phase, const char *message) {
   if (!t->req->progress) return;
-  ft_tune_progress u = {phase, message, 0, 0, -1, ft__now_s() - t->t0, -1, t->sum->eager_ms};
+  ft_tune_progress u = {phase, message, 0, 0, -1, ft__now_s() - t->t0, -1, eager_on_run_clock(t)};
   t->req->progress(t->req->progress_user, &u);
 }
 
@@ -88,7 +95,8 @@ static void progress(void *user, const ft_search_progress *p) {
   tuner *t = user;
   t->expect_left = p->left;
   if (!t->req->progress || p->total <= 0) return;
-  ft_tune_progress u = {p->phase, "", p->done, p->total, p->best_ms, ft__now_s() - t->t0, p->eta_s, t->sum->eager_ms};
+  ft_tune_progress u = {p->phase, "", p->done, p->total, p->best_ms, ft__now_s() - t->t0, p->eta_s,
+                        eager_on_run_clock(t)};
   t->req->progress(t->req->progress_user, &u);
 }
 
@@ -142,7 +150,7 @@ static ft_status run_baselines(tuner *t, ft_err *err) {
     const ft_strategy strategy = ft_baseline_strategy((ft_baseline_kind)k);
     FT_TRY(record(t, strategy, r.describe, "{}", r.status, r.status == FT_RESULT_OK ? &tm : NULL, r.gemm_ratio,
                   r.rel_err, r.max_abs_err, "", r.message, err));
-    if (k == FT_BL_EAGER && r.status == FT_RESULT_OK) t->sum->eager_ms = r.median_ms;
+    if (k == FT_BL_EAGER && r.status == FT_RESULT_OK) t->sum->eager_ms = r.median_ms, t->eager_ratio = r.gemm_ratio;
     if (k == FT_BL_CUBLAS_GEMM && r.status == FT_RESULT_OK) t->gemm_ms = r.median_ms;
   }
   return FT_OK;

@@ -24,6 +24,9 @@ static void check_ratio(void) {
   ft_stats(b, 30, &tb);
   ASSERT_TRUE(ta.median_ms / tb.median_ms < 0.93); /* what ranking by medians would have made of it */
   ASSERT_NEAR(ft_median_ratio((const double[]){2, 3}, (const double[]){1, 1}, 2), 2.5, 0);
+  /* A 0 ms interval (an event pair that recorded nothing between) has no ratio. */
+  ASSERT_NEAR(ft_median_ratio((const double[]){0, 3, 2}, (const double[]){1, 0, 1}, 3), 2.0, 0);
+  ASSERT_NEAR(ft_median_ratio((const double[]){0}, (const double[]){1}, 1), -1, 0);
 }
 
 static void check(int n) {

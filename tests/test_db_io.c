@@ -170,7 +170,9 @@ static void test_malformed(void) {
       /* gemm_ratio came with version 2: a version-1 file may lack it, a version-2 one may not. */
       {"\"version\":1", "\"version\":2", "results[0]: missing field \"gemm_ratio\""},
       {"\"created\":\"2026-11-29T08:00:01.000Z\"", "\"created\":\"2026-11-29T08:00:01.000Z\",\"gemm_ratio\":0",
-       "results[0].gemm_ratio: expected a positive number or null"},
+       "results[0].gemm_ratio: expected a positive number below 1e300 or null"},
+      {"\"created\":\"2026-11-29T08:00:01.000Z\"", "\"created\":\"2026-11-29T08:00:01.000Z\",\"gemm_ratio\":1e308",
+       "results[0].gemm_ratio: expected a positive number below 1e300 or null"},
       {"\"created\":\"2026-11-29T08:00:01.000Z\"", "\"created\":\"2026-11-29T08:00:01.000Z\",\"gemm_ratio\":\"1\"",
        "results[0].gemm_ratio: expected a number or null, found a string"},
   };
