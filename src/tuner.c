@@ -29,7 +29,7 @@ typedef struct cand {
   int measured; /* run in this tune */
   double cost;  /* the family's modelled cost (ft_family.enumerate) */
   double known_ms; /* with known: the fastest correct median stored before (INFINITY: none) */
-  double known_rank; /* with known: its lowest stored rank, median / cuBLAS's (INFINITY: none) */
+  double known_rank; /* with known: its lowest stored gemm_ratio, the best's rank (INFINITY: none) */
   ft_runner_result last;
   double quick_ms; /* the last measurement at this run's cuBLAS clock (on_run_clock) */
 } cand;
@@ -246,7 +246,7 @@ static ft_status prepare_candidate(tuner *t, cand *c, ft_err *err) {
  * what the stored best is chosen by, not by medians the GPU's clock drift moved. The median
  * where either is missing. */
 static double on_run_clock(const tuner *t, double median_ms, double gemm_ratio) {
-  return gemm_ratio > 0 && t->gemm_ms > 0 ? gemm_ratio * t->gemm_ms : median_ms;
+  return gemm_ratio > 0 && isfinite(gemm_ratio) && t->gemm_ms > 0 ? gemm_ratio * t->gemm_ms : median_ms;
 }
 
 /* Verifies and times one candidate with `repeats` in the runner, keeping the result in c->last.
@@ -478,8 +478,7 @@ static ft_search_item *search_items(const tuner *t) {
     it[i].safe = c->v.kind == FT_VK_EPILOGUE;
     it[i].known = c->known;
     /* A rank is what the stored best is chosen by: at this run's clock it reads as a time. */
-    it[i].known_ms = !c->known ? INFINITY : isfinite(c->known_rank) && t->gemm_ms > 0 ? c->known_rank * t->gemm_ms
-                                                                                     : c->known_ms;
+    it[i].known_ms = c->known ? on_run_clock(t, c->known_ms, c->known_rank) : INFINITY;
     it[i].predicted_ms = it[i].safe ? 0 : predicted_ms(t, c);
   }
   return it;
