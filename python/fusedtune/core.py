@@ -567,6 +567,15 @@ class Plan(_Owned):
                 raise InvalidArgumentError("the plan was destroyed")
             self.db._check(lib().ft_plan_launch(self._handle, ctypes.byref(args), stream or None))
 
+    def _launch_xy(self, args, x, y, stream=0):
+        """launch_args() with args' x and y pointers set first, under the lock, so that threads
+        sharing one prepared ft_args (FusedLinear's repeat calls) never mix their pointers."""
+        with self.db._lock:
+            if self._handle is None:
+                raise InvalidArgumentError("the plan was destroyed")
+            args.x, args.y = x, y
+            self.db._check(lib().ft_plan_launch(self._handle, ctypes.byref(args), stream or None))
+
     def launch(self, x, w, y, vecs=None, scalars=None, dtype=None, stream=0):
         """Enqueues y = E(x W^T) on stream (asynchronous): x, w, y and vecs are device pointers
         (ints) of the plan's element type; the library checks alignment and names before

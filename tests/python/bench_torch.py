@@ -1,5 +1,8 @@
 """FusedLinear against eager PyTorch on the two seed problems, in one process: a short table of
-median times (CUDA events, interleaved, 50 timed calls after warm-ups) and errors vs float64.
+median times (CUDA events, interleaved) and errors vs float64. "synced": each call timed alone
+after a synchronization (50 rounds), so the call's host cost before its first kernel counts;
+"pipelined": 20 calls back to back per timing (15 rounds), the GPU's time per call when the
+host runs ahead; "host us": host microseconds per call.
 
     python3 tests/python/bench_torch.py --db DB [--math fp32,tf32,bf16,fp16 | all]
 
@@ -11,6 +14,7 @@ that tunes it, and the row skipped):
 import argparse
 import os
 import sys
+import time
 
 import torch
 import torch.nn.functional as F
@@ -22,7 +26,7 @@ from fusedtune.torch import FusedLinear  # noqa: E402
 # (name, m, n, k, expression, eager PyTorch, float64 reference on the GEMM result + bias)
 PROBLEMS = [
     ("minsub", 128, 16384, 16384, "min(x + bias, c) - c where c = 2",
-     lambda lin, x: torch.min(lin(x), torch.tensor(2.0, dtype=x.dtype, device=x.device)) - 2.0,
+     lambda lin, x: torch.clamp(lin(x), max=2.0) - 2.0,  # no per-call host-to-device scalar copy
      lambda v: torch.minimum(v, torch.tensor(2.0, dtype=v.dtype, device=v.device)) - 2.0),
     ("biasrelu", 1024, 8192, 8192, "relu(x + bias)", lambda lin, x: F.relu(lin(x)), torch.relu),
 ]
@@ -35,8 +39,11 @@ def rel_l2(y, ref):
     return float(torch.linalg.vector_norm(y - ref) / torch.linalg.vector_norm(ref))
 
 
-def interleaved_ms(fns, reps=50):
-    """Median ms of each fn, timed in turn (a, b, a, b, ...) so drift hits both alike."""
+def interleaved_ms(fns, reps=50, batch=1):
+    """Median ms per call of each fn, timed in turn (a, b, a, b, ...) so drift hits both alike.
+    batch 1: each call timed alone after a synchronization (the launch's CPU cost is on the
+    clock, as in a latency-bound loop); batch > 1: that many calls back to back per timing, the
+    CPU running ahead of the GPU (the GPU's time per call, as in a pipelined model)."""
     for _ in range(5):
         for fn in fns:
             fn()
@@ -44,12 +51,25 @@ def interleaved_ms(fns, reps=50):
     for _ in range(reps):
         for i, fn in enumerate(fns):
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda.synchronize()
             s.record()
-            fn()
+            for _ in range(batch):
+                fn()
             e.record()
             e.synchronize()
-            times[i].append(s.elapsed_time(e))
+            times[i].append(s.elapsed_time(e) / batch)
     return [sorted(t)[reps // 2] for t in times]
+
+
+def cpu_us(fn, calls=200):
+    """Host microseconds per call, the GPU's queue deep enough that no call waits for it."""
+    fn()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    dt = time.perf_counter() - t0
+    torch.cuda.synchronize()
+    return dt / calls * 1e6
 
 
 def main():
@@ -59,7 +79,9 @@ def main():
     args = ap.parse_args()
     modes = list(fusedtune.math_modes()) if args.math == "all" else args.math.split(",")
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, {fusedtune.library.describe()}")
-    print(f"{'problem':9s} {'shape':16s} {'math':5s} {'eager ms':>9s} {'fused ms':>9s} {'speedup':>8s} "
+    print(f"{'':32s} {'synced (ms)':^28s} {'pipelined (ms)':^28s} {'host us':^13s}")
+    print(f"{'problem':9s} {'shape':16s} {'math':5s} {'eager':>9s} {'fused':>9s} {'speedup':>8s} "
+          f"{'eager':>9s} {'fused':>9s} {'speedup':>8s} {'eager':>6s} {'fused':>6s} "
           f"{'eager err':>9s} {'fused err':>9s}  configuration")
     missing = 0
     for name, m, n, k, text, eager, ref_fn in PROBLEMS:
@@ -83,10 +105,14 @@ def main():
             with torch.inference_mode():
                 y_eager = eager(lin, x)
                 ref = ref_fn(x.double() @ lin.weight.double().T + lin.bias.double())
-                t_eager, t_fused = interleaved_ms([lambda: eager(lin, x), lambda: layer(x)])
+                fns = [lambda: eager(lin, x), lambda: layer(x)]
+                t_eager, t_fused = interleaved_ms(fns)
+                p_eager, p_fused = interleaved_ms(fns, reps=15, batch=20)
+                c_eager, c_fused = cpu_us(fns[0]), cpu_us(fns[1])
             torch.backends.cuda.matmul.allow_tf32 = prev
             cfg = layer.plan_for(m).config
             print(f"{name:9s} {shape:16s} {mode.name:5s} {t_eager:9.4f} {t_fused:9.4f} {t_eager / t_fused:7.3f}x "
+                  f"{p_eager:9.4f} {p_fused:9.4f} {p_eager / p_fused:7.3f}x {c_eager:6.1f} {c_fused:6.1f} "
                   f"{rel_l2(y_eager, ref):9.2e} {rel_l2(y, ref):9.2e}  {cfg.strategy} {cfg.name}")
     return 3 if missing else 0
 

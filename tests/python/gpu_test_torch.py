@@ -134,19 +134,24 @@ def run_case(db, name, mode, in_shape, n, first, gen):
     return layer, x, call
 
 
+def expect_error(desc, fragment, fn):
+    """fn() must raise a fusedtune error whose message holds fragment."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", NearestShapeWarning)
+            fn()
+    except fusedtune.FusedtuneError as e:
+        record(fragment in str(e), f"{desc} {fragment!r} in {str(e).splitlines()[0]!r}")
+        return
+    record(False, f"{desc} {fragment!r}: no error raised")
+
+
 def check_errors(db, layer, x, call, mode):
     """Calls that must stop before any launch, with an error naming the argument."""
     dtype = getattr(torch, mode.dtype)
 
     def expect(fragment, fn):
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", NearestShapeWarning)
-                fn()
-        except fusedtune.FusedtuneError as e:
-            record(fragment in str(e), f"error  {mode.name:5s} {fragment!r} in {str(e).splitlines()[0]!r}")
-            return
-        record(False, f"error  {mode.name:5s} {fragment!r}: no error raised")
+        expect_error(f"error  {mode.name:5s}", fragment, fn)
 
     other = torch.float16 if dtype != torch.float16 else torch.bfloat16
     with torch.inference_mode():
@@ -183,6 +188,62 @@ def check_errors(db, layer, x, call, mode):
         record(want in e.command and e.command in str(e), f"error  {mode.name:5s} untuned: {e.command}")
 
 
+def check_fast_path(db, mode, gen):
+    """Repeat calls without keyword arguments skip the checks while nothing they looked at has
+    changed (FusedLinear._signature): new x values, a weight changed in place, and a bias
+    replaced must each give the float64 result; a replaced weight of another dtype, a bias
+    set to None or requiring grad, and a strided x must still be refused."""
+    dtype = getattr(torch, mode.dtype)
+    k, n = 264, 129
+    lin = torch.nn.Linear(k, n, device="cuda", dtype=dtype)
+    layer = FusedLinear.from_linear(lin, "relu(x + bias)", math=mode.name, db=db)
+    tol = {"fp32": 1e-5, "3xtf32": 1e-4}.get(mode.name, 8 * UNIT.get(mode.name, 2.0 ** -8))
+    desc = f"fast   {mode.name:5s}"
+
+    def run(what, x):
+        with warnings.catch_warnings(), torch.inference_mode():
+            warnings.simplefilter("ignore", NearestShapeWarning)
+            poison(x.shape[0] * n, dtype)
+            y = layer(x)
+            torch.cuda.synchronize()
+        ref = torch.relu(x.double() @ layer.weight.double().T + layer.bias.double())
+        err = rel_l2(y, ref)
+        record(err <= tol, f"{desc} {what:34s} rel {err:.2e} (tol {tol:.2e})")
+
+    x = torch.rand((37, k), generator=gen, device="cuda").to(dtype)
+    run("first call (checked)", x)
+    record(layer._fast is not None, f"{desc} a signature kept after the first call")
+    run("new x values", torch.rand((37, k), generator=gen, device="cuda").to(dtype))
+    with torch.no_grad():
+        layer.weight.neg_()
+    run("weight negated in place", x)
+    layer.bias = torch.nn.Parameter(layer.bias + 1.0, requires_grad=False)
+    run("bias replaced (+1)", x)
+    run("bias replaced, again", x)
+    other = torch.float16 if dtype != torch.float16 else torch.bfloat16
+
+    def expect(fragment, fn):
+        expect_error(desc, fragment, fn)
+
+    with torch.inference_mode():
+        strided = torch.zeros((37, 2 * k), dtype=dtype, device="cuda")[:, ::2]
+        expect("x is not contiguous", lambda: layer(strided))
+    bias = layer.bias
+    layer.bias.requires_grad_(True)
+    expect("bias requires grad", lambda: layer(x))
+    layer.bias.requires_grad_(False)
+    layer.bias = None
+    with torch.inference_mode():
+        expect("bias must be a tensor", lambda: layer(x))
+    layer.bias = bias
+    weight = layer.weight
+    layer.weight = torch.nn.Parameter(weight.to(other), requires_grad=False)
+    with torch.inference_mode():
+        expect("weight is " + str(other).split(".")[1], lambda: layer(x.to(other)))
+    layer.weight = weight
+    run("weight and bias restored", x)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--db", help="database to tune into and read (default: a scratch file, removed after)")
@@ -211,6 +272,10 @@ def main():
                     record(False, f"{name:11s} {mode.name:5s} {in_shape}: {type(e).__name__}: {e}")
         if last:
             check_errors(path, *last, mode)
+        try:
+            check_fast_path(path, mode, gen)
+        except fusedtune.FusedtuneError as e:
+            record(False, f"fast   {mode.name:5s}: {type(e).__name__}: {e}")
     if not args.db and not args.keep:
         fusedtune.remove_database(path)
     else:
