@@ -562,18 +562,16 @@ class Plan(_Owned):
 
     def launch_args(self, args, stream=0):
         """Enqueues the plan with a prepared ft_args on a cudaStream_t (an int; 0: default)."""
-        with self.db._lock:
-            if self._handle is None:
-                raise InvalidArgumentError("the plan was destroyed")
-            self.db._check(lib().ft_plan_launch(self._handle, ctypes.byref(args), stream or None))
+        self._launch_xy(args, None, None, stream)
 
     def _launch_xy(self, args, x, y, stream=0):
-        """launch_args() with args' x and y pointers set first, under the lock, so that threads
-        sharing one prepared ft_args (FusedLinear's repeat calls) never mix their pointers."""
+        """launch_args(), with args' x and y pointers set first where given, under the lock, so
+        that threads sharing one prepared ft_args (FusedLinear's repeat calls) never mix them."""
         with self.db._lock:
             if self._handle is None:
                 raise InvalidArgumentError("the plan was destroyed")
-            args.x, args.y = x, y
+            if x is not None:
+                args.x, args.y = x, y
             self.db._check(lib().ft_plan_launch(self._handle, ctypes.byref(args), stream or None))
 
     def launch(self, x, w, y, vecs=None, scalars=None, dtype=None, stream=0):

@@ -181,15 +181,17 @@ class FusedLinear(nn.Module):
 
     def forward(self, x, **params):
         """y = E(x W^T) for x [..., in_features]; params: epilogue parameters for this call."""
-        fast = self._fast
-        if fast is not None and not params and isinstance(x, torch.Tensor) and self._signature(x) == fast[0]:
-            # Everything the checks below looked at is as it was at the last checked call: same
-            # result, so only the pointers that may change (x, a new y) go to the launch.
-            _, plan, args, dev = fast
-            y = torch.empty(x.shape[:-1] + (self.out_features,), dtype=self.weight.dtype, device=dev)
-            self._enqueue(plan, args, dev, x.data_ptr(), y.data_ptr())
-            return y
-        return self._forward_checked(x, params)
+        fast, sig = self._fast, None
+        if fast is not None and not params and isinstance(x, torch.Tensor):
+            sig = self._signature(x)
+            if sig == fast[0]:
+                # Everything the checks below looked at is as it was at the last checked call
+                # (on the current device): only the pointers that may change (x, a new y) go on.
+                _, plan, args, dev = fast
+                y = torch.empty(x.shape[:-1] + (self.out_features,), dtype=self.weight.dtype, device=dev)
+                self._enqueue(plan, args, dev, True, x.data_ptr(), y.data_ptr())
+                return y
+        return self._forward_checked(x, params, sig)
 
     def _signature(self, x):
         """What a call's checks and its launch's arguments depend on, besides x's address: grad
@@ -202,10 +204,11 @@ class FusedLinear(nn.Module):
             sig += (t.data_ptr() if i else 0, t.dtype, t.device, t.shape, t.is_contiguous(), t.requires_grad)
         return tuple(sig)
 
-    def _enqueue(self, plan, args, dev, x_ptr, y_ptr):
+    def _enqueue(self, plan, args, dev, current, x_ptr, y_ptr):
+        """Launches on dev's current stream (current: dev is the current device)."""
         stream = _raw_stream(dev.index) if _raw_stream else torch.cuda.current_stream(dev).cuda_stream
         try:
-            if dev.index == torch.cuda.current_device():
+            if current:
                 plan._launch_xy(args, x_ptr, y_ptr, stream)
             else:
                 with torch.cuda.device(dev):
@@ -214,7 +217,8 @@ class FusedLinear(nn.Module):
             msg = e.message.replace("ft_plan_launch: w ", "weight ").replace("ft_plan_launch: ", "")
             raise InvalidArgumentError(f"FusedLinear: {msg}") from None
 
-    def _forward_checked(self, x, params):
+    def _forward_checked(self, x, params, sig=None):
+        """forward() with every check; sig: x's _signature() where forward already took it."""
         grad = torch.is_grad_enabled()
         if not isinstance(x, torch.Tensor):
             raise InvalidArgumentError(f"x must be a tensor, not {type(x).__name__}")
@@ -237,9 +241,11 @@ class FusedLinear(nn.Module):
         plan = self.plan_for(m, dev)
         args = plan.make_args(x.data_ptr(), w.data_ptr(), y.data_ptr(),
                               {k: t.data_ptr() for k, t in vecs.items()}, scalars)
-        self._enqueue(plan, args, dev, x.data_ptr(), y.data_ptr())
-        if not params and dev.index == torch.cuda.current_device():
-            self._fast = (self._signature(x), plan, args, dev)  # launched: the next such call may skip the checks
+        current = dev.index == torch.cuda.current_device()
+        self._enqueue(plan, args, dev, current, x.data_ptr(), y.data_ptr())
+        if not params and current:  # launched: the next such call may skip the checks
+            self._fast = (sig if sig is not None else self._signature(x), plan, args, dev)
         return y
+
 
 __all__ = ["FusedLinear", "NearestShapeWarning"]
