@@ -25,18 +25,27 @@ static int split(const ft_variant *v) { return v->math == FT_MATH_3XTF32; }
 static int tc_bm(const ft_variant *v) { return 64 * (v->pingpong ? v->pingpong : v->consumers); }
 static int tc_threads(const ft_variant *v) { return 128 * (v->consumers + 1); }
 
-/* As gemm_tc_config.cuh sums it: the stages, 3xtf32's three small buffers of a stage's size, the
- * TMA-store epilogue's two 8 KiB boxes per consumer, the staged epilogue's 16 KiB per consumer in
- * 16-bit storage, two mbarriers per stage, stream-K's 32-byte
- * schedule, 1024 B to align the ring; then tc_colv_bytes per consumer. */
-static size_t tc_smem_base(const ft_variant *v) {
-  const size_t stage = (size_t)(tc_bm(v) + v->bn) * 128;
-  const size_t small = !split(v) ? 0 : 3 * (v->aregs ? (size_t)v->bn * 128 : stage);
-  const size_t boxes = v->tstore ? 2 * (size_t)v->consumers * 64 * 128 : 0;
-  /* The staged epilogue's fp32 staging box per consumer in 16-bit storage (fp32 stages in place). */
-  const size_t staging = v->staged && esize(v) == 2 ? (size_t)v->consumers * 64 * 256 : 0;
-  return (size_t)v->stages * stage + small + boxes + staging + 16 * (size_t)v->stages + (v->streamk ? 32 : 0) + 1024;
+/* The shared-memory regions of a variant, as kernels_src/tc_config.cuh checks and gemm_tc.cu lays
+ * them out: the ring of stages, 3xtf32's three small buffers of a stage's size (of W's tile with x
+ * in registers), the TMA-store epilogue's two 8 KiB boxes per consumer, the staged epilogue's
+ * 16 KiB per consumer in 16-bit storage (fp32 stages in the boxes), two mbarriers per stage,
+ * stream-K's 32-byte schedule, 1024 B to align the ring; then colv bytes per consumer. */
+typedef struct tc_smem_regions {
+  size_t stage, small, boxes, staging, base;
+} tc_smem_regions;
+
+static tc_smem_regions tc_regions(const ft_variant *v) {
+  tc_smem_regions r;
+  r.stage = (size_t)(tc_bm(v) + v->bn) * 128;
+  r.small = !split(v) ? 0 : 3 * (v->aregs ? (size_t)v->bn * 128 : r.stage);
+  r.boxes = v->tstore ? 2 * (size_t)v->consumers * 64 * 128 : 0;
+  r.staging = v->staged && esize(v) == 2 ? (size_t)v->consumers * 64 * 256 : 0;
+  r.base = (size_t)v->stages * r.stage + r.small + r.boxes + r.staging + 16 * (size_t)v->stages +
+           (v->streamk ? 32 : 0) + 1024;
+  return r;
 }
+
+static size_t tc_smem_base(const ft_variant *v) { return tc_regions(v).base; }
 
 /* Every sm_90 device's opt-in shared memory per block (227 KiB): the family compiles for sm_90a
  * only, and the staging below is left out where it would not fit rather than cost a stage. */
@@ -194,19 +203,20 @@ static int tc_reg_cap(const ft_variant *v) {
   return cap > 255 ? 255 : cap;
 }
 
+/* The variant as kernels_src/tc_config.cuh's FtTcCfg: its parameters and the regions sized above,
+ * as enumerators (constants that NVRTC emits no storage for; flags 0 or 1). */
 static void tc_defines(const ft_variant *v, ft_strbuf *b) {
-  ft_sb_printf(b, "#define FT_BN %d\n#define FT_CONSUMERS %d\n#define FT_STAGES %d\n", v->bn, v->consumers, v->stages);
-  ft_sb_printf(b, "#define FT_CLUSTER %d\n#define FT_GROUP %d\n#define FT_SMEM_BYTES %zu\n", v->cluster, v->swizzle,
-               tc_smem(v));
-  if (split(v)) ft_sb_printf(b, "#define FT_CHUNK %d\n", v->chunk);
-  if (v->aregs) ft_sb_puts(b, "#define FT_AREGS 1\n");
-  if (v->split_k > 1) ft_sb_printf(b, "#define FT_SPLITK %d\n", v->split_k);
-  if (v->tstore) ft_sb_puts(b, "#define FT_TSTORE 1\n");
-  if (v->streamk) ft_sb_puts(b, "#define FT_STREAMK 1\n");
-  if (v->pingpong) ft_sb_printf(b, "#define FT_PINGPONG %d\n", v->pingpong);
-  if (v->staged) ft_sb_puts(b, "#define FT_EPI_STAGED 1\n");
-  if (v->late) ft_sb_puts(b, "#define FT_EPI_EARLY 0\n");
-  if (tc_colv_bytes(v)) ft_sb_printf(b, "#define FT_COLV_BYTES %zu\n", tc_colv_bytes(v));
+  const tc_smem_regions r = tc_regions(v);
+  ft_sb_puts(b, "struct FtTcCfg {\n  enum : int {\n");
+  ft_sb_printf(b, "    dtype = %d, split3x = %d, chunk = %d, aregs = %d,\n", fp32_storage(v) ? 0 : v->math == FT_MATH_BF16 ? 1 : 2,
+               split(v), split(v) ? v->chunk : 0, v->aregs);
+  ft_sb_printf(b, "    bn = %d, consumers = %d, stages = %d, cluster = %d, group = %d,\n", v->bn, v->consumers, v->stages,
+               v->cluster, v->swizzle);
+  ft_sb_printf(b, "    pingpong = %d, split_k = %d, stream_k = %d, tma_store = %d, staged = %d, late = %d,\n", v->pingpong,
+               tc_slices(v), v->streamk, v->tstore, v->staged, v->late);
+  ft_sb_printf(b, "    small_bytes = %zu, box_bytes = %zu, staging_bytes = %zu, colv_bytes = %zu, smem_bytes = %zu\n", r.small,
+               r.boxes, r.staging, tc_colv_bytes(v), tc_smem(v));
+  ft_sb_puts(b, "  };\n};\n");
 }
 
 static const char *tc_reduce_kernel(const ft_variant *v) { return v->split_k > 1 ? "ft_tc_splitk_reduce" : NULL; }
@@ -496,8 +506,10 @@ static const ft_json_key k_tc_opt_keys[] = {
     {"late", offsetof(ft_variant, late)},
     {NULL, 0}};
 
-static const char *const k_tc_sources[] = {"kernels_src/gemm_tc_config.cuh", "kernels_src/wgmma_sm90.cuh",
-                                           "kernels_src/gemm_tc.cu", NULL};
+static const char *const k_tc_sources[] = {
+    "kernels_src/tc_config.cuh",   "kernels_src/wgmma_sm90.cuh",     "kernels_src/tc_ptx.cuh",
+    "kernels_src/tc_sched.cuh",    "kernels_src/tc_mainloop.cuh",    "kernels_src/tc_epilogue.cuh",
+    "kernels_src/tc_epilogue_tma.cuh", "kernels_src/gemm_tc.cu", NULL};
 
 const ft_family ft_family_tc = {
     .name = "tc",

@@ -105,7 +105,7 @@ static int extra_variants(ft_math math, const ft_device_limits *lim, const shape
   return n;
 }
 
-/* The column-vector slice staged in shared memory (FT_COLV_STAGE) from a bias whose address is
+/* The column-vector slice staged in shared memory (FtTc::kColvStage) from a bias whose address is
  * not 16-byte aligned (one element past an allocation, as a user's slice of a larger buffer may
  * be): the element-by-element copy then serves, and the result must be as correct as from the
  * aligned bias. bf16 BN 256 and tf32 BN 128, cooperative TMA-store kernels that stage it. */
@@ -135,7 +135,7 @@ static void misaligned_vector_case(ft_gpu *g) {
     ft_kernel_src src = {0};
     ft_compile_job job = {0};
     ft_status s = ft_codegen_variant(&v, ep, &src, &e);
-    ASSERT_TRUE(s == FT_OK && strstr(src.text, "#define FT_EP_COLV_SLOT 0\n") && strstr(src.text, "#define FT_COLV_BYTES 512\n"));
+    ASSERT_TRUE(s == FT_OK && strstr(src.text, "#define FT_EP_COLV_SLOT 0\n") && strstr(src.text, "colv_bytes = 512,"));
     if (s == FT_OK) {
       job.src = src.text, job.hash = src.hash, job.arch_suffix = src.arch_suffix;
       s = ft_compile_many(NULL, ft_gpu_arch(g), &job, 1, 0, &e);

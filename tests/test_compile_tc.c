@@ -553,7 +553,7 @@ static int source_has(const ft_variant *v, const char *text, const char *want) {
   return has;
 }
 
-/* The column-vector slice staged in shared memory (FT_COLV_STAGE): its bytes in the launch's
+/* The column-vector slice staged in shared memory (FtTc::kColvStage): its bytes in the launch's
  * shared memory, only in the cooperative early TMA-store form and where it fits, and the slot
  * codegen names (the first column vector; none without one). */
 static void test_colv_stage(const ft_variant *base, const ft_device_limits *lim) {
@@ -567,21 +567,21 @@ static void test_colv_stage(const ft_variant *base, const ft_device_limits *lim)
   ft_variant_geometry(&t, 1024, 8192, 8192, &g);
   ft_variant_geometry(&d, 1024, 8192, 8192, &gd);
   ASSERT_TRUE(g.smem == gd.smem + 2 * 64 * 128 * 2 + 2 * 256 * 2); /* boxes, then 2 x 256 bf16 */
-  ASSERT_TRUE(source_has(&t, "biasrelu", "#define FT_COLV_BYTES 512\n") == 1);
+  ASSERT_TRUE(source_has(&t, "biasrelu", "colv_bytes = 512,") == 1);
   ASSERT_TRUE(source_has(&t, "biasrelu", "#define FT_EP_COLV_SLOT 0\n") == 1);
   ASSERT_TRUE(source_has(&t, "x + 2*sigmoid(x)", "#define FT_EP_COLV_SLOT -1\n") == 1);
   ASSERT_TRUE(source_has(&t, "max(x * a, 0) + b where scalar a, col b", "#define FT_EP_COLV_SLOT 1\n") == 1);
-  ASSERT_TRUE(source_has(&d, "biasrelu", "FT_COLV_BYTES 5") == 0); /* direct stores: no early E */
+  ASSERT_TRUE(source_has(&d, "biasrelu", "colv_bytes = 5") == 0); /* direct stores: no early E */
   ft_variant l = t;
   l.late = 1;
-  ASSERT_TRUE(source_has(&l, "biasrelu", "FT_COLV_BYTES 5") == 0);
+  ASSERT_TRUE(source_has(&l, "biasrelu", "colv_bytes = 5") == 0);
   /* tf32 at BN 256 and 4 stages: 2 KiB more would pass 227 KiB, so it is left out, not a stage. */
   ft_variant f = t;
   f.math = FT_MATH_TF32, f.bk = 32;
   ASSERT_TRUE(ft_variant_applicable(&f, 1024, 8192, 8192, lim, NULL, 0));
-  ASSERT_TRUE(source_has(&f, "biasrelu", "#define FT_COLV_BYTES 2048\n") == 0); /* (the kernel's default is 0) */
+  ASSERT_TRUE(source_has(&f, "biasrelu", "colv_bytes = 2048,") == 0);
   f.stages = 3;
-  ASSERT_TRUE(source_has(&f, "biasrelu", "#define FT_COLV_BYTES 1024\n") == 1);
+  ASSERT_TRUE(source_has(&f, "biasrelu", "colv_bytes = 1024,") == 1);
 }
 
 static void test_fitted_widths(const ft_device_limits *lim) {

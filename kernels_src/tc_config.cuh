@@ -1,0 +1,96 @@
+// fusedtune Hopper tensor-core GEMM (family tc, src/family_tc.c), layer 0: the configuration.
+//
+// The family writes `struct FtTcCfg` for the variant: its parameters and the shared-memory
+// regions it sized. FtTc<FtTcCfg> adds what follows from them and checks the combination; every
+// layer (tc_ptx.cuh, tc_sched.cuh, tc_mainloop.cuh, tc_epilogue*.cuh, gemm_tc.cu) is a template
+// over it and chooses with `if constexpr`. Constants are enumerators: NVRTC emits storage for a
+// static constexpr data member. The sources are concatenated in that order by codegen.
+//
+// FtTcCfg's fields (enumerators; flags are 0 or 1):
+//   dtype          storage: 0 fp32 (tf32 and 3xtf32 modes), 1 bf16, 2 fp16 (FT_DTYPE's value)
+//   split3x        3xtf32: each stage split into big and small tf32 parts, three products
+//   chunk, aregs   3xtf32: k tiles per tensor-core partial sum; x split in registers (BN <= 64)
+//   bn, consumers, stages, cluster, group   tile width, consumer warpgroups, ring depth, cluster
+//                  size along the shared operand, tile rows per group of the persistent order
+//   pingpong       0 cooperative (the consumers split a tile of 64 consumers rows); 1 or 2: each
+//                  of the two consumers owns whole tiles of 64 pingpong rows, taking turns
+//   split_k        k slices (1: none; > 1 writes fp32 partial sums, ft_tc_splitk_reduce applies E)
+//   stream_k       the last, partial wave's tiles shared k tile by k tile by all blocks
+//   tma_store      the epilogue through shared-memory boxes and TMA stores, else direct stores
+//   staged         (tma_store) a box's raw sums staged in shared memory, E by a rolled loop
+//   late           (cooperative tma_store) E box by box, not on the whole tile first
+//   small_bytes, box_bytes, staging_bytes, colv_bytes, smem_bytes   the shared-memory regions
+//                  (colv_bytes per consumer) and the launch's total, as the host sized them
+
+template <class Cfg>
+struct FtTc : Cfg {
+  enum : int { kProducerRegs = 40, kConsumerRegs = 232 };
+  enum : int { kMsub = Cfg::pingpong ? Cfg::pingpong : 1 }; /* m64 accumulators per consumer */
+  enum : int { kBM = 64 * (Cfg::pingpong ? Cfg::pingpong : Cfg::consumers) };
+  enum : int { kThreads = 128 * (Cfg::consumers + 1) };
+  enum : int { kAcc = Cfg::bn / 2 }; /* accumulator registers of one m64 block */
+  enum : int { kEsize = Cfg::dtype == 0 ? 4 : 2 };
+  enum : int { kKstep = kEsize == 4 ? 8 : 16 };
+  enum : int { kBK = 128 / kEsize };
+  enum : int { kKsteps = kBK / kKstep };
+  enum : int { kA = kBM * 128, kB = Cfg::bn * 128, kStage = kA + kB }; /* bytes of a stage */
+
+  /* The TMA-store epilogue: per consumer two boxes of 64 rows x 128 bytes (kCols elements),
+   * alternating; the staged form's fp32 staging box per consumer in 16-bit storage (fp32 stages
+   * in the box buffer itself). */
+  enum : int { kCols = 128 / kEsize, kBoxBytes = 64 * 128 };
+  enum : int { kStagePitch = kCols * 4 }; /* bytes of a staging row: kCols fp32 sums */
+
+  /* E on the whole tile in registers before the first store box, so the tile's vector loads are
+   * in flight together: the cooperative TMA-store form (the late twin excepted) and the direct
+   * stores' per-group form; not ping-pong, whose epilogue overlaps the other consumer's loop, nor
+   * stream-K, whose registers it exhausts. */
+  enum : int { kEarly = !Cfg::late && !Cfg::pingpong && !Cfg::stream_k };
+  /* A box's E evaluated for all its outputs before its stores (independent evaluations for the
+   * scheduler to interleave); not with stream-K (spills at BN 256). */
+  enum : int { kGrouped = !Cfg::stream_k };
+  enum : int { kEpiW = 4 }; /* 16-column groups of a direct-store tile evaluated together */
+
+  /* The tile's slice of the epilogue's first column vector (slot FT_EP_COLV_SLOT) copied to
+   * shared memory during the k loop, for the early E of the cooperative TMA-store form. */
+  enum : int { kColvSlot = FT_EP_COLV_SLOT };
+  enum : int {
+    kColvStage = Cfg::colv_bytes > 0 && kColvSlot >= 0 && Cfg::tma_store && kEarly && !Cfg::staged && !Cfg::pingpong && !Cfg::stream_k && Cfg::split_k == 1
+  };
+  /* The early E's tile kept packed (16-bit storage, BN / 4 registers) and stored box by box during
+   * the next tile's k loop (the cooperative plain k loop only). */
+  enum : int {
+    kStoreOverlap = Cfg::tma_store && kEarly && !Cfg::staged && kEsize == 2 && Cfg::bn % kCols == 0 &&
+                    !Cfg::split3x && !Cfg::pingpong && !Cfg::stream_k && Cfg::split_k == 1
+  };
+
+  static_assert(Cfg::dtype == FT_DTYPE, "fusedtune: configuration and math mode disagree on the storage type");
+  static_assert(Cfg::bn % 8 == 0 && Cfg::bn >= 64 && Cfg::bn <= 256, "fusedtune: BN a multiple of 8 in 64..256");
+  static_assert(Cfg::consumers == 1 || Cfg::consumers == 2, "fusedtune: one or two consumers");
+  static_assert(Cfg::cluster == 1 || (Cfg::cluster == 2 && (Cfg::bn / 2) % 8 == 0), "fusedtune: cluster 1 or 2");
+  static_assert(Cfg::stages >= 2 && Cfg::group >= 1 && Cfg::split_k >= 1, "fusedtune: stages, group, split_k");
+  static_assert(!Cfg::pingpong || (Cfg::pingpong <= 2 && Cfg::consumers == 2 && kMsub * Cfg::bn <= 256),
+                "fusedtune: ping-pong needs two consumers and at most 128 accumulator registers");
+  static_assert(!Cfg::pingpong || (Cfg::split_k == 1 && !Cfg::split3x && !Cfg::stream_k),
+                "fusedtune: ping-pong excludes split-K, stream-K and 3xtf32 (every work item whole)");
+  static_assert(!Cfg::stream_k || (Cfg::split_k == 1 && !Cfg::split3x), "fusedtune: stream-K excludes split-K and 3xtf32");
+  static_assert(!Cfg::tma_store || Cfg::split_k == 1, "fusedtune: the TMA-store epilogue excludes split-K");
+  static_assert(!Cfg::staged || (Cfg::tma_store && !Cfg::stream_k), "fusedtune: the staged epilogue needs TMA stores");
+  static_assert(!Cfg::aregs || (Cfg::split3x && Cfg::bn <= 64), "fusedtune: x in registers is 3xtf32's, BN <= 64");
+  static_assert(!Cfg::split3x || Cfg::chunk >= 1, "fusedtune: 3xtf32 needs chunk >= 1");
+
+  /* The host's regions, checked against what each use needs. */
+  static_assert(Cfg::small_bytes == (!Cfg::split3x ? 0 : 3 * (Cfg::aregs ? kB : kStage)),
+                "fusedtune: 3xtf32's three small buffers");
+  static_assert(Cfg::box_bytes == (Cfg::tma_store ? 2 * Cfg::consumers * kBoxBytes : 0), "fusedtune: store boxes");
+  static_assert(Cfg::staging_bytes == (Cfg::staged && kEsize == 2 ? Cfg::consumers * 64 * kStagePitch : 0),
+                "fusedtune: staging boxes");
+  static_assert(Cfg::colv_bytes == 0 || (Cfg::colv_bytes == Cfg::bn * kEsize && Cfg::colv_bytes % 16 == 0 &&
+                                         kColvSlot < FT_EP_SLOTS),
+                "fusedtune: column-vector staging");
+  /* The ring, the small buffers, the boxes, the staging boxes, two mbarriers per stage, stream-K's
+   * 32-byte schedule, 1024 bytes to align the ring (128-byte swizzle), the column-vector slices. */
+  static_assert(Cfg::smem_bytes == Cfg::stages * kStage + Cfg::small_bytes + Cfg::box_bytes + Cfg::staging_bytes +
+                                       16 * Cfg::stages + 32 * Cfg::stream_k + 1024 + Cfg::consumers * Cfg::colv_bytes,
+                "fusedtune: shared memory size");
+};
