@@ -50,6 +50,10 @@ static ft_status check_expr(const char *e, size_t max, const char *what, ft_err 
   return FT_OK;
 }
 
+int ft_epilogue_fast_math(ft_math math) {
+  return math == FT_MATH_TF32 || math == FT_MATH_BF16 || math == FT_MATH_FP16;
+}
+
 /* The host/kernel shared constants (src/kernel_abi.h), written into every source, and the
  * element type of the tensors in math mode math (FT_DTYPE; FT_TF32 for tf32 inputs, FT_3XTF32 for split ones). */
 static void abi_defines(ft_strbuf *b, ft_math math) {
@@ -60,6 +64,9 @@ static void abi_defines(ft_strbuf *b, ft_math math) {
     ft_sb_printf(b, "#define FT_DTYPE %d\n", dt == FT_DTYPE_BF16 ? FT_KDTYPE_BF16 : FT_KDTYPE_F16);
   if (math == FT_MATH_TF32) ft_sb_puts(b, "#define FT_TF32 1\n");
   if (math == FT_MATH_3XTF32) ft_sb_puts(b, "#define FT_3XTF32 1\n");
+  /* The epilogue's fast function forms (kernels_src/ft_math.cuh) where the tensors carry 8 to 11
+   * bits; fp32 and 3xtf32 keep the precise ones (they are held to SGEMM's error). */
+  if (ft_epilogue_fast_math(math)) ft_sb_puts(b, "#define FT_EPI_FAST 1\n");
 }
 
 /* Moves a finished buffer into out and hashes what reaches the compiler: the code without

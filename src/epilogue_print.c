@@ -93,6 +93,15 @@ static void print_leaf(printer *pr, const ep_node *nd) {
 }
 
 static void print_call(printer *pr, const ep_node *nd) {
+  /* tanh(softplus(e)) in CUDA as one function (ft_math.cuh): e^e (e^e + 2) / (e^e (e^e + 2) + 2),
+   * one exponential and a quotient instead of an exponential, a logarithm and a tanh. */
+  if (pr->mode == PM_CUDA && nd->fn == FN_TANH && !is_input(pr, nd->kid[0]) &&
+      pr->ep->nodes[nd->kid[0]].kind == N_CALL && pr->ep->nodes[nd->kid[0]].fn == FN_SOFTPLUS) {
+    ft_sb_puts(&pr->out, "ft_tanh_softplus(");
+    print_node(pr, pr->ep->nodes[nd->kid[0]].kid[0]);
+    ft_sb_puts(&pr->out, ")");
+    return;
+  }
   ft_sb_puts(&pr->out, pr->mode == PM_CANON ? ft__ep_fns[nd->fn].name : ft__ep_fns[nd->fn].cuda);
   ft_sb_puts(&pr->out, "(");
   for (int i = 0; i < nd->nkids; i++) {

@@ -1,7 +1,8 @@
 /* Device functions against the float64 evaluator: for every function of the language, a kernel
  * evaluating its CUDA text on 1M inputs over [-20, 20] ((0, 20] for log and sqrt), compiled
  * with NVRTC, loaded and launched through the runtime API; every result must be within
- * relative 1e-6 or absolute 1e-7 of ft_ep_eval. Then ft_div, the epilogue's division, against
+ * relative 1e-6 or absolute 1e-7 of ft_ep_eval in the precise forms (fp32, 3xtf32), relative
+ * 4e-6 or absolute 1e-6 in the fast forms of the tensor-core modes (FT_EPI_FAST). Then ft_div, the epilogue's division, against
  * the host's IEEE division over every kind of float (random bit patterns and the special
  * values): within 1 ulp, NaN where IEEE gives NaN. Skips without a GPU. */
 #include <float.h>
@@ -14,8 +15,12 @@
 #include "ft_test.h"
 
 #define N_INPUTS (1 << 20)
-#define REL_TOL 1e-6
-#define ABS_TOL 1e-7
+/* The tolerance of each form of the device functions (kernels_src/ft_math.cuh). */
+typedef struct form_def {
+  const char *name, *prelude;
+  double rel_tol, abs_tol;
+} form_def;
+static const form_def k_forms[] = {{"precise", "", 1e-6, 1e-7}, {"fast", "#define FT_EPI_FAST 1\n", 4e-6, 1e-6}};
 
 #define CUDA_OK(call)                                                                       \
   do {                                                                                       \
@@ -53,7 +58,7 @@ static const case_def k_cases[] = {
     {"tanh(x)", 0},             {"mish(x)", 0},        {"softplus(x)", 0},   {"elu(x)", 0},
     {"hardtanh(x, -1, 1)", 0},  {"clamp(x, -2, 3)", 0}, {"abs(x)", 0},       {"exp(x)", 0},
     {"log(x)", 1},              {"sqrt(x)", 1},        {"-x * 2 + 1", 0},    {"x / 3 - 0.25", 0},
-    {"1 / (1 + x)", 0},         {"x / (x * x + 2)", 0},
+    {"1 / (1 + x)", 0},         {"x / (x * x + 2)", 0},    {"tanh(softplus(x))", 0}, {"mish(mish(x))", 0},
 };
 
 typedef struct FtEpArgs {
@@ -113,7 +118,7 @@ static int pick_arch(int cc, char *opt, size_t n) {
 
 /* Compiles ft_math.cuh followed by body (k_kernel_fmt with expr_cuda in it when expr_cuda is not
  * NULL); returns malloc'd code (cubin or PTX) or NULL after recording why. */
-static char *compile_kernel(const char *body, const char *expr_cuda, int cc) {
+static char *compile_kernel(const char *prelude, const char *body, const char *expr_cuda, int cc) {
   char *src = NULL, *code = NULL, *log = NULL;
   nvrtcProgram prog = NULL;
   size_t mlen = 0, size = 0, log_len = 0;
@@ -124,11 +129,13 @@ static char *compile_kernel(const char *body, const char *expr_cuda, int cc) {
     FT_FAIL_AT_("no ft_math.cuh or no NVRTC architecture for sm_%d", cc);
     return NULL;
   }
-  size_t n = mlen + strlen(body) + (expr_cuda ? strlen(expr_cuda) : 0) + 1;
+  const size_t plen = strlen(prelude);
+  size_t n = plen + mlen + strlen(body) + (expr_cuda ? strlen(expr_cuda) : 0) + 1;
   if (!(src = malloc(n))) goto done;
-  memcpy(src, math, mlen);
-  if (expr_cuda) snprintf(src + mlen, n - mlen, body, expr_cuda);
-  else snprintf(src + mlen, n - mlen, "%s", body);
+  memcpy(src, prelude, plen);
+  memcpy(src + plen, math, mlen);
+  if (expr_cuda) snprintf(src + plen + mlen, n - plen - mlen, body, expr_cuda);
+  else snprintf(src + plen + mlen, n - plen - mlen, "%s", body);
   NVRTC_OK(nvrtcCreateProgram(&prog, src, "gpu_test_epilogue.cu", 0, NULL, NULL));
   const char *opts[] = {arch};
   nvrtcResult r = nvrtcCompileProgram(prog, 1, opts);
@@ -183,7 +190,8 @@ done:
 }
 
 /* Compares out[] with the float64 evaluation; prints the worst elements. */
-static void compare(const char *text, const ft_epilogue *ep, const float *in, const float *out) {
+static void compare(const form_def *f, const char *text, const ft_epilogue *ep, const float *in, const float *out) {
+  const double REL_TOL = f->rel_tol, ABS_TOL = f->abs_tol;
   int bad = 0;
   double worst_rel = 0.0;
   for (int i = 0; i < N_INPUTS; i++) {
@@ -195,24 +203,25 @@ static void compare(const char *text, const ft_epilogue *ep, const float *in, co
       fprintf(stderr, "  %s: x = %.9g: got %.9g, float64 %.17g (abs %.3g, rel %.3g)\n", text, (double)in[i], got,
               ref, err, rel);
   }
-  fprintf(stderr, "%-22s worst relative error %.3g, %d of %d outside tolerance\n", text, worst_rel, bad, N_INPUTS);
-  if (bad) FT_FAIL_AT_("%s: %d results outside relative %g / absolute %g", text, bad, REL_TOL, ABS_TOL);
+  fprintf(stderr, "%-8s %-22s worst relative error %.3g, %d of %d outside tolerance\n", f->name, text, worst_rel, bad,
+          N_INPUTS);
+  if (bad) FT_FAIL_AT_("%s (%s): %d results outside relative %g / absolute %g", text, f->name, bad, REL_TOL, ABS_TOL);
 }
 
-static void check_case(const case_def *c, int cc, float *in, float *out, uint64_t seed) {
+static void check_case(const form_def *f, const case_def *c, int cc, float *in, float *out, uint64_t seed) {
   ft_epilogue *ep = NULL;
   ft_err err;
   if (ft_ep_parse(c->expr, &ep, &err) != FT_OK) {
     FT_FAIL_AT_("parse of %s: %s", c->expr, err.msg);
     return;
   }
-  char *code = compile_kernel(k_kernel_fmt, ft_ep_cuda(ep), cc);
+  char *code = compile_kernel(f->prelude, k_kernel_fmt, ft_ep_cuda(ep), cc);
   if (code) {
     fill_inputs(in, c->positive, seed);
     for (int i = 0; i < N_INPUTS; i++) out[i] = NAN;
     int before = ft_test_failures;
     run_kernel(code, in, N_INPUTS, out);
-    if (ft_test_failures == before) compare(c->expr, ep, in, out);
+    if (ft_test_failures == before) compare(f, c->expr, ep, in, out);
     free(code);
   }
   ft_ep_free(ep);
@@ -276,7 +285,7 @@ static void check_div(int cc) {
     in[i] = k & 1 ? -0.0f : 0.0f;
     in[N_INPUTS + i] = float_of_bits((uint32_t)splitmix64(&seed));
   }
-  if (!(code = compile_kernel(k_div_kernel, NULL, cc))) goto done;
+  if (!(code = compile_kernel("", k_div_kernel, NULL, cc))) goto done;
   int before = ft_test_failures, bad = 0;
   run_kernel(code, in, 2 * (size_t)N_INPUTS, out);
   if (ft_test_failures != before) goto done;
@@ -308,8 +317,9 @@ int main(void) {
   CUDA_OK(cudaGetDevice(&dev));
   CUDA_OK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
   CUDA_OK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-  for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++)
-    check_case(&k_cases[i], major * 10 + minor, in, out, 0x5eed0000ULL + i);
+  for (size_t f = 0; f < sizeof k_forms / sizeof k_forms[0]; f++)
+    for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++)
+      check_case(&k_forms[f], &k_cases[i], major * 10 + minor, in, out, 0x5eed0000ULL + i);
   check_div(major * 10 + minor);
 done:
   free(in);

@@ -135,6 +135,20 @@ static void test_params(void) {
   ASSERT_EQ_INT(ft_ep_param_at(ep, 3)->has_default, 0);
   ASSERT_EQ_STR(ft_ep_canonical(ep), "x * s + r + bias + a where col a, row r, scalar s");
   ASSERT_EQ_STR(ft_ep_cuda(ep), "(x * ep.s[3] + ep.v[2][row] + ep.v[1][col] + ep.v[0][col])");
+  ft_ep_free(ep);
+
+  /* tanh(softplus(e)) becomes one device function in CUDA; the canonical text keeps both. */
+  ep = parse_ok("tanh(softplus(x + bias)) * sigmoid(x + bias)");
+  if (!ep) return;
+  ASSERT_EQ_STR(ft_ep_canonical(ep), "tanh(softplus(x + bias)) * sigmoid(x + bias)");
+  ASSERT_EQ_STR(ft_ep_cuda(ep), "(ft_tanh_softplus(x + ep.v[0][col]) * ft_sigmoid(x + ep.v[0][col]))");
+  ft_ep_free(ep);
+  ep = parse_ok("tanh(x * softplus(x))");
+  if (!ep) return;
+  ASSERT_EQ_STR(ft_ep_cuda(ep), "ft_tanh(x * ft_softplus(x))");
+  ft_ep_free(ep);
+  ep = parse_ok("x * s + r + bias + a where scalar s, row r, col a");
+  if (!ep) return;
   double w[4] = {1.0, 10.0, 100.0, 2.0};
   ASSERT_CLOSE(ft_ep_eval(ep, 3.0, w), 117.0);
   ft_ep_free(ep);
