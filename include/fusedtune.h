@@ -36,9 +36,9 @@ extern "C" {
 #endif
 
 #define FUSEDTUNE_VERSION_MAJOR 0
-#define FUSEDTUNE_VERSION_MINOR 1
+#define FUSEDTUNE_VERSION_MINOR 2
 #define FUSEDTUNE_VERSION_PATCH 0
-#define FUSEDTUNE_VERSION_STRING "0.1.0"
+#define FUSEDTUNE_VERSION_STRING "0.2.0"
 #define FUSEDTUNE_VERSION_NUMBER \
   (FUSEDTUNE_VERSION_MAJOR * 1000000 + FUSEDTUNE_VERSION_MINOR * 1000 + FUSEDTUNE_VERSION_PATCH)
 
@@ -270,15 +270,15 @@ typedef struct ft_tune_progress {
   double elapsed_s;    /* since the tune started */
   double eta_s;        /* estimated seconds left in the search; < 0 when unknown */
   double eager_ms;     /* the eager-style baseline of this run, at best_ms's clock (best_ms is
-                        * compared with it); 0 when not timed. Came after 0.1: read it only from
-                        * a library as new */
+                        * compared with it); 0 when not timed. Added in 0.2: read it only when
+                        * ft_version_number() >= 2000 (a 0.1 library does not write it) */
 } ft_tune_progress;
 
 /* Called by ft_tune on the tuning thread; must not call back into the same ft_ctx. */
 typedef void (*ft_tune_progress_fn)(void *user, const ft_tune_progress *update);
 
 /* Options of ft_tune. Start from FT_TUNE_OPTIONS_INIT; struct_size rejects uninitialized use.
- * The fields from progress on came with 0.2: a struct_size of FT_TUNE_OPTIONS_V1_SIZE (a
+ * The fields from progress on were added in 0.2: a struct_size of FT_TUNE_OPTIONS_V1_SIZE (a
  * program built against 0.1) is accepted and they read as NULL / 0. */
 typedef struct ft_tune_options {
   size_t struct_size;   /* sizeof(ft_tune_options) */

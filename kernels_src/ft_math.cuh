@@ -54,15 +54,14 @@ __device__ __forceinline__ float ft_div_refined(float a, float b, float r) {
 
 /* a / b within 1 ulp of IEEE division, without its branch. CUDA's "/" checks every quotient
  * (FCHK) and calls a slow path where needed, so each quotient ends a basic block and a tile's
- * quotients cannot be interleaved: measured on the H200 (BENCHMARKS.md, session 11) with a bf16
+ * quotients cannot be interleaved: measured on the H200 (docs/BENCHMARKS.md) with a bf16
  * GEMM at 512x11008x4096, the epilogue 1 / (1 + x + b) cost 13-21 % more than x + b, sigmoid
  * 28-29 %, against 5-7 % and 7-8 % with ft_div / ft_div_by_ge1. The steps: b scaled into
  * [2^-126, 2^126) and a tiny a (whose residual below would fall under the subnormal grid) scaled
  * up, both by powers of two; the hardware reciprocal; a halved where a * r would overflow; then
  * ft_div_refined (which gives the unrefined quotient, then the IEEE result, where b is zero or
- * infinite or the quotient overflows); the scales of a undone last. (A review found the first form here off near the largest float and
- * for -0 numerators; the fixes were checked by emulation with a reciprocal 1 ulp off either
- * way, not yet on the GPU: BENCHMARKS.md, session 11.) */
+ * infinite or the quotient overflows); the scales of a undone last. Zero's sign, quotients near
+ * the largest float and divisors >= 2^126 are what gpu_test_epilogue checks against IEEE. */
 __device__ __forceinline__ float ft_div(float a, float b) {
   const float mb = fabsf(b);
   const float sb = mb >= 0x1p126f ? 0x1p-2f : (mb < 0x1p-126f ? 0x1p24f : 1.0f);

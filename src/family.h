@@ -6,7 +6,8 @@
  *
  * Adding a family: write src/family_<name>.c defining one `const ft_family`, its kernel source
  * in kernels_src/ (listed in CMakeLists.txt's FUSEDTUNE_EMBED_FILES), one line in k_families
- * (src/family.c), and tests (docs/ARCHITECTURE.md has the checklist). */
+ * (src/family.c), and tests; a tuning parameter no family has yet is a field of ft_variant
+ * (src/space.h). docs/ARCHITECTURE.md has the checklist. */
 #ifndef FT_FAMILY_H
 #define FT_FAMILY_H
 

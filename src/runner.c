@@ -36,7 +36,7 @@ typedef struct engine {
 
 /* Seconds of back-to-back work before the first timing. A GPU's clock climbs from idle while it
  * works; the first baseline, timed at once, read a cuBLAS GEMM 14 % slower than the same GEMM
- * timed seconds later (8192^3 bf16, H200, BENCHMARKS.md session 16), and every speed-up "vs
+ * timed seconds later (8192^3 bf16, H200; docs/BENCHMARKS.md), and every speed-up "vs
  * eager" is against that first baseline. */
 #define FT_WARM_S 0.3
 
@@ -168,7 +168,7 @@ static ft_status verify_and_time(engine *e, call *c, ft_runner_result *res, ft_e
    * partner's call fails the timing (LAUNCH_ERROR): cuBLAS then no longer works in this context.
    * The median of the per-round ratios to cuBLAS's GEMM is kept (gemm_ratio): the clock drifts
    * between jobs, and changes state even within one, by more than candidates differ
-   * (BENCHMARKS.md, sessions 16 and 17), so the tuner ranks by it. */
+   * (H200: 14 % within one tune; docs/BENCHMARKS.md), so the tuner ranks by it. */
   const int alone = c->job->type == FT_JOB_BASELINE && c->job->baseline == FT_BL_CUBLAS_GEMM;
   const ft_baseline_kind pk = alone ? FT_BL_EAGER : FT_BL_CUBLAS_GEMM;
   if (!e->flush_l2 && ft_baseline_available(e->bl, pk)) {

@@ -27,7 +27,8 @@ typedef struct ft_variant {
                    * blocks of its persistent grid, which add each other's partial sums (named
                    * "_sk") */
   int layout;     /* with kind, names the kernel family (src/family.c's table): for GEMMs 0 =
-                   * fp32_rows (gemm_fp32.cu), 3 = fp32_warp (gemm_fp32_warp.cu, "_w") */
+                   * fp32_rows (gemm_fp32.cu), 3 = fp32_warp (gemm_fp32_warp.cu, "_w"), 4 = tc
+                   * (gemm_tc.cu, "tc_"); 1 and 2 are retired (family.c's k_retired) */
   int math;       /* ft_math the variant computes in (0 = fp32); families that serve other modes
                    * write it as the optional JSON key "math" */
   int cluster;    /* tensor-core family: thread-block cluster size along the shared operand */

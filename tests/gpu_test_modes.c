@@ -161,7 +161,7 @@ int main(void) {
   /* 16-bit: K % 8 == 0 (cuBLAS's fast path) and an odd K; fp32 / tf32: all dimensions odd;
    * 3xtf32 also at longer K. (On the H200 SGEMM's error there stays under 3xtf32's 2^-20 floor,
    * 5.6e-7 at K 8192, so the chain's raise of the tolerance shows only at larger problems, e.g.
-   * gelu at 4096^3: BENCHMARKS.md, session 13; the assertions in run_mode hold either way.) */
+   * gelu at 4096^3 (docs/MODES.md); the assertions in run_mode hold either way.) */
   static const shape s16[] = {{127, 1000, 1000}, {129, 257, 515}}, s32[] = {{129, 257, 515}},
                      s3x[] = {{129, 257, 515}, {64, 264, 4096}, {512, 1024, 8192}};
   static const struct {

@@ -18,7 +18,7 @@ from .core import (BestEntry, Config, Database, Device, Epilogue, MathMode, Para
 from .errors import *  # noqa: F401,F403  (the exception classes)
 from ._lib import LibraryNotFound
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 def __getattr__(name):

@@ -1,14 +1,16 @@
 #!/bin/bash
-# Last GPU pass of the session: every GPU test but the long fp32 variant sweep, and a bf16 tune
-# -> query -> bench -> example through the CLI. Logs: $OUT/final.txt.
+# Usage: [OUT=DIR] scripts/gpu/smoke.sh
+# A GPU machine's check before a commit is called done: every GPU test but the long fp32 variant
+# sweep (FT_TEST_QUICK), then a bf16 tune -> query -> bench of minsub through the CLI.
+# Logs: $OUT/final.txt (OUT default ./h200-logs). SQLITE_INCLUDE as for scripts/gpu/build.sh.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/h200-logs}; mkdir -p "$OUT"
 A=$OUT/final.txt
 t0=$(date +%s)
 el() { echo "$(( $(date +%s) - t0 ))s"; }
 rm -f "$A"
-. scripts/h200_build.sh "$A"
+. scripts/gpu/build.sh "$A"
 echo "== build done $(el)"
 FT_TEST_QUICK=1 timeout 300 ctest --test-dir build -L gpu -E variants --output-on-failure >> "$A" 2>&1; echo "ctest -L gpu -E variants (quick tc) rc=$? $(el)"
 grep -E "Test +#|tests passed" "$A" | tail -8; grep -E "^summary" "$A" | tail -2

@@ -1,8 +1,7 @@
 #!/bin/bash
-# Issue 15 on the H200: the default (fast) search against the exhaustive one, cold and repeated
-# tune times, and a 20 s budget against the fastest safe configuration (cuBLAS + epilogue pass).
-#
-#   scripts/h200_search.sh [--group 0..5 | JOB...]      JOB = MxNxK:EPILOGUE:MODE
+# Usage: [PRECOMPILE=1] [MAX_S=450] [OUT=DIR] scripts/gpu/search.sh [--group 0..5 | JOB...]   JOB = MxNxK:EPILOGUE:MODE
+# The default (fast) search against the exhaustive one, cold and repeated tune times, and a 20 s
+# budget against the fastest safe configuration (cuBLAS + epilogue pass).
 #
 # --group 0 runs the GPU tests the search touches (gpu_test_tune: tiny budgets in every search,
 # planted wrong/faulting/hanging kernels; gpu_test_robust; gpu_test_api) and no job.
@@ -14,9 +13,9 @@
 # group 1 runs. PRECOMPILE=1 compiles each job's kernels once before its timed tunes (see below).
 # A wall-clock guard (MAX_S, default 450 s from the start, build included) skips
 # what would not fit and says so. Logs: $OUT/search.log (every command's output),
-# $OUT/search_table.txt (the table printed last). SQLITE_INCLUDE as for scripts/h200_build.sh.
+# $OUT/search_table.txt (the table printed last). SQLITE_INCLUDE as for scripts/gpu/build.sh.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/h200-logs}
 LOG=$OUT/search.log
 TABLE=$OUT/search_table.txt
@@ -47,7 +46,7 @@ esac
 mkdir -p "$OUT"
 : > "$LOG"
 # FT_BIN and SKIP_BUILD=1: a binary built already (or a stand-in, to check this script).
-[ "${SKIP_BUILD:-0}" = 1 ] || . scripts/h200_build.sh "$LOG"
+[ "${SKIP_BUILD:-0}" = 1 ] || . scripts/gpu/build.sh "$LOG"
 echo "== build done $(el)s"
 FT=${FT_BIN:-./build/fusedtune}
 if [ "$GPU_TESTS" = 1 ]; then

@@ -1,8 +1,7 @@
 #!/bin/bash
-# The tc family on the H200 (issue 20): its GPU tests, then per job a tune on a fresh database,
+# Usage: [TESTS="bf16 tf32"] [QUICK=1] [JOBS="1024x8192x8192:biasrelu:bf16 ..."] [NCU=JOB] scripts/gpu/probe.sh
+# The tensor-core family on a GPU machine: its GPU tests, then per job a tune on a fresh database,
 # the fastest tc kernels against cuBLAS's GEMM alone, and the bench; optionally ncu.
-#
-#   TESTS="bf16 tf32" QUICK=1 JOBS="1024x8192x8192:biasrelu:bf16 ..." NCU=JOB scripts/h200_probe.sh
 #
 # TESTS: modes of gpu_test_tc to run (QUICK=1: FT_TEST_QUICK, one epilogue; FULL="bf16" runs
 # those modes with every epilogue); SANITIZE="bf16 tf32": compute-sanitizer memcheck and
@@ -12,15 +11,15 @@
 # relu(x + bias) in bf16 at 1024x8192xK for K 2048..16384 and at 2048x8192x8192 (the per-tile
 # overhead is the intercept in K). BENCH=0 skips the bench. NCU=JOB profiles the bench of that
 # job with ncu (--clock-control none; cuBLAS's kernel name says its tile, cluster and schedule).
-# Logs: $OUT/probe.log; the table printed last. SQLITE_INCLUDE as for scripts/h200_build.sh.
+# Logs: $OUT/probe.log; the table printed last. SQLITE_INCLUDE as for scripts/gpu/build.sh.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/h200-logs}; mkdir -p "$OUT"
 A=$OUT/probe.log
 T=$OUT/table.txt; : > "$T"
 t0=$(date +%s)
 el() { echo "$(( $(date +%s) - t0 ))s"; }
-. scripts/h200_build.sh "$A"
+. scripts/gpu/build.sh "$A"
 echo "build $(el)"
 for m in ${TESTS-bf16 tf32} ${FULL-}; do
   q=${QUICK-1}; case " ${FULL-} " in *" $m "*) q= ;; esac

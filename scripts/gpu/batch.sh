@@ -1,18 +1,17 @@
 #!/bin/bash
-# Issue 19 on the H200: `tune --problems FILE --devices all` (one device on a one-GPU machine).
+# Usage: [OUT=DIR] [MAX_S=345] [SKIP_BUILD=1] scripts/gpu/batch.sh
+# `tune --problems FILE --devices all` on a GPU machine (one device on a one-GPU machine).
 #
-#   scripts/h200_batch.sh
-#
-# Builds (scripts/h200_build.sh), runs gpu_test_batch (five problems with --devices all, every
+# Builds (scripts/gpu/build.sh), runs gpu_test_batch (five problems with --devices all, every
 # problem stored once; the same file interrupted by SIGINT after the first progress line and run
 # again: complete, nothing measured twice) and test_problems / test_schedule, then a five-problem
 # file of model-like shapes with --devices all on a fresh database, printing its summary and
 # wall time, and the same command again (everything measured: it should take seconds). A guard
 # (MAX_S, default 345 s from the start) skips what would not fit in 6 minutes. Logs: $OUT/batch.log
 # (every command's output), $OUT/batch_table.txt (the table printed last). SQLITE_INCLUDE as for
-# scripts/h200_build.sh.
+# scripts/gpu/build.sh.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/h200-logs}
 mkdir -p "$OUT"
 LOG=$OUT/batch.log
@@ -23,7 +22,7 @@ t0=$(date +%s)
 el() { echo $(( $(date +%s) - t0 )); }
 case "${1:-}" in -h|--help) sed -n 2,14p "$0"; exit 0 ;; esac
 
-[ "${SKIP_BUILD:-0}" = 1 ] || . scripts/h200_build.sh "$LOG"
+[ "${SKIP_BUILD:-0}" = 1 ] || . scripts/gpu/build.sh "$LOG"
 echo "== build done $(el)s"
 FT=${FT_BIN:-./build/fusedtune}
 $FT devices >> "$LOG" 2>&1
