@@ -548,11 +548,19 @@ ft_status ft__tune_summary(ft_ctx *ctx, const ft_problem *p, const ft_tune_optio
   if (max_cand < 0) return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune: max_candidates must be >= 0");
   if (ctx->flags & FT_OPEN_READONLY) return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune: the database was opened read-only");
   const char *worker = FT_OPT_HAS(opt, worker_exe) && opt->worker_exe ? opt->worker_exe : ft_default_worker();
-  ft_tune_req req = {p->m, p->n, p->k, p->epilogue, p->math, search,
-                     opt->budget_s > 0 ? opt->budget_s : FT_TUNE_DEFAULT_BUDGET_S,
-                     opt->repeats ? opt->repeats : FT_TUNE_DEFAULT_REPEATS, opt->retune, opt->flush_l2,
-                     NULL, NULL, opt->seed, max_cand, FT_OPT_HAS(opt, stop) ? opt->stop : NULL, worker, 0,
-                     ft__current_device()};
+  const ft_tune_problem problem = {.m = p->m, .n = p->n, .k = p->k, .math = p->math, .ep = ep,
+                                   .epilogue = p->epilogue};
+  ft_tune_req req = {.problem = &problem,
+                     .search = search,
+                     .budget_s = opt->budget_s > 0 ? opt->budget_s : FT_TUNE_DEFAULT_BUDGET_S,
+                     .repeats = opt->repeats ? opt->repeats : FT_TUNE_DEFAULT_REPEATS,
+                     .retune = opt->retune,
+                     .flush_l2 = opt->flush_l2,
+                     .seed = opt->seed,
+                     .max_candidates = max_cand,
+                     .stop = FT_OPT_HAS(opt, stop) ? opt->stop : NULL,
+                     .worker_exe = worker,
+                     .device = ft__current_device()};
   if (!opt->quiet && FT_OPT_HAS(opt, progress_user)) {
     req.progress = opt->progress;
     req.progress_user = opt->progress_user;

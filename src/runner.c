@@ -25,7 +25,8 @@
 
 typedef struct engine {
   ft_gpu *g;
-  ft_epilogue *ep;
+  ft_epilogue *own_ep;   /* a worker's, parsed from the wire */
+  const ft_epilogue *ep; /* own_ep or the caller's */
   ft_pdata *d;
   ft_baselines *bl;
   ft_bench *bench;
@@ -46,43 +47,50 @@ static void engine_close(engine *e) {
   ft_baselines_free(e->bl);
   ft_bench_free(e->bench);
   ft_pdata_free(e->d);
-  ft_ep_free(e->ep);
+  ft_ep_free(e->own_ep);
   ft_gpu_close(e->g);
   free(e);
 }
 
-/* known (when not NULL) is told the device as soon as it is open, before the data is prepared
- * (a worker's is send_device, which sends MSG_DEVICE; in this process, the caller's); non-OK stops the opening. */
-static ft_status engine_open(const ft_runner_setup *s, ft_runner_device_fn known, void *user, engine **out,
-                             ft_runner_hello *hello, ft_err *err) {
+/* Opens the device and says what it is. */
+static ft_status engine_open(int device, int flush_l2, engine **out, ft_runner_device *dev, ft_err *err) {
   *out = NULL;
+  memset(dev, 0, sizeof *dev);
   engine *e = calloc(1, sizeof *e);
   if (!e) return ft__fail(err, FT_ERR_NOMEM, "out of memory");
-  e->flush_l2 = s->flush_l2;
-  memset(hello, 0, sizeof *hello);
-  double t0 = ft__now_s();
-  ft_status st = ft_gpu_open(s->device, &e->g, err);
-  hello->gpu_open_s = ft__now_s() - t0;
-  if (st == FT_OK) {
-    hello->info = *ft_gpu_info(e->g);
-    hello->limits = *ft_gpu_limits(e->g);
-    snprintf(hello->arch, sizeof hello->arch, "%s", ft_gpu_arch(e->g));
-    st = ft_ep_parse(s->epilogue, &e->ep, err);
+  e->flush_l2 = flush_l2;
+  const double t0 = ft__now_s();
+  ft_status st = ft_gpu_open(device, &e->g, err);
+  dev->gpu_open_s = ft__now_s() - t0;
+  if (st != FT_OK) {
+    engine_close(e);
+    return st;
   }
-  if (st == FT_OK && known) st = known(user, hello, err);
-  t0 = ft__now_s();
-  if (st == FT_OK)
-    st = ft_pdata_create(e->g, (int)s->m, (int)s->n, (int)s->k, e->ep, s->math, s->seed, &e->d, err);
-  hello->data_s = ft__now_s() - t0;
+  dev->info = *ft_gpu_info(e->g);
+  dev->limits = *ft_gpu_limits(e->g);
+  snprintf(dev->arch, sizeof dev->arch, "%s", ft_gpu_arch(e->g));
+  *out = e;
+  return FT_OK;
+}
+
+/* The problem's data, references, tolerance and baselines on the open device; ep must outlive e
+ * (a worker hands over its own: own_ep). */
+static ft_status engine_prepare(engine *e, const ft_tune_problem *p, uint64_t seed, ft_runner_ready *ready,
+                                ft_err *err) {
+  memset(ready, 0, sizeof *ready);
+  e->ep = p->ep;
+  double t0 = ft__now_s();
+  ft_status st = ft_pdata_create(e->g, (int)p->m, (int)p->n, (int)p->k, e->ep, p->math, seed, &e->d, err);
+  ready->data_s = ft__now_s() - t0;
   /* The tolerance of the mode, from cuBLAS's own GEMM of that mode on this very problem. */
   t0 = ft__now_s();
-  if (st == FT_OK) st = ft_pdata_tolerance(e->g, e->d, &hello->tol, &hello->cublas_rel_err, err);
-  if (st == FT_OK) e->tol = hello->tol;
-  hello->tolerance_s = ft__now_s() - t0;
+  if (st == FT_OK) st = ft_pdata_tolerance(e->g, e->d, &ready->tol, &ready->cublas_rel_err, err);
+  if (st == FT_OK) e->tol = ready->tol;
+  ready->tolerance_s = ft__now_s() - t0;
   t0 = ft__now_s();
   if (st == FT_OK) st = ft_bench_create(&e->bench, err);
   if (st == FT_OK) st = ft_baselines_create(e->g, NULL, e->ep, e->d, &e->bl, err);
-  hello->baselines_setup_s = ft__now_s() - t0;
+  ready->baselines_setup_s = ft__now_s() - t0;
   /* 3xtf32: the fp32 chain's error may raise the tolerance. Its failure keeps the rule's (stricter)
    * tolerance rather than ending the tune: the eager baseline then reports it as its own result,
    * and an error that breaks the context shows at the next job. */
@@ -90,16 +98,11 @@ static ft_status engine_open(const ft_runner_setup *s, ft_runner_device_fn known
   if (st == FT_OK) {
     ft_err cerr;
     ft__err_clear(&cerr);
-    double tol = hello->tol;
-    if (ft_baseline_chain_tolerance(e->bl, &tol, &cerr) == FT_OK) hello->tol = e->tol = tol;
+    double tol = ready->tol;
+    if (ft_baseline_chain_tolerance(e->bl, &tol, &cerr) == FT_OK) ready->tol = e->tol = tol;
   }
-  hello->tolerance_s += ft__now_s() - t0;
-  if (st != FT_OK) {
-    engine_close(e);
-    return st;
-  }
-  *out = e;
-  return FT_OK;
+  ready->tolerance_s += ft__now_s() - t0;
+  return st;
 }
 
 typedef struct call {
@@ -229,8 +232,8 @@ static void engine_run(engine *e, const ft_runner_job *job, ft_runner_result *re
 /* ---------------------------------------------------------------------------------------- */
 /* The wire: [u32 type][u32 size of the fixed part][u64 bytes that follow][fixed][bytes]. */
 
-/* Start: SETUP ->, <- DEVICE (the device open), <- HELLO (data, references and baselines ready);
- * then JOB ->, <- RESULT per job. A failure before DEVICE comes as a HELLO with its status. */
+/* Start: SETUP ->, <- DEVICE (the device open, or why not), <- HELLO (data, references and
+ * baselines ready, or why not); then JOB ->, <- RESULT per job. */
 enum { MSG_SETUP = 0x46540001, MSG_HELLO, MSG_JOB, MSG_RESULT, MSG_DEVICE };
 
 typedef struct msg_head {
@@ -321,9 +324,25 @@ static int recv_msg(int fd, uint32_t type, void *fixed, uint32_t fixed_size, voi
 /* ---------------------------------------------------------------------------------------- */
 /* The worker process. */
 
+/* What the tuner sends first: the problem (its epilogue as text) and the options the worker's
+ * engine needs. */
+typedef struct setup_msg {
+  int32_t device;
+  int32_t flush_l2;
+  int64_t m, n, k;
+  int32_t math;
+  uint64_t seed;
+  char epilogue[FT_EP_MAX_TEXT + 1];
+} setup_msg;
+
+typedef struct device_msg {
+  msg_status st;
+  ft_runner_device dev;
+} device_msg;
+
 typedef struct hello_msg {
   msg_status st;
-  ft_runner_hello hello;
+  ft_runner_ready ready;
 } hello_msg;
 
 typedef struct result_msg {
@@ -331,14 +350,9 @@ typedef struct result_msg {
   ft_runner_result res;
 } result_msg;
 
-/* The worker's MSG_DEVICE, sent once the device is open and before the data is prepared. */
-static ft_status send_device(void *user, const ft_runner_hello *device, ft_err *err) {
-  hello_msg h;
-  memset(&h, 0, sizeof h);
-  h.hello = *device;
-  if (send_msg(*(const int *)user, MSG_DEVICE, &h, sizeof h, NULL, 0))
-    return ft__fail(err, FT_ERR_IO, "the tuner closed the worker's socket");
-  return FT_OK;
+static void status_of(msg_status *m, ft_status st, const ft_err *err) {
+  m->status = st;
+  snprintf(m->msg, sizeof m->msg, "%s", st == FT_OK ? "" : err->msg);
 }
 
 int ft_worker_main(int fd) {
@@ -347,19 +361,29 @@ int ft_worker_main(int fd) {
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = SIG_IGN;
   sigaction(SIGINT, &sa, NULL);
-  ft_runner_setup setup;
+  setup_msg setup;
   if (recv_msg(fd, MSG_SETUP, &setup, sizeof setup, NULL, NULL, 0)) return 2;
   setup.epilogue[FT_EP_MAX_TEXT] = '\0';
   ft_err err;
   ft__err_clear(&err);
+  device_msg d;
+  memset(&d, 0, sizeof d);
+  engine *e = NULL;
+  ft_status st = engine_open(setup.device, setup.flush_l2, &e, &d.dev, &err);
+  status_of(&d.st, st, &err);
+  if (send_msg(fd, MSG_DEVICE, &d, sizeof d, NULL, 0) || !e) {
+    engine_close(e);
+    return st == FT_OK ? 2 : 1;
+  }
   hello_msg h;
   memset(&h, 0, sizeof h);
-  engine *e = NULL;
-  h.st.status = engine_open(&setup, send_device, &fd, &e, &h.hello, &err);
-  snprintf(h.st.msg, sizeof h.st.msg, "%s", err.msg);
-  if (send_msg(fd, MSG_HELLO, &h, sizeof h, NULL, 0) || !e) {
+  st = ft_ep_parse(setup.epilogue, &e->own_ep, &err);
+  const ft_tune_problem p = {setup.m, setup.n, setup.k, (ft_math)setup.math, e->own_ep, setup.epilogue};
+  if (st == FT_OK) st = engine_prepare(e, &p, setup.seed, &h.ready, &err);
+  status_of(&h.st, st, &err);
+  if (send_msg(fd, MSG_HELLO, &h, sizeof h, NULL, 0) || st != FT_OK) {
     engine_close(e);
-    return h.st.status == FT_OK ? 2 : 1;
+    return st == FT_OK ? 2 : 1;
   }
   for (;;) {
     ft_runner_job job;
@@ -383,10 +407,13 @@ int ft_worker_main(int fd) {
 /* The tuner's side. */
 
 struct ft_runner {
-  engine *local;        /* in-process mode */
-  char *exe;            /* worker mode */
-  ft_runner_setup setup;
+  engine *local;          /* in-process mode */
+  const ft_tune_problem *problem; /* in-process mode: what prepare prepares */
+  uint64_t seed;
+  char *exe;              /* worker mode */
+  setup_msg setup;
   double job_timeout_s;
+  double deadline;        /* of the worker's start, DEVICE and HELLO both */
   pid_t pid;
   int fd;
   int restarts;
@@ -414,10 +441,19 @@ static int worker_kill(ft_runner *r, int now) {
   return status;
 }
 
-/* Starts a worker and waits until its data is ready; known (when not NULL) is told the device in
- * between. */
-static ft_status worker_spawn(ft_runner *r, ft_runner_device_fn known, void *user, ft_runner_hello *hello,
-                              ft_err *err) {
+/* Fails the worker's start: a message received (rc 0) with its status, or none. */
+static ft_status start_failed(ft_runner *r, int rc, const msg_status *m, ft_err *err) {
+  worker_kill(r, rc != 0);
+  if (rc)
+    return ft__fail(err, FT_ERR_IO, "worker %s did not start (%s)", r->exe,
+                    rc == -2 ? "no answer in 900 s" : "it exited or spoke another protocol version");
+  char msg[sizeof m->msg];
+  snprintf(msg, sizeof msg, "%.*s", (int)sizeof msg - 1, m->msg);
+  return ft__fail(err, (ft_status)m->status, "%s", msg);
+}
+
+/* Starts a worker and waits until it has opened its device. */
+static ft_status worker_spawn(ft_runner *r, ft_runner_device *dev, ft_err *err) {
   int sv[2];
   /* Close-on-exec from the start: no other child of this process inherits the socket. */
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
@@ -444,34 +480,23 @@ static ft_status worker_spawn(ft_runner *r, ft_runner_device_fn known, void *use
   close(sv[1]);
   r->pid = pid;
   r->fd = sv[0];
-  hello_msg h;
   /* Setting up builds the inputs and the float64 reference: minutes at most. */
-  const double deadline = ft__now_s() + 900;
-  uint32_t type = 0;
+  r->deadline = ft__now_s() + 900;
+  device_msg d;
   int rc = send_msg(r->fd, MSG_SETUP, &r->setup, sizeof r->setup, NULL, 0);
-  if (!rc) rc = recv_msg_of(r->fd, MSG_DEVICE, MSG_HELLO, &type, &h, sizeof h, NULL, NULL, deadline);
-  /* A worker that opened its device says so first: an OK hello straight away is another version's. */
-  if (!rc && type == MSG_HELLO && h.st.status == FT_OK) rc = -3;
-  if (!rc && type == MSG_DEVICE) {
-    h.hello.arch[sizeof h.hello.arch - 1] = '\0';
-    ft_status st = known ? known(user, &h.hello, err) : FT_OK;
-    if (st != FT_OK) {
-      worker_kill(r, 1);
-      return st;
-    }
-    rc = recv_msg(r->fd, MSG_HELLO, &h, sizeof h, NULL, NULL, deadline);
-  }
-  if (rc) {
-    worker_kill(r, 1);
-    return ft__fail(err, FT_ERR_IO, "worker %s did not start (%s)", r->exe,
-                    rc == -2 ? "no answer in 900 s" : "it exited or spoke another protocol version");
-  }
-  if (h.st.status != FT_OK) {
-    worker_kill(r, 0);
-    h.st.msg[sizeof h.st.msg - 1] = '\0';
-    return ft__fail(err, (ft_status)h.st.status, "%s", h.st.msg);
-  }
-  *hello = h.hello;
+  if (!rc) rc = recv_msg(r->fd, MSG_DEVICE, &d, sizeof d, NULL, NULL, r->deadline);
+  if (rc || d.st.status != FT_OK) return start_failed(r, rc, &d.st, err);
+  d.dev.arch[sizeof d.dev.arch - 1] = '\0';
+  *dev = d.dev;
+  return FT_OK;
+}
+
+/* Waits until the started worker's data is ready. */
+static ft_status worker_ready(ft_runner *r, ft_runner_ready *ready, ft_err *err) {
+  hello_msg h;
+  const int rc = recv_msg(r->fd, MSG_HELLO, &h, sizeof h, NULL, NULL, r->deadline);
+  if (rc || h.st.status != FT_OK) return start_failed(r, rc, &h.st, err);
+  *ready = h.ready;
   return FT_OK;
 }
 
@@ -503,21 +528,25 @@ const char *ft_default_worker(void) {
   return installed_cli[0] ? installed_cli : NULL;
 }
 
-ft_status ft_runner_start(const char *worker_exe, const ft_runner_setup *setup, double job_timeout_s,
-                          ft_runner_device_fn on_device, void *user, ft_runner **out, ft_runner_hello *hello,
+ft_status ft_runner_start(const ft_tune_problem *p, const ft_runner_opts *o, ft_runner **out, ft_runner_device *dev,
                           ft_err *err) {
   *out = NULL;
   ft_runner *r = calloc(1, sizeof *r);
   if (!r) return ft__fail(err, FT_ERR_NOMEM, "out of memory");
-  r->setup = *setup;
-  r->job_timeout_s = job_timeout_s > 0 ? job_timeout_s : 60;
+  r->problem = p;
+  r->seed = o->seed;
+  r->job_timeout_s = o->job_timeout_s > 0 ? o->job_timeout_s : 60;
   r->fd = -1;
+  r->setup = (setup_msg){.device = o->device, .flush_l2 = o->flush_l2, .m = p->m, .n = p->n, .k = p->k,
+                         .math = (int32_t)p->math, .seed = o->seed};
+  /* The text as given (<= FT_EP_MAX_TEXT): the canonical form can be longer. */
+  snprintf(r->setup.epilogue, sizeof r->setup.epilogue, "%s", p->epilogue);
   ft_status st;
-  if (worker_exe) {
-    r->exe = ft__strdup(worker_exe);
-    st = r->exe ? worker_spawn(r, on_device, user, hello, err) : ft__fail(err, FT_ERR_NOMEM, "out of memory");
+  if (o->worker_exe) {
+    r->exe = ft__strdup(o->worker_exe);
+    st = r->exe ? worker_spawn(r, dev, err) : ft__fail(err, FT_ERR_NOMEM, "out of memory");
   } else {
-    st = engine_open(setup, on_device, user, &r->local, hello, err);
+    st = engine_open(o->device, o->flush_l2, &r->local, dev, err);
   }
   if (st != FT_OK) {
     ft_runner_stop(r);
@@ -525,6 +554,11 @@ ft_status ft_runner_start(const char *worker_exe, const ft_runner_setup *setup, 
   }
   *out = r;
   return FT_OK;
+}
+
+ft_status ft_runner_prepare(ft_runner *r, ft_runner_ready *ready, ft_err *err) {
+  if (r->local) return engine_prepare(r->local, r->problem, r->seed, ready, err);
+  return worker_ready(r, ready, err);
 }
 
 static void died(ft_runner *r, int why, ft_runner_result *res) {
@@ -558,8 +592,10 @@ ft_status ft_runner_run(ft_runner *r, const ft_runner_job *job, ft_runner_result
     return FT_OK;
   }
   if (r->fd < 0) { /* the last job killed the worker: a fresh one, same data */
-    ft_runner_hello hello;
-    FT_TRY(worker_spawn(r, NULL, NULL, &hello, err)); /* the device is known already */
+    ft_runner_device dev;
+    ft_runner_ready ready;
+    FT_TRY(worker_spawn(r, &dev, err)); /* the device is known already */
+    FT_TRY(worker_ready(r, &ready, err));
     r->restarts++;
   }
   result_msg m;
