@@ -44,7 +44,4 @@ void ft_kernel_src_free(ft_kernel_src *k); /* frees text; NULL-safe */
  * one), continued lines joined: what the hash covers. */
 void ft_code_digest(const char *src, ft_strbuf *out);
 
-/* The compile target of src on a device of arch ("sm_90" + "a"), into out[16]. */
-void ft_kernel_target(const ft_kernel_src *src, const char *device_arch, char out[16]);
-
 #endif
