@@ -145,11 +145,11 @@ struct ft_compile_plan {
   char arch[16];
   ft_compile_job *jobs;  /* the caller's, n of them */
   int n;
-  unsigned char *have;   /* per job: its outputs are set (cache, pool or here) */
   int *pos;              /* job -> position on the pool, -1 when not there */
+  unsigned char *have;   /* per job: its outputs are set (cache, pool or here); after pos[n] */
   ft_compile_job *queue; /* the uncached jobs in compile order (copies; moved to their jobs when taken) */
   int *job_of;           /* position -> job */
-  unsigned char *taken;  /* per position: moved to its job */
+  unsigned char *taken;  /* per position: moved to its job; after job_of[n_order] */
   int nq;                /* positions */
   int reach;             /* 1 + the furthest position taken */
   int threads;
@@ -190,12 +190,12 @@ static void move_limit(ft_compile_plan *p) {
 static void plan_fill(ft_compile_plan *p, const int *order, int n_order) {
   const double t0 = ft__now_s();
   p->queue = calloc((size_t)n_order + 1, sizeof *p->queue);
-  p->job_of = calloc((size_t)n_order + 1, sizeof *p->job_of);
-  p->taken = calloc((size_t)n_order + 1, 1);
-  if (!p->queue || !p->job_of || !p->taken) {
+  p->job_of = calloc((size_t)n_order + 1, sizeof *p->job_of + 1);
+  if (!p->queue || !p->job_of) {
     p->st = ft__fail(&p->err, FT_ERR_NOMEM, "out of memory");
     return;
   }
+  p->taken = (unsigned char *)(p->job_of + n_order + 1);
   int m = 0;
   for (int q = 0; q < n_order; q++) {
     const int i = order[q];
@@ -230,12 +230,12 @@ ft_status ft_compile_plan_start(ft_db *db, const char *arch, ft_compile_job *job
                                 int n_order, ft_compile_plan **out, ft_err *err) {
   *out = NULL;
   ft_compile_plan *p = calloc(1, sizeof *p);
-  if (p) p->have = calloc((size_t)n + 1, 1), p->pos = malloc(((size_t)n + 1) * sizeof *p->pos);
-  if (!p || !p->have || !p->pos) {
-    if (p) free(p->have), free(p->pos);
+  if (p) p->pos = calloc((size_t)n + 1, sizeof *p->pos + 1);
+  if (!p || !p->pos) {
     free(p);
     return ft__fail(err, FT_ERR_NOMEM, "out of memory");
   }
+  p->have = (unsigned char *)(p->pos + n + 1);
   p->db = db;
   snprintf(p->arch, sizeof p->arch, "%s", arch);
   p->jobs = jobs;
@@ -301,9 +301,7 @@ void ft_compile_plan_end(ft_compile_plan *p, ft_compile_stats *stats) {
     stats->wait_s += p->stats.wait_s;
   }
   free(p->queue);
-  free(p->job_of);
-  free(p->taken);
-  free(p->have);
-  free(p->pos);
+  free(p->job_of); /* and taken */
+  free(p->pos);    /* and have */
   free(p);
 }
