@@ -199,7 +199,7 @@ static void plan_fill(ft_compile_plan *p, const int *order, int n_order) {
   int m = 0;
   for (int q = 0; q < n_order; q++) {
     const int i = order[q];
-    if (i < 0 || i >= p->n || p->have[i] || p->pos[i] >= 0) continue;
+    if (i < 0 || i >= p->n || p->have[i] || p->pos[i] != -1) continue; /* -2: listed already */
     p->queue[m] = p->jobs[i];
     p->pos[i] = -2; /* listed once */
     p->job_of[m++] = i;
