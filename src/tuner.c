@@ -64,7 +64,12 @@ static double eager_on_run_clock(const tuner *t) {
 /* Reports one step ("preparing", "compiling", ...) with a line for people. */
 static void report_step(tuner *t, const char *phase, const char *message) {
   if (!t->req->progress) return;
-  ft_tune_progress u = {phase, message, 0, 0, -1, ft__now_s() - t->t0, -1, eager_on_run_clock(t)};
+  const ft_tune_progress u = {.phase = phase,
+                              .message = message,
+                              .best_ms = -1,
+                              .elapsed_s = ft__now_s() - t->t0,
+                              .eta_s = -1,
+                              .eager_ms = eager_on_run_clock(t)};
   t->req->progress(t->req->progress_user, &u);
 }
 
@@ -73,8 +78,14 @@ static void progress(void *user, const ft_search_progress *p) {
   tuner *t = user;
   if (t->plan) ft_compile_plan_expect(t->plan, p->left);
   if (!t->req->progress || p->total <= 0) return;
-  ft_tune_progress u = {p->phase, "", p->done, p->total, p->best_ms, ft__now_s() - t->t0, p->eta_s,
-                        eager_on_run_clock(t)};
+  const ft_tune_progress u = {.phase = p->phase,
+                              .message = "",
+                              .done = p->done,
+                              .total = p->total,
+                              .best_ms = p->best_ms,
+                              .elapsed_s = ft__now_s() - t->t0,
+                              .eta_s = p->eta_s,
+                              .eager_ms = eager_on_run_clock(t)};
   t->req->progress(t->req->progress_user, &u);
 }
 
@@ -351,7 +362,12 @@ static ft_status search(tuner *t, ft_err *err) {
   t->sum->n_skipped_known = t->nc - todo;
   const ft_search_cfg cfg = search_cfg(t);
   /* The compilation was planned in ft_search_order's order when the device was known. */
-  const ft_search_ops ops = {t, op_measure, op_store, op_clock, op_check_stop, progress};
+  const ft_search_ops ops = {.user = t,
+                             .measure = op_measure,
+                             .store = op_store,
+                             .clock = op_clock,
+                             .check_stop = op_check_stop,
+                             .progress = progress};
   ft_status s = ft_search_run(it, t->nc, &cfg, &ops, &t->ss, err);
   t->sum->budget_exhausted = t->ss.budget_exhausted;
   t->sum->n_early_stopped = t->ss.early_stopped;
