@@ -26,10 +26,6 @@ __device__ __forceinline__ float4 ft_step_load4(const float *p, size_t i) {
 __device__ __forceinline__ uint2 ft_step_load4(const ft_elem_t *p, size_t i) {
   return p ? *reinterpret_cast<const uint2 *>(p + i) : make_uint2(0u, 0u);
 }
-
-__device__ __forceinline__ float ft_step_half(unsigned w, int hi) {
-  return ft_to_float((ft_elem_t)(hi ? w >> 16 : w & 0xffffu));
-}
 #endif
 
 extern "C" __global__ void __launch_bounds__(FT_AUX_BLOCK)
@@ -42,38 +38,26 @@ ft_eager_step(const ft_elem_t *in0, const ft_elem_t *in1,
   ft_rowcol(i, total, N, row, col);
   if (i + 4 <= total) {
 #if FT_DTYPE == 0
-    const float4 a = ft_step_load4(in0, i), b = ft_step_load4(in1, i), c = ft_step_load4(in2, i);
-    float4 o;
-    o.x = ft_step_apply(a.x, b.x, c.x, row, col, ep);
-    ft_rowcol_next(N, row, col);
-    o.y = ft_step_apply(a.y, b.y, c.y, row, col, ep);
-    ft_rowcol_next(N, row, col);
-    o.z = ft_step_apply(a.z, b.z, c.z, row, col, ep);
-    ft_rowcol_next(N, row, col);
-    o.w = ft_step_apply(a.w, b.w, c.w, row, col, ep);
-    *reinterpret_cast<float4 *>(out + i) = o;
+    const float4 a4 = ft_step_load4(in0, i), b4 = ft_step_load4(in1, i), c4 = ft_step_load4(in2, i);
+    const float a[4] = {a4.x, a4.y, a4.z, a4.w}, b[4] = {b4.x, b4.y, b4.z, b4.w}, c[4] = {c4.x, c4.y, c4.z, c4.w};
+    float o[4];
+    ft_aux_lanes<4>(N, row, col, [&](int l, int r, int cl) { o[l] = ft_step_apply(a[l], b[l], c[l], r, cl, ep); });
+    *reinterpret_cast<float4 *>(out + i) = make_float4(o[0], o[1], o[2], o[3]);
 #else
     const uint2 a = ft_step_load4(in0, i), b = ft_step_load4(in1, i), c = ft_step_load4(in2, i);
     const unsigned aw[2] = {a.x, a.y}, bw[2] = {b.x, b.y}, cw[2] = {c.x, c.y};
-    unsigned o[2];
-#pragma unroll
-    for (int w = 0; w < 2; w++) {
-      const float lo = ft_step_apply(ft_step_half(aw[w], 0), ft_step_half(bw[w], 0), ft_step_half(cw[w], 0), row,
-                                     col, ep);
-      ft_rowcol_next(N, row, col);
-      const float hi = ft_step_apply(ft_step_half(aw[w], 1), ft_step_half(bw[w], 1), ft_step_half(cw[w], 1), row,
-                                     col, ep);
-      ft_rowcol_next(N, row, col);
-      o[w] = (unsigned)ft_from_float(lo) | ((unsigned)ft_from_float(hi) << 16);
-    }
-    *reinterpret_cast<uint2 *>(out + i) = make_uint2(o[0], o[1]);
+    float o[4];
+    ft_aux_lanes<4>(N, row, col, [&](int l, int r, int cl) {
+      o[l] = ft_step_apply(ft_half_of(aw[l / 2], l % 2), ft_half_of(bw[l / 2], l % 2), ft_half_of(cw[l / 2], l % 2), r,
+                           cl, ep);
+    });
+    *reinterpret_cast<uint2 *>(out + i) = make_uint2(ft_pack2(o[0], o[1]), ft_pack2(o[2], o[3]));
 #endif
     return;
   }
-  for (size_t e = i; e < total; e++) {
+  ft_aux_scalar<4>(i, total, N, row, col, [&](unsigned long long e, int r, int cl) {
     const float a = in0 ? ft_to_float(in0[e]) : 0.f, b = in1 ? ft_to_float(in1[e]) : 0.f,
                 c = in2 ? ft_to_float(in2[e]) : 0.f;
-    out[e] = ft_from_float(ft_step_apply(a, b, c, row, col, ep));
-    ft_rowcol_next(N, row, col);
-  }
+    out[e] = ft_from_float(ft_step_apply(a, b, c, r, cl, ep));
+  });
 }

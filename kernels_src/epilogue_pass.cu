@@ -34,45 +34,38 @@ ft_epilogue_pass(ft_elem_t *__restrict__ Y, int M, int N, FtEpArgs ep) {
 #if FT_DTYPE != 0 && FT_VEC > 1
     if (i + FT_VEC <= total) {
       const ft_epi_pack p = *reinterpret_cast<const ft_epi_pack *>(Y + i);
+      float v[FT_VEC];
+      ft_aux_lanes<FT_VEC>(N, row, col, [&](int l, int r, int cl) {
+        v[l] = ft_apply_epilogue(ft_half_of(p.w[l / 2], l % 2), r, cl, ep);
+      });
       ft_epi_pack o;
 #pragma unroll
-      for (int j = 0; j < FT_VEC; j += 2) {
-        const float lo = ft_apply_epilogue(ft_to_float((ft_elem_t)(p.w[j / 2] & 0xffffu)), row, col, ep);
-        ft_rowcol_next(N, row, col);
-        const float hi = ft_apply_epilogue(ft_to_float((ft_elem_t)(p.w[j / 2] >> 16)), row, col, ep);
-        ft_rowcol_next(N, row, col);
-        o.w[j / 2] = (unsigned)ft_from_float(lo) | ((unsigned)ft_from_float(hi) << 16);
-      }
+      for (int j = 0; j < FT_VEC / 2; j++) o.w[j] = ft_pack2(v[2 * j], v[2 * j + 1]);
       *reinterpret_cast<ft_epi_pack *>(Y + i) = o;
       continue;
     }
 #elif FT_VEC == 4
     if (i + 4 <= total) {
-      float4 v = *reinterpret_cast<const float4 *>(Y + i);
-      v.x = ft_apply_epilogue(v.x, row, col, ep);
-      ft_rowcol_next(N, row, col);
-      v.y = ft_apply_epilogue(v.y, row, col, ep);
-      ft_rowcol_next(N, row, col);
-      v.z = ft_apply_epilogue(v.z, row, col, ep);
-      ft_rowcol_next(N, row, col);
-      v.w = ft_apply_epilogue(v.w, row, col, ep);
-      *reinterpret_cast<float4 *>(Y + i) = v;
+      const float4 v = *reinterpret_cast<const float4 *>(Y + i);
+      const float a[4] = {v.x, v.y, v.z, v.w};
+      float o[4];
+      ft_aux_lanes<4>(N, row, col, [&](int l, int r, int cl) { o[l] = ft_apply_epilogue(a[l], r, cl, ep); });
+      *reinterpret_cast<float4 *>(Y + i) = make_float4(o[0], o[1], o[2], o[3]);
       continue;
     }
 #elif FT_VEC == 2
     if (i + 2 <= total) {
-      float2 v = *reinterpret_cast<const float2 *>(Y + i);
-      v.x = ft_apply_epilogue(v.x, row, col, ep);
-      ft_rowcol_next(N, row, col);
-      v.y = ft_apply_epilogue(v.y, row, col, ep);
-      *reinterpret_cast<float2 *>(Y + i) = v;
+      const float2 v = *reinterpret_cast<const float2 *>(Y + i);
+      const float a[2] = {v.x, v.y};
+      float o[2];
+      ft_aux_lanes<2>(N, row, col, [&](int l, int r, int cl) { o[l] = ft_apply_epilogue(a[l], r, cl, ep); });
+      *reinterpret_cast<float2 *>(Y + i) = make_float2(o[0], o[1]);
       continue;
     }
 #endif
     // Scalar path: FT_VEC == 1, or the last partial vector of the matrix.
-    for (size_t e = i; e < i + FT_VEC && e < total; e++) {
-      Y[e] = ft_from_float(ft_apply_epilogue(ft_to_float(Y[e]), row, col, ep));
-      ft_rowcol_next(N, row, col);
-    }
+    ft_aux_scalar<FT_VEC>(i, total, N, row, col, [&](unsigned long long e, int r, int cl) {
+      Y[e] = ft_from_float(ft_apply_epilogue(ft_to_float(Y[e]), r, cl, ep));
+    });
   }
 }

@@ -43,6 +43,14 @@ struct ft_vec_t {
   unsigned short b;
   __device__ __forceinline__ operator float() const { return ft_to_float(b); }
 };
+// Element `hi` (0: low half, 1: high half) of a 32-bit word holding two 16-bit elements, and
+// two values rounded into such a word.
+__device__ __forceinline__ float ft_half_of(unsigned w, int hi) {
+  return ft_to_float((ft_elem_t)(hi ? w >> 16 : w & 0xffffu));
+}
+__device__ __forceinline__ unsigned ft_pack2(float lo, float hi) {
+  return (unsigned)ft_from_float(lo) | ((unsigned)ft_from_float(hi) << 16);
+}
 #else
 #error "fusedtune: FT_DTYPE must be 0 (fp32), 1 (bf16) or 2 (fp16)"
 #endif
@@ -136,5 +144,30 @@ __device__ __forceinline__ void ft_rowcol_next(int N, int &row, int &col) {
   if (++col == N) {
     col = 0;
     ++row;
+  }
+}
+
+// The skeleton of the elementwise auxiliary kernels (the eager-style steps, the epilogue pass,
+// the FFMA families' split-K reduction): a thread's run of consecutive elements of an [M, N]
+// row-major matrix, from its first element's row and column (ft_rowcol) on, one vector access
+// where the whole vector is inside the matrix, one element at a time where it is not.
+
+// f(lane, row, col) for the LANES elements of one access, (row, col) advanced between them.
+template <int LANES, class F>
+__device__ __forceinline__ void ft_aux_lanes(int N, int &row, int &col, F f) {
+#pragma unroll
+  for (int l = 0; l < LANES; l++) {
+    f(l, row, col);
+    if (l + 1 < LANES) ft_rowcol_next(N, row, col);
+  }
+}
+
+// f(e, row, col) for the elements e of [i, i + MAX) inside the matrix, one at a time.
+template <int MAX, class F>
+__device__ __forceinline__ void ft_aux_scalar(unsigned long long i, unsigned long long total, int N, int row, int col,
+                                              F f) {
+  for (unsigned long long e = i; e < i + MAX && e < total; e++) {
+    f(e, row, col);
+    ft_rowcol_next(N, row, col);
   }
 }

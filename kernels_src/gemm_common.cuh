@@ -104,20 +104,17 @@ ft_splitk_reduce(const float *__restrict__ WS, float *__restrict__ Y, int M, int
       const float4 p = *reinterpret_cast<const float4 *>(WS + (size_t)z * total + base);
       s.x += p.x; s.y += p.y; s.z += p.z; s.w += p.w;
     }
-    float4 o;
-    o.x = ft_apply_epilogue(s.x, row, col, ep);
-    o.y = ft_apply_epilogue(s.y, row, col + 1, ep);
-    o.z = ft_apply_epilogue(s.z, row, col + 2, ep);
-    o.w = ft_apply_epilogue(s.w, row, col + 3, ep);
-    *reinterpret_cast<float4 *>(Y + base) = o;
+    const float a[4] = {s.x, s.y, s.z, s.w};
+    float o[4];
+    ft_aux_lanes<4>(N, row, col, [&](int l, int r, int c) { o[l] = ft_apply_epilogue(a[l], r, c, ep); });
+    *reinterpret_cast<float4 *>(Y + base) = make_float4(o[0], o[1], o[2], o[3]);
     return;
   }
-  for (int e = 0; e < 4 && base + e < total; e++) {
-    float s = WS[base + e];
-    for (int z = 1; z < S; z++) s += WS[(size_t)z * total + base + e];
-    Y[base + e] = ft_apply_epilogue(s, row, col, ep);
-    ft_rowcol_next(N, row, col);
-  }
+  ft_aux_scalar<4>(base, total, N, row, col, [&](unsigned long long e, int r, int c) {
+    float s = WS[e];
+    for (int z = 1; z < S; z++) s += WS[(size_t)z * total + e];
+    Y[e] = ft_apply_epilogue(s, r, c, ep);
+  });
 }
 #endif
 

@@ -185,13 +185,12 @@ ft_tc_splitk_reduce(const float *__restrict__ WS, ft_elem_t *__restrict__ Y, int
     if (base >= total) return;
     int row, col;
     ft_rowcol(base, total, N, row, col);
-    for (int e = 0; e < FT_AUX_ELEMS && base + e < total; e++) {
-      float s = WS[base + e];
+    ft_aux_scalar<FT_AUX_ELEMS>(base, total, N, row, col, [&](unsigned long long e, int r, int c) {
+      float s = WS[e];
 #pragma unroll
-      for (int z = 1; z < FtTcThis::split_k; z++) s += WS[(size_t)z * total + base + e];
-      Y[base + e] = ft_from_float(ft_apply_epilogue(s, row, col, ep));
-      ft_rowcol_next(N, row, col);
-    }
+      for (int z = 1; z < FtTcThis::split_k; z++) s += WS[(size_t)z * total + e];
+      Y[e] = ft_from_float(ft_apply_epilogue(s, r, c, ep));
+    });
   } else {
     (void)WS, (void)Y, (void)M, (void)N, (void)ep;
   }

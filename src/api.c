@@ -406,23 +406,6 @@ ft_status ft_lookup(ft_ctx *ctx, const ft_problem *p, unsigned flags, ft_config 
   return FT_OK;
 }
 
-static ft_status load_cubin(ft_ctx *ctx, const ft_kernel_src *src, void **cubin, size_t *size) {
-  char arch[16];
-  ft_kernel_target(src, ft_gpu_arch(ctx->gpu), arch);
-  const char *opts = ft_compile_options(arch);
-  ft_status s = ft_db_cubin_get(ctx->db, src->hash, arch, ft_nvrtc_version(), opts, cubin, size, &ctx->err);
-  if (s != FT_ERR_NOT_FOUND) return s;
-  char *log = NULL;
-  s = ft_compile_one(src->text, arch, cubin, size, &log, &ctx->err);
-  free(log);
-  if (s != FT_OK) return s;
-  if (!(ctx->flags & FT_OPEN_READONLY)) {
-    ft_err e; /* a failed cache store costs the next process a compile, nothing more */
-    ft_db_cubin_put(ctx->db, src->hash, arch, ft_nvrtc_version(), opts, *cubin, *size, &e);
-  }
-  return FT_OK;
-}
-
 ft_status ft_plan_create(ft_ctx *ctx, const ft_problem *p, const ft_config *cfg, ft_plan **plan) {
   if (!ctx) return FT_ERR_INVALID_ARG;
   if (!plan || !cfg) return fail(ctx, FT_ERR_INVALID_ARG, "ft_plan_create: cfg and plan must not be NULL");
@@ -444,15 +427,18 @@ ft_status ft_plan_create(ft_ctx *ctx, const ft_problem *p, const ft_config *cfg,
   pl->ctx = ctx;
   ft_variant_name(&v, pl->name, sizeof pl->name);
   ft_kernel_src src = {0};
-  void *cubin = NULL;
-  size_t size = 0;
+  ft_compile_job job = {0};
   ft_status s = ft_ep_parse(p->epilogue, &pl->ep, &ctx->err);
   if (s == FT_OK) s = ft_codegen_variant(&v, pl->ep, &src, &ctx->err);
-  if (s == FT_OK) s = load_cubin(ctx, &src, &cubin, &size);
+  if (s == FT_OK) {
+    job = (ft_compile_job){.src = src.text, .hash = src.hash, .arch_suffix = src.arch_suffix};
+    /* A read-only database quietly keeps what it has (ft_compile_many). */
+    s = ft_compile_source(ctx->db, ft_gpu_arch(ctx->gpu), &job, cfg->name, &ctx->err);
+  }
   if (s == FT_OK)
-    s = ft_launchable_init(&pl->run, ctx->gpu, &v, (int)p->m, (int)p->n, (int)p->k, cubin, size, src.kernel, src.reduce,
-                           &ctx->err);
-  free(cubin);
+    s = ft_launchable_init(&pl->run, ctx->gpu, &v, (int)p->m, (int)p->n, (int)p->k, job.cubin, job.cubin_size,
+                           src.kernel, src.reduce, &ctx->err);
+  ft_compile_job_clear(&job);
   ft_kernel_src_free(&src);
   if (s != FT_OK) {
     ft_plan_destroy(pl);
@@ -548,11 +534,19 @@ ft_status ft__tune_summary(ft_ctx *ctx, const ft_problem *p, const ft_tune_optio
   if (max_cand < 0) return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune: max_candidates must be >= 0");
   if (ctx->flags & FT_OPEN_READONLY) return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune: the database was opened read-only");
   const char *worker = FT_OPT_HAS(opt, worker_exe) && opt->worker_exe ? opt->worker_exe : ft_default_worker();
-  ft_tune_req req = {p->m, p->n, p->k, p->epilogue, p->math, search,
-                     opt->budget_s > 0 ? opt->budget_s : FT_TUNE_DEFAULT_BUDGET_S,
-                     opt->repeats ? opt->repeats : FT_TUNE_DEFAULT_REPEATS, opt->retune, opt->flush_l2,
-                     NULL, NULL, opt->seed, max_cand, FT_OPT_HAS(opt, stop) ? opt->stop : NULL, worker, 0,
-                     ft__current_device()};
+  const ft_tune_problem problem = {.m = p->m, .n = p->n, .k = p->k, .math = p->math, .ep = ep,
+                                   .epilogue = p->epilogue};
+  ft_tune_req req = {.problem = &problem,
+                     .search = search,
+                     .budget_s = opt->budget_s > 0 ? opt->budget_s : FT_TUNE_DEFAULT_BUDGET_S,
+                     .repeats = opt->repeats ? opt->repeats : FT_TUNE_DEFAULT_REPEATS,
+                     .retune = opt->retune,
+                     .flush_l2 = opt->flush_l2,
+                     .seed = opt->seed,
+                     .max_candidates = max_cand,
+                     .stop = FT_OPT_HAS(opt, stop) ? opt->stop : NULL,
+                     .worker_exe = worker,
+                     .device = ft__current_device()};
   if (!opt->quiet && FT_OPT_HAS(opt, progress_user)) {
     req.progress = opt->progress;
     req.progress_user = opt->progress_user;

@@ -41,10 +41,8 @@ static ft_status load_best(ft_db *db, const ft_epilogue *ep, const ft_best *best
   FT_TRY(ft_variant_from_json(best->config_json, &v, err));
   ft_kernel_src src;
   FT_TRY(ft_codegen_variant(&v, ep, &src, err));
-  ft_compile_job job = {src.text, src.hash, NULL, 0, 0, FT_OK, NULL, src.arch_suffix, 0, 0.0};
-  ft_status st = ft_compile_many(db, ft_gpu_arch(b->g), &job, 1, 1, err);
-  if (st == FT_OK && job.status != FT_OK)
-    st = ft__fail(err, FT_ERR_COMPILE, "best config does not compile: %.500s", job.log ? job.log : "");
+  ft_compile_job job = {.src = src.text, .hash = src.hash, .arch_suffix = src.arch_suffix};
+  ft_status st = ft_compile_source(db, ft_gpu_arch(b->g), &job, "best config", err);
   if (st == FT_OK)
     st = ft_launchable_init(&b->run, b->g, &v, b->d->m, b->d->n, b->d->k, job.cubin, job.cubin_size, src.kernel,
                             src.reduce, err);

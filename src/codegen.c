@@ -172,10 +172,3 @@ void ft_kernel_src_free(ft_kernel_src *k) {
   free(k->text);
   k->text = NULL;
 }
-
-void ft_kernel_target(const ft_kernel_src *src, const char *device_arch, char out[16]) {
-  const char *a = device_arch ? device_arch : "", *sfx = src ? src->arch_suffix : "";
-  const size_t n = strlen(a), sn = strlen(sfx);
-  const int named = sn > 0 && n >= sn && strcmp(a + n - sn, sfx) == 0; /* "sm_90a" already */
-  snprintf(out, 16, "%s%s", a, named ? "" : sfx);
-}

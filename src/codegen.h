@@ -48,7 +48,4 @@ void ft_code_digest(const char *src, ft_strbuf *out);
  * kernels_src/ft_math.cuh): tf32, bf16, fp16; fp32 and 3xtf32 keep the precise ones. */
 int ft_epilogue_fast_math(ft_math math);
 
-/* The compile target of src on a device of arch ("sm_90" + "a"), into out[16]. */
-void ft_kernel_target(const ft_kernel_src *src, const char *device_arch, char out[16]);
-
 #endif

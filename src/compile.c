@@ -359,6 +359,13 @@ ft_status ft_compile_many(ft_db *db, const char *arch, ft_compile_job *jobs, int
   return ft_compile_many_progress(db, arch, jobs, n, nthreads, NULL, NULL, err);
 }
 
+ft_status ft_compile_source(ft_db *db, const char *arch, ft_compile_job *job, const char *what, ft_err *err) {
+  FT_TRY(ft_compile_many(db, arch, job, 1, 1, err));
+  if (job->status != FT_OK)
+    return ft__fail(err, FT_ERR_COMPILE, "%s does not compile: %.500s", what, job->log ? job->log : "");
+  return FT_OK;
+}
+
 ft_status ft_compile_many_progress(ft_db *db, const char *arch, ft_compile_job *jobs, int n, int nthreads,
                                    ft_compile_progress_fn progress, void *user, ft_err *err) {
   FT_TRY(check_jobs(arch, jobs, n, err));

@@ -45,6 +45,10 @@ ft_status ft_compile_one(const char *src, const char *arch, void **cubin, size_t
  * FT_ERR_NOMEM, a cache read error). */
 ft_status ft_compile_many(ft_db *db, const char *arch, ft_compile_job *jobs, int n, int nthreads,
                           ft_err *err);
+/* One job through the cache (db may be NULL): ft_compile_many of one, where a compile failure is
+ * an error, FT_ERR_COMPILE "<what> does not compile: <NVRTC's log>". The way a plan or bench gets
+ * its cubin. */
+ft_status ft_compile_source(ft_db *db, const char *arch, ft_compile_job *job, const char *what, ft_err *err);
 /* ft_compile_many that calls progress(user, done, total) after each compilation (total: the
  * distinct uncached sources), from the compiling threads but never two at once. */
 typedef void (*ft_compile_progress_fn)(void *user, int done, int total);

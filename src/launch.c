@@ -201,7 +201,7 @@ ft_status ft_cublas_gemm(ft_gpu *g, ft_math math, const void *X, const void *W, 
   else if (math == FT_MATH_FP16)
     type = CUDA_R_16F;
   else
-    return ft__fail(err, FT_ERR_INVALID_ARG, "cuBLAS GEMM: math mode %d", (int)math);
+    return ft__fail(err, FT_ERR_UNSUPPORTED, "cuBLAS GEMM: math mode %d", (int)math); /* as ft_check_problem says it */
   FT_CUBLAS_TRY(err, cublasSetStream(h, stream));
   /* Column-major view as in ft_cublas_sgemm. */
   FT_CUBLAS_TRY(err, cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, W, type, k, X, type, k, &zero, Y, type, n,

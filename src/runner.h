@@ -8,32 +8,38 @@
 #include "baseline.h"
 #include "bench.h"
 #include "launch.h"
+#include "tune_problem.h"
 
-typedef struct ft_runner_setup {
-  int device; /* CUDA device ordinal */
-  int64_t m, n, k;
-  char epilogue[FT_EP_MAX_TEXT + 1];
+/* How a runner runs: in a worker process of worker_exe (`EXE __worker FD`, the fusedtune CLI) or,
+ * with NULL, in this process; on which CUDA device; what seeds the problem's data. */
+typedef struct ft_runner_opts {
+  const char *worker_exe;
+  double job_timeout_s; /* bound on one job of a worker (a hung kernel is killed with it); 0 = 60 s */
+  int device;           /* CUDA device ordinal */
   uint64_t seed;
   int flush_l2;
-  ft_math math; /* the mode candidates compute in; data, reference and baselines follow it */
-} ft_runner_setup;
+} ft_runner_opts;
 
-/* What the device is, as the runner found it, and the tolerance its results are judged by. */
-typedef struct ft_runner_hello {
+/* What the device is, as the runner found it on opening it. */
+typedef struct ft_runner_device {
   ft_device_info info;
   ft_device_limits limits;
   char arch[16];
+  double gpu_open_s; /* seconds: CUDA context and cuBLAS handles */
+} ft_runner_device;
+
+/* What a prepared runner judges results by, and what preparing it took. */
+typedef struct ft_runner_ready {
   /* rel_err a result may have and be correct (FT_TOL_FP32 in fp32, else ft_tolerance_rule of
    * cublas_rel_err; in 3xtf32 raised to the fp32 eager chain's error where that is larger,
    * ft_tolerance_with_chain), and the error of cuBLAS's GEMM of the mode against x W^T. */
   double tol;
   double cublas_rel_err;
-  /* Seconds the worker spent getting ready: CUDA context and cuBLAS handles, the inputs and
-   * the float64 references, the tolerance (cuBLAS's GEMM and its check; in 3xtf32 the eager
-   * chain's run and check too), the baselines
-   * (cuBLASLt plans, the eager chain's kernels compiled by NVRTC). */
-  double gpu_open_s, data_s, tolerance_s, baselines_setup_s;
-} ft_runner_hello;
+  /* Seconds: the inputs and the float64 references, the tolerance (cuBLAS's GEMM and its check;
+   * in 3xtf32 the eager chain's run and check too), the baselines (cuBLASLt plans, the eager
+   * chain's kernels compiled by NVRTC). */
+  double data_s, tolerance_s, baselines_setup_s;
+} ft_runner_ready;
 
 typedef enum ft_job_type { FT_JOB_BASELINE = 1, FT_JOB_CANDIDATE = 2 } ft_job_type;
 
@@ -67,18 +73,16 @@ typedef struct ft_runner_result {
 
 typedef struct ft_runner ft_runner;
 
-/* Told the device (info, limits, arch and gpu_open_s of *device set; the rest zero) as soon as
- * the runner has opened it and before it prepares inputs, references and baselines (~0.5-1 s
- * on the H200), on the caller's thread, so that work needing only the device (the tuner's
- * compilation) can start; non-OK stops the start with that status. */
-typedef ft_status (*ft_runner_device_fn)(void *user, const ft_runner_hello *device, ft_err *err);
-/* worker_exe: an executable that runs `EXE __worker FD` (the fusedtune CLI), or NULL to run in
- * this process. job_timeout_s bounds every job of a worker (a hung kernel is killed with it).
- * on_device may be NULL; a start that succeeds has called it exactly once (a restarted worker
- * never calls it), one that fails before the device opened not at all. */
-ft_status ft_runner_start(const char *worker_exe, const ft_runner_setup *setup, double job_timeout_s,
-                          ft_runner_device_fn on_device, void *user, ft_runner **out, ft_runner_hello *hello,
+/* A runner opens in two steps, so that work needing only the device (the tuner's compilation)
+ * runs while the runner prepares its data:
+ * - start opens the device (in a worker process, or here) and says what it is;
+ * - prepare builds the inputs, the float64 references, the tolerance and the baselines
+ *   (~0.5-1 s on the H200) and says what results are judged by.
+ * Jobs run only on a prepared runner. The problem (its epilogue included) must outlive the
+ * runner. A failed start leaves *out NULL; after a failed prepare, only ft_runner_stop. */
+ft_status ft_runner_start(const ft_tune_problem *p, const ft_runner_opts *o, ft_runner **out, ft_runner_device *dev,
                           ft_err *err);
+ft_status ft_runner_prepare(ft_runner *r, ft_runner_ready *ready, ft_err *err);
 /* Runs one job. A candidate's own failure is a result, not an error: the return value is
  * non-OK only when the runner itself cannot go on. */
 ft_status ft_runner_run(ft_runner *r, const ft_runner_job *job, ft_runner_result *res, ft_err *err);

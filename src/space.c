@@ -60,7 +60,8 @@ int ft_variant_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k,
                           const ft_device_limits *lim, char *why, size_t whylen) {
   if (!v || !lim) FT_WHY("NULL variant or limits");
   if (!ft_variant_valid(v, why, whylen)) return 0;
-  if (ft_check_shape(m, n, k, NULL) != FT_OK) FT_WHY("shape %lldx%lldx%lld out of range", (long long)m, (long long)n, (long long)k);
+  ft_err shape;
+  if (ft_check_shape(m, n, k, &shape) != FT_OK) FT_WHY("%s", shape.msg); /* the one shape rule, its words */
   ft_launch_geom g;
   ft_variant_geometry(v, m, n, k, &g);
   if (g.grid[0] > INT_MAX || g.rgrid[0] > INT_MAX) FT_WHY("grid too large");

@@ -1,13 +1,14 @@
-/* The tuning loop. Every candidate ends as one stored result (ok, compile_error, wrong_result,
- * launch_error), each in its own transaction, so an interrupted tune keeps what it measured. */
+/* The tuning loop, in one line: the runner opens the device; the candidates are enumerated and
+ * start compiling (src/compile_pool.c's plan) while the runner prepares the data; the baselines;
+ * the search (src/search.c) measures and stores. Every candidate ends as one stored result (ok,
+ * compile_error, wrong_result, launch_error), each in its own transaction, so an interrupted
+ * tune keeps what it measured. */
 #include "tuner.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h> /* snprintf */
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "best.h"
 #include "compile.h"
@@ -21,12 +22,9 @@ typedef struct cand {
   char name[128];
   char json[512];
   ft_kernel_src src;
-  ft_compile_job job;
   ft_launch_geom geom;
   int known;    /* measured before with the same source: skipped unless --retune */
   int injected; /* the test hook's planted candidate: 1 wrong, 2 fault, 3 hang (0: none) */
-  int compiled; /* job's outputs are set (from the cache or NVRTC) */
-  int measured; /* run in this tune */
   double cost;  /* the family's modelled cost (ft_family.enumerate) */
   double known_ms; /* with known: the fastest correct median stored before (INFINITY: none) */
   double known_rank; /* with known: its lowest stored gemm_ratio, the best's rank (INFINITY: none) */
@@ -34,45 +32,25 @@ typedef struct cand {
   double quick_ms; /* the last measurement at this run's cuBLAS clock (on_run_clock) */
 } cand;
 
-/* Compilation in the order the search measures, on a pool of threads that runs ahead of the
- * timing (src/compile_pool.c): a thread takes the next kernel as soon as it is free, up to what
- * the search still expects to measure. The threads run NVRTC only; the cubin cache is read for
- * the whole plan first and written as candidates are taken, here, on the tuning thread, which
- * alone uses the database. */
-typedef struct compiler {
-  ft_compile_pool *pool;
-  ft_compile_job *jobs; /* the plan's uncached jobs in compile order (copies; moved to their
-                         * candidates when taken) */
-  int *cand_of;         /* position in jobs -> candidate */
-  int *pos;             /* candidate -> position in jobs, -1 when not there */
-  unsigned char *taken; /* per position: moved to its candidate */
-  int n;                /* positions */
-  int reach;            /* 1 + the furthest position taken */
-  int threads;          /* NVRTC threads beside the timing */
-  char arch[16];        /* the device's, copied: the threads read it while the runner rewrites t->dev */
-  int planned;          /* plan_compile ran (once per tune, from on_device) */
-  ft_status st;         /* the plan's cache read, when it failed */
-  ft_err err;
-} compiler;
-
 typedef struct tuner {
   ft_db *db;
   const ft_tune_req *req;
-  ft_epilogue *ep;
+  const ft_tune_problem *p;
   ft_epilogue *wrong_ep; /* test hook only */
   ft_runner *runner;
-  ft_runner_hello dev;   /* the device, as the runner found it */
+  ft_runner_device dev;  /* the device, as the runner found it */
+  ft_runner_ready ready;
   int64_t device_id, problem_id, run_id;
   double t0;
   ft_tune_summary *sum;
   cand *c;
   int nc;
+  ft_compile_job *jobs;  /* candidate i's compilation, written by the plan */
+  ft_compile_plan *plan; /* what compiles, in the search's order, ahead of the timing */
   ft_search_kind search; /* req->search, parsed */
   double gemm_ms; /* cuBLAS GEMM alone in this run: the rate predictions and the measurements
                    * (on_run_clock) are scaled by */
   double eager_ratio; /* the eager chain's gemm_ratio in this run (<= 0: none) */
-  int expect_left; /* measurements the search expects still to make (< 0: unknown) */
-  compiler cc;
   ft_search_stats ss;
 } tuner;
 
@@ -86,17 +64,28 @@ static double eager_on_run_clock(const tuner *t) {
 /* Reports one step ("preparing", "compiling", ...) with a line for people. */
 static void report_step(tuner *t, const char *phase, const char *message) {
   if (!t->req->progress) return;
-  ft_tune_progress u = {phase, message, 0, 0, -1, ft__now_s() - t->t0, -1, eager_on_run_clock(t)};
+  const ft_tune_progress u = {.phase = phase,
+                              .message = message,
+                              .best_ms = -1,
+                              .elapsed_s = ft__now_s() - t->t0,
+                              .eta_s = -1,
+                              .eager_ms = eager_on_run_clock(t)};
   t->req->progress(t->req->progress_user, &u);
 }
 
 /* Reports the search's progress, with the eager-style baseline it is measured against. */
 static void progress(void *user, const ft_search_progress *p) {
   tuner *t = user;
-  t->expect_left = p->left;
+  if (t->plan) ft_compile_plan_expect(t->plan, p->left);
   if (!t->req->progress || p->total <= 0) return;
-  ft_tune_progress u = {p->phase, "", p->done, p->total, p->best_ms, ft__now_s() - t->t0, p->eta_s,
-                        eager_on_run_clock(t)};
+  const ft_tune_progress u = {.phase = p->phase,
+                              .message = "",
+                              .done = p->done,
+                              .total = p->total,
+                              .best_ms = p->best_ms,
+                              .elapsed_s = ft__now_s() - t->t0,
+                              .eta_s = p->eta_s,
+                              .eager_ms = eager_on_run_clock(t)};
   t->req->progress(t->req->progress_user, &u);
 }
 
@@ -105,10 +94,22 @@ static ft_status record(tuner *t, ft_strategy strategy, const char *variant, con
                         ft_result_status status, const ft_timing *tm, double gemm_ratio, double rel, double maxabs,
                         const char *hash, const char *msg, ft_err *err) {
   /* The lists become text here, at the database boundary. */
-  ft_result_row r = {t->run_id, t->device_id, t->problem_id, ft_strategy_name(strategy), variant, json,
-                     ft_result_status_name(status),
-                     tm ? tm->median_ms : -1, tm ? tm->min_ms : -1, tm ? tm->iqr_ms : -1,
-                     tm ? tm->repeats : 0, rel, maxabs, hash, msg ? msg : "", tm ? gemm_ratio : -1};
+  const ft_result_row r = {.run_id = t->run_id,
+                           .device_id = t->device_id,
+                           .problem_id = t->problem_id,
+                           .strategy = ft_strategy_name(strategy),
+                           .variant = variant,
+                           .config_json = json,
+                           .status = ft_result_status_name(status),
+                           .median_ms = tm ? tm->median_ms : -1,
+                           .min_ms = tm ? tm->min_ms : -1,
+                           .iqr_ms = tm ? tm->iqr_ms : -1,
+                           .repeats = tm ? tm->repeats : 0,
+                           .rel_err = rel,
+                           .max_abs_err = maxabs,
+                           .source_hash = hash,
+                           .message = msg ? msg : "",
+                           .gemm_ratio = tm ? gemm_ratio : -1};
   FT_TRY(ft_db_insert_result(t->db, &r, err));
   if (ft_strategy_is_candidate(strategy)) {
     if (status == FT_RESULT_OK) t->sum->n_ok++;
@@ -163,8 +164,8 @@ static ft_status add_candidates(tuner *t, ft_variant_kind kind, int *cap, ft_err
   double *costs = NULL;
   int n = 0;
   const ft_space_scope scope = ft_search_takes_full_space(t->search) ? FT_SPACE_FULL : FT_SPACE_PRUNED;
-  ft_status s = ft_space_enumerate_scope(kind, t->req->m, t->req->n, t->req->k, t->req->math, scope, &t->dev.limits,
-                                         &vs, &costs, &n, err);
+  ft_status s = ft_space_enumerate_scope(kind, t->p->m, t->p->n, t->p->k, t->p->math, scope, &t->dev.limits, &vs,
+                                         &costs, &n, err);
   /* No fused GEMM for the mode on this shape or device (the tensor-core family needs sm_90 and
    * K in 16-byte rows): cuBLAS + the epilogue pass serves it. */
   if (s == FT_ERR_UNSUPPORTED && kind == FT_VK_GEMM) s = FT_OK, n = 0;
@@ -211,26 +212,26 @@ static ft_status plant_faulty_source(cand *c, ft_err *err) {
 }
 #endif
 
-static ft_status prepare_candidate(tuner *t, cand *c, ft_err *err) {
+static ft_status prepare_candidate(tuner *t, cand *c, ft_compile_job *job, ft_err *err) {
   ft_variant_name(&c->v, c->name, sizeof c->name);
   ft_variant_json(&c->v, c->json, sizeof c->json);
-  ft_variant_geometry(&c->v, t->req->m, t->req->n, t->req->k, &c->geom);
+  ft_variant_geometry(&c->v, t->p->m, t->p->n, t->p->k, &c->geom);
 #ifdef FT_TEST_HOOKS
   if (c->injected >= 2) {
     FT_TRY(plant_faulty_source(c, err));
   } else
 #endif
   {
-    FT_TRY(ft_codegen_variant(&c->v, c->injected ? t->wrong_ep : t->ep, &c->src, err));
+    FT_TRY(ft_codegen_variant(&c->v, c->injected ? t->wrong_ep : t->p->ep, &c->src, err));
   }
   if (c->injected) {
     static const char *const suffix[] = {"", "_injected_wrong", "_injected_fault", "_injected_hang"};
     size_t len = strlen(c->name);
     snprintf(c->name + len, sizeof c->name - len, "%s", suffix[c->injected]);
   }
-  c->job.src = c->src.text;
-  c->job.hash = c->src.hash;
-  c->job.arch_suffix = c->src.arch_suffix;
+  job->src = c->src.text;
+  job->hash = c->src.hash;
+  job->arch_suffix = c->src.arch_suffix;
   if (!t->req->retune && !c->injected) {
     FT_TRY(ft_db_prior_result(t->db, t->device_id, t->problem_id, ft_strategy_name(ft_variant_strategy(&c->v)),
                               c->json, c->src.hash, &c->known, &c->known_ms, &c->known_rank, err));
@@ -251,13 +252,13 @@ static double on_run_clock(const tuner *t, double median_ms, double gemm_ratio) 
 
 /* Verifies and times one candidate with `repeats` in the runner, keeping the result in c->last.
  * Returns non-OK only for failures that end the tune (runner). */
-static ft_status run_candidate(tuner *t, cand *c, int repeats, ft_err *err) {
+static ft_status run_candidate(tuner *t, cand *c, const ft_compile_job *cj, int repeats, ft_err *err) {
   ft_runner_result *r = &c->last;
-  if (c->job.status != FT_OK) {
+  if (cj->status != FT_OK) {
     memset(r, 0, sizeof *r);
     r->median_ms = r->min_ms = r->iqr_ms = r->rel_err = r->max_abs_err = -1;
     r->status = FT_RESULT_COMPILE_ERROR;
-    snprintf(r->message, sizeof r->message, "%.250s", c->job.log ? c->job.log : "NVRTC failed");
+    snprintf(r->message, sizeof r->message, "%.250s", cj->log ? cj->log : "NVRTC failed");
     c->quick_ms = INFINITY;
     return FT_OK;
   }
@@ -269,8 +270,8 @@ static ft_status run_candidate(tuner *t, cand *c, int repeats, ft_err *err) {
   snprintf(job.kernel, sizeof job.kernel, "%s", c->src.kernel);
   snprintf(job.reduce, sizeof job.reduce, "%s", c->src.reduce);
   job.repeats = repeats;
-  job.cubin = c->job.cubin;
-  job.cubin_size = c->job.cubin_size;
+  job.cubin = cj->cubin;
+  job.cubin_size = cj->cubin_size;
   const double t0 = ft__now_s();
   FT_TRY(ft_runner_run(t->runner, &job, r, err));
   ft_tune_phases *ph = &t->sum->phases;
@@ -293,152 +294,12 @@ static ft_status store_candidate(tuner *t, cand *c, ft_err *err) {
                 r->max_abs_err, c->src.hash, r->message, err);
 }
 
-/* ---- compilation, in the search's order ---- */
-
-/* Candidate i's job compiled elsewhere (or from the cache) is now its own. */
-static void take_job(tuner *t, int i, const ft_compile_job *job, int fresh) {
-  cand *c = &t->c[i];
-  c->job = *job;
-  c->compiled = 1;
-  if (fresh) {
-    ft_compile_cache_put(t->db, t->dev.arch, &c->job, 1);
-    t->sum->n_compiled += c->job.status == FT_OK;
-    t->sum->phases.nvrtc_s += c->job.seconds;
-  }
-}
-
-/* Moves a finished position to its candidate. */
-static void take_position(tuner *t, int p) {
-  compiler *cm = &t->cc;
-  take_job(t, cm->cand_of[p], &cm->jobs[p], 1);
-  memset(&cm->jobs[p], 0, sizeof cm->jobs[p]); /* the candidate owns cubin and log now */
-  cm->taken[p] = 1;
-  if (p + 1 > cm->reach) cm->reach = p + 1;
-}
-
-/* How far the threads may run: what the search expects still to measure beyond the furthest
- * candidate taken (everything while it does not say), and never less than eight jobs per thread:
- * a window of one job per thread made each step wait for the slowest kernel in it again, and
- * one of four still left the fp32 fast search waiting 12 s of its 21 (H200, 420 kernels): early
- * in the search the bound admits fewer candidates than it ends up measuring. What is compiled
- * and not measured is cached for the next tune. */
-static void move_limit(tuner *t) {
-  compiler *cm = &t->cc;
-  if (!cm->pool) return;
-  int ahead = t->expect_left < 0 ? cm->n : t->expect_left + cm->threads;
-  if (ahead < 8 * cm->threads) ahead = 8 * cm->threads;
-  ft_compile_pool_set_limit(cm->pool, cm->reach + ahead);
-}
-
-/* Candidate i compiled before it is measured. */
-static ft_status ensure_compiled(tuner *t, int i, ft_err *err) {
-  compiler *cm = &t->cc;
-  cand *c = &t->c[i];
-  if (cm->st != FT_OK) {
-    *err = cm->err;
-    return cm->st;
-  }
-  if (!c->compiled) {
-    const double t0 = ft__now_s();
-    const int p = cm->pos ? cm->pos[i] : -1;
-    if (p >= 0 && cm->pool) {
-      ft_compile_pool_wait(cm->pool, p);
-      take_position(t, p);
-    } else { /* outside the plan: through the cache, here */
-      FT_TRY(ft_compile_many(t->db, t->dev.arch, &c->job, 1, 1, err));
-      c->compiled = 1;
-      t->sum->n_cached += c->job.cached;
-      t->sum->n_compiled += !c->job.cached && c->job.status == FT_OK;
-      const double spent = ft__now_s() - t0;
-      if (!c->job.cached) t->sum->phases.nvrtc_s += spent;
-      t->sum->compile_s += spent;
-    }
-    t->sum->phases.compile_wait_s += ft__now_s() - t0;
-  }
-  move_limit(t);
-  return FT_OK;
-}
-
-/* The search's plan (ft_search_order): what it may measure, in order. The cache answers first for
- * all of it; the rest goes to the pool in that order. */
-static void plan_compile(tuner *t, const int *order, int n) {
-  compiler *cm = &t->cc;
-  cm->planned = 1;
-  const double t0 = ft__now_s();
-  cm->jobs = calloc((size_t)n + 1, sizeof *cm->jobs);
-  cm->cand_of = calloc((size_t)n + 1, sizeof *cm->cand_of);
-  cm->taken = calloc((size_t)n + 1, 1);
-  if (!cm->jobs || !cm->cand_of || !cm->taken) {
-    cm->st = ft__fail(&cm->err, FT_ERR_NOMEM, "out of memory");
-    return;
-  }
-  int m = 0;
-  for (int q = 0; q < n; q++) {
-    const int i = order[q];
-    if (t->c[i].compiled || t->c[i].known || cm->pos[i] >= 0) continue;
-    cm->jobs[m] = t->c[i].job;
-    cm->cand_of[m++] = i;
-  }
-  cm->st = ft_compile_cache_get(t->db, t->dev.arch, cm->jobs, m, &cm->err);
-  if (cm->st != FT_OK) { /* cubins the lookup gave before it failed are nobody's else */
-    for (int q = 0; q < m; q++) ft_compile_job_clear(&cm->jobs[q]);
-    return;
-  }
-  cm->n = 0;
-  for (int q = 0; q < m; q++) {
-    if (cm->jobs[q].cached) {
-      take_job(t, cm->cand_of[q], &cm->jobs[q], 0);
-      t->sum->n_cached++;
-    } else {
-      cm->jobs[cm->n] = cm->jobs[q];
-      cm->cand_of[cm->n] = cm->cand_of[q];
-      cm->pos[cm->cand_of[q]] = cm->n++;
-    }
-  }
-  t->sum->compile_s += ft__now_s() - t0;
-  if (cm->n > 0)
-    cm->st = ft_compile_pool_start(cm->jobs, cm->n, cm->arch, cm->threads, cm->n, &cm->pool, &cm->err);
-}
-
-static ft_status compiler_init(tuner *t, ft_err *err) {
-  compiler *cm = &t->cc;
-  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  /* Two cores stay free beside the compilation: the worker's launch loop and this thread.
-   * Measured on the H200 (fp32 minsub, 420 kernels): batches that each waited for their slowest
-   * kernel took 35-45 s of compilation where one pool of all took 8 s. */
-  cm->threads = cores > 3 ? (int)cores - 2 : 1;
-  snprintf(cm->arch, sizeof cm->arch, "%s", t->dev.arch);
-  cm->pos = malloc(((size_t)t->nc + 1) * sizeof *cm->pos);
-  if (!cm->pos) return ft__fail(err, FT_ERR_NOMEM, "out of memory");
-  for (int i = 0; i < t->nc; i++) cm->pos[i] = -1;
-  return FT_OK;
-}
-
-/* Stops the pool; what it compiled ahead and nobody measured is cached for the next tune. */
-static void compiler_end(tuner *t) {
-  compiler *cm = &t->cc;
-  if (cm->pool) {
-    t->sum->compile_s += ft_compile_pool_stop(cm->pool);
-    cm->pool = NULL;
-    for (int p = 0; p < cm->n; p++)
-      if (!cm->taken[p] && cm->jobs[p].ran) take_position(t, p);
-  }
-  for (int p = 0; p < cm->n; p++)
-    if (!cm->taken[p]) ft_compile_job_clear(&cm->jobs[p]);
-  free(cm->jobs);
-  free(cm->cand_of);
-  free(cm->pos);
-  free(cm->taken);
-  memset(cm, 0, sizeof *cm);
-}
-
 /* ---- the search's operations on real candidates ---- */
 
 static ft_status op_measure(void *user, int i, int repeats, double *ms, ft_err *err) {
   tuner *t = user;
-  FT_TRY(ensure_compiled(t, i, err));
-  t->c[i].measured = 1;
-  FT_TRY(run_candidate(t, &t->c[i], repeats, err));
+  FT_TRY(ft_compile_plan_take(t->plan, i, err));
+  FT_TRY(run_candidate(t, &t->c[i], &t->jobs[i], repeats, err));
   *ms = t->c[i].quick_ms;
   return FT_OK;
 }
@@ -464,7 +325,7 @@ static ft_status op_check_stop(void *user, ft_err *err) { return check_stop(user
  * reached on this problem in this run. Without that baseline the eager one stands in; only
  * the order and the ratios matter to the search, so any common scale would do. */
 static double predicted_ms(const tuner *t, const cand *c) {
-  const double mnk = (double)t->req->m * (double)t->req->n * (double)t->req->k;
+  const double mnk = (double)t->p->m * (double)t->p->n * (double)t->p->k;
   const double ref = t->gemm_ms > 0 ? t->gemm_ms : t->sum->eager_ms > 0 ? t->sum->eager_ms : 1.0;
   return c->cost * t->dev.limits.sm_count * ref / mnk;
 }
@@ -501,8 +362,12 @@ static ft_status search(tuner *t, ft_err *err) {
   t->sum->n_skipped_known = t->nc - todo;
   const ft_search_cfg cfg = search_cfg(t);
   /* The compilation was planned in ft_search_order's order when the device was known. */
-  ft_search_ops ops = {t, op_measure, op_store, op_clock, op_check_stop, progress};
-  t->expect_left = -1;
+  const ft_search_ops ops = {.user = t,
+                             .measure = op_measure,
+                             .store = op_store,
+                             .clock = op_clock,
+                             .check_stop = op_check_stop,
+                             .progress = progress};
   ft_status s = ft_search_run(it, t->nc, &cfg, &ops, &t->ss, err);
   t->sum->budget_exhausted = t->ss.budget_exhausted;
   t->sum->n_early_stopped = t->ss.early_stopped;
@@ -515,7 +380,7 @@ static ft_status setup(tuner *t, ft_err *err) {
   const ft_device_info info = t->dev.info;
   snprintf(t->sum->device_name, sizeof t->sum->device_name, "%s", info.name);
   ft_problem_key key;
-  ft_problem_key_set(&key, t->req->m, t->req->n, t->req->k, t->req->math, ft_ep_canonical(t->ep), ft_ep_hash(t->ep));
+  ft_problem_key_set(&key, t->p->m, t->p->n, t->p->k, t->p->math, ft_ep_canonical(t->p->ep), ft_ep_hash(t->p->ep));
   snprintf(t->sum->epilogue, sizeof t->sum->epilogue, "%s", key.epilogue);
   FT_TRY(ft_db_upsert_problem(t->db, &key, &t->problem_id, err));
   char opts[512];
@@ -543,7 +408,7 @@ static ft_status plant_test_candidates(tuner *t, int n_gemm, ft_err *err) {
     if (i == 0 && !t->wrong_ep) {
       /* Scale the expression, keeping its `where` declarations outside the parentheses. */
       char text[FT_EP_MAX_TEXT + 64];
-      const char *canon = ft_ep_canonical(t->ep), *w = strstr(canon, " where ");
+      const char *canon = ft_ep_canonical(t->p->ep), *w = strstr(canon, " where ");
       int len = w ? (int)(w - canon) : (int)strlen(canon);
       snprintf(text, sizeof text, "(%.*s) * 1.01%s", len, canon, w ? w : "");
       FT_TRY(ft_ep_parse(text, &t->wrong_ep, err));
@@ -579,21 +444,17 @@ static ft_status enumerate_all(tuner *t, ft_err *err) {
   }
   FT_TRY(plant_test_candidates(t, n_gemm < t->nc ? n_gemm : t->nc, err));
   t->sum->n_candidates = t->nc;
-  for (int i = 0; i < t->nc; i++) FT_TRY(prepare_candidate(t, &t->c[i], err));
+  t->jobs = calloc((size_t)t->nc + 1, sizeof *t->jobs);
+  if (!t->jobs) return ft__fail(err, FT_ERR_NOMEM, "out of memory");
+  for (int i = 0; i < t->nc; i++) FT_TRY(prepare_candidate(t, &t->c[i], &t->jobs[i], err));
   return FT_OK;
 }
 
-/* The runner has opened the device and is about to prepare the data (~0.5-1 s on the H200; the
- * baselines follow): the candidates are enumerated and their compilation starts now, in the
- * order the search will measure them (ft_search_order: the same before the baselines set the
- * predictions' scale, which only the ratios matter to), instead of after all that. */
-static ft_status on_device(void *user, const ft_runner_hello *device, ft_err *err) {
-  tuner *t = user;
-  const double t0 = ft__now_s();
-  t->dev = *device; /* (in this process *device is t->dev itself) */
-  FT_TRY(setup(t, err));
-  FT_TRY(enumerate_all(t, err));
-  FT_TRY(compiler_init(t, err));
+/* Starts compiling the candidates the search may measure, in the order it will measure them
+ * (ft_search_order: the same before the baselines set the predictions' scale, which only the
+ * ratios matter to), so that the kernels compile beside the runner's preparation and the
+ * baselines. A failure of the plan's cache read stays in the plan until a candidate needs it. */
+static ft_status start_compiling(tuner *t, ft_err *err) {
   ft_search_item *it = search_items(t);
   int *order = malloc(((size_t)t->nc + 1) * sizeof *order);
   if (!it || !order) {
@@ -603,53 +464,64 @@ static ft_status on_device(void *user, const ft_runner_hello *device, ft_err *er
   }
   const ft_search_cfg cfg = search_cfg(t);
   ft_search_order(it, t->nc, &cfg, order);
-  plan_compile(t, order, t->nc); /* a failure of its cache read stays in t->cc until a candidate needs it */
+  int n = 0; /* what was measured before is not compiled */
+  for (int q = 0; q < t->nc; q++)
+    if (!t->c[order[q]].known) order[n++] = order[q];
+  ft_status s = ft_compile_plan_start(t->db, t->dev.arch, t->jobs, t->nc, order, n, &t->plan, err);
   free(it);
   free(order);
-  t->sum->phases.enumerate_s = ft__now_s() - t0;
-  char line[200];
-  snprintf(line, sizeof line, "%s search of %d candidate(s): compiling in its order on %d thread(s), beside the "
-           "preparation and the timing...", t->req->search, t->nc, t->cc.threads);
-  report_step(t, "compiling", line);
-  return FT_OK;
+  return s;
 }
 
+/* Stops the compilation; what was compiled ahead is cached, and counted. */
+static void end_compiling(tuner *t) {
+  ft_compile_stats cs = {0};
+  ft_compile_plan_end(t->plan, &cs);
+  t->plan = NULL;
+  t->sum->n_compiled += cs.n_compiled;
+  t->sum->n_cached += cs.n_cached;
+  t->sum->compile_s += cs.compile_s;
+  t->sum->phases.nvrtc_s += cs.nvrtc_s;
+  t->sum->phases.compile_wait_s += cs.wait_s;
+}
+
+/* The runner opens the device; the candidates are enumerated and start compiling while it
+ * prepares the data (~0.5-1 s on the H200); then the baselines, then the search. */
 static ft_status tune_body(tuner *t, ft_err *err) {
-  FT_TRY(ft_ep_parse(t->req->epilogue, &t->ep, err));
-  ft_runner_setup rs;
-  memset(&rs, 0, sizeof rs);
-  rs.device = t->req->device;
-  rs.m = t->req->m;
-  rs.n = t->req->n;
-  rs.k = t->req->k;
-  /* The text as given (<= FT_EP_MAX_TEXT): the canonical form can be longer. */
-  snprintf(rs.epilogue, sizeof rs.epilogue, "%s", t->req->epilogue);
-  rs.seed = t->req->seed;
-  rs.math = t->req->math;
-  rs.flush_l2 = t->req->flush_l2;
   report_step(t, "preparing",
               t->req->worker_exe ? "preparing inputs and the float64 reference in a worker process..."
                                  : "preparing inputs and the float64 reference (no worker process: candidates run "
                                    "in this one)...");
   ft_tune_phases *ph = &t->sum->phases;
+  const ft_runner_opts ro = {.worker_exe = t->req->worker_exe,
+                             .job_timeout_s = t->req->job_timeout_s,
+                             .device = t->req->device,
+                             .seed = t->req->seed,
+                             .flush_l2 = t->req->flush_l2};
   double t0 = ft__now_s();
-  FT_TRY(ft_runner_start(t->req->worker_exe, &rs, t->req->job_timeout_s, on_device, t, &t->runner, &t->dev, err));
-  if (!t->cc.planned) /* the runner never told the device: nothing was enumerated */
-    return ft__fail(err, FT_ERR_INTERNAL, "the worker reported no device before its data (a worker of another "
-                    "fusedtune version? FUSEDTUNE_WORKER=%s)", t->req->worker_exe ? t->req->worker_exe : "(none)");
+  FT_TRY(ft_runner_start(t->p, &ro, &t->runner, &t->dev, err));
+  const double t_enum = ft__now_s();
+  FT_TRY(setup(t, err));
+  FT_TRY(enumerate_all(t, err));
+  FT_TRY(start_compiling(t, err));
+  ph->enumerate_s = ft__now_s() - t_enum;
+  char line[200];
+  snprintf(line, sizeof line, "%s search of %d candidate(s): compiling in its order on %d thread(s), beside the "
+           "preparation and the timing...", t->req->search, t->nc, ft_compile_plan_threads(t->plan));
+  report_step(t, "compiling", line);
+  FT_TRY(ft_runner_prepare(t->runner, &t->ready, err));
   ph->prepare_s = ft__now_s() - t0;
   ph->gpu_open_s = t->dev.gpu_open_s;
-  ph->data_s = t->dev.data_s;
-  ph->tolerance_s = t->dev.tolerance_s;
-  ph->baselines_setup_s = t->dev.baselines_setup_s;
+  ph->data_s = t->ready.data_s;
+  ph->tolerance_s = t->ready.tolerance_s;
+  ph->baselines_setup_s = t->ready.baselines_setup_s;
   t0 = ft__now_s();
   FT_TRY(run_baselines(t, err));
   ph->baselines_s = ft__now_s() - t0;
   t0 = ft__now_s();
   ft_status s = search(t, err);
   ph->search_s = ft__now_s() - t0;
-  compiler_end(t); /* the threads stopped; what they compiled ahead is cached and counted */
-  char line[160];
+  end_compiling(t); /* the threads stopped; what they compiled ahead is cached and counted */
   snprintf(line, sizeof line, "compiled %d, %d from the cache, %.1f s of compilation", t->sum->n_compiled,
            t->sum->n_cached, t->sum->compile_s);
   report_step(t, "compiled", line);
@@ -658,8 +530,7 @@ static ft_status tune_body(tuner *t, ft_err *err) {
 
 ft_status ft_tune_run(ft_db *db, const ft_tune_req *req, ft_tune_summary *out, ft_err *err) {
   memset(out, 0, sizeof *out);
-  FT_TRY(ft_check_shape(req->m, req->n, req->k, err));
-  if ((unsigned)req->math >= FT_MATH_COUNT) return ft__fail(err, FT_ERR_INVALID_ARG, "math mode %d", (int)req->math);
+  const ft_tune_problem *p = req->problem;
   tuner t;
   memset(&t, 0, sizeof t);
   if (!ft_search_parse(req->search, &t.search))
@@ -667,9 +538,10 @@ ft_status ft_tune_run(ft_db *db, const ft_tune_req *req, ft_tune_summary *out, f
                     FT_SEARCH_NAMES);
   t.db = db;
   t.req = req;
+  t.p = p;
   t.sum = out;
   t.t0 = ft__now_s();
-  out->flops = 2.0 * (double)req->m * (double)req->n * (double)req->k;
+  out->flops = 2.0 * (double)p->m * (double)p->n * (double)p->k;
   ft_status st = FT_OK;
   out->entries = calloc(FT_TUNE_MAX_ENTRIES, sizeof *out->entries);
   if (!out->entries) st = ft__fail(err, FT_ERR_NOMEM, "out of memory");
@@ -683,23 +555,23 @@ ft_status ft_tune_run(ft_db *db, const ft_tune_req *req, ft_tune_summary *out, f
   }
   if (st == FT_OK && t.device_id && t.problem_id) {
     ft_problem_key key;
-    ft_problem_key_set(&key, req->m, req->n, req->k, req->math, ft_ep_canonical(t.ep), ft_ep_hash(t.ep));
+    ft_problem_key_set(&key, p->m, p->n, p->k, p->math, ft_ep_canonical(p->ep), ft_ep_hash(p->ep));
     ft_err e3;
     int stale;
-    out->has_best = ft_best_current(db, t.device_id, &key, t.ep, NULL, NULL, &out->best, &stale, &e3) == FT_OK;
+    out->has_best = ft_best_current(db, t.device_id, &key, p->ep, NULL, NULL, &out->best, &stale, &e3) == FT_OK;
   }
-  compiler_end(&t); /* (again, after an error) before the candidates it writes to go */
+  end_compiling(&t); /* (again, after an error) before the jobs it writes to go */
   for (int i = 0; i < t.nc; i++) {
-    ft_compile_job_clear(&t.c[i].job);
+    if (t.jobs) ft_compile_job_clear(&t.jobs[i]);
     ft_kernel_src_free(&t.c[i].src);
   }
+  free(t.jobs);
   free(t.c);
   if (t.runner) out->worker_restarts = ft_runner_restarts(t.runner);
   const double stop0 = ft__now_s();
   ft_runner_stop(t.runner); /* the worker's exit (its CUDA context's teardown) is waited for */
   out->phases.stop_s = ft__now_s() - stop0;
   out->total_s = ft__now_s() - t.t0;
-  ft_ep_free(t.ep);
   ft_ep_free(t.wrong_ep);
   return st;
 }

@@ -7,10 +7,9 @@
 #include "device.h"
 #include "runner.h"
 
+/* What a tune runs (fill it by field name). */
 typedef struct ft_tune_req {
-  int64_t m, n, k;
-  const char *epilogue; /* expression or preset */
-  ft_math math;
+  const ft_tune_problem *problem; /* checked, its epilogue parsed (tune_problem.h) */
   const char *search;   /* "fast", "exhaustive", "random", "halving" (src/search.h) */
   double budget_s;      /* bound on the whole tune; what finished is stored */
   int repeats;          /* timed repeats per candidate (>= 20) */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "family.h"
+#include "json.h"
 #include "space.h"
 
 static const char *kind_name(ft_variant_kind kind) { return kind == FT_VK_GEMM ? "gemm" : "epilogue"; }
@@ -35,95 +36,46 @@ int ft_variant_json(const ft_variant *v, char *buf, size_t len) {
 #define JSON_MAX_INPUT 1024
 #define JSON_MAX_FIELDS 16
 
+/* One member of a variant's flat object: its key and an integer or a string value. */
 typedef struct json_field {
-  char key[16];
+  const char *key;
   int is_string;
-  char str[16];
+  const char *str;
   long num;
 } json_field;
 
-typedef struct json_cursor {
-  const char *p;
-  ft_err *err;
-} json_cursor;
+/* A string with no NUL inside it (json.c decodes "\u0000"). */
+static int plain(const char *s, size_t len) { return strlen(s) == len; }
 
-static void skip_ws(json_cursor *c) {
-  while (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r') c->p++;
-}
-
-/* A short string of [a-z_] only: the only strings a variant has. */
-static ft_status parse_word(json_cursor *c, char *out, size_t cap) {
-  if (*c->p != '"') return ft__fail(c->err, FT_ERR_FORMAT, "variant JSON: expected a string");
-  c->p++;
-  size_t n = 0;
-  while ((*c->p >= 'a' && *c->p <= 'z') || *c->p == '_') {
-    if (n + 1 >= cap) return ft__fail(c->err, FT_ERR_FORMAT, "variant JSON: string too long");
-    out[n++] = *c->p++;
-  }
-  out[n] = '\0';
-  if (*c->p != '"') return ft__fail(c->err, FT_ERR_FORMAT, "variant JSON: unexpected character in string");
-  c->p++;
-  return FT_OK;
-}
-
-/* A non-negative integer of at most 6 digits, no sign, no leading zeros, no fraction. */
-static ft_status parse_int(json_cursor *c, long *out) {
-  const char *s = c->p;
-  long v = 0;
-  int digits = 0;
-  while (*c->p >= '0' && *c->p <= '9') {
-    if (++digits > 6) return ft__fail(c->err, FT_ERR_FORMAT, "variant JSON: number out of range");
-    v = v * 10 + (*c->p++ - '0');
-  }
-  if (digits == 0) return ft__fail(c->err, FT_ERR_FORMAT, "variant JSON: expected a number or string");
-  if (digits > 1 && *s == '0') return ft__fail(c->err, FT_ERR_FORMAT, "variant JSON: leading zero");
-  if (*c->p == '.' || *c->p == 'e' || *c->p == 'E')
-    return ft__fail(c->err, FT_ERR_FORMAT, "variant JSON: expected an integer");
-  *out = v;
-  return FT_OK;
-}
-
-static ft_status parse_field(json_cursor *c, json_field *f) {
-  memset(f, 0, sizeof *f);
-  FT_TRY(parse_word(c, f->key, sizeof f->key));
-  skip_ws(c);
-  if (*c->p != ':') return ft__fail(c->err, FT_ERR_FORMAT, "variant JSON: expected ':' after \"%s\"", f->key);
-  c->p++;
-  skip_ws(c);
-  if (*c->p == '"') {
-    f->is_string = 1;
-    return parse_word(c, f->str, sizeof f->str);
-  }
-  return parse_int(c, &f->num);
-}
-
-/* Splits a flat object into fields; nothing but whitespace may follow it. */
-static ft_status parse_object(json_cursor *c, json_field *fields, int *nfields) {
-  *nfields = 0;
-  skip_ws(c);
-  if (*c->p != '{') return ft__fail(c->err, FT_ERR_FORMAT, "variant JSON: expected '{'");
-  c->p++;
-  skip_ws(c);
-  if (*c->p == '}') return ft__fail(c->err, FT_ERR_FORMAT, "variant JSON: empty object");
-  for (;;) {
-    skip_ws(c);
-    if (*nfields == JSON_MAX_FIELDS) return ft__fail(c->err, FT_ERR_FORMAT, "variant JSON: too many keys");
-    FT_TRY(parse_field(c, &fields[*nfields]));
-    for (int i = 0; i < *nfields; i++)
-      if (strcmp(fields[i].key, fields[*nfields].key) == 0)
-        return ft__fail(c->err, FT_ERR_FORMAT, "variant JSON: duplicate key \"%s\"", fields[i].key);
-    (*nfields)++;
-    skip_ws(c);
-    if (*c->p == ',') {
-      c->p++;
-      continue;
+/* The members of a flat object (src/json.c reads it), each a non-negative integer of at most
+ * 6 digits or a string. */
+static ft_status read_fields(const ft_json *root, json_field *f, int *nf, ft_err *err) {
+  *nf = 0;
+  if (root->type != FT_JSON_OBJECT) return ft__fail(err, FT_ERR_FORMAT, "variant JSON: expected '{'");
+  if (root->count == 0) return ft__fail(err, FT_ERR_FORMAT, "variant JSON: empty object");
+  if (root->count > JSON_MAX_FIELDS) return ft__fail(err, FT_ERR_FORMAT, "variant JSON: too many keys");
+  for (size_t i = 0; i < root->count; i++) {
+    const ft_json_member *m = &root->members[i];
+    const ft_json *val = m->value;
+    json_field *fi = &f[(*nf)++];
+    memset(fi, 0, sizeof *fi);
+    fi->key = m->key;
+    if (!plain(m->key, m->key_len)) return ft__fail(err, FT_ERR_FORMAT, "variant JSON: bad key");
+    if (val->type == FT_JSON_STRING) {
+      if (!plain(val->str, val->str_len))
+        return ft__fail(err, FT_ERR_FORMAT, "variant JSON: unexpected character in string");
+      fi->is_string = 1;
+      fi->str = val->str;
+    } else if (val->type != FT_JSON_NUMBER) {
+      return ft__fail(err, FT_ERR_FORMAT, "variant JSON: expected a number or string");
+    } else if (!val->is_integer) {
+      return ft__fail(err, FT_ERR_FORMAT, "variant JSON: expected an integer");
+    } else if (val->integer < 0 || val->integer > 999999) {
+      return ft__fail(err, FT_ERR_FORMAT, "variant JSON: number out of range");
+    } else {
+      fi->num = (long)val->integer;
     }
-    if (*c->p != '}') return ft__fail(c->err, FT_ERR_FORMAT, "variant JSON: expected ',' or '}'");
-    c->p++;
-    break;
   }
-  skip_ws(c);
-  if (*c->p != '\0') return ft__fail(c->err, FT_ERR_FORMAT, "variant JSON: trailing characters");
   return FT_OK;
 }
 
@@ -159,14 +111,29 @@ static ft_status assign_fields(const json_field *f, int nf, const ft_family *fam
   return FT_OK;
 }
 
+static ft_status variant_of(const json_field *f, int nf, ft_variant *out, ft_err *err);
+
 ft_status ft_variant_from_json(const char *json, ft_variant *out, ft_err *err) {
   if (!json || !out) return ft__fail(err, FT_ERR_INVALID_ARG, "variant JSON: NULL argument");
   if (ft__bounded_len(json, JSON_MAX_INPUT + 1) > JSON_MAX_INPUT)
     return ft__fail(err, FT_ERR_FORMAT, "variant JSON: longer than %d bytes", JSON_MAX_INPUT);
+  const ft_json_limits lim = {JSON_MAX_INPUT, 1}; /* a flat object */
+  ft_json_doc *doc = NULL;
+  if (ft_json_parse(json, strlen(json), &lim, &doc, err) != FT_OK) {
+    char msg[sizeof err->msg];
+    snprintf(msg, sizeof msg, "%s", err->msg);
+    return ft__fail(err, FT_ERR_FORMAT, "variant JSON: %s", msg);
+  }
   json_field f[JSON_MAX_FIELDS];
   int nf;
-  json_cursor c = {json, err};
-  FT_TRY(parse_object(&c, f, &nf));
+  ft_status st = read_fields(ft_json_root(doc), f, &nf, err);
+  if (st == FT_OK) st = variant_of(f, nf, out, err);
+  ft_json_free(doc);
+  return st;
+}
+
+/* The variant the fields describe: its kind and layout choose the family, whose keys the rest must be. */
+static ft_status variant_of(const json_field *f, int nf, ft_variant *out, ft_err *err) {
   const json_field *kind = NULL;
   int layout = 0;
   for (int i = 0; i < nf; i++) {

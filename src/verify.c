@@ -1,6 +1,7 @@
-/* Random problem data in every math mode and the float64 references (cuBLAS DGEMM on the inputs
- * as the kernels see them, then the epilogue evaluated in double by the same AST), the error
- * norms every candidate is judged by, and the tolerance rule. */
+/* Random problem data in every math mode (numbers.h makes and rounds the values), the float64
+ * references (cuBLAS DGEMM on the inputs as the kernels see them, then the epilogue evaluated in
+ * double by the same AST), the error norms every candidate is judged by, and cuBLAS's own error
+ * that the tolerance (tolerance.h) starts from. */
 #include "verify.h"
 
 #include "compile.h"
@@ -14,113 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* splitmix64: a small, fast, well-mixed generator; the same seed gives the same inputs on every
- * machine, so every candidate of a problem sees identical data. */
-#define FT_GOLDEN 0x9e3779b97f4a7c15ULL
-
-static uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-/* The host loops below run in chunks on several threads (src/parallel.h); the chunk count
- * depends on the length only, so sums combined in chunk order are the same on every machine. */
-#define FT_MAX_CHUNKS 64
-static int chunks_for(size_t n) {
-  const size_t c = n / 65536;
-  return c < 1 ? 1 : c > FT_MAX_CHUNKS ? FT_MAX_CHUNKS : (int)c;
-}
-
-typedef struct fill_job {
-  float *a;
-  float lo, hi;
-  uint64_t s0;
-} fill_job;
-
-static void fill_chunk(void *user, int chunk, size_t begin, size_t end) {
-  (void)chunk;
-  const fill_job *f = user;
-  /* splitmix64's i-th output is mix64(s0 + (i + 1) golden): any element can be made alone. */
-  for (size_t i = begin; i < end; i++)
-    f->a[i] = f->lo + (f->hi - f->lo) * (float)((mix64(f->s0 + (uint64_t)(i + 1) * FT_GOLDEN) >> 40) * 0x1.0p-24);
-}
-
-void ft_fill_uniform(float *a, size_t n, float lo, float hi, uint64_t *s) {
-  fill_job f = {a, lo, hi, *s};
-  ft_parallel_chunks(n, chunks_for(n), 0, fill_chunk, &f);
-  *s += (uint64_t)n * FT_GOLDEN;
-}
-
-/* Host conversions: round to nearest even by integer arithmetic on the bits, so the result
- * does not depend on the host's floating-point environment. */
-static uint32_t f32_bits(float f) {
-  uint32_t u;
-  memcpy(&u, &f, sizeof u);
-  return u;
-}
-
-static float bits_f32(uint32_t u) {
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-uint16_t ft_f32_to_bf16(float f) {
-  uint32_t u = f32_bits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u); /* quiet NaN */
-  u += 0x7fffu + ((u >> 16) & 1u); /* a carry into the exponent is the correct rounding (to Inf too) */
-  return (uint16_t)(u >> 16);
-}
-
-float ft_bf16_to_f32(uint16_t h) { return bits_f32((uint32_t)h << 16); }
-
-uint16_t ft_f32_to_f16(float f) {
-  const uint32_t u = f32_bits(f) & 0x7fffffffu;
-  const uint16_t sign = (uint16_t)((f32_bits(f) >> 16) & 0x8000u);
-  if (u > 0x7f800000u) return sign | 0x7e00u;   /* NaN */
-  if (u >= 0x477ff000u) return sign | 0x7c00u;  /* >= 65520 (halfway above 65504) and Inf */
-  if (u <= 0x33000000u) return sign;             /* <= 2^-25: ties to the even 0 */
-  uint32_t mant, shift;
-  uint32_t h;
-  if (u >= 0x38800000u) { /* normal: 2^-14 and up */
-    mant = u & 0x1fffu;
-    h = ((((u >> 23) - 112u) << 10) | ((u >> 13) & 0x3ffu));
-    shift = 13;
-  } else { /* subnormal: units of 2^-24 */
-    const uint32_t m = (u & 0x7fffffu) | 0x800000u;
-    shift = 126u - (u >> 23);
-    h = m >> shift;
-    mant = m & ((1u << shift) - 1u);
-  }
-  const uint32_t half = 1u << (shift - 1);
-  if (mant > half || (mant == half && (h & 1u))) h++; /* a carry into the exponent is right too */
-  return (uint16_t)(sign | h);
-}
-
-float ft_f16_to_f32(uint16_t h) {
-  const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-  if (e == 0) {
-    const float v = ldexpf((float)m, -24);
-    return sign ? -v : v;
-  }
-  if (e == 31) return bits_f32(sign | 0x7f800000u | (m << 13));
-  return bits_f32(sign | ((e + 112u) << 23) | (m << 13));
-}
-
-/* A value of type dt rounded from f, as a float (exact). */
-static float round_to(ft_dtype dt, float f) {
-  if (dt == FT_DTYPE_BF16) return ft_bf16_to_f32(ft_f32_to_bf16(f));
-  if (dt == FT_DTYPE_F16) return ft_f16_to_f32(ft_f32_to_f16(f));
-  return f;
-}
-
-static double elem_to_double(ft_dtype dt, const void *base, size_t i) {
-  if (dt == FT_DTYPE_F32) return ((const float *)base)[i];
-  const uint16_t h = ((const uint16_t *)base)[i];
-  return dt == FT_DTYPE_BF16 ? ft_bf16_to_f32(h) : ft_f16_to_f32(h);
-}
-
 typedef struct narrow_job {
   ft_dtype dt;
   float *src;
@@ -132,7 +26,7 @@ static void narrow_chunk(void *user, int chunk, size_t begin, size_t end) {
   const narrow_job *j = user;
   for (size_t i = begin; i < end; i++) {
     j->dst[i] = j->dt == FT_DTYPE_BF16 ? ft_f32_to_bf16(j->src[i]) : ft_f32_to_f16(j->src[i]);
-    j->src[i] = round_to(j->dt, j->src[i]);
+    j->src[i] = ft_round_to(j->dt, j->src[i]);
   }
 }
 
@@ -146,7 +40,7 @@ static ft_status upload(const ft_pdata *d, void **dst, float *src, size_t n, ft_
   uint16_t *tmp = malloc(n * sizeof *tmp);
   if (!tmp) return ft__fail(err, FT_ERR_NOMEM, "out of host memory for a %zu-element upload", n);
   narrow_job j = {d->dtype, src, tmp};
-  ft_parallel_chunks(n, chunks_for(n), 0, narrow_chunk, &j);
+  ft_parallel_chunks(n, ft_host_chunks(n), 0, narrow_chunk, &j);
   const cudaError_t e = cudaMemcpy(*dst, tmp, n * sizeof *tmp, cudaMemcpyHostToDevice);
   free(tmp);
   return e == cudaSuccess ? FT_OK : ft_cuda_fail(err, e, "input upload");
@@ -182,7 +76,7 @@ static ft_status upload_double(double **dst, const float *src, size_t n, ft_err 
     double *tmp = malloc(n * sizeof(double));
     if (!tmp) return ft__fail(err, FT_ERR_NOMEM, "out of host memory for the reference (%zu doubles)", n);
     widen_job j = {src, tmp};
-    ft_parallel_chunks(n, chunks_for(n), 0, widen_chunk, &j);
+    ft_parallel_chunks(n, ft_host_chunks(n), 0, widen_chunk, &j);
     e = cudaMemcpy(*dst, tmp, n * sizeof(double), cudaMemcpyHostToDevice);
     free(tmp);
     return e == cudaSuccess ? FT_OK : ft_cuda_fail(err, e, "reference upload");
@@ -193,7 +87,7 @@ static ft_status upload_double(double **dst, const float *src, size_t n, ft_err 
     e = cudaEventSynchronize(done[b]); /* its previous copy has finished (an unrecorded event is done) */
     if (e != cudaSuccess) break;
     widen_job j = {src + at, buf};
-    ft_parallel_chunks(len, chunks_for(len), 0, widen_chunk, &j);
+    ft_parallel_chunks(len, ft_host_chunks(len), 0, widen_chunk, &j);
     e = cudaMemcpyAsync(*dst + at, buf, len * sizeof(double), cudaMemcpyHostToDevice, 0);
     if (e == cudaSuccess) e = cudaEventRecord(done[b], 0);
   }
@@ -270,7 +164,7 @@ ft_status ft_input_gen_fill(const ft_loaded *gen, ft_dtype dt, size_t n, float l
   const size_t want = (n + 255) / 256;
   const dim3 grid = {(unsigned)(want < 65536 ? (want > 0 ? want : 1) : 65536), 1, 1}, block = {256, 1, 1};
   FT_CUDA_TRY(err, cudaLaunchKernel((const void *)gen->main, grid, block, args, 0, 0));
-  *s += (uint64_t)n * FT_GOLDEN;
+  *s += (uint64_t)n * FT_RNG_STEP;
   return FT_OK;
 }
 
@@ -342,7 +236,7 @@ static ft_status apply_epilogue(ft_pdata *d, const ft_epilogue *ep, ft_err *err)
     if (!d->ref_gemm) return ft__fail(err, FT_ERR_NOMEM, "out of host memory for the GEMM reference");
   }
   epi_job j = {d, identity ? NULL : ep, {0}, {0}};
-  const int nchunks = chunks_for(total);
+  const int nchunks = ft_host_chunks(total);
   ft_parallel_chunks(total, nchunks, 0, epi_chunk, &j);
   double g2 = 0.0, o2 = 0.0;
   for (int c = 0; c < nchunks; c++) g2 += j.gemm2[c], o2 += j.out2[c];
@@ -483,7 +377,7 @@ static void check_chunk(void *user, int chunk, size_t begin, size_t end) {
   double diff2 = 0.0, maxabs = 0.0;
   int64_t bad = 0;
   for (size_t i = begin; i < end; i++) {
-    double r = j->ref[i], y = elem_to_double(j->d->dtype, j->d->host_y, i);
+    double r = j->ref[i], y = ft_elem_to_double(j->d->dtype, j->d->host_y, i);
     if (!isfinite(r)) continue; /* the epilogue itself overflowed: nothing to compare */
     if (!isfinite(y)) {
       bad++;
@@ -502,7 +396,7 @@ static ft_status check_against(ft_pdata *d, const double *ref, double ref_norm, 
   size_t total = (size_t)d->m * d->n;
   FT_CUDA_TRY(err, cudaMemcpy(d->host_y, d->dY, total * d->elem, cudaMemcpyDeviceToHost));
   check_job j = {d, ref, {0}, {0}, {0}};
-  const int nchunks = chunks_for(total);
+  const int nchunks = ft_host_chunks(total);
   ft_parallel_chunks(total, nchunks, 0, check_chunk, &j);
   double diff2 = 0.0, maxabs = 0.0;
   int64_t bad = 0;
@@ -524,38 +418,6 @@ ft_status ft_pdata_check(ft_pdata *d, ft_check *out, ft_err *err) {
 
 ft_status ft_pdata_check_gemm(ft_pdata *d, ft_check *out, ft_err *err) {
   return check_against(d, d->ref_gemm, d->ref_gemm_norm, out, err);
-}
-
-double ft_tolerance_floor(ft_math math) {
-  double u = FT_TOL_FP32;
-  if (math == FT_MATH_BF16) u = 0x1.0p-8;
-  else if (math == FT_MATH_FP16) u = 0x1.0p-11;
-  /* tf32 rounds the fp32 inputs to 11 significant bits: cuBLAS need not (measured on the H200:
-   * at 1x77x8 it ran FFMA, error 4e-8, where tf32 kernels are 1e-4 off the fp32 inputs). */
-  else if (math == FT_MATH_TF32) u = 0x1.0p-11;
-  return u > FT_TOL_FP32 ? u : FT_TOL_FP32;
-}
-
-double ft_tolerance_rule(ft_math math, double cublas_rel_err) {
-  if (math == FT_MATH_FP32) return FT_TOL_FP32;
-  const double e = isfinite(cublas_rel_err) && cublas_rel_err > 0 ? cublas_rel_err : 0.0;
-  /* 3xtf32 promises SGEMM's accuracy: at most cuBLAS SGEMM's own error on the same inputs (its
-   * cuBLAS GEMM is SGEMM), or 2^-20 where SGEMM is better than that (short K), never more than
-   * fp32's bound. Measured on the H200: the error grows with the k tiles per partial sum (the
-   * tensor core's adds truncate), so this is what rejects too long a chunk. The fp32 chain's
-   * error may raise it (ft_tolerance_with_chain). */
-  if (math == FT_MATH_3XTF32) {
-    const double t = e > 0x1.0p-20 ? e : 0x1.0p-20;
-    return t < FT_TOL_FP32 ? t : FT_TOL_FP32;
-  }
-  return 2.0 * e + ft_tolerance_floor(math);
-}
-
-double ft_tolerance_with_chain(ft_math math, double tol, double chain_rel_err) {
-  if (math != FT_MATH_3XTF32 || !isfinite(chain_rel_err) || chain_rel_err <= 0) return tol;
-  double t = 1.01 * chain_rel_err;
-  if (t > FT_TOL_FP32) t = FT_TOL_FP32;
-  return t > tol ? t : tol;
 }
 
 ft_status ft_pdata_tolerance(ft_gpu *g, ft_pdata *d, double *tol, double *cublas_rel_err, ft_err *err) {

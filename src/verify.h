@@ -1,10 +1,13 @@
 /* Test data and the float64 reference, in every math mode: random inputs on the device in the
  * mode's element type, cuBLAS DGEMM on the inputs as the kernels see them, the epilogue
- * evaluated in double on the host by the same AST, error norms and the tolerance rule. */
+ * evaluated in double on the host by the same AST, error norms; the values themselves come from
+ * numbers.h, the rule that judges the errors from tolerance.h. */
 #ifndef FT_VERIFY_H
 #define FT_VERIFY_H
 
 #include "device.h"
+#include "numbers.h"
+#include "tolerance.h"
 
 /* One problem's inputs, output buffer and references. */
 typedef struct ft_pdata {
@@ -46,42 +49,11 @@ typedef struct ft_check {
 ft_status ft_pdata_check(ft_pdata *d, ft_check *out, ft_err *err);
 ft_status ft_pdata_check_gemm(ft_pdata *d, ft_check *out, ft_err *err);
 
-/* The fp32 tolerance on rel_err. */
-#define FT_TOL_FP32 1e-5
-
-/* The tolerance on rel_err in mode math, given cublas_rel_err, the error of cuBLAS's GEMM of
- * that mode against x W^T on the same problem (ignored in fp32): fp32 FT_TOL_FP32; 3xtf32
- * max(cublas_rel_err (SGEMM's), 2^-20), at most FT_TOL_FP32; otherwise
- * 2 * cublas_rel_err + ft_tolerance_floor(math). A result is correct when rel_err <= it and no
- * element is non-finite. GPU-free. */
-double ft_tolerance_rule(ft_math math, double cublas_rel_err);
-/* The floor of the rule: the unit roundoff of what the mode rounds, at least FT_TOL_FP32: the
- * output's element type in bf16 (2^-8) and fp16 (2^-11), the inputs in tf32 (2^-11; its output
- * is fp32). A fused kernel rounds E(acc) once to the element type, an error of at most one unit
- * roundoff of each element relative to itself, which cuBLAS's measured error (acc rounded once,
- * relative to ||x W^T||) need not bound when E changes the values' sizes; and cuBLAS's TF32 GEMM
- * may not use tf32 at all on tiny shapes. */
-double ft_tolerance_floor(ft_math math);
-/* 3xtf32's tolerance once the fp32 eager-style chain's error on the same problem is known
- * (cuBLASLt's SGEMM with the bias folded in where E adds one, as nn.Linear does, + one fp32
- * kernel per further op; against E(x W^T)): the larger of tol and that error with 1 %
- * for the rounding order of E's fp32 operations, at most FT_TOL_FP32. ft_tolerance_rule holds
- * 3xtf32 to SGEMM's error on x W^T alone, which no SGEMM + fp32 epilogue meets where E grows the
- * relative error (H200, gelu(x + bias) at 4096^3: 1.30e-6 against SGEMM's 1.15e-6, so every safe
- * candidate was "wrong"). Other modes, or a chain error that is not finite and positive: tol.
- * GPU-free. */
-double ft_tolerance_with_chain(ft_math math, double tol, double chain_rel_err);
-
 /* Runs cuBLAS's GEMM of d's mode once into dY (stream 0, synchronized), measures its error
  * against x W^T into *cublas_rel_err and sets *tol by ft_tolerance_rule. In fp32 it still
  * measures, and *tol is FT_TOL_FP32. Errors: CUDA, cuBLAS; FT_ERR_WRONG_RESULT when cuBLAS's
  * output has a non-finite element where the reference has none. */
 ft_status ft_pdata_tolerance(ft_gpu *g, ft_pdata *d, double *tol, double *cublas_rel_err, ft_err *err);
-
-/* a[0..n) uniform in [lo, hi) from splitmix64 with state *s (the i-th value from its i-th
- * output), advancing *s past the n values; computed in chunks on several threads, the same
- * values as one thread drawing them in order. GPU-free. */
-void ft_fill_uniform(float *a, size_t n, float lo, float hi, uint64_t *s);
 
 /* The same values made on the GPU (kernels_src/input_gen.cu, compiled by NVRTC; what
  * ft_pdata_create uses for large inputs): open compiles and loads the generator (ft_loaded_free
@@ -91,12 +63,5 @@ void ft_fill_uniform(float *a, size_t n, float lo, float hi, uint64_t *s);
 ft_status ft_input_gen_open(ft_gpu *g, ft_loaded *gen, ft_err *err);
 ft_status ft_input_gen_fill(const ft_loaded *gen, ft_dtype dt, size_t n, float lo, float hi, uint64_t *s,
                             void *elem, double *ref, ft_err *err);
-
-/* Host conversions, round to nearest even; NaN stays NaN (quiet), out-of-range values become
- * infinities. GPU-free. */
-uint16_t ft_f32_to_bf16(float f);
-uint16_t ft_f32_to_f16(float f);
-float ft_bf16_to_f32(uint16_t h);
-float ft_f16_to_f32(uint16_t h);
 
 #endif

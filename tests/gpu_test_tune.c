@@ -10,11 +10,26 @@
 #include "space.h"
 #include "tuner.h"
 
+/* Tunes problem (m, n, k, epi, fp32) with req's options, the epilogue parsed here as the API
+ * parses it before a tune. */
+static ft_status tune_req(ft_db *db, int64_t m, int64_t n, int64_t k, const char *epi, ft_tune_req *req,
+                          ft_tune_summary *s, ft_err *e) {
+  ft_epilogue *ep = NULL;
+  FT_TRY(ft_ep_parse(epi, &ep, e));
+  const ft_tune_problem p = {.m = m, .n = n, .k = k, .math = FT_MATH_FP32, .ep = ep, .epilogue = epi};
+  req->problem = &p;
+  const ft_status st = ft_tune_run(db, req, s, e);
+  req->problem = NULL;
+  ft_ep_free(ep);
+  return st;
+}
+
 static ft_status tune(ft_db *db, ft_gpu *g, int64_t m, int64_t n, int64_t k, const char *epi, int retune,
                       ft_tune_summary *s, ft_err *e) {
   (void)g;
-  ft_tune_req req = {m, n, k, epi, FT_MATH_FP32, "exhaustive", 120, 20, retune, 0, NULL, NULL, 7, 48, NULL, getenv("FT_CLI"), 8, 0};
-  return ft_tune_run(db, &req, s, e);
+  ft_tune_req req = {.search = "exhaustive", .budget_s = 120, .repeats = 20, .retune = retune, .seed = 7,
+                     .max_candidates = 48, .worker_exe = getenv("FT_CLI"), .job_timeout_s = 8};
+  return tune_req(db, m, n, k, epi, &req, s, e);
 }
 
 /* A result's rank, as the stored best is chosen (docs/FORMAT.md): its median over the cuBLAS
@@ -63,12 +78,13 @@ static void tiny_budgets(ft_db *db) {
   static const char *const searches[] = {"fast", "exhaustive", "random", "halving"};
   for (int b = 0; b < 2; b++)
     for (int i = 0; i < 4; i++) {
-      ft_tune_req req = {96 + 32 * (4 * b + i), 1024, 512, "biasrelu", FT_MATH_FP32, searches[i], b ? 3.0 : 0.01, 20, 0,
-                         0, NULL, NULL, 7, 0, NULL, getenv("FT_CLI"), 8, 0};
+      ft_tune_req req = {.search = searches[i], .budget_s = b ? 3.0 : 0.01, .repeats = 20, .seed = 7,
+                         .worker_exe = getenv("FT_CLI"), .job_timeout_s = 8};
       ft_tune_summary s;
       ft_err e;
       ft__err_clear(&e);
-      ft_status st = ft_tune_run(db, &req, &s, &e);
+      const int64_t m = 96 + 32 * (4 * b + i), n = 1024, k = 512;
+      ft_status st = tune_req(db, m, n, k, "biasrelu", &req, &s, &e);
       if (st != FT_OK) fprintf(stderr, "tune %s budget %.2f: %s\n", searches[i], req.budget_s, e.msg);
       ASSERT_OK(st);
       ASSERT_TRUE(s.has_best);
@@ -87,7 +103,7 @@ static void tiny_budgets(ft_db *db) {
       ASSERT_TRUE(best <= safe);
       if (b == 0) ASSERT_EQ_INT(n_fused, 0);
       /* every epilogue pass of the search's space (the default 9, the full one 36), whatever the budget */
-      ASSERT_TRUE(n_safe >= passes_in_space(searches[i], req.m, req.n, req.k));
+      ASSERT_TRUE(n_safe >= passes_in_space(searches[i], m, n, k));
       ft_tune_summary_free(&s);
     }
 }

@@ -91,7 +91,39 @@ static void test_bad_arguments(void) {
   ASSERT_TRUE(ft_compile_pool_stop(p) == 0);
 }
 
+/* The plan (no database): the listed jobs compile ahead in the plan's order, an unlisted one
+ * when taken; every take leaves the job's outputs in the caller's array; the end counts them. */
+static void test_plan(void) {
+  ft_compile_job jobs[NJOBS];
+  make_jobs(jobs, 5);
+  ft_err e;
+  ft__err_clear(&e);
+  const int order[] = {3, 1, 5, 3, 0, 2}; /* 3 twice: compiled once; 4, 6 and 7 unlisted */
+  ft_compile_plan *p = NULL;
+  ASSERT_OK(ft_compile_plan_start(NULL, ARCH, jobs, NJOBS, order, 6, &p, &e));
+  ASSERT_TRUE(p != NULL && ft_compile_plan_threads(p) >= 1);
+  ft_compile_plan_expect(p, 2);
+  for (int q = 0; q < 4; q++) {
+    const int i = (int[]){3, 1, 5, 6}[q];
+    ASSERT_OK(ft_compile_plan_take(p, i, &e));
+    ASSERT_TRUE(jobs[i].ran);
+    ASSERT_EQ_INT(jobs[i].status, i == 5 ? FT_ERR_COMPILE : FT_OK);
+    ASSERT_TRUE((jobs[i].cubin != NULL) == (i != 5));
+  }
+  ASSERT_OK(ft_compile_plan_take(p, 3, &e)); /* taken again: nothing new */
+  ASSERT_EQ_INT(ft_compile_plan_take(p, NJOBS, &e), FT_ERR_INTERNAL);
+  ft_compile_stats st = {0};
+  ft_compile_plan_end(p, &st);
+  ASSERT_TRUE(st.n_compiled >= 3 && st.n_compiled <= 5); /* 3, 1, 6 and what ran ahead of 0, 2 */
+  ASSERT_EQ_INT(st.n_cached, 0);
+  ASSERT_TRUE(st.compile_s > 0 && st.nvrtc_s > 0);
+  ASSERT_TRUE(jobs[4].cubin == NULL && !jobs[4].ran && !jobs[7].ran);
+  for (int i = 0; i < NJOBS; i++) ft_compile_job_clear(&jobs[i]);
+  ft_compile_plan_end(NULL, &st);
+}
+
 int main(void) {
+  test_plan();
   test_limit_and_order();
   test_failure_and_stop();
   test_bad_arguments();

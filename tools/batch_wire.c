@@ -1,4 +1,5 @@
-/* The text lines between `tune --problems` and its per-device children (batch.h). */
+/* The text lines between `tune --problems` and its per-device children (batch.h), each one
+ * message of the library's framing (src/wire.h): no fixed part, the text as the bytes that follow. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -7,22 +8,21 @@
 #include <unistd.h>
 
 #include "batch.h"
+#include "wire.h"
+
+#define WIRE_LINE 0x46540101u /* a message that is one line of text */
 
 int wire_send(int fd, const char *fmt, ...) {
-  char line[20000];
+  char msg[sizeof(ft_wire_head) + 20000];
+  char *line = msg + sizeof(ft_wire_head);
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(line, sizeof line - 1, fmt, ap);
+  int n = vsnprintf(line, sizeof msg - sizeof(ft_wire_head), fmt, ap);
   va_end(ap);
-  if (n < 0 || (size_t)n >= sizeof line - 1) return -1;
-  line[n++] = '\n';
-  for (int off = 0; off < n;) {
-    ssize_t w = send(fd, line + off, (size_t)(n - off), MSG_NOSIGNAL); /* a gone peer is no SIGPIPE */
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return -1;
-    off += (int)w;
-  }
-  return 0;
+  if (n < 0 || (size_t)n >= sizeof msg - sizeof(ft_wire_head)) return -1;
+  const ft_wire_head h = {WIRE_LINE, 0, (uint64_t)n};
+  memcpy(msg, &h, sizeof h);
+  return ft_wire_send_all(fd, msg, sizeof h + (size_t)n); /* one send: head and text together */
 }
 
 void wire_hex(const char *s, char *out, size_t out_size) {
@@ -56,16 +56,23 @@ char *wire_line(wire_reader *r, int block, int *eof) {
   char *line = r->line;
   *eof = 0;
   for (;;) {
-    char *nl = memchr(r->buf, '\n', r->len);
-    if (nl) {
-      size_t n = (size_t)(nl - r->buf);
-      memcpy(line, r->buf, n);
-      line[n] = '\0';
-      memmove(r->buf, nl + 1, r->len - n - 1);
-      r->len -= n + 1;
-      return line;
+    ft_wire_head h;
+    if (r->len >= sizeof h) {
+      memcpy(&h, r->buf, sizeof h);
+      if (h.type != WIRE_LINE || h.fixed != 0 || h.extra >= sizeof r->line ||
+          h.extra > sizeof r->buf - sizeof h) { /* not our framing: nothing more can be read */
+        *eof = 1;
+        return NULL;
+      }
+      const size_t n = (size_t)h.extra, whole = sizeof h + n;
+      if (r->len >= whole) {
+        memcpy(line, r->buf + sizeof h, n);
+        line[n] = '\0';
+        memmove(r->buf, r->buf + whole, r->len - whole);
+        r->len -= whole;
+        return line;
+      }
     }
-    if (r->len == sizeof r->buf) r->len = 0; /* a line longer than any message: drop it */
     ssize_t got = recv(r->fd, r->buf + r->len, sizeof r->buf - r->len, block ? 0 : MSG_DONTWAIT);
     if (got < 0 && errno == EINTR) {
       if (block) continue;

@@ -1,0 +1,34 @@
+/* The tolerance policy: what error on rel_err a correct result of each math mode may have.
+ * GPU-free. */
+#ifndef FT_TOLERANCE_H
+#define FT_TOLERANCE_H
+
+#include "fusedtune.h"
+
+/* The fp32 tolerance on rel_err. */
+#define FT_TOL_FP32 1e-5
+
+/* The tolerance on rel_err in mode math, given cublas_rel_err, the error of cuBLAS's GEMM of
+ * that mode against x W^T on the same problem (ignored in fp32): fp32 FT_TOL_FP32; 3xtf32
+ * max(cublas_rel_err (SGEMM's), 2^-20), at most FT_TOL_FP32; otherwise
+ * 2 * cublas_rel_err + ft_tolerance_floor(math). A result is correct when rel_err <= it and no
+ * element is non-finite. GPU-free. */
+double ft_tolerance_rule(ft_math math, double cublas_rel_err);
+/* The floor of the rule: the unit roundoff of what the mode rounds, at least FT_TOL_FP32: the
+ * output's element type in bf16 (2^-8) and fp16 (2^-11), the inputs in tf32 (2^-11; its output
+ * is fp32). A fused kernel rounds E(acc) once to the element type, an error of at most one unit
+ * roundoff of each element relative to itself, which cuBLAS's measured error (acc rounded once,
+ * relative to ||x W^T||) need not bound when E changes the values' sizes; and cuBLAS's TF32 GEMM
+ * may not use tf32 at all on tiny shapes. */
+double ft_tolerance_floor(ft_math math);
+/* 3xtf32's tolerance once the fp32 eager-style chain's error on the same problem is known
+ * (cuBLASLt's SGEMM with the bias folded in where E adds one, as nn.Linear does, + one fp32
+ * kernel per further op; against E(x W^T)): the larger of tol and that error with 1 %
+ * for the rounding order of E's fp32 operations, at most FT_TOL_FP32. ft_tolerance_rule holds
+ * 3xtf32 to SGEMM's error on x W^T alone, which no SGEMM + fp32 epilogue meets where E grows the
+ * relative error (H200, gelu(x + bias) at 4096^3: 1.30e-6 against SGEMM's 1.15e-6, so every safe
+ * candidate was "wrong"). Other modes, or a chain error that is not finite and positive: tol.
+ * GPU-free. */
+double ft_tolerance_with_chain(ft_math math, double tol, double chain_rel_err);
+
+#endif
