@@ -45,6 +45,14 @@ const ft_ep_param *ft_ep_param_at(const ft_epilogue *ep, int slot);
  * `ep.v[i][row]` and the device functions of kernels_src/ft_math.cuh. Owned by ep. */
 const char *ft_ep_cuda(const ft_epilogue *ep);
 
+/* What E costs per output element (src/epilogue_cost.c): FP32-pipe and special-function (ex2, lg2,
+ * rcp) instructions, in the fast function forms (fast != 0: tf32, bf16, fp16) or the precise ones;
+ * a repeated subexpression counted once. An estimate for ordering a search. ep NULL: zero. */
+typedef struct ft_ep_cost {
+  double fp32, mufu;
+} ft_ep_cost;
+ft_ep_cost ft_ep_cost_of(const ft_epilogue *ep, int fast);
+
 /* Evaluates the epilogue in float64 for one element. vals[slot] holds, for each parameter, the
  * scalar value or the vector element for this element's row/column. */
 double ft_ep_eval(const ft_epilogue *ep, double x, const double *vals);

@@ -7,6 +7,7 @@
  * big and small tf32 parts in shared memory, three products, partial sums taken out every
  * `chunk` k tiles); compiled for sm_90a. GPU-free but for
  * the tensor maps of a launch (src/tensormap.c). */
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -279,11 +280,37 @@ static double tc_width_eff(int bn) {
   return at[i] + (at[i + 1] - at[i]) * (double)(bn - 64 - 64 * i) / 64.0;
 }
 
+/* Instructions per clock one warp issues evaluating a heavy E (its dependency chains and the
+ * store boxes between them): read off the H200 (docs/BENCHMARKS.md, 2026-12-04) from the time E
+ * adds to a 128 x 128 ping-pong tile, 0.13-0.14 in both function forms. */
+#define TC_EPI_IPC 0.15
+
+/* What the epilogue adds where the MMA does not hide it, in tc_cost's unit (multiply-adds of the
+ * busiest SM), for tiles_per_block tiles of kp k each. A tile's E is evaluated by the warpgroup(s)
+ * holding its accumulator at TC_EPI_IPC per warp (at most one instruction per clock on each of
+ * the four schedulers) and at the SM's 16 special-function results per clock. Cooperative: both
+ * consumers evaluate their halves of every tile after its MMA, so every tile's E is exposed.
+ * Ping-pong: one consumer's E runs beside the other's MMA, exposed where it outlasts a tile's MMA
+ * and on the block's last tile. Split-K applies E in its reduction kernel (not modelled here). */
+static double tc_epilogue_cost(const ft_variant *v, double tiles_per_block, int64_t kp, ft_ep_cost ec) {
+  if ((ec.fp32 <= 0 && ec.mufu <= 0) || v->split_k > 1) return 0.0;
+  const double macs_per_clk = esize(v) == 4 ? 1024.0 : 2048.0; /* the SM's tensor rate (tf32: half) */
+  const double tile = (double)tc_bm(v) * v->bn;                 /* outputs of a tile */
+  const double warps = v->pingpong ? 4.0 : 4.0 * v->consumers;  /* the warps evaluating them */
+  const double ops = ec.fp32 + ec.mufu;
+  const double issue = fmax(tile / (32.0 * warps) * ops / TC_EPI_IPC, tile * ops / (32.0 * 4.0));
+  const double e_clk = fmax(issue, tile * ec.mufu / 16.0);
+  const double mma_clk = tile * (double)kp / macs_per_clk;
+  const double exposed =
+      v->pingpong ? fmax(0.0, tiles_per_block - 1.0) * fmax(0.0, e_clk - mma_clk) + e_clk : tiles_per_block * e_clk;
+  return exposed * macs_per_clk;
+}
+
 /* Time model: the busiest block's tiles (persistent blocks take units round robin) times a
  * tile's MMA work over an efficiency that grows with the tile width (wider wgmma, fewer
  * operand bytes per FLOP), measured on the H200 (experiments of 2026-12-01: BN 256 best at
  * 8192^3 and 1024x8192x8192, BN 128 at 128x16384x16384 where BN 256 leaves half the SMs idle). */
-static double tc_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k) {
+static double tc_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_ep_cost ec) {
   const int64_t units = tc_units(v, m, n) * tc_slices(v);
   const int64_t blocks_units = v->grid / v->cluster;
   double per_block = (double)((units + blocks_units - 1) / blocks_units);
@@ -324,7 +351,7 @@ static double tc_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k) {
   /* Split-K writes and the reduce kernel reads S fp32 slabs: ~50 multiply-adds per byte of the
    * device's, spread over 132 SMs. */
   if (v->split_k > 1) cost += 2.0 * v->split_k * (double)m * (double)n * 4.0 * 50.0 / 132.0;
-  return cost;
+  return cost + tc_epilogue_cost(v, per_block, kp, ec);
 }
 
 /* Waves of tile units a width needs: tiles of bm x bn over (m, n) on `slots` blocks. */
@@ -365,6 +392,7 @@ static size_t tc_widths(int64_t m, int64_t n, int bm, int slots, const int std_b
 static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,
                               ft_space_sink *sink, ft_err *err) {
   const int full = ft_space_full(sink);
+  const ft_ep_cost ec = ft_space_epilogue_cost(sink);
   static const int k_bns[] = {256, 192, 128, 64};
   /* 512, 256, 128, 64 k: the error grows with the chunk (the tensor core's adds truncate); the
    * tolerance (SGEMM's own error, or the fp32 chain's) decides which are accurate enough. */
@@ -451,7 +479,7 @@ static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, con
                         if (2 * q.share < q.ktiles) continue;
                       }
                       if (!ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) continue;
-                      FT_TRY(ft_space_push(sink, &v, tc_cost(&v, m, n, k), err));
+                      FT_TRY(ft_space_push(sink, &v, tc_cost(&v, m, n, k, ec), err));
                       /* Its late twin (E box by box) at BN >= 192, where a heavy E with E on
                        * the whole tile first spills (silu, sigmoid, gelu_tanh, division; gelu in
                        * tf32: CPU matrix, BENCHMARKS.md session 11) and is rejected at compile
@@ -462,7 +490,7 @@ static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, con
                       if (full && ts && !pp && !staged && !v.streamk && v.bn >= 192) {
                         v.late = 1;
                         if (ft_variant_applicable(&v, m, n, k, lim, NULL, 0))
-                          FT_TRY(ft_space_push(sink, &v, tc_cost(&v, m, n, k), err));
+                          FT_TRY(ft_space_push(sink, &v, tc_cost(&v, m, n, k, ec), err));
                         v.late = 0;
                       }
                     }

@@ -4,6 +4,7 @@
 #define FT_SPACE_H
 
 #include "common.h"
+#include "epilogue.h" /* ft_ep_cost */
 #include "fusedtune_tool.h" /* ft_strategy */
 
 typedef enum ft_variant_kind {
@@ -87,6 +88,11 @@ ft_status ft_space_enumerate_costs(ft_variant_kind kind, int64_t m, int64_t n, i
 ft_status ft_space_enumerate_scope(ft_variant_kind kind, int64_t m, int64_t n, int64_t k, ft_math math,
                                    ft_space_scope scope, const ft_device_limits *lim, ft_variant **out,
                                    double **costs, int *count, ft_err *err);
+/* ... knowing what the epilogue costs per element (ep_cost, NULL: nothing), which a family's cost
+ * model may charge where the epilogue is not hidden under the MMA (the tensor-core family's). */
+ft_status ft_space_enumerate_ep(ft_variant_kind kind, int64_t m, int64_t n, int64_t k, ft_math math,
+                                ft_space_scope scope, const ft_ep_cost *ep_cost, const ft_device_limits *lim,
+                                ft_variant **out, double **costs, int *count, ft_err *err);
 ft_status ft_space_enumerate(ft_variant_kind kind, int64_t m, int64_t n, int64_t k,
                              const ft_device_limits *lim, ft_variant **out, int *count, ft_err *err);
 

@@ -549,7 +549,38 @@ static void test_presets(void) {
   ASSERT_EQ_STR(names[6], "minsub");
 }
 
+/* The cost of E per element counted from its tree (src/epilogue_cost.c): nothing for x, one FP32
+ * instruction per operator, each function's forms, repeated subexpressions once, and
+ * tanh(softplus(e)) as the one function the CUDA text makes of it. */
+static void test_cost(void) {
+  static const struct {
+    const char *text;
+    int fast;
+    double fp32, mufu;
+  } cases[] = {
+      {"x", 1, 0, 0},
+      {"x + bias", 1, 1, 0},
+      {"relu(x + bias)", 1, 2, 0},
+      {"mish(mish(x + bias))", 1, 21, 4},
+      {"mish(mish(x + bias))", 0, 101, 6},
+      {"tanh(softplus(x + bias)) * sigmoid(x + bias)", 1, 17, 4},
+      {"x / 3", 1, 14, 1},
+      {"exp(x) + exp(x)", 1, 2, 1},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ft_epilogue *ep = parse_ok(cases[i].text);
+    if (!ep) continue;
+    const ft_ep_cost c = ft_ep_cost_of(ep, cases[i].fast);
+    ASSERT_CLOSE(c.fp32, cases[i].fp32);
+    ASSERT_CLOSE(c.mufu, cases[i].mufu);
+    ft_ep_free(ep);
+  }
+  const ft_ep_cost z = ft_ep_cost_of(NULL, 1);
+  ASSERT_CLOSE(z.fp32 + z.mufu, 0.0);
+}
+
 int main(void) {
+  test_cost();
   test_operators();
   test_functions();
   test_params();

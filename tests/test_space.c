@@ -1,4 +1,5 @@
 /* The variant space: enumeration bounds, applicability, names, strict JSON, geometry, shapes. */
+#include "epilogue.h"
 #include "ft_test.h"
 #include "family.h"
 #include "space.h"
@@ -401,6 +402,47 @@ static void test_shapes(void) {
   ASSERT_TRUE(vs == NULL && n == 0);
 }
 
+/* The tensor-core family charges what E costs where the MMA does not hide it: nothing without an
+ * epilogue cost (the same order and costs as before), more for the cooperative forms than for
+ * ping-pong with a heavy one, which then comes first; counted from the parsed expression. */
+static void test_epilogue_cost(const ft_device_limits *lim) {
+  ft_err e;
+  ft_variant *a = NULL, *b = NULL, *h = NULL;
+  double *ca = NULL, *cb = NULL, *ch = NULL;
+  int na = 0, nb = 0, nh = 0;
+  const ft_ep_cost none = {0, 0};
+  ft_epilogue *ep = NULL;
+  ASSERT_OK(ft_ep_parse("mish(mish(x + bias))", &ep, &e));
+  const ft_ep_cost heavy = ft_ep_cost_of(ep, 1);
+  ASSERT_TRUE(heavy.fp32 > 10 && heavy.mufu >= 4);
+  ASSERT_OK(ft_space_enumerate_scope(FT_VK_GEMM, 1024, 8192, 8192, FT_MATH_BF16, FT_SPACE_PRUNED, lim, &a, &ca, &na, &e));
+  ASSERT_OK(ft_space_enumerate_ep(FT_VK_GEMM, 1024, 8192, 8192, FT_MATH_BF16, FT_SPACE_PRUNED, &none, lim, &b, &cb, &nb, &e));
+  ASSERT_OK(ft_space_enumerate_ep(FT_VK_GEMM, 1024, 8192, 8192, FT_MATH_BF16, FT_SPACE_PRUNED, &heavy, lim, &h, &ch, &nh,
+                                  &e));
+  ASSERT_EQ_INT(na, nb);
+  ASSERT_EQ_INT(na, nh);
+  for (int i = 0; i < na && i < nb; i++) {
+    ASSERT_TRUE(memcmp(&a[i], &b[i], sizeof a[i]) == 0);
+    ASSERT_TRUE(ca[i] == cb[i]);
+  }
+  /* Every variant costs more with the heavy E; a cooperative one more than a ping-pong one of
+   * the same tile count, and the cheapest is ping-pong. */
+  double worst_pp = 0, least_coop = 1e300;
+  for (int i = 0; i < nh; i++) {
+    int j = 0;
+    while (j < na && memcmp(&a[j], &h[i], sizeof h[i]) != 0) j++;
+    ASSERT_TRUE(j < na);
+    if (j < na) ASSERT_TRUE(ch[i] > ca[j]);
+    if (j < na && h[i].pingpong == 2 && ch[i] / ca[j] > worst_pp) worst_pp = ch[i] / ca[j];
+    if (j < na && !h[i].pingpong && h[i].bn == 256 && h[i].split_k == 0 && ch[i] / ca[j] < least_coop)
+      least_coop = ch[i] / ca[j];
+  }
+  ASSERT_TRUE(nh > 0 && h[0].pingpong == 2);
+  ASSERT_TRUE(worst_pp < least_coop);
+  free(a), free(b), free(h), free(ca), free(cb), free(ch);
+  ft_ep_free(ep);
+}
+
 int main(void) {
   ft_device_limits lim;
   ft_err e;
@@ -417,5 +459,6 @@ int main(void) {
   test_families(&lim);
   test_enumerate(&lim);
   test_pass_scopes(&lim);
+  test_epilogue_cost(&lim);
   return FT_TEST_DONE();
 }
