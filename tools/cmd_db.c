@@ -182,6 +182,9 @@ int cmd_query(cli *c, int argc, char **argv) {
   if (!epi) return usage_error("query", "--epilogue is required");
   if (tolerance > 0 && (flags & FT_LOOKUP_NEAREST))
     return usage_error("query", "--tolerance and --nearest do not combine (a tolerance picks among exact shapes)");
+  if (devname && !devname[0]) return usage_error("query", "--device-name is empty (name a device as 'list' shows it)");
+  if (devname && strlen(devname) > 255)
+    return usage_error("query", "--device-name is %zu bytes long: device names are at most 255", strlen(devname));
   ft_problem p;
   int rc = cli_problem("query", shape, epi, &p);
   if (rc) return rc;
@@ -198,6 +201,11 @@ int cmd_query(cli *c, int argc, char **argv) {
   if (st == FT_ERR_NOT_FOUND) {
     fprintf(stderr, "fusedtune: %s\n", ft_errmsg(ctx));
     rc = EXIT_NOT_TUNED;
+  } else if (st == FT_ERR_NO_DEVICE && !devname) {
+    /* The device is part of the key; a stored one can be named instead of present. */
+    fprintf(stderr, "fusedtune: %s; to read the results stored for a device without it, add --device-name NAME "
+            "(the device column of 'fusedtune list')\n", ft_errmsg(ctx));
+    rc = 1;
   } else if (st != FT_OK) {
     rc = fail_status(st, ft_errmsg(ctx));
   } else if (json) {

@@ -1,0 +1,118 @@
+/* query, list and report over what the database holds but cannot serve as it stands (issue 40):
+ * results measured with an older kernel source (stale), device names given wrongly or not at
+ * all, long epilogues and non-ASCII device names in list's columns. Through $FT_CLI, no GPU. */
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ft_test.h"
+#include "cli_run.h"
+#include "epilogue.h"
+#include "fusedtune_tool.h"
+
+static char g_canon[256], g_hash[64]; /* of the epilogue the fixture stores */
+
+/* An export of one device (name) with results for epilogue canon (hash) at 128x256x64 in fp32,
+ * all measured with source "abcd", which no kernel of today hashes to: stale. */
+static void write_stale(const char *path, const char *device, const char *canon, const char *hash) {
+  FILE *f = fopen(path, "wb");
+  if (!f) {
+    FT_FAIL_AT_("cannot write %s", path);
+    return;
+  }
+  fprintf(f,
+          "{\"format\":\"fusedtune-export\",\"version\":1,\n"
+          "\"devices\":[{\"fingerprint\":\"00000000000000aa\",\"name\":\"%s\",\"cc_major\":9,"
+          "\"cc_minor\":0,\"sm_count\":132,\"mem_bytes\":150011101184,\"driver_version\":13000,"
+          "\"runtime_version\":13000,\"nvrtc_version\":13000,\"cublas_version\":130000,"
+          "\"first_seen\":\"2026-11-29T08:00:00.000Z\",\"last_seen\":\"2026-11-29T09:00:00.000Z\"}],\n"
+          "\"problems\":[{\"m\":128,\"n\":256,\"k\":64,\"layout\":\"xrow_wrow\",\"math\":\"fp32\","
+          "\"epilogue\":\"%s\",\"epilogue_hash\":\"%s\"}],\n"
+          "\"runs\":[{\"uuid\":\"11111111-1111-4111-8111-111111111111\",\"device\":\"00000000000000aa\","
+          "\"started\":\"2026-11-29T08:00:00.000Z\",\"ended\":null,\"tool_version\":\"0.1.0\","
+          "\"options\":\"{}\",\"budget_s\":170,\"outcome\":null}],\n\"results\":[",
+          device, canon, hash);
+  static const char *const strategies[] = {"fused", "eager", "cublas_gemm"};
+  static const double ms[] = {0.5, 0.6, 0.55};
+  for (int i = 0; i < 3; i++)
+    fprintf(f,
+            "%s\n{\"uuid\":\"22222222-2222-4222-8222-%012d\","
+            "\"run\":\"11111111-1111-4111-8111-111111111111\",\"device\":\"00000000000000aa\","
+            "\"problem\":{\"m\":128,\"n\":256,\"k\":64,\"layout\":\"xrow_wrow\",\"math\":\"fp32\","
+            "\"epilogue_hash\":\"%s\"},\"strategy\":\"%s\",\"variant\":\"v%d\","
+            "\"config\":\"{}\",\"status\":\"ok\",\"median_ms\":%g,\"min_ms\":%g,\"iqr_ms\":null,"
+            "\"repeats\":30,\"rel_err\":1e-07,\"max_abs_err\":null,\"source_hash\":\"abcd\","
+            "\"fusedtune_version\":\"0.1.0\",\"message\":\"\",\"created\":\"2026-11-29T08:00:01.000Z\"}",
+            i ? "," : "", i, hash, strategies[i], i, ms[i], ms[i]);
+  fprintf(f, "],\n\"best\":[]\n}\n");
+  fclose(f);
+}
+
+/* Item 5: by tolerance or not, a stale key gets one message, naming the expression. */
+static void test_stale_query(void) {
+  write_stale("stale.json", "H200 SXM", g_canon, g_hash);
+  ASSERT_EQ_INT(run("--db s.db import stale.json"), 0);
+  ASSERT_EQ_INT(run("--db s.db query --shape 128x256x64 --epilogue biasrelu --device-name 'H200 SXM'"), 3);
+  char plain[sizeof R.out];
+  snprintf(plain, sizeof plain, "%s", R.out);
+  ASSERT_CONTAINS(plain, "only a stale result for 128x256x64, epilogue 'relu(x + bias)', fp32 on H200 SXM");
+  ASSERT_CONTAINS(plain, "tune it again: fusedtune tune --shape 128x256x64 --epilogue 'relu(x + bias)' --math fp32");
+  ASSERT_EQ_INT(lines(plain), 1);
+  ASSERT_EQ_INT(run("--db s.db query --shape 128x256x64 --epilogue biasrelu --device-name 'H200 SXM' "
+                    "--tolerance 1e-3"), 3);
+  ASSERT_EQ_STR(R.out, plain);
+}
+
+/* Item 6: no GPU, a near-miss name, an empty or huge name. */
+static void test_device_names(void) {
+  if (!ft_test_have_gpu()) {
+    ASSERT_EQ_INT(run("--db s.db query --shape 128x256x64 --epilogue biasrelu"), 1);
+    ASSERT_CONTAINS(R.out, "no CUDA device");
+    ASSERT_CONTAINS(R.out, "add --device-name NAME");
+    ASSERT_EQ_INT(lines(R.out), 1);
+  }
+  ASSERT_EQ_INT(run("--db s.db query --shape 128x256x64 --epilogue biasrelu --device-name 'h200 sxm'"), 3);
+  ASSERT_CONTAINS(R.out, "no device named \"h200 sxm\" (did you mean \"H200 SXM\"?)");
+  ASSERT_EQ_INT(run("--db s.db query --shape 128x256x64 --epilogue biasrelu --device-name A100"), 3);
+  ASSERT_CONTAINS(R.out, "(stored: \"H200 SXM\")");
+  ASSERT_EQ_INT(run("--db s.db query --shape 128x256x64 --epilogue biasrelu --device-name A100 --tolerance 1"), 3);
+  ASSERT_CONTAINS(R.out, "(stored: \"H200 SXM\")");
+  ASSERT_EQ_INT(run("--db s.db query --shape 128x256x64 --epilogue biasrelu --device-name ''"), 2);
+  ASSERT_CONTAINS(R.out, "--device-name is empty");
+  char a[12000];
+  int n = snprintf(a, sizeof a, "--db s.db query --shape 128x256x64 --epilogue biasrelu --device-name ");
+  memset(a + n, 'G', 10000);
+  a[n + 10000] = 0;
+  ASSERT_EQ_INT(run(a), 2);
+  ASSERT_CONTAINS(R.out, "--device-name is 10000 bytes long");
+  ASSERT_TRUE(strlen(R.out) < 300);
+  /* The library's own check, for callers other than the CLI. */
+  ft_ctx *ctx = NULL;
+  ASSERT_EQ_INT(ft_open("s.db", FT_OPEN_READONLY, &ctx), FT_OK);
+  ft_problem p = {128, 256, 64, "biasrelu", FT_MATH_FP32};
+  ft_best_entry e;
+  ASSERT_EQ_INT(ft_lookup_entry(ctx, "", &p, 0, &e), FT_ERR_INVALID_ARG);
+  ASSERT_EQ_INT(ft_lookup_entry(ctx, a + n, &p, 0, &e), FT_ERR_INVALID_ARG);
+  ASSERT_TRUE(strlen(ft_errmsg(ctx)) < 200);
+  ft_close(ctx);
+}
+
+int main(void) {
+  cli = getenv("FT_CLI");
+  if (!cli) RETURN_FAIL("FT_CLI is not set (run through ctest)");
+  if (enter_scratch("hardening_query") != 0) RETURN_FAIL("cannot make a scratch folder");
+  ft_epilogue *ep = NULL;
+  ft_err err;
+  if (ft_ep_parse("biasrelu", &ep, &err) != FT_OK) RETURN_FAIL("biasrelu: %s", err.msg);
+  snprintf(g_canon, sizeof g_canon, "%s", ft_ep_canonical(ep));
+  snprintf(g_hash, sizeof g_hash, "%s", ft_ep_hash(ep));
+  ft_ep_free(ep);
+  const char *only = getenv("FT_TEST_ONLY");
+  static const struct {
+    const char *name;
+    void (*fn)(void);
+  } tests[] = {{"stale_query", test_stale_query}, {"device_names", test_device_names}};
+  for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
+    if (!only || strstr(tests[i].name, only)) tests[i].fn();
+  if (!ft_test_failures) leave_scratch();
+  return FT_TEST_DONE();
+}
