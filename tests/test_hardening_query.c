@@ -96,6 +96,27 @@ static void test_device_names(void) {
   ft_close(ctx);
 }
 
+/* Item 8: list shows the epilogue whole, and counts columns, not bytes or characters. */
+static void test_list_columns(void) {
+  ft_epilogue *ep = NULL;
+  ft_err err;
+  if (ft_ep_parse("min(x + bias, c) - c where c = 2", &ep, &err) != FT_OK) {
+    FT_FAIL_AT_("%s", err.msg);
+    return;
+  }
+  /* e-acute (2 bytes, 1 column), full-width letters and CJK (3 bytes, 2 columns): 19 columns */
+  write_stale("wide.json", "T\xc3\xa9sla \xef\xbc\xa8\xef\xbc\x92\xef\xbc\x90\xef\xbc\x90 \xe6\x97\xa5\xe6\x9c\xac",
+              ft_ep_canonical(ep), ft_ep_hash(ep));
+  ft_ep_free(ep);
+  ASSERT_EQ_INT(run("--db w.db import wide.json"), 0);
+  ASSERT_EQ_INT(run("--db w.db list"), 0);
+  ASSERT_CONTAINS(R.out, "min(x + bias, c) - c where c = 2");
+  /* 19 columns, padded to 24, then the separator: 6 spaces before the shape */
+  ASSERT_CONTAINS(R.out, "\xe6\x97\xa5\xe6\x9c\xac      128x256x64 ");
+  const char *row = strstr(R.out, "\n");
+  ASSERT_TRUE(row && strstr(R.out, "shape") - R.out == 25);
+}
+
 int main(void) {
   cli = getenv("FT_CLI");
   if (!cli) RETURN_FAIL("FT_CLI is not set (run through ctest)");
@@ -110,7 +131,8 @@ int main(void) {
   static const struct {
     const char *name;
     void (*fn)(void);
-  } tests[] = {{"stale_query", test_stale_query}, {"device_names", test_device_names}};
+  } tests[] = {{"stale_query", test_stale_query}, {"device_names", test_device_names},
+               {"list_columns", test_list_columns}};
   for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
     if (!only || strstr(tests[i].name, only)) tests[i].fn();
   if (!ft_test_failures) leave_scratch();

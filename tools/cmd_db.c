@@ -79,22 +79,24 @@ static int list_one(void *user, const ft_best_entry *e) {
     printf("%s\n  ", s->count ? "," : "");
     best_json(e);
   } else {
+    /* The epilogue goes last and whole: cut, it would read as another expression. */
     if (!s->count)
-      printf("%-24s %-20s %-6s %-28s %-16s %-44s %10s %8s\n", "device", "shape", "math", "epilogue", "strategy",
-             "variant", "median_ms", "speedup");
+      printf("%-24s %-20s %-6s %-16s %-44s %10s %8s  %s\n", "device", "shape", "math", "strategy", "variant",
+             "median_ms", "speedup", "epilogue");
     char shape[64];
     snprintf(shape, sizeof shape, "%lldx%lldx%lld", (long long)b->tuned_m, (long long)b->tuned_n,
              (long long)b->tuned_k);
     char sp[16] = "-";
     if (speedup(b) > 0) snprintf(sp, sizeof sp, "%.3fx", speedup(b));
     /* Stored text may come from an import: never let it steer the terminal or split a character. */
-    char dev[4 * 24 + 1], math[4 * 6 + 1], epi[4 * 28 + 1], strat[4 * 16 + 1], name[4 * 44 + 1];
+    static char epi[4 * sizeof e->epilogue + 1];
+    char dev[4 * 24 + 1], math[4 * 6 + 1], strat[4 * 16 + 1], name[4 * 44 + 1];
     cli_cell(dev, sizeof dev, e->device_name, 24);
     cli_cell(math, sizeof math, e->math, 6);
-    cli_cell(epi, sizeof epi, e->epilogue, 28);
+    cli_cell(epi, sizeof epi, e->epilogue, cli_columns(e->epilogue));
     cli_cell(strat, sizeof strat, b->strategy, 16);
     cli_cell(name, sizeof name, b->name, 44);
-    printf("%s %-20s %s %s %s %s %10.4f %8s\n", dev, shape, math, epi, strat, name, b->median_ms, sp);
+    printf("%s %-20s %s %s %s %10.4f %8s  %s\n", dev, shape, math, strat, name, b->median_ms, sp, epi);
   }
   s->count++;
   return 0;
