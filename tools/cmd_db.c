@@ -17,10 +17,24 @@ int cmd_init(cli *c, int argc, char **argv) {
     return 0;
   if (argc > 0) return unexpected_arg("init", argv[0], "unexpected argument");
   ft_ctx *ctx = NULL;
-  int rc = cli_open(c, 1, &ctx);
-  if (rc) return rc;
+  ft_status s = ft_open(cli_db_path(c), FT_OPEN_CREATE, &ctx);
+  const char *note = "";
+  if (s != FT_OK && access(cli_db_path(c), F_OK) == 0) {
+    /* An existing database at today's schema needs nothing written: a reader that opens it
+     * proves that (one of an older schema is refused read-only, so it is still reported). */
+    ft_ctx *ro = NULL;
+    if (ft_open(cli_db_path(c), FT_OPEN_READONLY, &ro) == FT_OK) {
+      ft_close(ctx);
+      ctx = ro;
+      s = FT_OK;
+      note = "; not writable, left as it is";
+    } else {
+      ft_close(ro);
+    }
+  }
+  if (s != FT_OK) return fail_ctx(s, ctx);
   ft_close(ctx);
-  printf("database %s ready (schema version %d)\n", cli_db_path(c), ft_schema_version());
+  printf("database %s ready (schema version %d%s)\n", cli_db_path(c), ft_schema_version(), note);
   return 0;
 }
 
