@@ -117,6 +117,34 @@ static void test_list_columns(void) {
   ASSERT_TRUE(row && strstr(R.out, "shape") - R.out == 25);
 }
 
+/* The smaller items: an unknown --arch, a CSV import, --seed 0, variants' source hashes. */
+static void test_small_items(void) {
+  ASSERT_EQ_INT(run("variants --shape 8x8x8 --arch sm_1000"), 2);
+  ASSERT_CONTAINS(R.out, "architecture \"sm_1000\" is not known to fusedtune (known: sm_80, sm_89, sm_90, sm_90a)");
+  ASSERT_TRUE(strstr(R.out, "limits:") == NULL);
+  ASSERT_EQ_INT(run("--db s.db export --format csv --out s.csv"), 0);
+  ASSERT_EQ_INT(run("--db csv.db import s.csv"), 1);
+  ASSERT_CONTAINS(R.out, "this is a CSV export: CSV is export-only");
+  ASSERT_TRUE(access("csv.db", F_OK) != 0);
+  /* --seed 0 is the default seed, as the exports' "seed":0 says; checked before any device */
+  ASSERT_EQ_INT(run("tune --shape 8x8x8 --seed -1"), 2);
+  ASSERT_CONTAINS(R.out, "--seed '-1' must be an integer from 0 to 2147483647");
+  if (!ft_test_have_gpu()) {
+    ASSERT_EQ_INT(run("--db seed.db tune --shape 8x8x8 --seed 0"), 1);
+    ASSERT_CONTAINS(R.out, "no CUDA device");
+  }
+  /* variants --help promises each variant's source hash: the text shows it */
+  ASSERT_EQ_INT(run("variants --shape 8x8x8 --arch sm_90 --json"), 0);
+  const char *h = strstr(R.out, "\"source_hash\":\"");
+  ASSERT_TRUE(h != NULL);
+  if (h) {
+    char hash[17];
+    snprintf(hash, sizeof hash, "%.16s", h + 15);
+    ASSERT_EQ_INT(run("variants --shape 8x8x8 --arch sm_90"), 0);
+    ASSERT_CONTAINS(R.out, hash);
+  }
+}
+
 int main(void) {
   cli = getenv("FT_CLI");
   if (!cli) RETURN_FAIL("FT_CLI is not set (run through ctest)");
@@ -132,7 +160,7 @@ int main(void) {
     const char *name;
     void (*fn)(void);
   } tests[] = {{"stale_query", test_stale_query}, {"device_names", test_device_names},
-               {"list_columns", test_list_columns}};
+               {"list_columns", test_list_columns}, {"small_items", test_small_items}};
   for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
     if (!only || strstr(tests[i].name, only)) tests[i].fn();
   if (!ft_test_failures) leave_scratch();
