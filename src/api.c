@@ -190,6 +190,21 @@ static int memo_is_current(void *user, const ft_best *b) {
   return current_hash(c->ctx, c->ep, b->config_json, h) == FT_OK && strcmp(h, b->source_hash) == 0;
 }
 
+ft_status ft_source_current(ft_ctx *ctx, const char *epilogue, const char *config_json, const char *source_hash,
+                            int *current) {
+  if (!ctx) return FT_ERR_INVALID_ARG;
+  if (!epilogue || !config_json || !source_hash || !current)
+    return ft__fail(&ctx->err, FT_ERR_INVALID_ARG, "ft_source_current: NULL argument");
+  *current = 0;
+  ft_epilogue *ep = NULL;
+  FT_TRY(ft_ep_parse(epilogue, &ep, &ctx->err));
+  char h[17];
+  ft_status s = current_hash(ctx, ep, config_json, h);
+  ft_ep_free(ep);
+  if (s == FT_OK) *current = strcmp(h, source_hash) == 0;
+  return s;
+}
+
 void ft__fill_config(ft_config *out, const ft_best *b, int exact) {
   memset(out, 0, sizeof *out);
   snprintf(out->strategy, sizeof out->strategy, "%s", b->strategy);

@@ -6,13 +6,19 @@
 
 #include "ft_test.h"
 #include "cli_run.h"
+#include "db_fixture.h"
 #include "epilogue.h"
 #include "fusedtune_tool.h"
 
 static char g_canon[256], g_hash[64]; /* of the epilogue the fixture stores */
 
-/* An export of one device (name) with results for epilogue canon (hash) at 128x256x64 in fp32,
- * all measured with source "abcd", which no kernel of today hashes to: stale. */
+/* The fused result's variant, configuration (JSON text) and source hash: by default "abcd", which
+ * no kernel of today hashes to (stale); write_current sets today's. */
+static const char *g_variant = "v0", *g_config = "{}", *g_source = "abcd";
+static int g_n = 256;
+
+/* An export of one device (name) with results for epilogue canon (hash) at 128xg_nx64 in fp32:
+ * fused (g_variant), eager and cuBLAS's GEMM. */
 static void write_stale(const char *path, const char *device, const char *canon, const char *hash) {
   FILE *f = fopen(path, "wb");
   if (!f) {
@@ -25,24 +31,28 @@ static void write_stale(const char *path, const char *device, const char *canon,
           "\"cc_minor\":0,\"sm_count\":132,\"mem_bytes\":150011101184,\"driver_version\":13000,"
           "\"runtime_version\":13000,\"nvrtc_version\":13000,\"cublas_version\":130000,"
           "\"first_seen\":\"2026-11-29T08:00:00.000Z\",\"last_seen\":\"2026-11-29T09:00:00.000Z\"}],\n"
-          "\"problems\":[{\"m\":128,\"n\":256,\"k\":64,\"layout\":\"xrow_wrow\",\"math\":\"fp32\","
+          "\"problems\":[{\"m\":128,\"n\":%d,\"k\":64,\"layout\":\"xrow_wrow\",\"math\":\"fp32\","
           "\"epilogue\":\"%s\",\"epilogue_hash\":\"%s\"}],\n"
           "\"runs\":[{\"uuid\":\"11111111-1111-4111-8111-111111111111\",\"device\":\"00000000000000aa\","
           "\"started\":\"2026-11-29T08:00:00.000Z\",\"ended\":null,\"tool_version\":\"0.1.0\","
           "\"options\":\"{}\",\"budget_s\":170,\"outcome\":null}],\n\"results\":[",
-          device, canon, hash);
+          device, g_n, canon, hash);
   static const char *const strategies[] = {"fused", "eager", "cublas_gemm"};
   static const double ms[] = {0.5, 0.6, 0.55};
-  for (int i = 0; i < 3; i++)
+  for (int i = 0; i < 3; i++) {
     fprintf(f,
             "%s\n{\"uuid\":\"22222222-2222-4222-8222-%012d\","
             "\"run\":\"11111111-1111-4111-8111-111111111111\",\"device\":\"00000000000000aa\","
-            "\"problem\":{\"m\":128,\"n\":256,\"k\":64,\"layout\":\"xrow_wrow\",\"math\":\"fp32\","
-            "\"epilogue_hash\":\"%s\"},\"strategy\":\"%s\",\"variant\":\"v%d\","
-            "\"config\":\"{}\",\"status\":\"ok\",\"median_ms\":%g,\"min_ms\":%g,\"iqr_ms\":null,"
-            "\"repeats\":30,\"rel_err\":1e-07,\"max_abs_err\":null,\"source_hash\":\"abcd\","
+            "\"problem\":{\"m\":128,\"n\":%d,\"k\":64,\"layout\":\"xrow_wrow\",\"math\":\"fp32\","
+            "\"epilogue_hash\":\"%s\"},\"strategy\":\"%s\",\"variant\":\"%s\",\"config\":",
+            i ? "," : "", i + g_n, g_n, hash, strategies[i], i ? "v" : g_variant);
+    ft_write_json_string(f, i ? "{}" : g_config);
+    fprintf(f,
+            ",\"status\":\"ok\",\"median_ms\":%g,\"min_ms\":%g,\"iqr_ms\":null,"
+            "\"repeats\":30,\"rel_err\":1e-07,\"max_abs_err\":null,\"source_hash\":\"%s\","
             "\"fusedtune_version\":\"0.1.0\",\"message\":\"\",\"created\":\"2026-11-29T08:00:01.000Z\"}",
-            i ? "," : "", i, hash, strategies[i], i, ms[i], ms[i]);
+            ms[i], ms[i], i ? "" : g_source);
+  }
   fprintf(f, "],\n\"best\":[]\n}\n");
   fclose(f);
 }
@@ -117,6 +127,58 @@ static void test_list_columns(void) {
   ASSERT_TRUE(row && strstr(R.out, "shape") - R.out == 25);
 }
 
+/* Item 4: list, list --json and report mark a stale best and say how to tune it again; a
+ * current one beside it is not marked. */
+static void test_stale_marked(void) {
+  /* A current best for 128x512x64: the first fused variant listed, with today's source hash. */
+  ft_problem pr = {128, 512, 64, "biasrelu", FT_MATH_FP32};
+  ft_variant_list *list = NULL;
+  char msg[512];
+  ASSERT_EQ_INT(ft_variants(&pr, "sm_90", 0, &list, msg, sizeof msg), FT_OK);
+  if (!list) return;
+  for (int i = 0; i < list->count; i++)
+    if (list->items[i].strategy == FT_STRATEGY_FUSED) {
+      g_variant = list->items[i].name, g_config = list->items[i].config, g_source = list->items[i].source_hash;
+      break;
+    }
+  g_n = 512;
+  write_stale("current.json", "H200 SXM", g_canon, g_hash);
+  g_variant = "v0", g_config = "{}", g_source = "abcd", g_n = 256;
+  ft_variant_list_free(list);
+  ASSERT_EQ_INT(run("--db s.db import current.json"), 0);
+  ASSERT_EQ_INT(run("--db s.db query --shape 128x512x64 --epilogue biasrelu --device-name 'H200 SXM'"), 0);
+
+  ASSERT_EQ_INT(run("--db s.db list"), 0);
+  const char *stale_row = strstr(R.out, "128x256x64"), *current_row = strstr(R.out, "128x512x64");
+  ASSERT_TRUE(stale_row && current_row);
+  if (stale_row && current_row) {
+    ASSERT_TRUE(strstr(stale_row, "stale") < strchr(stale_row, '\n')); /* in its speedup column */
+    ASSERT_TRUE(strstr(stale_row, "1.200x") == NULL || strstr(stale_row, "1.200x") > strchr(stale_row, '\n'));
+    ASSERT_TRUE(strstr(current_row, "1.200x") < strchr(current_row, '\n'));
+  }
+  ASSERT_CONTAINS(R.out, "stale: measured with an older kernel source");
+  ASSERT_CONTAINS(R.out, "  fusedtune tune --shape 128x256x64 --epilogue 'relu(x + bias)' --math fp32\n");
+  ASSERT_TRUE(strstr(R.out, "--shape 128x512x64") == NULL);
+
+  ASSERT_EQ_INT(run("--db s.db list --json"), 0);
+  ASSERT_CONTAINS(R.out, "\"stale\":true,\"tune_again\":\"fusedtune tune --shape 128x256x64 --epilogue "
+                         "'relu(x + bias)' --math fp32\"}");
+  ASSERT_CONTAINS(R.out, "\"stale\":false}");
+
+  ASSERT_EQ_INT(run("--db s.db report -o stale.html"), 0);
+  ASSERT_CONTAINS(R.out, "1 of them stale");
+  size_t n = 0;
+  char *html = read_file("stale.html", &n);
+  ASSERT_TRUE(html != NULL);
+  if (html) {
+    ASSERT_CONTAINS(html, "<span class=\"stale\">stale</span>");
+    ASSERT_CONTAINS(html, "Tune it again: <code>fusedtune tune --shape 128x256x64 --epilogue 'relu(x + bias)' "
+                          "--math fp32</code>");
+    ASSERT_TRUE(strstr(html, "--shape 128x512x64") == NULL);
+    free(html);
+  }
+}
+
 /* The smaller items: an unknown --arch, a CSV import, --seed 0, variants' source hashes. */
 static void test_small_items(void) {
   ASSERT_EQ_INT(run("variants --shape 8x8x8 --arch sm_1000"), 2);
@@ -160,7 +222,8 @@ int main(void) {
     const char *name;
     void (*fn)(void);
   } tests[] = {{"stale_query", test_stale_query}, {"device_names", test_device_names},
-               {"list_columns", test_list_columns}, {"small_items", test_small_items}};
+               {"list_columns", test_list_columns}, {"small_items", test_small_items},
+               {"stale_marked", test_stale_marked}};
   for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
     if (!only || strstr(tests[i].name, only)) tests[i].fn();
   if (!ft_test_failures) leave_scratch();

@@ -41,7 +41,17 @@ int cmd_init(cli *c, int argc, char **argv) {
 typedef struct list_state {
   int json;
   int count;
+  int n_stale;
+  ft_ctx *ctx; /* to tell stale entries: measured with an older kernel source */
 } list_state;
+
+/* The command that measures a problem again with today's kernels (results are keyed by kernel
+ * source, so a plain tune does). */
+static void print_tune_command(FILE *f, const ft_best_entry *e) {
+  const ft_config *b = &e->config;
+  fprintf(f, "fusedtune tune --shape %lldx%lldx%lld --epilogue '%s' --math %s", (long long)b->tuned_m,
+          (long long)b->tuned_n, (long long)b->tuned_k, e->epilogue, e->math);
+}
 
 /* eager over median; 0 when either is unknown, not finite (1e308 / 1e-300 overflows) included. */
 static double speedup(const ft_config *b) {
@@ -55,7 +65,8 @@ static void json_double(const char *fmt, double v) {
   else printf("null");
 }
 
-static void best_json(const ft_best_entry *b) {
+/* stale: measured with an older kernel source (list shows such entries; query never returns one). */
+static void best_json(const ft_best_entry *b, int stale) {
   const ft_config *c = &b->config;
   printf("{\"device\":");
   ft_write_json_string(stdout, b->device_name);
@@ -83,15 +94,27 @@ static void best_json(const ft_best_entry *b) {
   printf(",\"max_abs_err\":");
   json_double("%.17g", c->max_abs_err);
   if (!c->exact) printf(",\"exact\":false"); /* query --nearest: tuned for the shape above */
+  printf(",\"stale\":%s", stale ? "true" : "false");
+  if (stale) {
+    /* The command is built from stored text, so it goes through the JSON escaper. */
+    char cmd[4400];
+    snprintf(cmd, sizeof cmd, "fusedtune tune --shape %lldx%lldx%lld --epilogue '%s' --math %s",
+             (long long)c->tuned_m, (long long)c->tuned_n, (long long)c->tuned_k, b->epilogue, b->math);
+    printf(",\"tune_again\":");
+    ft_write_json_string(stdout, cmd);
+  }
   printf("}");
 }
 
 static int list_one(void *user, const ft_best_entry *e) {
   list_state *s = user;
   const ft_config *b = &e->config;
+  int current = 0;
+  ft_source_current(s->ctx, e->epilogue, b->config, b->source_hash, &current);
+  s->n_stale += !current;
   if (s->json) {
     printf("%s\n  ", s->count ? "," : "");
-    best_json(e);
+    best_json(e, !current);
   } else {
     /* The epilogue goes last and whole: cut, it would read as another expression. */
     if (!s->count)
@@ -101,7 +124,8 @@ static int list_one(void *user, const ft_best_entry *e) {
     snprintf(shape, sizeof shape, "%lldx%lldx%lld", (long long)b->tuned_m, (long long)b->tuned_n,
              (long long)b->tuned_k);
     char sp[16] = "-";
-    if (speedup(b) > 0) snprintf(sp, sizeof sp, "%.3fx", speedup(b));
+    if (!current) snprintf(sp, sizeof sp, "stale");
+    else if (speedup(b) > 0) snprintf(sp, sizeof sp, "%.3fx", speedup(b));
     /* Stored text may come from an import: never let it steer the terminal or split a character. */
     static char epi[4 * sizeof e->epilogue + 1];
     char dev[4 * 24 + 1], math[4 * 6 + 1], strat[4 * 16 + 1], name[4 * 44 + 1];
@@ -116,14 +140,31 @@ static int list_one(void *user, const ft_best_entry *e) {
   return 0;
 }
 
+/* After the table: the command that tunes each stale entry again. */
+static int list_stale_command(void *user, const ft_best_entry *e) {
+  list_state *s = user;
+  int current = 0;
+  ft_source_current(s->ctx, e->epilogue, e->config.config, e->config.source_hash, &current);
+  if (current) return 0;
+  char cell[4 * 4400 + 1], cmd[4400];
+  FILE *m = fmemopen(cmd, sizeof cmd, "w");
+  if (!m) return 1;
+  print_tune_command(m, e);
+  fclose(m);
+  cli_cell(cell, sizeof cell, cmd, cli_columns(cmd)); /* stored text: no control reaches the terminal */
+  printf("  %s\n", cell);
+  return 0;
+}
+
 int cmd_list(cli *c, int argc, char **argv) {
   if (wants_help(argc, argv,
                  "usage: fusedtune [--db PATH] list [--json]\n"
                  "Lists every tuned (device, problem: shape, math mode, epilogue) with its best configuration,\n"
                  "median time and speedup over the eager-style baseline (cuBLAS GEMM + one kernel per op)\n"
-                 "measured in the same run.\n"))
+                 "measured in the same run. A best measured with an older kernel source is marked stale (JSON:\n"
+                 "\"stale\":true and \"tune_again\", the command that measures it with today's kernels).\n"))
     return 0;
-  list_state s = {0, 0};
+  list_state s = {0, 0, 0, NULL};
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--json") && s.json) return usage_error("list", "option --json given twice (each option at most once)");
     if (!strcmp(argv[i], "--json")) s.json = 1;
@@ -132,12 +173,19 @@ int cmd_list(cli *c, int argc, char **argv) {
   ft_ctx *ctx = NULL;
   int rc = cli_open(c, 0, &ctx);
   if (rc) return rc;
+  s.ctx = ctx;
   if (s.json) printf("[");
   ft_status st = ft_each_best(ctx, list_one, &s);
   if (st != FT_OK) return fail_ctx(st, ctx);
-  ft_close(ctx);
   if (s.json) printf("%s]\n", s.count ? "\n" : "");
   else if (!s.count) printf("nothing tuned yet in %s\n", cli_db_path(c));
+  else if (s.n_stale) {
+    printf("\nstale: measured with an older kernel source, so query and ft_lookup skip it and its time is not "
+           "today's kernel's; tune again:\n");
+    st = ft_each_best(ctx, list_stale_command, &s);
+    if (st != FT_OK) return fail_ctx(st, ctx);
+  }
+  ft_close(ctx);
   return 0;
 }
 
@@ -225,7 +273,7 @@ int cmd_query(cli *c, int argc, char **argv) {
   } else if (st != FT_OK) {
     rc = fail_status(st, ft_errmsg(ctx));
   } else if (json) {
-    best_json(e);
+    best_json(e, 0);
     printf("\n");
   } else {
     const ft_config *b = &e->config;
