@@ -58,9 +58,13 @@ static const char k_style[] =
     "h1{font-size:24px}h2{font-size:19px;margin-top:40px;border-top:2px solid #ccc;padding-top:14px}"
     "h3{font-size:16px;margin-top:26px}table{border-collapse:collapse;margin:8px 0}"
     "td,th{border:1px solid #ddd;padding:3px 7px;text-align:left;vertical-align:top}th{background:#f3f3f3}"
-    "td.num{text-align:right;font-variant-numeric:tabular-nums}code{font-size:12px}"
-    ".fig{margin:12px 0;overflow-x:auto}figcaption{font-size:12px;color:#555;max-width:960px}"
-    "svg.chart{background:#fff;font-size:11px}svg .axis line{stroke:#888}svg .grid{stroke:#eee}"
+    "td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap;overflow-wrap:normal}code{font-size:12px}"
+    ".fig{margin:12px 0}figcaption{font-size:12px;color:#555;max-width:960px}"
+    /* A chart never runs past the column (nor off a printed page): it scales down instead. */
+    "svg.chart{background:#fff;font-size:11px;max-width:100%;height:auto}"
+    /* Long run options wrap inside their cell rather than push the table off the page. */
+    "td,td code{overflow-wrap:anywhere}table{max-width:100%}p.stale{font-weight:normal}"
+    "svg .axis line{stroke:#888}svg .grid{stroke:#eee}"
     "svg .label{fill:#444;font-size:12px}svg .legend{fill:#333}svg .ref{stroke:#999;stroke-dasharray:5 4}"
     "svg text.ref{fill:#666;stroke:none}svg .band{fill:#fbeaea}svg .panel{fill:#fafafa;stroke:#e4e4e4}"
     ".stale{color:#a00;font-weight:bold}svg .best{font-weight:bold}svg rect.best,svg circle.best{stroke:#000;stroke-width:1.5}"
