@@ -8,6 +8,21 @@
 #include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+/* Set by a target that says whether it took its input (fuzz_import); -1 where none does. */
+__attribute__((weak)) int fuzz_accepted = -1;
+static int mismatches; /* seeds taken or refused against their name */
+
+/* A seed named valid_* must be taken and bad_* refused, where the target says which. */
+static int expected(const char *path) {
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  if (fuzz_accepted < 0) return 1;
+  if ((!strncmp(base, "valid_", 6) && fuzz_accepted != 1) || (!strncmp(base, "bad_", 4) && fuzz_accepted != 0)) {
+    fprintf(stderr, "%s: %s\n", path, fuzz_accepted ? "accepted, but named bad_" : "refused, but named valid_");
+    return 0;
+  }
+  return 1;
+}
 
 static int run_file(const char *path) {
   FILE *f = fopen(path, "rb");
@@ -32,6 +47,7 @@ static int run_file(const char *path) {
   fclose(f);
   LLVMFuzzerTestOneInput(buf ? buf : (const uint8_t *)"", len);
   free(buf);
+  if (!expected(path)) mismatches++;
   return 1;
 }
 
@@ -59,6 +75,6 @@ int main(int argc, char **argv) {
     }
     closedir(d);
   }
-  printf("replayed %d inputs\n", n);
-  return n > 0 ? 0 : 1;
+  printf("replayed %d inputs%s\n", n, mismatches ? ", some against their names (above)" : "");
+  return n > 0 && !mismatches ? 0 : 1;
 }

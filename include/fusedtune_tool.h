@@ -122,6 +122,17 @@ typedef int (*ft_best_entry_fn)(void *user, const ft_best_entry *entry);
  * FT_ERR_INVALID_ARG (fn NULL), FT_ERR_DB. */
 FT_API ft_status ft_each_best(ft_ctx *ctx, ft_best_entry_fn fn, void *user);
 
+/* Whether a stored configuration was measured with the kernel source this fusedtune generates
+ * for it: *current 1, or 0 for a stale one (an older kernel source: ft_lookup and ft_lookup_entry
+ * skip it; tuning the problem again measures today's). epilogue is the stored canonical text
+ * (ft_best_entry.epilogue, ft_stored_problem.epilogue), config_json and source_hash the stored
+ * configuration's (ft_config.config and .source_hash, ft_stored_result's). No GPU is touched.
+ * Returns FT_OK; FT_ERR_INVALID_ARG (a NULL argument, or config_json is not a kernel
+ * configuration, as a baseline's "{}"), FT_ERR_PARSE (the epilogue no longer parses); *current is
+ * 0 on any error. Thread-safety as every call on ctx. */
+FT_API ft_status ft_source_current(ft_ctx *ctx, const char *epilogue, const char *config_json,
+                                   const char *source_hash, int *current);
+
 /* ft_lookup that also names the device and the problem. device_name NULL: the current CUDA
  * device; else the device stored under that exact name (as ft_each_best gives it; no GPU is
  * touched). flags as ft_lookup (FT_LOOKUP_NEAREST). On success out->config.exact says whether

@@ -190,6 +190,21 @@ static int memo_is_current(void *user, const ft_best *b) {
   return current_hash(c->ctx, c->ep, b->config_json, h) == FT_OK && strcmp(h, b->source_hash) == 0;
 }
 
+ft_status ft_source_current(ft_ctx *ctx, const char *epilogue, const char *config_json, const char *source_hash,
+                            int *current) {
+  if (!ctx) return FT_ERR_INVALID_ARG;
+  if (!epilogue || !config_json || !source_hash || !current)
+    return ft__fail(&ctx->err, FT_ERR_INVALID_ARG, "ft_source_current: NULL argument");
+  *current = 0;
+  ft_epilogue *ep = NULL;
+  FT_TRY(ft_ep_parse(epilogue, &ep, &ctx->err));
+  char h[17];
+  ft_status s = current_hash(ctx, ep, config_json, h);
+  ft_ep_free(ep);
+  if (s == FT_OK) *current = strcmp(h, source_hash) == 0;
+  return s;
+}
+
 void ft__fill_config(ft_config *out, const ft_best *b, int exact) {
   memset(out, 0, sizeof *out);
   snprintf(out->strategy, sizeof out->strategy, "%s", b->strategy);
@@ -256,6 +271,18 @@ static int consider_nearest(void *user, const ft_best *best) {
   return 0;
 }
 
+/* FT_ERR_NOT_FOUND for a key whose results all came from an older kernel source: the same words
+ * for every lookup (by mode or by tolerance), with the command that measures it again (tune
+ * skips only what was measured with today's source). */
+static ft_status stale_message(ft_ctx *ctx, const ft_problem *p, const char *canonical, const char *modes,
+                               const char *device) {
+  return ft__fail(&ctx->err, FT_ERR_NOT_FOUND,
+                  "only a stale result for %lldx%lldx%lld, epilogue '%s', %s on %s (measured with an older "
+                  "kernel source): tune it again: fusedtune tune --shape %lldx%lldx%lld --epilogue '%s' --math %s",
+                  (long long)p->m, (long long)p->n, (long long)p->k, canonical, modes, device, (long long)p->m,
+                  (long long)p->n, (long long)p->k, canonical, strchr(modes, ' ') ? "auto" : modes);
+}
+
 /* The device row and limits a lookup runs against: the current device, or the one stored under
  * name (limits then from its architecture). */
 typedef struct lookup_dev {
@@ -273,6 +300,10 @@ static ft_status find_lookup_dev(ft_ctx *ctx, const char *name, lookup_dev *d) {
     snprintf(d->name, sizeof d->name, "%s", ctx->dev.name);
     return FT_OK;
   }
+  const size_t len = strlen(name);
+  if (len == 0 || len > 255)
+    return ft__fail(&ctx->err, FT_ERR_INVALID_ARG, "device name %s: stored names are 1 to 255 bytes",
+                    len ? "too long" : "empty");
   ft_device_info found;
   ft_status s = ft_db_find_device(ctx->db, NULL, name, &found, &d->id, &ctx->err);
   if (s != FT_OK) return s;
@@ -283,8 +314,10 @@ static ft_status find_lookup_dev(ft_ctx *ctx, const char *name, lookup_dev *d) {
   return FT_OK;
 }
 
-ft_status ft__lookup_best(ft_ctx *ctx, const char *device_name, const ft_problem *p, unsigned flags, ft_best *out,
-                          int *exact) {
+/* ft__lookup_best; on FT_ERR_NOT_FOUND *stale is 1 when only results of an older kernel source
+ * were found, -1 when no device is stored under device_name. */
+static ft_status lookup_best(ft_ctx *ctx, const char *device_name, const ft_problem *p, unsigned flags, ft_best *out,
+                             int *exact, int *stale) {
   if (flags & ~FT_LOOKUP_NEAREST) return ft__fail(&ctx->err, FT_ERR_INVALID_ARG, "ft_lookup: unknown flags 0x%x", flags);
   const ft_epilogue *ep = NULL;
   FT_TRY(check_problem(ctx, p, &ep));
@@ -292,9 +325,8 @@ ft_status ft__lookup_best(ft_ctx *ctx, const char *device_name, const ft_problem
   ft_problem_key_set(&key, p->m, p->n, p->k, p->math, ft_ep_canonical(ep), ft_ep_hash(ep));
   lookup_dev d;
   ft_status s = find_lookup_dev(ctx, device_name, &d);
-  int stale = 0;
   source_check chk = {ctx, ep};
-  if (s == FT_OK) s = ft_best_current(ctx->db, d.id, &key, ep, memo_is_current, &chk, out, &stale, &ctx->err);
+  if (s == FT_OK) s = ft_best_current(ctx->db, d.id, &key, ep, memo_is_current, &chk, out, stale, &ctx->err);
   if (s != FT_OK && s != FT_ERR_NOT_FOUND) return s;
   if (s == FT_OK) {
     *exact = 1;
@@ -310,12 +342,21 @@ ft_status ft__lookup_best(ft_ctx *ctx, const char *device_name, const ft_problem
       return FT_OK;
     }
   }
-  if (!d.id && device_name) snprintf(d.name, sizeof d.name, "%s", device_name);
-  if (!d.id && !device_name) return FT_ERR_NOT_FOUND; /* need_device_row said why */
-  return ft__fail(&ctx->err, FT_ERR_NOT_FOUND, "%s for %lldx%lldx%lld, epilogue '%s', %s on %s%s",
-                  stale ? "only a stale result (measured with an older kernel source; tune again)" : "nothing tuned",
+  if (!d.id) {
+    /* find_lookup_dev said why: no device row here, or no stored device by that name. */
+    if (device_name) *stale = -1;
+    return FT_ERR_NOT_FOUND;
+  }
+  if (*stale) return stale_message(ctx, p, key.epilogue, key.math, d.name);
+  return ft__fail(&ctx->err, FT_ERR_NOT_FOUND, "nothing tuned for %lldx%lldx%lld, epilogue '%s', %s on %s%s",
                   (long long)p->m, (long long)p->n, (long long)p->k, key.epilogue, key.math, d.name,
                   flags & FT_LOOKUP_NEAREST ? " (nor a nearby applicable shape)" : "");
+}
+
+ft_status ft__lookup_best(ft_ctx *ctx, const char *device_name, const ft_problem *p, unsigned flags, ft_best *out,
+                          int *exact) {
+  int stale = 0;
+  return lookup_best(ctx, device_name, p, flags, out, exact, &stale);
 }
 
 /* Of one mode's results (fastest first): the first current one within the tolerance, and the
@@ -348,7 +389,10 @@ ft_status ft__lookup_within(ft_ctx *ctx, const char *device_name, const ft_probl
   static const ft_math fp32_inputs[] = {FT_MATH_FP32, FT_MATH_3XTF32, FT_MATH_TF32};
   const int fp32_class = p && ft_math_dtype(p->math) == FT_DTYPE_F32;
   const int nmodes = fp32_class ? 3 : 1;
-  char tried[160] = "";
+  char tried[160] = "", stale_modes[64] = "", device[256] = "", canonical[4096];
+  const ft_epilogue *ep0 = NULL;
+  FT_TRY(ft__ctx_problem(ctx, p, &ep0));
+  snprintf(canonical, sizeof canonical, "%s", ft_ep_canonical(ep0)); /* the key's text, not a preset's name */
   int found = 0, seen = 0;
   double least = 0;
   const char *least_mode = "";
@@ -356,11 +400,19 @@ ft_status ft__lookup_within(ft_ctx *ctx, const char *device_name, const ft_probl
     ft_problem q = *p;
     if (fp32_class) q.math = fp32_inputs[i];
     ft_best best;
-    int exact = 0;
-    ft_status s = ft__lookup_best(ctx, device_name, &q, 0, &best, &exact);
-    if (s == FT_ERR_NOT_FOUND) continue;
-    FT_TRY(s);
+    int exact = 0, stale = 0;
+    ft_status s = lookup_best(ctx, device_name, &q, 0, &best, &exact, &stale);
     const ft_epilogue *ep = NULL;
+    if (s == FT_ERR_NOT_FOUND) {
+      if (stale < 0) return s; /* the named device is not stored: its message says so */
+      if (stale) {
+        const size_t at = strlen(stale_modes);
+        snprintf(stale_modes + at, sizeof stale_modes - at, "%s%s", at ? " or " : "", ft_math_name(q.math));
+        if (!device[0]) snprintf(device, sizeof device, "%s", device_name ? device_name : ctx->dev.name);
+      }
+      continue;
+    }
+    FT_TRY(s);
     FT_TRY(ft__ctx_problem(ctx, &q, &ep));
     within w = {{ctx, ep}, tolerance, {0}, 0, 0, 0};
     FT_TRY(ft_db_each_candidate(ctx->db, &best, take_within, &w, &ctx->err));
@@ -376,9 +428,10 @@ ft_status ft__lookup_within(ft_ctx *ctx, const char *device_name, const ft_probl
     }
   }
   if (found) return FT_OK;
+  if (!seen && stale_modes[0]) return stale_message(ctx, p, canonical, stale_modes, device);
   if (!seen)
     return ft__fail(&ctx->err, FT_ERR_NOT_FOUND, "nothing tuned for %lldx%lldx%lld, epilogue '%s', in %s%s",
-                    (long long)p->m, (long long)p->n, (long long)p->k, p->epilogue,
+                    (long long)p->m, (long long)p->n, (long long)p->k, canonical,
                     fp32_class ? "fp32, 3xtf32 or tf32" : ft_math_name(p->math),
                     fp32_class ? " (tune --math auto tunes all three)" : "");
   return ft__fail(&ctx->err, FT_ERR_NOT_FOUND,

@@ -526,7 +526,12 @@ ft_status ft_db_import_json_stats(ft_db *db, const char *text, size_t len, ft_im
   ft_json_doc *doc = NULL;
   ft_status s = ft_json_parse(text ? text : "", len, NULL, &doc, err);
   if (s != FT_OK) {
-    if (err && s == FT_ERR_FORMAT) {
+    /* A CSV export's header row (its first column's name is enough): say what import reads. */
+    static const char csv_head[] = "uuid,";
+    if (err && s == FT_ERR_FORMAT && len >= sizeof csv_head - 1 && !memcmp(text, csv_head, sizeof csv_head - 1)) {
+      ft__fail(err, s, "import: this is a CSV export: CSV is export-only (one row per result, not the whole "
+               "database); import a JSON export: fusedtune export --format json");
+    } else if (err && s == FT_ERR_FORMAT) {
       char detail[sizeof err->msg];
       snprintf(detail, sizeof detail, "%s", err->msg);
       ft__fail(err, s, "import: not valid JSON: %.1900s", detail);

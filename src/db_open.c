@@ -168,13 +168,31 @@ static ft_status readonly_fallback(ft_db *db, int rc, ft_status s, db_probe *pr,
   return probe(db, pr, &rc2, err);
 }
 
+/* A new file's folder must exist: SQLite would say only "unable to open database file". */
+static ft_status check_folder(const char *path, ft_err *err) {
+  const char *slash = strrchr(path, '/');
+  if (!slash || slash == path) return FT_OK;
+  char *d = ft__strdup(path);
+  if (!d) return FT_OK; /* no verdict: SQLite's own message stands */
+  d[slash - path] = 0;
+  struct stat sb;
+  ft_status s = FT_OK;
+  if (stat(d, &sb) != 0 && errno == ENOENT)
+    s = ft__fail(err, FT_ERR_IO, "database %s: its folder %s does not exist (a new database's folder must be "
+                 "made first)", path, d);
+  else if (s == FT_OK && stat(d, &sb) == 0 && !S_ISDIR(sb.st_mode))
+    s = ft__fail(err, FT_ERR_IO, "database %s: %s is not a folder", path, d);
+  free(d);
+  return s;
+}
+
 /* Checks the file is there and is a file, before SQLite gets a chance to create it. */
 static ft_status check_path(const char *path, unsigned flags, ft_err *err) {
   struct stat sb;
   if (stat(path, &sb) != 0) {
     if (errno == ENOENT && (!(flags & FT_DB_CREATE) || (flags & FT_DB_READONLY)))
       return ft__fail(err, FT_ERR_NOT_FOUND, "database %s does not exist", path);
-    if (errno == ENOENT) return FT_OK;
+    if (errno == ENOENT) return check_folder(path, err);
     return ft__fail(err, FT_ERR_IO, "database %s: cannot access it: %s", path, strerror(errno));
   }
   if (S_ISDIR(sb.st_mode))

@@ -132,6 +132,31 @@ static void read_device(sqlite3_stmt *st, ft_device_info *out, int64_t *id) {
   out->cublas_version = sqlite3_column_int(st, FT_COL(devices, cublas_version));
 }
 
+/* What to say after "no device named NAME": the stored name that differs only in ASCII case, or
+ * the stored names (a few), or that none is stored. Empty when the database cannot say. */
+static void device_hint(ft_db *db, const char *name, char *out, size_t cap) {
+  static const char *const sql[] = {
+      "SELECT name FROM devices WHERE name = ?1 COLLATE NOCASE ORDER BY last_seen DESC LIMIT 1",
+      "SELECT group_concat('\"' || name || '\"', ', '), count(*) FROM (SELECT DISTINCT name FROM devices "
+      "ORDER BY name LIMIT 6)"};
+  out[0] = 0;
+  for (int i = 0; i < 2 && !out[0]; i++) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db->h, sql[i], -1, &st, NULL) != SQLITE_OK) {
+      sqlite3_finalize(st);
+      return;
+    }
+    if (i == 0) sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+      const char *t = (const char *)sqlite3_column_text(st, 0);
+      if (i == 0 && t) snprintf(out, cap, " (did you mean \"%s\"?)", t);
+      else if (i == 1 && sqlite3_column_int(st, 1) == 0) snprintf(out, cap, " (no device is stored)");
+      else if (i == 1 && t) snprintf(out, cap, " (stored: %s%s)", t, sqlite3_column_int(st, 1) >= 6 ? ", ..." : "");
+    }
+    sqlite3_finalize(st);
+  }
+}
+
 ft_status ft_db_find_device(ft_db *db, const char *fingerprint, const char *name,
                             ft_device_info *out, int64_t *device_id, ft_err *err) {
   FT_TRY(ft__db_need(err, db && (fingerprint || name) && out && device_id,
@@ -143,9 +168,14 @@ ft_status ft_db_find_device(ft_db *db, const char *fingerprint, const char *name
   ft_status s = FT_OK;
   if (rc == SQLITE_ROW)
     read_device(st, out, device_id);
-  else if (rc == SQLITE_DONE)
-    s = ft__fail(err, FT_ERR_NOT_FOUND, "database %s: no device %s \"%s\"", db->path,
-                 fingerprint ? "with fingerprint" : "named", fingerprint ? fingerprint : name);
+  else if (rc == SQLITE_DONE && name) {
+    sqlite3_reset(st);
+    char hint[600];
+    device_hint(db, name, hint, sizeof hint);
+    return ft__fail(err, FT_ERR_NOT_FOUND, "database %s: no device named \"%.*s%s\"%s", db->path, 80, name,
+                    strlen(name) > 80 ? "..." : "", hint);
+  } else if (rc == SQLITE_DONE)
+    s = ft__fail(err, FT_ERR_NOT_FOUND, "database %s: no device with fingerprint \"%s\"", db->path, fingerprint);
   else
     s = ft__db_error(db, err, rc, "looking up the device");
   sqlite3_reset(st);

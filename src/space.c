@@ -36,8 +36,8 @@ ft_status ft_limits_for_arch(const char *arch, ft_device_limits *out, ft_err *er
       return FT_OK;
     }
   }
-  return ft__fail(err, FT_ERR_UNSUPPORTED, "limits: unknown architecture \"%.32s\" (known: sm_80, sm_89, sm_90, sm_90a)",
-                  arch);
+  return ft__fail(err, FT_ERR_UNSUPPORTED, "architecture \"%.32s%s\" is not known to fusedtune (known: sm_80, sm_89, "
+                  "sm_90, sm_90a)", arch, strlen(arch) > 32 ? "..." : "");
 }
 
 /* ------------------------------------------------------------------------------------------ */

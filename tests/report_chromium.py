@@ -54,6 +54,82 @@ def screenshot(chromium, page, png, profile):
     return err
 
 
+# Measures the rendered page: each chart against its column, each pair of texts in a chart.
+# The report's policy blocks scripts, so this runs on a copy without that meta element.
+LAYOUT_SCRIPT = """<script>
+(function () {
+  var out = [], body = document.body.getBoundingClientRect();
+  function box(e) { var b = e.getBoundingClientRect(); return b.width > 0 && b.height > 0 ? b : null; }
+  function name(e) { return (e.textContent || "").replace(/\\s+/g, " ").slice(0, 60); }
+  var charts = document.querySelectorAll("svg.chart");
+  charts.forEach(function (svg, i) {
+    var kind = svg.getAttribute("data-chart"), b = svg.getBoundingClientRect();
+    var col = svg.parentElement.getBoundingClientRect();
+    if (b.width > col.width + 0.5 || b.right > body.right + 0.5)
+      out.push("WIDE chart " + i + " (" + kind + "): " + b.width.toFixed(0) + " px in a column of " + col.width.toFixed(0));
+    var texts = [];
+    svg.querySelectorAll("text").forEach(function (t) { var r = box(t); if (r) texts.push([t, r]); });
+    for (var a = 0; a < texts.length; a++)
+      for (var c = a + 1; c < texts.length; c++) {
+        var p = texts[a][1], q = texts[c][1];
+        var w = Math.min(p.right, q.right) - Math.max(p.left, q.left);
+        var h = Math.min(p.bottom, q.bottom) - Math.max(p.top, q.top);
+        if (w > 1 && h > 1)
+          out.push("OVERLAP chart " + i + " (" + kind + "): '" + name(texts[a][0]) + "' and '" + name(texts[c][0]) + "'");
+      }
+  });
+  document.querySelectorAll("table").forEach(function (t, i) {
+    var b = t.getBoundingClientRect();
+    if (b.right > body.right + 0.5) out.push("WIDE table " + i + " (" + name(t.querySelector("tr")) + "): right edge at " + b.right.toFixed(0) + " px, column ends at " + body.right.toFixed(0));
+  });
+  var pre = document.createElement("pre");
+  pre.id = "layout-result";
+  pre.textContent = "charts " + charts.length + "\\n" + out.join("\\n");
+  document.body.appendChild(pre);
+})();
+</script>"""
+
+
+def check_layout(chromium, html, work, profile):
+    """Every chart within its column, no two texts of a chart over each other, no table past the
+    column: measured by Chromium on a copy of the page that may run the measuring script."""
+    text = open(html, encoding="utf-8").read()
+    start = text.find('<meta http-equiv="Content-Security-Policy"')
+    if start < 0:
+        fail("the report has no Content-Security-Policy meta element to take out for the layout check")
+    text = text[:start] + text[text.index(">", start) + 1:]
+    text = text.replace("</body>", LAYOUT_SCRIPT + "</body>")
+    page = os.path.join(work, "layout.html")
+    with open(page, "w", encoding="utf-8") as f:
+        f.write(text)
+    cmd = [chromium, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run", "--no-default-browser-check",
+           "--disable-extensions", "--disable-background-networking", "--disable-sync", "--hide-scrollbars",
+           "--user-data-dir=" + profile, "--window-size=%d,%d" % (WIDTH, HEIGHT), "--dump-dom",
+           "file://" + os.path.abspath(page)]
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    except subprocess.TimeoutExpired:
+        fail("chromium did not finish the layout check within 60 s")
+    dom = p.stdout.decode("utf-8", "replace")
+    at = dom.find('<pre id="layout-result">')
+    if at < 0:
+        fail("the layout script left no result:\n" + p.stderr.decode("utf-8", "replace")[-2000:])
+    result = dom[at + len('<pre id="layout-result">'):dom.index("</pre>", at)]
+    lines = [html_unescape(line) for line in result.split("\n")]
+    n_charts = int(lines[0].split()[1])
+    problems = [line for line in lines[1:] if line]
+    print("layout: %d charts measured, %d problem(s)" % (n_charts, len(problems)))
+    if n_charts == 0:
+        fail("the layout check found no chart")
+    if problems:
+        fail("the report's layout in Chromium:\n" + "\n".join(problems[:40]))
+
+
+def html_unescape(s):
+    import html as _html
+    return _html.unescape(s)
+
+
 def console_lines(log):
     return [line for line in log.splitlines() if ":CONSOLE" in line]
 
@@ -161,6 +237,7 @@ def main():
     if msgs:
         fail("the report logged %d console message(s):\n%s" % (len(msgs), "\n".join(msgs[:20])))
     check_not_blank(png)
+    check_layout(chromium, html, work, profile)
     shutil.rmtree(profile, ignore_errors=True)
     print("report renders in %s with no console message" % chromium)
     return 0

@@ -66,6 +66,10 @@ static void test_database_commands(void) {
   ASSERT_EQ_INT(run("--db missing.db query --shape 8x8x8 --epilogue none --device-name X"), 1);
   ASSERT_TRUE(access("missing.db", F_OK) != 0);
 
+  /* a missing folder is named as such, not "unable to open database file" */
+  ASSERT_EQ_INT(run("--db no/such/dir/x.db init"), 1);
+  ASSERT_CONTAINS(R.out, "its folder no/such/dir does not exist");
+  ASSERT_EQ_INT(lines(R.out), 1);
   ASSERT_EQ_INT(run("--db a.db init"), 0);
   ASSERT_EQ_INT(run("--db a.db init"), 0); /* idempotent */
   ASSERT_EQ_INT(run("--db a.db list"), 0);
@@ -178,6 +182,17 @@ static void test_file_modes(void) {
   }
   ASSERT_CONTAINS(msg, "is not writable");
   ASSERT_TRUE(strstr(msg, "open it read-only") == NULL); /* the CLI has no way to */
+  /* init on it: the database is current, so nothing needs writing (--help: "left as it is") */
+  char *init[] = {(char *)cli, "--db", "modes.db", "init", NULL};
+  ASSERT_EQ_INT(run_as_nobody(init), 0);
+  FILE *of = fopen("nobody.out", "r");
+  char said[512] = "";
+  if (of) {
+    size_t got = fread(said, 1, sizeof said - 1, of);
+    said[got] = 0;
+    fclose(of);
+  }
+  ASSERT_CONTAINS(said, "not writable, left as it is");
   ASSERT_OK(stat("modes.db", &after));
   ASSERT_TRUE(before.st_mtime == after.st_mtime && before.st_size == after.st_size);
   chmod("modes.db", 0644);

@@ -113,6 +113,25 @@ static void test_export_out(void) {
   ASSERT_EQ_INT(run("--db e.db export --out hard.db"), 1);
   ASSERT_CONTAINS(R.out, "is the database being exported");
   ASSERT_EQ_INT(run("--db e.db list"), 0);
+  /* The files SQLite keeps beside it: removed at close (-wal, -shm) or by the next write
+   * (-journal), so an export there would vanish; refused, also from another folder's view. */
+  const char *side[] = {"e.db-wal", "e.db-shm", "e.db-journal", "./e.db-wal", "ABS"};
+  for (size_t i = 0; i < sizeof side / sizeof *side; i++) {
+    char a[1024];
+    if (strcmp(side[i], "ABS"))
+      snprintf(a, sizeof a, "--db e.db export --out %s", side[i]);
+    else
+      snprintf(a, sizeof a, "--db e.db export --out '%s/e.db-shm'", dir);
+    ASSERT_EQ_INT(run(a), 1);
+    ASSERT_CONTAINS(R.out, "is a file SQLite keeps beside the database being exported");
+    ASSERT_EQ_INT(lines(R.out), 1);
+  }
+  ASSERT_EQ_INT(run("--db e.db report -o e.db-wal"), 1);
+  ASSERT_CONTAINS(R.out, "beside the database being read");
+  ASSERT_TRUE(lstat("e.db-wal", &sb) != 0 && lstat("e.db-journal", &sb) != 0);
+  /* A name that only starts like one is an ordinary file. */
+  ASSERT_EQ_INT(run("--db e.db export --out e.db-wal.json"), 0);
+  ASSERT_TRUE(stat("e.db-wal.json", &sb) == 0 && sb.st_size > 0);
   /* A directory. */
   ASSERT_EQ_INT(mkdir("adir", 0755), 0);
   ASSERT_EQ_INT(run("--db e.db export --out adir"), 1);

@@ -41,10 +41,13 @@ int unexpected_arg(const char *cmd, const char *a, const char *what);
 /* Options are taken at most once: when a (an argument, "--name" or "--name=value") is one of
  * names[0..n) (at most 32) already marked in *seen, the usage error; else 0 (and it is marked). */
 int opt_once(const char *cmd, const char *const *names, size_t n, unsigned *seen, const char *a);
-/* s as exactly width characters for a column of a table: control characters (ESC, C1, bidi
- * overrides) and bytes that are not UTF-8 become '?', longer text is cut on a character
- * boundary, shorter text padded with spaces. out needs 4 * width + 1 bytes. */
+/* s as exactly width terminal columns for a table: control characters (ESC, C1, bidi
+ * overrides) and bytes that are not UTF-8 become '?', wide (East Asian) characters count two
+ * columns, longer text is cut on a character boundary and ends in U+2026 (an ellipsis), shorter
+ * text is padded with spaces. out needs 4 * width + 1 bytes. */
 void cli_cell(char *out, size_t out_size, const char *s, int width);
+/* The terminal columns s takes as cli_cell counts them. */
+int cli_columns(const char *s);
 /* Prints text and returns 1 when argv holds -h or --help. */
 int wants_help(int argc, char **argv, const char *text);
 int fail_msg(const char *fmt, ...) CLI_PRINTF(1, 2);

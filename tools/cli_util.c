@@ -168,18 +168,51 @@ static int is_control(long cp) {
          (cp >= 0x2066 && cp <= 0x2069);
 }
 
-void cli_cell(char *out, size_t out_size, const char *s, int width) {
+/* Terminal columns a code point takes: 0 for combining marks and zero-width characters, 2 for
+ * East Asian wide and full-width forms and emoji, else 1 (Unicode's EastAsianWidth W and F
+ * blocks, coarsely: enough to keep a table's columns in line). */
+static int cp_columns(long cp) {
+  if ((cp >= 0x0300 && cp <= 0x036F) || (cp >= 0x200B && cp <= 0x200F) || (cp >= 0xFE00 && cp <= 0xFE0F) ||
+      (cp >= 0x20D0 && cp <= 0x20FF))
+    return 0;
+  static const long wide[][2] = {{0x1100, 0x115F}, {0x2E80, 0x303E}, {0x3041, 0x33FF}, {0x3400, 0x4DBF},
+                                 {0x4E00, 0x9FFF}, {0xA000, 0xA4CF}, {0xAC00, 0xD7A3}, {0xF900, 0xFAFF},
+                                 {0xFE30, 0xFE4F}, {0xFF00, 0xFF60}, {0xFFE0, 0xFFE6}, {0x1F300, 0x1F64F},
+                                 {0x1F900, 0x1F9FF}, {0x20000, 0x3FFFD}};
+  for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++)
+    if (cp >= wide[i][0] && cp <= wide[i][1]) return 2;
+  return 1;
+}
+
+int cli_columns(const char *s) {
   const unsigned char *p = (const unsigned char *)(s ? s : "");
-  size_t o = 0;
-  int shown = 0;
-  while (*p && shown < width && o + 5 < out_size) {
+  int cols = 0;
+  while (*p) {
     int len;
     long cp = utf8_decode(p, &len);
-    if (cp < 0 || is_control(cp)) out[o++] = '?';
+    cols += cp < 0 || is_control(cp) ? 1 : cp_columns(cp);
+    p += len;
+  }
+  return cols;
+}
+
+void cli_cell(char *out, size_t out_size, const char *s, int width) {
+  const unsigned char *p = (const unsigned char *)(s ? s : "");
+  const int cut = cli_columns(s) > width; /* then the last column shows that text is missing */
+  const int room = cut ? width - 1 : width;
+  size_t o = 0;
+  int shown = 0;
+  while (*p && o + 5 < out_size) {
+    int len;
+    long cp = utf8_decode(p, &len);
+    const int bad = cp < 0 || is_control(cp), cols = bad ? 1 : cp_columns(cp);
+    if (shown + cols > room) break;
+    if (bad) out[o++] = '?';
     else memcpy(out + o, p, (size_t)len), o += (size_t)len;
     p += len;
-    shown++;
+    shown += cols;
   }
+  if (cut && o + 4 < out_size) memcpy(out + o, "\xe2\x80\xa6", 3), o += 3, shown++; /* U+2026 */
   while (shown < width && o + 1 < out_size) out[o++] = ' ', shown++;
   out[o] = '\0';
 }

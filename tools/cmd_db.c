@@ -17,17 +17,41 @@ int cmd_init(cli *c, int argc, char **argv) {
     return 0;
   if (argc > 0) return unexpected_arg("init", argv[0], "unexpected argument");
   ft_ctx *ctx = NULL;
-  int rc = cli_open(c, 1, &ctx);
-  if (rc) return rc;
+  ft_status s = ft_open(cli_db_path(c), FT_OPEN_CREATE, &ctx);
+  const char *note = "";
+  if (s != FT_OK && access(cli_db_path(c), F_OK) == 0) {
+    /* An existing database at today's schema needs nothing written: a reader that opens it
+     * proves that (one of an older schema is refused read-only, so it is still reported). */
+    ft_ctx *ro = NULL;
+    if (ft_open(cli_db_path(c), FT_OPEN_READONLY, &ro) == FT_OK) {
+      ft_close(ctx);
+      ctx = ro;
+      s = FT_OK;
+      note = "; not writable, left as it is";
+    } else {
+      ft_close(ro);
+    }
+  }
+  if (s != FT_OK) return fail_ctx(s, ctx);
   ft_close(ctx);
-  printf("database %s ready (schema version %d)\n", cli_db_path(c), ft_schema_version());
+  printf("database %s ready (schema version %d%s)\n", cli_db_path(c), ft_schema_version(), note);
   return 0;
 }
 
 typedef struct list_state {
   int json;
   int count;
+  int n_stale;
+  ft_ctx *ctx; /* to tell stale entries: measured with an older kernel source */
 } list_state;
+
+/* The command that measures a problem again with today's kernels (results are keyed by kernel
+ * source, so a plain tune does). */
+static void print_tune_command(FILE *f, const ft_best_entry *e) {
+  const ft_config *b = &e->config;
+  fprintf(f, "fusedtune tune --shape %lldx%lldx%lld --epilogue '%s' --math %s", (long long)b->tuned_m,
+          (long long)b->tuned_n, (long long)b->tuned_k, e->epilogue, e->math);
+}
 
 /* eager over median; 0 when either is unknown, not finite (1e308 / 1e-300 overflows) included. */
 static double speedup(const ft_config *b) {
@@ -41,7 +65,8 @@ static void json_double(const char *fmt, double v) {
   else printf("null");
 }
 
-static void best_json(const ft_best_entry *b) {
+/* stale: measured with an older kernel source (list shows such entries; query never returns one). */
+static void best_json(const ft_best_entry *b, int stale) {
   const ft_config *c = &b->config;
   printf("{\"device\":");
   ft_write_json_string(stdout, b->device_name);
@@ -69,34 +94,65 @@ static void best_json(const ft_best_entry *b) {
   printf(",\"max_abs_err\":");
   json_double("%.17g", c->max_abs_err);
   if (!c->exact) printf(",\"exact\":false"); /* query --nearest: tuned for the shape above */
+  printf(",\"stale\":%s", stale ? "true" : "false");
+  if (stale) {
+    /* The command is built from stored text, so it goes through the JSON escaper. */
+    char cmd[4400];
+    snprintf(cmd, sizeof cmd, "fusedtune tune --shape %lldx%lldx%lld --epilogue '%s' --math %s",
+             (long long)c->tuned_m, (long long)c->tuned_n, (long long)c->tuned_k, b->epilogue, b->math);
+    printf(",\"tune_again\":");
+    ft_write_json_string(stdout, cmd);
+  }
   printf("}");
 }
 
 static int list_one(void *user, const ft_best_entry *e) {
   list_state *s = user;
   const ft_config *b = &e->config;
+  int current = 0;
+  ft_source_current(s->ctx, e->epilogue, b->config, b->source_hash, &current);
+  s->n_stale += !current;
   if (s->json) {
     printf("%s\n  ", s->count ? "," : "");
-    best_json(e);
+    best_json(e, !current);
   } else {
+    /* The epilogue goes last and whole: cut, it would read as another expression. */
     if (!s->count)
-      printf("%-24s %-20s %-6s %-28s %-16s %-44s %10s %8s\n", "device", "shape", "math", "epilogue", "strategy",
-             "variant", "median_ms", "speedup");
+      printf("%-24s %-20s %-6s %-16s %-44s %10s %8s  %s\n", "device", "shape", "math", "strategy", "variant",
+             "median_ms", "speedup", "epilogue");
     char shape[64];
     snprintf(shape, sizeof shape, "%lldx%lldx%lld", (long long)b->tuned_m, (long long)b->tuned_n,
              (long long)b->tuned_k);
     char sp[16] = "-";
-    if (speedup(b) > 0) snprintf(sp, sizeof sp, "%.3fx", speedup(b));
+    if (!current) snprintf(sp, sizeof sp, "stale");
+    else if (speedup(b) > 0) snprintf(sp, sizeof sp, "%.3fx", speedup(b));
     /* Stored text may come from an import: never let it steer the terminal or split a character. */
-    char dev[4 * 24 + 1], math[4 * 6 + 1], epi[4 * 28 + 1], strat[4 * 16 + 1], name[4 * 44 + 1];
+    static char epi[4 * sizeof e->epilogue + 1];
+    char dev[4 * 24 + 1], math[4 * 6 + 1], strat[4 * 16 + 1], name[4 * 44 + 1];
     cli_cell(dev, sizeof dev, e->device_name, 24);
     cli_cell(math, sizeof math, e->math, 6);
-    cli_cell(epi, sizeof epi, e->epilogue, 28);
+    cli_cell(epi, sizeof epi, e->epilogue, cli_columns(e->epilogue));
     cli_cell(strat, sizeof strat, b->strategy, 16);
     cli_cell(name, sizeof name, b->name, 44);
-    printf("%s %-20s %s %s %s %s %10.4f %8s\n", dev, shape, math, epi, strat, name, b->median_ms, sp);
+    printf("%s %-20s %s %s %s %10.4f %8s  %s\n", dev, shape, math, strat, name, b->median_ms, sp, epi);
   }
   s->count++;
+  return 0;
+}
+
+/* After the table: the command that tunes each stale entry again. */
+static int list_stale_command(void *user, const ft_best_entry *e) {
+  list_state *s = user;
+  int current = 0;
+  ft_source_current(s->ctx, e->epilogue, e->config.config, e->config.source_hash, &current);
+  if (current) return 0;
+  char cell[4 * 4400 + 1], cmd[4400];
+  FILE *m = fmemopen(cmd, sizeof cmd, "w");
+  if (!m) return 1;
+  print_tune_command(m, e);
+  fclose(m);
+  cli_cell(cell, sizeof cell, cmd, cli_columns(cmd)); /* stored text: no control reaches the terminal */
+  printf("  %s\n", cell);
   return 0;
 }
 
@@ -105,9 +161,10 @@ int cmd_list(cli *c, int argc, char **argv) {
                  "usage: fusedtune [--db PATH] list [--json]\n"
                  "Lists every tuned (device, problem: shape, math mode, epilogue) with its best configuration,\n"
                  "median time and speedup over the eager-style baseline (cuBLAS GEMM + one kernel per op)\n"
-                 "measured in the same run.\n"))
+                 "measured in the same run. A best measured with an older kernel source is marked stale (JSON:\n"
+                 "\"stale\":true and \"tune_again\", the command that measures it with today's kernels).\n"))
     return 0;
-  list_state s = {0, 0};
+  list_state s = {0, 0, 0, NULL};
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--json") && s.json) return usage_error("list", "option --json given twice (each option at most once)");
     if (!strcmp(argv[i], "--json")) s.json = 1;
@@ -116,12 +173,19 @@ int cmd_list(cli *c, int argc, char **argv) {
   ft_ctx *ctx = NULL;
   int rc = cli_open(c, 0, &ctx);
   if (rc) return rc;
+  s.ctx = ctx;
   if (s.json) printf("[");
   ft_status st = ft_each_best(ctx, list_one, &s);
   if (st != FT_OK) return fail_ctx(st, ctx);
-  ft_close(ctx);
   if (s.json) printf("%s]\n", s.count ? "\n" : "");
   else if (!s.count) printf("nothing tuned yet in %s\n", cli_db_path(c));
+  else if (s.n_stale) {
+    printf("\nstale: measured with an older kernel source, so query and ft_lookup skip it and its time is not "
+           "today's kernel's; tune again:\n");
+    st = ft_each_best(ctx, list_stale_command, &s);
+    if (st != FT_OK) return fail_ctx(st, ctx);
+  }
+  ft_close(ctx);
   return 0;
 }
 
@@ -182,6 +246,9 @@ int cmd_query(cli *c, int argc, char **argv) {
   if (!epi) return usage_error("query", "--epilogue is required");
   if (tolerance > 0 && (flags & FT_LOOKUP_NEAREST))
     return usage_error("query", "--tolerance and --nearest do not combine (a tolerance picks among exact shapes)");
+  if (devname && !devname[0]) return usage_error("query", "--device-name is empty (name a device as 'list' shows it)");
+  if (devname && strlen(devname) > 255)
+    return usage_error("query", "--device-name is %zu bytes long: device names are at most 255", strlen(devname));
   ft_problem p;
   int rc = cli_problem("query", shape, epi, &p);
   if (rc) return rc;
@@ -198,10 +265,15 @@ int cmd_query(cli *c, int argc, char **argv) {
   if (st == FT_ERR_NOT_FOUND) {
     fprintf(stderr, "fusedtune: %s\n", ft_errmsg(ctx));
     rc = EXIT_NOT_TUNED;
+  } else if (st == FT_ERR_NO_DEVICE && !devname) {
+    /* The device is part of the key; a stored one can be named instead of present. */
+    fprintf(stderr, "fusedtune: %s; to read the results stored for a device without it, add --device-name NAME "
+            "(the device column of 'fusedtune list')\n", ft_errmsg(ctx));
+    rc = 1;
   } else if (st != FT_OK) {
     rc = fail_status(st, ft_errmsg(ctx));
   } else if (json) {
-    best_json(e);
+    best_json(e, 0);
     printf("\n");
   } else {
     const ft_config *b = &e->config;

@@ -70,14 +70,15 @@ static int problem_of(const report_args *a, ft_problem *p, char *filter, size_t 
 }
 
 /* Writes the page to a->out through a temporary file. */
-static int write_out(const cli *c, const report_args *a, const ft_stored *s, const char *filter) {
+static int write_out(const cli *c, const report_args *a, const ft_stored *s, const char *filter,
+                     const unsigned char *stale) {
   out_file o = {AT_FDCWD, NULL, "", NULL};
   int rc = out_open(&o, a->out, cli_db_path(c), "report");
   if (rc) {
     out_close(&o, 0);
     return rc;
   }
-  report_info info = {cli_db_path(c), filter[0] ? filter : NULL};
+  report_info info = {cli_db_path(c), filter[0] ? filter : NULL, stale};
   const int bad = report_write(o.f, s, &info) != 0;
   const int werr = ferror(o.f);
   const int e = errno;
@@ -99,8 +100,26 @@ int cmd_report(cli *c, int argc, char **argv) {
   ft_stored *s = NULL;
   ft_status st = ft_stored_load(ctx, a.shape ? &p : NULL, a.shape && !a.math ? FT_STORED_ANY_MATH : 0, &s);
   if (st != FT_OK) return fail_ctx(st, ctx);
+  unsigned char *stale = calloc((size_t)s->n_problems + 1, 1);
+  if (!stale) {
+    ft_stored_free(s);
+    ft_close(ctx);
+    return fail_msg("out of memory");
+  }
+  int n_stale = 0;
+  for (int i = 0; i < s->n_problems; i++) {
+    const ft_stored_problem *sp = &s->problems[i];
+    for (int j = 0; j < sp->n_results; j++) {
+      const ft_stored_result *res = &sp->results[j];
+      int current = 1;
+      if (res->is_best) ft_source_current(ctx, sp->epilogue, res->config, res->source_hash, &current);
+      stale[i] |= !current;
+    }
+    n_stale += stale[i];
+  }
   ft_close(ctx);
-  rc = write_out(c, &a, s, filter);
+  rc = write_out(c, &a, s, filter, stale);
+  free(stale);
   if (!rc && !s->n_problems) {
     fprintf(stderr, "fusedtune: report: nothing is stored %s%s%sin %s: %s says so, with no charts\n",
             filter[0] ? "for " : "", filter, filter[0] ? " " : "", cli_db_path(c), a.out);
@@ -109,6 +128,9 @@ int cmd_report(cli *c, int argc, char **argv) {
     int devices = s->n_devices;
     printf("wrote %s: %d problem%s (by math mode) on %d device%s\n", a.out, s->n_problems,
            s->n_problems == 1 ? "" : "s", devices, devices == 1 ? "" : "s");
+    if (n_stale)
+      printf("%d of them stale (best measured with an older kernel source): marked on the page, each with the "
+             "command that tunes it again\n", n_stale);
   }
   ft_stored_free(s);
   return rc;

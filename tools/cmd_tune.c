@@ -39,7 +39,8 @@ static const char *tune_help =
     "  --repeats N          timed repeats per candidate, >= 20 (default 30)\n"
     "  --retune             measure again candidates already measured with the same kernel source\n"
     "  --flush-l2           overwrite L2 before every timed repeat\n"
-    "  --seed N             input seed (default fixed, so runs are comparable)\n"
+    "  --seed N             input seed; 0, the default, is the fixed one (runs stay comparable;\n"
+    "                       a run's options record the seed as given, 0 for the default)\n"
     "  --max-candidates N   measure at most N candidates (for quick checks)\n"
     "  --quiet              no progress output\n"
     "  --json               print the final result as JSON\n"
@@ -114,7 +115,8 @@ int tune_parse_args(int argc, char **argv, tune_cli *t) {
         if (!parse_int(v, 20, 1000, &l)) return usage_error("tune", "--repeats '%s' must be an integer in 20..1000", v);
         t->opt.repeats = (int)l;
       } else if (IS("--seed")) {
-        if (!parse_int(v, 1, 0x7fffffffL, &l)) return usage_error("tune", "--seed '%s' must be a positive integer", v);
+        if (!parse_int(v, 0, 0x7fffffffL, &l))
+          return usage_error("tune", "--seed '%s' must be an integer from 0 to 2147483647", v);
         t->opt.seed = (uint64_t)l;
       } else if (IS("--max-candidates")) {
         if (!parse_int(v, 1, 1000000, &l)) return usage_error("tune", "--max-candidates '%s' must be a positive integer", v);
@@ -499,7 +501,7 @@ int cmd_variants(cli *c, int argc, char **argv) {
       const ft_variant_info *v = &l->items[i];
       if (json) printf("%s\n  {\"name\":\"%s\",\"config\":%s,\"source_hash\":\"%s\"}", i ? "," : "", v->name,
                        v->config, v->source_hash);
-      else printf("%-52s %s\n", v->name, v->config);
+      else printf("%-52s %s %s\n", v->name, v->source_hash, v->config);
     }
     if (json) printf("\n]\n");
     else printf("%d variant(s) for %s, epilogue '%s', %s\n", l->count, shape, l->epilogue, l->arch);

@@ -11,6 +11,50 @@
 
 #include "cli.h"
 
+/* The folder holding path (".", or the text before its last slash), stat'ed. */
+static int stat_folder(const char *path, struct stat *sb) {
+  const char *slash = strrchr(path, '/');
+  if (!slash) return stat(".", sb);
+  size_t n = slash == path ? 1 : (size_t)(slash - path);
+  char *d = malloc(n + 1);
+  if (!d) return -1;
+  memcpy(d, path, n);
+  d[n] = 0;
+  int rc = stat(d, sb);
+  free(d);
+  return rc;
+}
+
+/* Whether path (its last component base) is the database's -wal, -shm or -journal file: SQLite
+ * removes those when the database closes and rewrites them while it is open, so an export there
+ * would be lost. Compared by folder identity and name, since the file need not exist yet, and by
+ * inode, for a hard link to one that does. */
+static int names_side_file(const char *path, const char *base, const char *db_path) {
+  static const char *const suffix[] = {"-wal", "-shm", "-journal"};
+  const char *db_slash = strrchr(db_path, '/');
+  const char *db_base = db_slash ? db_slash + 1 : db_path;
+  size_t nb = strlen(db_base);
+  struct stat out_dir, db_dir, out_sb, side_sb;
+  int have_dirs = -1, have_out = stat(path, &out_sb) == 0;
+  for (size_t i = 0; i < sizeof suffix / sizeof *suffix; i++) {
+    size_t ns = strlen(suffix[i]);
+    if (strlen(base) == nb + ns && !strncmp(base, db_base, nb) && !strcmp(base + nb, suffix[i])) {
+      if (have_dirs < 0) have_dirs = stat_folder(path, &out_dir) == 0 && stat_folder(db_path, &db_dir) == 0;
+      if (have_dirs && out_dir.st_dev == db_dir.st_dev && out_dir.st_ino == db_dir.st_ino) return 1;
+    }
+    if (!have_out) continue;
+    size_t nd = strlen(db_path);
+    char *side = malloc(nd + ns + 1);
+    if (!side) continue;
+    memcpy(side, db_path, nd);
+    memcpy(side + nd, suffix[i], ns + 1);
+    int same = stat(side, &side_sb) == 0 && side_sb.st_dev == out_sb.st_dev && side_sb.st_ino == out_sb.st_ino;
+    free(side);
+    if (same) return 1;
+  }
+  return 0;
+}
+
 int out_open(out_file *o, const char *path, const char *db_path, const char *cmd) {
   struct stat sb, db;
   o->dir_fd = AT_FDCWD;
@@ -29,6 +73,9 @@ int out_open(out_file *o, const char *path, const char *db_path, const char *cmd
   const char *slash = strrchr(path, '/');
   o->base = slash ? slash + 1 : path;
   if (!*o->base) return fail_msg("%s: --out %s names a folder, not a file", cmd, path);
+  if (db_path && names_side_file(path, o->base, db_path))
+    return fail_msg("%s: %s is a file SQLite keeps beside the database being %s (removed or overwritten by "
+                    "it): choose another --out", cmd, path, strcmp(cmd, "export") ? "read" : "exported");
   if (slash) {
     size_t n = slash == path ? 1 : (size_t)(slash - path);
     char *dir = malloc(n + 1);

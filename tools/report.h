@@ -38,6 +38,7 @@ typedef struct report_group {
 typedef struct report {
   FILE *f;
   const ft_stored *s;
+  const unsigned char *stale; /* per problem of s: its best was measured with an older kernel source */
   int n_families; /* every family the results name, sorted: the colour of a family is its place */
   char families[REPORT_MAX_FAMILIES][32];
 } report;
@@ -75,6 +76,7 @@ void html_escf(FILE *f, const char *fmt, ...) CLI_PRINTF(2, 3);
 typedef struct report_info {
   const char *db_path;
   const char *filter; /* "128x4096x4096 relu(x + bias) fp32" when the report is of one problem, else NULL */
+  const unsigned char *stale; /* per problem of the ft_stored (NULL: none stale) */
 } report_info;
 
 /* Writes the whole page. Returns 0, -1 out of memory (write errors show in ferror(r->f)). */

@@ -117,11 +117,13 @@ static double candidate_legend(report *r, const ft_stored_result *const *list, i
   return y + 20;
 }
 
-/* A dashed reference line at time ms across the plot, labelled. */
-static void ref_line(report *r, const scale *y, double ms, const char *what) {
+/* A dashed reference line at time ms across the plot, labelled above it (above: 1) or below it
+ * (0): the slower of two baselines is labelled above and the faster below, so that two lines
+ * close together (eager and cuBLAS's GEMM often are) never put one label over the other. */
+static void ref_line(report *r, const scale *y, double ms, const char *what, int above) {
   const double at = scale_at(y, ms);
   fprintf(r->f, "<line class=\"ref\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>\n", LEFT, at, W - RIGHT, at);
-  svg_text(r, W - RIGHT - 4, at - 4, "end", "ref", "%s %.4g ms", what, ms);
+  svg_text(r, W - RIGHT - 4, above ? at - 4 : at + 13, "end", "ref", "%s %.4g ms", what, ms);
 }
 
 void chart_candidates(report *r, const report_mode *m) {
@@ -153,8 +155,9 @@ void chart_candidates(report *r, const report_mode *m) {
   scale y = scale_log(timed ? lo : 1, timed ? hi : 1, bottom, top);
   if (timed) {
     svg_axis_y(r, &y, LEFT, W - RIGHT, "median time (ms, log)");
-    if (m->eager) ref_line(r, &y, m->eager->median_ms, "eager-style chain");
-    if (m->gemm) ref_line(r, &y, m->gemm->median_ms, "cuBLAS GEMM alone");
+    const int eager_slower = !m->gemm || !m->eager || m->eager->median_ms >= m->gemm->median_ms;
+    if (m->eager) ref_line(r, &y, m->eager->median_ms, "eager-style chain", eager_slower);
+    if (m->gemm) ref_line(r, &y, m->gemm->median_ms, "cuBLAS GEMM alone", !eager_slower);
   }
   svg_text(r, (LEFT + W - RIGHT) / 2.0, bottom + 18, "middle", "label",
            "rank by median time (%d timed; the %d not timed at the top band)", timed, n - timed);
@@ -246,34 +249,40 @@ void chart_dims(report *r, const report_mode *m) {
     free(cats);
     return none(r, "Dimensions: no correct timed fused GEMM kernel in this mode.");
   }
-  int total = 0;
+  /* One row per dimension, each the chart's whole width, so that the chart is never wider than
+   * the page (up to 64 categories a row: 13 px each, labels turned upright, 11 px high); below
+   * each plot, room for its longest label (about 7 px a character). */
+  const double plot_h = 170, head = 30;
+  double row_h[3] = {0, 0, 0}, h_all = 10;
   for (int d = 0; d < 3; d++) {
     qsort(&cats[d * MAX_CATS], (size_t)ncat[d], sizeof *cats, natural_q);
-    total += ncat[d] ? (ncat[d] < 3 ? 3 : ncat[d]) : 0;
+    size_t longest = 0;
+    for (int c = 0; c < ncat[d]; c++) longest = strlen(cats[d * MAX_CATS + c]) > longest ? strlen(cats[d * MAX_CATS + c]) : longest;
+    row_h[d] = ncat[d] ? head + plot_h + 20 + 7.0 * (double)longest : 0;
+    h_all += row_h[d];
   }
-  const double cw = total * 34 > W - LEFT - RIGHT - 40 ? 34 : (W - LEFT - RIGHT - 40.0) / total;
-  const int w = (int)(LEFT + RIGHT + 40 + total * cw), h = 360;
-  const double top = 30, bottom = 250;
+  const int w = W, h = (int)h_all;
   char label[160];
   snprintf(label, sizeof label, "%s: median time against tile, stages and split", ft_math_name(p->math));
   svg_begin(r, "dims", w, h, marks, label);
-  scale y = scale_log(lo, hi, bottom, top);
-  svg_axis_y(r, &y, LEFT, w - RIGHT, "median time (ms, log)");
-  double x0 = LEFT + 10;
+  double row_top = 0;
   for (int d = 0; d < 3; d++) {
     if (!ncat[d]) continue;
-    const int slots = ncat[d] < 3 ? 3 : ncat[d];
-    const double pw = slots * cw;
-    fprintf(r->f, "<rect class=\"panel\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/>\n", x0, top, pw - 6,
+    const double top = row_top + head, bottom = top + plot_h;
+    scale y = scale_log(lo, hi, bottom, top);
+    svg_axis_y(r, &y, LEFT, w - RIGHT, "median time (ms, log)");
+    const double x0 = LEFT + 10, pw = w - RIGHT - x0;
+    fprintf(r->f, "<rect class=\"panel\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/>\n", x0, top, pw,
             bottom - top);
     svg_text(r, x0 + pw / 2, top - 10, "middle", "label", "%s", dims[d]);
     for (int c = 0; c < ncat[d]; c++) {
       const double cx = x0 + (c + 0.5) * pw / ncat[d];
-      fprintf(r->f, "<text class=\"cat\" transform=\"translate(%.1f,%.1f) rotate(-45)\" text-anchor=\"end\">", cx + 4,
-              bottom + 12);
+      fprintf(r->f, "<text class=\"cat\" transform=\"translate(%.1f,%.1f) rotate(-90)\" text-anchor=\"end\">", cx + 4,
+              bottom + 8);
       html_esc(r->f, cats[d * MAX_CATS + c]);
       fputs("</text>\n", r->f);
     }
+    row_top += row_h[d];
     for (int i = 0; i < p->n_results; i++) {
       const ft_stored_result *res = &p->results[i];
       if (res->strategy != FT_STRATEGY_FUSED || res->status != FT_RESULT_OK || !report_timed(res) ||
@@ -289,7 +298,6 @@ void chart_dims(report *r, const report_mode *m) {
       svg_mark(r, "disc", x0 + (c + 0.5) * slot + jit, scale_at(&y, res->median_ms), 3.5,
                report_family_color(r, res->family), res->is_best ? "best" : NULL, tip);
     }
-    x0 += pw;
   }
   free(cats);
   svg_end(r, "Each correct timed fused GEMM kernel of this mode at the value of each main dimension of its "
@@ -320,7 +328,8 @@ void chart_roofline(report *r, const report_group *g) {
   }
   if (!marks) return none(r, "Roofline: no correct timed result to place.");
   const double top = 20, bottom = 300;
-  const int h = 350;
+  const int legend_h = (int)(top + 10 + (g->n + 3) * 18 + 64 + g->n * 34 + 10);
+  const int h = legend_h > 350 ? legend_h : 350;
   svg_begin(r, "roofline", W, h, marks, "roofline: achieved FLOP/s against arithmetic intensity");
   scale x = scale_log(lo_x / 2, hi_x * 2, LEFT, W - RIGHT - 260);
   scale y = scale_log(lo_y / 2, hi_y * 2, bottom, top);
@@ -355,6 +364,21 @@ void chart_roofline(report *r, const report_group *g) {
   svg_legend(r, W - RIGHT - 240, ly + 6, "#555", "diamond", "cuBLAS GEMM alone"), ly += 18;
   svg_text(r, W - RIGHT - 240, ly + 24, "start", "legend", "dashed: cuBLAS GEMM alone's rate,");
   svg_text(r, W - RIGHT - 240, ly + 40, "start", "legend", "the reference (no measured peak)");
+  /* The numbers a reader needs from a chart of few points: each mode's best as a share of the
+   * reference, and the intensity it sits at. */
+  ly += 64;
+  for (int i = 0; i < g->n; i++) {
+    const report_mode *m = &g->modes[i];
+    if (!report_timed(m->best)) continue;
+    const double tf = report_tflops(m->flops, m->best->median_ms);
+    if (report_timed(m->gemm))
+      svg_text(r, W - RIGHT - 240, ly, "start", "legend", "%s: best %.3g TFLOP/s, %.0f %% of GEMM's", ft_math_name(m->p->math),
+               tf, 100 * report_time_ratio(m->gemm, m->best));
+    else
+      svg_text(r, W - RIGHT - 240, ly, "start", "legend", "%s: best %.3g TFLOP/s", ft_math_name(m->p->math), tf);
+    svg_text(r, W - RIGHT - 240, ly + 15, "start", "legend", "  at %.3g FLOP/byte", m->flops / m->bytes);
+    ly += 34;
+  }
   svg_end(r, "The database holds no measured device peaks (FLOP/s or memory bandwidth), so no roof is drawn from "
              "them: the dashed reference line of each mode is the rate of the fastest cuBLAS GEMM alone measured "
              "on this device in that mode, and no memory roof is drawn. Bytes are the compulsory traffic (x, W and the "

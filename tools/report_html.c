@@ -58,12 +58,16 @@ static const char k_style[] =
     "h1{font-size:24px}h2{font-size:19px;margin-top:40px;border-top:2px solid #ccc;padding-top:14px}"
     "h3{font-size:16px;margin-top:26px}table{border-collapse:collapse;margin:8px 0}"
     "td,th{border:1px solid #ddd;padding:3px 7px;text-align:left;vertical-align:top}th{background:#f3f3f3}"
-    "td.num{text-align:right;font-variant-numeric:tabular-nums}code{font-size:12px}"
-    ".fig{margin:12px 0;overflow-x:auto}figcaption{font-size:12px;color:#555;max-width:960px}"
-    "svg.chart{background:#fff;font-size:11px}svg .axis line{stroke:#888}svg .grid{stroke:#eee}"
+    "td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap;overflow-wrap:normal}code{font-size:12px}"
+    ".fig{margin:12px 0}figcaption{font-size:12px;color:#555;max-width:960px}"
+    /* A chart never runs past the column (nor off a printed page): it scales down instead. */
+    "svg.chart{background:#fff;font-size:11px;max-width:100%;height:auto}"
+    /* Long run options wrap inside their cell rather than push the table off the page. */
+    "td,td code{overflow-wrap:anywhere}table{max-width:100%}p.stale{font-weight:normal}"
+    "svg .axis line{stroke:#888}svg .grid{stroke:#eee}"
     "svg .label{fill:#444;font-size:12px}svg .legend{fill:#333}svg .ref{stroke:#999;stroke-dasharray:5 4}"
     "svg text.ref{fill:#666;stroke:none}svg .band{fill:#fbeaea}svg .panel{fill:#fafafa;stroke:#e4e4e4}"
-    "svg .best{font-weight:bold}svg rect.best,svg circle.best{stroke:#000;stroke-width:1.5}"
+    ".stale{color:#a00;font-weight:bold}svg .best{font-weight:bold}svg rect.best,svg circle.best{stroke:#000;stroke-width:1.5}"
     "p.none{color:#666;font-style:italic}p.empty{font-size:16px;padding:20px;background:#fff6dd}"
     "details{margin:8px 0}summary{cursor:pointer}.small{font-size:12px;color:#555}";
 
@@ -101,6 +105,11 @@ static void err_cell(FILE *f, double e) {
   else fputs("<td class=\"num\">-</td>", f);
 }
 
+/* Whether the mode's stored best was measured with an older kernel source. */
+static int stale_best(const report *r, const report_mode *m) {
+  return r->stale && m->best && r->stale[m->p - r->s->problems];
+}
+
 /* ---- index ---- */
 
 static void index_table(report *r, const report_group *g, int ng) {
@@ -123,6 +132,7 @@ static void index_table(report *r, const report_group *g, int ng) {
       fprintf(f, "%s<a href=\"#g%d-%s\">%s</a>", j ? ", " : "", i, mode, mode);
       if (m->best && m->eager) fprintf(f, " %.2f×", report_time_ratio(m->eager, m->best));
       else if (!m->best) fputs(" (no correct candidate)", f);
+      if (stale_best(r, m)) fputs(" <span class=\"stale\">stale</span>", f);
     }
     fputs("</td></tr>\n", f);
   }
@@ -144,7 +154,9 @@ static void summary_table(report *r, const report_group *g) {
       html_esc(f, ft_strategy_name(m->best->strategy));
       fputs(" <code>", f);
       html_esc(f, m->best->variant);
-      fputs("</code></td>", f);
+      fputs("</code>", f);
+      if (stale_best(r, m)) fputs(" <span class=\"stale\">stale</span>", f);
+      fputs("</td>", f);
       const double t = m->best->median_ms;
       fprintf(f, "<td class=\"num\">%.4g</td><td class=\"num\">%.3g</td><td class=\"num\">%.4g</td>", t,
               report_tflops(m->flops, t), m->bytes / (t * 1e-3) / 1e9);
@@ -162,6 +174,16 @@ static void summary_table(report *r, const report_group *g) {
   fputs("</table>\n<p class=\"small\">vs cuBLAS GEMM alone: the GEMM without any epilogue as a share of the best's "
         "time (100 % = as fast as cuBLAS's bare GEMM). GB/s: the compulsory bytes over the time.</p>\n",
         f);
+  for (int i = 0; i < g->n; i++) {
+    const report_mode *m = &g->modes[i];
+    if (!stale_best(r, m)) continue;
+    fprintf(f, "<p class=\"stale\"><b>stale</b> (%s): this best was measured with an older kernel source, so "
+               "<code>query</code> and <code>ft_lookup</code> skip it and its time is not today's kernel's. "
+               "Tune it again: <code>fusedtune tune --shape %lldx%lldx%lld --epilogue '",
+            ft_math_name(m->p->math), (long long)m->p->m, (long long)m->p->n, (long long)m->p->k);
+    html_esc(f, m->p->epilogue);
+    fprintf(f, "' --math %s</code></p>\n", ft_math_name(m->p->math));
+  }
 }
 
 static void results_table(report *r, const report_mode *m) {
@@ -325,7 +347,7 @@ static void group_section(report *r, const report_group *g, int gi) {
 }
 
 int report_write(FILE *f, const ft_stored *s, const report_info *info) {
-  report r = {f, s, 0, {{0}}};
+  report r = {f, s, info->stale, 0, {{0}}};
   report_group *groups = NULL;
   int ng = 0;
   if (report_groups(s, &groups, &ng) != 0) return -1;

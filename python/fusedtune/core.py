@@ -22,6 +22,35 @@ def _s(b):
     return "" if b is None else b.decode("utf-8", "replace")
 
 
+def _cstr(what, text):
+    """text (a str) as a C string. C reads up to the first NUL, so a str holding one would reach
+    the library cut short: refused with ValueError, as open() refuses such a path."""
+    if not isinstance(text, str):
+        raise InvalidArgumentError(f"{what} must be a str, not {type(text).__name__}")
+    b = text.encode()
+    if b"\0" in b:
+        raise InvalidArgumentError(f"{what} {text!r} contains a NUL character (at {text.index(chr(0))})")
+    return b
+
+
+def _cpath(path):
+    """A file path as a C string; ValueError for an embedded NUL, as open() gives."""
+    b = os.fsencode(path)
+    if b"\0" in b:
+        raise InvalidArgumentError(f"path {os.fsdecode(b)!r} contains a NUL character")
+    return b
+
+
+def _cint(what, v, bits=32):
+    """v as a signed C integer of bits bits: ctypes would wrap a larger one silently, so that
+    2**64 + 128 became 128."""
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise InvalidArgumentError(f"{what} must be an int, not {type(v).__name__}")
+    if not -(1 << (bits - 1)) <= v < (1 << (bits - 1)):
+        raise InvalidArgumentError(f"{what} {v} is out of range (a {bits}-bit signed integer)")
+    return v
+
+
 def _raise(status, message, cls=None):
     err = error_for(status, message, cls)
     err.library = lib().path
@@ -104,10 +133,8 @@ def _msgbuf():
 
 def inspect_epilogue(text):
     """Parses an expression or preset: an Epilogue, or ParseError with "epilogue: col C: what"."""
-    if not isinstance(text, str):
-        raise InvalidArgumentError(f"epilogue must be a str, not {type(text).__name__}")
     L, out, msg = lib(), ctypes.POINTER(_lib.ft_epilogue_info)(), _msgbuf()
-    st = L.ft_epilogue_inspect(text.encode(), ctypes.byref(out), msg, len(msg))
+    st = L.ft_epilogue_inspect(_cstr("epilogue", text), ctypes.byref(out), msg, len(msg))
     if st != 0:
         _raise(st, _s(msg.value))
     try:
@@ -142,13 +169,8 @@ class Problem:
 
     def _c(self):
         mode = math_mode(self.math)
-        for dim in ("m", "n", "k"):
-            v = getattr(self, dim)
-            if not isinstance(v, int) or isinstance(v, bool):
-                raise InvalidArgumentError(f"problem {dim} must be an int, not {type(v).__name__}")
-        if not isinstance(self.epilogue, str):
-            raise InvalidArgumentError(f"problem epilogue must be a str, not {type(self.epilogue).__name__}")
-        p = _lib.ft_problem(self.m, self.n, self.k, self.epilogue.encode(), mode.value)
+        dims = [_cint(f"problem {dim}", getattr(self, dim), 64) for dim in ("m", "n", "k")]
+        p = _lib.ft_problem(*dims, _cstr("problem epilogue", self.epilogue), mode.value)
         return p
 
     @property
@@ -245,7 +267,7 @@ def variants(problem, arch=None, compile=False, full=False):
     exhaustive search takes. No GPU needed; compile=True compiles each with NVRTC."""
     L, out, msg = lib(), ctypes.POINTER(_lib.ft_variant_list)(), _msgbuf()
     flags = (_lib.FT_VARIANTS_COMPILE if compile else 0) | (_lib.FT_VARIANTS_FULL if full else 0)
-    st = L.ft_variants(ctypes.byref(problem._c()), arch.encode() if arch else None,
+    st = L.ft_variants(ctypes.byref(problem._c()), _cstr("arch", arch) if arch else None,
                        flags, ctypes.byref(out), msg, len(msg))
     if st != 0:
         _raise(st, _s(msg.value))
@@ -275,7 +297,7 @@ def devices():
 
 def remove_database(path):
     """Deletes a closed database file and its -wal / -shm files."""
-    lib().ft_remove_database(os.fsencode(path))
+    lib().ft_remove_database(_cpath(path))
 
 
 # ---- the database ----
@@ -314,7 +336,7 @@ class Database(_Owned):
         L = lib()
         flags = (_lib.FT_OPEN_READONLY if readonly else 0) | (_lib.FT_OPEN_CREATE if create else 0)
         ctx = ctypes.c_void_p()
-        st = L.ft_open(None if self.path is None else os.fsencode(self.path), flags, ctypes.byref(ctx))
+        st = L.ft_open(None if self.path is None else _cpath(self.path), flags, ctypes.byref(ctx))
         if st != 0:
             msg = _s(L.ft_errmsg(ctx)) if ctx.value else L.ft_status_string(st).decode()
             L.ft_close(ctx)
@@ -372,7 +394,7 @@ class Database(_Owned):
         """lookup_within by device name (no GPU needed for a stored device). A BestEntry."""
         p, out = problem._c(), _lib.ft_best_entry()
         with self._lock:
-            self._check(lib().ft_lookup_entry_within(self._handle(), device_name.encode() if device_name else None,
+            self._check(lib().ft_lookup_entry_within(self._handle(), _cstr("device name", device_name) if device_name else None,
                                                      ctypes.byref(p), float(tolerance), ctypes.byref(out)))
         return BestEntry._from_c(out)
 
@@ -381,7 +403,7 @@ class Database(_Owned):
         without touching a GPU. A BestEntry."""
         p, out = problem._c(), _lib.ft_best_entry()
         with self._lock:
-            self._check(lib().ft_lookup_entry(self._handle(), device_name.encode() if device_name else None,
+            self._check(lib().ft_lookup_entry(self._handle(), _cstr("device name", device_name) if device_name else None,
                                               ctypes.byref(p), _lib.FT_LOOKUP_NEAREST if nearest else 0,
                                               ctypes.byref(out)))
         return BestEntry._from_c(out)
@@ -409,7 +431,7 @@ class Database(_Owned):
         """Merges a JSON export (docs/FORMAT.md); the counts of rows added and read."""
         counts = _lib.ft_import_counts()
         with self._lock:
-            self._check(lib().ft_import_file(self._handle(), os.fsencode(path), ctypes.byref(counts)))
+            self._check(lib().ft_import_file(self._handle(), _cpath(path), ctypes.byref(counts)))
         return {name: getattr(counts, name) for name, _ in counts._fields_}
 
     def plan(self, problem, config=None, *, nearest=True):
@@ -436,20 +458,22 @@ class Database(_Owned):
         opt = _lib.tune_options_init()
         keep = []  # C strings and callbacks that must outlive the call
         if strategy is not None:
-            keep.append(strategy.encode())
+            keep.append(_cstr("strategy", strategy))
             opt.strategy = keep[-1]
         if budget_s is not None:
             opt.budget_s = float(budget_s)
         if repeats is not None:
-            opt.repeats = int(repeats)
+            opt.repeats = _cint("repeats", int(repeats))
         opt.retune, opt.flush_l2 = int(bool(retune)), int(bool(flush_l2))
         if seed is not None:
+            if not 0 <= int(seed) < (1 << 64):
+                raise InvalidArgumentError(f"seed {seed} is out of range (0 to 2**64 - 1)")
             opt.seed = int(seed)
         if max_candidates is not None:
-            opt.max_candidates = int(max_candidates)
+            opt.max_candidates = _cint("max_candidates", int(max_candidates))
         worker = worker if worker is not None else default_worker()
         if worker:
-            keep.append(os.fsencode(worker))
+            keep.append(_cpath(worker))
             opt.worker_exe = keep[-1]
         stop = ctypes.c_int(0)
         opt.stop = ctypes.pointer(stop)
@@ -550,7 +574,7 @@ class Plan(_Owned):
         vecs, scalars = vecs or {}, scalars or {}
         a = _lib.ft_args()
         a.x, a.w, a.y = x, w, y
-        names = [n.encode() for n in vecs] + [n.encode() for n in scalars]
+        names = [_cstr("argument name", n) for n in vecs] + [_cstr("argument name", n) for n in scalars]
         va = (_lib.ft_vec_arg * max(1, len(vecs)))(*[_lib.ft_vec_arg(nm, p) for nm, p in zip(names, vecs.values())])
         sa = (_lib.ft_scalar_arg * max(1, len(scalars)))(
             *[_lib.ft_scalar_arg(nm, float(v)) for nm, v in zip(names[len(vecs):], scalars.values())])

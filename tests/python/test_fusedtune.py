@@ -229,6 +229,44 @@ class ApiTest(unittest.TestCase):
         self.assertTrue(any("_se_" in v.name for v in full) and not any("_se_" in v.name for v in pruned))
 
 
+class CValuesTest(unittest.TestCase):
+    """What C would read otherwise than Python holds it: integers past 64 bits, NUL bytes."""
+
+    def test_out_of_range_integers(self):
+        for dims in ((2**64 + 128, 16384, 16384), (128, 2**63, 16384), (128, 16384, -2**63 - 1)):
+            bad = next(v for v in dims if v not in (128, 16384))
+            with self.assertRaises(fusedtune.InvalidArgumentError) as cm:
+                fusedtune.Problem(*dims, "minsub").check()
+            self.assertIn(str(bad), str(cm.exception))
+            self.assertIn("out of range", str(cm.exception))
+        with fusedtune.Database(scratch("range.db"), create=True) as db:
+            with self.assertRaises(ValueError):
+                db.lookup_entry(fusedtune.Problem(2**64 + 128, 16384, 16384, "minsub"), DEVICE)
+            with self.assertRaises(ValueError):
+                db.tune(fusedtune.Problem(8, 8, 8), repeats=2**32 + 5)
+
+    def test_nul_bytes(self):
+        path = os.path.join(SCRATCH, "a\x00.db")
+        with self.assertRaises(ValueError) as cm:
+            fusedtune.Database(path, create=True)
+        self.assertIn("NUL", str(cm.exception))
+        self.assertFalse(os.path.exists(os.path.join(SCRATCH, "a")))
+        for call in (lambda: fusedtune.Problem(8, 8, 8, "minsub\x00junk").check(),
+                     lambda: fusedtune.inspect_epilogue("x\x00;evil"),
+                     lambda: fusedtune.variants(fusedtune.Problem(8, 8, 8), "sm_90\x00junk"),
+                     lambda: fusedtune.remove_database(path)):
+            with self.assertRaises(ValueError) as cm:
+                call()
+            self.assertIn("NUL", str(cm.exception))
+        with fusedtune.Database(scratch("nul.db"), create=True) as db:
+            with self.assertRaises(ValueError):
+                db.lookup_entry(fusedtune.Problem(8, 8, 8), DEVICE + "\x00junk")
+            with self.assertRaises(ValueError):
+                db.lookup_entry_within(fusedtune.Problem(8, 8, 8), 1e-3, DEVICE + "\x00")
+            with self.assertRaises(ValueError):
+                db.import_file(os.path.join(SCRATCH, "x\x00.json"))
+
+
 class DatabaseTest(unittest.TestCase):
     def test_open_create_close(self):
         path = scratch("created.db")
