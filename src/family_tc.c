@@ -345,8 +345,8 @@ static double tc_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_e
   /* The staged epilogue: an extra pass over shared memory per box (3-5 % slower with light
    * epilogues, 3 % faster with gelu on the H200, 2026-12-01; in 3xtf32 -5.5 to +0.6 %). */
   if (v->staged && !split(v)) cost *= 1.03; /* 3xtf32: alike (tc_enumerate's forms say why) */
-  /* E box by box instead of on the whole tile first: 1-5 % slower where both fit (H200, session
-   * 10: biasrelu 1024x8192^2, gelu 4096^3), so timed after its early twin. */
+  /* E box by box instead of on the whole tile first: 1-5 % slower where both fit (H200,
+   * biasrelu 1024x8192^2, gelu 4096^3; docs/BENCHMARKS.md), so timed after its early twin. */
   if (v->late) cost *= 1.01;
   /* Split-K writes and the reduce kernel reads S fp32 slabs: ~50 multiply-adds per byte of the
    * device's, spread over 132 SMs. */
@@ -481,8 +481,8 @@ static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, con
                       if (!ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) continue;
                       FT_TRY(ft_space_push(sink, &v, tc_cost(&v, m, n, k, ec), err));
                       /* Its late twin (E box by box) at BN >= 192, where a heavy E with E on
-                       * the whole tile first spills (silu, sigmoid, gelu_tanh, division; gelu in
-                       * tf32: CPU matrix, BENCHMARKS.md session 11) and is rejected at compile
+                       * the whole tile first spills (division, gelu in tf32: CPU compiles,
+                       * docs/BENCHMARKS.md) and is rejected at compile
                        * time while the late form fits. Full space only: in the H200's exhaustive
                        * tunes of 2026-12-02 (silu 512x11008x4096 bf16/fp16, gelu 4096^3
                        * bf16/tf32) the late kernels were 6-13 % behind the best, which was

@@ -152,7 +152,7 @@ static ft_status verify_and_time(ft_engine *e, call *c, ft_runner_result *res, f
    * partner's call fails the timing (LAUNCH_ERROR): cuBLAS then no longer works in this context.
    * The median of the per-round ratios to cuBLAS's GEMM is kept (gemm_ratio): the clock drifts
    * between jobs, and changes state even within one, by more than candidates differ
-   * (BENCHMARKS.md, sessions 16 and 17), so the tuner ranks by it. */
+   * (docs/BENCHMARKS.md, 2026-12-04), so the tuner ranks by it. */
   const int alone = c->job->type == FT_JOB_BASELINE && c->job->baseline == FT_BL_CUBLAS_GEMM;
   const ft_baseline_kind pk = alone ? FT_BL_EAGER : FT_BL_CUBLAS_GEMM;
   if (!e->flush_l2 && ft_baseline_available(e->bl, pk)) {
