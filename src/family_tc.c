@@ -389,118 +389,205 @@ static size_t tc_widths(int64_t m, int64_t n, int bm, int slots, const int std_b
   return k;
 }
 
-static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,
-                              ft_space_sink *sink, ft_err *err) {
-  const int full = ft_space_full(sink);
-  const ft_ep_cost ec = ft_space_epilogue_cost(sink);
-  static const int k_bns[] = {256, 192, 128, 64};
-  /* 512, 256, 128, 64 k: the error grows with the chunk (the tensor core's adds truncate); the
-   * tolerance (SGEMM's own error, or the fp32 chain's) decides which are accurate enough. */
-  static const int chunks[] = {16, 8, 4, 2};
-  ft_variant v = {0};
-  v.kind = FT_VK_GEMM;
-  v.layout = 4;
-  v.math = (int)math;
-  v.bk = 128 / esize(&v);
-  for (int c = (m <= 64 ? 1 : 2); c <= 2; c++) {
-    int bns[4 + TC_MAX_FITTED];
-    const size_t nbn = tc_widths(m, n, 64 * c, lim->sm_count, k_bns, bns);
-    for (size_t b = 0; b < nbn; b++) {
-      const int fitted = b >= sizeof k_bns / sizeof k_bns[0]; /* tc_widths puts them last */
-      for (int cl = 1; cl <= 2; cl++)
-        for (int z = 8; z <= 16; z *= 2) {
-          v.consumers = c, v.bn = bns[b], v.cluster = cl, v.swizzle = z, v.pingpong = 0;
-          const int64_t tiles_m = (m + tc_bm(&v) - 1) / tc_bm(&v);
-          if (cl == 2 && tiles_m < 2) continue;         /* the partner's tile would be empty */
-          if (z == 16 && tiles_m <= 8) continue;        /* one group either way */
-          if (v.bn > 64 && v.bn >= 2 * n) continue;     /* mostly padding */
-          v.grid = lim->sm_count / cl * cl;
-          /* Split-K only where the tiles leave SMs idle: 2, 4, 8 slices up to about two units
-           * per SM. */
-          const int64_t tile_units = tc_units(&v, m, n);
-          /* The TMA-store epilogue first (where Y's rows allow it), then direct stores. */
-          const int ts_ok = (n * esize(&v)) % 16 == 0; /* a BN past whole boxes stores the rest directly */
-          /* Forms: TMA stores, then direct; cooperative, then 128 x 128 ping-pong, then (full
-           * space only) 64-row ping-pong; the staged epilogue (full space only but in 3xtf32) with
-           * TMA stores. */
-          for (int form = 0; form < 2 * 3 * 2; form++) {
-            const int ts = form < 6, pp = (int[]){0, 2, 1}[form / 2 % 3], staged = form % 2;
-            if (!full && (pp == 1 || (staged && !split(&v)))) continue;
-            if (pp && (c != 2 || split(&v))) continue;
-            if (ts && !ts_ok) continue;
-            if (staged && !ts) continue;
-            v.tstore = ts, v.pingpong = pp, v.staged = staged;
-            if (pp * v.bn > 256) continue; /* a consumer's accumulators in its registers */
-            /* Pruned: ping-pong with 128 x 128 tiles only, in the preferred store form (TMA stores
-             * where allowed), group 8 and the deepest ring: measured on the H200 (2026-12-01) 0.5 %
-             * behind to 6 % ahead of the best cooperative kernel, while 64-row ping-pong tiles
-             * were up to 33 % behind it (BN 128) and behind 128 x 128 ping-pong at every problem
-             * timed (twice the x loads per output). The staged epilogue: 3 % faster with gelu,
-             * 3-5 % slower with light epilogues (H200, 2026-12-01), and the space knows no
-             * epilogue; but in 3xtf32 (fp32 sums staged in place in the store boxes) it stays:
-             * against its TMA-store twin 5.5 % faster with gelu at 4096^3, 0.7 % with silu at
-             * 512x11008x4096, 0.6 % slower with the light ones (medians over each exhaustive
-             * tune, H200, 2026-12-02), and the best of the exhaustive search at both heavy ones,
-             * 1.2 % ahead of what the default search found without it. A wave-fitted width
-             * takes ping-pong in both store forms: at 512x11008x4096 silu bf16, 128 x 112
-             * ping-pong with direct stores was the best of all (0.0680 ms; with TMA stores, whose
-             * last 48 columns go direct, 0.0702; H200, 2026-12-02). */
-            if (!full && pp && z != 8) continue;
-            if (!full && pp && !fitted && (ts != ts_ok || v.bn != 128)) continue;
-            if (pp && (tc_bm(&v) >= 2 * m || (m + tc_bm(&v) - 1) / tc_bm(&v) < cl)) continue; /* mostly padding */
-            /* The deepest ring that fits, and one stage less (full: two less, for every form). */
-            int most = 0;
-            v.aregs = 0, v.chunk = 0, v.split_k = 0; /* the ring is sized with shared-memory small buffers */
-            for (int s = 2; s <= TC_MAX_STAGES; s++) {
-              v.stages = s;
-              if (tc_smem(&v) <= (size_t)lim->max_smem_per_block) most = s;
-            }
-            const int fewer = full ? 2 : pp ? 0 : 1;
-            for (int s = most; s >= 2 && s >= most - fewer; s--)
-              for (size_t h = 0; h < (split(&v) ? sizeof chunks / sizeof chunks[0] : 1); h++)
-                for (int r = (split(&v) && v.bn <= 64); r >= 0; r--)
-                  for (int sk = 1; sk <= (ts || pp ? 1 : 8); sk *= 2) {
-                    if (sk > 1 && tile_units * cl * sk / 2 >= lim->sm_count) break;
-                    v.stages = s;
-                    v.chunk = split(&v) ? chunks[h] : 0;
-                    v.aregs = r;
-                    v.split_k = sk > 1 ? sk : 0;
-                    /* Stream-K beside it where the last wave is partial and each slot's share of
-                     * it is at least half a tile's k tiles (at most three blocks per tile); with
-                     * clusters of 2 and TMA stores only: the others spilled at BN 256 (and at BN
-                     * 192 in fp32 storage) with CUDA 13.0's ptxas at the 168-register cap (CPU
-                     * compile of the seed shapes, 8192^3, 4096^3, 2026-12-01). A heavy epilogue
-                     * can still spill (x + 2 sigmoid(x) at BN 256 in bf16): rejected at compile
-                     * time like any candidate. */
-                    const int sk_fits = cl == 2 && ts && !(esize(&v) == 4 && v.bn == 192);
-                    for (v.streamk = 0; v.streamk <= (sk == 1 && !split(&v) && sk_fits && !pp && !staged); v.streamk++) {
-                      if (v.streamk) {
-                        const tc_sk_split q = tc_sk(&v, m, n, k);
-                        if (2 * q.share < q.ktiles) continue;
-                      }
-                      if (!ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) continue;
-                      FT_TRY(ft_space_push(sink, &v, tc_cost(&v, m, n, k, ec), err));
-                      /* Its late twin (E box by box) at BN >= 192, where a heavy E with E on
-                       * the whole tile first spills (division, gelu in tf32: CPU compiles,
-                       * docs/BENCHMARKS.md) and is rejected at compile
-                       * time while the late form fits. Full space only: in the H200's exhaustive
-                       * tunes of 2026-12-02 (silu 512x11008x4096 bf16/fp16, gelu 4096^3
-                       * bf16/tf32) the late kernels were 6-13 % behind the best, which was
-                       * never one of them. */
-                      if (full && ts && !pp && !staged && !v.streamk && v.bn >= 192) {
-                        v.late = 1;
-                        if (ft_variant_applicable(&v, m, n, k, lim, NULL, 0))
-                          FT_TRY(ft_space_push(sink, &v, tc_cost(&v, m, n, k, ec), err));
-                        v.late = 0;
-                      }
-                    }
-                    v.streamk = 0;
-                  }
-          }
-        }
-    }
+/* The enumeration as one generator per axis, in the order of k_tc_axes: each takes the point
+ * built so far, sets its axis to each of its values (skipping what its rule excludes) and hands
+ * every result to the next axis; the last one pushes. */
+typedef struct tc_gen {
+  int64_t m, n, k;
+  const ft_device_limits *lim;
+  ft_space_sink *sink;
+  int full;      /* FT_SPACE_FULL: also the forms the default space leaves out */
+  ft_ep_cost ec; /* the epilogue's cost per element */
+} tc_gen;
+
+typedef struct tc_point {
+  ft_variant v;
+  int fitted; /* v.bn is a wave-fitted width (tc_widths) */
+  int most;   /* the deepest ring that fits the form */
+  int slices; /* split-K slices, 1 for none */
+} tc_point;
+
+typedef ft_status (*tc_axis)(const tc_gen *g, tc_point p, int axis, ft_err *err);
+static ft_status tc_next(const tc_gen *g, const tc_point *p, int axis, ft_err *err);
+
+/* 1 or 2 consumer warpgroups (64-row tiles only where M is that small). */
+static ft_status axis_consumers(const tc_gen *g, tc_point p, int axis, ft_err *err) {
+  for (int c = (g->m <= 64 ? 1 : 2); c <= 2; c++) {
+    p.v.consumers = c;
+    FT_TRY(tc_next(g, &p, axis, err));
   }
   return FT_OK;
+}
+
+/* The standard widths, then the wave-fitted ones for the consumers' tile rows. */
+static ft_status axis_width(const tc_gen *g, tc_point p, int axis, ft_err *err) {
+  static const int k_bns[] = {256, 192, 128, 64};
+  int bns[4 + TC_MAX_FITTED];
+  const size_t nbn = tc_widths(g->m, g->n, 64 * p.v.consumers, g->lim->sm_count, k_bns, bns);
+  for (size_t b = 0; b < nbn; b++) {
+    p.v.bn = bns[b];
+    p.fitted = b >= sizeof k_bns / sizeof k_bns[0]; /* tc_widths puts them last */
+    FT_TRY(tc_next(g, &p, axis, err));
+  }
+  return FT_OK;
+}
+
+/* Clusters of 1 and 2 (2: only where the partner's tile row is not empty); the persistent grid of
+ * whole clusters. */
+static ft_status axis_cluster(const tc_gen *g, tc_point p, int axis, ft_err *err) {
+  for (int cl = 1; cl <= 2; cl++) {
+    p.v.cluster = cl, p.v.pingpong = 0;
+    if (cl == 2 && (g->m + tc_bm(&p.v) - 1) / tc_bm(&p.v) < 2) continue;
+    p.v.grid = g->lim->sm_count / cl * cl;
+    FT_TRY(tc_next(g, &p, axis, err));
+  }
+  return FT_OK;
+}
+
+/* Tile groups of 8 and 16 rows (16 only where there are more than 8 tile rows); no tile mostly
+ * padding. */
+static ft_status axis_group(const tc_gen *g, tc_point p, int axis, ft_err *err) {
+  for (int z = 8; z <= 16; z *= 2) {
+    p.v.swizzle = z;
+    if (z == 16 && (g->m + tc_bm(&p.v) - 1) / tc_bm(&p.v) <= 8) continue; /* one group either way */
+    if (p.v.bn > 64 && p.v.bn >= 2 * g->n) continue;                       /* mostly padding */
+    FT_TRY(tc_next(g, &p, axis, err));
+  }
+  return FT_OK;
+}
+
+/* The epilogue's form: TMA stores, then direct; cooperative, then 128 x 128 ping-pong, then
+ * (full space only) 64-row ping-pong; the staged epilogue with TMA stores. Pruned: ping-pong with
+ * 128 x 128 tiles only, in the preferred store form (TMA stores where allowed), group 8 and the
+ * deepest ring: measured on the H200 (2026-12-01) 0.5 % behind to 6 % ahead of the best
+ * cooperative kernel, while 64-row ping-pong tiles were up to 33 % behind it (BN 128) and behind
+ * 128 x 128 ping-pong at every problem timed (twice the x loads per output). The staged epilogue:
+ * 3 % faster with gelu, 3-5 % slower with light epilogues (H200, 2026-12-01); but in 3xtf32 (fp32
+ * sums staged in place in the store boxes) it stays: against its TMA-store twin 5.5 % faster with
+ * gelu at 4096^3, 0.7 % with silu at 512x11008x4096, 0.6 % slower with the light ones, and the best
+ * of the exhaustive search at both heavy ones (H200, 2026-12-02). A wave-fitted width takes
+ * ping-pong in both store forms: at 512x11008x4096 silu bf16, 128 x 112 ping-pong with direct
+ * stores was the best of all (H200, 2026-12-02). The deepest ring that fits the form is found
+ * here; axis_stages takes it and fewer. */
+static ft_status axis_form(const tc_gen *g, tc_point p, int axis, ft_err *err) {
+  const int ts_ok = (g->n * esize(&p.v)) % 16 == 0; /* a BN past whole boxes stores the rest directly */
+  for (int form = 0; form < 2 * 3 * 2; form++) {
+    const int ts = form < 6, pp = (int[]){0, 2, 1}[form / 2 % 3], staged = form % 2;
+    if (!g->full && (pp == 1 || (staged && !split(&p.v)))) continue;
+    if (pp && (p.v.consumers != 2 || split(&p.v))) continue;
+    if (ts && !ts_ok) continue;
+    if (staged && !ts) continue;
+    p.v.tstore = ts, p.v.pingpong = pp, p.v.staged = staged;
+    if (pp * p.v.bn > 256) continue; /* a consumer's accumulators in its registers */
+    if (!g->full && pp && p.v.swizzle != 8) continue;
+    if (!g->full && pp && !p.fitted && (ts != ts_ok || p.v.bn != 128)) continue;
+    if (pp && (tc_bm(&p.v) >= 2 * g->m || (g->m + tc_bm(&p.v) - 1) / tc_bm(&p.v) < p.v.cluster)) continue; /* padding */
+    p.most = 0;
+    p.v.aregs = 0, p.v.chunk = 0, p.v.split_k = 0; /* the ring is sized with shared-memory small buffers */
+    for (int st = 2; st <= TC_MAX_STAGES; st++) {
+      p.v.stages = st;
+      if (tc_smem(&p.v) <= (size_t)g->lim->max_smem_per_block) p.most = st;
+    }
+    FT_TRY(tc_next(g, &p, axis, err));
+  }
+  return FT_OK;
+}
+
+/* The deepest ring and one stage less (ping-pong: the deepest only; full: two less, every form). */
+static ft_status axis_stages(const tc_gen *g, tc_point p, int axis, ft_err *err) {
+  const int fewer = g->full ? 2 : p.v.pingpong ? 0 : 1;
+  for (int st = p.most; st >= 2 && st >= p.most - fewer; st--) {
+    p.v.stages = st;
+    FT_TRY(tc_next(g, &p, axis, err));
+  }
+  return FT_OK;
+}
+
+/* 3xtf32: k tiles per partial sum, 512, 256, 128, 64 k: the error grows with the chunk (the
+ * tensor core's adds truncate); the tolerance (SGEMM's own error, or the fp32 chain's) decides
+ * which are accurate enough. Other modes: none. */
+static ft_status axis_chunk(const tc_gen *g, tc_point p, int axis, ft_err *err) {
+  static const int chunks[] = {16, 8, 4, 2};
+  for (size_t h = 0; h < (split(&p.v) ? sizeof chunks / sizeof chunks[0] : 1); h++) {
+    p.v.chunk = split(&p.v) ? chunks[h] : 0;
+    FT_TRY(tc_next(g, &p, axis, err));
+  }
+  return FT_OK;
+}
+
+/* 3xtf32 at BN <= 64: x split in registers, then in shared memory. */
+static ft_status axis_aregs(const tc_gen *g, tc_point p, int axis, ft_err *err) {
+  for (int r = (split(&p.v) && p.v.bn <= 64); r >= 0; r--) {
+    p.v.aregs = r;
+    FT_TRY(tc_next(g, &p, axis, err));
+  }
+  return FT_OK;
+}
+
+/* Split-K only where the tiles leave SMs idle: 2, 4, 8 slices up to about two units per SM (not
+ * with TMA stores or ping-pong). */
+static ft_status axis_split_k(const tc_gen *g, tc_point p, int axis, ft_err *err) {
+  const int64_t tile_units = tc_units(&p.v, g->m, g->n);
+  for (int sk = 1; sk <= (p.v.tstore || p.v.pingpong ? 1 : 8); sk *= 2) {
+    if (sk > 1 && tile_units * p.v.cluster * sk / 2 >= g->lim->sm_count) break;
+    p.v.split_k = sk > 1 ? sk : 0;
+    p.slices = sk;
+    FT_TRY(tc_next(g, &p, axis, err));
+  }
+  return FT_OK;
+}
+
+/* Stream-K beside whole tiles where the last wave is partial and each slot's share of it is at
+ * least half a tile's k tiles (at most three blocks per tile); with clusters of 2 and TMA stores
+ * only: the others spilled at BN 256 (and at BN 192 in fp32 storage) with CUDA 13.0's ptxas at the
+ * 168-register cap (CPU compiles of the seed shapes, 8192^3, 4096^3, 2026-12-01). A heavy
+ * epilogue can still spill: rejected at compile time like any candidate. */
+static ft_status axis_stream_k(const tc_gen *g, tc_point p, int axis, ft_err *err) {
+  const int sk_fits = p.v.cluster == 2 && p.v.tstore && !(esize(&p.v) == 4 && p.v.bn == 192);
+  const int most = p.slices == 1 && !split(&p.v) && sk_fits && !p.v.pingpong && !p.v.staged;
+  for (int on = 0; on <= most; on++) {
+    p.v.streamk = on;
+    if (on && 2 * tc_sk(&p.v, g->m, g->n, g->k).share < tc_sk(&p.v, g->m, g->n, g->k).ktiles) continue;
+    FT_TRY(tc_next(g, &p, axis, err));
+  }
+  return FT_OK;
+}
+
+/* The point, where it applies, and its late twin (E box by box) at BN >= 192, where a heavy E with
+ * E on the whole tile first spills (division, gelu in tf32: CPU compiles, docs/BENCHMARKS.md) and
+ * is rejected at compile time while the late form fits. Full space only: in the H200's exhaustive
+ * tunes of 2026-12-02 (silu 512x11008x4096 bf16/fp16, gelu 4096^3 bf16/tf32) the late kernels
+ * were 6-13 % behind the best, which was never one of them. */
+static ft_status axis_emit(const tc_gen *g, tc_point p, int axis, ft_err *err) {
+  (void)axis;
+  if (!ft_variant_applicable(&p.v, g->m, g->n, g->k, g->lim, NULL, 0)) return FT_OK;
+  FT_TRY(ft_space_push(g->sink, &p.v, tc_cost(&p.v, g->m, g->n, g->k, g->ec), err));
+  if (g->full && p.v.tstore && !p.v.pingpong && !p.v.staged && !p.v.streamk && p.v.bn >= 192) {
+    p.v.late = 1;
+    if (ft_variant_applicable(&p.v, g->m, g->n, g->k, g->lim, NULL, 0))
+      FT_TRY(ft_space_push(g->sink, &p.v, tc_cost(&p.v, g->m, g->n, g->k, g->ec), err));
+  }
+  return FT_OK;
+}
+
+static const tc_axis k_tc_axes[] = {axis_consumers, axis_width,  axis_cluster,  axis_group,    axis_form, axis_stages,
+                                    axis_chunk,     axis_aregs, axis_split_k, axis_stream_k, axis_emit};
+
+static ft_status tc_next(const tc_gen *g, const tc_point *p, int axis, ft_err *err) {
+  return k_tc_axes[axis + 1](g, *p, axis + 1, err);
+}
+
+static ft_status tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,
+                              ft_space_sink *sink, ft_err *err) {
+  const tc_gen g = {m, n, k, lim, sink, ft_space_full(sink), ft_space_epilogue_cost(sink)};
+  tc_point p;
+  memset(&p, 0, sizeof p);
+  p.v.kind = FT_VK_GEMM;
+  p.v.layout = 4;
+  p.v.math = (int)math;
+  p.v.bk = 128 / esize(&p.v);
+  p.slices = 1;
+  return k_tc_axes[0](&g, p, 0, err);
 }
 
 /* "tc_bm128_bn256_bk64_s4_c1_z8_p132_bf16", "tc_bm128_bn128_bk32_s4_c1_z8_p132_h16_3xtf32" */
