@@ -443,6 +443,46 @@ static void test_epilogue_cost(const ft_device_limits *lim) {
   ft_ep_free(ep);
 }
 
+/* Each axis of the tensor-core enumeration keeps its own rule (src/family_tc_space.c), in the
+ * pruned and the full space of several shapes and modes. */
+static void test_tc_axes(const ft_device_limits *lim) {
+  static const int64_t shapes[][3] = {{128, 16384, 16384}, {1024, 8192, 8192}, {64, 6144, 4096}, {8192, 8192, 8192},
+                                      {512, 11008, 4096}, {16, 14336, 4096}};
+  static const ft_math modes[] = {FT_MATH_TF32, FT_MATH_BF16, FT_MATH_3XTF32};
+  ft_err e;
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+    for (size_t mo = 0; mo < sizeof modes / sizeof modes[0]; mo++)
+      for (int full = 0; full <= 1; full++) {
+        const int64_t m = shapes[i][0];
+        ft_variant *v = NULL;
+        int n = 0, tc = 0;
+        ASSERT_OK(ft_space_enumerate_scope(FT_VK_GEMM, m, shapes[i][1], shapes[i][2], modes[mo],
+                                           full ? FT_SPACE_FULL : FT_SPACE_PRUNED, lim, &v, NULL, &n, &e));
+        for (int j = 0; j < n; j++) {
+          const ft_variant *t = &v[j];
+          if (t->layout != 4) continue;
+          tc++;
+          const int bm = 64 * (t->pingpong ? t->pingpong : t->consumers);
+          const int64_t tiles_m = (m + bm - 1) / bm;
+          ASSERT_TRUE(t->consumers == 2 || m <= 64);                     /* consumers */
+          ASSERT_TRUE(t->cluster == 1 || (m + 64 * t->consumers - 1) / (64 * t->consumers) >= 2); /* cluster */
+          ASSERT_TRUE(t->swizzle == 8 || (t->swizzle == 16 && tiles_m > 8)); /* group */
+          ASSERT_TRUE(!t->pingpong || (t->consumers == 2 && modes[mo] != FT_MATH_3XTF32)); /* form */
+          ASSERT_TRUE(full || t->pingpong != 1);
+          ASSERT_TRUE(full || !t->pingpong || t->swizzle == 8);
+          ASSERT_TRUE(full || !t->staged || modes[mo] == FT_MATH_3XTF32);
+          ASSERT_TRUE(!t->staged || t->tstore);
+          ASSERT_TRUE((t->chunk > 0) == (modes[mo] == FT_MATH_3XTF32)); /* chunk */
+          ASSERT_TRUE(!t->aregs || t->bn <= 64);                        /* aregs */
+          ASSERT_TRUE(t->split_k == 0 || (!t->tstore && !t->pingpong)); /* split-K */
+          ASSERT_TRUE(!t->streamk || (t->cluster == 2 && t->tstore && !t->pingpong && !t->staged)); /* stream-K */
+          ASSERT_TRUE(!t->late || (full && t->tstore && t->bn >= 192 && !t->pingpong)); /* the late twin */
+        }
+        ASSERT_TRUE(tc > 0);
+        free(v);
+      }
+}
+
 int main(void) {
   ft_device_limits lim;
   ft_err e;
@@ -460,5 +500,6 @@ int main(void) {
   test_enumerate(&lim);
   test_pass_scopes(&lim);
   test_epilogue_cost(&lim);
+  test_tc_axes(&lim);
   return FT_TEST_DONE();
 }
