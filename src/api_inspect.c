@@ -34,8 +34,7 @@ static ft_status add_kind(ft_variant_list *l, ft_variant_kind kind, const ft_pro
                           ft_space_scope scope, const ft_epilogue *ep, ft_kernel_src **srcs, int keep, ft_err *err) {
   ft_variant *vs = NULL;
   int nv = 0;
-  const ft_ep_cost ec = ft_ep_cost_of(ep, ft_epilogue_fast_math(p->math)); /* the tune's order */
-  ft_status es = ft_space_enumerate_ep(kind, p->m, p->n, p->k, p->math, scope, &ec, lim, &vs, NULL, &nv, err);
+  ft_status es = ft_space_enumerate_ep(kind, p->m, p->n, p->k, p->math, scope, ep, lim, &vs, NULL, &nv, err); /* the tune's */
   if (es == FT_ERR_UNSUPPORTED && kind == FT_VK_GEMM) es = FT_OK, nv = 0; /* the epilogue pass serves */
   FT_TRY(es);
   ft_variant_info *items = realloc(l->items, (size_t)(l->count + nv + 1) * sizeof *items);

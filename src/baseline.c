@@ -13,23 +13,18 @@
 #include "checks.h"
 #include "compile.h"
 #include "launch.h"
+#include "lt_gemm.h"
 
 #define FT_LT_WORKSPACE (32u << 20)
 
-typedef struct lt_gemm {
-  cublasLtMatmulDesc_t op;
-  cublasLtMatrixLayout_t la, lb, lc;
-  cublasLtMatmulAlgo_t algo;
-  int ready;
-} lt_gemm;
 
 struct ft_baselines {
   ft_gpu *g;
   ft_pdata *d;
   cublasLtHandle_t lt;
   void *lt_ws;
-  lt_gemm eager_gemm; /* GEMM + BIAS for the eager chain when bias folds into addmm */
-  lt_gemm fused_lt;   /* the cuBLASLt built-in epilogue strategy */
+  ft_lt_gemm eager_gemm; /* GEMM + BIAS for the eager chain when bias folds into addmm */
+  ft_lt_gemm fused_lt;   /* the cuBLASLt built-in epilogue strategy */
   int has_lt_epilogue;
   char lt_name[64];
   ft_ep_eager plan;
@@ -46,65 +41,14 @@ ft_strategy ft_baseline_strategy(ft_baseline_kind k) {
   return k < FT_BL_COUNT ? s[k] : FT_STRATEGY_EAGER;
 }
 
-static void lt_gemm_free(lt_gemm *l) {
-  if (l->op) cublasLtMatmulDescDestroy(l->op);
-  if (l->la) cublasLtMatrixLayoutDestroy(l->la);
-  if (l->lb) cublasLtMatrixLayoutDestroy(l->lb);
-  if (l->lc) cublasLtMatrixLayoutDestroy(l->lc);
-  memset(l, 0, sizeof *l);
+/* A cuBLASLt GEMM over d's operands in d's mode (src/lt_gemm.c). */
+static ft_status lt_gemm_init(ft_baselines *b, ft_lt_gemm *l, cublasLtEpilogue_t epi, const void *bias, ft_err *err) {
+  const ft_pdata *d = b->d;
+  return ft_lt_gemm_init(l, b->lt, d->math, d->m, d->n, d->k, epi, bias, FT_LT_WORKSPACE, err);
 }
 
-/* The cuBLAS data type of d's elements. */
-static cudaDataType_t cuda_type(const ft_pdata *d) {
-  return d->dtype == FT_DTYPE_BF16 ? CUDA_R_16BF : d->dtype == FT_DTYPE_F16 ? CUDA_R_16F : CUDA_R_32F;
-}
-
-/* A cuBLASLt GEMM in d's mode: fp32 accumulate and scale; TF32 tensor cores in tf32 mode;
- * A, B, C, D and the bias of the mode's element type. */
-static ft_status lt_gemm_init(ft_baselines *b, lt_gemm *l, cublasLtEpilogue_t epi, const void *bias,
-                              ft_err *err) {
-  ft_pdata *d = b->d;
-  cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-  const cudaDataType_t type = cuda_type(d);
-  const cublasComputeType_t compute = d->math == FT_MATH_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  FT_CUBLAS_TRY(err, cublasLtMatmulDescCreate(&l->op, compute, CUDA_R_32F));
-  FT_CUBLAS_TRY(err, cublasLtMatmulDescSetAttribute(l->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-  FT_CUBLAS_TRY(err, cublasLtMatmulDescSetAttribute(l->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-  FT_CUBLAS_TRY(err, cublasLtMatmulDescSetAttribute(l->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
-  if (bias) {
-    const int32_t bias_type = (int32_t)type;
-    FT_CUBLAS_TRY(err, cublasLtMatmulDescSetAttribute(l->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                                      sizeof bias));
-    FT_CUBLAS_TRY(err, cublasLtMatmulDescSetAttribute(l->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
-                                                      sizeof bias_type));
-  }
-  FT_CUBLAS_TRY(err, cublasLtMatrixLayoutCreate(&l->la, type, (uint64_t)d->k, (uint64_t)d->n, d->k));
-  FT_CUBLAS_TRY(err, cublasLtMatrixLayoutCreate(&l->lb, type, (uint64_t)d->k, (uint64_t)d->m, d->k));
-  FT_CUBLAS_TRY(err, cublasLtMatrixLayoutCreate(&l->lc, type, (uint64_t)d->n, (uint64_t)d->m, d->n));
-  cublasLtMatmulPreference_t pref = NULL;
-  FT_CUBLAS_TRY(err, cublasLtMatmulPreferenceCreate(&pref));
-  size_t ws = FT_LT_WORKSPACE;
-  cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                          &ws, sizeof ws);
-  cublasLtMatmulHeuristicResult_t heur;
-  int found = 0;
-  if (s == CUBLAS_STATUS_SUCCESS)
-    s = cublasLtMatmulAlgoGetHeuristic(b->lt, l->op, l->la, l->lb, l->lc, l->lc, pref, 1, &heur, &found);
-  cublasLtMatmulPreferenceDestroy(pref);
-  /* NOT_SUPPORTED: no algorithm for this combination (types, epilogue, leading dimensions). */
-  if (s == CUBLAS_STATUS_NOT_SUPPORTED || (s == CUBLAS_STATUS_SUCCESS && found < 1))
-    return ft__fail(err, FT_ERR_UNSUPPORTED, "cuBLASLt has no algorithm for this epilogue");
-  if (s != CUBLAS_STATUS_SUCCESS) return ft_cublas_fail(err, s, "cublasLtMatmulAlgoGetHeuristic");
-  l->algo = heur.algo;
-  l->ready = 1;
-  return FT_OK;
-}
-
-static ft_status lt_gemm_run(ft_baselines *b, lt_gemm *l, void *Y, cudaStream_t stream, ft_err *err) {
-  const float one = 1.0f, zero = 0.0f;
-  FT_CUBLAS_TRY(err, cublasLtMatmul(b->lt, l->op, &one, b->d->dW, l->la, b->d->dX, l->lb, &zero, Y, l->lc,
-                                    Y, l->lc, &l->algo, b->lt_ws, FT_LT_WORKSPACE, stream));
-  return FT_OK;
+static ft_status lt_gemm_run(ft_baselines *b, ft_lt_gemm *l, void *Y, cudaStream_t stream, ft_err *err) {
+  return ft_lt_gemm_run(l, b->lt, b->d->dX, b->d->dW, Y, NULL, b->lt_ws, stream, err);
 }
 
 /* Which cuBLASLt built-in epilogue computes exactly this expression, if any; name gets
@@ -223,8 +167,8 @@ ft_status ft_baselines_create(ft_gpu *g, ft_db *db, const ft_epilogue *ep, ft_pd
 
 void ft_baselines_free(ft_baselines *b) {
   if (!b) return;
-  lt_gemm_free(&b->eager_gemm);
-  lt_gemm_free(&b->fused_lt);
+  ft_lt_gemm_free(&b->eager_gemm);
+  ft_lt_gemm_free(&b->fused_lt);
   for (int j = 0; j < FT_EP_MAX_STEPS; j++) {
     ft_loaded_free(&b->steps[j]);
     if (j < b->plan.nsteps) cudaFree(b->tmp[j]);

@@ -50,10 +50,6 @@ static ft_status check_expr(const char *e, size_t max, const char *what, ft_err 
   return FT_OK;
 }
 
-int ft_epilogue_fast_math(ft_math math) {
-  return math == FT_MATH_TF32 || math == FT_MATH_BF16 || math == FT_MATH_FP16;
-}
-
 /* The host/kernel shared constants (src/kernel_abi.h), written into every source, and the
  * element type of the tensors in math mode math (FT_DTYPE; FT_TF32 for tf32 inputs, FT_3XTF32 for split ones). */
 static void abi_defines(ft_strbuf *b, ft_math math) {
@@ -66,7 +62,7 @@ static void abi_defines(ft_strbuf *b, ft_math math) {
   if (math == FT_MATH_3XTF32) ft_sb_puts(b, "#define FT_3XTF32 1\n");
   /* The epilogue's fast function forms (kernels_src/ft_math.cuh) where the tensors carry 8 to 11
    * bits; fp32 and 3xtf32 keep the precise ones (they are held to SGEMM's error). */
-  if (ft_epilogue_fast_math(math)) ft_sb_puts(b, "#define FT_EPI_FAST 1\n");
+  if (ft_ep_fast_forms(math)) ft_sb_puts(b, "#define FT_EPI_FAST 1\n");
 }
 
 /* Moves a finished buffer into out and hashes what reaches the compiler: the code without
@@ -108,18 +104,27 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
   char why[160];
   if (!ft_variant_valid(v, why, sizeof why)) return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: %s", why);
   const ft_family *fam = ft_family_of(v);
-  /* NULL epilogue: the identity, for a plain GEMM (tests, references). */
+  /* NULL epilogue: the identity, for a plain GEMM (tests, references). After cuBLASLt's bias GEMM
+   * (an epilogue pass's lt) the pass applies E with its `x + bias` already done. */
   const char *expr = ep ? ft_ep_cuda(ep) : "x";
+  if (v->lt) {
+    int slot = -1;
+    expr = ep ? ft_ep_cuda_folded(ep, &slot) : NULL;
+    if (!expr || slot + 1 != v->lt)
+      return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: lt %d, but the epilogue adds no bias of slot %d to x", v->lt,
+                      v->lt - 1);
+  }
   FT_TRY(check_expr(expr, FT_EP_MAX_TEXT * 8, "epilogue", err));
 
   /* The identity after cuBLAS: y already holds the result, so no pass is launched (kernel "")
    * and the candidate is cuBLAS's GEMM alone; the define gives it a hash of its own (results
    * measured with a copy pass are not taken for it). */
-  const int no_pass = fam->after_cublas && (!ep || strcmp(ft_ep_canonical(ep), "x") == 0);
+  const int no_pass = fam->after_cublas && (!ep || strcmp(ft_ep_canonical(ep), "x") == 0 || (v->lt && strcmp(expr, "x") == 0));
 
   ft_strbuf b = {0};
   ft_sb_puts(&b, "// fusedtune generated\n");
   if (no_pass) ft_sb_puts(&b, "#define FT_PASS_NOT_LAUNCHED 1\n");
+  if (v->lt) ft_sb_puts(&b, "#define FT_PASS_AFTER_LT_BIAS 1\n");
   fam->defines(v, &b);
   if (fam->wants_colv_slot) ft_sb_printf(&b, "#define FT_EP_COLV_SLOT %d\n", first_colvec_slot(ep));
   abi_defines(&b, (ft_math)v->math);

@@ -44,8 +44,4 @@ void ft_kernel_src_free(ft_kernel_src *k); /* frees text; NULL-safe */
  * one), continued lines joined: what the hash covers. */
 void ft_code_digest(const char *src, ft_strbuf *out);
 
-/* Whether math mode math evaluates the epilogue with the fast function forms (FT_EPI_FAST in
- * kernels_src/ft_math.cuh): tf32, bf16, fp16; fp32 and 3xtf32 keep the precise ones. */
-int ft_epilogue_fast_math(ft_math math);
-
 #endif

@@ -1,6 +1,7 @@
 /* CUDA device discovery, fingerprint and cubin loading (runtime API only). */
 #include "device.h"
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <dlfcn.h>
 #include <nvrtc.h>
@@ -16,6 +17,7 @@ struct ft_gpu {
   ft_device_limits limits;
   char arch[16];
   cublasHandle_t cublas;
+  cublasLtHandle_t cublaslt;
 };
 
 void ft_device_fingerprint(ft_device_info *info) {
@@ -99,6 +101,7 @@ ft_status ft_gpu_open(int ordinal, ft_gpu **out, ft_err *err) {
 void ft_gpu_close(ft_gpu *g) {
   if (!g) return;
   if (g->cublas) cublasDestroy(g->cublas);
+  if (g->cublaslt) cublasLtDestroy(g->cublaslt);
   free(g);
 }
 
@@ -119,6 +122,18 @@ ft_status ft_gpu_cublas(ft_gpu *g, void **handle, ft_err *err) {
       return ft__fail(err, FT_ERR_CUBLAS, "cublasSetMathMode: %s", cublasGetStatusString(s));
   }
   *handle = g->cublas;
+  return FT_OK;
+}
+
+ft_status ft_gpu_cublaslt(ft_gpu *g, void **handle, ft_err *err) {
+  if (!g->cublaslt) {
+    const cublasStatus_t s = cublasLtCreate(&g->cublaslt);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+      g->cublaslt = NULL;
+      return ft__fail(err, FT_ERR_CUBLAS, "cublasLtCreate: %s", cublasGetStatusString(s));
+    }
+  }
+  *handle = g->cublaslt;
   return FT_OK;
 }
 

@@ -26,6 +26,8 @@ const ft_device_limits *ft_gpu_limits(const ft_gpu *g);
 const char *ft_gpu_arch(const ft_gpu *g); /* "sm_90" */
 /* The cuBLAS handle (cublasHandle_t as void *), created on first call. */
 ft_status ft_gpu_cublas(ft_gpu *g, void **handle, ft_err *err);
+/* The device's cuBLASLt handle (a cublasLtHandle_t), created on first use. */
+ft_status ft_gpu_cublaslt(ft_gpu *g, void **handle, ft_err *err);
 
 /* Fills info with everything but the GPU fields (driver/runtime/NVRTC/cuBLAS versions), then
  * hashes name, compute capability, SM count and memory into the fingerprint. */

@@ -48,6 +48,7 @@ void ft_ep_free(ft_epilogue *ep) {
   free(ep->nodes);
   free(ep->canon);
   free(ep->cuda);
+  free(ep->cuda_folded);
   free(ep);
 }
 
@@ -55,6 +56,16 @@ static ft_status finish(ft_epilogue *ep, ft_err *err) {
   ep->canon = ft__ep_print_canonical(ep);
   ep->cuda = ft__ep_print_cuda(ep, ep->root, NULL);
   if (!ep->canon || !ep->cuda) return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
+  const int fold = ft__ep_bias_fold(ep, &ep->fold_slot);
+  if (fold >= 0) {
+    int *in_of = malloc((size_t)ep->nnodes * sizeof *in_of);
+    if (!in_of) return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
+    for (int i = 0; i < ep->nnodes; i++) in_of[i] = -1;
+    in_of[fold] = FT__EP_AS_X;
+    ep->cuda_folded = ft__ep_print_cuda(ep, ep->root, in_of);
+    free(in_of);
+    if (!ep->cuda_folded) return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
+  }
   /* The canonical text is what the database stores and parses again (imports, lookups): it must
    * be accepted input itself. It can outgrow the input ("--x" is written "- -x"). */
   const size_t len = strlen(ep->canon);
@@ -85,6 +96,7 @@ ft_status ft_ep_parse(const char *text, ft_epilogue **out, ft_err *err) {
     return ft__fail(err, FT_ERR_PARSE, "epilogue: col %d: text longer than %d bytes", FT_EP_MAX_TEXT + 1,
                     FT_EP_MAX_TEXT);
   ft_epilogue *ep = calloc(1, sizeof *ep);
+  if (ep) ep->fold_slot = -1;
   if (!ep) return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
   parser p = {0};
   p.src = expand_preset(text);
@@ -104,6 +116,10 @@ ft_status ft_ep_parse(const char *text, ft_epilogue **out, ft_err *err) {
 const char *ft_ep_canonical(const ft_epilogue *ep) { return ep->canon; }
 const char *ft_ep_hash(const ft_epilogue *ep) { return ep->hash; }
 const char *ft_ep_cuda(const ft_epilogue *ep) { return ep->cuda; }
+const char *ft_ep_cuda_folded(const ft_epilogue *ep, int *slot) {
+  if (slot) *slot = ep->fold_slot;
+  return ep->cuda_folded;
+}
 int ft_ep_param_count(const ft_epilogue *ep) { return ep->nparams; }
 
 const ft_ep_param *ft_ep_param_at(const ft_epilogue *ep, int slot) {

@@ -44,6 +44,10 @@ const ft_ep_param *ft_ep_param_at(const ft_epilogue *ep, int slot);
  * It reads: `x` (float accumulator), `row`, `col` (int), `ep.s[i]`, `ep.v[i][col]` /
  * `ep.v[i][row]` and the device functions of kernels_src/ft_math.cuh. Owned by ep. */
 const char *ft_ep_cuda(const ft_epilogue *ep);
+/* The CUDA text of E after a GEMM that already added the bias: E with its `x + bias` (the one x
+ * added to a column vector, as nn.Linear's addmm folds it) read as x; *slot (may be NULL) gets
+ * that vector's slot. NULL (and *slot -1) when E has no such bias. Owned by ep. */
+const char *ft_ep_cuda_folded(const ft_epilogue *ep, int *slot);
 
 /* What E costs per output element (src/epilogue_cost.c): FP32-pipe and special-function (ex2, lg2,
  * rcp) instructions, in the fast function forms (fast != 0: tf32, bf16, fp16) or the precise ones;
@@ -52,6 +56,9 @@ typedef struct ft_ep_cost {
   double fp32, mufu;
 } ft_ep_cost;
 ft_ep_cost ft_ep_cost_of(const ft_epilogue *ep, int fast);
+/* Whether math mode math evaluates E with the fast function forms (FT_EPI_FAST in
+ * kernels_src/ft_math.cuh): tf32, bf16, fp16; fp32 and 3xtf32 keep the precise ones. */
+int ft_ep_fast_forms(ft_math math);
 
 /* Evaluates the epilogue in float64 for one element. vals[slot] holds, for each parameter, the
  * scalar value or the vector element for this element's row/column. */

@@ -38,6 +38,8 @@ static int same_tree(const ep_node *nodes, int a, int b) {
   return 1;
 }
 
+int ft_ep_fast_forms(ft_math math) { return math == FT_MATH_TF32 || math == FT_MATH_BF16 || math == FT_MATH_FP16; }
+
 ft_ep_cost ft_ep_cost_of(const ft_epilogue *ep, int fast) {
   ft_ep_cost c = {0, 0};
   if (!ep) return c;

@@ -23,25 +23,29 @@ static void mark_xdep(eager_ctx *c) {
   }
 }
 
+int ft__ep_bias_fold(const ft_epilogue *ep, int *slot) {
+  int xs = 0, xnode = -1;
+  *slot = -1;
+  for (int i = 0; i < ep->nnodes; i++)
+    if (ep->nodes[i].kind == N_X) xs++, xnode = i;
+  if (xs != 1) return -1;
+  for (int i = 0; i < ep->nnodes; i++) {
+    const ep_node *nd = &ep->nodes[i];
+    if (nd->kind != N_ADD || (nd->kid[0] != xnode && nd->kid[1] != xnode)) continue;
+    const ep_node *other = &ep->nodes[nd->kid[0] == xnode ? nd->kid[1] : nd->kid[0]];
+    if (other->kind != N_PARAM || ep->params[other->slot].kind != FT_PARAM_COLVEC) return -1;
+    *slot = other->slot;
+    return i;
+  }
+  return -1;
+}
+
 /* nn.Linear's addmm: the one `x + colvec` (either order) becomes the GEMM's own output. */
 static void fold_bias(eager_ctx *c) {
-  int xs = 0, xnode = -1;
-  for (int i = 0; i < c->ep->nnodes; i++) {
-    if (c->ep->nodes[i].kind != N_X) continue;
-    xs++;
-    xnode = i;
-    c->buf[i] = 0; /* every x reads the GEMM output */
-  }
-  c->out->gemm_bias_slot = -1;
-  if (xs != 1) return;
-  for (int i = 0; i < c->ep->nnodes; i++) {
-    const ep_node *nd = &c->ep->nodes[i];
-    if (nd->kind != N_ADD || (nd->kid[0] != xnode && nd->kid[1] != xnode)) continue;
-    const ep_node *other = &c->ep->nodes[nd->kid[0] == xnode ? nd->kid[1] : nd->kid[0]];
-    if (other->kind != N_PARAM || c->ep->params[other->slot].kind != FT_PARAM_COLVEC) return;
-    c->out->gemm_bias_slot = other->slot;
-    c->buf[i] = 0;
-  }
+  for (int i = 0; i < c->ep->nnodes; i++)
+    if (c->ep->nodes[i].kind == N_X) c->buf[i] = 0; /* every x reads the GEMM output */
+  const int node = ft__ep_bias_fold(c->ep, &c->out->gemm_bias_slot);
+  if (node >= 0) c->buf[node] = 0;
 }
 
 static ft_status emit_step(eager_ctx *c, int n) {

@@ -48,6 +48,8 @@ struct ft_epilogue {
   int nparams;
   char *canon;
   char *cuda;
+  char *cuda_folded; /* the CUDA text with the folded `x + bias` read as x (ft_ep_cuda_folded), or NULL */
+  int fold_slot;     /* that bias's slot, or -1 */
   char hash[17];
 };
 
@@ -101,8 +103,14 @@ ft_status ft__ep_expect(parser *p, tok_kind kind, const char *what);
 /* Parses p->src into ep's root, parameters and slots (epilogue_parse.c); the nodes stay in p. */
 ft_status ft__ep_parse_text(parser *p, ft_epilogue *ep);
 
+/* The node `x + bias` that nn.Linear's addmm folds into its GEMM (the one x added to a column
+ * vector), or -1; *slot gets the vector's slot (epilogue_eager.c). */
+int ft__ep_bias_fold(const ft_epilogue *ep, int *slot);
+
 /* Printers (epilogue_print.c); both return malloc'd text, NULL when out of memory. The CUDA
- * text of node n reads IN<in_of[k]> for each node k with in_of[k] >= 0 (in_of may be NULL). */
+ * text of node n reads IN<in_of[k]> for each node k with in_of[k] >= 0, and x for a node with
+ * in_of[k] == FT__EP_AS_X (in_of may be NULL). */
+#define FT__EP_AS_X (-2)
 char *ft__ep_print_canonical(const ft_epilogue *ep);
 char *ft__ep_print_cuda(const ft_epilogue *ep, int n, const int *in_of);
 

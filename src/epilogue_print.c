@@ -45,9 +45,10 @@ typedef struct printer {
 } printer;
 
 static int is_input(const printer *pr, int n) { return pr->in_of && pr->in_of[n] >= 0; }
+static int is_as_x(const printer *pr, int n) { return pr->in_of && pr->in_of[n] == FT__EP_AS_X; }
 
 static int prec(const printer *pr, int n) {
-  if (is_input(pr, n)) return 4;
+  if (is_input(pr, n) || is_as_x(pr, n)) return 4;
   switch (pr->ep->nodes[n].kind) {
     case N_ADD:
     case N_SUB:
@@ -95,7 +96,7 @@ static void print_leaf(printer *pr, const ep_node *nd) {
 static void print_call(printer *pr, const ep_node *nd) {
   /* tanh(softplus(e)) in CUDA as one function (ft_math.cuh): e^e (e^e + 2) / (e^e (e^e + 2) + 2),
    * one exponential and a quotient instead of an exponential, a logarithm and a tanh. */
-  if (pr->mode == PM_CUDA && nd->fn == FN_TANH && !is_input(pr, nd->kid[0]) &&
+  if (pr->mode == PM_CUDA && nd->fn == FN_TANH && !is_input(pr, nd->kid[0]) && !is_as_x(pr, nd->kid[0]) &&
       pr->ep->nodes[nd->kid[0]].kind == N_CALL && pr->ep->nodes[nd->kid[0]].fn == FN_SOFTPLUS) {
     ft_sb_puts(&pr->out, "ft_tanh_softplus(");
     print_node(pr, pr->ep->nodes[nd->kid[0]].kid[0]);
@@ -119,6 +120,10 @@ static void print_node(printer *pr, int n) {
   const ep_node *nd = &pr->ep->nodes[n];
   if (is_input(pr, n)) {
     ft_sb_printf(&pr->out, "IN%d", pr->in_of[n]);
+    return;
+  }
+  if (is_as_x(pr, n)) {
+    ft_sb_puts(&pr->out, "x");
     return;
   }
   switch (nd->kind) {

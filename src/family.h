@@ -27,8 +27,10 @@ ft_status ft_space_push(ft_space_sink *s, const ft_variant *v, double cost, ft_e
 /* Whether the sink takes the full space (FT_SPACE_FULL, src/space.h): a family with pruning
  * rules then pushes every form it builds. */
 int ft_space_full(const ft_space_sink *s);
-/* What the problem's epilogue costs per element (zero when the enumeration was not told). */
+/* What the problem's epilogue costs per element in the mode's function forms (zero when the
+ * enumeration was not told the epilogue), and the epilogue itself (NULL then). */
 ft_ep_cost ft_space_epilogue_cost(const ft_space_sink *s);
+const ft_epilogue *ft_space_epilogue(const ft_space_sink *s);
 
 /* What a launch binds: the problem's device pointers and sizes. The kernel argument list is
  * the family's to build (ft_family.kernel_args), so a family with other parameters (tensor

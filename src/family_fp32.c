@@ -50,7 +50,7 @@ int ft_fp32_valid_common(const ft_fp32_traits *t, const ft_variant *v, char *why
   if (v->streamk < 0 || v->streamk > FT_MAX_STREAMK) FT_WHY("streamk %d: must be 0..%d", v->streamk, FT_MAX_STREAMK);
   if (v->streamk > 0 && !t->streamk) FT_WHY("streamk %d: only layout 3 (\"_w\") has stream-K", v->streamk);
   if (v->streamk > 0 && v->split_k != 1) FT_WHY("streamk %d with split_k %d: stream-K already splits k", v->streamk, v->split_k);
-  if (v->block != 0 || v->ept != 0) FT_WHY("gemm variant with epilogue-pass fields");
+  if (v->block != 0 || v->ept != 0 || v->lt != 0) FT_WHY("gemm variant with epilogue-pass fields");
   if (v->cluster != 0 || v->consumers != 0 || v->grid != 0) FT_WHY("fp32 GEMM variant with tensor-core fields");
   return 1;
 }

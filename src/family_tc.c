@@ -59,7 +59,7 @@ static int tc_valid(const ft_variant *v, char *why, size_t whylen) {
   if (v->late != 0 && v->late != 1) FT_WHY("tc: late %d must be 0 or 1", v->late);
   if (v->late && (!v->tstore || v->pingpong || v->streamk || v->staged))
     FT_WHY("tc: late (E box by box) is a form of the cooperative TMA-store epilogue (not pingpong, streamk, staged)");
-  if (v->bm || v->tm || v->tn || v->vec || v->block || v->ept)
+  if (v->bm || v->tm || v->tn || v->vec || v->block || v->ept || v->lt)
     FT_WHY("tc variant with fields of another family");
   return 1;
 }

@@ -7,6 +7,10 @@
 
 #include "checks.h"
 
+/* The workspace of an epilogue pass's cuBLASLt GEMM (one per plan: plans may run on different
+ * streams at once). */
+#define FT_LAUNCH_LT_WORKSPACE (4u << 20)
+
 /* allowed: what k may already use; above 48 KiB the kernel must opt in, once, not per launch
  * (a host call inside the timed loop would bias small kernels). NULL: no record kept. */
 static ft_status allow_smem(cudaKernel_t k, size_t smem, size_t *allowed, ft_err *err) {
@@ -117,6 +121,15 @@ ft_status ft_launchable_init(ft_launchable *L, ft_gpu *g, const ft_variant *v, i
   if (fam->after_cublas) {
     void *h;
     ft_status s = ft_gpu_cublas(g, &h, err);
+    /* lt: cuBLASLt's GEMM with its BIAS epilogue; the bias pointer comes with each launch. */
+    if (s == FT_OK && v->lt) s = ft_gpu_cublaslt(g, &h, err);
+    if (s == FT_OK && v->lt)
+      s = ft_lt_gemm_init(&t.lt, (cublasLtHandle_t)h, (ft_math)v->math, m, n, k, CUBLASLT_EPILOGUE_BIAS, NULL,
+                          FT_LAUNCH_LT_WORKSPACE, err);
+    if (s == FT_OK && v->lt) {
+      const cudaError_t e = cudaMalloc(&t.lt_ws, FT_LAUNCH_LT_WORKSPACE);
+      if (e != cudaSuccess) s = ft_cuda_fail(err, e, "cudaMalloc (cuBLASLt workspace)");
+    }
     if (s != FT_OK) {
       ft_launchable_free(&t);
       return s;
@@ -129,6 +142,8 @@ ft_status ft_launchable_init(ft_launchable *L, ft_gpu *g, const ft_variant *v, i
 void ft_launchable_free(ft_launchable *L) {
   if (!L) return;
   ft_loaded_free(&L->loaded);
+  ft_lt_gemm_free(&L->lt);
+  if (L->lt_ws) cudaFree(L->lt_ws);
   if (L->ws) cudaFree(L->ws);
   if (L->flags) cudaFree(L->flags);
   memset(L, 0, sizeof *L);
@@ -150,7 +165,18 @@ ft_status ft_launchable_check(const ft_launchable *L, const void *x, const void 
 ft_status ft_launchable_enqueue(ft_launchable *L, const void *x, const void *w, void *y, const ft_ep_args_dev *ep,
                                 cudaStream_t stream, ft_err *err) {
   if (!L->fam) return ft__fail(err, FT_ERR_INTERNAL, "launch: nothing loaded");
-  if (L->fam->after_cublas) FT_TRY(ft_cublas_gemm(L->g, (ft_math)L->v.math, x, w, y, L->m, L->n, L->k, stream, err));
+  if (L->fam->after_cublas && L->v.lt) {
+    /* cuBLASLt's bias GEMM: its algorithms read the bias in 16-byte units. */
+    const void *bias = ep->v[L->v.lt - 1];
+    if (!bias || (uintptr_t)bias % 16)
+      return ft__fail(err, FT_ERR_INVALID_ARG, "the epilogue's bias (vector slot %d) must be bound and 16-byte aligned: "
+                      "this configuration (\"lt\") adds it in cuBLASLt's GEMM", L->v.lt - 1);
+    void *h;
+    FT_TRY(ft_gpu_cublaslt(L->g, &h, err));
+    FT_TRY(ft_lt_gemm_run(&L->lt, (cublasLtHandle_t)h, x, w, y, bias, L->lt_ws, stream, err));
+  } else if (L->fam->after_cublas) {
+    FT_TRY(ft_cublas_gemm(L->g, (ft_math)L->v.math, x, w, y, L->m, L->n, L->k, stream, err));
+  }
   if (!L->loaded.main) return FT_OK; /* the identity after cuBLAS: y is done */
   const ft_launch_io io = {x, w, y, L->ws, L->flags, L->m, L->n, L->k, ep};
   if (!L->have_args || L->args_x != x || L->args_w != w || L->args_y != y ||

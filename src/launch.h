@@ -7,6 +7,7 @@
 
 #include "device.h"
 #include "family.h"
+#include "lt_gemm.h"
 
 typedef struct ft_launchable {
   ft_variant v;
@@ -16,6 +17,8 @@ typedef struct ft_launchable {
   void *ws; /* geom.workspace_bytes of device memory, owned */
   unsigned *flags; /* geom.flag_bytes of device memory, zeroed at init, owned */
   ft_gpu *g; /* for the cuBLAS GEMM a family that runs after cuBLAS needs (not owned) */
+  ft_lt_gemm lt; /* an epilogue pass's lt: cuBLASLt's GEMM with the bias folded in */
+  void *lt_ws;   /* its workspace, owned */
   int m, n, k;
   /* The main kernel's argument list of the last launch and what it was built from: a launch
    * with the same pointers and epilogue arguments reuses it (the tensor-core family encodes two

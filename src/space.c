@@ -126,12 +126,14 @@ static int cmp_scored(const void *a, const void *b) {
 struct ft_space_sink {
   scored *a;
   int n, cap;
-  int full;       /* FT_SPACE_FULL */
-  ft_ep_cost ep;  /* the epilogue's cost per element */
+  int full;                 /* FT_SPACE_FULL */
+  const ft_epilogue *ep;    /* the problem's epilogue, or NULL */
+  ft_ep_cost ec;            /* its cost per element */
 };
 
 int ft_space_full(const ft_space_sink *s) { return s->full; }
-ft_ep_cost ft_space_epilogue_cost(const ft_space_sink *s) { return s->ep; }
+ft_ep_cost ft_space_epilogue_cost(const ft_space_sink *s) { return s->ec; }
+const ft_epilogue *ft_space_epilogue(const ft_space_sink *s) { return s->ep; }
 
 ft_status ft_space_push(ft_space_sink *b, const ft_variant *v, double cost, ft_err *err) {
   if (b->n == b->cap) {
@@ -189,10 +191,11 @@ ft_status ft_space_enumerate_costs(ft_variant_kind kind, int64_t m, int64_t n, i
 /* Every variant kind's families push for the shape in mode math, full or pruned, sorted by cost;
  * b->a is malloc'd (caller frees). */
 static ft_status collect(ft_variant_kind kind, int64_t m, int64_t n, int64_t k, ft_math math, int full,
-                         const ft_ep_cost *ep, const ft_device_limits *lim, ft_space_sink *b, ft_err *err) {
+                         const ft_epilogue *ep, const ft_device_limits *lim, ft_space_sink *b, ft_err *err) {
   memset(b, 0, sizeof *b);
   b->full = full;
-  if (ep) b->ep = *ep;
+  b->ep = ep;
+  b->ec = ft_ep_cost_of(ep, ft_ep_fast_forms(math));
   ft_status s = FT_OK;
   for (const ft_family *const *f = ft_families(); *f && s == FT_OK; f++)
     if ((*f)->kind == kind && ((*f)->maths & (1u << math))) s = (*f)->enumerate(m, n, k, math, lim, b, err);
@@ -241,7 +244,7 @@ ft_status ft_space_enumerate_scope(ft_variant_kind kind, int64_t m, int64_t n, i
 }
 
 ft_status ft_space_enumerate_ep(ft_variant_kind kind, int64_t m, int64_t n, int64_t k, ft_math math,
-                                ft_space_scope scope, const ft_ep_cost *ep_cost, const ft_device_limits *lim,
+                                ft_space_scope scope, const ft_epilogue *ep, const ft_device_limits *lim,
                                 ft_variant **out, double **costs, int *count, ft_err *err) {
   if (!lim || !out || !count) return ft__fail(err, FT_ERR_INVALID_ARG, "space: NULL argument");
   *out = NULL;
@@ -253,7 +256,7 @@ ft_status ft_space_enumerate_ep(ft_variant_kind kind, int64_t m, int64_t n, int6
   if (kind != FT_VK_GEMM && kind != FT_VK_EPILOGUE)
     return ft__fail(err, FT_ERR_INVALID_ARG, "space: unknown variant kind %d", (int)kind);
   ft_space_sink b;
-  FT_TRY(collect(kind, m, n, k, math, 0, ep_cost, lim, &b, err));
+  FT_TRY(collect(kind, m, n, k, math, 0, ep, lim, &b, err));
   if (b.n == 0) {
     free(b.a);
     return ft__fail(err, FT_ERR_UNSUPPORTED, "space: no %s variant fits %lldx%lldx%lld", ft_math_name(math),
@@ -263,7 +266,7 @@ ft_status ft_space_enumerate_ep(ft_variant_kind kind, int64_t m, int64_t n, int6
   ft_status s = FT_OK;
   if (scope == FT_SPACE_FULL) {
     ft_space_sink f;
-    s = collect(kind, m, n, k, math, 1, ep_cost, lim, &f, err);
+    s = collect(kind, m, n, k, math, 1, ep, lim, &f, err);
     if (s == FT_OK) s = add_full_only(&b, &f, err);
     free(f.a);
   }

@@ -53,6 +53,10 @@ typedef struct ft_variant {
   /* FT_VK_EPILOGUE */
   int block;      /* threads per block */
   int ept;        /* elements per thread (multiple of vec) */
+  int lt;         /* 0: the pass runs after cuBLAS's GEMM and applies E; s + 1: after cuBLASLt's GEMM
+                   * with its BIAS epilogue adding the column vector of slot s (E's `x + bias`, as
+                   * nn.Linear's addmm folds it), the pass applying the rest of E, none when nothing
+                   * is left; named "_lt" */
 } ft_variant;
 
 /* What the device allows (from cudaGetDeviceProperties, or ft_limits_for_arch without a GPU). */
@@ -88,10 +92,11 @@ ft_status ft_space_enumerate_costs(ft_variant_kind kind, int64_t m, int64_t n, i
 ft_status ft_space_enumerate_scope(ft_variant_kind kind, int64_t m, int64_t n, int64_t k, ft_math math,
                                    ft_space_scope scope, const ft_device_limits *lim, ft_variant **out,
                                    double **costs, int *count, ft_err *err);
-/* ... knowing what the epilogue costs per element (ep_cost, NULL: nothing), which a family's cost
- * model may charge where the epilogue is not hidden under the MMA (the tensor-core family's). */
+/* ... for the problem's epilogue ep (NULL: none known): a family may charge what E costs where the
+ * schedule does not hide it (the tensor-core family's cost model), or build variants for its
+ * form (the epilogue pass after cuBLASLt's bias GEMM). */
 ft_status ft_space_enumerate_ep(ft_variant_kind kind, int64_t m, int64_t n, int64_t k, ft_math math,
-                                ft_space_scope scope, const ft_ep_cost *ep_cost, const ft_device_limits *lim,
+                                ft_space_scope scope, const ft_epilogue *ep, const ft_device_limits *lim,
                                 ft_variant **out, double **costs, int *count, ft_err *err);
 ft_status ft_space_enumerate(ft_variant_kind kind, int64_t m, int64_t n, int64_t k,
                              const ft_device_limits *lim, ft_variant **out, int *count, ft_err *err);

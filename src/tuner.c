@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "best.h"
-#include "codegen.h" /* ft_epilogue_fast_math */
 #include "compile.h"
 #include "compile_pool.h"
 #include "embedded.h"
@@ -165,8 +164,7 @@ static ft_status add_candidates(tuner *t, ft_variant_kind kind, int *cap, ft_err
   double *costs = NULL;
   int n = 0;
   const ft_space_scope scope = ft_search_takes_full_space(t->search) ? FT_SPACE_FULL : FT_SPACE_PRUNED;
-  const ft_ep_cost ec = ft_ep_cost_of(t->p->ep, ft_epilogue_fast_math(t->p->math));
-  ft_status s = ft_space_enumerate_ep(kind, t->p->m, t->p->n, t->p->k, t->p->math, scope, &ec, &t->dev.limits, &vs,
+  ft_status s = ft_space_enumerate_ep(kind, t->p->m, t->p->n, t->p->k, t->p->math, scope, t->p->ep, &t->dev.limits, &vs,
                                       &costs, &n, err);
   /* No fused GEMM for the mode on this shape or device (the tensor-core family needs sm_90 and
    * K in 16-byte rows): cuBLAS + the epilogue pass serves it. */

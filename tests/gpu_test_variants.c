@@ -96,7 +96,9 @@ static ft_status build_batch(ft_gpu *g, const shape *sh, const ft_epilogue *ep, 
   ft_variant *gv = NULL, *pv = NULL;
   int ng = 0, np = 0;
   FT_TRY(ft_space_enumerate(FT_VK_GEMM, sh->m, sh->n, sh->k, lim, &gv, &ng, e));
-  ft_status s = ft_space_enumerate(FT_VK_EPILOGUE, sh->m, sh->n, sh->k, lim, &pv, &np, e);
+  /* The passes for this epilogue: after cuBLAS, and after cuBLASLt's bias GEMM where E adds a bias. */
+  ft_status s = ft_space_enumerate_ep(FT_VK_EPILOGUE, sh->m, sh->n, sh->k, FT_MATH_FP32, FT_SPACE_PRUNED, ep, lim, &pv,
+                                      NULL, &np, e);
   /* FT_TEST_FAMILY=NAME (e.g. fp32_warp): only the GEMM variants of that kernel family, no
    * epilogue passes (a quick check of one family). */
   const char *only = getenv("FT_TEST_FAMILY");

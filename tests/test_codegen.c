@@ -193,6 +193,38 @@ static void test_eager_steps(ft_epilogue *ep) {
   ASSERT_EQ_INT(ft_codegen_eager_step(&bad, FT_MATH_FP32, &k, &e), FT_ERR_INTERNAL);
 }
 
+/* An epilogue pass after cuBLASLt's bias GEMM (lt): the pass applies E with its `x + bias` read as
+ * x; nothing is launched when that leaves x; a slot that is not E's folded bias is refused. */
+static void test_lt_pass(ft_epilogue *minsub) {
+  ft_err e;
+  ft_variant v = {0};
+  v.kind = FT_VK_EPILOGUE, v.block = 256, v.vec = 4, v.ept = 8, v.lt = 1; /* minsub's bias is slot 0 */
+  ft_kernel_src k;
+  ASSERT_OK(ft_codegen_variant(&v, minsub, &k, &e));
+  ASSERT_TRUE(strstr(k.text, "#define FT_PASS_AFTER_LT_BIAS 1\n") != NULL);
+  ASSERT_TRUE(strstr(k.text, "#define FT_EPILOGUE_EXPR ((ft_min(x, ep.s[1]) - ep.s[1]))\n") != NULL);
+  ASSERT_EQ_STR(k.kernel, "ft_epilogue_pass");
+  ft_kernel_src plain;
+  v.lt = 0;
+  ASSERT_OK(ft_codegen_variant(&v, minsub, &plain, &e));
+  ASSERT_TRUE(strcmp(k.hash, plain.hash) != 0);
+  ft_kernel_src_free(&k), ft_kernel_src_free(&plain);
+  ft_epilogue *bias = parse("x + bias");
+  v.lt = 1;
+  if (bias) {
+    ASSERT_OK(ft_codegen_variant(&v, bias, &k, &e));
+    ASSERT_EQ_STR(k.kernel, ""); /* cuBLASLt's GEMM is all of it */
+    ft_kernel_src_free(&k);
+  }
+  v.lt = 2;
+  ASSERT_TRUE(ft_codegen_variant(&v, minsub, &k, &e) == FT_ERR_INVALID_ARG);
+  ft_epilogue *nob = parse("relu(x)");
+  v.lt = 1;
+  if (nob) ASSERT_TRUE(ft_codegen_variant(&v, nob, &k, &e) == FT_ERR_INVALID_ARG);
+  ft_ep_free(bias);
+  ft_ep_free(nob);
+}
+
 int main(void) {
   ft_epilogue *minsub = parse("minsub");
   ft_epilogue *biasrelu = parse("biasrelu");
@@ -202,6 +234,7 @@ int main(void) {
   test_no_user_text();
   test_invalid(minsub);
   test_eager_steps(minsub);
+  test_lt_pass(minsub);
   ft_ep_free(minsub);
   ft_ep_free(biasrelu);
   return FT_TEST_DONE();

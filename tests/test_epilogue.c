@@ -584,7 +584,37 @@ static void test_cost(void) {
   ASSERT_CLOSE(z.fp32 + z.mufu, 0.0);
 }
 
+/* E after a GEMM that added the bias (ft_ep_cuda_folded): the one x added to a column vector read
+ * as x; nothing when there is no such term. */
+static void test_folded(void) {
+  static const struct {
+    const char *text, *folded;
+    int slot;
+  } cases[] = {
+      {"x + bias", "x", 0},
+      {"bias + x", "x", 0},
+      {"relu(x + bias)", "ft_relu(x)", 0},
+      {"min(x + bias, c) - c where c = 2", "(ft_min(x, ep.s[1]) - ep.s[1])", 0},
+      {"tanh(softplus(x + bias)) * sigmoid(x + bias)", NULL, -1}, /* two x */
+      {"x * 2 + bias", NULL, -1},
+      {"x + s where scalar s", NULL, -1},
+      {"relu(x)", NULL, -1},
+      {"x + a + b where col a, col b", "(x + ep.v[1][col])", 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ft_epilogue *ep = parse_ok(cases[i].text);
+    if (!ep) continue;
+    int slot = 7;
+    const char *f = ft_ep_cuda_folded(ep, &slot);
+    if (cases[i].folded) ASSERT_EQ_STR(f, cases[i].folded);
+    else ASSERT_TRUE(f == NULL);
+    ASSERT_EQ_INT(slot, cases[i].slot);
+    ft_ep_free(ep);
+  }
+}
+
 int main(void) {
+  test_folded();
   test_cost();
   test_operators();
   test_functions();

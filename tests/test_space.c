@@ -2,6 +2,7 @@
 #include "epilogue.h"
 #include "ft_test.h"
 #include "family.h"
+#include "kernel_abi.h"
 #include "space.h"
 
 typedef struct shape {
@@ -410,14 +411,14 @@ static void test_epilogue_cost(const ft_device_limits *lim) {
   ft_variant *a = NULL, *b = NULL, *h = NULL;
   double *ca = NULL, *cb = NULL, *ch = NULL;
   int na = 0, nb = 0, nh = 0;
-  const ft_ep_cost none = {0, 0};
-  ft_epilogue *ep = NULL;
+  ft_epilogue *ep = NULL, *none = NULL;
   ASSERT_OK(ft_ep_parse("mish(mish(x + bias))", &ep, &e));
+  ASSERT_OK(ft_ep_parse("x", &none, &e));
   const ft_ep_cost heavy = ft_ep_cost_of(ep, 1);
   ASSERT_TRUE(heavy.fp32 > 10 && heavy.mufu >= 4);
   ASSERT_OK(ft_space_enumerate_scope(FT_VK_GEMM, 1024, 8192, 8192, FT_MATH_BF16, FT_SPACE_PRUNED, lim, &a, &ca, &na, &e));
-  ASSERT_OK(ft_space_enumerate_ep(FT_VK_GEMM, 1024, 8192, 8192, FT_MATH_BF16, FT_SPACE_PRUNED, &none, lim, &b, &cb, &nb, &e));
-  ASSERT_OK(ft_space_enumerate_ep(FT_VK_GEMM, 1024, 8192, 8192, FT_MATH_BF16, FT_SPACE_PRUNED, &heavy, lim, &h, &ch, &nh,
+  ASSERT_OK(ft_space_enumerate_ep(FT_VK_GEMM, 1024, 8192, 8192, FT_MATH_BF16, FT_SPACE_PRUNED, none, lim, &b, &cb, &nb, &e));
+  ASSERT_OK(ft_space_enumerate_ep(FT_VK_GEMM, 1024, 8192, 8192, FT_MATH_BF16, FT_SPACE_PRUNED, ep, lim, &h, &ch, &nh,
                                   &e));
   ASSERT_EQ_INT(na, nb);
   ASSERT_EQ_INT(na, nh);
@@ -441,6 +442,7 @@ static void test_epilogue_cost(const ft_device_limits *lim) {
   ASSERT_TRUE(worst_pp < least_coop);
   free(a), free(b), free(h), free(ca), free(cb), free(ch);
   ft_ep_free(ep);
+  ft_ep_free(none);
 }
 
 /* Each axis of the tensor-core enumeration keeps its own rule (src/family_tc_space.c), in the
@@ -483,6 +485,59 @@ static void test_tc_axes(const ft_device_limits *lim) {
       }
 }
 
+/* The epilogue pass after cuBLASLt's bias GEMM: enumerated beside the plain passes where E adds a
+ * bias to x (one variant when nothing else is left), never otherwise; its slot, name, JSON and
+ * rules; the GEMM families refuse the field. */
+static void test_lt_passes(const ft_device_limits *lim) {
+  static const struct {
+    const char *ep;
+    int lt_variants; /* -1: some */
+  } cases[] = {{"relu(x + bias)", -1}, {"x + bias", 1}, {"relu(x)", 0}, {"x", 0}};
+  ft_err e;
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    ft_epilogue *ep = NULL;
+    ASSERT_OK(ft_ep_parse(cases[c].ep, &ep, &e));
+    ft_variant *v = NULL;
+    int n = 0, lt = 0;
+    ASSERT_OK(ft_space_enumerate_ep(FT_VK_EPILOGUE, 1024, 4096, 4096, FT_MATH_BF16, FT_SPACE_PRUNED, ep, lim, &v, NULL,
+                                    &n, &e));
+    for (int i = 0; i < n; i++)
+      if (v[i].lt) {
+        lt++;
+        ASSERT_EQ_INT(v[i].lt, 1);
+        char name[128], json[256];
+        ft_variant_name(&v[i], name, sizeof name);
+        ASSERT_TRUE(strstr(name, "_lt_bf16") != NULL);
+        ft_variant_json(&v[i], json, sizeof json);
+        ASSERT_TRUE(strstr(json, "\"lt\":1") != NULL);
+        ft_variant back;
+        ASSERT_OK(ft_variant_from_json(json, &back, &e));
+        ASSERT_TRUE(memcmp(&back, &v[i], sizeof back) == 0);
+      }
+    if (cases[c].lt_variants < 0) ASSERT_TRUE(lt > 0 && lt < n);
+    else ASSERT_EQ_INT(lt, cases[c].lt_variants);
+    free(v);
+    /* cuBLASLt's rows: n and k multiples of 16 bytes. */
+    ASSERT_OK(ft_space_enumerate_ep(FT_VK_EPILOGUE, 1024, 4095, 4096, FT_MATH_BF16, FT_SPACE_PRUNED, ep, lim, &v, NULL,
+                                    &n, &e));
+    for (int i = 0; i < n; i++) ASSERT_EQ_INT(v[i].lt, 0);
+    free(v);
+    ft_ep_free(ep);
+  }
+  ft_variant p = {0};
+  p.kind = FT_VK_EPILOGUE, p.block = 256, p.vec = 4, p.ept = 8, p.lt = FT_EP_SLOTS + 1;
+  ASSERT_TRUE(!ft_variant_valid(&p, NULL, 0));
+  ft_variant *g = NULL;
+  int ng = 0;
+  ASSERT_OK(ft_space_enumerate_math(FT_VK_GEMM, 1024, 4096, 4096, FT_MATH_BF16, lim, &g, &ng, &e));
+  for (int i = 0; i < ng && i < 3; i++) {
+    ft_variant t = g[i];
+    t.lt = 1;
+    ASSERT_TRUE(!ft_variant_valid(&t, NULL, 0));
+  }
+  free(g);
+}
+
 int main(void) {
   ft_device_limits lim;
   ft_err e;
@@ -501,5 +556,6 @@ int main(void) {
   test_pass_scopes(&lim);
   test_epilogue_cost(&lim);
   test_tc_axes(&lim);
+  test_lt_passes(&lim);
   return FT_TEST_DONE();
 }

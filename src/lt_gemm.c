@@ -1,0 +1,77 @@
+/* See lt_gemm.h. */
+#include "lt_gemm.h"
+
+#include <string.h>
+
+#include "checks.h"
+
+void ft_lt_gemm_free(ft_lt_gemm *l) {
+  if (!l) return;
+  if (l->op) cublasLtMatmulDescDestroy(l->op);
+  if (l->la) cublasLtMatrixLayoutDestroy(l->la);
+  if (l->lb) cublasLtMatrixLayoutDestroy(l->lb);
+  if (l->lc) cublasLtMatrixLayoutDestroy(l->lc);
+  memset(l, 0, sizeof *l);
+}
+
+static ft_status set_bias(ft_lt_gemm *l, const void *bias, ft_err *err) {
+  FT_CUBLAS_TRY(err, cublasLtMatmulDescSetAttribute(l->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+  l->bias = bias;
+  return FT_OK;
+}
+
+static ft_status build(ft_lt_gemm *l, cublasLtHandle_t h, ft_math math, int m, int n, int k, cublasLtEpilogue_t epi,
+                       const void *bias, size_t ws_bytes, ft_err *err) {
+  cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+  const ft_dtype dt = ft_math_dtype(math);
+  l->type = dt == FT_DTYPE_BF16 ? CUDA_R_16BF : dt == FT_DTYPE_F16 ? CUDA_R_16F : CUDA_R_32F;
+  const cublasComputeType_t compute = math == FT_MATH_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  FT_CUBLAS_TRY(err, cublasLtMatmulDescCreate(&l->op, compute, CUDA_R_32F));
+  FT_CUBLAS_TRY(err, cublasLtMatmulDescSetAttribute(l->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+  FT_CUBLAS_TRY(err, cublasLtMatmulDescSetAttribute(l->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+  FT_CUBLAS_TRY(err, cublasLtMatmulDescSetAttribute(l->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+  if (bias) {
+    const int32_t bias_type = (int32_t)l->type;
+    FT_TRY(set_bias(l, bias, err));
+    FT_CUBLAS_TRY(err, cublasLtMatmulDescSetAttribute(l->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
+                                                      sizeof bias_type));
+  }
+  /* Column-major view: y^T [n x m] = (W as [k x n])^T (x as [k x m]). */
+  FT_CUBLAS_TRY(err, cublasLtMatrixLayoutCreate(&l->la, l->type, (uint64_t)k, (uint64_t)n, k));
+  FT_CUBLAS_TRY(err, cublasLtMatrixLayoutCreate(&l->lb, l->type, (uint64_t)k, (uint64_t)m, k));
+  FT_CUBLAS_TRY(err, cublasLtMatrixLayoutCreate(&l->lc, l->type, (uint64_t)n, (uint64_t)m, n));
+  cublasLtMatmulPreference_t pref = NULL;
+  FT_CUBLAS_TRY(err, cublasLtMatmulPreferenceCreate(&pref));
+  size_t ws = ws_bytes;
+  l->ws_bytes = ws_bytes;
+  cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+  cublasLtMatmulHeuristicResult_t heur;
+  int found = 0;
+  if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatmulAlgoGetHeuristic(h, l->op, l->la, l->lb, l->lc, l->lc, pref, 1, &heur, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  /* NOT_SUPPORTED: no algorithm for this combination (types, epilogue, leading dimensions). */
+  if (s == CUBLAS_STATUS_NOT_SUPPORTED || (s == CUBLAS_STATUS_SUCCESS && found < 1))
+    return ft__fail(err, FT_ERR_UNSUPPORTED, "cuBLASLt has no algorithm for this GEMM and epilogue");
+  if (s != CUBLAS_STATUS_SUCCESS) return ft_cublas_fail(err, s, "cublasLtMatmulAlgoGetHeuristic");
+  l->algo = heur.algo;
+  l->ready = 1;
+  return FT_OK;
+}
+
+ft_status ft_lt_gemm_init(ft_lt_gemm *l, cublasLtHandle_t h, ft_math math, int m, int n, int k, cublasLtEpilogue_t epi,
+                          const void *bias, size_t ws_bytes, ft_err *err) {
+  memset(l, 0, sizeof *l);
+  const ft_status s = build(l, h, math, m, n, k, epi, bias, ws_bytes, err);
+  if (s != FT_OK) ft_lt_gemm_free(l);
+  return s;
+}
+
+ft_status ft_lt_gemm_run(ft_lt_gemm *l, cublasLtHandle_t h, const void *x, const void *w, void *y, const void *bias,
+                         void *ws, cudaStream_t stream, ft_err *err) {
+  if (!l->ready) return ft__fail(err, FT_ERR_INTERNAL, "cuBLASLt GEMM not initialised");
+  if (bias && bias != l->bias) FT_TRY(set_bias(l, bias, err));
+  const float one = 1.0f, zero = 0.0f;
+  FT_CUBLAS_TRY(err, cublasLtMatmul(h, l->op, &one, w, l->la, x, l->lb, &zero, y, l->lc, y, l->lc, &l->algo, ws,
+                                    l->ws_bytes, stream));
+  return FT_OK;
+}
