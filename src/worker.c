@@ -74,9 +74,8 @@ int ft_worker_main(int fd) {
 /* The worker executable, found from where this library was loaded: the install's
  * (lib/ -> ../libexec/fusedtune/fusedtune-worker, FUSEDTUNE_LIB_TO_WORKER), else a build tree's
  * (beside the library), so an installed tree still finds it after it is moved. worker_path is ""
- * when there is none; worker_looked says where it was looked for (for messages). A
- * name without a slash is a program found on $PATH (the library linked into it): not a place to
- * start from. */
+ * when there is none; worker_looked says where it was looked for (for messages). A name without
+ * a slash is a program found on $PATH (the library linked into it): not a place to start from. */
 static char worker_path[PATH_MAX];
 static char worker_looked[2 * PATH_MAX + 64];
 
@@ -89,7 +88,8 @@ static int join_path(char *out, size_t size, const char *dir, const char *rel) {
       char *slash = strrchr(out, '/');
       if (slash) *slash = '\0';
     } else if (n > 0 && !(n == 1 && rel[0] == '.')) {
-      const size_t len = strlen(out);
+      size_t len = strlen(out);
+      if (len > 0 && out[len - 1] == '/') len--; /* dir "/" */
       if (len + 1 + n >= size) return 0;
       out[len] = '/';
       memcpy(out + len + 1, rel, n);
