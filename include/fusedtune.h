@@ -294,7 +294,8 @@ typedef struct ft_tune_options {
   volatile int *stop;   /* NULL, or set nonzero (a SIGINT handler) to end the tune after the
                          * candidate in flight: FT_ERR_INTERRUPTED, what was measured stays stored */
   const char *worker_exe; /* executable serving `EXE __worker FD` (see ft_worker_serve in
-                           * fusedtune_tool.h); NULL: $FUSEDTUNE_WORKER, else the installed CLI */
+                           * fusedtune_tool.h); NULL: $FUSEDTUNE_WORKER, else fusedtune-worker
+                           * found from the library's folder (../libexec/fusedtune/ installed) */
   int max_candidates;   /* measure at most this many candidates; 0 = all */
 } ft_tune_options;
 
@@ -304,10 +305,12 @@ typedef struct ft_tune_options {
 
 /* Tunes p on the current device, storing every measured candidate, and writes the best
  * launchable configuration to *best. Needs a writable database and a GPU.
- * Candidates run in a worker process (opt->worker_exe, else the fusedtune executable named by
- * $FUSEDTUNE_WORKER, else the installed one), so a faulting or hanging kernel costs one result
- * and a restart; without a worker executable they run in this process and a fault ends the tune
- * with FT_ERR_CUDA (what was measured stays stored). Progress goes to opt->progress, never to a
+ * Candidates run in a worker process (opt->worker_exe, else the executable named by
+ * $FUSEDTUNE_WORKER, else fusedtune-worker, found from the library's folder: installed in
+ * ../libexec/fusedtune/, beside it in a build tree), so a faulting or hanging kernel costs one
+ * result and a restart; a named worker that cannot be run is FT_ERR_IO; without a worker
+ * executable they run in this process (the first progress message says where the library
+ * looked) and a fault ends the tune with FT_ERR_CUDA (what was measured stays stored). Progress goes to opt->progress, never to a
  * stream. Blocks for up to the budget; not to be called concurrently on one ctx.
  * Every search measures and stores the cuBLAS + epilogue-pass candidates before any fused GEMM
  * kernel, so a tune ended by its budget, by opt->stop or by a failure never leaves a best slower
@@ -317,7 +320,7 @@ typedef struct ft_tune_options {
  * best few in full; "exhaustive" times every candidate in full (docs/ARCHITECTURE.md).
  * Returns FT_OK, FT_ERR_INVALID_ARG, FT_ERR_PARSE, FT_ERR_UNSUPPORTED, FT_ERR_NO_DEVICE,
  * FT_ERR_CUDA, FT_ERR_CUBLAS, FT_ERR_COMPILE, FT_ERR_DB, FT_ERR_NOT_FOUND (no candidate was
- * correct), FT_ERR_INTERRUPTED. */
+ * correct), FT_ERR_INTERRUPTED, FT_ERR_IO (a worker that cannot be run or started). */
 FT_API ft_status ft_tune(ft_ctx *ctx, const ft_problem *p, const ft_tune_options *opt,
                          ft_config *best);
 

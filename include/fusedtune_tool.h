@@ -494,8 +494,8 @@ FT_API void ft_write_json_string(FILE *out, const char *s);
 /* ---- the worker ---- */
 
 /* Serves the tuner's jobs on the connected socket fd until the tuner closes it: what an
- * executable named in ft_tune_options.worker_exe runs for `EXE __worker FD`. Returns the process
- * exit code (0 after a clean close). Call from a process of its own, on its main thread. */
+ * executable named in ft_tune_options.worker_exe runs for `EXE __worker FD`, as the library's own
+ * fusedtune-worker does. Returns the process exit code (0 after a clean close). Call from a process of its own, on its main thread. */
 FT_API int ft_worker_serve(int fd);
 
 #ifdef __cplusplus

@@ -113,10 +113,6 @@ static ft_status worker_ready(ft_runner *r, ft_runner_ready *ready, ft_err *err)
   return FT_OK;
 }
 
-/* The installed CLI, found from where this library was loaded (lib/ -> ../bin/fusedtune), so
- * an installed tree still finds it after it is moved; "" when there is none. A name without a
- * slash is a program found on $PATH (the library linked into it): not a place to start from. */
-
 ft_status ft_runner_start(const ft_tune_problem *p, const ft_runner_opts *o, ft_runner **out, ft_runner_device *dev,
                           ft_err *err) {
   *out = NULL;
@@ -131,7 +127,14 @@ ft_status ft_runner_start(const ft_tune_problem *p, const ft_runner_opts *o, ft_
   /* The text as given (<= FT_EP_MAX_TEXT): the canonical form can be longer. */
   snprintf(r->setup.epilogue, sizeof r->setup.epilogue, "%s", p->epilogue);
   ft_status st;
-  if (o->worker_exe) {
+  if (o->worker_exe && access(o->worker_exe, X_OK) != 0) {
+    /* Named, but not there: an error, never a quiet fall back to running candidates in here. */
+    const int e = errno;
+    st = ft__fail(err, FT_ERR_IO,
+                  "worker executable %s cannot be run (%s); the worker is ft_tune_options.worker_exe, else "
+                  "$FUSEDTUNE_WORKER, else fusedtune-worker found from the library's folder: %s",
+                  o->worker_exe, strerror(e), ft_default_worker_where());
+  } else if (o->worker_exe) {
     r->exe = ft__strdup(o->worker_exe);
     st = r->exe ? worker_spawn(r, dev, err) : ft__fail(err, FT_ERR_NOMEM, "out of memory");
   } else {

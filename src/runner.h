@@ -10,8 +10,9 @@
 #include "launch.h"
 #include "tune_problem.h"
 
-/* How a runner runs: in a worker process of worker_exe (`EXE __worker FD`, the fusedtune CLI) or,
- * with NULL, in this process; on which CUDA device; what seeds the problem's data. */
+/* How a runner runs: in a worker process of worker_exe (`EXE __worker FD`: fusedtune-worker, the
+ * CLI, or any caller of ft_worker_serve) or, with NULL, in this process; on which CUDA device;
+ * what seeds the problem's data. */
 typedef struct ft_runner_opts {
   const char *worker_exe;
   double job_timeout_s; /* bound on one job of a worker (a hung kernel is killed with it); 0 = 60 s */
@@ -93,8 +94,12 @@ void ft_runner_stop(ft_runner *r); /* NULL is a no-op */
 /* The worker side: serves jobs on socket fd until it closes. Returns the process exit code. */
 int ft_worker_main(int fd);
 
-/* The worker executable the library uses by default: $FUSEDTUNE_WORKER, else the installed
- * fusedtune CLI, else NULL (in-process). */
+/* The worker executable the library uses by default: $FUSEDTUNE_WORKER, else fusedtune-worker
+ * found from the library's folder (installed: ../libexec/fusedtune/; a build tree: beside it),
+ * else NULL (in-process). */
 const char *ft_default_worker(void);
+/* For messages: the fusedtune-worker found from the library's folder, else where it was looked
+ * for ("none at PATH (installed) or PATH (build tree)"). */
+const char *ft_default_worker_where(void);
 
 #endif

@@ -488,10 +488,14 @@ static void end_compiling(tuner *t) {
 /* The runner opens the device; the candidates are enumerated and start compiling while it
  * prepares the data (~0.5-1 s on the H200); then the baselines, then the search. */
 static ft_status tune_body(tuner *t, ft_err *err) {
+  char no_worker[9000]; /* two paths of up to PATH_MAX */
+  if (!t->req->worker_exe)
+    snprintf(no_worker, sizeof no_worker,
+             "preparing inputs and the float64 reference (no worker executable: %s, and $FUSEDTUNE_WORKER unset; "
+             "candidates run in this process, where a faulting kernel ends the tune)...",
+             ft_default_worker_where());
   report_step(t, "preparing",
-              t->req->worker_exe ? "preparing inputs and the float64 reference in a worker process..."
-                                 : "preparing inputs and the float64 reference (no worker process: candidates run "
-                                   "in this one)...");
+              t->req->worker_exe ? "preparing inputs and the float64 reference in a worker process..." : no_worker);
   ft_tune_phases *ph = &t->sum->phases;
   const ft_runner_opts ro = {.worker_exe = t->req->worker_exe,
                              .job_timeout_s = t->req->job_timeout_s,

@@ -1,6 +1,7 @@
-/* The worker process (`fusedtune __worker FD`): an engine (runner_engine.h) serving the runner's
- * protocol (runner_msg.h) on a socket, so that a faulting or hanging candidate costs the tune one
- * result; and where the library finds the executable that runs it. */
+/* The worker process (`fusedtune-worker __worker FD`, or any executable calling ft_worker_serve):
+ * an engine (runner_engine.h) serving the runner's protocol (runner_msg.h) on a socket, so that a
+ * faulting or hanging candidate costs the tune one result; and where the library finds the
+ * executable that runs it. */
 #define _GNU_SOURCE /* dladdr */
 #include <dlfcn.h>
 #include <limits.h>
@@ -70,30 +71,74 @@ int ft_worker_main(int fd) {
   return 0;
 }
 
-/* The installed CLI, found from where this library was loaded (lib/ -> ../bin/fusedtune), so
- * an installed tree still finds it after it is moved; "" when there is none. A name without a
- * slash is a program found on $PATH (the library linked into it): not a place to start from. */
-static char installed_cli[PATH_MAX];
+/* The worker executable, found from where this library was loaded: the install's
+ * (lib/ -> ../libexec/fusedtune/fusedtune-worker, FUSEDTUNE_LIB_TO_WORKER), else a build tree's
+ * (beside the library), so an installed tree still finds it after it is moved. worker_path is ""
+ * when there is none; worker_looked says where it was looked for (for messages). A name without
+ * a slash is a program found on $PATH (the library linked into it): not a place to start from. */
+static char worker_path[PATH_MAX];
+static char worker_looked[2 * PATH_MAX + 64];
 
-static void find_installed_cli(void) {
-#ifdef FUSEDTUNE_LIB_TO_CLI
+/* dir (absolute, no symbolic links) joined with rel, "." and ".." resolved by name. */
+static int join_path(char *out, size_t size, const char *dir, const char *rel) {
+  if (snprintf(out, size, "%s", dir) >= (int)size) return 0;
+  while (*rel) {
+    const size_t n = strcspn(rel, "/");
+    if (n == 2 && rel[0] == '.' && rel[1] == '.') {
+      char *slash = strrchr(out, '/');
+      if (slash) *slash = '\0';
+    } else if (n > 0 && !(n == 1 && rel[0] == '.')) {
+      size_t len = strlen(out);
+      if (len > 0 && out[len - 1] == '/') len--; /* dir "/" */
+      if (len + 1 + n >= size) return 0;
+      out[len] = '/';
+      memcpy(out + len + 1, rel, n);
+      out[len + 1 + n] = '\0';
+    }
+    rel += n;
+    if (*rel == '/') rel++;
+  }
+  if (!out[0]) snprintf(out, size, "/");
+  return 1;
+}
+
+static void find_worker(void) {
+  snprintf(worker_looked, sizeof worker_looked, "none (the library's folder is unknown)");
+#if defined(FUSEDTUNE_LIB_TO_WORKER) && defined(FUSEDTUNE_WORKER_NAME)
   Dl_info info;
-  char lib[PATH_MAX], cli[PATH_MAX + sizeof FUSEDTUNE_LIB_TO_CLI + 1];
-  if (!dladdr(installed_cli, &info) || !info.dli_fname || !strchr(info.dli_fname, '/') ||
+  char lib[PATH_MAX];
+  if (!dladdr(worker_path, &info) || !info.dli_fname || !strchr(info.dli_fname, '/') ||
       !realpath(info.dli_fname, lib))
     return;
   char *slash = strrchr(lib, '/');
   if (!slash) return;
   *slash = '\0';
-  snprintf(cli, sizeof cli, "%s/%s", lib, FUSEDTUNE_LIB_TO_CLI);
-  if (!realpath(cli, installed_cli) || access(installed_cli, X_OK) != 0) installed_cli[0] = '\0';
+  static const char *const rel[] = {FUSEDTUNE_LIB_TO_WORKER, FUSEDTUNE_WORKER_NAME};
+  char cand[2][PATH_MAX];
+  for (int i = 0; i < 2; i++) {
+    if (!join_path(cand[i], sizeof cand[i], lib[0] ? lib : "/", rel[i])) {
+      cand[i][0] = '\0';
+      continue;
+    }
+    if (access(cand[i], X_OK) == 0) {
+      memcpy(worker_path, cand[i], sizeof worker_path);
+      return;
+    }
+  }
+  snprintf(worker_looked, sizeof worker_looked, "none at %s (installed) or %s (build tree)", cand[0], cand[1]);
 #endif
 }
+
+static pthread_once_t worker_once = PTHREAD_ONCE_INIT;
 
 const char *ft_default_worker(void) {
   const char *env = getenv("FUSEDTUNE_WORKER");
   if (env && env[0]) return env;
-  static pthread_once_t once = PTHREAD_ONCE_INIT;
-  pthread_once(&once, find_installed_cli);
-  return installed_cli[0] ? installed_cli : NULL;
+  pthread_once(&worker_once, find_worker);
+  return worker_path[0] ? worker_path : NULL;
+}
+
+const char *ft_default_worker_where(void) {
+  pthread_once(&worker_once, find_worker);
+  return worker_path[0] ? worker_path : worker_looked;
 }

@@ -28,7 +28,7 @@ static ft_status tune(ft_db *db, ft_gpu *g, int64_t m, int64_t n, int64_t k, con
                       ft_tune_summary *s, ft_err *e) {
   (void)g;
   ft_tune_req req = {.search = "exhaustive", .budget_s = 120, .repeats = 20, .retune = retune, .seed = 7,
-                     .max_candidates = 48, .worker_exe = getenv("FT_CLI"), .job_timeout_s = 8};
+                     .max_candidates = 48, .worker_exe = getenv("FT_WORKER"), .job_timeout_s = 8};
   return tune_req(db, m, n, k, epi, &req, s, e);
 }
 
@@ -82,7 +82,7 @@ static void tiny_budgets(ft_db *db) {
   for (int b = 0; b < 2; b++)
     for (int i = 0; i < 4; i++) {
       ft_tune_req req = {.search = searches[i], .budget_s = b ? 3.0 : 0.01, .repeats = 20, .seed = 7,
-                         .worker_exe = getenv("FT_CLI"), .job_timeout_s = 8};
+                         .worker_exe = getenv("FT_WORKER"), .job_timeout_s = 8};
       ft_tune_summary s;
       ft_err e;
       ft__err_clear(&e);
@@ -156,7 +156,7 @@ int main(void) {
   unsetenv(FT_TEST_INJECT_ENV);
 
   /* a faulting and a hanging candidate: each costs one result and a worker restart */
-  if (getenv("FT_CLI")) {
+  if (getenv("FT_WORKER")) {
     setenv(FT_TEST_INJECT_ENV, "fault,hang", 1);
     st = tune(db, g, 64, 96, 128, "biasrelu", 0, &s, &e);
     unsetenv(FT_TEST_INJECT_ENV);
@@ -173,7 +173,7 @@ int main(void) {
             s.worker_restarts, s.total_s);
     ft_tune_summary_free(&s);
   } else {
-    FT_FAIL_AT_("FT_CLI is not set (run through ctest): fault and hang isolation untested");
+    FT_FAIL_AT_("FT_WORKER (fusedtune-worker) is not set (run through ctest): fault and hang isolation untested");
   }
 
   /* again: every candidate known, nothing compiled */

@@ -94,6 +94,13 @@ static void test_bad_arguments(void) {
   ft_plan_destroy(NULL);
 }
 
+static char preparing[10000];
+
+static void on_progress(void *user, const ft_tune_progress *u) {
+  (void)user;
+  if (!strcmp(u->phase, "preparing")) snprintf(preparing, sizeof preparing, "%s", u->message ? u->message : "");
+}
+
 static void test_no_device(void) {
   if (ft_test_have_gpu()) {
     fprintf(stderr, "note: a GPU is present: the no-device checks do not apply here\n");
@@ -106,7 +113,16 @@ static void test_no_device(void) {
   ASSERT_EQ_INT(ft_lookup(ctx, &p, 0, &cfg), FT_ERR_NO_DEVICE);
   ASSERT_CONTAINS(ft_errmsg(ctx), "no CUDA device");
   ft_tune_options opt = FT_TUNE_OPTIONS_INIT;
+  /* This program holds the library's code itself (tests/): no fusedtune-worker beside it, so
+   * candidates would run in here, and the tune's first message says where it looked. */
+  unsetenv("FUSEDTUNE_WORKER");
+  opt.quiet = 0;
+  opt.progress = on_progress;
   ASSERT_EQ_INT(ft_tune(ctx, &p, &opt, &cfg), FT_ERR_NO_DEVICE);
+  ASSERT_CONTAINS(preparing, "no worker executable: none at ");
+  ASSERT_CONTAINS(preparing, "/libexec/fusedtune/fusedtune-worker (installed) or ");
+  ASSERT_CONTAINS(preparing, "/tests/fusedtune-worker (build tree), and $FUSEDTUNE_WORKER unset");
+  ASSERT_TRUE(strstr(preparing, "/../") == NULL); /* the paths as the file system names them */
   /* A configuration the space enumerates gets past the parse to the device check. */
   ft_device_limits lim;
   ft_err e;

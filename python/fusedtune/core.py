@@ -452,9 +452,9 @@ class Database(_Owned):
         """Tunes problem on the current CUDA device (a writable database and a GPU needed) and
         returns the best Config. Blocks up to budget_s (default 150 s). progress(TuneProgress)
         is called on the tuning thread. Ctrl-C ends the tune after the candidate in flight
-        (Interrupted; what was measured stays stored). worker: the fusedtune executable that runs
-        candidates (default: $FUSEDTUNE_WORKER, else the CLI beside a build-tree library, else
-        the installed one)."""
+        (Interrupted; what was measured stays stored). worker: the executable that runs
+        candidates (default: $FUSEDTUNE_WORKER, else the fusedtune-worker the library finds from
+        its own folder: libexec/fusedtune/ of its install, or beside it in a build tree)."""
         opt = _lib.tune_options_init()
         keep = []  # C strings and callbacks that must outlive the call
         if strategy is not None:
@@ -536,13 +536,10 @@ class Database(_Owned):
 
 
 def default_worker():
-    """The worker executable for tunes: None leaves it to the library ($FUSEDTUNE_WORKER, else
-    the installed CLI), except beside a build-tree library, where the CLI sits next to it."""
-    if os.environ.get("FUSEDTUNE_WORKER"):
-        return None
-    path = lib().path
-    cli = os.path.join(os.path.dirname(path), "fusedtune") if os.path.isabs(path) else None
-    return cli if cli and os.path.isfile(cli) and os.access(cli, os.X_OK) else None
+    """The worker executable tune() passes: None, which leaves it to the library
+    ($FUSEDTUNE_WORKER, else the fusedtune-worker it finds from its own folder: installed,
+    libexec/fusedtune/ beside lib/; in a build tree, beside the library)."""
+    return None
 
 
 # ---- plans ----

@@ -8,7 +8,7 @@ Needs nothing tuned beforehand: for each (epilogue, mode) the first shape is tun
 into a scratch database (autotune, 4 candidates), the other shapes run the nearest tuned result.
 --db PATH reuses (and fills) PATH instead, so a second run tunes nothing. The library is
 FUSEDTUNE_LIBRARY, else the build tree's (build/libfusedtune.so.0); tunes run their candidates in
-$FUSEDTUNE_WORKER, else the CLI beside a build-tree library.
+$FUSEDTUNE_WORKER, else the fusedtune-worker the library finds (beside a build-tree library).
 """
 import argparse
 import math
