@@ -130,6 +130,15 @@ typedef struct ft_problem {
 
 /* Flags of ft_lookup. */
 #define FT_LOOKUP_NEAREST 0x1u /* fall back to the nearest tuned shape on this device */
+#define FT_LOOKUP_EXACT 0x2u   /* the exact key only: no M bucket (excludes FT_LOOKUP_NEAREST) */
+
+/* Values of ft_config.exact: how the configuration came to serve the problem asked for. The
+ * field keeps its type and place (ft_config has no size field, so it cannot grow): 2 is new in
+ * 0.3, and code that tested `if (!cfg.exact)` for "nearest" still reads a bucket as tuned. */
+#define FT_MATCH_NEAREST 0 /* FT_LOOKUP_NEAREST: the nearest tuned shape (N or K differ) */
+#define FT_MATCH_EXACT 1   /* tuned for this exact shape */
+#define FT_MATCH_BUCKET 2  /* an M bucket: tuned at tuned_m, the smallest tuned M >= m with the same
+                            * N, K, epilogue, math and device (the largest when m is beyond all) */
 
 #define FT_CONFIG_JSON_MAX 512
 #define FT_NAME_MAX 128
@@ -146,7 +155,9 @@ typedef struct ft_config {
                                      * timed beside them, so eager_ms / median_ms is the speed-up
                                      * (docs/FORMAT.md, "best"); 0 when unknown */
   int64_t tuned_m, tuned_n, tuned_k; /* the shape it was tuned for */
-  int exact;                        /* 1: tuned for this exact shape; 0: nearest fallback */
+  int exact;                        /* FT_MATCH_EXACT (1): tuned for this exact shape; FT_MATCH_BUCKET
+                                     * (2): the M bucket tuned_m serves m; FT_MATCH_NEAREST (0):
+                                     * nearest fallback */
   ft_math math;                     /* the mode it computes in (ft_lookup_within may pick another) */
   double rel_err;                   /* measured when tuned: relative L2 error against float64 */
   double max_abs_err;               /* ... and the largest absolute error (see docs/MODES.md) */
@@ -180,11 +191,18 @@ FT_API ft_status ft_check_problem(const ft_problem *p, char *msg, size_t msg_siz
 
 /* Looks up the best configuration for p on the current CUDA device.
  * Exact key (device, shape, epilogue, math) with a current kernel source -> FT_OK, out->exact=1.
- * With FT_LOOKUP_NEAREST and no exact hit: the best configuration tuned on this device for the
+ * Else, unless flags has FT_LOOKUP_EXACT, the M bucket that covers p->m: of the shapes tuned on
+ * this device with p's N, K, epilogue and math, the smallest tuned M >= p->m (beyond the largest
+ * tuned M, the largest) whose best applies to p and is current -> FT_OK, out->exact = 2
+ * (FT_MATCH_BUCKET), out->tuned_m the bucket's M. Tuning M at powers of two (`tune --shape
+ * 1..4096xNxK`) makes every M of a model's serving range a bucket lookup. No warning: a bucket is
+ * a tuned configuration of this N and K.
+ * With FT_LOOKUP_NEAREST and neither: the best configuration tuned on this device for the
  * same epilogue and math at the nearest shape (distance in log space) that applies to p ->
  * FT_OK, out->exact = 0. A result measured with a kernel source other than today's is stale:
- * never returned as exact.
- * Returns FT_OK, FT_ERR_INVALID_ARG, FT_ERR_PARSE, FT_ERR_UNSUPPORTED (math mode), FT_ERR_NOT_FOUND,
+ * never returned (as exact or as a bucket).
+ * Returns FT_OK, FT_ERR_INVALID_ARG (also unknown flags, FT_LOOKUP_EXACT with FT_LOOKUP_NEAREST),
+ * FT_ERR_PARSE, FT_ERR_UNSUPPORTED (math mode), FT_ERR_NOT_FOUND,
  * FT_ERR_NO_DEVICE, FT_ERR_CUDA, FT_ERR_DB. Arguments are checked before any device or database
  * access. A lookup needs the GPU: results are stored under the current device's fingerprint (name,
  * compute capability, SM count, memory), which is part of the key, and read from the device itself.
@@ -197,8 +215,8 @@ FT_API ft_status ft_lookup(ft_ctx *ctx, const ft_problem *p, unsigned flags, ft_
  * modes that take p's tensors: fp32 tensors (p->math FP32, TF32 or 3XTF32) -> fp32, 3xtf32 and
  * tf32 results; bf16 / fp16 -> that mode only. "Error" is the relative L2 error against float64
  * measured when the configuration was tuned, on the tune's random inputs at the tuned shape
- * (docs/MODES.md): a measurement, not a promise for other inputs. Exact shapes only, current
- * kernel sources only. out->math says which mode was picked and out->rel_err its error: make the
+ * (docs/MODES.md): a measurement, not a promise for other inputs. Exact shapes only (no M
+ * bucket), current kernel sources only. out->math says which mode was picked and out->rel_err its error: make the
  * plan with a problem of that math. Within a mode each candidate is that mode's stored best (ranked
  * against the mode's own cuBLAS GEMM); across modes the stored medians decide, as no common
  * reference was timed beside them. Ties in time go to the smaller error. tolerance must be > 0

@@ -135,8 +135,10 @@ FT_API ft_status ft_source_current(ft_ctx *ctx, const char *epilogue, const char
 
 /* ft_lookup that also names the device and the problem. device_name NULL: the current CUDA
  * device; else the device stored under that exact name (as ft_each_best gives it; no GPU is
- * touched). flags as ft_lookup (FT_LOOKUP_NEAREST). On success out->config.exact says whether
- * the entry was tuned for p's own shape; out->config.tuned_m, _n, _k is the shape it was.
+ * touched). flags as ft_lookup (FT_LOOKUP_NEAREST, FT_LOOKUP_EXACT). On success out->config.exact
+ * says whether the entry was tuned for p's own shape (FT_MATCH_EXACT), is the M bucket that covers
+ * p->m (FT_MATCH_BUCKET) or the nearest shape (FT_MATCH_NEAREST); out->config.tuned_m, _n, _k is
+ * the shape it was tuned for.
  * Returns what ft_lookup returns; FT_ERR_NOT_FOUND also when no device of that name is stored. */
 FT_API ft_status ft_lookup_entry(ft_ctx *ctx, const char *device_name, const ft_problem *p,
                                  unsigned flags, ft_best_entry *out);
@@ -347,13 +349,31 @@ FT_API int ft_epilogue_preset(int i, const char **name, const char **text);
  * past 63 bits, NULL pointers: the reason in msg). Thread-safe. */
 FT_API ft_status ft_shape_parse(const char *text, int64_t *m, int64_t *n, int64_t *k, char *msg, size_t msg_size);
 
+/* The most M values one range gives (every power of two up to 2^62, and both ends). */
+#define FT_SHAPE_RANGE_MAX 65
+
+/* Parses "MxNxK" or an M range "A..BxNxK" (A <= B, both decimal integers >= 1): *m_lo = A and
+ * *m_hi = B (both M for the plain form). A range stands for the M values ft_shape_range_values
+ * lists: the M buckets of the problem. A malformed range (not A..B, A or B zero, A > B, a number
+ * past 63 bits) is FT_ERR_INVALID_ARG, msg naming it ("shape '64..8x256x256': M range 64..8 is
+ * reversed (A..B needs A <= B)"); the range of the numbers is ft_check_problem's to judge.
+ * Returns FT_OK, FT_ERR_INVALID_ARG (also NULL pointers). Thread-safe. */
+FT_API ft_status ft_shape_range_parse(const char *text, int64_t *m_lo, int64_t *m_hi, int64_t *n, int64_t *k,
+                                      char *msg, size_t msg_size);
+/* The M values of the range lo..hi (1 <= lo <= hi), ascending: lo, every power of two p with
+ * lo < p < hi, and hi (1..4096: 1, 2, 4, ..., 4096, 13 values; 40..100: 40, 64, 100). Writes at
+ * most max of them into ms (ms may be NULL when max is 0) and returns how many there are (at most
+ * FT_SHAPE_RANGE_MAX); 0 for lo < 1 or lo > hi. Thread-safe. */
+FT_API int ft_shape_range_values(int64_t lo, int64_t hi, int64_t *ms, int max);
+
 /* One problem of a list. */
 typedef struct ft_problem_item {
   ft_problem problem; /* checked as ft_check_problem checks; problem.epilogue is the canonical
                        * text, owned by the list */
   int line;           /* the line of the file the entry starts on, from 1 */
   int entry;          /* the entry: JSON array index, or CSV data row, from 0 ("auto" gives three
-                       * items of one entry) */
+                       * items of one entry, an M range "A..BxNxK" one per M value, times the
+                       * modes) */
   int duplicate_of;   /* -1, or the index of the earlier item with the same key (shape, canonical
                        * epilogue, math): tune that one only */
 } ft_problem_item;
@@ -371,6 +391,7 @@ typedef struct ft_problem_list {
 
 /* Parses a problem list (docs/FORMAT.md, "Problem lists"): a JSON array of objects
  * {"shape": "MxNxK", "epilogue": E, "math": M} (text whose first non-blank character is '[' or '{'),
+ * the shape also an M range "A..BxNxK" (ft_shape_range_parse: one item per M bucket),
  * else CSV with a header naming the columns shape, epilogue, math. epilogue defaults to "none",
  * math to "fp32"; math "auto" stands for fp32, 3xtf32 and tf32. Every entry is checked (shape,
  * range, epilogue, math) before the call returns: the first bad one fails the whole list, msg

@@ -190,6 +190,11 @@ static int memo_is_current(void *user, const ft_best *b) {
   return current_hash(c->ctx, c->ep, b->config_json, h) == FT_OK && strcmp(h, b->source_hash) == 0;
 }
 
+int ft__ctx_source_current(ft_ctx *ctx, const ft_epilogue *ep, const ft_best *b) {
+  source_check chk = {ctx, ep};
+  return memo_is_current(&chk, b);
+}
+
 ft_status ft_source_current(ft_ctx *ctx, const char *epilogue, const char *config_json, const char *source_hash,
                             int *current) {
   if (!ctx) return FT_ERR_INVALID_ARG;
@@ -318,7 +323,8 @@ static ft_status find_lookup_dev(ft_ctx *ctx, const char *name, lookup_dev *d) {
  * were found, -1 when no device is stored under device_name. */
 static ft_status lookup_best(ft_ctx *ctx, const char *device_name, const ft_problem *p, unsigned flags, ft_best *out,
                              int *exact, int *stale) {
-  if (flags & ~FT_LOOKUP_NEAREST) return ft__fail(&ctx->err, FT_ERR_INVALID_ARG, "ft_lookup: unknown flags 0x%x", flags);
+  if (flags & ~(FT_LOOKUP_NEAREST | FT_LOOKUP_EXACT) || flags == (FT_LOOKUP_NEAREST | FT_LOOKUP_EXACT))
+    return ft__fail(&ctx->err, FT_ERR_INVALID_ARG, "ft_lookup: flags 0x%x: unknown, or EXACT with NEAREST", flags);
   const ft_epilogue *ep = NULL;
   FT_TRY(check_problem(ctx, p, &ep));
   ft_problem_key key;
@@ -330,6 +336,12 @@ static ft_status lookup_best(ft_ctx *ctx, const char *device_name, const ft_prob
   if (s != FT_OK && s != FT_ERR_NOT_FOUND) return s;
   if (s == FT_OK) {
     *exact = 1;
+    return FT_OK;
+  }
+  int found = 0;
+  if (d.id && !(flags & FT_LOOKUP_EXACT)) FT_TRY(ft__lookup_bucket(ctx, d.id, &d.lim, p, ep, &key, out, &found));
+  if (found) {
+    *exact = FT_MATCH_BUCKET;
     return FT_OK;
   }
   if (d.id && (flags & FT_LOOKUP_NEAREST)) {
@@ -401,7 +413,7 @@ ft_status ft__lookup_within(ft_ctx *ctx, const char *device_name, const ft_probl
     if (fp32_class) q.math = fp32_inputs[i];
     ft_best best;
     int exact = 0, stale = 0;
-    ft_status s = lookup_best(ctx, device_name, &q, 0, &best, &exact, &stale);
+    ft_status s = lookup_best(ctx, device_name, &q, FT_LOOKUP_EXACT, &best, &exact, &stale);
     const ft_epilogue *ep = NULL;
     if (s == FT_ERR_NOT_FOUND) {
       if (stale < 0) return s; /* the named device is not stored: its message says so */

@@ -179,7 +179,7 @@ ft_status ft_bench_problem(ft_ctx *ctx, const ft_problem *p, int repeats, ft_ben
   ft_epilogue *own = NULL; /* ctx's parse cache changes with the next call on ctx: keep a copy */
   if (!r) return ft__fail(err, FT_ERR_NOMEM, "out of memory");
   int exact = 0;
-  ft_status st = ft__lookup_best(ctx, NULL, p, 0, &r->best, &exact);
+  ft_status st = ft__lookup_best(ctx, NULL, p, FT_LOOKUP_EXACT, &r->best, &exact);
   if (st == FT_OK) st = ft_ep_parse(p->epilogue, &own, err);
   if (st == FT_OK) {
     snprintf(out->device_name, sizeof out->device_name, "%s", ft_gpu_info(g)->name);

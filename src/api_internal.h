@@ -28,10 +28,19 @@ int ft__current_device(void);
 ft_status ft__check_problem(const ft_problem *p, ft_err *err);
 
 /* ft_lookup on the current device (device_name NULL) or on the device stored under that name;
- * *exact is 1 for p's own shape, 0 for the nearest (FT_LOOKUP_NEAREST). */
+ * *exact is FT_MATCH_EXACT for p's own shape, FT_MATCH_BUCKET for an M bucket (src/buckets.c),
+ * FT_MATCH_NEAREST for the nearest (FT_LOOKUP_NEAREST). */
 ft_status ft__lookup_best(ft_ctx *ctx, const char *device_name, const ft_problem *p, unsigned flags,
                           ft_best *out, int *exact);
 void ft__fill_config(ft_config *out, const ft_best *b, int exact);
+/* Whether b was measured with the kernel source generated today for (ep, b's config), through
+ * the context's memo of source hashes. */
+int ft__ctx_source_current(ft_ctx *ctx, const ft_epilogue *ep, const ft_best *b);
+/* The M bucket serving p on device device_id (src/buckets.c): of the bests of key's epilogue and
+ * math with p's N and K, the smallest tuned M > p->m, else the largest below, whose results hold
+ * one that applies to p (lim: the device's) and is current. *found 0 when there is none. */
+ft_status ft__lookup_bucket(ft_ctx *ctx, int64_t device_id, const ft_device_limits *lim, const ft_problem *p,
+                            const ft_epilogue *ep, const ft_problem_key *key, ft_best *out, int *found);
 /* ft_lookup_within on the current device (device_name NULL) or the one stored under that name. */
 ft_status ft__lookup_within(ft_ctx *ctx, const char *device_name, const ft_problem *p, double tolerance,
                             ft_best *out);

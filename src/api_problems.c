@@ -58,6 +58,74 @@ ft_status ft_shape_parse(const char *text, int64_t *m, int64_t *n, int64_t *k, c
   return s;
 }
 
+/* "A..BxNxK" or "MxNxK" (then lo = hi = M). */
+static ft_status range_parse(const char *s, int64_t *lo, int64_t *hi, int64_t *n, int64_t *k, ft_err *err) {
+  const char *p = s;
+  int r = parse_dim(&p, lo);
+  if (r < 0) return ft__fail(err, FT_ERR_INVALID_ARG, "shape '%.100s': M is too large", s);
+  if (r == 0)
+    return ft__fail(err, FT_ERR_INVALID_ARG,
+                    "shape '%.100s' is not MxNxK or A..BxNxK with positive integers (e.g. 1..4096x14336x4096)", s);
+  *hi = *lo;
+  if (p[0] == '.' && p[1] == '.') {
+    const char *b = p + 2;
+    r = parse_dim(&b, hi);
+    const int len = (int)(strcspn(s, "x") < 100 ? strcspn(s, "x") : 100);
+    if (r < 0) return ft__fail(err, FT_ERR_INVALID_ARG, "shape '%.100s': M range '%.*s': B is too large", s, len, s);
+    if (r == 0 || (*b && *b != 'x'))
+      return ft__fail(err, FT_ERR_INVALID_ARG,
+                      "shape '%.100s': M range '%.*s' is not A..B with decimal integers (e.g. 1..4096x14336x4096)",
+                      s, len, s);
+    if (*lo < 1 || *hi < 1)
+      return ft__fail(err, FT_ERR_INVALID_ARG, "shape '%.100s': M range %lld..%lld: A and B must be >= 1", s,
+                      (long long)*lo, (long long)*hi);
+    if (*lo > *hi)
+      return ft__fail(err, FT_ERR_INVALID_ARG, "shape '%.100s': M range %lld..%lld is reversed (A..B needs A <= B)",
+                      s, (long long)*lo, (long long)*hi);
+    p = b;
+  }
+  static const char *const names[2] = {"N", "K"};
+  int64_t *dims[2] = {n, k};
+  for (int i = 0; i < 2; i++) {
+    if (*p++ != 'x')
+      return ft__fail(err, FT_ERR_INVALID_ARG,
+                      "shape '%.100s' is not MxNxK or A..BxNxK with positive integers (e.g. 1..4096x14336x4096)", s);
+    r = parse_dim(&p, dims[i]);
+    if (r < 0) return ft__fail(err, FT_ERR_INVALID_ARG, "shape '%.100s': %s is too large", s, names[i]);
+    if (r == 0)
+      return ft__fail(err, FT_ERR_INVALID_ARG,
+                      "shape '%.100s' is not MxNxK or A..BxNxK with positive integers (e.g. 1..4096x14336x4096)", s);
+  }
+  if (*p) return ft__fail(err, FT_ERR_INVALID_ARG, "shape '%.100s' has trailing text '%.100s'", s, p);
+  return FT_OK;
+}
+
+ft_status ft_shape_range_parse(const char *text, int64_t *m_lo, int64_t *m_hi, int64_t *n, int64_t *k, char *msg,
+                               size_t msg_size) {
+  ft_err err;
+  ft__err_clear(&err);
+  ft_status s = !text || !m_lo || !m_hi || !n || !k
+                    ? ft__fail(&err, FT_ERR_INVALID_ARG, "ft_shape_range_parse: NULL argument")
+                    : range_parse(text, m_lo, m_hi, n, k, &err);
+  if (s != FT_OK) ft__copy_msg(msg, msg_size, err.msg);
+  return s;
+}
+
+int ft_shape_range_values(int64_t lo, int64_t hi, int64_t *ms, int max) {
+  if (lo < 1 || lo > hi) return 0;
+  int count = 0;
+  int64_t v = lo;
+  for (;;) {
+    if (count < max && ms) ms[count] = v;
+    count++;
+    if (v == hi) return count;
+    /* the next power of two above v, or hi */
+    int64_t next = 1;
+    while (next <= v && next <= INT64_MAX / 2) next *= 2;
+    v = next > v && next < hi ? next : hi;
+  }
+}
+
 /* ---- building the list ---- */
 
 typedef struct builder {
@@ -111,7 +179,6 @@ static ft_status add_entry(builder *b, int line, int entry, const char *shape, c
   ft__err_clear(&e);
   if (!shape || !shape[0]) return bad_entry(b, line, entry, "no shape (\"MxNxK\") given");
   ft_problem p = {0, 0, 0, epi && epi[0] ? epi : "none", FT_MATH_FP32};
-  int64_t *dims[3] = {&p.m, &p.n, &p.k};
   static const ft_math auto_modes[] = {FT_MATH_FP32, FT_MATH_3XTF32, FT_MATH_TF32};
   int n_modes = 1, is_auto = math && !strcmp(math, "auto");
   if (is_auto) n_modes = 3;
@@ -121,15 +188,21 @@ static ft_status add_entry(builder *b, int line, int entry, const char *shape, c
     return bad_entry(b, line, entry, why);
   }
   ft_epilogue *ep = NULL;
-  ft_status s = shape_parse(shape, dims, &e);
-  if (s == FT_OK) s = ft__check_problem(&p, &e);
+  int64_t lo = 0, hi = 0, ms[FT_SHAPE_RANGE_MAX];
+  ft_status s = range_parse(shape, &lo, &hi, &p.n, &p.k, &e);
+  /* The smallest and the largest M decide the range's: check both. */
+  if (s == FT_OK) p.m = lo, s = ft__check_problem(&p, &e);
+  if (s == FT_OK) p.m = hi, s = ft__check_problem(&p, &e);
+  const int n_ms = s == FT_OK ? ft_shape_range_values(lo, hi, ms, FT_SHAPE_RANGE_MAX) : 0;
   if (s == FT_OK) s = ft_ep_parse(p.epilogue, &ep, &e);
   if (s != FT_OK) return bad_entry(b, line, entry, e.msg);
   p.epilogue = ft_ep_canonical(ep);
-  for (int i = 0; i < n_modes && s == FT_OK; i++) {
-    if (is_auto) p.math = auto_modes[i];
-    s = push_item(b, &p, line, entry);
-  }
+  for (int j = 0; j < n_ms && s == FT_OK; j++)
+    for (int i = 0; i < n_modes && s == FT_OK; i++) {
+      p.m = ms[j];
+      if (is_auto) p.math = auto_modes[i];
+      s = push_item(b, &p, line, entry);
+    }
   ft_ep_free(ep);
   return s;
 }

@@ -190,13 +190,18 @@ static void test_lookup(void) {
   ASSERT_EQ_STR(cfg.strategy, "fused");
   ASSERT_NEAR(cfg.median_ms, 0.5, 1e-12); /* not the stale 0.3 */
   ASSERT_TRUE(cfg.eager_ms > 0);
-  /* miss */
+  /* miss of the exact key */
   ft_problem other = {256, 4096, 4096, "minsub", FT_MATH_FP32};
-  ASSERT_EQ_INT(ft_lookup(ctx, &other, 0, &cfg), FT_ERR_NOT_FOUND);
+  ASSERT_EQ_INT(ft_lookup(ctx, &other, FT_LOOKUP_EXACT, &cfg), FT_ERR_NOT_FOUND);
   ASSERT_CONTAINS(ft_errmsg(ctx), "nothing tuned");
-  /* nearest */
+  ASSERT_EQ_INT(ft_lookup(ctx, &other, FT_LOOKUP_EXACT | FT_LOOKUP_NEAREST, &cfg), FT_ERR_INVALID_ARG);
+  /* the same N and K at another M: M bucket 128 serves 256 (beyond the largest bucket), with or
+   * without FT_LOOKUP_NEAREST */
+  ASSERT_OK(ft_lookup(ctx, &other, 0, &cfg));
+  ASSERT_EQ_INT(cfg.exact, FT_MATCH_BUCKET);
+  ASSERT_EQ_INT(cfg.tuned_m, 128);
   ASSERT_OK(ft_lookup(ctx, &other, FT_LOOKUP_NEAREST, &cfg));
-  ASSERT_EQ_INT(cfg.exact, 0);
+  ASSERT_EQ_INT(cfg.exact, FT_MATCH_BUCKET);
   ASSERT_EQ_INT(cfg.tuned_m, 128);
   /* another epilogue has nothing, not even nearby */
   ft_problem relu = {128, 4096, 4096, "relu", FT_MATH_FP32};
@@ -219,6 +224,73 @@ static void test_lookup(void) {
   ASSERT_EQ_INT(ft_tune(ctx, &p, &opt, &cfg), FT_ERR_INVALID_ARG); /* read-only */
   ft_close(ctx);
   chmod(path, 0644);
+}
+
+/* M buckets (issue 42): tuned at M = 16, 64, 256 (and 64 at another N, 1024 stale), every M of
+ * that N and K is served by the smallest tuned M >= m, beyond 256 by 256; another N only with
+ * FT_LOOKUP_NEAREST. */
+static void test_buckets(void) {
+  ft_device_info dev;
+  ft_device_limits lim;
+  fake_device(&dev, &lim);
+  ft_err e;
+  ft_db *db = NULL;
+  ASSERT_OK(ft_db_open(path, FT_DB_CREATE, &db, &e));
+  int64_t dev_id = 0;
+  ASSERT_OK(ft_db_upsert_device(db, &dev, &dev_id, &e));
+  ft_variant v = pick_variant(1, 256, 64, 2048, 256, 64, &lim);
+  ASSERT_TRUE(v.bm > 0);
+  store_result(db, dev_id, 16, 256, 64, "biasrelu", &v, 0.016, NULL);
+  store_result(db, dev_id, 64, 256, 64, "biasrelu", &v, 0.064, NULL);
+  store_result(db, dev_id, 256, 256, 64, "biasrelu", &v, 0.256, NULL);
+  store_result(db, dev_id, 1024, 256, 64, "biasrelu", &v, 0.001, "0000000000000000"); /* stale */
+  store_result(db, dev_id, 64, 512, 64, "biasrelu", &v, 0.5, NULL);
+  ft_db_close(db);
+
+  ft_ctx *ctx = NULL;
+  ASSERT_OK(ft_open(path, FT_OPEN_READONLY, &ctx));
+  ft__ctx_set_device(ctx, &dev, &lim);
+  static const struct {
+    int64_t m, bucket;
+    int exact;
+  } cases[] = {{1, 16, FT_MATCH_BUCKET},   {15, 16, FT_MATCH_BUCKET},  {16, 16, FT_MATCH_EXACT},
+               {17, 64, FT_MATCH_BUCKET},  {40, 64, FT_MATCH_BUCKET},  {64, 64, FT_MATCH_EXACT},
+               {65, 256, FT_MATCH_BUCKET}, {256, 256, FT_MATCH_EXACT}, {257, 256, FT_MATCH_BUCKET},
+               {1024, 256, FT_MATCH_BUCKET}, {2000, 256, FT_MATCH_BUCKET}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ft_problem p = {cases[i].m, 256, 64, "relu(x + bias)", FT_MATH_FP32};
+    ft_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    ASSERT_OK(ft_lookup(ctx, &p, 0, &cfg));
+    ASSERT_EQ_INT(cfg.exact, cases[i].exact);
+    ASSERT_EQ_INT(cfg.tuned_m, cases[i].bucket);
+    ASSERT_EQ_INT(cfg.tuned_n, 256);
+    ASSERT_NEAR(cfg.median_ms, (double)cases[i].bucket / 1000, 1e-12);
+    /* FT_LOOKUP_EXACT: the exact key only */
+    ASSERT_EQ_INT(ft_lookup(ctx, &p, FT_LOOKUP_EXACT, &cfg), cases[i].exact == FT_MATCH_EXACT ? FT_OK : FT_ERR_NOT_FOUND);
+  }
+  /* Another N: no bucket; the nearest shape only when asked for, marked 0. */
+  ft_problem wide = {40, 1024, 64, "biasrelu", FT_MATH_FP32};
+  ft_config cfg;
+  ASSERT_EQ_INT(ft_lookup(ctx, &wide, 0, &cfg), FT_ERR_NOT_FOUND);
+  ASSERT_OK(ft_lookup(ctx, &wide, FT_LOOKUP_NEAREST, &cfg));
+  ASSERT_EQ_INT(cfg.exact, FT_MATCH_NEAREST);
+  ASSERT_EQ_INT(cfg.tuned_n, 512);
+  /* Another mode or epilogue: nothing. */
+  ft_problem tf = {40, 256, 64, "biasrelu", FT_MATH_TF32};
+  ASSERT_EQ_INT(ft_lookup(ctx, &tf, 0, &cfg), FT_ERR_NOT_FOUND);
+  ft_problem relu = {40, 256, 64, "relu", FT_MATH_FP32};
+  ASSERT_EQ_INT(ft_lookup(ctx, &relu, 0, &cfg), FT_ERR_NOT_FOUND);
+  /* A tolerance picks among exact keys only. */
+  ft_problem p40 = {40, 256, 64, "biasrelu", FT_MATH_FP32};
+  ASSERT_EQ_INT(ft_lookup_within(ctx, &p40, 1e-3, &cfg), FT_ERR_NOT_FOUND);
+  /* By device name, no GPU: the entry says the same. */
+  ft_best_entry *entry = malloc(sizeof *entry);
+  ASSERT_OK(ft_lookup_entry(ctx, dev.name, &p40, 0, entry));
+  ASSERT_EQ_INT(entry->config.exact, FT_MATCH_BUCKET);
+  ASSERT_EQ_INT(entry->config.tuned_m, 64);
+  free(entry);
+  ft_close(ctx);
 }
 
 static void test_open(void) {
@@ -246,6 +318,8 @@ int main(void) {
   test_no_device();
   unlink(path);
   test_lookup();
+  ft_db_remove_files(path);
+  test_buckets();
   ft_db_remove_files(path);
   return FT_TEST_DONE();
 }

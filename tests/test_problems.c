@@ -161,6 +161,91 @@ static void test_shape_parse(void) {
   ASSERT_EQ_INT(ft_shape_parse(NULL, &m, &n, &k, msg, sizeof msg), FT_ERR_INVALID_ARG);
 }
 
+/* M ranges (issue 42): "A..BxNxK" stands for A, the powers of two between, and B. */
+static void test_shape_range(void) {
+  int64_t lo = 0, hi = 0, n = 0, k = 0, ms[FT_SHAPE_RANGE_MAX];
+  char msg[256];
+  ASSERT_OK(ft_shape_range_parse("1..4096x14336x4096", &lo, &hi, &n, &k, msg, sizeof msg));
+  ASSERT_TRUE(lo == 1 && hi == 4096 && n == 14336 && k == 4096);
+  ASSERT_EQ_INT(ft_shape_range_values(lo, hi, ms, FT_SHAPE_RANGE_MAX), 13);
+  for (int i = 0; i < 13; i++) ASSERT_EQ_INT(ms[i], (int64_t)1 << i);
+  ASSERT_OK(ft_shape_range_parse("128x256x512", &lo, &hi, &n, &k, msg, sizeof msg)); /* the plain form */
+  ASSERT_TRUE(lo == 128 && hi == 128 && n == 256 && k == 512);
+  ASSERT_EQ_INT(ft_shape_range_values(lo, hi, ms, 1), 1);
+  ASSERT_OK(ft_shape_range_parse("40..100x8x8", &lo, &hi, &n, &k, msg, sizeof msg));
+  ASSERT_EQ_INT(ft_shape_range_values(lo, hi, ms, FT_SHAPE_RANGE_MAX), 3);
+  ASSERT_TRUE(ms[0] == 40 && ms[1] == 64 && ms[2] == 100);
+  ASSERT_OK(ft_shape_range_parse("33..64x8x8", &lo, &hi, &n, &k, msg, sizeof msg));
+  ASSERT_EQ_INT(ft_shape_range_values(lo, hi, ms, FT_SHAPE_RANGE_MAX), 2);
+  ASSERT_OK(ft_shape_range_parse("64..64x8x8", &lo, &hi, &n, &k, msg, sizeof msg)); /* A == B: one M */
+  ASSERT_EQ_INT(ft_shape_range_values(lo, hi, ms, FT_SHAPE_RANGE_MAX), 1);
+  ASSERT_EQ_INT(ft_shape_range_values(3, 5, NULL, 0), 3); /* 3, 4, 5 */
+  ASSERT_EQ_INT(ft_shape_range_values(1, INT64_MAX, ms, FT_SHAPE_RANGE_MAX), 64);
+  ASSERT_TRUE(ms[62] == (int64_t)1 << 62 && ms[63] == INT64_MAX);
+  ASSERT_EQ_INT(ft_shape_range_values(3, INT64_MAX, NULL, 0), 63);
+  ASSERT_EQ_INT(ft_shape_range_values(0, 8, NULL, 0), 0);
+  ASSERT_EQ_INT(ft_shape_range_values(9, 8, NULL, 0), 0);
+  static const struct {
+    const char *text, *want;
+  } bad[] = {{"64..8x256x256", "M range 64..8 is reversed (A..B needs A <= B)"},
+             {"0..64x8x8", "M range 0..64: A and B must be >= 1"},
+             {"1..0x8x8", "M range 1..0"},
+             {"1..x8x8", "M range '1..' is not A..B with decimal integers"},
+             {"..64x8x8", "is not MxNxK or A..BxNxK"},
+             {"1...64x8x8", "M range '1...64' is not A..B"},
+             {"1..64..128x8x8", "is not A..B"},
+             {"a..bx8x8", "is not MxNxK or A..BxNxK"},
+             {"1..bx8x8", "M range '1..b' is not A..B"},
+             {"-1..4x8x8", "is not MxNxK or A..BxNxK"},
+             {"1..99999999999999999999x8x8", "B is too large"},
+             {"99999999999999999999..1x8x8", "M is too large"},
+             {"1..4096", "is not MxNxK or A..BxNxK"},
+             {"1..4096x8", "is not MxNxK or A..BxNxK"},
+             {"1..4096x8x8x", "trailing text 'x'"},
+             {"1..4096x8x99999999999999999999", "K is too large"},
+             {"1..4096x8x8 ", "trailing text"},
+             {"", "is not MxNxK"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    msg[0] = 0;
+    if (ft_shape_range_parse(bad[i].text, &lo, &hi, &n, &k, msg, sizeof msg) != FT_ERR_INVALID_ARG)
+      FT_FAIL_AT_("'%s' was taken", bad[i].text);
+    ASSERT_CONTAINS(msg, bad[i].want);
+  }
+  ASSERT_EQ_INT(ft_shape_range_parse(NULL, &lo, &hi, &n, &k, msg, sizeof msg), FT_ERR_INVALID_ARG);
+  ASSERT_EQ_INT(ft_shape_range_parse("1x1x1", NULL, &hi, &n, &k, msg, sizeof msg), FT_ERR_INVALID_ARG);
+  /* the plain parser keeps refusing a range */
+  ASSERT_EQ_INT(ft_shape_parse("1..8x8x8", &lo, &n, &k, msg, sizeof msg), FT_ERR_INVALID_ARG);
+
+  /* A problem list: one item per M (times the modes of auto), in file order; the ends checked
+   * as any shape is. */
+  ft_problem_list *l = parse_ok("shape,epilogue,math\n1..8x256x128,biasrelu,bf16\n33..64x256x128,,auto\n"
+                                "4x256x128,biasrelu,bf16\n");
+  if (l) {
+    ASSERT_EQ_INT(l->n_entries, 3);
+    ASSERT_EQ_INT(l->count, 4 + 2 * 3 + 1);
+    ASSERT_EQ_INT(l->items[0].problem.m, 1);
+    ASSERT_EQ_INT(l->items[3].problem.m, 8);
+    ASSERT_EQ_INT(l->items[3].line, 2);
+    ASSERT_EQ_INT(l->items[4].problem.m, 33);
+    ASSERT_EQ_INT(l->items[4].problem.math, FT_MATH_FP32);
+    ASSERT_EQ_INT(l->items[5].problem.math, FT_MATH_3XTF32);
+    ASSERT_EQ_INT(l->items[9].problem.m, 64);
+    ASSERT_EQ_INT(l->items[9].problem.math, FT_MATH_TF32);
+    ASSERT_EQ_INT(l->items[10].problem.m, 4);
+    ASSERT_EQ_INT(l->items[10].duplicate_of, 2); /* M 4 of the range on line 2 */
+    ASSERT_EQ_INT(l->n_unique, 10);
+    ft_problem_list_free(l);
+  }
+  l = parse_ok("[{\"shape\": \"16..64x8x8\"}]");
+  if (l) {
+    ASSERT_EQ_INT(l->count, 3);
+    ft_problem_list_free(l);
+  }
+  parse_bad("shape\n8x8x8\n64..8x8x8\n", strlen("shape\n8x8x8\n64..8x8x8\n"), "t: line 3: shape '64..8x8x8': M range 64..8 is reversed");
+  parse_bad("[{\"shape\": \"0..8x8x8\"}]", strlen("[{\"shape\": \"0..8x8x8\"}]"), "t: entry 0 (line 1): shape '0..8x8x8': M range 0..8: A and B");
+  parse_bad("shape\n1..2147483648x8x8\n", strlen("shape\n1..2147483648x8x8\n"), "t: line 2: shape 2147483648x8x8");
+}
+
 static void test_load(void) {
   char msg[1024];
   ft_problem_list *l = NULL;
@@ -228,7 +313,32 @@ static void test_cli(void) {
     ASSERT_CONTAINS(R.out, "no CUDA device");
     ASSERT_TRUE(access("new.db", F_OK) != 0);
   }
+  /* an M range: a malformed one is a usage error naming it, before any database or device */
+  static const char *const bad_ranges[] = {"64..8x256x256", "0..64x256x256", "1..x256x256", "a..bx8x8",
+                                           "1..99999999999999999999x8x8", "1...8x8x8"};
+  for (size_t i = 0; i < sizeof bad_ranges / sizeof bad_ranges[0]; i++) {
+    char a[160];
+    snprintf(a, sizeof a, "--db new.db tune --shape '%s'", bad_ranges[i]);
+    if (run(a) != 2 || !strstr(R.out, bad_ranges[i]) || lines(R.out) != 1)
+      FT_FAIL_AT_("tune --shape '%s' gave %d: %s", bad_ranges[i], R.code, R.out);
+    ASSERT_TRUE(access("new.db", F_OK) != 0);
+  }
+  ASSERT_EQ_INT(run("--db old.db tune --shape 64..8x256x256"), 2);
+  ASSERT_CONTAINS(R.out, "fusedtune tune: shape '64..8x256x256': M range 64..8 is reversed (A..B needs A <= B)");
+  ASSERT_EQ_INT(run("--db new.db tune --shape 1..4096x0x8"), 2);
+  ASSERT_CONTAINS(R.out, "positive");
+  write_file("range.csv", "shape\n8x8x8\n64..8x8x8\n");
+  ASSERT_EQ_INT(run("--db old.db tune --problems range.csv"), 2);
+  ASSERT_CONTAINS(R.out, "range.csv: line 3: shape '64..8x8x8': M range 64..8 is reversed");
+  ASSERT_TRUE(stat("old.db", &after) == 0);
+  ASSERT_TRUE(before.st_mtime == after.st_mtime && before.st_size == after.st_size);
+  if (ft_device_count(&count, NULL, 0) != FT_OK) {
+    ASSERT_EQ_INT(run("--db new.db tune --shape 1..4096x256x256 --math bf16"), 1);
+    ASSERT_CONTAINS(R.out, "no CUDA device");
+    ASSERT_TRUE(access("new.db", F_OK) != 0);
+  }
   ASSERT_EQ_INT(run("tune --help"), 0);
+  ASSERT_CONTAINS(R.out, "--shape A..BxNxK");
   ASSERT_CONTAINS(R.out, "--problems FILE");
   ASSERT_CONTAINS(R.out, "--devices all|0,2");
 }
@@ -283,6 +393,7 @@ int main(void) {
   test_csv_values();
   test_bad();
   test_shape_parse();
+  test_shape_range();
   test_load();
   if (cli) test_cli();
   if (cli && ft_tune_test_hooks()) test_fake_devices();

@@ -38,11 +38,82 @@ int cmd_init(cli *c, int argc, char **argv) {
   return 0;
 }
 
+/* The tuned M values of one (device, math, epilogue, N, K): its M buckets (a lookup of an M not
+ * tuned takes the smallest tuned M >= it). */
+typedef struct bucket_row {
+  char *device, *epilogue;
+  char math[16];
+  int64_t n, k, m;
+} bucket_row;
+
+typedef struct bucket_set {
+  bucket_row *rows; /* sorted by group, then m */
+  size_t count, cap;
+  int oom;
+} bucket_set;
+
+static int collect_bucket(void *user, const ft_best_entry *e) {
+  bucket_set *b = user;
+  if (b->count == b->cap) {
+    size_t cap = b->cap ? 2 * b->cap : 64;
+    bucket_row *r = realloc(b->rows, cap * sizeof *r);
+    if (!r) return b->oom = 1;
+    b->rows = r, b->cap = cap;
+  }
+  bucket_row *r = &b->rows[b->count];
+  r->device = strdup(e->device_name);
+  r->epilogue = strdup(e->epilogue);
+  if (!r->device || !r->epilogue) {
+    free(r->device), free(r->epilogue);
+    return b->oom = 1;
+  }
+  snprintf(r->math, sizeof r->math, "%s", e->math);
+  r->n = e->config.tuned_n, r->k = e->config.tuned_k, r->m = e->config.tuned_m;
+  b->count++;
+  return 0;
+}
+
+/* By group (device, math, epilogue, N, K), then M. */
+static int group_cmp(const bucket_row *a, const bucket_row *b) {
+  int c = strcmp(a->device, b->device);
+  if (!c) c = strcmp(a->math, b->math);
+  if (!c) c = strcmp(a->epilogue, b->epilogue);
+  if (!c && a->n != b->n) c = a->n < b->n ? -1 : 1;
+  if (!c && a->k != b->k) c = a->k < b->k ? -1 : 1;
+  return c;
+}
+
+static int row_cmp(const void *pa, const void *pb) {
+  const bucket_row *a = pa, *b = pb;
+  int c = group_cmp(a, b);
+  return c ? c : (a->m > b->m) - (a->m < b->m);
+}
+
+static void bucket_set_free(bucket_set *b) {
+  for (size_t i = 0; i < b->count; i++) free(b->rows[i].device), free(b->rows[i].epilogue);
+  free(b->rows);
+}
+
+/* The rows [*first, *first + *n) of e's group; *n 0 when it is not there. */
+static void bucket_group(const bucket_set *b, const ft_best_entry *e, size_t *first, size_t *n) {
+  bucket_row key = {(char *)e->device_name, (char *)e->epilogue, "", e->config.tuned_n, e->config.tuned_k, 0};
+  snprintf(key.math, sizeof key.math, "%s", e->math);
+  size_t lo = 0, hi = b->count; /* the first row not before the group */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (group_cmp(&b->rows[mid], &key) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  *first = lo;
+  for (*n = 0; lo + *n < b->count && !group_cmp(&b->rows[lo + *n], &key); ++*n) {}
+}
+
 typedef struct list_state {
   int json;
   int count;
   int n_stale;
   ft_ctx *ctx; /* to tell stale entries: measured with an older kernel source */
+  bucket_set buckets;
 } list_state;
 
 /* The command that measures a problem again with today's kernels (results are keyed by kernel
@@ -65,8 +136,10 @@ static void json_double(const char *fmt, double v) {
   else printf("null");
 }
 
-/* stale: measured with an older kernel source (list shows such entries; query never returns one). */
-static void best_json(const ft_best_entry *b, int stale) {
+/* stale: measured with an older kernel source (list shows such entries; query never returns one).
+ * asked_m: query's M (a bucket or the nearest shape says it); ms, n_ms: list's M buckets of the
+ * entry's (device, math, epilogue, N, K). */
+static void best_json(const ft_best_entry *b, int stale, int64_t asked_m, const bucket_row *ms, size_t n_ms) {
   const ft_config *c = &b->config;
   printf("{\"device\":");
   ft_write_json_string(stdout, b->device_name);
@@ -93,7 +166,18 @@ static void best_json(const ft_best_entry *b, int stale) {
   json_double("%.17g", c->rel_err);
   printf(",\"max_abs_err\":");
   json_double("%.17g", c->max_abs_err);
-  if (!c->exact) printf(",\"exact\":false"); /* query --nearest: tuned for the shape above */
+  /* query: not tuned for the asked shape, but for the one above: an M bucket of it, or (--nearest)
+   * the nearest shape */
+  if (c->exact == FT_MATCH_BUCKET)
+    printf(",\"exact\":false,\"lookup\":\"bucket\",\"bucket_m\":%lld,\"asked_m\":%lld", (long long)c->tuned_m,
+           (long long)asked_m);
+  else if (c->exact != FT_MATCH_EXACT)
+    printf(",\"exact\":false,\"lookup\":\"nearest\"");
+  if (ms) {
+    printf(",\"buckets\":[");
+    for (size_t i = 0; i < n_ms; i++) printf("%s%lld", i ? "," : "", (long long)ms[i].m);
+    printf("]");
+  }
   printf(",\"stale\":%s", stale ? "true" : "false");
   if (stale) {
     /* The command is built from stored text, so it goes through the JSON escaper. */
@@ -114,7 +198,9 @@ static int list_one(void *user, const ft_best_entry *e) {
   s->n_stale += !current;
   if (s->json) {
     printf("%s\n  ", s->count ? "," : "");
-    best_json(e, !current);
+    size_t first = 0, n = 0;
+    bucket_group(&s->buckets, e, &first, &n);
+    best_json(e, !current, 0, s->buckets.rows + first, n);
   } else {
     /* The epilogue goes last and whole: cut, it would read as another expression. */
     if (!s->count)
@@ -156,15 +242,41 @@ static int list_stale_command(void *user, const ft_best_entry *e) {
   return 0;
 }
 
+/* After the table: each (device, math, epilogue, N, K) tuned at more than one M, as M buckets. */
+static void print_buckets(const bucket_set *b) {
+  int shown = 0;
+  for (size_t i = 0, n; i < b->count; i += n) {
+    for (n = 1; i + n < b->count && !group_cmp(&b->rows[i], &b->rows[i + n]); n++) {}
+    if (n < 2) continue;
+    const bucket_row *r = &b->rows[i];
+    if (!shown++)
+      printf("\nM buckets (an M not tuned is served by the smallest tuned M >= it of the same device, N, K, math and "
+             "epilogue; beyond the largest, the largest):\n");
+    char dev[4 * 24 + 1], math[4 * 6 + 1];
+    static char epi[4 * sizeof((ft_best_entry *)0)->epilogue + 1];
+    cli_cell(dev, sizeof dev, r->device, 24);
+    cli_cell(math, sizeof math, r->math, 6);
+    cli_cell(epi, sizeof epi, r->epilogue, cli_columns(r->epilogue));
+    char nk[64];
+    snprintf(nk, sizeof nk, "N=%lld K=%lld", (long long)r->n, (long long)r->k);
+    printf("  %s %-20s %s M %lld..%lld (%zu buckets:", dev, nk, math, (long long)r->m, (long long)r[n - 1].m, n);
+    for (size_t j = 0; j < n; j++) printf(" %lld", (long long)r[j].m);
+    printf(")  %s\n", epi);
+  }
+}
+
 int cmd_list(cli *c, int argc, char **argv) {
   if (wants_help(argc, argv,
                  "usage: fusedtune [--db PATH] list [--json]\n"
                  "Lists every tuned (device, problem: shape, math mode, epilogue) with its best configuration,\n"
                  "median time and speedup over the eager-style baseline (cuBLAS GEMM + one kernel per op)\n"
                  "measured in the same run. A best measured with an older kernel source is marked stale (JSON:\n"
-                 "\"stale\":true and \"tune_again\", the command that measures it with today's kernels).\n"))
+                 "\"stale\":true and \"tune_again\", the command that measures it with today's kernels).\n"
+                 "Shapes tuned at several M with the same N, K, math, epilogue and device are M buckets\n"
+                 "(`tune --shape A..BxNxK`): after the table, each such group as \"M 1..4096 (13 buckets: ...)\"\n"
+                 "(JSON: \"buckets\", the tuned M values of the entry's group, its own included).\n"))
     return 0;
-  list_state s = {0, 0, 0, NULL};
+  list_state s = {0, 0, 0, NULL, {NULL, 0, 0, 0}};
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--json") && s.json) return usage_error("list", "option --json given twice (each option at most once)");
     if (!strcmp(argv[i], "--json")) s.json = 1;
@@ -174,29 +286,45 @@ int cmd_list(cli *c, int argc, char **argv) {
   int rc = cli_open(c, 0, &ctx);
   if (rc) return rc;
   s.ctx = ctx;
-  if (s.json) printf("[");
-  ft_status st = ft_each_best(ctx, list_one, &s);
-  if (st != FT_OK) return fail_ctx(st, ctx);
-  if (s.json) printf("%s]\n", s.count ? "\n" : "");
-  else if (!s.count) printf("nothing tuned yet in %s\n", cli_db_path(c));
-  else if (s.n_stale) {
+  ft_status st = ft_each_best(ctx, collect_bucket, &s.buckets);
+  if (st == FT_OK && s.buckets.oom) {
+    bucket_set_free(&s.buckets);
+    ft_close(ctx);
+    return fail_msg("out of memory");
+  }
+  if (st == FT_OK) qsort(s.buckets.rows, s.buckets.count, sizeof *s.buckets.rows, row_cmp);
+  if (st == FT_OK && s.json) printf("[");
+  if (st == FT_OK) st = ft_each_best(ctx, list_one, &s);
+  if (st == FT_OK) {
+    if (s.json) printf("%s]\n", s.count ? "\n" : "");
+    else if (!s.count) printf("nothing tuned yet in %s\n", cli_db_path(c));
+    else print_buckets(&s.buckets);
+  }
+  if (st == FT_OK && !s.json && s.n_stale) {
     printf("\nstale: measured with an older kernel source, so query and ft_lookup skip it and its time is not "
            "today's kernel's; tune again:\n");
     st = ft_each_best(ctx, list_stale_command, &s);
-    if (st != FT_OK) return fail_ctx(st, ctx);
   }
+  bucket_set_free(&s.buckets);
+  if (st != FT_OK) return fail_ctx(st, ctx);
   ft_close(ctx);
   return 0;
 }
 
 static const char *query_help =
     "usage: fusedtune [--db PATH] query --shape MxNxK --epilogue E [--math M] [--device-name NAME] [--nearest]\n"
+    "                                   [--exact]\n"
     "                                   [--tolerance T] [--json]\n"
     "Prints the best configuration tuned for the problem on this GPU (the current CUDA device; or on\n"
     "the device named NAME, as 'list' shows it). Exit status 3 when nothing was tuned for that key.\n"
-    "  --nearest   when the exact shape was not tuned, the best of the nearest tuned shape (same\n"
-    "              epilogue and device) that applies to this one, marked \"(nearest tuned shape MxNxK)\"\n"
-    "              (JSON: \"exact\":false, m/n/k the tuned shape). Off by default: exact key only.\n"
+    "An M not tuned is served by its M bucket: the smallest M tuned with the same N, K, epilogue, math\n"
+    "and device that is >= M (beyond the largest, the largest), marked \"(bucket M=64 serves m=40)\"\n"
+    "(JSON: \"exact\":false, \"lookup\":\"bucket\", \"bucket_m\", \"asked_m\", m/n/k the tuned shape).\n"
+    "  --exact     the exact key only: no M bucket\n"
+    "  --nearest   when neither the exact shape nor an M bucket was tuned, the best of the nearest tuned\n"
+    "              shape (same epilogue and device; another N or K) that applies to this one, marked\n"
+    "              \"(nearest tuned shape MxNxK)\" (JSON: \"exact\":false, \"lookup\":\"nearest\", m/n/k the\n"
+    "              tuned shape). Off by default.\n"
     "  --tolerance T  the fastest stored configuration whose measured error (relative L2 against float64,\n"
     "              measured when tuned) is <= T, across fp32, 3xtf32 and tf32 for fp32 tensors (bf16 and\n"
     "              fp16: that mode only); prints the mode it picked and its error. Exact shapes only.\n"
@@ -212,16 +340,16 @@ int cmd_query(cli *c, int argc, char **argv) {
   const char *a;
   int pos;
   static const char *const names[] = {"--json", "--nearest", "--shape", "--epilogue", "--device-name", "--math",
-                                      "--tolerance"};
+                                      "--tolerance", "--exact"};
   double tolerance = 0;
   unsigned seen = 0;
   while ((a = opt_next(&it, &pos))) {
     const char **dst = NULL;
     if (pos) return usage_error("query", "unexpected argument '%s'", a);
     if (opt_once("query", names, sizeof names / sizeof names[0], &seen, a)) return EXIT_USAGE;
-    if (!strcmp(a, "--json") || !strcmp(a, "--nearest")) {
+    if (!strcmp(a, "--json") || !strcmp(a, "--nearest") || !strcmp(a, "--exact")) {
       if (a[2] == 'j') json = 1;
-      else flags |= FT_LOOKUP_NEAREST;
+      else flags |= a[2] == 'n' ? FT_LOOKUP_NEAREST : FT_LOOKUP_EXACT;
       continue;
     }
     if (!strncmp(a, "--shape", 7) && (a[7] == 0 || a[7] == '=')) dst = &shape;
@@ -246,6 +374,8 @@ int cmd_query(cli *c, int argc, char **argv) {
   if (!epi) return usage_error("query", "--epilogue is required");
   if (tolerance > 0 && (flags & FT_LOOKUP_NEAREST))
     return usage_error("query", "--tolerance and --nearest do not combine (a tolerance picks among exact shapes)");
+  if (flags == (FT_LOOKUP_NEAREST | FT_LOOKUP_EXACT))
+    return usage_error("query", "--exact and --nearest exclude each other");
   if (devname && !devname[0]) return usage_error("query", "--device-name is empty (name a device as 'list' shows it)");
   if (devname && strlen(devname) > 255)
     return usage_error("query", "--device-name is %zu bytes long: device names are at most 255", strlen(devname));
@@ -273,12 +403,14 @@ int cmd_query(cli *c, int argc, char **argv) {
   } else if (st != FT_OK) {
     rc = fail_status(st, ft_errmsg(ctx));
   } else if (json) {
-    best_json(e, 0);
+    best_json(e, 0, p.m, NULL, 0);
     printf("\n");
   } else {
     const ft_config *b = &e->config;
     char near[96] = "";
-    if (!b->exact)
+    if (b->exact == FT_MATCH_BUCKET)
+      snprintf(near, sizeof near, " (bucket M=%lld serves m=%lld)", (long long)b->tuned_m, (long long)p.m);
+    else if (b->exact != FT_MATCH_EXACT)
       snprintf(near, sizeof near, " (nearest tuned shape %lldx%lldx%lld)", (long long)b->tuned_m,
                (long long)b->tuned_n, (long long)b->tuned_k);
     printf("device     %s\nproblem    %lldx%lldx%lld %s, epilogue %s%s\nstrategy   %s\nvariant    %s\n"

@@ -8,7 +8,7 @@
 #include "batch.h"
 
 static const char *tune_help =
-    "usage: fusedtune [--db PATH] tune --shape MxNxK --epilogue E [options]\n"
+    "usage: fusedtune [--db PATH] tune --shape MxNxK|A..BxNxK --epilogue E [options]\n"
     "       fusedtune [--db PATH] tune --problems FILE [--devices all|0,2,...] [options]\n"
     "       fusedtune [--db PATH] --shape MxNxK --epilogue E [options]\n"
     "Tunes y = E(x W^T) on this GPU: runs every kernel variant on random inputs, checks it against a\n"
@@ -18,6 +18,9 @@ static const char *tune_help =
     "the candidates differ, the ratio of two kernels timed side by side does not.\n"
     "\n"
     "  --shape MxNxK        M rows of x, N output features, K input features (this or --problems)\n"
+    "  --shape A..BxNxK     M buckets: tunes M = A, every power of two between A and B, and B (1..4096: the 13\n"
+    "                       powers of two 1, 2, ..., 4096), one after the other. A lookup of an M not tuned then\n"
+    "                       takes the smallest tuned M >= M of the same N, K, epilogue and math (beyond B, B's)\n"
     "  --epilogue E         expression or preset (default: none); see 'fusedtune epilogue --help'\n"
     "  --math M             math mode: fp32 (FFMA, error <= 1e-5 vs float64; default), tf32, bf16, fp16\n"
     "                       (tensor cores; correct = within 2x cuBLAS's own error in that mode), 3xtf32\n"
@@ -46,7 +49,7 @@ static const char *tune_help =
     "  --json               print the final result as JSON\n"
     "\n"
     "A model's worth of problems:\n"
-    "  --problems FILE      tune every problem of FILE: a JSON array of {\"shape\": \"MxNxK\", \"epilogue\": E,\n"
+    "  --problems FILE      tune every problem of FILE: a JSON array of {\"shape\": \"MxNxK\" (or \"A..BxNxK\"), \"epilogue\": E,\n"
     "                       \"math\": M} or CSV with a header line shape,epilogue,math (epilogue defaults to none,\n"
     "                       math to fp32; auto as above); see docs/FORMAT.md. The whole file is checked first: a\n"
     "                       bad line is refused with its line number (exit 2), nothing tuned or written. Lines\n"
@@ -224,8 +227,9 @@ static void json_number(double v) {
   else printf("null");
 }
 
-static void print_summary_json(const ft_tune_report *s) {
-  printf("{\"device\":");
+static void print_summary_json(const tune_cli *t, const ft_tune_report *s) {
+  printf("{\"shape\":\"%lldx%lldx%lld\",\"math\":\"%s\",\"device\":", (long long)t->p.m, (long long)t->p.n,
+         (long long)t->p.k, ft_math_name(t->p.math));
   ft_write_json_string(stdout, s->device_name);
   printf(",\"epilogue\":");
   ft_write_json_string(stdout, s->epilogue);
@@ -327,15 +331,23 @@ int cmd_tune(cli *c, int argc, char **argv) {
   if (t.problems) return batch_run(c, &t, cli_self_exe(exe, sizeof exe));
   if (!t.shape) return usage_error("tune", "--shape MxNxK or --problems FILE is required");
   ft_math math = t.p.math;
-  /* Shape and expression are checked before any device or database. */
-  if ((rc = cli_problem("tune", t.shape, t.epi, &t.p))) return rc;
+  /* Shape (an M range: both ends) and expression are checked before any device or database. */
+  int64_t lo = 0, hi = 0, n = 0, k = 0, ms[FT_SHAPE_RANGE_MAX];
+  char msg[512];
+  if (ft_shape_range_parse(t.shape, &lo, &hi, &n, &k, msg, sizeof msg) != FT_OK)
+    return usage_error("tune", "%s", msg);
+  for (int end = 0; end < 2; end++) {
+    char one[96];
+    snprintf(one, sizeof one, "%lldx%lldx%lld", (long long)(end ? hi : lo), (long long)n, (long long)k);
+    if ((rc = cli_problem("tune", one, t.epi, &t.p))) return rc;
+  }
+  const int n_ms = ft_shape_range_values(lo, hi, ms, FT_SHAPE_RANGE_MAX);
   t.p.math = math;
   progress_view view = {isatty(2)};
   t.opt.quiet = t.quiet;
   t.opt.progress = show_progress;
   t.opt.progress_user = &view;
   /* No GPU: say so before the database is created. */
-  char msg[512];
   int count = 0;
   ft_status st = ft_device_count(&count, msg, sizeof msg);
   if (st != FT_OK) return fail_status(st, msg);
@@ -351,28 +363,37 @@ int cmd_tune(cli *c, int argc, char **argv) {
   /* Candidates run in worker processes of this same executable: a fault or a hang costs one
    * candidate and a restart. */
   t.opt.worker_exe = cli_self_exe(exe, sizeof exe);
-  /* --math auto: the most accurate first, so a Ctrl-C leaves the fp32 results. */
+  /* --math auto: the most accurate first, so a Ctrl-C leaves the fp32 results. An M range: the
+   * smallest M first. */
   static const ft_math auto_modes[] = {FT_MATH_FP32, FT_MATH_3XTF32, FT_MATH_TF32};
-  const int nmodes = t.auto_math ? 3 : 1;
-  ft_config best[3];
-  int has_best[3] = {0, 0, 0};
-  if (t.json && t.auto_math) printf("[");
-  for (int i = 0; i < nmodes; i++) {
-    if (t.auto_math) t.p.math = auto_modes[i];
-    ft_tune_report *r = NULL;
-    st = ft_tune_ex(ctx, &t.p, &t.opt, &r);
-    if (st != FT_OK) {
-      if (t.json && t.auto_math) printf("]\n");
-      return fail_ctx(st, ctx);
-    }
-    if (t.json) printf("%s", i ? "," : ""), print_summary_json(r);
-    else print_summary(&t, r);
-    best[i] = r->best;
-    has_best[i] = r->has_best;
-    ft_tune_report_free(r);
+  const int nmodes = t.auto_math ? 3 : 1, many = t.auto_math || n_ms > 1;
+  ft_config *best = calloc((size_t)n_ms * 3, sizeof *best);
+  int *has_best = calloc((size_t)n_ms * 3, sizeof *has_best);
+  if (!best || !has_best) {
+    free(best), free(has_best), ft_close(ctx);
+    return fail_msg("out of memory");
   }
-  if (t.json && t.auto_math) printf("]\n");
-  if (t.auto_math && !t.json) {
+  if (t.json && many) printf("[");
+  for (int j = 0; j < n_ms && !rc; j++) {
+    t.p.m = ms[j];
+    for (int i = 0; i < nmodes; i++) {
+      if (t.auto_math) t.p.math = auto_modes[i];
+      ft_tune_report *r = NULL;
+      st = ft_tune_ex(ctx, &t.p, &t.opt, &r);
+      if (st != FT_OK) {
+        if (t.json && many) printf("]\n");
+        free(best), free(has_best);
+        return fail_ctx(st, ctx);
+      }
+      if (t.json) printf("%s", j || i ? "," : ""), print_summary_json(&t, r);
+      else print_summary(&t, r);
+      best[j * 3 + i] = r->best;
+      has_best[j * 3 + i] = r->has_best;
+      ft_tune_report_free(r);
+    }
+  }
+  if (t.json && many) printf("]\n");
+  if (t.auto_math && n_ms == 1 && !t.json) {
     printf("\nper mode (pick by error with 'fusedtune query --shape %s --epilogue '...' --tolerance T'):\n", t.shape);
     for (int i = 0; i < nmodes; i++)
       if (has_best[i])
@@ -381,6 +402,21 @@ int cmd_tune(cli *c, int argc, char **argv) {
       else
         printf("  %-7s no correct configuration\n", ft_math_name(auto_modes[i]));
   }
+  if (n_ms > 1 && !t.json) {
+    printf("\nM buckets of %lldx%lld (a lookup of M takes the smallest tuned M >= M; beyond %lld, %lld's):\n",
+           (long long)n, (long long)k, (long long)hi, (long long)hi);
+    for (int j = 0; j < n_ms; j++)
+      for (int i = 0; i < nmodes; i++) {
+        const ft_config *b = &best[j * 3 + i];
+        if (has_best[j * 3 + i])
+          printf("  M %-6lld %-7s %10.4f ms  %s\n", (long long)ms[j], ft_math_name(t.auto_math ? auto_modes[i] : math),
+                 b->median_ms, b->name);
+        else
+          printf("  M %-6lld %-7s no correct configuration\n", (long long)ms[j],
+                 ft_math_name(t.auto_math ? auto_modes[i] : math));
+      }
+  }
+  free(best), free(has_best);
   ft_close(ctx);
   return 0;
 }

@@ -191,9 +191,18 @@ class Problem:
         return " ".join(shlex.quote(w) for w in words)
 
 
+def _lookup_flags(nearest, buckets):
+    """ft_lookup's flags: FT_LOOKUP_NEAREST, or FT_LOOKUP_EXACT (no M bucket); not both."""
+    if nearest and not buckets:
+        raise InvalidArgumentError("nearest=True needs buckets=True (the nearest shape comes after the M bucket)")
+    return (_lib.FT_LOOKUP_NEAREST if nearest else 0) | (0 if buckets else _lib.FT_LOOKUP_EXACT)
+
+
 @dataclass(frozen=True)
 class Config:
-    """A tuned configuration as stored (ft_config). exact: tuned for the problem's own shape."""
+    """A tuned configuration as stored (ft_config). exact: tuned for the problem's own shape;
+    bucket: an M bucket served it (tuned at tuned_m, the smallest tuned M >= the problem's M with
+    its N, K, epilogue and mode; beyond the largest, the largest); neither: the nearest shape."""
     strategy: str
     name: str
     config: str          # the variant's JSON
@@ -205,6 +214,7 @@ class Config:
     math: str = "fp32"   # the mode it computes in (lookup_within may pick another than asked)
     rel_err: float = 0.0       # measured when tuned: relative L2 error against float64
     max_abs_err: float = 0.0
+    bucket: bool = False       # served by an M bucket (ft_config.exact == FT_MATCH_BUCKET)
     raw: object = field(default=None, repr=False, compare=False)  # the ft_config, for plans
 
     @classmethod
@@ -212,8 +222,13 @@ class Config:
         raw = _lib.ft_config()
         ctypes.memmove(ctypes.byref(raw), ctypes.byref(c), ctypes.sizeof(raw))
         return cls(_s(c.strategy), _s(c.name), _s(c.config), _s(c.source_hash), c.median_ms, c.eager_ms,
-                   (c.tuned_m, c.tuned_n, c.tuned_k), bool(c.exact), _s(lib().ft_math_name(c.math)),
-                   c.rel_err, c.max_abs_err, raw)
+                   (c.tuned_m, c.tuned_n, c.tuned_k), c.exact == _lib.FT_MATCH_EXACT, _s(lib().ft_math_name(c.math)),
+                   c.rel_err, c.max_abs_err, c.exact == _lib.FT_MATCH_BUCKET, raw)
+
+    @property
+    def tuned_m(self):
+        """The M it was tuned at: the problem's own (exact), or the bucket's that served it."""
+        return self.tuned_shape[0]
 
 
 @dataclass(frozen=True)
@@ -371,13 +386,15 @@ class Database(_Owned):
         if st != 0:
             _raise(st, _s(lib().ft_errmsg(self._ctx)), cls)
 
-    def lookup(self, problem, *, nearest=False):
+    def lookup(self, problem, *, nearest=False, buckets=True):
         """The best configuration for problem on the current CUDA device (needs the GPU: the
-        device is part of the key). nearest: fall back to the nearest tuned shape (exact=False).
-        NotFoundError when nothing applies."""
+        device is part of the key). An M not tuned is served by its M bucket (Config.bucket,
+        Config.tuned_m the bucket's M) unless buckets=False (the exact key only). nearest: fall back
+        to the nearest tuned shape of another N or K (exact and bucket False). NotFoundError when
+        nothing applies."""
         p, out = problem._c(), _lib.ft_config()
         with self._lock:
-            self._check(lib().ft_lookup(self._handle(), ctypes.byref(p), _lib.FT_LOOKUP_NEAREST if nearest else 0,
+            self._check(lib().ft_lookup(self._handle(), ctypes.byref(p), _lookup_flags(nearest, buckets),
                                         ctypes.byref(out)))
         return Config._from_c(out)
 
@@ -398,14 +415,13 @@ class Database(_Owned):
                                                      ctypes.byref(p), float(tolerance), ctypes.byref(out)))
         return BestEntry._from_c(out)
 
-    def lookup_entry(self, problem, device_name=None, *, nearest=False):
+    def lookup_entry(self, problem, device_name=None, *, nearest=False, buckets=True):
         """lookup that also names the device; device_name reads results stored for that device
         without touching a GPU. A BestEntry."""
         p, out = problem._c(), _lib.ft_best_entry()
         with self._lock:
             self._check(lib().ft_lookup_entry(self._handle(), _cstr("device name", device_name) if device_name else None,
-                                              ctypes.byref(p), _lib.FT_LOOKUP_NEAREST if nearest else 0,
-                                              ctypes.byref(out)))
+                                              ctypes.byref(p), _lookup_flags(nearest, buckets), ctypes.byref(out)))
         return BestEntry._from_c(out)
 
     def best_entries(self):
@@ -554,7 +570,7 @@ class Plan(_Owned):
 
     def __repr__(self):
         return (f"<fusedtune.Plan {self.problem.shape} {self.mode.name} {self.config.strategy} {self.config.name}"
-                f"{'' if self.config.exact else ' (nearest: tuned at %dx%dx%d)' % self.config.tuned_shape}>")
+                f"{'' if self.config.exact else (' (bucket M=%d)' % self.config.tuned_m) if self.config.bucket else ' (nearest: tuned at %dx%dx%d)' % self.config.tuned_shape}>")
 
     def destroy(self):
         """Frees the plan (also done by its database's close()). Twice is fine."""

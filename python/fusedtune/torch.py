@@ -43,8 +43,15 @@ class FusedLinear(nn.Module):
               overrides either; scalars with a default in the expression need neither.
     db        a database path (default: $FUSEDTUNE_DB, else ./fusedtune.db) or a
               fusedtune.Database (used for the device it first serves).
-    nearest   with no result tuned for a call's shape, run the one tuned at the nearest shape
-              (with a NearestShapeWarning naming the tune command), instead of raising.
+    nearest   with no result tuned for a call's N and K (nor an M bucket of them), run the one
+              tuned at the nearest shape (with a NearestShapeWarning naming the tune command),
+              instead of raising.
+
+    A call's M (the product of x's leading dimensions) not tuned exactly is served, silently, by
+    its M bucket: the smallest M tuned with the layer's N, K, epilogue and mode that is >= M
+    (beyond the largest, the largest); `fusedtune tune --shape 1..4096xNxK` tunes the powers of
+    two. config_for(m) says which: .exact, .bucket and .tuned_m of the Config that serves m. With
+    autotune, an M that a bucket serves is not tuned.
     autotune  False; True or a dict of Database.tune() options (budget_s, max_candidates, ...):
               tune a shape on its first call when nothing is tuned for it (takes up to the
               budget, 150 s by default; needs a writable database).
@@ -169,7 +176,7 @@ class FusedLinear(nn.Module):
                     raise db.not_tuned(problem, str(e)) from None
                 options = self._autotune if isinstance(self._autotune, dict) else {}
                 config = db.tune(problem, **options)
-            if not config.exact and key not in self._warned:
+            if not config.exact and not config.bucket and key not in self._warned:
                 self._warned.add(key)
                 warnings.warn(f"fusedtune: nothing tuned for {problem.shape} ({mode.name}, "
                               f"'{problem.epilogue}'); running {config.name}, tuned at "
@@ -178,6 +185,11 @@ class FusedLinear(nn.Module):
             plan = db.plan(problem, config)
         self._plans[key] = plan
         return plan
+
+    def config_for(self, m, device=None):
+        """The Config a call with m input rows runs (plan_for(m).config): .exact, or .bucket with
+        .tuned_m the M bucket that serves m."""
+        return self.plan_for(m, device).config
 
     def forward(self, x, **params):
         """y = E(x W^T) for x [..., in_features]; params: epilogue parameters for this call."""

@@ -5,7 +5,8 @@ a call before its launch. Exits 77 (skipped) without torch, CUDA or a GPU the li
     python3 tests/python/gpu_test_torch.py [--db PATH] [--keep]
 
 Needs nothing tuned beforehand: for each (epilogue, mode) the first shape is tuned on first use
-into a scratch database (autotune, 4 candidates), the other shapes run the nearest tuned result.
+into a scratch database (autotune, 4 candidates), the other shapes run the nearest tuned result
+(the 3-d input's M = 6 of the first shape's N and K: its M bucket 37, without a warning).
 --db PATH reuses (and fills) PATH instead, so a second run tunes nothing. The library is
 FUSEDTUNE_LIBRARY, else the build tree's (build/libfusedtune.so.0); tunes run their candidates in
 $FUSEDTUNE_WORKER, else the fusedtune-worker the library finds (beside a build-tree library).
@@ -109,11 +110,13 @@ def run_case(db, name, mode, in_shape, n, first, gen):
             y = layer(x, **call)
             torch.cuda.synchronize()
     plan = layer.plan_for(m)
-    how = "exact" if plan.config.exact else "nearest %dx%dx%d" % plan.config.tuned_shape
+    how = ("exact" if plan.config.exact else "bucket M=%d" % plan.config.tuned_m if plan.config.bucket
+           else "nearest %dx%dx%d" % plan.config.tuned_shape)
+    nearest = not plan.config.exact and not plan.config.bucket  # a bucket serves without a warning
     nearest_warned = any(issubclass(w.category, NearestShapeWarning) for w in caught)
     err = rel_l2(y, ref)
     desc = f"{name:11s} {mode.name:5s} {shape:14s}"
-    record(tuple(y.shape) == lead + (n,) and err <= tol and nearest_warned == (not plan.config.exact),
+    record(tuple(y.shape) == lead + (n,) and err <= tol and nearest_warned == nearest,
            f"{desc} default stream  rel {err:.2e} (eager {eager_err:.2e}, tol {tol:.2e}) {plan.config.name} {how}")
 
     # A non-default stream: x is written there after a delay, so a launch on any other stream

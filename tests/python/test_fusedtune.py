@@ -324,7 +324,20 @@ class DatabaseTest(unittest.TestCase):
             # The same expression spelt otherwise is the same problem.
             self.assertEqual(db.lookup_entry(fusedtune.Problem(128, 256, 512, "min(x+bias,c)-c where c=2"),
                                              DEVICE).config.name, picked[1].name)
+            # Another M of the same N, K: served by the M bucket 128 (below it and beyond it).
+            for m in (1, 40, 127, 4096):
+                b = db.lookup_entry(fusedtune.Problem(m, 256, 512, "minsub"), DEVICE)
+                self.assertEqual((b.config.exact, b.config.bucket, b.config.tuned_m), (False, True, 128))
+                self.assertEqual(b.config.name, picked[1].name)
+            self.assertFalse(e.config.bucket)
+            self.assertEqual(e.config.tuned_m, 128)
+            with self.assertRaises(fusedtune.NotFoundError) as cm:
+                db.lookup_entry(fusedtune.Problem(40, 256, 512, "minsub"), DEVICE, buckets=False)
+            self.assertIn("nothing tuned for 40x256x512", str(cm.exception))
+            with self.assertRaises(fusedtune.InvalidArgumentError):
+                db.lookup_entry(fusedtune.Problem(40, 256, 512, "minsub"), DEVICE, nearest=True, buckets=False)
             near = db.lookup_entry(fusedtune.Problem(100, 250, 512, "minsub"), DEVICE, nearest=True)
+            self.assertFalse(near.config.bucket)
             self.assertFalse(near.config.exact)
             self.assertEqual(near.config.tuned_shape, (128, 256, 512))
             with self.assertRaises(fusedtune.NotFoundError) as cm:
