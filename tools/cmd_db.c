@@ -292,7 +292,7 @@ int cmd_list(cli *c, int argc, char **argv) {
     ft_close(ctx);
     return fail_msg("out of memory");
   }
-  if (st == FT_OK) qsort(s.buckets.rows, s.buckets.count, sizeof *s.buckets.rows, row_cmp);
+  if (st == FT_OK && s.buckets.count > 0) qsort(s.buckets.rows, s.buckets.count, sizeof *s.buckets.rows, row_cmp);
   if (st == FT_OK && s.json) printf("[");
   if (st == FT_OK) st = ft_each_best(ctx, list_one, &s);
   if (st == FT_OK) {
