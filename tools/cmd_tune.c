@@ -188,8 +188,10 @@ static void print_summary(const tune_cli *t, const ft_tune_report *s) {
          "vs eager", "vs GEMM");
   ft_result_info *sorted = malloc((size_t)s->n_results * sizeof *sorted + 1);
   if (!sorted) return;
-  memcpy(sorted, s->results, (size_t)s->n_results * sizeof *sorted);
-  qsort(sorted, (size_t)s->n_results, sizeof *sorted, cmp_entry);
+  if (s->n_results > 0) { /* results is NULL when there are none */
+    memcpy(sorted, s->results, (size_t)s->n_results * sizeof *sorted);
+    qsort(sorted, (size_t)s->n_results, sizeof *sorted, cmp_entry);
+  }
   for (int i = 0; i < s->n_results; i++)
     if (!is_candidate(&sorted[i])) print_row(&sorted[i], s);
   int shown = 0;
