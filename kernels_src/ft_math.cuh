@@ -7,7 +7,8 @@
  *   within 1 ulp of IEEE; the forms chosen avoid cancellation so fp32 results stay within a few
  *   ulp of the float64 reference (gelu with 16-bit outputs: torch's form, see ft_gelu);
  * - fast (the tensor-core modes, whose inputs carry 8 to 11 bits): exp and log from the
- *   hardware's ex2 / lg2 approximations, log1p, expm1 and tanh built on them without
+ *   hardware's ex2 / lg2 approximations (subnormal inputs and results flushed to zero: exp below
+ *   -87.3 is 0, log of a subnormal -inf), log, log1p, expm1 and tanh built on them without
  *   cancellation, relative error within a few 1e-6 over [-20, 20] (tests/gpu_test_epilogue.c
  *   checks each against float64), a quarter to a half of the precise forms' instructions: a
  *   heavy E then costs less time than the tile's MMA it runs beside. */
@@ -117,25 +118,30 @@ __device__ __forceinline__ float ft_expf(float x) {
   if constexpr (FT_EPI_FAST) return ft_ex2_approx(x * 1.4426950408889634f);
   return expf(x);
 }
+/* log(1 + t) for |t| < 1/8 by its Taylor polynomial to t^8 (relative error under 1e-7 there). */
+__device__ __forceinline__ float ft_log1p_poly(float t) {
+  float p = -1.0f / 8.0f;
+  p = fmaf(p, t, 1.0f / 7.0f);
+  p = fmaf(p, t, -1.0f / 6.0f);
+  p = fmaf(p, t, 1.0f / 5.0f);
+  p = fmaf(p, t, -1.0f / 4.0f);
+  p = fmaf(p, t, 1.0f / 3.0f);
+  p = fmaf(p, t, -0.5f);
+  return fmaf(p * t, t, t);
+}
+
+/* log(x): near 1 (|x - 1| < 1/8, where x - 1 is exact) by the polynomial, since lg2's absolute
+ * error would be a large relative one near log 1 = 0; else from lg2. */
 __device__ __forceinline__ float ft_logf(float x) {
-  if constexpr (FT_EPI_FAST) return ft_lg2_approx(x) * 0.6931471805599453f;
+  if constexpr (FT_EPI_FAST)
+    return ft_sel(fabsf(x - 1.0f) < 0.125f, ft_log1p_poly(x - 1.0f), ft_lg2_approx(x) * 0.6931471805599453f);
   return logf(x);
 }
 
 /* log(1 + t) for t >= 0 (softplus's): a Taylor polynomial below 1/8 (relative error under 1e-7:
  * lg2's absolute error would be a large relative one near log 1 = 0), else from lg2. */
 __device__ __forceinline__ float ft_log1pf(float t) {
-  if constexpr (FT_EPI_FAST) {
-    float p = -1.0f / 8.0f;
-    p = fmaf(p, t, 1.0f / 7.0f);
-    p = fmaf(p, t, -1.0f / 6.0f);
-    p = fmaf(p, t, 1.0f / 5.0f);
-    p = fmaf(p, t, -1.0f / 4.0f);
-    p = fmaf(p, t, 1.0f / 3.0f);
-    p = fmaf(p, t, -0.5f);
-    p = fmaf(p * t, t, t);
-    return ft_sel(t < 0.125f, p, ft_logf(1.0f + t));
-  }
+  if constexpr (FT_EPI_FAST) return ft_sel(t < 0.125f, ft_log1p_poly(t), ft_lg2_approx(1.0f + t) * 0.6931471805599453f);
   return log1pf(t);
 }
 
@@ -149,7 +155,7 @@ __device__ __forceinline__ float ft_expm1f(float x) {
     p = fmaf(p, x, 1.0f / 24.0f);
     p = fmaf(p, x, 1.0f / 6.0f);
     p = fmaf(p, x, 0.5f);
-    p = fmaf(p * x, x, x);
+    p = copysignf(fmaf(p * x, x, x), x); /* expm1 keeps x's sign, that of a zero too */
     return ft_sel(fabsf(x) < 0.5f, p, ft_expf(x) - 1.0f);
   }
   return expm1f(x);

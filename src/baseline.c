@@ -44,7 +44,7 @@ ft_strategy ft_baseline_strategy(ft_baseline_kind k) {
 /* A cuBLASLt GEMM over d's operands in d's mode (src/lt_gemm.c). */
 static ft_status lt_gemm_init(ft_baselines *b, ft_lt_gemm *l, cublasLtEpilogue_t epi, const void *bias, ft_err *err) {
   const ft_pdata *d = b->d;
-  return ft_lt_gemm_init(l, b->lt, d->math, d->m, d->n, d->k, epi, bias, FT_LT_WORKSPACE, err);
+  return ft_lt_gemm_init(l, b->lt, d->math, d->m, d->n, d->k, epi, bias, FT_LT_WORKSPACE, 0, err); /* cudaMalloc'd */
 }
 
 static ft_status lt_gemm_run(ft_baselines *b, ft_lt_gemm *l, void *Y, cudaStream_t stream, ft_err *err) {

@@ -125,7 +125,7 @@ ft_status ft_launchable_init(ft_launchable *L, ft_gpu *g, const ft_variant *v, i
     if (s == FT_OK && v->lt) s = ft_gpu_cublaslt(g, &h, err);
     if (s == FT_OK && v->lt)
       s = ft_lt_gemm_init(&t.lt, (cublasLtHandle_t)h, (ft_math)v->math, m, n, k, CUBLASLT_EPILOGUE_BIAS, NULL,
-                          FT_LAUNCH_LT_WORKSPACE, err);
+                          FT_LAUNCH_LT_WORKSPACE, 16, err); /* x, W, y and the bias: 16-byte aligned (alignment) */
     if (s == FT_OK && v->lt) {
       const cudaError_t e = cudaMalloc(&t.lt_ws, FT_LAUNCH_LT_WORKSPACE);
       if (e != cudaSuccess) s = ft_cuda_fail(err, e, "cudaMalloc (cuBLASLt workspace)");

@@ -21,7 +21,7 @@ static ft_status set_bias(ft_lt_gemm *l, const void *bias, ft_err *err) {
 }
 
 static ft_status build(ft_lt_gemm *l, cublasLtHandle_t h, ft_math math, int m, int n, int k, cublasLtEpilogue_t epi,
-                       const void *bias, size_t ws_bytes, ft_err *err) {
+                       const void *bias, size_t ws_bytes, uint32_t min_align, ft_err *err) {
   cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
   const ft_dtype dt = ft_math_dtype(math);
   l->type = dt == FT_DTYPE_BF16 ? CUDA_R_16BF : dt == FT_DTYPE_F16 ? CUDA_R_16F : CUDA_R_32F;
@@ -30,12 +30,10 @@ static ft_status build(ft_lt_gemm *l, cublasLtHandle_t h, ft_math math, int m, i
   FT_CUBLAS_TRY(err, cublasLtMatmulDescSetAttribute(l->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
   FT_CUBLAS_TRY(err, cublasLtMatmulDescSetAttribute(l->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
   FT_CUBLAS_TRY(err, cublasLtMatmulDescSetAttribute(l->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
-  if (bias) {
-    const int32_t bias_type = (int32_t)l->type;
-    FT_TRY(set_bias(l, bias, err));
-    FT_CUBLAS_TRY(err, cublasLtMatmulDescSetAttribute(l->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
-                                                      sizeof bias_type));
-  }
+  const int32_t bias_type = (int32_t)l->type; /* the launch path sets the pointer per launch */
+  FT_CUBLAS_TRY(err, cublasLtMatmulDescSetAttribute(l->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
+                                                    sizeof bias_type));
+  if (bias) FT_TRY(set_bias(l, bias, err));
   /* Column-major view: y^T [n x m] = (W as [k x n])^T (x as [k x m]). */
   FT_CUBLAS_TRY(err, cublasLtMatrixLayoutCreate(&l->la, l->type, (uint64_t)k, (uint64_t)n, k));
   FT_CUBLAS_TRY(err, cublasLtMatrixLayoutCreate(&l->lb, l->type, (uint64_t)k, (uint64_t)m, k));
@@ -45,6 +43,12 @@ static ft_status build(ft_lt_gemm *l, cublasLtHandle_t h, ft_math math, int m, i
   size_t ws = ws_bytes;
   l->ws_bytes = ws_bytes;
   cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+  /* An algorithm that takes pointers of this alignment only (cuBLASLt assumes 256 bytes). */
+  static const cublasLtMatmulPreferenceAttributes_t k_align[] = {
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  for (size_t i = 0; i < 4 && s == CUBLAS_STATUS_SUCCESS && min_align; i++)
+    s = cublasLtMatmulPreferenceSetAttribute(pref, k_align[i], &min_align, sizeof min_align);
   cublasLtMatmulHeuristicResult_t heur;
   int found = 0;
   if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatmulAlgoGetHeuristic(h, l->op, l->la, l->lb, l->lc, l->lc, pref, 1, &heur, &found);
@@ -59,9 +63,9 @@ static ft_status build(ft_lt_gemm *l, cublasLtHandle_t h, ft_math math, int m, i
 }
 
 ft_status ft_lt_gemm_init(ft_lt_gemm *l, cublasLtHandle_t h, ft_math math, int m, int n, int k, cublasLtEpilogue_t epi,
-                          const void *bias, size_t ws_bytes, ft_err *err) {
+                          const void *bias, size_t ws_bytes, uint32_t min_align, ft_err *err) {
   memset(l, 0, sizeof *l);
-  const ft_status s = build(l, h, math, m, n, k, epi, bias, ws_bytes, err);
+  const ft_status s = build(l, h, math, m, n, k, epi, bias, ws_bytes, min_align, err);
   if (s != FT_OK) ft_lt_gemm_free(l);
   return s;
 }
