@@ -40,6 +40,16 @@ static int same_tree(const ep_node *nodes, int a, int b) {
 
 int ft_ep_fast_forms(ft_math math) { return math == FT_MATH_TF32 || math == FT_MATH_BF16 || math == FT_MATH_FP16; }
 
+/* Whether node k (or a repetition of its expression) is an operand of a node other than parent. */
+static int used_elsewhere(const ft_epilogue *ep, int k, int parent) {
+  for (int i = 0; i < ep->nnodes; i++) {
+    if (i == parent || same_tree(ep->nodes, i, parent)) continue;
+    for (int j = 0; j < ep->nodes[i].nkids; j++)
+      if (same_tree(ep->nodes, ep->nodes[i].kid[j], k)) return 1;
+  }
+  return 0;
+}
+
 ft_ep_cost ft_ep_cost_of(const ft_epilogue *ep, int fast) {
   ft_ep_cost c = {0, 0};
   if (!ep) return c;
@@ -62,9 +72,11 @@ ft_ep_cost ft_ep_cost_of(const ft_epilogue *ep, int fast) {
         break;
       case N_CALL:
         if (nd->fn == FN_TANH && nodes[nd->kid[0]].kind == N_CALL && nodes[nd->kid[0]].fn == FN_SOFTPLUS) {
-          /* The pair is one function: its softplus was counted alone already; take it back. */
-          c.fp32 += k_tanh_softplus_cost[f][0] - k_fn_cost[FN_SOFTPLUS][f][0];
-          c.mufu += k_tanh_softplus_cost[f][1] - k_fn_cost[FN_SOFTPLUS][f][1];
+          /* The pair is one function; its softplus, counted already, is evaluated alone only where
+           * something else uses it. */
+          c.fp32 += k_tanh_softplus_cost[f][0], c.mufu += k_tanh_softplus_cost[f][1];
+          if (!used_elsewhere(ep, nd->kid[0], n))
+            c.fp32 -= k_fn_cost[FN_SOFTPLUS][f][0], c.mufu -= k_fn_cost[FN_SOFTPLUS][f][1];
         } else {
           c.fp32 += k_fn_cost[nd->fn][f][0], c.mufu += k_fn_cost[nd->fn][f][1];
         }

@@ -571,6 +571,7 @@ static void test_cost(void) {
       {"tanh(softplus(x + bias)) * sigmoid(x + bias)", 1, 17, 4},
       {"x / 3", 1, 14, 1},
       {"exp(x) + exp(x)", 1, 2, 1},
+      {"tanh(softplus(x)) + softplus(x)", 1, 26, 4}, /* the softplus alone is evaluated too */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     ft_epilogue *ep = parse_ok(cases[i].text);
