@@ -145,7 +145,8 @@ typedef struct ft_problem {
 
 /* A tuned configuration as stored in the database. Plain data: copy freely. */
 typedef struct ft_config {
-  char strategy[32];                /* "fused" or "cublas+epilogue" */
+  char strategy[32];                /* "fused" or "cublas+epilogue" (cuBLAS's GEMM, or with a config's
+                                     * "lt" cuBLASLt's GEMM adding the bias, then one pass of E) */
   char name[FT_NAME_MAX];           /* variant name, e.g. "gemm_bm64_bn128_bk16_t8x8_v4_s2_k1_z8" */
   char config[FT_CONFIG_JSON_MAX];  /* variant configuration, JSON */
   char source_hash[17];             /* hash of the kernel source that was measured */

@@ -34,7 +34,7 @@ extern "C" {
  * database and the exports store generated from them. */
 #define FT_STRATEGY_MAP(X)                                                 \
   X(FUSED, "fused")                     /* a GEMM kernel with E fused */   \
-  X(CUBLAS_EPILOGUE, "cublas+epilogue") /* cuBLAS GEMM + one E pass */     \
+  X(CUBLAS_EPILOGUE, "cublas+epilogue") /* cuBLAS(Lt) GEMM + one E pass */ \
   X(EAGER, "eager")                     /* baseline: GEMM + a kernel per op */ \
   X(CUBLAS_GEMM, "cublas_gemm")         /* baseline: the GEMM alone */     \
   X(CUBLASLT, "cublaslt")               /* baseline: cuBLASLt's own epilogue */
