@@ -123,8 +123,9 @@ ft_status ft_launchable_init(ft_launchable *L, ft_gpu *g, const ft_variant *v, i
     ft_status s = ft_gpu_cublas(g, &h, err);
     /* lt: cuBLASLt's GEMM with its BIAS epilogue; the bias pointer comes with each launch. */
     if (s == FT_OK && v->lt) s = ft_gpu_cublaslt(g, &h, err);
+    if (s == FT_OK && v->lt) t.lt_handle = (cublasLtHandle_t)h;
     if (s == FT_OK && v->lt)
-      s = ft_lt_gemm_init(&t.lt, (cublasLtHandle_t)h, (ft_math)v->math, m, n, k, CUBLASLT_EPILOGUE_BIAS, NULL,
+      s = ft_lt_gemm_init(&t.lt, t.lt_handle, (ft_math)v->math, m, n, k, CUBLASLT_EPILOGUE_BIAS, NULL,
                           FT_LAUNCH_LT_WORKSPACE, 16, err); /* x, W, y and the bias: 16-byte aligned (alignment) */
     if (s == FT_OK && v->lt) {
       const cudaError_t e = cudaMalloc(&t.lt_ws, FT_LAUNCH_LT_WORKSPACE);
@@ -171,9 +172,7 @@ ft_status ft_launchable_enqueue(ft_launchable *L, const void *x, const void *w, 
     if (!bias || (uintptr_t)bias % 16)
       return ft__fail(err, FT_ERR_INVALID_ARG, "the epilogue's bias (vector slot %d) must be bound and 16-byte aligned: "
                       "this configuration (\"lt\") adds it in cuBLASLt's GEMM", L->v.lt - 1);
-    void *h;
-    FT_TRY(ft_gpu_cublaslt(L->g, &h, err));
-    FT_TRY(ft_lt_gemm_run(&L->lt, (cublasLtHandle_t)h, x, w, y, bias, L->lt_ws, stream, err));
+    FT_TRY(ft_lt_gemm_run(&L->lt, L->lt_handle, x, w, y, bias, L->lt_ws, stream, err));
   } else if (L->fam->after_cublas) {
     FT_TRY(ft_cublas_gemm(L->g, (ft_math)L->v.math, x, w, y, L->m, L->n, L->k, stream, err));
   }

@@ -18,6 +18,7 @@ typedef struct ft_launchable {
   unsigned *flags; /* geom.flag_bytes of device memory, zeroed at init, owned */
   ft_gpu *g; /* for the cuBLAS GEMM a family that runs after cuBLAS needs (not owned) */
   ft_lt_gemm lt; /* an epilogue pass's lt: cuBLASLt's GEMM with the bias folded in */
+  cublasLtHandle_t lt_handle; /* the device's (ft_gpu_cublaslt), not owned */
   void *lt_ws;   /* its workspace, owned */
   int m, n, k;
   /* The main kernel's argument list of the last launch and what it was built from: a launch

@@ -162,15 +162,22 @@ static ft_variant pick_variant(int64_t m, int64_t n, int64_t k, int64_t m2, int6
   return out;
 }
 
-static void test_lookup(void) {
-  ft_device_info dev;
-  ft_device_limits lim;
-  fake_device(&dev, &lim);
+/* The test database with the fake device in it (NULL after a failed assertion). */
+static ft_db *open_fake_db(ft_device_info *dev, ft_device_limits *lim, int64_t *dev_id) {
+  fake_device(dev, lim);
   ft_err e;
   ft_db *db = NULL;
   ASSERT_OK(ft_db_open(path, FT_DB_CREATE, &db, &e));
+  if (db) ASSERT_OK(ft_db_upsert_device(db, dev, dev_id, &e));
+  return db;
+}
+
+static void test_lookup(void) {
+  ft_device_info dev;
+  ft_device_limits lim;
   int64_t dev_id = 0;
-  ASSERT_OK(ft_db_upsert_device(db, &dev, &dev_id, &e));
+  ft_db *db = open_fake_db(&dev, &lim, &dev_id);
+  if (!db) return;
   ft_variant v = pick_variant(128, 4096, 4096, 256, 4096, 4096, &lim);
   ASSERT_TRUE(v.bm > 0);
   store_result(db, dev_id, 128, 4096, 4096, "minsub", &v, 0.5, NULL);
@@ -232,12 +239,9 @@ static void test_lookup(void) {
 static void test_buckets(void) {
   ft_device_info dev;
   ft_device_limits lim;
-  fake_device(&dev, &lim);
-  ft_err e;
-  ft_db *db = NULL;
-  ASSERT_OK(ft_db_open(path, FT_DB_CREATE, &db, &e));
   int64_t dev_id = 0;
-  ASSERT_OK(ft_db_upsert_device(db, &dev, &dev_id, &e));
+  ft_db *db = open_fake_db(&dev, &lim, &dev_id);
+  if (!db) return;
   ft_variant v = pick_variant(1, 256, 64, 2048, 256, 64, &lim);
   ASSERT_TRUE(v.bm > 0);
   store_result(db, dev_id, 16, 256, 64, "biasrelu", &v, 0.016, NULL);
