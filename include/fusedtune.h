@@ -86,31 +86,44 @@ FT_API const char *ft_status_string(ft_status s);
  *   fp16  as bf16 with fp16 storage (~3e-4).
  *   3xtf32  x, W, y, vectors fp32; each operand split into big = tf32(v) and small = tf32(v - big),
  *         three tensor-core products (small.big, big.small, big.big) with the partial sums taken
- *         into fp32 registers every few k: fp32-class error (<= 1e-5 vs float64, as fp32). */
+ *         into fp32 registers every few k: fp32-class error (<= 1e-5 vs float64, as fp32).
+ *   fp8   x and W e4m3 (FT_DTYPE_E4M3, both [.., K] row-major as nn.Linear holds them), y and
+ *         the bias bf16, the scales fp32: y = E(sum_k x W) with the dequantizing scales applied by E
+ *         ("relu(x * sx * sw + bias) where row sx, col sw"; scalar for per tensor, docs/MODES.md);
+ *         fp32 accumulation (partial sums promoted into fp32 registers every few k tiles). K a
+ *         multiple of 16. Launched with ft_plan_launch_typed (element type per tensor). */
 #define FT_MATH_MAP(X)   \
   X(FP32, 0, "fp32")     \
   X(TF32, 1, "tf32")     \
   X(BF16, 2, "bf16")     \
   X(FP16, 3, "fp16")     \
-  X(3XTF32, 4, "3xtf32")
+  X(3XTF32, 4, "3xtf32") \
+  X(FP8, 5, "fp8")
 
 typedef enum ft_math {
 #define FT_MATH_ENUM_(name, value, text) FT_MATH_##name = value,
   FT_MATH_MAP(FT_MATH_ENUM_)
 #undef FT_MATH_ENUM_
 } ft_math;
-#define FT_MATH_COUNT 5
+#define FT_MATH_COUNT 6
 
 /* Element type of the tensors a launch binds: FT_DTYPE_F32 in fp32, tf32 and 3xtf32 modes, BF16 / F16
- * in bf16 / fp16 modes. */
-typedef enum ft_dtype { FT_DTYPE_F32 = 0, FT_DTYPE_BF16 = 1, FT_DTYPE_F16 = 2 } ft_dtype;
+ * in bf16 / fp16 modes; in fp8 mode x and W are E4M3 (float8_e4m3fn: 1 sign, 4 exponent bits of bias
+ * 7, 3 mantissa bits, no infinities, largest finite 448), y and the bias BF16, every other vector
+ * (the scales) F32. */
+typedef enum ft_dtype { FT_DTYPE_F32 = 0, FT_DTYPE_BF16 = 1, FT_DTYPE_F16 = 2, FT_DTYPE_E4M3 = 3 } ft_dtype;
 
-/* "fp32", "tf32", "bf16", "fp16", "3xtf32"; "?" outside the list. Static, thread-safe. */
+/* "fp32", "tf32", "bf16", "fp16", "3xtf32", "fp8"; "?" outside the list. Static, thread-safe. */
 FT_API const char *ft_math_name(ft_math m);
 /* The mode named text: 1 and *out set, else 0. Thread-safe. */
 FT_API int ft_math_from_name(const char *text, ft_math *out);
-/* The element type of mode m's tensors. Thread-safe. */
+/* The element type of mode m's input tensors x and W (FT_DTYPE_E4M3 in fp8; ft_math_out_dtype for y).
+ * Thread-safe. */
 FT_API ft_dtype ft_math_dtype(ft_math m);
+/* The element type of mode m's output y and its bias (FT_DTYPE_BF16 in fp8, else ft_math_dtype). */
+FT_API ft_dtype ft_math_out_dtype(ft_math m);
+/* "fp32", "bf16", "fp16", "e4m3"; "?" outside the list. Static, thread-safe. */
+FT_API const char *ft_dtype_name(ft_dtype d);
 
 typedef struct ft_ctx ft_ctx;   /* a database connection plus (lazily) a CUDA device */
 typedef struct ft_plan ft_plan; /* a loaded, ready-to-launch kernel configuration */
@@ -121,7 +134,7 @@ typedef struct ft_problem {
   int64_t n;            /* output features: rows of W, columns of y */
   int64_t k;            /* input features: columns of x and W */
   const char *epilogue; /* expression or preset name, e.g. "minsub", "relu(x + bias)" */
-  ft_math math;         /* FT_MATH_FP32 (0), TF32, BF16, FP16 or 3XTF32 */
+  ft_math math;         /* FT_MATH_FP32 (0), TF32, BF16, FP16, 3XTF32 or FP8 */
 } ft_problem;
 
 /* Flags of ft_open. */
@@ -252,7 +265,8 @@ typedef struct ft_scalar_arg {
 /* Launch arguments: device pointers, bound by name. A name the epilogue needs that is not
  * bound here is an error unless the expression gives it a default (scalars only). dtype says
  * what x, w, y and the vectors hold; it must be the plan's mode's (ft_math_dtype), else
- * FT_ERR_INVALID_ARG: a zero-initialized ft_args means fp32 tensors. */
+ * FT_ERR_INVALID_ARG: a zero-initialized ft_args means fp32 tensors. One dtype for all cannot
+ * say what an fp8 plan binds: those take ft_typed_args (ft_plan_launch refuses them). */
 typedef struct ft_args {
   const void *x; /* [m, k] row-major */
   const void *w; /* [n, k] row-major */
@@ -271,6 +285,34 @@ typedef struct ft_args {
  * or unknown names -> FT_ERR_INVALID_ARG with a message on the plan's context, nothing launched.
  * Returns FT_OK, FT_ERR_INVALID_ARG, FT_ERR_CUDA, FT_ERR_CUBLAS. */
 FT_API ft_status ft_plan_launch(ft_plan *plan, const ft_args *args, cudaStream_t stream);
+
+/* A tensor bound at launch with its element type: x, w, y, or a vector named by the epilogue. */
+typedef struct ft_tensor_arg {
+  const char *name; /* the epilogue's name for a vector; ignored for x, w and y */
+  const void *data; /* device pointer */
+  ft_dtype dtype;   /* what data holds */
+} ft_tensor_arg;
+
+/* Launch arguments with the element type of every tensor: what an fp8 plan needs (e4m3 x and w,
+ * bf16 y and bias, fp32 scale vectors; ft_math_dtype, ft_math_out_dtype), and valid for every
+ * mode. struct_size = sizeof(ft_typed_args) (FT_TYPED_ARGS_INIT), so the struct can grow. */
+typedef struct ft_typed_args {
+  size_t struct_size;
+  ft_tensor_arg x; /* [m, k] row-major (fp8: e4m3, K-major as nn.Linear's input) */
+  ft_tensor_arg w; /* [n, k] row-major (fp8: e4m3) */
+  ft_tensor_arg y; /* [m, n] row-major, written (fp8: bf16) */
+  const ft_tensor_arg *vecs;
+  int n_vecs;
+  const ft_scalar_arg *scalars; /* fp8 per-tensor scales are scalars ("scalar sx") */
+  int n_scalars;
+} ft_typed_args;
+#define FT_TYPED_ARGS_INIT {sizeof(ft_typed_args), {0}, {0}, {0}, 0, 0, 0, 0}
+
+/* As ft_plan_launch, with each tensor's element type checked against what the plan reads or
+ * writes there: any mismatch (an fp16 y for a bf16 output, a bf16 scale where the plan reads
+ * fp32) is FT_ERR_INVALID_ARG naming the tensor, nothing launched, never a reinterpretation.
+ * Returns FT_OK, FT_ERR_INVALID_ARG, FT_ERR_CUDA, FT_ERR_CUBLAS. */
+FT_API ft_status ft_plan_launch_typed(ft_plan *plan, const ft_typed_args *args, cudaStream_t stream);
 
 /* Frees the plan and its device resources. NULL is a no-op. */
 FT_API void ft_plan_destroy(ft_plan *plan);

@@ -10,6 +10,7 @@
 #include "launch.h"
 #include "api_internal.h"
 #include "best.h"
+#include "fp8.h"
 #include "search.h"
 #include "tuner.h"
 
@@ -97,7 +98,7 @@ static ft_status check_problem(ft_ctx *ctx, const ft_problem *p, const ft_epilog
     ctx->last_ep_text = text;
   }
   *ep = ctx->last_ep;
-  return FT_OK;
+  return ft_fp8_check(p->math, p->k, *ep, NULL, &ctx->err);
 }
 
 /* The caller's current CUDA device ("this GPU" in the header). */
@@ -513,6 +514,10 @@ ft_status ft_plan_create(ft_ctx *ctx, const ft_problem *p, const ft_config *cfg,
   return FT_OK;
 }
 
+ft_err *ft__plan_err(ft_plan *plan) { return &plan->ctx->err; }
+int ft__plan_math(const ft_plan *plan) { return plan->run.v.math; }
+const ft_epilogue *ft__plan_ep(const ft_plan *plan) { return plan->ep; }
+
 void ft_plan_destroy(ft_plan *plan) {
   if (!plan) return;
   ft_launchable_free(&plan->run);
@@ -560,16 +565,22 @@ ft_status ft_plan_launch(ft_plan *plan, const ft_args *args, cudaStream_t stream
   if (!plan) return FT_ERR_INVALID_ARG;
   ft_err *err = &plan->ctx->err;
   if (!args) return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch: args is NULL");
-  if (!args->x || !args->w || !args->y) return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch: x, w and y must be set");
-  if ((args->n_vecs && !args->vecs) || (args->n_scalars && !args->scalars) || args->n_vecs < 0 || args->n_scalars < 0)
-    return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch: vecs/scalars arrays do not match their counts");
-  static const char *const dtypes[] = {"fp32", "bf16", "fp16"};
   const ft_dtype want = ft_math_dtype((ft_math)plan->run.v.math);
+  if (plan->run.v.math == FT_MATH_FP8)
+    return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch: an fp8 plan binds e4m3, bf16 and fp32 tensors: launch "
+                                             "it with ft_plan_launch_typed (each tensor's element type)");
   if (args->dtype != want)
     return ft__fail(err, FT_ERR_INVALID_ARG,
                     "ft_plan_launch: args.dtype %s, but the plan computes in %s on %s tensors (set args.dtype)",
-                    (unsigned)args->dtype < 3 ? dtypes[args->dtype] : "(invalid)",
-                    ft_math_name((ft_math)plan->run.v.math), dtypes[want]);
+                    ft_dtype_name(args->dtype), ft_math_name((ft_math)plan->run.v.math), ft_dtype_name(want));
+  return ft__plan_enqueue(plan, args, stream);
+}
+
+ft_status ft__plan_enqueue(ft_plan *plan, const ft_args *args, cudaStream_t stream) {
+  ft_err *err = &plan->ctx->err;
+  if (!args->x || !args->w || !args->y) return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch: x, w and y must be set");
+  if ((args->n_vecs && !args->vecs) || (args->n_scalars && !args->scalars) || args->n_vecs < 0 || args->n_scalars < 0)
+    return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch: vecs/scalars arrays do not match their counts");
   if (ft_launchable_check(&plan->run, args->x, args->w, args->y, plan->name, err) != FT_OK) {
     char msg[sizeof err->msg];
     snprintf(msg, sizeof msg, "%s", err->msg);
@@ -598,6 +609,9 @@ ft_status ft__tune_summary(ft_ctx *ctx, const ft_problem *p, const ft_tune_optio
   int max_cand = FT_OPT_HAS(opt, max_candidates) ? opt->max_candidates : 0;
   if (max_cand < 0) return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune: max_candidates must be >= 0");
   if (ctx->flags & FT_OPEN_READONLY) return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune: the database was opened read-only");
+  if (p->math == FT_MATH_FP8)
+    return fail(ctx, FT_ERR_UNSUPPORTED, "fp8: tuning is not available yet (no e4m3 kernel or cuBLASLt FP8 strategy is "
+                                         "built into the tuner); plans, launches and the quantizer are");
   const char *worker = FT_OPT_HAS(opt, worker_exe) && opt->worker_exe ? opt->worker_exe : ft_default_worker();
   const ft_tune_problem problem = {.m = p->m, .n = p->n, .k = p->k, .math = p->math, .ep = ep,
                                    .epilogue = p->epilogue};

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "api_internal.h"
+#include "fp8.h"
 
 void ft__copy_msg(char *msg, size_t msg_size, const char *text) {
   if (msg && msg_size > 0) ft__fit_text(msg, msg_size, text, strlen(text));
@@ -16,7 +17,7 @@ ft_status ft__check_problem(const ft_problem *p, ft_err *err) {
   FT_TRY(ft_check_shape(p->m, p->n, p->k, err)); /* the kernels' limits */
   if (!p->epilogue) return ft__fail(err, FT_ERR_INVALID_ARG, "problem epilogue is NULL (use \"none\" for no epilogue)");
   if ((unsigned)p->math >= FT_MATH_COUNT)
-    return ft__fail(err, FT_ERR_UNSUPPORTED, "math mode %d: must be one of FT_MATH_FP32, TF32, BF16, FP16, 3XTF32",
+    return ft__fail(err, FT_ERR_UNSUPPORTED, "math mode %d: must be one of FT_MATH_FP32, TF32, BF16, FP16, 3XTF32, FP8",
                     (int)p->math);
   return FT_OK;
 }
@@ -27,6 +28,7 @@ ft_status ft_check_problem(const ft_problem *p, char *msg, size_t msg_size) {
   ft_status s = ft__check_problem(p, &err);
   ft_epilogue *ep = NULL;
   if (s == FT_OK) s = ft_ep_parse(p->epilogue, &ep, &err);
+  if (s == FT_OK) s = ft_fp8_check(p->math, p->k, ep, NULL, &err);
   ft_ep_free(ep);
   if (s != FT_OK) ft__copy_msg(msg, msg_size, err.msg[0] ? err.msg : ft_status_string(s));
   return s;

@@ -49,6 +49,13 @@ ft_status ft__lookup_within(ft_ctx *ctx, const char *device_name, const ft_probl
 ft_status ft__tune_summary(ft_ctx *ctx, const ft_problem *p, const ft_tune_options *opt,
                            ft_tune_summary *sum);
 
+/* A plan's error record, mode and epilogue; ft__plan_enqueue checks the pointers, binds args by
+ * name and enqueues (the element types checked by the caller: ft_plan_launch, api_launch.c). */
+ft_err *ft__plan_err(ft_plan *plan);
+int ft__plan_math(const ft_plan *plan);
+const ft_epilogue *ft__plan_ep(const ft_plan *plan);
+ft_status ft__plan_enqueue(ft_plan *plan, const ft_args *args, cudaStream_t stream);
+
 /* Copies a message into a caller buffer (msg may be NULL, msg_size 0). */
 void ft__copy_msg(char *msg, size_t msg_size, const char *text);
 

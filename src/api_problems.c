@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "api_internal.h"
+#include "fp8.h"
 #include "fusedtune_tool.h"
 #include "json.h"
 
@@ -184,7 +185,7 @@ static ft_status add_entry(builder *b, int line, int entry, const char *shape, c
   if (is_auto) n_modes = 3;
   else if (math && math[0] && !ft_math_from_name(math, &p.math)) {
     char why[200];
-    snprintf(why, sizeof why, "unknown math '%.60s' (fp32, tf32, bf16, fp16, 3xtf32, auto)", math);
+    snprintf(why, sizeof why, "unknown math '%.60s' (fp32, tf32, bf16, fp16, 3xtf32, fp8, auto)", math);
     return bad_entry(b, line, entry, why);
   }
   ft_epilogue *ep = NULL;
@@ -195,7 +196,11 @@ static ft_status add_entry(builder *b, int line, int entry, const char *shape, c
   if (s == FT_OK) p.m = hi, s = ft__check_problem(&p, &e);
   const int n_ms = s == FT_OK ? ft_shape_range_values(lo, hi, ms, FT_SHAPE_RANGE_MAX) : 0;
   if (s == FT_OK) s = ft_ep_parse(p.epilogue, &ep, &e);
-  if (s != FT_OK) return bad_entry(b, line, entry, e.msg);
+  if (s == FT_OK) s = ft_fp8_check(p.math, p.k, ep, NULL, &e);
+  if (s != FT_OK) {
+    ft_ep_free(ep);
+    return bad_entry(b, line, entry, e.msg);
+  }
   p.epilogue = ft_ep_canonical(ep);
   for (int j = 0; j < n_ms && s == FT_OK; j++)
     for (int i = 0; i < n_modes && s == FT_OK; i++) {

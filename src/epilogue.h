@@ -85,6 +85,10 @@ typedef struct ft_ep_eager {
 ft_status ft_ep_eager_plan(const ft_epilogue *ep, ft_ep_eager *out, ft_err *err);
 
 /* The presets, for listing: name and expression text. Returns the count; *names may be NULL. */
+/* fp8: whether E multiplies x by the parameters sx and sw, each once and used nowhere else
+ * (epilogue_fp8.c); 1 with their slots, else 0 and a one-line reason in why. */
+int ft_ep_fp8_scales(const ft_epilogue *ep, int *sx_slot, int *sw_slot, char *why, size_t why_size);
+
 int ft_ep_presets(const char *const **names, const char *const **texts);
 
 #endif

@@ -38,7 +38,9 @@ static int same_tree(const ep_node *nodes, int a, int b) {
   return 1;
 }
 
-int ft_ep_fast_forms(ft_math math) { return math == FT_MATH_TF32 || math == FT_MATH_BF16 || math == FT_MATH_FP16; }
+int ft_ep_fast_forms(ft_math math) {
+  return math == FT_MATH_TF32 || math == FT_MATH_BF16 || math == FT_MATH_FP16 || math == FT_MATH_FP8;
+}
 
 /* Whether node k (or a repetition of its expression) is an operand of a node other than parent. */
 static int used_elsewhere(const ft_epilogue *ep, int k, int parent) {

@@ -57,5 +57,12 @@ int ft_math_from_name(const char *text, ft_math *out) {
 }
 
 ft_dtype ft_math_dtype(ft_math m) {
-  return m == FT_MATH_BF16 ? FT_DTYPE_BF16 : m == FT_MATH_FP16 ? FT_DTYPE_F16 : FT_DTYPE_F32;
+  return m == FT_MATH_BF16 ? FT_DTYPE_BF16 : m == FT_MATH_FP16 ? FT_DTYPE_F16 : m == FT_MATH_FP8 ? FT_DTYPE_E4M3 : FT_DTYPE_F32;
+}
+
+ft_dtype ft_math_out_dtype(ft_math m) { return m == FT_MATH_FP8 ? FT_DTYPE_BF16 : ft_math_dtype(m); }
+
+const char *ft_dtype_name(ft_dtype d) {
+  static const char *const names[] = {"fp32", "bf16", "fp16", "e4m3"};
+  return (unsigned)d < sizeof names / sizeof *names ? names[d] : "?";
 }

@@ -8,7 +8,7 @@ double bs_cost(int64_t m, int64_t n, int64_t k, ft_math math) {
    * since only the order of the problems matters. */
   static const double rate[FT_MATH_COUNT] = {
       [FT_MATH_FP32] = 5e13, [FT_MATH_TF32] = 4e14, [FT_MATH_BF16] = 8e14, [FT_MATH_FP16] = 8e14,
-      [FT_MATH_3XTF32] = 1.5e14};
+      [FT_MATH_3XTF32] = 1.5e14, [FT_MATH_FP8] = 1.5e15};
   const double fixed_s = 8.0;    /* compilation, baselines, the worker's start */
   const double timed_calls = 2e3; /* candidates x repeats, screening included */
   const double r = (unsigned)math < FT_MATH_COUNT ? rate[math] : rate[FT_MATH_FP32];

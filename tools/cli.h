@@ -66,6 +66,8 @@ int parse_int(const char *s, long lo, long hi, long *out);
 /* Parses --shape and --epilogue into p (p->epilogue = epi) and checks it with the library.
  * Returns 0, or the exit code after printing the error. */
 int cli_problem(const char *cmd, const char *shape, const char *epi, ft_problem *p);
+/* p with its math set to math, checked again (a mode may have rules of its own: fp8). */
+int cli_problem_math(const char *cmd, ft_problem *p, ft_math math);
 
 /* This executable, through /proc/self/exe, in buf; NULL when that cannot be read. The tuner's
  * candidate workers and tune --problems's children run it. */

@@ -102,7 +102,11 @@ int cli_problem(const char *cmd, const char *shape, const char *epi, ft_problem 
   int rc = parse_shape(cmd, shape, p);
   if (rc) return rc;
   p->epilogue = epi;
-  p->math = FT_MATH_FP32;
+  return cli_problem_math(cmd, p, FT_MATH_FP32);
+}
+
+int cli_problem_math(const char *cmd, ft_problem *p, ft_math math) {
+  p->math = math;
   char why[2048];
   ft_status s = ft_check_problem(p, why, sizeof why);
   if (s == FT_OK) return 0;

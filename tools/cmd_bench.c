@@ -39,7 +39,7 @@ static int parse_bench_args(int argc, char **argv, const char **shape, const cha
 
 int cmd_bench(cli *c, int argc, char **argv) {
   if (wants_help(argc, argv, "usage: fusedtune [--db PATH] bench --shape MxNxK --epilogue E [--math M] [--repeats N]\n"
-                   "Times in one run, in math mode M (fp32, tf32, bf16, fp16, 3xtf32; default fp32): the eager-style\n"
+                   "Times in one run, in math mode M (fp32, tf32, bf16, fp16, 3xtf32, fp8; default fp32): the eager-style\n"
                    "baseline, cuBLAS GEMM alone, cuBLAS's GEMM of that mode at 8192^3 (the mode's peak reference\n"
                    "on this GPU) and the best configuration stored for the problem, and prints the ratios.\n"
                    "When the stored best is not a fused GEMM kernel, the fastest fused GEMM stored is timed too.\n"
@@ -53,7 +53,8 @@ int cmd_bench(cli *c, int argc, char **argv) {
   if (!shape) return usage_error("bench", "--shape MxNxK is required");
   ft_problem p;
   if ((rc = cli_problem("bench", shape, epi, &p))) return rc;
-  if (!parse_math(math, &p.math)) return usage_error("bench", "unknown --math '%s' (fp32, tf32, bf16, fp16, 3xtf32)", math);
+  if (!parse_math(math, &p.math)) return usage_error("bench", "unknown --math '%s' (fp32, tf32, bf16, fp16, 3xtf32, fp8)", math);
+  if ((rc = cli_problem_math("bench", &p, p.math))) return rc;
   ft_ctx *ctx = NULL;
   if ((rc = cli_open(c, 0, &ctx))) return rc; /* a missing database is a failure, not "not tuned" */
   ft_bench_report r;

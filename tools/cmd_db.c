@@ -359,7 +359,7 @@ int cmd_query(cli *c, int argc, char **argv) {
       const char *v = opt_value(&it, a);
       if (!v) return EXIT_USAGE;
       if (!parse_math(v, &math))
-        return usage_error("query", "unknown --math '%s' (fp32, tf32, bf16, fp16, 3xtf32)", v);
+        return usage_error("query", "unknown --math '%s' (fp32, tf32, bf16, fp16, 3xtf32, fp8)", v);
       continue;
     } else if (!strncmp(a, "--tolerance", 11) && (a[11] == 0 || a[11] == '=')) {
       const char *v = opt_value(&it, a);
@@ -381,8 +381,7 @@ int cmd_query(cli *c, int argc, char **argv) {
     return usage_error("query", "--device-name is %zu bytes long: device names are at most 255", strlen(devname));
   ft_problem p;
   int rc = cli_problem("query", shape, epi, &p);
-  if (rc) return rc;
-  p.math = math;
+  if (rc || (rc = cli_problem_math("query", &p, math))) return rc;
   ft_ctx *ctx = NULL;
   if ((rc = cli_open(c, 0, &ctx))) return rc;
   ft_best_entry *e = malloc(sizeof *e);

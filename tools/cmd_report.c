@@ -20,7 +20,7 @@ static const char *report_help =
     "options.\n"
     "The database is opened read-only: a database imported from another machine works.\n"
     "  --shape MxNxK --epilogue E   one problem, as tune names it (default: every tuned problem)\n"
-    "  --math M         with --shape: only that math mode (fp32, tf32, bf16, fp16, 3xtf32; default: every mode)\n"
+    "  --math M         with --shape: only that math mode (fp32, tf32, bf16, fp16, 3xtf32, fp8; default: every mode)\n"
     "  -o, --out FILE   the HTML file; replaced only when complete, keeping its mode; a FILE that is not\n"
     "                   a regular file (a device, FIFO, symbolic link) or is the database is refused\n"
     "Exit status 3 when nothing is stored (for the problem): FILE then says so, and no chart is drawn.\n"
@@ -63,7 +63,8 @@ static int problem_of(const report_args *a, ft_problem *p, char *filter, size_t 
   int rc = cli_problem("report", a->shape, a->epilogue, p);
   if (rc) return rc;
   if (a->math && !parse_math(a->math, &p->math))
-    return usage_error("report", "unknown --math '%s' (fp32, tf32, bf16, fp16, 3xtf32)", a->math);
+    return usage_error("report", "unknown --math '%s' (fp32, tf32, bf16, fp16, 3xtf32, fp8)", a->math);
+  if ((rc = cli_problem_math("report", p, p->math))) return rc;
   snprintf(filter, cap, "%lldx%lldx%lld %s%s%s", (long long)p->m, (long long)p->n, (long long)p->k, a->epilogue,
            a->math ? " " : "", a->math ? ft_math_name(p->math) : "");
   return 0;

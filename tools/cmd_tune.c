@@ -106,7 +106,7 @@ int tune_parse_args(int argc, char **argv, tune_cli *t) {
         t->math_set = 1;
         if (!strcmp(v, "auto")) t->auto_math = 1;
         else if (!parse_math(v, &t->p.math))
-          return usage_error("tune", "unknown --math '%s' (fp32, tf32, bf16, fp16, 3xtf32, auto)", v);
+          return usage_error("tune", "unknown --math '%s' (fp32, tf32, bf16, fp16, 3xtf32, fp8, auto)", v);
       } else if (IS("--strategy")) {
         if (strcmp(v, "fast") && strcmp(v, "exhaustive") && strcmp(v, "random") && strcmp(v, "halving"))
           return usage_error("tune", "unknown --strategy '%s' (fast, exhaustive, random, halving)", v);
@@ -342,6 +342,7 @@ int cmd_tune(cli *c, int argc, char **argv) {
     char one[96];
     snprintf(one, sizeof one, "%lldx%lldx%lld", (long long)(end ? hi : lo), (long long)n, (long long)k);
     if ((rc = cli_problem("tune", one, t.epi, &t.p))) return rc;
+    if (!t.auto_math && (rc = cli_problem_math("tune", &t.p, math))) return rc;
   }
   const int n_ms = ft_shape_range_values(lo, hi, ms, FT_SHAPE_RANGE_MAX);
   t.p.math = math;
@@ -503,7 +504,7 @@ int cmd_variants(cli *c, int argc, char **argv) {
       return fputs("usage: fusedtune variants --shape MxNxK [--epilogue E] [--math M] [--arch sm_90] [--full]\n"
                    "                          [--compile] [--json]\n"
                    "Lists the kernel variants (fused GEMM and standalone epilogue) applicable to the problem in\n"
-                   "math mode M (fp32, tf32, bf16, fp16, 3xtf32; default fp32) on the architecture (default: the current\n"
+                   "math mode M (fp32, tf32, bf16, fp16, 3xtf32, fp8; default fp32) on the architecture (default: the current\n"
                    "GPU's, else sm_90; sm_90 and sm_90a both enable the Hopper tensor-core family), each with\n"
                    "the hash of its kernel source: the space the default (fast) search takes, or with --full the\n"
                    "larger one of `tune --strategy exhaustive` and `random` (the tensor-core family's forms the\n"
@@ -523,7 +524,8 @@ int cmd_variants(cli *c, int argc, char **argv) {
   ft_problem p;
   int rc = cli_problem("variants", shape, epi, &p);
   if (rc) return rc;
-  if (!parse_math(math, &p.math)) return usage_error("variants", "unknown --math '%s' (fp32, tf32, bf16, fp16, 3xtf32)", math);
+  if (!parse_math(math, &p.math)) return usage_error("variants", "unknown --math '%s' (fp32, tf32, bf16, fp16, 3xtf32, fp8)", math);
+  if ((rc = cli_problem_math("variants", &p, p.math))) return rc;
   char msg[2048];
   ft_variant_list *l = NULL;
   ft_variants_progress_fn progress = compile && isatty(2) ? show_compile_progress : NULL;

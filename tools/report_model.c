@@ -98,10 +98,12 @@ static void add_family_best(report_mode *m, const ft_stored_result *res) {
 }
 
 /* x [m, k], W [n, k] and each vector read once, y [m, n] written once, in the mode's element
- * type: the least any strategy moves. */
+ * types: the least any strategy moves. */
 static double compulsory_bytes(const ft_stored_problem *p) {
-  const double elem = ft_math_dtype(p->math) == FT_DTYPE_F32 ? 4 : 2;
-  double elems = (double)p->m * p->k + (double)p->n * p->k + (double)p->m * p->n;
+  const ft_dtype in = ft_math_dtype(p->math);
+  const double elem = ft_math_out_dtype(p->math) == FT_DTYPE_F32 ? 4 : 2;
+  const double in_elem = in == FT_DTYPE_E4M3 ? 1 : elem;
+  double elems = (double)p->m * p->n + ((double)p->m * p->k + (double)p->n * p->k) * in_elem / elem;
   ft_epilogue_info *info = NULL;
   if (ft_epilogue_inspect(p->epilogue, &info, NULL, 0) == FT_OK) {
     for (int i = 0; i < info->n_params; i++)

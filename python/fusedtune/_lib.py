@@ -23,7 +23,7 @@ FT_VARIANTS_FULL = 0x2
 FT_CONFIG_JSON_MAX = 512
 FT_NAME_MAX = 128
 FT_EPILOGUE_MAX_PARAMS = 8
-FT_DTYPE_F32, FT_DTYPE_BF16, FT_DTYPE_F16 = 0, 1, 2
+FT_DTYPE_F32, FT_DTYPE_BF16, FT_DTYPE_F16, FT_DTYPE_E4M3 = 0, 1, 2, 3
 FT_PARAM_TYPE_SCALAR, FT_PARAM_TYPE_COLVEC, FT_PARAM_TYPE_ROWVEC = 0, 1, 2
 
 c_enum = ctypes.c_int  # C enums with small non-negative values are int-sized (the layout test checks)

@@ -62,8 +62,9 @@ def _raise(status, message, cls=None):
 # The element type of each ft_dtype, by torch's names, and the mode a tensor of that type gets
 # when none is asked for. Math modes themselves come from the library (ft_math_name), so a mode
 # added to FT_MATH_MAP (3xtf32, on fp32 tensors) is selectable here with no change.
-DTYPE_NAMES = {_lib.FT_DTYPE_F32: "float32", _lib.FT_DTYPE_BF16: "bfloat16", _lib.FT_DTYPE_F16: "float16"}
-DTYPE_SIZES = {_lib.FT_DTYPE_F32: 4, _lib.FT_DTYPE_BF16: 2, _lib.FT_DTYPE_F16: 2}
+DTYPE_NAMES = {_lib.FT_DTYPE_F32: "float32", _lib.FT_DTYPE_BF16: "bfloat16", _lib.FT_DTYPE_F16: "float16",
+               _lib.FT_DTYPE_E4M3: "float8_e4m3fn"}
+DTYPE_SIZES = {_lib.FT_DTYPE_F32: 4, _lib.FT_DTYPE_BF16: 2, _lib.FT_DTYPE_F16: 2, _lib.FT_DTYPE_E4M3: 1}
 DEFAULT_MODE = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 
 

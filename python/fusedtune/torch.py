@@ -16,7 +16,7 @@ from torch import nn
 
 from . import core
 from ._binding import Binding, check_no_grad, check_tensor, dtype_name
-from .errors import InvalidArgumentError, NotFoundError
+from .errors import InvalidArgumentError, NotFoundError, UnsupportedError
 
 
 # The current stream's cudaStream_t of a device index, without building a torch.cuda.Stream
@@ -104,6 +104,9 @@ class FusedLinear(nn.Module):
                                            f"name: rename it in the expression")
             self.register_buffer(name, t)
         self.math = None if math is None else core.math_mode(math).name
+        if self.math == "fp8":  # its launch binds e4m3, bf16 and fp32 tensors (ft_plan_launch_typed)
+            raise UnsupportedError("FusedLinear: math fp8 is not supported yet (the C API's fp8 plans are: "
+                                   "ft_plan_launch_typed)")
         if self.math is not None:
             self._mode()  # a mode that does not fit the dtype fails now, not at the first call
         if not isinstance(db, (core.Database, type(None))):

@@ -47,7 +47,7 @@ int main(void) {
   printf("enum ft_status %zu\nenum ft_math %zu\nenum ft_dtype %zu\nenum ft_param_type %zu\nenum ft_strategy %zu\n",
          sizeof(ft_status), sizeof(ft_math), sizeof(ft_dtype), sizeof(ft_param_type), sizeof(ft_strategy));
   C(FUSEDTUNE_VERSION_NUMBER) C(FT_OPEN_READONLY) C(FT_OPEN_CREATE) C(FT_LOOKUP_NEAREST) C(FT_LOOKUP_EXACT) C(FT_MATCH_NEAREST) C(FT_MATCH_EXACT) C(FT_MATCH_BUCKET) C(FT_VARIANTS_COMPILE)
-  C(FT_CONFIG_JSON_MAX) C(FT_NAME_MAX) C(FT_EPILOGUE_MAX_PARAMS) C(FT_DTYPE_F32) C(FT_DTYPE_BF16) C(FT_DTYPE_F16)
+  C(FT_CONFIG_JSON_MAX) C(FT_NAME_MAX) C(FT_EPILOGUE_MAX_PARAMS) C(FT_DTYPE_F32) C(FT_DTYPE_BF16) C(FT_DTYPE_F16) C(FT_DTYPE_E4M3)
   C(FT_PARAM_TYPE_SCALAR) C(FT_PARAM_TYPE_COLVEC) C(FT_PARAM_TYPE_ROWVEC)
 #define STATUS_(name, value, text) printf("status FT_%s %d\n", #name, value);
   FT_STATUS_MAP(STATUS_)

@@ -67,7 +67,9 @@ class FusedLinearCpuTest(unittest.TestCase):
         self.assertEqual(FusedLinear(16, 8, math="tf32").math, "tf32")
         self.assertRejects("computes on bfloat16 tensors, but weight is float32", FusedLinear, 16, 8, math="bf16")
         with self.assertRaises(fusedtune.UnsupportedError):
-            FusedLinear(16, 8, math="fp8")
+            FusedLinear(16, 8, math="fp9")
+        self.assertRaisesRegex(fusedtune.UnsupportedError, "math fp8 is not supported yet", FusedLinear, 16, 8,
+                               math="fp8")
         layer = FusedLinear(16, 8, dtype=torch.float64)
         self.assertRejects("weight is float64", layer, torch.zeros(2, 16, dtype=torch.float64))
         layer = FusedLinear(16, 8, math="tf32").to(torch.float16)
