@@ -317,6 +317,26 @@ FT_API ft_status ft_plan_launch_typed(ft_plan *plan, const ft_typed_args *args, 
 /* Frees the plan and its device resources. NULL is a no-op. */
 FT_API void ft_plan_destroy(ft_plan *plan);
 
+/* The fp8 quantizer: a bf16 (fp16, fp32) matrix [rows, cols] row-major on the device becomes
+ * e4m3 codes [rows, cols] and fp32 scales, scale = amax / 448 (1 where amax is 0), code =
+ * e4m3(v / scale) rounded to nearest even and saturated to +-448; y's dequantized value is
+ * code * scale. FT_SCALE_ROW: a scale per row, rows of them (x per token: "row sx"; W [N, K] per
+ * output channel: "col sw"); FT_SCALE_TENSOR: one ("scalar"; read it back to bind it as a scalar).
+ * Inputs must be finite. Made once per context and device (ft_quantizer_create compiles its
+ * kernels with NVRTC, about a second); ft_quantize_e4m3 only enqueues (graph-capturable), so x
+ * can be quantized on every call and W once. */
+typedef enum ft_scaling { FT_SCALE_TENSOR = 0, FT_SCALE_ROW = 1 } ft_scaling;
+typedef struct ft_quantizer ft_quantizer;
+/* Returns FT_OK, FT_ERR_INVALID_ARG, FT_ERR_NO_DEVICE, FT_ERR_UNSUPPORTED (a GPU before sm_89,
+ * which has no e4m3 conversion), FT_ERR_COMPILE, FT_ERR_CUDA, FT_ERR_NOMEM. */
+FT_API ft_status ft_quantizer_create(ft_ctx *ctx, ft_quantizer **out);
+/* src of src_dtype (FT_DTYPE_BF16, F16 or F32), dst rows * cols bytes, scales rows (FT_SCALE_ROW)
+ * or 1 floats, all device pointers. Returns FT_OK, FT_ERR_INVALID_ARG (NULL pointers, a
+ * dimension < 1, another dtype), FT_ERR_CUDA. */
+FT_API ft_status ft_quantize_e4m3(ft_quantizer *q, const void *src, ft_dtype src_dtype, int64_t rows, int64_t cols,
+                                  ft_scaling scaling, void *dst, float *scales, cudaStream_t stream);
+FT_API void ft_quantizer_destroy(ft_quantizer *q); /* NULL is a no-op */
+
 /* One update of a running tune, given to ft_tune_options.progress. Plain data, valid only
  * during the call. */
 typedef struct ft_tune_progress {

@@ -2,9 +2,20 @@
  * of 16, the scales sx and sw multiplying x), the vector types a launch must bind, and the CLI's
  * one-line refusals. */
 #include "cli_run.h"
+#include "compile.h"
+#include "e4m3.h"
+#include "embedded.h"
 #include "fp8.h"
 #include "ft_test.h"
 #include "fusedtune.h"
+#include "numbers.h"
+
+static uint64_t next_u64(uint64_t *s) {
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
 
 static ft_status check(int64_t k, const char *epilogue, char *msg, size_t size) {
   const ft_problem p = {64, 256, k, epilogue, FT_MATH_FP8};
@@ -61,12 +72,91 @@ static void test_cli(void) {
   ASSERT_EQ_INT(lines(R.out), 1);
 }
 
+/* Every code's value; the encoder's result is the nearest code (ties to even, saturated at 448)
+ * against a search over all 254 finite codes. */
+static void test_e4m3(void) {
+  ASSERT_NEAR(ft_e4m3_to_double(0x7e), 448.0, 0);
+  ASSERT_NEAR(ft_e4m3_to_double(0x01), 0x1p-9, 0);
+  ASSERT_NEAR(ft_e4m3_to_double(0x08), 0x1p-6, 0);
+  ASSERT_NEAR(ft_e4m3_to_double(0xb8), -1.0, 0);
+  ASSERT_TRUE(isnan(ft_e4m3_to_double(0x7f)) && isnan(ft_e4m3_to_double(0xff)));
+  int bad = 0;
+  for (int c = 0; c < 256; c++)
+    if ((c & 0x7f) != 0x7f) bad += ft_e4m3_from_f32((float)ft_e4m3_to_double((uint8_t)c)) != c;
+  ASSERT_EQ_INT(bad, 0);
+  ASSERT_EQ_INT(ft_e4m3_from_f32(1000.0f), 0x7e);
+  ASSERT_EQ_INT(ft_e4m3_from_f32(-460.0f), 0xfe);
+  ASSERT_EQ_INT(ft_e4m3_from_f32(NAN), 0x7f);
+  ASSERT_EQ_INT(ft_e4m3_from_f32(1.0625f), 0x38); /* tie between 1 and 1.125: the even code */
+  ASSERT_EQ_INT(ft_e4m3_from_f32(1.1875f), 0x3a); /* tie between 1.125 and 1.25: even */
+  uint64_t s = 7;
+  for (int i = 0; i < 200000 && !bad; i++) {
+    const uint64_t z = next_u64(&s);
+    const float f = ldexpf((float)(z >> 40) / 16777216.0f, (int)(z % 24) - 14) * ((z >> 8) & 1 ? -1.0f : 1.0f);
+    const uint8_t got = ft_e4m3_from_f32(f);
+    const double d = fabs(f - ft_e4m3_to_double(got));
+    for (int c = 0; c < 256; c++) {
+      if ((c & 0x7f) == 0x7f || ((c ^ got) & 0x80)) continue;
+      const double dc = fabs(f - ft_e4m3_to_double((uint8_t)c));
+      if (fabs(f) <= 448 && (dc < d || (dc == d && c != got && (got & 1)))) bad++;
+    }
+  }
+  ASSERT_EQ_INT(bad, 0);
+}
+
+/* The quantizer's model: per row and per tensor, the scales from the data, every value within
+ * half a step of its code times the scale, each block's amax at +-448. */
+static void test_quantize_model(void) {
+  enum { R = 5, C = 37 };
+  uint16_t x[R * C];
+  uint64_t s = 11;
+  for (int i = 0; i < R * C; i++) x[i] = ft_f32_to_bf16(((float)(next_u64(&s) >> 40) / 16777216.0f - 0.5f) * (float)(1 + i / C));
+  for (int i = 0; i < C; i++) x[3 * C + i] = 0; /* an all-zero row: scale 1 */
+  uint8_t q[R * C];
+  float sc[R];
+  for (int per_row = 0; per_row < 2; per_row++) {
+    ft_e4m3_quantize_model(x, FT_DTYPE_BF16, R, C, per_row, q, sc);
+    int worst = 0;
+    for (int r = 0; r < R; r++) {
+      float amax = 0;
+      for (int c = 0; c < C; c++) amax = fmaxf(amax, fabsf(ft_bf16_to_f32(x[r * C + c])));
+      if (per_row) ASSERT_NEAR(sc[r], amax > 0 ? amax / 448.0f : 1.0f, 0);
+      for (int c = 0; c < C; c++) {
+        const double v = ft_bf16_to_f32(x[r * C + c]), back = ft_e4m3_to_double(q[r * C + c]) * sc[per_row ? r : 0];
+        /* e4m3 keeps 3 mantissa bits: within 2^-4 relative, or the subnormal step times the scale */
+        if (fabs(back - v) > fmax(fabs(v) * 0x1p-4, 0x1p-10 * sc[per_row ? r : 0])) worst++;
+        if (per_row && fabsf((float)v) == amax && amax > 0) ASSERT_EQ_INT(q[r * C + c] & 0x7f, 0x7e);
+      }
+    }
+    ASSERT_EQ_INT(worst, 0);
+  }
+}
+
+/* The quantizer's kernels compile for sm_90 (NVRTC needs no GPU). */
+static void test_quantizer_compiles(void) {
+  size_t len = 0;
+  const char *src = ft__embedded("kernels_src/quantize.cu", &len);
+  ASSERT_TRUE(src != NULL);
+  void *cubin = NULL;
+  size_t size = 0;
+  char *log = NULL;
+  ft_err err;
+  ft__err_clear(&err);
+  ASSERT_OK(ft_compile_one(src, "sm_90", &cubin, &size, &log, &err));
+  ASSERT_TRUE(size > 0);
+  free(cubin);
+  free(log);
+}
+
 int main(void) {
   cli = getenv("FT_CLI");
   const char *tmp = getenv("FT_TEST_TMP");
   snprintf(dir, sizeof dir, "%s", tmp ? tmp : ".");
   test_names();
   test_rules();
+  test_e4m3();
+  test_quantize_model();
+  test_quantizer_compiles();
   if (cli) test_cli();
   return ft_test_failures ? 1 : 0;
 }
