@@ -2,11 +2,14 @@
 # every wgmma N a tile may take (64..256, multiples of 8), ft_wgmma (both operands from shared
 # memory) and ft_wgmma_rs (A, a k8 tf32 fragment, from four registers: 3xtf32's x in registers),
 # overloaded on the accumulator's size, so the tile's width picks its wrapper with no #if. The
-# instruction type comes from the math mode (FT_DTYPE, FT_3XTF32 / FT_TF32). Inline PTX needs
+# instruction type comes from the math mode (FT_FP8: e4m3 inputs, k32, K-major only; else FT_DTYPE). Inline PTX needs
 # every accumulator register named, hence generated text.
 import sys
 out = [
-    "#if FT_DTYPE == 0",
+    "#if defined(FT_FP8)",
+    '#define FT_WGMMA_OP "k32.f32.e4m3.e4m3"',
+    '#define FT_WGMMA_TAIL ", 1, 1"',
+    "#elif FT_DTYPE == 0",
     '#define FT_WGMMA_OP "k8.f32.tf32.tf32"',
     '#define FT_WGMMA_TAIL ", 1, 1"',
     "#elif FT_DTYPE == 1",

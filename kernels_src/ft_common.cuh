@@ -55,6 +55,13 @@ __device__ __forceinline__ unsigned ft_pack2(float lo, float hi) {
 #error "fusedtune: FT_DTYPE must be 0 (fp32), 1 (bf16) or 2 (fp16)"
 #endif
 
+// A vector slot that E reads as fp32 where the mode's vectors are 16-bit (fp8's scales; codegen
+// writes ft_vf32(ep.v[i]) for those, src/fp8.h).
+template <class T>
+__device__ __forceinline__ const float *ft_vf32(const T *p) {
+  return reinterpret_cast<const float *>(p);
+}
+
 // Same layout as the host's ft_ep_args_dev: vectors and scalars of the epilogue, by slot.
 struct FtEpArgs {
   const ft_vec_t *v[FT_EP_SLOTS];

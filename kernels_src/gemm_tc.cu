@@ -7,13 +7,13 @@
 // Structure: TMA (128-byte swizzle) fills a ring of stages guarded by full/empty mbarriers;
 // warpgroup `consumers` is the producer (one thread issues TMA, setmaxnreg.dec); warpgroups
 // 0 .. consumers - 1 each own 64 rows of the kBM x bn tile (ping-pong: whole tiles, below) and
-// run wgmma m64nBNk16 (bf16/fp16) or m64nBNk8 (tf32) from shared memory. The persistent grid
+// run wgmma m64nBNk16 (bf16/fp16), m64nBNk8 (tf32) or m64nBNk32 (fp8, e4m3) from shared memory. The persistent grid
 // walks the scheduler's work items, so the producer prefetches the next tile while the consumers
 // run the epilogue.
 //
 // Host contract (src/family_tc.c): grid a multiple of the cluster, block kThreads, smem_bytes of
 // dynamic shared memory, three tensor maps: box {kBK, kBM} over x, {kBK, bn / cluster} over W
-// (128-byte swizzle, zero fill, TFLOAT32 in tf32 mode so TMA rounds to nearest, FLOAT32 in
+// (128-byte swizzle, zero fill, UINT8 in fp8, TFLOAT32 in tf32 mode so TMA rounds to nearest, FLOAT32 in
 // 3xtf32), and with tma_store {kCols, 64} over Y in its storage type (zeros otherwise); K >= 1
 // and K * element size a multiple of 16 bytes (with tma_store N * element size too). Split-K:
 // WS holds split_k M x N fp32 slabs. Stream-K: WS one kBM x bn fp32 tile per block, FL a flag
@@ -76,6 +76,8 @@ __device__ __forceinline__ void ft_consumer(const FtTiles<C> &ts, const FtSmemMa
       ft_mainloop_3x_aregs<C>(d, ring, prev, wk.nk, sm.ring, wg, warp, lane, tid);
     } else if constexpr (C::split3x) {
       ft_mainloop_3x<C>(d, ring, prev, wk.nk, sm.ring, wg, tid);
+    } else if constexpr (C::fp8) {
+      ft_mainloop_fp8<C>(d, ring, prev, wk.nk, sm.ring, wg, tid);
     } else {
       ft_mainloop_ss<C>(dd, ring, prev, wk.nk, sm.ring, wg, tid, [&] {
         if constexpr (C::kStoreOverlap)

@@ -7,9 +7,11 @@
 // static constexpr data member. The sources are concatenated in that order by codegen.
 //
 // FtTcCfg's fields (enumerators; flags are 0 or 1):
-//   dtype          storage: 0 fp32 (tf32 and 3xtf32 modes), 1 bf16, 2 fp16 (FT_DTYPE's value)
+//   dtype          storage of y: 0 fp32 (tf32 and 3xtf32 modes), 1 bf16 (and fp8), 2 fp16 (FT_DTYPE's value)
 //   split3x        3xtf32: each stage split into big and small tf32 parts, three products
-//   chunk, aregs   3xtf32: k tiles per tensor-core partial sum; x split in registers (BN <= 64)
+//   fp8            e4m3 x and W (1-byte elements, k32 wgmma), bf16 y: partial sums promoted every chunk
+//   chunk, aregs   3xtf32 and fp8: k tiles per tensor-core partial sum; 3xtf32: x split in registers
+//                  (BN <= 64)
 //   bn, consumers, stages, cluster, group   tile width, consumer warpgroups, ring depth, cluster
 //                  size along the shared operand, tile rows per group of the persistent order
 //   pingpong       0 cooperative (the consumers split a tile of 64 consumers rows); 1 or 2: each
@@ -29,9 +31,10 @@ struct FtTc : Cfg {
   enum : int { kBM = 64 * (Cfg::pingpong ? Cfg::pingpong : Cfg::consumers) };
   enum : int { kThreads = 128 * (Cfg::consumers + 1) };
   enum : int { kAcc = Cfg::bn / 2 }; /* accumulator registers of one m64 block */
-  enum : int { kEsize = Cfg::dtype == 0 ? 4 : 2 };
-  enum : int { kKstep = kEsize == 4 ? 8 : 16 };
-  enum : int { kBK = 128 / kEsize };
+  enum : int { kEsize = Cfg::dtype == 0 ? 4 : 2 }; /* y's element */
+  enum : int { kIsize = Cfg::fp8 ? 1 : kEsize };     /* x's and W's */
+  enum : int { kKstep = Cfg::fp8 ? 32 : kEsize == 4 ? 8 : 16 }; /* 32 bytes of k per wgmma in every mode */
+  enum : int { kBK = 128 / kIsize };
   enum : int { kKsteps = kBK / kKstep };
   enum : int { kA = kBM * 128, kB = Cfg::bn * 128, kStage = kA + kB }; /* bytes of a stage */
 
@@ -78,6 +81,9 @@ struct FtTc : Cfg {
   static_assert(!Cfg::staged || (Cfg::tma_store && !Cfg::stream_k), "fusedtune: the staged epilogue needs TMA stores");
   static_assert(!Cfg::aregs || (Cfg::split3x && Cfg::bn <= 64), "fusedtune: x in registers is 3xtf32's, BN <= 64");
   static_assert(!Cfg::split3x || Cfg::chunk >= 1, "fusedtune: 3xtf32 needs chunk >= 1");
+  static_assert(!Cfg::fp8 || (Cfg::chunk >= 1 && Cfg::dtype == 1 && !Cfg::split3x && !Cfg::aregs && !Cfg::pingpong &&
+                              !Cfg::stream_k && Cfg::bn <= 128),
+                "fusedtune: fp8 promotes every chunk >= 1 k tiles, bf16 y, cooperative, no stream-K, BN <= 128");
 
   /* The host's regions, checked against what each use needs. */
   static_assert(Cfg::small_bytes == (!Cfg::split3x ? 0 : 3 * (Cfg::aregs ? kB : kStage)),

@@ -1,6 +1,7 @@
 // fusedtune tensor-core GEMM, layer 3: the mainloops. One consumer warpgroup's k tiles of one
 // work item: wait for a stage of the ring, issue its wgmma, release the stage once they are done.
-// Three forms: both operands from shared memory (tf32, bf16, fp16); 3xtf32 with each stage split
+// Four forms: both operands from shared memory (tf32, bf16, fp16); fp8 with its partial sums
+// promoted; 3xtf32 with each stage split
 // into big and small tf32 parts in shared memory; 3xtf32 with x split in registers (aregs).
 //
 // 3xtf32: once a stage is full, all consumer threads split its raw fp32 tiles into big =
@@ -149,6 +150,31 @@ __device__ __forceinline__ void ft_mainloop_3x(float (&d)[C::kAcc], FtRing<C> &r
     for (int kk = 0; kk < C::kKsteps; kk++) ft_wgmma(p, da + 2 * kk, dbs + 2 * kk, 1);
 #pragma unroll
     for (int kk = 0; kk < C::kKsteps; kk++) ft_wgmma(p, da + 2 * kk, db + 2 * kk, 1);
+    ft_wgmma_commit();
+    ft_partial_done(p, d, flush, kt);
+    if (kt > 0 && tid == 0) ft_mbar_release<C::cluster>(rs.empty + 8 * prev);
+    prev = ring.stage;
+    ring.advance();
+  }
+}
+
+// fp8 (e4m3, k32 per wgmma): both operands from shared memory as ft_mainloop_ss, but the tensor
+// core's fp8 sums keep fewer bits than fp32, so the partial sum p restarts every chunk k tiles and
+// is added into d with fp32 adds (ft_partial_done, as 3xtf32; DeepSeek-V3 promotes every 128 k).
+template <class C>
+__device__ __forceinline__ void ft_mainloop_fp8(float (&d)[C::kAcc], FtRing<C> &ring, int &prev, int nk,
+                                                const FtRingSmem &rs, int wg, int tid) {
+  float p[C::kAcc];
+#pragma unroll
+  for (int i = 0; i < C::kAcc; i++) d[i] = 0.0f;
+  for (int kt = 0; kt < nk; kt++) {
+    ft_mbar_wait(rs.full + 8 * ring.stage, ring.phase);
+    const unsigned long long da = ft_desc(rs.sA + ring.stage * C::kA + wg * (64 * 128));
+    const unsigned long long db = ft_desc(rs.sB + ring.stage * C::kB);
+    const int fresh = kt % C::chunk == 0, flush = (kt + 1) % C::chunk == 0 || kt + 1 == nk;
+    ft_wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < C::kKsteps; kk++) ft_wgmma(p, da + 2 * kk, db + 2 * kk, !(fresh && kk == 0));
     ft_wgmma_commit();
     ft_partial_done(p, d, flush, kt);
     if (kt > 0 && tid == 0) ft_mbar_release<C::cluster>(rs.empty + 8 * prev);

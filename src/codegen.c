@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "compile.h"
+#include "fp8.h"
 #include "embedded.h"
 #include "family.h"
 #include "kernel_abi.h"
@@ -55,11 +56,12 @@ static ft_status check_expr(const char *e, size_t max, const char *what, ft_err 
 static void abi_defines(ft_strbuf *b, ft_math math) {
   ft_sb_printf(b, "#define FT_EP_SLOTS %d\n#define FT_AUX_BLOCK %d\n#define FT_AUX_ELEMS %d\n", FT_EP_SLOTS,
                FT_AUX_BLOCK, FT_AUX_ELEMS);
-  const ft_dtype dt = ft_math_dtype(math);
+  const ft_dtype dt = ft_math_out_dtype(math);
   if (dt != FT_DTYPE_F32)
     ft_sb_printf(b, "#define FT_DTYPE %d\n", dt == FT_DTYPE_BF16 ? FT_KDTYPE_BF16 : FT_KDTYPE_F16);
   if (math == FT_MATH_TF32) ft_sb_puts(b, "#define FT_TF32 1\n");
   if (math == FT_MATH_3XTF32) ft_sb_puts(b, "#define FT_3XTF32 1\n");
+  if (math == FT_MATH_FP8) ft_sb_puts(b, "#define FT_FP8 1\n");
   /* The epilogue's fast function forms (kernels_src/ft_math.cuh) where the tensors carry 8 to 11
    * bits; fp32 and 3xtf32 keep the precise ones (they are held to SGEMM's error). */
   if (ft_ep_fast_forms(math)) ft_sb_puts(b, "#define FT_EPI_FAST 1\n");
@@ -87,6 +89,20 @@ static ft_status finish(ft_strbuf *b, const char *generator, int revision, ft_ke
   ft__hash_hex(h.p, h.len, out->hash);
   free(h.p);
   return FT_OK;
+}
+
+/* The epilogue's CUDA text, with each vector slot that E reads as fp32 in a 16-bit mode (fp8's
+ * scales, ft_vec_is_f32) read through ft_vf32 (kernels_src/ft_common.cuh). */
+static void put_expr(ft_strbuf *b, const char *expr, ft_math math, const ft_epilogue *ep) {
+  for (const char *at = expr; *at;) {
+    int slot = -1, len = 0;
+    if (!strncmp(at, "ep.v[", 5) && sscanf(at + 5, "%d]%n", &slot, &len) == 1 && ep && ft_vec_is_f32(math, ep, slot)) {
+      ft_sb_printf(b, "ft_vf32(ep.v[%d])", slot);
+      at += 5 + len;
+    } else {
+      ft_sb_printf(b, "%c", *at++);
+    }
+  }
 }
 
 /* The first slot of ep that is a column vector, or -1 (none, or no epilogue). */
@@ -132,7 +148,7 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
   if (s == FT_OK) s = sb_embedded(&b, "kernels_src/ft_math.cuh", err);
   if (s == FT_OK) {
     ft_sb_puts(&b, "#define FT_EPILOGUE_EXPR (");
-    ft_sb_puts(&b, expr);
+    put_expr(&b, expr, (ft_math)v->math, ep);
     ft_sb_puts(&b, ")\n");
     for (const char *const *f = fam->sources; s == FT_OK && *f; f++) s = sb_embedded(&b, *f, err);
   }

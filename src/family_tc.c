@@ -4,7 +4,7 @@
  * shared memory, a producer warpgroup and one or two consumer warpgroups (cooperative on one tile,
  * or ping-pong: two taking turns on whole tiles), a persistent grid walking tiles in a grouped
  * order, clusters of 2 multicasting the W tile, the epilogue applied to the accumulator in
- * registers, split-K and stream-K. tf32, bf16, fp16 and 3xtf32 modes; compiled for sm_90a. This
+ * registers, split-K and stream-K. tf32, bf16, fp16, 3xtf32 and fp8 modes; compiled for sm_90a. This
  * file: validity, applicability, geometry, the configuration the kernel is compiled with
  * (FtTcCfg) and its arguments; src/family_tc_space.c: the cost model and the enumeration;
  * src/family_tc.h: the rules both share. GPU-free but for the tensor maps of a launch
@@ -33,11 +33,14 @@ static int tc_valid(const ft_variant *v, char *why, size_t whylen) {
   if (!is_pow2_between(v->swizzle, 1, 16)) FT_WHY("tc: swizzle (tile group) %d must be 1, 2, 4, 8 or 16", v->swizzle);
   if (v->tc.grid < v->tc.cluster || v->tc.grid > TC_MAX_GRID || v->tc.grid % v->tc.cluster)
     FT_WHY("tc: grid %d must be a multiple of the cluster in %d..%d", v->tc.grid, v->tc.cluster, TC_MAX_GRID);
-  if (split(v) && (v->tc.chunk < 1 || v->tc.chunk > TC_MAX_CHUNK))
-    FT_WHY("tc: chunk %d (k tiles per partial sum) must be 1..%d in 3xtf32", v->tc.chunk, TC_MAX_CHUNK);
+  if (promoted(v) && (v->tc.chunk < 1 || v->tc.chunk > TC_MAX_CHUNK))
+    FT_WHY("tc: chunk %d (k tiles per partial sum) must be 1..%d in %s", v->tc.chunk, TC_MAX_CHUNK,
+           ft_math_name((ft_math)v->math));
   /* Two accumulators (d, p) must fit the 168 registers ptxas allots every thread before setmaxnreg. */
-  if (split(v) && v->bn > 128) FT_WHY("tc: bn %d > 128 in 3xtf32 (two accumulators in registers)", v->bn);
-  if (!split(v) && v->tc.chunk) FT_WHY("tc: chunk is a 3xtf32 dimension, not of %s", ft_math_name((ft_math)v->math));
+  if (promoted(v) && v->bn > 128)
+    FT_WHY("tc: bn %d > 128 in %s (two accumulators in registers)", v->bn, ft_math_name((ft_math)v->math));
+  if (!promoted(v) && v->tc.chunk)
+    FT_WHY("tc: chunk is a 3xtf32 and fp8 dimension, not of %s", ft_math_name((ft_math)v->math));
   if (v->tc.aregs != 0 && v->tc.aregs != 1) FT_WHY("tc: aregs %d must be 0 or 1", v->tc.aregs);
   if (v->tc.aregs && (!split(v) || v->bn > 64)) FT_WHY("tc: aregs (x in registers) needs 3xtf32 and bn <= 64");
   if (v->split_k == 1 || v->split_k < 0 || v->split_k > TC_MAX_SPLIT)
@@ -45,12 +48,12 @@ static int tc_valid(const ft_variant *v, char *why, size_t whylen) {
   if (v->tc.tstore != 0 && v->tc.tstore != 1) FT_WHY("tc: tstore %d must be 0 or 1", v->tc.tstore);
   if (v->tc.tstore && v->split_k > 1) FT_WHY("tc: tstore (TMA-store epilogue) and split_k exclude each other");
   if (v->tc.streamk != 0 && v->tc.streamk != 1) FT_WHY("tc: streamk %d must be 0 or 1", v->tc.streamk);
-  if (v->tc.streamk && (v->split_k > 1 || split(v)))
-    FT_WHY("tc: streamk excludes split_k and 3xtf32");
+  if (v->tc.streamk && (v->split_k > 1 || promoted(v)))
+    FT_WHY("tc: streamk excludes split_k, 3xtf32 and fp8");
   if (v->tc.pingpong < 0 || v->tc.pingpong > 2) FT_WHY("tc: pingpong %d must be 0, 1 or 2", v->tc.pingpong);
   if (v->tc.pingpong && v->tc.consumers != 2) FT_WHY("tc: pingpong needs 2 consumers, not %d", v->tc.consumers);
-  if (v->tc.pingpong && (v->split_k > 1 || v->tc.streamk || split(v)))
-    FT_WHY("tc: pingpong excludes split_k, streamk and 3xtf32");
+  if (v->tc.pingpong && (v->split_k > 1 || v->tc.streamk || promoted(v)))
+    FT_WHY("tc: pingpong excludes split_k, streamk, 3xtf32 and fp8");
   /* A consumer's accumulators in the 168 registers ptxas allots every thread. */
   if (v->tc.pingpong * v->bn > 256) FT_WHY("tc: pingpong %d with bn %d: more than 128 accumulator registers", v->tc.pingpong, v->bn);
   if (v->tc.staged != 0 && v->tc.staged != 1) FT_WHY("tc: staged %d must be 0 or 1", v->tc.staged);
@@ -72,8 +75,8 @@ static int tc_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k, c
   if ((k * esize(v)) % 16)
     FT_WHY("tc: k %lld is not a multiple of %d (TMA rows of 16 bytes in %s)", (long long)k, 16 / esize(v),
            ft_math_name((ft_math)v->math));
-  if (v->tc.tstore && (n * esize(v)) % 16)
-    FT_WHY("tc: n %lld is not a multiple of %d (TMA-store rows of 16 bytes in %s)", (long long)n, 16 / esize(v),
+  if (v->tc.tstore && (n * osize(v)) % 16)
+    FT_WHY("tc: n %lld is not a multiple of %d (TMA-store rows of 16 bytes in %s)", (long long)n, 16 / osize(v),
            ft_math_name((ft_math)v->math));
   if (tc_threads(v) > lim->max_threads_per_block) FT_WHY("tc: %d threads > device limit", tc_threads(v));
   if (v->split_k > 1) { /* every k slice gets a k tile: the kernel relies on it */
@@ -131,8 +134,9 @@ static int tc_reg_cap(const ft_variant *v) {
 static void tc_defines(const ft_variant *v, ft_strbuf *b) {
   const tc_smem_regions r = tc_regions(v);
   ft_sb_puts(b, "struct FtTcCfg {\n  enum : int {\n");
-  ft_sb_printf(b, "    dtype = %d, split3x = %d, chunk = %d, aregs = %d,\n", fp32_storage(v) ? 0 : v->math == FT_MATH_BF16 ? 1 : 2,
-               split(v), split(v) ? v->tc.chunk : 0, v->tc.aregs);
+  ft_sb_printf(b, "    dtype = %d, split3x = %d, fp8 = %d, chunk = %d, aregs = %d,\n",
+               fp32_storage(v) ? 0 : v->math == FT_MATH_FP16 ? 2 : 1, split(v), fp8(v), promoted(v) ? v->tc.chunk : 0,
+               v->tc.aregs);
   ft_sb_printf(b, "    bn = %d, consumers = %d, stages = %d, cluster = %d, group = %d,\n", v->bn, v->tc.consumers, v->stages,
                v->tc.cluster, v->swizzle);
   ft_sb_printf(b, "    pingpong = %d, split_k = %d, stream_k = %d, tma_store = %d, staged = %d, late = %d,\n", v->tc.pingpong,
@@ -159,13 +163,15 @@ static ft_status tc_reduce_args(const ft_variant *v, const ft_launch_io *io, ft_
 static void tc_alignment(const ft_variant *v, int m, int n, int k, size_t need[3]) {
   (void)m, (void)n, (void)k;
   need[0] = need[1] = 16;
-  need[2] = v->tc.tstore ? 16 : 2 * (size_t)esize(v);
+  need[2] = v->tc.tstore ? 16 : 2 * (size_t)osize(v);
 }
 
-/* src/tensormap.c's kinds: 3xtf32 loads raw fp32 (the kernel splits it), tf32 has TMA round. */
+/* src/tensormap.c's kinds of x and W: 3xtf32 loads raw fp32 (the kernel splits it), tf32 has TMA
+ * round, fp8 loads bytes; and of y (fp8's is bf16). */
 static int map_kind(const ft_variant *v) {
-  return split(v) ? 0 : v->math == FT_MATH_TF32 ? 1 : v->math == FT_MATH_BF16 ? 2 : 3;
+  return split(v) ? 0 : v->math == FT_MATH_TF32 ? 1 : v->math == FT_MATH_BF16 ? 2 : fp8(v) ? 4 : 3;
 }
+static int map_kind_y(const ft_variant *v) { return fp32_storage(v) ? 0 : fp8(v) ? 2 : map_kind(v); }
 
 /* ft_gemm_tc(tma_x, tma_w, tma_y, Y, WS, FL, M, N, K, ep): the maps are encoded for the launch's
  * pointers (the launch path keeps them while the pointers stay); tma_y, over Y in the storage
@@ -174,8 +180,8 @@ static ft_status tc_kernel_args(const ft_variant *v, const ft_launch_io *io, ft_
   ft_tensormap tx, tw, ty;
   memset(&ty, 0, sizeof ty);
   if (v->tc.tstore)
-    FT_TRY(ft_tensormap_2d(&ty, io->y, fp32_storage(v) ? 0 : map_kind(v), (uint64_t)io->m, (uint64_t)io->n, 64,
-                           (uint32_t)(128 / esize(v)), err));
+    FT_TRY(ft_tensormap_2d(&ty, io->y, map_kind_y(v), (uint64_t)io->m, (uint64_t)io->n, 64, (uint32_t)(128 / osize(v)),
+                           err));
   FT_TRY(ft_tensormap_2d(&tx, io->x, map_kind(v), (uint64_t)io->m, (uint64_t)io->k, (uint32_t)tc_bm(v),
                          (uint32_t)v->bk, err));
   FT_TRY(ft_tensormap_2d(&tw, io->w, map_kind(v), (uint64_t)io->n, (uint64_t)io->k, (uint32_t)(v->bn / v->tc.cluster),
@@ -239,7 +245,8 @@ const ft_family ft_family_tc = {
     .suffix = "",
     .revision = 1,
     .arch_suffix = "a",
-    .maths = (1u << FT_MATH_TF32) | (1u << FT_MATH_BF16) | (1u << FT_MATH_FP16) | (1u << FT_MATH_3XTF32),
+    .maths = (1u << FT_MATH_TF32) | (1u << FT_MATH_BF16) | (1u << FT_MATH_FP16) | (1u << FT_MATH_3XTF32) |
+             (1u << FT_MATH_FP8),
     .sources = k_tc_sources,
     .wants_colv_slot = 1,
     .kernel = "ft_gemm_tc",

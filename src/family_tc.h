@@ -13,8 +13,13 @@
 #define TC_MAX_GRID 4096
 
 static inline int fp32_storage(const ft_variant *v) { return v->math == FT_MATH_TF32 || v->math == FT_MATH_3XTF32; }
-static inline int esize(const ft_variant *v) { return fp32_storage(v) ? 4 : 2; }
+static inline int fp8(const ft_variant *v) { return v->math == FT_MATH_FP8; }
+/* Bytes of an element of x and W (esize), of y (osize): they differ in fp8 (e4m3 in, bf16 out). */
+static inline int esize(const ft_variant *v) { return fp32_storage(v) ? 4 : fp8(v) ? 1 : 2; }
+static inline int osize(const ft_variant *v) { return fp32_storage(v) ? 4 : 2; }
 static inline int split(const ft_variant *v) { return v->math == FT_MATH_3XTF32; }
+/* Partial sums promoted into fp32 registers every chunk k tiles: 3xtf32 and fp8. */
+static inline int promoted(const ft_variant *v) { return split(v) || fp8(v); }
 /* Tile rows: the consumers' 64 each, or a ping-pong consumer's m64 blocks. */
 static inline int tc_bm(const ft_variant *v) { return 64 * (v->tc.pingpong ? v->tc.pingpong : v->tc.consumers); }
 static inline int tc_threads(const ft_variant *v) { return 128 * (v->tc.consumers + 1); }
@@ -33,7 +38,7 @@ static inline tc_smem_regions tc_regions(const ft_variant *v) {
   r.stage = (size_t)(tc_bm(v) + v->bn) * 128;
   r.small = !split(v) ? 0 : 3 * (v->tc.aregs ? (size_t)v->bn * 128 : r.stage);
   r.boxes = v->tc.tstore ? 2 * (size_t)v->tc.consumers * 64 * 128 : 0;
-  r.staging = v->tc.staged && esize(v) == 2 ? (size_t)v->tc.consumers * 64 * 256 : 0;
+  r.staging = v->tc.staged && osize(v) == 2 ? (size_t)v->tc.consumers * 64 * 256 : 0;
   r.base = (size_t)v->stages * r.stage + r.small + r.boxes + r.staging + 16 * (size_t)v->stages +
            (v->tc.streamk ? 32 : 0) + 1024;
   return r;
@@ -51,7 +56,8 @@ static inline size_t tc_smem_base(const ft_variant *v) { return tc_regions(v).ba
  * it does not apply or does not fit. */
 static inline size_t tc_colv_bytes(const ft_variant *v) {
   if (!v->tc.tstore || v->tc.staged || v->tc.late || v->tc.pingpong || v->tc.streamk || v->split_k > 1) return 0;
-  const size_t per = (size_t)v->bn * (size_t)esize(v);
+  if (fp8(v)) return 0; /* the first column vector may be an fp32 scale: E reads it from L2 */
+  const size_t per = (size_t)v->bn * (size_t)osize(v);
   return tc_smem_base(v) + (size_t)v->tc.consumers * per <= TC_SMEM_OPTIN ? per : 0;
 }
 

@@ -30,7 +30,7 @@ static double tc_width_eff(int bn) {
  * and on the block's last tile. Split-K applies E in its reduction kernel (not modelled here). */
 static double tc_epilogue_cost(const ft_variant *v, double tiles_per_block, int64_t kp, ft_ep_cost ec) {
   if ((ec.fp32 <= 0 && ec.mufu <= 0) || v->split_k > 1) return 0.0;
-  const double macs_per_clk = esize(v) == 4 ? 1024.0 : 2048.0; /* the SM's tensor rate (tf32: half) */
+  const double macs_per_clk = 4096.0 / esize(v); /* the SM's tensor rate (tf32: half, fp8: twice bf16's) */
   const double tile = (double)tc_bm(v) * v->bn;                 /* outputs of a tile */
   const double warps = v->tc.pingpong ? 4.0 : 4.0 * v->tc.consumers;  /* the warps evaluating them */
   const double ops = ec.fp32 + ec.mufu;
@@ -72,6 +72,7 @@ static double tc_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_e
   if (v->stages < 4) cost *= 1.05;     /* too few loads in flight */
   if (v->swizzle == 16) cost *= 1.001; /* g8 and g16 measured alike: keep g8 first */
   if (split(v)) cost *= 3.0 * (1.0 + 0.5 / v->tc.chunk); /* three products; a pipeline drain per chunk */
+  if (fp8(v)) cost *= 1.0 + 0.1 / v->tc.chunk;           /* a drain and the fp32 adds per promotion */
   /* A third less shared-memory traffic, but BN 64: measured 7 % slower than BN 128 from shared
    * memory at biasrelu 1024x8192x8192 on the H200 (2026-12-01). */
   if (v->tc.aregs) cost *= 1.07;
@@ -206,11 +207,11 @@ static ft_status axis_group(const tc_gen *g, tc_point p, int axis, ft_err *err) 
  * stores was the best of all (H200, 2026-12-02). The deepest ring that fits the form is found
  * here; axis_stages takes it and fewer. */
 static ft_status axis_form(const tc_gen *g, tc_point p, int axis, ft_err *err) {
-  const int ts_ok = (g->n * esize(&p.v)) % 16 == 0; /* a BN past whole boxes stores the rest directly */
+  const int ts_ok = (g->n * osize(&p.v)) % 16 == 0; /* a BN past whole boxes stores the rest directly */
   for (int form = 0; form < 2 * 3 * 2; form++) {
     const int ts = form < 6, pp = (int[]){0, 2, 1}[form / 2 % 3], staged = form % 2;
     if (!g->full && (pp == 1 || (staged && !split(&p.v)))) continue;
-    if (pp && (p.v.tc.consumers != 2 || split(&p.v))) continue;
+    if (pp && (p.v.tc.consumers != 2 || promoted(&p.v))) continue;
     if (ts && !ts_ok) continue;
     if (staged && !ts) continue;
     p.v.tc.tstore = ts, p.v.tc.pingpong = pp, p.v.tc.staged = staged;
@@ -241,11 +242,14 @@ static ft_status axis_stages(const tc_gen *g, tc_point p, int axis, ft_err *err)
 
 /* 3xtf32: k tiles per partial sum, 512, 256, 128, 64 k: the error grows with the chunk (the
  * tensor core's adds truncate); the tolerance (SGEMM's own error, or the fp32 chain's) decides
- * which are accurate enough. Other modes: none. */
+ * which are accurate enough. fp8: promotion every 512, 256 or 128 k (fp8 wgmma's sums keep fewer
+ * bits than fp32; DeepSeek-V3 promotes every 128). Other modes: none. */
 static ft_status axis_chunk(const tc_gen *g, tc_point p, int axis, ft_err *err) {
-  static const int chunks[] = {16, 8, 4, 2};
-  for (size_t h = 0; h < (split(&p.v) ? sizeof chunks / sizeof chunks[0] : 1); h++) {
-    p.v.tc.chunk = split(&p.v) ? chunks[h] : 0;
+  static const int chunks[] = {16, 8, 4, 2}, chunks8[] = {4, 2, 1};
+  const int *list = fp8(&p.v) ? chunks8 : chunks;
+  const size_t n = split(&p.v) ? 4 : fp8(&p.v) ? 3 : 1;
+  for (size_t h = 0; h < n; h++) {
+    p.v.tc.chunk = promoted(&p.v) ? list[h] : 0;
     FT_TRY(tc_next(g, &p, axis, err));
   }
   return FT_OK;
@@ -280,7 +284,7 @@ static ft_status axis_split_k(const tc_gen *g, tc_point p, int axis, ft_err *err
  * epilogue can still spill: rejected at compile time like any candidate. */
 static ft_status axis_stream_k(const tc_gen *g, tc_point p, int axis, ft_err *err) {
   const int sk_fits = p.v.tc.cluster == 2 && p.v.tc.tstore && !(esize(&p.v) == 4 && p.v.bn == 192);
-  const int most = p.slices == 1 && !split(&p.v) && sk_fits && !p.v.tc.pingpong && !p.v.tc.staged;
+  const int most = p.slices == 1 && !promoted(&p.v) && sk_fits && !p.v.tc.pingpong && !p.v.tc.staged;
   for (int on = 0; on <= most; on++) {
     p.v.tc.streamk = on;
     if (on && 2 * tc_sk(&p.v, g->m, g->n, g->k).share < tc_sk(&p.v, g->m, g->n, g->k).ktiles) continue;

@@ -21,10 +21,11 @@ static void find_encode(void) {
 ft_status ft_tensormap_2d(ft_tensormap *out, const void *base, int kind, uint64_t rows, uint64_t cols,
                           uint32_t box_rows, uint32_t box_cols, ft_err *err) {
   static const CUtensorMapDataType types[] = {CU_TENSOR_MAP_DATA_TYPE_FLOAT32, CU_TENSOR_MAP_DATA_TYPE_TFLOAT32,
-                                              CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, CU_TENSOR_MAP_DATA_TYPE_FLOAT16};
-  if (!out || !base || kind < 0 || kind > 3 || rows == 0 || cols == 0 || box_rows == 0 || box_cols == 0)
+                                              CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                                              CU_TENSOR_MAP_DATA_TYPE_UINT8};
+  if (!out || !base || kind < 0 || kind > 4 || rows == 0 || cols == 0 || box_rows == 0 || box_cols == 0)
     return ft__fail(err, FT_ERR_INVALID_ARG, "tensor map: bad arguments");
-  const uint64_t esize = kind <= 1 ? 4 : 2;
+  const uint64_t esize = kind <= 1 ? 4 : kind == 4 ? 1 : 2;
   if ((uintptr_t)base % 16 || (cols * esize) % 16)
     return ft__fail(err, FT_ERR_INVALID_ARG,
                     "tensor map: base must be 16-byte aligned and a row a multiple of 16 bytes (%llu x %llu B)",

@@ -1,0 +1,120 @@
+/* The tensor-core family's fp8 (e4m3) kernels without a GPU: every variant enumerated for the
+ * seed shapes and a ragged one, with scaled epilogues (per token x per channel, per tensor, and a
+ * bias with an activation), compiles with NVRTC for sm_90a with no spill, no stack and no
+ * serialized wgmma, within its register cap; a sample by default (tests/compile_sample.h), every
+ * one with --sweep (label long). Also the fp8 rules of the family. */
+#include "codegen.h"
+#include "compile.h"
+#include "compile_sample.h"
+#include "family.h"
+#include "ft_test.h"
+
+typedef struct shape {
+  const char *epilogue;
+  int64_t m, n, k;
+} shape;
+
+static const shape k_shapes[] = {
+    {"relu(x * sx * sw + bias) where row sx, col sw", 16, 14336, 4096},
+    {"x * sx * sw where scalar sx, scalar sw", 128, 16384, 16384},
+    {"gelu(x * sx * sw + bias) where row sx, col sw", 1024, 8192, 8192},
+    {"silu(x * sx * sw) where row sx, col sw", 4096, 14336, 4096},
+    {"x * sx * sw + bias where row sx, col sw", 127, 1000, 1008}, /* ragged M and N */
+};
+
+static int used_regs(const char *log) {
+  const char *u = log ? strstr(log, "Used ") : NULL;
+  return u ? atoi(u + 5) : -1;
+}
+
+static int compile_shape(const shape *sh, const ft_device_limits *lim, int stride) {
+  ft_err e;
+  ft_epilogue *ep = NULL;
+  ASSERT_OK(ft_ep_parse(sh->epilogue, &ep, &e));
+  ft_variant *v = NULL;
+  int all = 0, n = 0;
+  ASSERT_OK(ft_space_enumerate_math(FT_VK_GEMM, sh->m, sh->n, sh->k, FT_MATH_FP8, lim, &v, &all, &e));
+  ASSERT_TRUE(all >= 4);
+  unsigned char *keep = calloc((size_t)all + 1, 1);
+  if (keep) ft_sample_pick(v, all, stride, keep);
+  for (int i = 0; keep && i < all; i++)
+    if (keep[i]) v[n++] = v[i];
+  free(keep);
+  ft_kernel_src *src = calloc((size_t)n + 1, sizeof *src);
+  ft_compile_job *jobs = calloc((size_t)n + 1, sizeof *jobs);
+  const ft_family *tc = ft_family_named("tc");
+  for (int i = 0; src && jobs && i < n; i++) {
+    ASSERT_TRUE(ft_family_of(&v[i]) == tc && v[i].tc.chunk >= 1 && v[i].bk == 128 && v[i].bn <= 128);
+    ASSERT_OK(ft_codegen_variant(&v[i], ep, &src[i], &e));
+    jobs[i].src = src[i].text, jobs[i].hash = src[i].hash, jobs[i].arch_suffix = src[i].arch_suffix;
+  }
+  /* The scales are read as fp32, the bias as bf16. */
+  if (src && n > 0) {
+    ASSERT_CONTAINS(src[0].text, "#define FT_FP8 1");
+    ASSERT_CONTAINS(src[0].text, "ft_vf32(ep.v[");
+  }
+  ASSERT_OK(ft_compile_many(NULL, "sm_90", jobs, n, 0, &e));
+  for (int i = 0; src && jobs && i < n; i++) {
+    char name[128];
+    ft_variant_name(&v[i], name, sizeof name);
+    if (jobs[i].status != FT_OK) {
+      FT_FAIL_AT_("fp8 %s: %.600s", name, jobs[i].log ? jobs[i].log : "(no log)");
+    } else {
+      const int regs = used_regs(jobs[i].log), cap = tc->reg_cap(&v[i]);
+      if (regs < 0 || regs > cap) FT_FAIL_AT_("%s: %d registers (cap %d)", name, regs, cap);
+      if (!strstr(jobs[i].log, "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads"))
+        FT_FAIL_AT_("%s spills: %.300s", name, jobs[i].log);
+    }
+    ft_compile_job_clear(&jobs[i]);
+    ft_kernel_src_free(&src[i]);
+  }
+  printf("%-48s %lldx%lldx%lld fp8: %d of %d variants compiled for sm_90a\n", sh->epilogue, (long long)sh->m,
+         (long long)sh->n, (long long)sh->k, n, all);
+  free(src);
+  free(jobs);
+  free(v);
+  ft_ep_free(ep);
+  return n;
+}
+
+/* The family's fp8 rules: bk 128 (128 bytes of e4m3), chunk >= 1, BN <= 128, no ping-pong or
+ * stream-K; K a multiple of 16, N of 8 with TMA stores (bf16 y). */
+static void test_rules(const ft_device_limits *lim) {
+  ft_variant v;
+  memset(&v, 0, sizeof v);
+  v.kind = FT_VK_GEMM, v.layout = 4, v.math = FT_MATH_FP8, v.bk = 128, v.bn = 128, v.stages = 4, v.swizzle = 8;
+  v.tc.consumers = 2, v.tc.cluster = 1, v.tc.grid = 132, v.tc.chunk = 1, v.tc.tstore = 1;
+  char why[200] = "";
+  ASSERT_TRUE(ft_variant_valid(&v, why, sizeof why));
+  ft_variant b = v;
+  b.tc.chunk = 0;
+  ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
+  ASSERT_CONTAINS(why, "chunk 0 (k tiles per partial sum) must be 1..4096 in fp8");
+  b = v, b.bk = 64;
+  ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
+  b = v, b.bn = 192;
+  ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
+  ASSERT_CONTAINS(why, "bn 192 > 128 in fp8");
+  b = v, b.tc.pingpong = 2;
+  ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
+  ASSERT_TRUE(ft_variant_applicable(&v, 100, 1000, 1008, lim, why, sizeof why));
+  ASSERT_TRUE(!ft_variant_applicable(&v, 100, 1000, 1000, lim, why, sizeof why));
+  ASSERT_CONTAINS(why, "not a multiple of 16 (TMA rows of 16 bytes in fp8)");
+  ASSERT_TRUE(!ft_variant_applicable(&v, 100, 1004, 1008, lim, why, sizeof why));
+  ASSERT_CONTAINS(why, "TMA-store");
+  char name[128];
+  ft_variant_name(&v, name, sizeof name);
+  ASSERT_EQ_STR(name, "tc_bm128_bn128_bk128_s4_c1_z8_p132_h1_ts_fp8");
+}
+
+int main(int argc, char **argv) {
+  const int stride = ft_sample_stride(argc, argv, 6);
+  ft_device_limits lim;
+  ft_err e;
+  ASSERT_OK(ft_limits_for_arch("sm_90", &lim, &e));
+  test_rules(&lim);
+  int total = 0;
+  for (size_t i = 0; i < sizeof k_shapes / sizeof *k_shapes; i++) total += compile_shape(&k_shapes[i], &lim, stride);
+  printf("%d fp8 variants compiled\n", total);
+  return ft_test_failures ? 1 : 0;
+}
