@@ -8,6 +8,8 @@
 #include "embedded.h"
 #include "launch.h"
 #include "parallel.h"
+#include "verify_internal.h"
+#include "fp8.h"
 
 #include <cublas_v2.h>
 #include <math.h>
@@ -125,7 +127,7 @@ static ft_status reference_gemm_device(ft_gpu *g, const double *dx, const double
 }
 
 /* The same from host inputs, widened to double on their way over. */
-static ft_status reference_gemm(ft_gpu *g, const float *hx, const float *hw, int m, int n, int k,
+ft_status ft__reference_gemm(ft_gpu *g, const float *hx, const float *hw, int m, int n, int k,
                                 double *acc, ft_err *err) {
   double *dx = NULL, *dw = NULL;
   ft_status st = upload_double(&dx, hx, (size_t)m * k, err);
@@ -138,7 +140,6 @@ static ft_status reference_gemm(ft_gpu *g, const float *hx, const float *hw, int
 
 /* ---- the inputs made on the GPU (kernels_src/input_gen.cu) ---- */
 
-static ft_status make_params(ft_pdata *d, const ft_epilogue *ep, float bound, uint64_t *seed, ft_err *err);
 
 ft_status ft_input_gen_open(ft_gpu *g, ft_loaded *gen, ft_err *err) {
   memset(gen, 0, sizeof *gen);
@@ -188,7 +189,7 @@ static ft_status device_inputs(ft_gpu *g, const ft_loaded *gen, ft_pdata *d, con
   if (e != cudaSuccess) st = ft_cuda_fail(err, e, "input allocation");
   if (st == FT_OK) st = ft_input_gen_fill(gen, d->dtype, nx, 0.0f, 1.0f, s, d->dX, dx, err);
   if (st == FT_OK) st = ft_input_gen_fill(gen, d->dtype, nw, -bound, bound, s, d->dW, dw, err);
-  if (st == FT_OK) st = make_params(d, ep, bound, s, err);
+  if (st == FT_OK) st = ft__make_params(d, ep, bound, s, err);
   if (st == FT_OK) st = reference_gemm_device(g, dx, dw, d->m, d->n, d->k, d->ref, err);
   cudaFree(dx);
   cudaFree(dw);
@@ -245,8 +246,7 @@ static ft_status apply_epilogue(ft_pdata *d, const ft_epilogue *ep, ft_err *err)
   return FT_OK;
 }
 
-static ft_status make_params(ft_pdata *d, const ft_epilogue *ep, float bound, uint64_t *seed,
-                             ft_err *err) {
+ft_status ft__make_params(ft_pdata *d, const ft_epilogue *ep, float bound, uint64_t *seed, ft_err *err) {
   int np = ft_ep_param_count(ep);
   if (np > FT_EP_SLOTS) return ft__fail(err, FT_ERR_UNSUPPORTED, "more than %d parameters", FT_EP_SLOTS);
   for (int s = 0; s < np; s++) {
@@ -259,7 +259,12 @@ static ft_status make_params(ft_pdata *d, const ft_epilogue *ep, float bound, ui
     d->hvec[s] = malloc(len * sizeof(float));
     if (!d->hvec[s]) return ft__fail(err, FT_ERR_NOMEM, "out of host memory for vector '%s'", p->name);
     ft_fill_uniform(d->hvec[s], len, -bound, bound, seed);
-    FT_TRY(upload(d, &d->dvec[s], d->hvec[s], len, err)); /* hvec: the values as rounded */
+    if (ft_vec_is_f32(d->math, ep, s)) { /* fp8's fp32 vectors (the scales, set from the data later) */
+      FT_CUDA_TRY(err, cudaMalloc(&d->dvec[s], len * sizeof(float)));
+      FT_CUDA_TRY(err, cudaMemcpy(d->dvec[s], d->hvec[s], len * sizeof(float), cudaMemcpyHostToDevice));
+    } else {
+      FT_TRY(upload(d, &d->dvec[s], d->hvec[s], len, err)); /* hvec: the values as rounded */
+    }
     d->args.v[s] = d->dvec[s];
   }
   return FT_OK;
@@ -276,7 +281,7 @@ ft_status ft_pdata_create(ft_gpu *g, int m, int n, int k, const ft_epilogue *ep,
   d->n = n;
   d->k = k;
   d->math = math;
-  d->dtype = ft_math_dtype(math);
+  d->dtype = ft_math_out_dtype(math);
   d->elem = d->dtype == FT_DTYPE_F32 ? sizeof(float) : sizeof(uint16_t);
   uint64_t s = seed ? seed : 0x5eed5eedULL;
   float bound = 1.0f / sqrtf((float)k); /* nn.Linear's initialization range */
@@ -295,14 +300,16 @@ ft_status ft_pdata_create(ft_gpu *g, int m, int n, int k, const ft_epilogue *ep,
   ft_loaded gen;
   memset(&gen, 0, sizeof gen);
   int on_device = 0;
-  if (st == FT_OK && ((size_t)m + n) * (size_t)k >= FT_DEVICE_INPUTS_MIN) {
+  if (st == FT_OK && math != FT_MATH_FP8 && ((size_t)m + n) * (size_t)k >= FT_DEVICE_INPUTS_MIN) {
     ft_err gerr;
     ft__err_clear(&gerr);
     const ft_status gs = ft_input_gen_open(g, &gen, &gerr);
     if (gs == FT_OK) on_device = 1;
     else if (gs != FT_ERR_COMPILE) st = gs, *err = gerr;
   }
-  if (st == FT_OK && on_device) {
+  if (st == FT_OK && math == FT_MATH_FP8) {
+    st = ft__pdata_fp8_inputs(g, d, ep, bound, &s, err);
+  } else if (st == FT_OK && on_device) {
     st = device_inputs(g, &gen, d, ep, bound, &s, err);
   } else if (st == FT_OK) {
     st = host_inputs(g, d, ep, bound, &s, err);
@@ -331,13 +338,13 @@ static ft_status host_inputs(ft_gpu *g, ft_pdata *d, const ft_epilogue *ep, floa
   if (st == FT_OK) {
     ft_fill_uniform(hx, (size_t)m * k, 0.0f, 1.0f, s);
     ft_fill_uniform(hw, (size_t)n * k, -bound, bound, s);
-    st = make_params(d, ep, bound, s, err);
+    st = ft__make_params(d, ep, bound, s, err);
   }
   /* In bf16 and fp16 modes the uploads round hx and hw in place: the reference sees what the
    * kernels see. In tf32 mode they stay fp32, so tf32's rounding is part of every error. */
   if (st == FT_OK) st = upload(d, &d->dX, hx, (size_t)m * k, err);
   if (st == FT_OK) st = upload(d, &d->dW, hw, (size_t)n * k, err);
-  if (st == FT_OK) st = reference_gemm(g, hx, hw, m, n, k, d->ref, err);
+  if (st == FT_OK) st = ft__reference_gemm(g, hx, hw, m, n, k, d->ref, err);
   free(hx);
   free(hw);
   return st;
@@ -354,6 +361,7 @@ void ft_pdata_free(ft_pdata *d) {
   }
   if (d->ref_gemm != d->ref) free(d->ref_gemm);
   free(d->ref);
+  free(d->ref_e2e);
   if (d->host_y_pinned) cudaFreeHost(d->host_y);
   else free(d->host_y);
   free(d);
@@ -414,6 +422,11 @@ static ft_status check_against(ft_pdata *d, const double *ref, double ref_norm, 
 
 ft_status ft_pdata_check(ft_pdata *d, ft_check *out, ft_err *err) {
   return check_against(d, d->ref, d->ref_norm, out, err);
+}
+
+ft_status ft_pdata_check_e2e(ft_pdata *d, ft_check *out, ft_err *err) {
+  if (!d->ref_e2e) return ft__fail(err, FT_ERR_INTERNAL, "end-to-end check: only fp8 problems have a bf16 reference");
+  return check_against(d, d->ref_e2e, d->ref_e2e_norm, out, err);
 }
 
 ft_status ft_pdata_check_gemm(ft_pdata *d, ft_check *out, ft_err *err) {

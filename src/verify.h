@@ -13,7 +13,8 @@
 typedef struct ft_pdata {
   int m, n, k;
   ft_math math;
-  ft_dtype dtype;                    /* element type of dX, dW, dY and the device vectors */
+  ft_dtype dtype;                    /* element type of dX, dW, dY and the device vectors (fp8: of dY
+                                      * and the bias; dX, dW e4m3, the scales fp32) */
   size_t elem;                       /* its size in bytes: 4 or 2 */
   void *dX, *dW, *dY;                /* device: x [m,k], W [n,k], y [m,n] */
   void *dvec[FT_EP_SLOTS];           /* device vectors for COLVEC/ROWVEC slots, else NULL */
@@ -24,11 +25,16 @@ typedef struct ft_pdata {
   double ref_norm, ref_gemm_norm;    /* their L2 norms over finite elements */
   void *host_y;                      /* host scratch [m,n] of elem bytes each, for checks */
   int host_y_pinned;                 /* host_y is cudaMallocHost's (else malloc's) */
+  double *ref_e2e;                   /* fp8: host [m,n] E of the unquantized bf16 product (sx = sw = 1) */
+  double ref_e2e_norm;
 } ft_pdata;
 
 /* Random inputs (x uniform [0,1), W and vectors uniform +-1/sqrt(k), scalars at their default or
  * 1.5 without one) from seed, the same values in every mode before conversion; in bf16 and fp16
- * modes x, W and the vectors are then rounded to the element type (to nearest even). The
+ * modes x, W and the vectors are then rounded to the element type (to nearest even). In fp8 the
+ * problem is a bf16 layer: x and W rounded to bf16, then quantized as the library's quantizer does
+ * (src/e4m3.c, the same bytes) per row / per tensor as E declares sx and sw, the scales bound from
+ * the data; the reference is E of the e4m3 values and scales, ref_e2e E of the bf16 product. The
  * references are computed from the inputs as the kernels see them: the rounded 16-bit values
  * (exact in double), or in tf32 mode the fp32 values, so tf32's own rounding is error. */
 ft_status ft_pdata_create(ft_gpu *g, int m, int n, int k, const ft_epilogue *ep, ft_math math, uint64_t seed,
@@ -47,6 +53,8 @@ typedef struct ft_check {
   int64_t bad; /* NaN/Inf elements where the reference is finite */
 } ft_check;
 ft_status ft_pdata_check(ft_pdata *d, ft_check *out, ft_err *err);
+/* fp8: dY against E of the unquantized bf16 layer (what a user of the quantized layer gets). */
+ft_status ft_pdata_check_e2e(ft_pdata *d, ft_check *out, ft_err *err);
 ft_status ft_pdata_check_gemm(ft_pdata *d, ft_check *out, ft_err *err);
 
 /* Runs cuBLAS's GEMM of d's mode once into dY (stream 0, synchronized), measures its error

@@ -1,10 +1,15 @@
 /* GPU: the fp8 mode. The quantizer's kernels against its host model (src/e4m3.c), byte for byte
  * and scale for scale, per row and per tensor, on ragged shapes, bf16 and fp32 sources; its
- * argument checks. */
+ * argument checks. Every enumerated fp8 tensor-core variant on ragged shapes (K and N multiples
+ * of 16) with four scaled epilogues, output NaN-poisoned, against the float64 reference of the
+ * e4m3 values and scales: within twice the error of the exact result rounded to bf16, plus 2^-12;
+ * the end-to-end error against the unquantized bf16 layer printed per scaling. A plan launched
+ * through ft_plan_launch_typed, and its refusals. */
 #include <unistd.h>
 
 #include "e4m3.h"
 #include "ft_test.h"
+#include "gpu_launch_check.h"
 #include "numbers.h"
 
 static void test_quantizer(ft_ctx *ctx) {
@@ -62,6 +67,151 @@ static void test_quantizer(ft_ctx *ctx) {
   ft_quantizer_destroy(q);
 }
 
+typedef struct shape {
+  int m, n, k;
+} shape;
+
+static const shape k_shapes[] = {{127, 1008, 1008}, {1, 256, 64}, {129, 272, 48}, {333, 528, 2064}};
+static const char *const k_epilogues[] = {
+    "relu(x * sx * sw + bias) where row sx, col sw", "min(x * sx * sw + bias, c) - c where row sx, col sw, c = 2",
+    "x * sx * sw where scalar sx, scalar sw", "silu(sw * x * sx) where row sx, scalar sw"};
+
+/* The error of the exact result rounded once to bf16: what an ideal kernel has. */
+static double ideal_error(const ft_pdata *d) {
+  double e2 = 0, r2 = 0;
+  for (size_t i = 0; i < (size_t)d->m * d->n; i++) {
+    const double r = d->ref[i], y = ft_bf16_to_f32(ft_f32_to_bf16((float)r));
+    if (!isfinite(r)) continue;
+    e2 += (y - r) * (y - r), r2 += r * r;
+  }
+  return r2 > 0 ? sqrt(e2 / r2) : 0;
+}
+
+static void test_kernels(ft_gpu *g, ft_db *db) {
+  int ok = 0, failed = 0;
+  double worst = 0;
+  for (size_t si = 0; si < sizeof k_shapes / sizeof *k_shapes; si++)
+    for (size_t ei = 0; ei < sizeof k_epilogues / sizeof *k_epilogues; ei++) {
+      if ((si + ei) % 2) continue; /* two epilogues per shape, each epilogue on two shapes */
+      const shape sh = k_shapes[si];
+      ft_err e;
+      ft_epilogue *ep = NULL;
+      ASSERT_OK(ft_ep_parse(k_epilogues[ei], &ep, &e));
+      ft_pdata *d = NULL;
+      ft_status st = ft_pdata_create(g, sh.m, sh.n, sh.k, ep, FT_MATH_FP8, 41, &d, &e);
+      if (st != FT_OK) FT_FAIL_AT_("pdata %dx%dx%d: %s", sh.m, sh.n, sh.k, e.msg);
+      ft_variant *v = NULL;
+      int n = 0;
+      if (st == FT_OK) ASSERT_OK(ft_space_enumerate_math(FT_VK_GEMM, sh.m, sh.n, sh.k, FT_MATH_FP8, ft_gpu_limits(g), &v, &n, &e));
+      ft_kernel_src *src = calloc((size_t)n + 1, sizeof *src);
+      ft_compile_job *jobs = calloc((size_t)n + 1, sizeof *jobs);
+      for (int i = 0; i < n; i++) {
+        ASSERT_OK(ft_codegen_variant(&v[i], ep, &src[i], &e));
+        jobs[i].src = src[i].text, jobs[i].hash = src[i].hash, jobs[i].arch_suffix = src[i].arch_suffix;
+      }
+      if (n) ASSERT_OK(ft_compile_many(db, ft_gpu_arch(g), jobs, n, 0, &e));
+      const double ideal = d ? ideal_error(d) : 0, tol = 2 * ideal + 0x1p-12;
+      double e2e_best = INFINITY;
+      for (int i = 0; i < n; i++) {
+        char name[128];
+        ft_variant_name(&v[i], name, sizeof name);
+        ft_check chk = {0, 0, 0}, e2e = {0, 0, 0};
+        if (jobs[i].status != FT_OK) {
+          FT_FAIL_AT_("%s: does not compile: %.300s", name, jobs[i].log ? jobs[i].log : "");
+          failed++;
+          continue;
+        }
+        st = ft_test_launch_check(g, &v[i], &jobs[i], &src[i], d, &chk, &e);
+        if (st == FT_OK) st = ft_pdata_check_e2e(d, &e2e, &e);
+        if (st != FT_OK || !(chk.rel_err <= tol)) {
+          FT_FAIL_AT_("%dx%dx%d %s %s: rel %.3g > tol %.3g (bad %lld) %s", sh.m, sh.n, sh.k, k_epilogues[ei], name,
+                      chk.rel_err, tol, (long long)chk.bad, st == FT_OK ? "" : e.msg);
+          failed++;
+        } else {
+          ok++;
+          if (chk.rel_err / tol > worst) worst = chk.rel_err / tol;
+          if (e2e.rel_err < e2e_best) e2e_best = e2e.rel_err;
+        }
+        ft_compile_job_clear(&jobs[i]);
+        ft_kernel_src_free(&src[i]);
+      }
+      printf("%-60s %4dx%5dx%5d: %d variants, ideal %.3g, end-to-end vs bf16 %.3g\n", k_epilogues[ei], sh.m, sh.n,
+             sh.k, n, ideal, e2e_best);
+      free(src), free(jobs), free(v);
+      ft_pdata_free(d);
+      ft_ep_free(ep);
+    }
+  printf("fp8 kernels: %d correct, %d failed; worst error / tolerance %.3f\n", ok, failed, worst);
+  ASSERT_TRUE(ok > 0);
+}
+
+/* The public path: a plan of an fp8 configuration, launched with ft_plan_launch_typed on e4m3 x
+ * and W, bf16 y and bias, fp32 scales; every mismatch refused before a launch. */
+static void test_plan(ft_ctx *ctx, ft_gpu *g) {
+  const char *epi = k_epilogues[0];
+  const ft_problem p = {127, 1008, 1008, epi, FT_MATH_FP8};
+  ft_err e;
+  ft_epilogue *ep = NULL;
+  ft_pdata *d = NULL;
+  ft_variant *v = NULL;
+  int n = 0;
+  ASSERT_OK(ft_ep_parse(epi, &ep, &e));
+  ASSERT_OK(ft_pdata_create(g, (int)p.m, (int)p.n, (int)p.k, ep, FT_MATH_FP8, 7, &d, &e));
+  ASSERT_OK(ft_space_enumerate_math(FT_VK_GEMM, p.m, p.n, p.k, FT_MATH_FP8, ft_gpu_limits(g), &v, &n, &e));
+  if (!d || n < 1) return;
+  ft_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  strcpy(cfg.strategy, "fused");
+  ft_variant_name(&v[0], cfg.name, sizeof cfg.name);
+  ft_variant_json(&v[0], cfg.config, sizeof cfg.config);
+  cfg.math = FT_MATH_FP8;
+  ft_plan *plan = NULL;
+  ft_status st = ft_plan_create(ctx, &p, &cfg, &plan);
+  if (st != FT_OK) fprintf(stderr, "ft_plan_create: %s\n", ft_errmsg(ctx));
+  ASSERT_OK(st);
+  const ft_tensor_arg vecs[] = {{"sx", d->dvec[0], FT_DTYPE_F32}, {"sw", d->dvec[1], FT_DTYPE_F32},
+                                {"bias", d->dvec[2], FT_DTYPE_BF16}};
+  ASSERT_EQ_STR(ft_ep_param_at(ep, 0)->name, "sx"); /* the slots the vectors above assume */
+  ASSERT_EQ_STR(ft_ep_param_at(ep, 2)->name, "bias");
+  ft_typed_args a = FT_TYPED_ARGS_INIT;
+  a.x = (ft_tensor_arg){NULL, d->dX, FT_DTYPE_E4M3};
+  a.w = (ft_tensor_arg){NULL, d->dW, FT_DTYPE_E4M3};
+  a.y = (ft_tensor_arg){NULL, d->dY, FT_DTYPE_BF16};
+  a.vecs = vecs, a.n_vecs = 3;
+  ft_check chk = {0, 0, 0};
+  if (plan) {
+    ASSERT_OK(ft_pdata_poison(d, 0, &e));
+    ASSERT_OK(ft_plan_launch_typed(plan, &a, 0));
+    ASSERT_TRUE(cudaDeviceSynchronize() == cudaSuccess);
+    ASSERT_OK(ft_pdata_check(d, &chk, &e));
+    ASSERT_TRUE(chk.rel_err <= 2 * ideal_error(d) + 0x1p-12);
+    ft_typed_args b = a;
+    b.y.dtype = FT_DTYPE_F16;
+    ASSERT_EQ_INT(ft_plan_launch_typed(plan, &b, 0), FT_ERR_INVALID_ARG);
+    ASSERT_CONTAINS(ft_errmsg(ctx), "y is fp16, but a fp8 plan reads bf16 there");
+    b = a, b.x.dtype = FT_DTYPE_BF16;
+    ASSERT_EQ_INT(ft_plan_launch_typed(plan, &b, 0), FT_ERR_INVALID_ARG);
+    ASSERT_CONTAINS(ft_errmsg(ctx), "x is bf16, but a fp8 plan reads e4m3 there");
+    const ft_tensor_arg bad_scale[] = {{"sx", d->dvec[0], FT_DTYPE_BF16}, vecs[1], vecs[2]};
+    b = a, b.vecs = bad_scale;
+    ASSERT_EQ_INT(ft_plan_launch_typed(plan, &b, 0), FT_ERR_INVALID_ARG);
+    ASSERT_CONTAINS(ft_errmsg(ctx), "vector sx is bf16, but a fp8 plan reads fp32 there");
+    b = a, b.n_vecs = 2; /* no bias */
+    ASSERT_EQ_INT(ft_plan_launch_typed(plan, &b, 0), FT_ERR_INVALID_ARG);
+    ASSERT_CONTAINS(ft_errmsg(ctx), "'bias' is not bound");
+    b = a, b.struct_size = 8;
+    ASSERT_EQ_INT(ft_plan_launch_typed(plan, &b, 0), FT_ERR_INVALID_ARG);
+    const ft_args old = {d->dX, d->dW, d->dY, NULL, 0, NULL, 0, FT_DTYPE_E4M3};
+    ASSERT_EQ_INT(ft_plan_launch(plan, &old, 0), FT_ERR_INVALID_ARG);
+    ASSERT_CONTAINS(ft_errmsg(ctx), "launch it with ft_plan_launch_typed");
+  }
+  printf("plan %s launched typed: rel %.3g\n", cfg.name, chk.rel_err);
+  ft_plan_destroy(plan);
+  free(v);
+  ft_pdata_free(d);
+  ft_ep_free(ep);
+}
+
 int main(void) {
   int ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) RETURN_SKIP("no CUDA device");
@@ -72,6 +222,12 @@ int main(void) {
   ft_ctx *ctx = NULL;
   ASSERT_OK(ft_open(path, FT_OPEN_CREATE, &ctx));
   test_quantizer(ctx);
+  ft_gpu *g = NULL;
+  ft_err e;
+  ASSERT_OK(ft_gpu_open(0, &g, &e));
+  if (g) test_plan(ctx, g);
+  if (g) test_kernels(g, NULL);
+  ft_gpu_close(g);
   ft_close(ctx);
   unlink(path);
   if (!ft_test_failures) printf("gpu_test_fp8: ok\n");
