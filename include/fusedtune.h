@@ -227,7 +227,10 @@ FT_API ft_status ft_lookup(ft_ctx *ctx, const ft_problem *p, unsigned flags, ft_
 
 /* The fastest stored configuration for p whose measured error is within tolerance, across the
  * modes that take p's tensors: fp32 tensors (p->math FP32, TF32 or 3XTF32) -> fp32, 3xtf32 and
- * tf32 results; bf16 / fp16 -> that mode only. "Error" is the relative L2 error against float64
+ * tf32 results; bf16 -> bf16 and, where K is a multiple of 16, fp8 results of the fp8 problem
+ * with the epilogue ft_fp8_epilogue(p->epilogue) (its stored error is against the bf16 layer:
+ * plan that problem, quantizing x per token and W per channel with ft_quantize_e4m3); fp16 ->
+ * fp16 only. "Error" is the relative L2 error against float64
  * measured when the configuration was tuned, on the tune's random inputs at the tuned shape
  * (docs/MODES.md): a measurement, not a promise for other inputs. Exact shapes only (no M
  * bucket), current kernel sources only. out->math says which mode was picked and out->rel_err its error: make the
@@ -336,6 +339,13 @@ FT_API ft_status ft_quantizer_create(ft_ctx *ctx, ft_quantizer **out);
 FT_API ft_status ft_quantize_e4m3(ft_quantizer *q, const void *src, ft_dtype src_dtype, int64_t rows, int64_t cols,
                                   ft_scaling scaling, void *dst, float *scales, cudaStream_t stream);
 FT_API void ft_quantizer_destroy(ft_quantizer *q); /* NULL is a no-op */
+
+/* The fp8 problem of a bf16 layer y = E(x W^T): E with x replaced by (x * sx * sw) and "row sx,
+ * col sw" declared (per-token x per-channel scales, what ft_quantize_e4m3 makes with FT_SCALE_ROW
+ * for x and W), in canonical form, into out. This is the epilogue ft_lookup_within tries in fp8
+ * for a bf16 problem. Returns FT_OK, FT_ERR_INVALID_ARG (NULL, out too small: msg says so),
+ * FT_ERR_PARSE (E does not parse, or already names sx or sw). Thread-safe, no GPU. */
+FT_API ft_status ft_fp8_epilogue(const char *epilogue, char *out, size_t out_size);
 
 /* One update of a running tune, given to ft_tune_options.progress. Plain data, valid only
  * during the call. */

@@ -401,8 +401,9 @@ ft_status ft__lookup_within(ft_ctx *ctx, const char *device_name, const ft_probl
     return ft__fail(&ctx->err, FT_ERR_INVALID_ARG, "tolerance %g: must be a finite number > 0", tolerance);
   static const ft_math fp32_inputs[] = {FT_MATH_FP32, FT_MATH_3XTF32, FT_MATH_TF32};
   const int fp32_class = p && ft_math_dtype(p->math) == FT_DTYPE_F32;
-  const int nmodes = fp32_class ? 3 : 1;
-  char tried[160] = "", stale_modes[64] = "", device[256] = "", canonical[4096];
+  /* bf16: also the fp8 layer of its weights (ft_fp8_epilogue), whose stored error is against bf16. */
+  const int bf16 = p && p->math == FT_MATH_BF16 && p->k % 16 == 0, nmodes = fp32_class ? 3 : bf16 ? 2 : 1;
+  char tried[160] = "", fp8_text[FT_EP_MAX_TEXT + 64], stale_modes[64] = "", device[256] = "", canonical[4096];
   const ft_epilogue *ep0 = NULL;
   FT_TRY(ft__ctx_problem(ctx, p, &ep0));
   snprintf(canonical, sizeof canonical, "%s", ft_ep_canonical(ep0)); /* the key's text, not a preset's name */
@@ -412,6 +413,8 @@ ft_status ft__lookup_within(ft_ctx *ctx, const char *device_name, const ft_probl
   for (int i = 0; i < nmodes; i++) {
     ft_problem q = *p;
     if (fp32_class) q.math = fp32_inputs[i];
+    if (bf16 && i && ft_fp8_epilogue(p->epilogue, fp8_text, sizeof fp8_text) == FT_OK) q.math = FT_MATH_FP8, q.epilogue = fp8_text;
+    if (bf16 && i && q.math != FT_MATH_FP8) continue;
     ft_best best;
     int exact = 0, stale = 0;
     ft_status s = lookup_best(ctx, device_name, &q, FT_LOOKUP_EXACT, &best, &exact, &stale);
@@ -609,9 +612,6 @@ ft_status ft__tune_summary(ft_ctx *ctx, const ft_problem *p, const ft_tune_optio
   int max_cand = FT_OPT_HAS(opt, max_candidates) ? opt->max_candidates : 0;
   if (max_cand < 0) return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune: max_candidates must be >= 0");
   if (ctx->flags & FT_OPEN_READONLY) return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune: the database was opened read-only");
-  if (p->math == FT_MATH_FP8)
-    return fail(ctx, FT_ERR_UNSUPPORTED, "fp8: tuning is not available yet (no e4m3 kernel or cuBLASLt FP8 strategy is "
-                                         "built into the tuner); plans, launches and the quantizer are");
   const char *worker = FT_OPT_HAS(opt, worker_exe) && opt->worker_exe ? opt->worker_exe : ft_default_worker();
   const ft_tune_problem problem = {.m = p->m, .n = p->n, .k = p->k, .math = p->math, .ep = ep,
                                    .epilogue = p->epilogue};

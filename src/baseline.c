@@ -21,6 +21,7 @@
 struct ft_baselines {
   ft_gpu *g;
   ft_pdata *d;
+  const ft_epilogue *ep;
   cublasLtHandle_t lt;
   void *lt_ws;
   ft_lt_gemm eager_gemm; /* GEMM + BIAS for the eager chain when bias folds into addmm */
@@ -91,7 +92,7 @@ static ft_status build_eager_steps(ft_baselines *b, ft_db *db, ft_err *err) {
   memset(jobs, 0, sizeof jobs);
   ft_status st = FT_OK;
   for (int i = 0; i < n && st == FT_OK; i++) {
-    st = ft_codegen_eager_step(&b->plan.steps[i], b->d->math, &srcs[i], err);
+    st = ft_codegen_eager_step_ep(&b->plan.steps[i], b->d->math, b->ep, &srcs[i], err);
     jobs[i].src = srcs[i].text;
     jobs[i].hash = srcs[i].hash;
   }
@@ -117,6 +118,7 @@ ft_status ft_baselines_create(ft_gpu *g, ft_db *db, const ft_epilogue *ep, ft_pd
   if (!b) return ft__fail(err, FT_ERR_NOMEM, "out of memory");
   b->g = g;
   b->d = d;
+  b->ep = ep;
   *out = b;
   cublasStatus_t cs = cublasLtCreate(&b->lt);
   if (cs != CUBLAS_STATUS_SUCCESS) return ft_cublas_fail(err, cs, "cublasLtCreate");

@@ -165,6 +165,11 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
 }
 
 ft_status ft_codegen_eager_step(const ft_ep_step *step, ft_math math, ft_kernel_src *out, ft_err *err) {
+  return ft_codegen_eager_step_ep(step, math, NULL, out, err);
+}
+
+ft_status ft_codegen_eager_step_ep(const ft_ep_step *step, ft_math math, const ft_epilogue *ep, ft_kernel_src *out,
+                                   ft_err *err) {
   if (!step || !out) return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: NULL argument");
   memset(out, 0, sizeof *out);
   FT_TRY(check_expr(step->expr, sizeof step->expr, "step", err));
@@ -175,7 +180,7 @@ ft_status ft_codegen_eager_step(const ft_ep_step *step, ft_math math, ft_kernel_
   if (s == FT_OK) s = sb_embedded(&b, "kernels_src/ft_math.cuh", err);
   if (s == FT_OK) {
     ft_sb_puts(&b, "#define FT_STEP_EXPR (");
-    ft_sb_puts(&b, step->expr);
+    put_expr(&b, step->expr, math, ep);
     ft_sb_puts(&b, ")\n");
     s = sb_embedded(&b, "kernels_src/eager_step.cu", err);
   }

@@ -38,6 +38,9 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
                              ft_err *err);
 /* The eager-style step kernel of step on tensors of math mode math's element type. */
 ft_status ft_codegen_eager_step(const ft_ep_step *step, ft_math math, ft_kernel_src *out, ft_err *err);
+/* The same for a step of ep's eager plan: in fp8, the slots ep reads as fp32 (the scales) read so. */
+ft_status ft_codegen_eager_step_ep(const ft_ep_step *step, ft_math math, const ft_epilogue *ep, ft_kernel_src *out,
+                                   ft_err *err);
 void ft_kernel_src_free(ft_kernel_src *k); /* frees text; NULL-safe */
 
 /* Appends src without comments, whitespace runs as one blank (a newline where the run held

@@ -18,6 +18,9 @@ struct ft_gpu {
   char arch[16];
   cublasHandle_t cublas;
   cublasLtHandle_t cublaslt;
+  ft_lt_gemm fp8;  /* ft_gpu_fp8_gemm's, for fp8_shape */
+  int fp8_shape[3];
+  void *fp8_ws;
 };
 
 void ft_device_fingerprint(ft_device_info *info) {
@@ -100,6 +103,8 @@ ft_status ft_gpu_open(int ordinal, ft_gpu **out, ft_err *err) {
 
 void ft_gpu_close(ft_gpu *g) {
   if (!g) return;
+  ft_lt_gemm_free(&g->fp8);
+  cudaFree(g->fp8_ws);
   if (g->cublas) cublasDestroy(g->cublas);
   if (g->cublaslt) cublasLtDestroy(g->cublaslt);
   free(g);
@@ -134,6 +139,22 @@ ft_status ft_gpu_cublaslt(ft_gpu *g, void **handle, ft_err *err) {
     }
   }
   *handle = g->cublaslt;
+  return FT_OK;
+}
+
+#define FT_FP8_WORKSPACE (32u << 20)
+
+ft_status ft_gpu_fp8_gemm(ft_gpu *g, int m, int n, int k, ft_lt_gemm **gemm, void **ws, ft_err *err) {
+  void *h = NULL;
+  FT_TRY(ft_gpu_cublaslt(g, &h, err));
+  if (!g->fp8.ready || g->fp8_shape[0] != m || g->fp8_shape[1] != n || g->fp8_shape[2] != k) {
+    ft_lt_gemm_free(&g->fp8);
+    if (!g->fp8_ws) FT_CUDA_TRY(err, cudaMalloc(&g->fp8_ws, FT_FP8_WORKSPACE));
+    FT_TRY(ft_lt_gemm_init_fp8(&g->fp8, h, m, n, k, CUBLASLT_EPILOGUE_DEFAULT, NULL, 0, FT_FP8_WORKSPACE, err));
+    g->fp8_shape[0] = m, g->fp8_shape[1] = n, g->fp8_shape[2] = k;
+  }
+  *gemm = &g->fp8;
+  *ws = g->fp8_ws;
   return FT_OK;
 }
 

@@ -9,6 +9,7 @@
 #include "checks.h"
 #include "codegen.h"
 #include "db.h"
+#include "lt_gemm.h"
 #include "space.h"
 
 typedef struct ft_gpu ft_gpu;
@@ -28,6 +29,11 @@ const char *ft_gpu_arch(const ft_gpu *g); /* "sm_90" */
 ft_status ft_gpu_cublas(ft_gpu *g, void **handle, ft_err *err);
 /* The device's cuBLASLt handle (a cublasLtHandle_t), created on first use. */
 ft_status ft_gpu_cublaslt(ft_gpu *g, void **handle, ft_err *err);
+
+/* cuBLASLt's fp8 GEMM alone for (m, n, k), per-tensor scale pointers at 1.0 (src/lt_gemm.h), built
+ * on the first call for the shape and kept (one shape at a time; not thread-safe), with its
+ * workspace: what ft_cublas_gemm runs in fp8. */
+ft_status ft_gpu_fp8_gemm(ft_gpu *g, int m, int n, int k, ft_lt_gemm **gemm, void **ws, ft_err *err);
 
 /* Fills info with everything but the GPU fields (driver/runtime/NVRTC/cuBLAS versions), then
  * hashes name, compute capability, SM count and memory into the fingerprint. */

@@ -1,6 +1,9 @@
 /* The fp8 mode's problem rules (src/fp8.h). */
 #include "fp8.h"
 
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 ft_status ft_fp8_check(ft_math math, int64_t k, const ft_epilogue *ep, ft_fp8_scales *out, ft_err *err) {
@@ -26,4 +29,39 @@ ft_dtype ft_vec_dtype(ft_math math, const char *name) {
 int ft_vec_is_f32(ft_math math, const ft_epilogue *ep, int slot) {
   const ft_ep_param *p = ft_ep_param_at(ep, slot);
   return math == FT_MATH_FP8 && p && p->kind != FT_PARAM_SCALAR && ft_vec_dtype(math, p->name) == FT_DTYPE_F32;
+}
+
+ft_status ft_fp8_epilogue(const char *epilogue, char *out, size_t out_size) {
+  if (!epilogue || !out || out_size == 0) return FT_ERR_INVALID_ARG;
+  out[0] = 0;
+  ft_err err;
+  ft__err_clear(&err);
+  ft_epilogue *ep = NULL;
+  FT_TRY(ft_ep_parse(epilogue, &ep, &err));
+  const char *canon = ft_ep_canonical(ep), *where = strstr(canon, " where ");
+  const size_t body = where ? (size_t)(where - canon) : strlen(canon);
+  char *text = malloc(4 * strlen(canon) + 64);
+  ft_status s = text ? FT_OK : FT_ERR_NOMEM;
+  size_t at = 0;
+  for (size_t i = 0; s == FT_OK && i < body;) { /* each name token x becomes (x * sx * sw) */
+    const char c = canon[i];
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_') {
+      size_t j = i;
+      while (j < body && (isalnum((unsigned char)canon[j]) || canon[j] == '_')) j++;
+      if (j - i == 1 && c == 'x') at += (size_t)sprintf(text + at, "(x * sx * sw)");
+      else memcpy(text + at, canon + i, j - i), at += j - i;
+      i = j;
+    } else {
+      text[at++] = canon[i++];
+    }
+  }
+  if (s == FT_OK) sprintf(text + at, " where %s%srow sx, col sw", where ? where + 7 : "", where ? ", " : "");
+  ft_ep_free(ep);
+  ep = NULL;
+  if (s == FT_OK) s = ft_ep_parse(text, &ep, &err); /* sx or sw already named: a duplicate declaration */
+  if (s == FT_OK && strlen(ft_ep_canonical(ep)) >= out_size) s = FT_ERR_INVALID_ARG;
+  if (s == FT_OK) snprintf(out, out_size, "%s", ft_ep_canonical(ep));
+  ft_ep_free(ep);
+  free(text);
+  return s;
 }

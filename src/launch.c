@@ -213,6 +213,13 @@ ft_status ft_cublas_gemm(ft_gpu *g, ft_math math, const void *X, const void *W, 
                          cudaStream_t stream, ft_err *err) {
   /* 3xtf32's cuBLAS counterpart is SGEMM, the fp32-accurate GEMM (cuBLAS has no 3xTF32 on Hopper). */
   if (math == FT_MATH_FP32 || math == FT_MATH_3XTF32) return ft_cublas_sgemm(g, X, W, Y, m, n, k, stream, err);
+  if (math == FT_MATH_FP8) { /* cuBLAS's fp8 GEMM is cuBLASLt's */
+    ft_lt_gemm *l = NULL;
+    void *ws = NULL, *lt = NULL;
+    FT_TRY(ft_gpu_fp8_gemm(g, m, n, k, &l, &ws, err));
+    FT_TRY(ft_gpu_cublaslt(g, &lt, err));
+    return ft_lt_gemm_run(l, lt, X, W, Y, NULL, ws, stream, err);
+  }
   void *hv;
   FT_TRY(ft_gpu_cublas(g, &hv, err));
   cublasHandle_t h = hv;

@@ -55,7 +55,8 @@ ft_status ft_cublas_sgemm(ft_gpu *g, const float *X, const float *W, float *Y, i
 
 /* y = x W^T with cuBLAS in mode math: fp32 = ft_cublas_sgemm; tf32 = fp32 tensors with
  * CUBLAS_COMPUTE_32F_FAST_TF32; bf16 / fp16 = tensors of that type, fp32 accumulate
- * (CUBLAS_COMPUTE_32F), y rounded once. */
+ * (CUBLAS_COMPUTE_32F), y rounded once; fp8 = cuBLASLt's e4m3 GEMM, bf16 y, per-tensor scale
+ * pointers at 1.0 (ft_gpu_fp8_gemm). */
 ft_status ft_cublas_gemm(ft_gpu *g, ft_math math, const void *X, const void *W, void *Y, int m, int n, int k,
                          cudaStream_t stream, ft_err *err);
 

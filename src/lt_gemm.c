@@ -1,6 +1,7 @@
 /* See lt_gemm.h. */
 #include "lt_gemm.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "checks.h"
@@ -11,6 +12,7 @@ void ft_lt_gemm_free(ft_lt_gemm *l) {
   if (l->la) cublasLtMatrixLayoutDestroy(l->la);
   if (l->lb) cublasLtMatrixLayoutDestroy(l->lb);
   if (l->lc) cublasLtMatrixLayoutDestroy(l->lc);
+  cudaFree(l->ones);
   memset(l, 0, sizeof *l);
 }
 
@@ -20,11 +22,35 @@ static ft_status set_bias(ft_lt_gemm *l, const void *bias, ft_err *err) {
   return FT_OK;
 }
 
+ft_status ft_lt_gemm_scales(ft_lt_gemm *l, const float *sx, const float *sw, ft_err *err) {
+  /* Column-major view: A is W, B is x. */
+  FT_CUBLAS_TRY(err, cublasLtMatmulDescSetAttribute(l->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sw, sizeof sw));
+  FT_CUBLAS_TRY(err, cublasLtMatmulDescSetAttribute(l->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sx, sizeof sx));
+  return FT_OK;
+}
+
+/* fp8's scale mode and its starting pointers: 1.0 for every row and column. */
+static ft_status fp8_scales(ft_lt_gemm *l, int m, int n, int outer, ft_err *err) {
+  const int32_t mode = outer ? CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F : CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+  FT_CUBLAS_TRY(err, cublasLtMatmulDescSetAttribute(l->op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof mode));
+  FT_CUBLAS_TRY(err, cublasLtMatmulDescSetAttribute(l->op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof mode));
+  const size_t len = (size_t)(m > n ? m : n);
+  float *host = malloc(len * sizeof *host);
+  if (!host) return ft__fail(err, FT_ERR_NOMEM, "out of host memory");
+  for (size_t i = 0; i < len; i++) host[i] = 1.0f;
+  cudaError_t e = cudaMalloc((void **)&l->ones, len * sizeof *host);
+  if (e == cudaSuccess) e = cudaMemcpy(l->ones, host, len * sizeof *host, cudaMemcpyHostToDevice);
+  free(host);
+  if (e != cudaSuccess) return ft_cuda_fail(err, e, "fp8 GEMM scales");
+  return ft_lt_gemm_scales(l, l->ones, l->ones, err);
+}
+
 static ft_status build(ft_lt_gemm *l, cublasLtHandle_t h, ft_math math, int m, int n, int k, cublasLtEpilogue_t epi,
-                       const void *bias, size_t ws_bytes, uint32_t min_align, ft_err *err) {
-  cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-  const ft_dtype dt = ft_math_dtype(math);
+                       const void *bias, size_t ws_bytes, uint32_t min_align, int outer, ft_err *err) {
+  cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N; /* TN: what cuBLASLt's fp8 GEMM takes */
+  const ft_dtype dt = ft_math_out_dtype(math);
   l->type = dt == FT_DTYPE_BF16 ? CUDA_R_16BF : dt == FT_DTYPE_F16 ? CUDA_R_16F : CUDA_R_32F;
+  const cudaDataType_t in = math == FT_MATH_FP8 ? CUDA_R_8F_E4M3 : l->type;
   const cublasComputeType_t compute = math == FT_MATH_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   FT_CUBLAS_TRY(err, cublasLtMatmulDescCreate(&l->op, compute, CUDA_R_32F));
   FT_CUBLAS_TRY(err, cublasLtMatmulDescSetAttribute(l->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
@@ -34,9 +60,10 @@ static ft_status build(ft_lt_gemm *l, cublasLtHandle_t h, ft_math math, int m, i
   FT_CUBLAS_TRY(err, cublasLtMatmulDescSetAttribute(l->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
                                                     sizeof bias_type));
   if (bias) FT_TRY(set_bias(l, bias, err));
+  if (math == FT_MATH_FP8) FT_TRY(fp8_scales(l, m, n, outer, err));
   /* Column-major view: y^T [n x m] = (W as [k x n])^T (x as [k x m]). */
-  FT_CUBLAS_TRY(err, cublasLtMatrixLayoutCreate(&l->la, l->type, (uint64_t)k, (uint64_t)n, k));
-  FT_CUBLAS_TRY(err, cublasLtMatrixLayoutCreate(&l->lb, l->type, (uint64_t)k, (uint64_t)m, k));
+  FT_CUBLAS_TRY(err, cublasLtMatrixLayoutCreate(&l->la, in, (uint64_t)k, (uint64_t)n, k));
+  FT_CUBLAS_TRY(err, cublasLtMatrixLayoutCreate(&l->lb, in, (uint64_t)k, (uint64_t)m, k));
   FT_CUBLAS_TRY(err, cublasLtMatrixLayoutCreate(&l->lc, l->type, (uint64_t)n, (uint64_t)m, n));
   cublasLtMatmulPreference_t pref = NULL;
   FT_CUBLAS_TRY(err, cublasLtMatmulPreferenceCreate(&pref));
@@ -65,7 +92,15 @@ static ft_status build(ft_lt_gemm *l, cublasLtHandle_t h, ft_math math, int m, i
 ft_status ft_lt_gemm_init(ft_lt_gemm *l, cublasLtHandle_t h, ft_math math, int m, int n, int k, cublasLtEpilogue_t epi,
                           const void *bias, size_t ws_bytes, uint32_t min_align, ft_err *err) {
   memset(l, 0, sizeof *l);
-  const ft_status s = build(l, h, math, m, n, k, epi, bias, ws_bytes, min_align, err);
+  const ft_status s = build(l, h, math, m, n, k, epi, bias, ws_bytes, min_align, 0, err);
+  if (s != FT_OK) ft_lt_gemm_free(l);
+  return s;
+}
+
+ft_status ft_lt_gemm_init_fp8(ft_lt_gemm *l, cublasLtHandle_t h, int m, int n, int k, cublasLtEpilogue_t epi,
+                              const void *bias, int outer, size_t ws_bytes, ft_err *err) {
+  memset(l, 0, sizeof *l);
+  const ft_status s = build(l, h, FT_MATH_FP8, m, n, k, epi, bias, ws_bytes, 0, outer, err);
   if (s != FT_OK) ft_lt_gemm_free(l);
   return s;
 }

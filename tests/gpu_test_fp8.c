@@ -169,10 +169,13 @@ static void test_plan(ft_ctx *ctx, ft_gpu *g) {
   ft_status st = ft_plan_create(ctx, &p, &cfg, &plan);
   if (st != FT_OK) fprintf(stderr, "ft_plan_create: %s\n", ft_errmsg(ctx));
   ASSERT_OK(st);
-  const ft_tensor_arg vecs[] = {{"sx", d->dvec[0], FT_DTYPE_F32}, {"sw", d->dvec[1], FT_DTYPE_F32},
-                                {"bias", d->dvec[2], FT_DTYPE_BF16}};
-  ASSERT_EQ_STR(ft_ep_param_at(ep, 0)->name, "sx"); /* the slots the vectors above assume */
-  ASSERT_EQ_STR(ft_ep_param_at(ep, 2)->name, "bias");
+  void *dv[3] = {NULL, NULL, NULL}; /* sx, sw, bias by name */
+  static const char *const names[] = {"sx", "sw", "bias"};
+  for (int s = 0; s < ft_ep_param_count(ep); s++)
+    for (int i = 0; i < 3; i++)
+      if (!strcmp(ft_ep_param_at(ep, s)->name, names[i])) dv[i] = d->dvec[s];
+  ASSERT_TRUE(dv[0] && dv[1] && dv[2]);
+  const ft_tensor_arg vecs[] = {{"sx", dv[0], FT_DTYPE_F32}, {"sw", dv[1], FT_DTYPE_F32}, {"bias", dv[2], FT_DTYPE_BF16}};
   ft_typed_args a = FT_TYPED_ARGS_INIT;
   a.x = (ft_tensor_arg){NULL, d->dX, FT_DTYPE_E4M3};
   a.w = (ft_tensor_arg){NULL, d->dW, FT_DTYPE_E4M3};
@@ -192,7 +195,7 @@ static void test_plan(ft_ctx *ctx, ft_gpu *g) {
     b = a, b.x.dtype = FT_DTYPE_BF16;
     ASSERT_EQ_INT(ft_plan_launch_typed(plan, &b, 0), FT_ERR_INVALID_ARG);
     ASSERT_CONTAINS(ft_errmsg(ctx), "x is bf16, but a fp8 plan reads e4m3 there");
-    const ft_tensor_arg bad_scale[] = {{"sx", d->dvec[0], FT_DTYPE_BF16}, vecs[1], vecs[2]};
+    const ft_tensor_arg bad_scale[] = {{"sx", dv[0], FT_DTYPE_BF16}, vecs[1], vecs[2]};
     b = a, b.vecs = bad_scale;
     ASSERT_EQ_INT(ft_plan_launch_typed(plan, &b, 0), FT_ERR_INVALID_ARG);
     ASSERT_CONTAINS(ft_errmsg(ctx), "vector sx is bf16, but a fp8 plan reads fp32 there");

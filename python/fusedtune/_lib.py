@@ -58,6 +58,19 @@ class ft_args(ctypes.Structure):
                 ("dtype", c_enum)]
 
 
+class ft_tensor_arg(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("data", ctypes.c_void_p), ("dtype", c_enum)]
+
+
+class ft_typed_args(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("x", ft_tensor_arg), ("w", ft_tensor_arg), ("y", ft_tensor_arg),
+                ("vecs", ctypes.POINTER(ft_tensor_arg)), ("n_vecs", ctypes.c_int),
+                ("scalars", ctypes.POINTER(ft_scalar_arg)), ("n_scalars", ctypes.c_int)]
+
+
+FT_SCALE_TENSOR, FT_SCALE_ROW = 0, 1
+
+
 class ft_tune_progress(ctypes.Structure):
     _fields_ = [("phase", ctypes.c_char_p), ("message", ctypes.c_char_p), ("done", ctypes.c_int),
                 ("total", ctypes.c_int), ("best_ms", ctypes.c_double), ("elapsed_s", ctypes.c_double),
@@ -128,7 +141,7 @@ class ft_epilogue_info(ctypes.Structure):
 
 
 # The structs the layout test compares with the C compiler's view, by their C names.
-STRUCTS = (ft_problem, ft_config, ft_vec_arg, ft_scalar_arg, ft_args, ft_tune_progress, ft_tune_options,
+STRUCTS = (ft_problem, ft_config, ft_vec_arg, ft_scalar_arg, ft_args, ft_tensor_arg, ft_typed_args, ft_tune_progress, ft_tune_options,
            ft_import_counts, ft_best_entry, ft_device_desc, ft_variant_info, ft_variant_list,
            ft_epilogue_param, ft_epilogue_info)
 
@@ -153,6 +166,10 @@ _SIGNATURES = {
     "ft_lookup_entry_within": (_st, [_vp, _cp, _P(ft_problem), ctypes.c_double, _P(ft_best_entry)]),
     "ft_plan_create": (_st, [_vp, _P(ft_problem), _P(ft_config), _P(_vp)]),
     "ft_plan_launch": (_st, [_vp, _P(ft_args), _vp]),
+    "ft_plan_launch_typed": (_st, [_vp, _P(ft_typed_args), _vp]),
+    "ft_quantizer_create": (_st, [_vp, _P(_vp)]),
+    "ft_quantize_e4m3": (_st, [_vp, _vp, _st, ctypes.c_int64, ctypes.c_int64, _st, _vp, _vp, _vp]),
+    "ft_quantizer_destroy": (None, [_vp]),
     "ft_plan_destroy": (None, [_vp]),
     "ft_tune": (_st, [_vp, _P(ft_problem), _P(ft_tune_options), _P(ft_config)]),
     "ft_strategy_name": (_cp, [_st]),
@@ -168,6 +185,7 @@ _SIGNATURES = {
     "ft_epilogue_inspect": (_st, [_cp, _P(_P(ft_epilogue_info))] + _msg),
     "ft_epilogue_info_free": (None, [_P(ft_epilogue_info)]),
     "ft_epilogue_preset": (_int, [_int, _P(_cp), _P(_cp)]),
+    "ft_fp8_epilogue": (_st, [_cp, _cp, ctypes.c_size_t]),
 }
 
 

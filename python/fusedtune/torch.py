@@ -80,6 +80,9 @@ class FusedLinear(nn.Module):
         that do not require grad."""
         if not isinstance(linear, nn.Linear):
             raise InvalidArgumentError(f"from_linear takes an nn.Linear, not {type(linear).__name__}")
+        if math == "fp8":  # W quantized per output channel once, x per token on every call
+            from .fp8 import FP8Linear
+            return FP8Linear.from_linear(linear, epilogue, db)
         self = cls.__new__(cls)
         nn.Module.__init__(self)
         self.in_features, self.out_features = linear.in_features, linear.out_features
@@ -90,6 +93,14 @@ class FusedLinear(nn.Module):
             self.register_parameter("bias", None)
         self._setup(epilogue, math, params, db, nearest, autotune)
         return self
+
+    @staticmethod
+    def from_fp8(weight, weight_scale, bias=None, epilogue=None, *, db=None):
+        """An fp8 layer of float8_e4m3fn weight [N, K] with its fp32 per-channel weight_scale [N]
+        and a bf16 bias: y = E(x W^T) in bf16, x bf16 quantized per token on every call
+        (fusedtune.fp8.FP8Linear)."""
+        from .fp8 import FP8Linear
+        return FP8Linear(weight, weight_scale, bias, epilogue, db)
 
     def _setup(self, epilogue, math, params, db, nearest, autotune):
         text = epilogue if epilogue is not None else ("x + bias" if self.bias is not None else "none")
@@ -104,9 +115,9 @@ class FusedLinear(nn.Module):
                                            f"name: rename it in the expression")
             self.register_buffer(name, t)
         self.math = None if math is None else core.math_mode(math).name
-        if self.math == "fp8":  # its launch binds e4m3, bf16 and fp32 tensors (ft_plan_launch_typed)
-            raise UnsupportedError("FusedLinear: math fp8 is not supported yet (the C API's fp8 plans are: "
-                                   "ft_plan_launch_typed)")
+        if self.math == "fp8":  # an fp8 layer holds e4m3 weights and their scales: fusedtune.fp8.FP8Linear
+            raise UnsupportedError("FusedLinear: math fp8 takes quantized weights: FusedLinear.from_linear(lin, E, "
+                                   "math='fp8') or FusedLinear.from_fp8(weight, weight_scale, bias, E)")
         if self.math is not None:
             self._mode()  # a mode that does not fit the dtype fails now, not at the first call
         if not isinstance(db, (core.Database, type(None))):

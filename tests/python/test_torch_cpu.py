@@ -68,8 +68,13 @@ class FusedLinearCpuTest(unittest.TestCase):
         self.assertRejects("computes on bfloat16 tensors, but weight is float32", FusedLinear, 16, 8, math="bf16")
         with self.assertRaises(fusedtune.UnsupportedError):
             FusedLinear(16, 8, math="fp9")
-        self.assertRaisesRegex(fusedtune.UnsupportedError, "math fp8 is not supported yet", FusedLinear, 16, 8,
+        self.assertRaisesRegex(fusedtune.UnsupportedError, "math fp8 takes quantized weights", FusedLinear, 16, 8,
                                math="fp8")
+        self.assertRejects("fp8 from_linear takes a bf16 CUDA layer", FusedLinear.from_linear, nn.Linear(16, 8),
+                           math="fp8")
+        from fusedtune.fp8 import fp8_epilogue
+        self.assertEqual(fp8_epilogue("relu(x + bias)"), "relu(x * sx * sw + bias) where col sw, row sx")
+        self.assertRaises(fusedtune.ParseError, fp8_epilogue, "x * sx where row sx")
         layer = FusedLinear(16, 8, dtype=torch.float64)
         self.assertRejects("weight is float64", layer, torch.zeros(2, 16, dtype=torch.float64))
         layer = FusedLinear(16, 8, math="tf32").to(torch.float16)

@@ -1,0 +1,153 @@
+"""The fp8 (e4m3) mode from PyTorch: the library's quantizer, launches that say each tensor's
+element type (ft_plan_launch_typed), and FP8Linear, a bf16 nn.Linear run in fp8 with its
+epilogue and scales fused: W quantized per output channel once, x per token on every call,
+y = E(x W^T) in bf16 with E applied to the dequantized fp32 accumulator. Made by
+FusedLinear.from_linear(lin, E, math="fp8") or FusedLinear.from_fp8(weight, weight_scale, bias, E)."""
+import ctypes
+import math as _math
+
+import torch
+from torch import nn
+
+from . import _lib, core
+from ._binding import check_no_grad, check_tensor
+from ._lib import lib
+from .errors import InvalidArgumentError, NotFoundError
+
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+_TORCH_DTYPES = {_lib.FT_DTYPE_F32: torch.float32, _lib.FT_DTYPE_BF16: torch.bfloat16,
+                 _lib.FT_DTYPE_F16: torch.float16, _lib.FT_DTYPE_E4M3: torch.float8_e4m3fn}
+_FT_DTYPES = {v: k for k, v in _TORCH_DTYPES.items()}
+
+
+def fp8_epilogue(epilogue):
+    """The fp8 problem's epilogue of a bf16 layer's E: x * sx * sw in place of x, with row sx
+    (per token) and col sw (per output channel) declared (ft_fp8_epilogue)."""
+    out = ctypes.create_string_buffer(8192)
+    st = lib().ft_fp8_epilogue(core._cstr("epilogue", epilogue), out, len(out))
+    if st != 0:
+        core._raise(st, f"fp8: no fp8 form of the epilogue {epilogue!r} (it must parse and not name sx or sw)")
+    return core._s(out.value)
+
+
+def _stream(dev):
+    return _raw_stream(dev.index) if _raw_stream else torch.cuda.current_stream(dev).cuda_stream
+
+
+class Quantizer:
+    """ft_quantizer of a Database (its device): quantize(t, per_row) -> (e4m3 codes, fp32 scales)."""
+
+    def __init__(self, db):
+        self.db, self._q = db, ctypes.c_void_p()
+        with db._lock:
+            db._check(lib().ft_quantizer_create(db._handle(), ctypes.byref(self._q)))
+
+    def quantize(self, t, per_row=True, out=None, scales=None):
+        """t [rows, cols] bf16/fp16/fp32 CUDA, contiguous: codes (float8_e4m3fn) and scales
+        (rows, or one, fp32) with code * scale ~ t; into out / scales where given."""
+        if t.dim() != 2 or not t.is_cuda or not t.is_contiguous() or t.dtype not in _FT_DTYPES:
+            raise InvalidArgumentError("quantize takes a contiguous 2-D bf16, fp16 or fp32 CUDA tensor")
+        rows, cols = t.shape
+        out = torch.empty((rows, cols), dtype=torch.float8_e4m3fn, device=t.device) if out is None else out
+        scales = torch.empty(rows if per_row else 1, dtype=torch.float32, device=t.device) if scales is None else scales
+        with self.db._lock:
+            self.db._check(lib().ft_quantize_e4m3(self._q, t.data_ptr(), _FT_DTYPES[t.dtype], rows, cols,
+                                                  _lib.FT_SCALE_ROW if per_row else _lib.FT_SCALE_TENSOR,
+                                                  out.data_ptr(), scales.data_ptr(), _stream(t.device)))
+        return out, scales
+
+    def close(self):
+        if self._q.value:
+            lib().ft_quantizer_destroy(self._q)
+        self._q = ctypes.c_void_p()
+
+
+def _tensor_arg(name, t):
+    return _lib.ft_tensor_arg(name, t.data_ptr(), _FT_DTYPES[t.dtype])
+
+
+def launch_typed(plan, x, w, y, vecs, scalars=None, stream=0):
+    """plan on tensors with their element types: x, w, y and vecs {name: tensor}; scalars {name: float}."""
+    names = [core._cstr("argument name", n) for n in list(vecs) + list(scalars or {})]
+    a = _lib.ft_typed_args()
+    a.struct_size = ctypes.sizeof(_lib.ft_typed_args)
+    a.x, a.w, a.y = _tensor_arg(None, x), _tensor_arg(None, w), _tensor_arg(None, y)
+    va = (_lib.ft_tensor_arg * max(1, len(vecs)))(*[_tensor_arg(nm, t) for nm, t in zip(names, vecs.values())])
+    sa = (_lib.ft_scalar_arg * max(1, len(scalars or {})))(
+        *[_lib.ft_scalar_arg(nm, float(v)) for nm, v in zip(names[len(vecs):], (scalars or {}).values())])
+    a.vecs, a.n_vecs = ctypes.cast(va, ctypes.POINTER(_lib.ft_tensor_arg)), len(vecs)
+    a.scalars, a.n_scalars = ctypes.cast(sa, ctypes.POINTER(_lib.ft_scalar_arg)), len(scalars or {})
+    with plan.db._lock:
+        if plan._handle is None:
+            raise InvalidArgumentError("the plan was destroyed")
+        plan.db._check(lib().ft_plan_launch_typed(plan._handle, ctypes.byref(a), stream or None))
+
+
+class FP8Linear(nn.Module):
+    """A bf16 linear layer y = E(x W^T) run in fp8 (see the module's text). weight e4m3 [N, K],
+    weight_scale fp32 [N], bias bf16 [N] or None; the fp8 problem's epilogue is
+    fp8_epilogue(E). Inference only; CUDA tensors; K a multiple of 16."""
+
+    def __init__(self, weight, weight_scale, bias, epilogue, db):
+        super().__init__()
+        if weight.dtype != torch.float8_e4m3fn or weight.dim() != 2:
+            raise InvalidArgumentError(f"fp8 weight must be a 2-D float8_e4m3fn tensor, not {weight.dtype}")
+        n, k = weight.shape
+        check_tensor("weight", weight, dtype="float8_e4m3fn", device=None, shape=(n, k))
+        check_tensor("weight_scale", weight_scale, dtype="float32", device=weight.device, shape=(n,),
+                     hint=" (one fp32 scale per output channel)")
+        if bias is not None:
+            check_tensor("bias", bias, dtype="bfloat16", device=weight.device, shape=(n,))
+        self.out_features, self.in_features = n, k
+        self.register_buffer("weight", weight)
+        self.register_buffer("weight_scale", weight_scale)
+        self.register_buffer("bias", bias)
+        text = epilogue if epilogue is not None else ("x + bias" if bias is not None else "none")
+        self.epilogue = core.inspect_epilogue(fp8_epilogue(text))
+        self.math = "fp8"
+        self._db = db if isinstance(db, core.Database) else core.Database(db, readonly=True)
+        self._quantizer, self._plans = None, {}
+
+    @classmethod
+    def from_linear(cls, linear, epilogue=None, db=None):
+        w = linear.weight.detach()
+        if w.dtype != torch.bfloat16 or not w.is_cuda:
+            raise InvalidArgumentError(f"fp8 from_linear takes a bf16 CUDA layer (weight is {w.dtype} on {w.device})")
+        db = db if isinstance(db, core.Database) else core.Database(db, readonly=True)
+        with torch.cuda.device(w.device):
+            q, sw = Quantizer(db).quantize(w.contiguous(), per_row=True)  # per output channel, once
+        bias = linear.bias.detach() if linear.bias is not None else None
+        return cls(q, sw, bias, epilogue, db)
+
+    def plan_for(self, m):
+        plan = self._plans.get(m)
+        if plan is None:
+            problem = core.Problem(m, self.out_features, self.in_features, self.epilogue.canonical, "fp8")
+            try:
+                config = self._db.lookup(problem)
+            except NotFoundError as e:
+                raise self._db.not_tuned(problem, str(e)) from None
+            plan = self._plans[m] = self._db.plan(problem, config)
+        return plan
+
+    def forward(self, x):
+        check_no_grad("x", x, torch.is_grad_enabled())
+        dev = self.weight.device
+        check_tensor("x", x, dtype="bfloat16", device=dev, shape=tuple(x.shape[:-1]) + (self.in_features,))
+        lead = tuple(x.shape[:-1])
+        m = _math.prod(lead)
+        y = torch.empty(lead + (self.out_features,), dtype=torch.bfloat16, device=dev)
+        if m == 0:
+            return y
+        with torch.cuda.device(dev):
+            if self._quantizer is None:
+                self._quantizer = Quantizer(self._db)
+            xq, sx = self._quantizer.quantize(x.reshape(m, self.in_features), per_row=True)  # per token
+            vecs = {"sx": sx, "sw": self.weight_scale}
+            if self.bias is not None:
+                vecs["bias"] = self.bias
+            launch_typed(self.plan_for(m), xq, self.weight, y, vecs, stream=_stream(dev))
+        return y
+
+
+__all__ = ["fp8_epilogue", "Quantizer", "launch_typed", "FP8Linear"]
