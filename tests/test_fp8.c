@@ -61,6 +61,22 @@ static void test_rules(void) {
   ASSERT_EQ_INT(ft_check_problem(&bf, msg, sizeof msg), FT_OK);
 }
 
+/* A bf16 layer's E in its fp8 form: x scaled per token and per channel, declarations kept. */
+static void test_fp8_epilogue(void) {
+  char out[512];
+  ASSERT_OK(ft_fp8_epilogue("relu(x + bias)", out, sizeof out));
+  ASSERT_EQ_STR(out, "relu(x * sx * sw + bias) where col sw, row sx");
+  ASSERT_OK(ft_fp8_epilogue("minsub", out, sizeof out));
+  ASSERT_EQ_STR(out, "min(x * sx * sw + bias, c) - c where c = 2, col sw, row sx");
+  ASSERT_OK(ft_fp8_epilogue("gelu(x * g + bias) where row g", out, sizeof out));
+  ASSERT_EQ_STR(out, "gelu(x * sx * sw * g + bias) where row g, col sw, row sx");
+  char msg[256];
+  ASSERT_EQ_INT(check(64, out, msg, sizeof msg), FT_OK); /* what it writes is a valid fp8 problem */
+  ASSERT_EQ_INT(ft_fp8_epilogue("x * sx where row sx", out, sizeof out), FT_ERR_PARSE);
+  ASSERT_EQ_INT(ft_fp8_epilogue("relu(x + bias)", out, 8), FT_ERR_INVALID_ARG);
+  ASSERT_EQ_INT(ft_fp8_epilogue(NULL, out, sizeof out), FT_ERR_INVALID_ARG);
+}
+
 static void test_cli(void) {
   ASSERT_EQ_INT(run("--db f.db tune --shape 64x256x100 --math fp8 --epilogue 'x * sx * sw where scalar sx, scalar sw'"), 2);
   ASSERT_CONTAINS(R.out, "fp8: K = 100 is not a multiple of 16");
@@ -154,6 +170,7 @@ int main(void) {
   snprintf(dir, sizeof dir, "%s", tmp ? tmp : ".");
   test_names();
   test_rules();
+  test_fp8_epilogue();
   test_e4m3();
   test_quantize_model();
   test_quantizer_compiles();
