@@ -111,7 +111,7 @@ class Run:
                 futures.append(f)
         self.log(f"submitted {len(futures)} task(s): {len(self.unique)} problem(s) x {len(self.models)} GPU "
                  f"model(s) ({', '.join(m[len(MODEL_PREFIX):] for m in self.models)})")
-        return d.as_completed(futures), futures
+        return d.as_completed(futures), {f.key: f for f in futures}
 
     def _flops(self, i):
         p = self.items[i].problem
@@ -120,16 +120,21 @@ class Run:
     def log(self, text):
         print(f"fusedtune.cluster: {text}", file=self.out or sys.stderr, flush=True)
 
-    def collect(self, done, futures):
-        """Imports each result as it arrives; Ctrl-C cancels what has not finished."""
-        n = 0
+    def collect(self, done, pending):
+        """Imports each result as it arrives; Ctrl-C cancels what has not finished. pending:
+        {key: future} of the tasks not yet taken."""
+        n, total = 0, len(pending)
         try:
             for f in done:
                 n += 1
-                self.take(f, n, len(futures))
+                self.take(f, n, total)
+                # Released once imported: a result still held would be computed again if its
+                # worker died later (Dask recomputes lost results that a client holds).
+                pending.pop(f.key, None)
+                f.release()
         except KeyboardInterrupt:
             self.interrupted = True
-            left = [f for f in futures if not f.done()]
+            left = [f for f in pending.values() if not f.done()]
             self.client.cancel(left)
             for f in left:
                 self.rows[f.key]["status"] = "cancelled"
@@ -209,11 +214,13 @@ def summary(run, every, wall_s):
             "variant": best.name if best else None, "results_added": row["added"], "tune_s": row["elapsed_s"],
             "message": row["message"]})
     problems.sort(key=lambda r: (r["line"], r["math"], r["shape"], r["gpu_model"]))
-    workers = []
+    by_name = {}  # a worker restarted (by its nanny, or by hand) comes back under its name
     for addr, (name, res) in every.items():
-        mine = [r for r in run.rows.values() if r["worker"] in (name, addr)]
-        workers.append({"address": addr, "name": name, "resources": res, "problems": len(mine),
-                        "busy_s": sum(r["elapsed_s"] for r in mine)})
+        by_name.setdefault(name, {"addresses": [], "name": name, "resources": res})["addresses"].append(addr)
+    workers = []
+    for w in by_name.values():
+        mine = [r for r in run.rows.values() if r["worker"] in [w["name"]] + w["addresses"]]
+        workers.append(dict(w, problems=len(mine), busy_s=sum(r["elapsed_s"] for r in mine)))
     dups = [{"line": it.line, "same_as_line": run.items[it.duplicate_of].line, "math": it.problem.math}
             for it in run.items if it.duplicate_of >= 0]
     return {"wall_s": wall_s, "interrupted": run.interrupted, "database": run.db.path, "results_added": run.added,
@@ -240,7 +247,7 @@ def print_summary(s, out=None):
     for w in s["workers"]:
         models = [r[len(MODEL_PREFIX):] for r in w["resources"] if r.startswith(MODEL_PREFIX)]
         kind = ", ".join(models) if w["resources"].get(GPU, 0) >= 1 and models else "no GPU resources: takes nothing"
-        print(f"  {w['name']} ({w['address']}, {kind})  {w['problems']} problem(s), {w['busy_s']:.1f} s tuning",
+        print(f"  {w['name']} ({', '.join(w['addresses'])}; {kind})  {w['problems']} problem(s), {w['busy_s']:.1f} s tuning",
               file=out)
     print(f"wall {s['wall_s']:.1f} s; {s['results_added']} result(s) added to {s['database']}"
           f"{'; interrupted' if s['interrupted'] else ''}", file=out)
@@ -292,8 +299,7 @@ def _tune_on(client, db, items, opts, args, task, t0):
             raise ClusterError(f"no worker has GPU model {', '.join(missing)}; present: {', '.join(models)}")
         models = sorted(set(asked))
     run = Run(client, db, items, models, opts, task)
-    done, futures = run.submit()
-    run.collect(done, futures)
+    run.collect(*run.submit())
     try:  # workers that joined (or came back under a new address) meanwhile
         every = {**every, **gpu_models(client)[1]}
     except OSError:

@@ -1,8 +1,9 @@
 """Usage: python3 scripts/gpu/cluster_compare.py PROBLEMS REF.db CLUSTER.db WORKER_DB_DIR SUMMARY.json
 The checks of scripts/gpu/cluster.sh after a cluster tune: every problem of PROBLEMS has a best
-in CLUSTER.db; each best beside REF.db's (`fusedtune tune --problems` on the same file); the
-cluster database holds exactly the results of the worker-local databases under WORKER_DB_DIR
-(none missing, none twice) and importing those again adds nothing; the runs each problem took.
+in CLUSTER.db; each best beside REF.db's (`fusedtune tune --problems` on the same file: another
+tune, so near-equal candidates may trade places); the cluster database holds exactly the results
+of the worker-local databases under WORKER_DB_DIR (none missing, none twice), the same best for
+each problem, and importing those again adds nothing; the runs each problem took.
 Prints a table; exit status 0 when every check holds, 1 otherwise.
 """
 import collections
@@ -78,6 +79,18 @@ def main(problems, ref_path, cluster_path, wdb, summary_path):
     print(f"cluster db: {len(uuids)} results ({twice} twice); {len(local_files)} worker-local db(s): "
           f"{len(local_uuids)} results; missing from the cluster db: {len(lost)}; not from a worker db: {len(extra)}")
     ok &= not twice and not lost and not extra and len(local_uuids) == len(set(local_uuids))
+    # The transfer keeps each best: the cluster database's equals the worker-local database's.
+    kept = 0
+    with fusedtune.Database(cluster_path, readonly=True) as cl:
+        for path in local_files:
+            with fusedtune.Database(path, readonly=True) as local:
+                for e in local.best_entries():
+                    m, n, k = e.config.tuned_shape
+                    got = best(cl, fusedtune.Problem(m, n, k, e.epilogue, e.math), e.device_name)
+                    kept += got is not None and (got.strategy, got.name, got.median_ms) == (
+                        e.config.strategy, e.config.name, e.config.median_ms)
+    print(f"cluster db best == worker-local db best: {kept} of {len(items)} problems")
+    ok &= kept == len(items)
     added = 0
     with fusedtune.Database(cluster_path) as cl, tempfile.TemporaryDirectory() as d:
         for path in local_files:

@@ -35,7 +35,8 @@ import fusedtune  # noqa: E402
 from fusedtune import cluster  # noqa: E402
 
 SCRATCH = tempfile.mkdtemp(prefix="ft_cluster_", dir=os.environ.get("FT_TEST_TMP") or None)
-MODEL = "GPU:Fake_GPU"
+MODEL = "GPU:Fake_GPU"  # two workers of this model
+SOLO = "GPU:Solo_GPU"   # one worker of this one
 CLUSTER = None
 
 
@@ -45,6 +46,7 @@ def setUpModule():
     CLUSTER = cluster.spec_cluster({
         "w0": {"cls": distributed.Nanny, "options": gpu},
         "w1": {"cls": distributed.Nanny, "options": gpu},
+        "solo": {"cls": distributed.Nanny, "options": dict(gpu, resources={"GPU": 1, SOLO: 1})},
         "nogpu": {"cls": distributed.Nanny, "options": {"nthreads": 1, "silence_logs": logging.ERROR}}})
 
 
@@ -77,19 +79,26 @@ def fixture_results():
 FIXTURE_PROBLEMS = ('shape,epilogue,math\n128x16384x16384,minsub,fp32\n1024x8192x8192,"relu(x + bias)",fp32\n')
 
 
-def export_task(text, marker=None):
-    """A task body standing in for the tune: returns the fixture as a worker's export. With marker,
-    its first attempt kills its own worker process (the nanny restarts it; the scheduler moves
-    the task), leaving its pid in marker."""
+def export_task(text, markers=None, victim=None, after=0):
+    """A task body standing in for the tune: returns the fixture as a worker's export, leaving
+    its pid in markers/<shape> each time it starts. The first attempt of the problem of shape
+    victim kills its own worker process once `after` other problems have started, and a second
+    more (the nanny restarts the worker; the scheduler gives the task to a worker of its model)."""
     def task(spec, model, opts):
         import os
         import signal
+        import time
         from distributed import get_worker
-        if marker is not None:
-            first = not os.path.exists(marker)
-            with open(marker, "a") as f:
+        if markers is not None:
+            mine = os.path.join(markers, "%dx%dx%d" % spec[:3])
+            first = not os.path.exists(mine)
+            with open(mine, "a") as f:
                 f.write(f"{os.getpid()}\n")
-            if first:
+            if first and os.path.basename(mine) == victim:
+                t0 = time.monotonic()
+                while len(os.listdir(markers)) < after + 1 and time.monotonic() < t0 + 20:
+                    time.sleep(0.05)
+                time.sleep(1.0)  # their results taken by the client meanwhile
                 os.kill(os.getpid(), signal.SIGKILL)
         return {"worker": get_worker().name, "model": model, "device": "NVIDIA H200", "ok": True, "error": None,
                 "export": text, "elapsed_s": 0.01}
@@ -120,23 +129,25 @@ class Cluster(unittest.TestCase):
                                       "64x256x256,relu(x + bias),bf16\n256x512x256,minsub,tf32\n")
         rc, s, err = run(["--problems", problems, "--db", path("gpuless.db"), "--budget", "5"])
         self.assertEqual(rc, 1, err)
-        self.assertEqual(len(s["problems"]), 3)  # line 4 repeats line 2: tuned once
+        # One task per problem and GPU model; line 4 repeats line 2: tuned once.
+        self.assertEqual(sorted((p["line"], p["gpu_model"]) for p in s["problems"]),
+                         [(line, m) for line in (2, 3, 5) for m in ("Fake_GPU", "Solo_GPU")])
         self.assertEqual(s["duplicates"], [{"line": 4, "same_as_line": 2, "math": "bf16"}])
         try:
             fusedtune.devices()
-            expected = f"the task is for {MODEL}"  # a machine with a GPU of another model
+            expected = "the task is for GPU:"  # a machine with a GPU of another model
         except fusedtune.NoDeviceError:
             expected = "no CUDA device: "
         for p in s["problems"]:
             self.assertEqual(p["status"], "failed")
             self.assertIn(expected, p["message"])
-            self.assertIn(p["worker"], ("w0", "w1"))
+            self.assertIn(p["worker"], ("w0", "w1") if p["gpu_model"] == "Fake_GPU" else ("solo",))
             self.assertEqual(p["results_added"], 0)
         self.assertEqual(s["results_added"], 0)
         self.assertEqual(stored_results(path("gpuless.db")), [])
         taken = {w["name"]: w["problems"] for w in s["workers"]}
         self.assertEqual(taken["nogpu"], 0)  # no GPU resources: takes nothing
-        self.assertEqual(taken["w0"] + taken["w1"], 3)
+        self.assertEqual((taken["w0"] + taken["w1"], taken["solo"]), (3, 3))
         self.assertIn("no CUDA device" if "no CUDA" in expected else "the task is for", err)
 
     def test_export_delivered_twice_is_imported_once(self):
@@ -146,7 +157,8 @@ class Cluster(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         n = fixture_results()
         self.assertGreater(n, 0)
-        self.assertEqual(sorted(p["results_added"] for p in s["problems"]), [0, n])
+        # 2 problems x 2 GPU models: each task's export holds the whole fixture, imported once.
+        self.assertEqual(sorted(p["results_added"] for p in s["problems"]), [0, 0, 0, n])
         self.assertEqual(s["results_added"], n)
         self.assertEqual(len(stored_results(db)), n)
         # The whole run again (a retried client): nothing added.
@@ -156,14 +168,36 @@ class Cluster(unittest.TestCase):
 
     def test_killed_workers_task_is_retried(self):
         problems = write("one.csv", "shape,epilogue,math\n128x16384x16384,minsub,fp32\n")
-        marker, db = path("attempts.txt"), path("killed.db")
-        rc, s, err = run(["--problems", problems, "--db", db], task=export_task(fixture_text(), marker))
+        markers, db = path("attempts"), path("killed.db")
+        os.mkdir(markers)
+        rc, s, err = run(["--problems", problems, "--db", db, "--gpu-models", MODEL[4:]],
+                         task=export_task(fixture_text(), markers, "128x16384x16384"))
         self.assertEqual(rc, 0, err)
-        with open(marker) as f:
+        with open(os.path.join(markers, "128x16384x16384")) as f:
             pids = f.read().split()
         self.assertEqual(len(pids), 2, "the task ran once more after its worker died")
         self.assertNotEqual(pids[0], pids[1])
         self.assertEqual(s["problems"][0]["status"], "ok")
+        self.assertEqual(s["results_added"], fixture_results())
+        self.assertEqual(len(stored_results(db)), fixture_results())
+
+    def test_result_taken_is_not_computed_again_when_its_worker_dies(self):
+        # Both problems on the one worker of SOLO: the first (the larger) finishes and is
+        # imported, then the second kills that worker. Dask recomputes a lost result that a client still holds; the
+        # client releases each result once imported, so the first runs once.
+        problems = write("solo.csv", FIXTURE_PROBLEMS)
+        markers, db = path("solo_attempts"), path("solo.db")
+        os.mkdir(markers)
+        rc, s, err = run(["--problems", problems, "--db", db, "--gpu-models", SOLO[4:]],
+                         task=export_task(fixture_text(), markers, "128x16384x16384", after=1))
+        self.assertEqual(rc, 0, err)
+        runs = {}
+        for name in os.listdir(markers):
+            with open(os.path.join(markers, name)) as f:
+                runs[name] = len(f.read().split())
+        self.assertEqual(runs, {"1024x8192x8192": 1, "128x16384x16384": 2})
+        self.assertEqual([w["problems"] for w in s["workers"] if w["name"] == "solo"], [2])
+        self.assertEqual(len([w for w in s["workers"] if w["name"] == "solo"][0]["addresses"]), 2)
         self.assertEqual(s["results_added"], fixture_results())
         self.assertEqual(len(stored_results(db)), fixture_results())
 
@@ -188,7 +222,7 @@ class Cluster(unittest.TestCase):
         problems = write("model.csv", FIXTURE_PROBLEMS)
         rc, s, err = run(["--problems", problems, "--db", path("model.db"), "--gpu-models", "NVIDIA_A100"])
         self.assertEqual(rc, 1)
-        self.assertIn("no worker has GPU model GPU:NVIDIA_A100; present: GPU:Fake_GPU", err)
+        self.assertIn("no worker has GPU model GPU:NVIDIA_A100; present: GPU:Fake_GPU, GPU:Solo_GPU", err)
 
     def test_dask_is_optional(self):
         env = dict(os.environ, PYTHONPATH=PYDIR)
