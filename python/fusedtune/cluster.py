@@ -239,7 +239,8 @@ def print_summary(s, out=None):
         sp = f"{r['speedup_vs_eager']:.3f}x" if r["speedup_vs_eager"] is not None else "-"
         tail = (f"{r['best_math']} {r['strategy']} {r['variant']}" if r["best_ms"] is not None
                 else (r["message"] or "")[:200])
-        print(f"  {r['shape']:<20} {r['math']:<7} {r['epilogue'][:28]:<28} {r['gpu_model'][:16]:<16} "
+        epi = r["epilogue"] if len(r["epilogue"]) <= 28 else r["epilogue"][:27] + "\u2026"
+        print(f"  {r['shape']:<20} {r['math']:<7} {epi:<28} {r['gpu_model'][:16]:<16} "
               f"{r['status']:<10} {ms:>10} {sp:>9}  {tail}", file=out)
     for d in s["duplicates"]:
         print(f"  line {d['line']} ({d['math']}) repeats line {d['same_as_line']}: tuned once", file=out)
