@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -217,6 +218,47 @@ class Cluster(unittest.TestCase):
             rc = cluster.main(["tune", "--problems", bad, "--scheduler", "tcp://127.0.0.1:1", "--db", db])
         self.assertEqual(rc, 2)
         self.assertIn("line 3", err.getvalue())
+        # The file names each problem's mode: --math is refused, as by tune --problems.
+        rc, s, err = run(["--problems", write("good.csv", FIXTURE_PROBLEMS), "--db", db, "--math", "bf16"])
+        self.assertEqual(rc, 2)
+        self.assertIn("no --math", err)
+        self.assertFalse(os.path.exists(db))
+
+    def test_ctrl_c_cancels_what_is_queued_and_keeps_what_is_imported(self):
+        # The client in a process of its own, interrupted (SIGINT) once the first result is in:
+        # the fixture's larger problem returns at once, the other task sleeps on its worker.
+        problems = write("ctrlc.csv", FIXTURE_PROBLEMS)
+        db = path("ctrlc.db")
+        script = write("ctrlc.py", f"""
+import os, sys, time
+sys.path.insert(0, {PYDIR!r})
+from fusedtune import cluster
+def task(spec, model, opts):
+    if spec[0] != 1024:
+        time.sleep(3)
+    with open({FIXTURE!r}) as f:
+        return {{"worker": "w", "model": model, "device": "NVIDIA H200", "ok": True, "error": None,
+                "export": f.read(), "elapsed_s": 0.01}}
+args = cluster.parser().parse_args(["tune", "--problems", {problems!r}, "--db", {db!r}, "--json",
+                                    "--gpu-models", "Fake_GPU", "--scheduler", {CLUSTER.scheduler_address!r}])
+sys.exit(cluster.tune(args, task=task))
+""")
+        p = subprocess.Popen([sys.executable, script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        lines = []
+        for line in p.stderr:
+            lines.append(line)
+            if line.startswith("fusedtune.cluster: [1/2]"):
+                p.send_signal(signal.SIGINT)
+                break
+        out, err = p.communicate(timeout=60)
+        err = "".join(lines) + err
+        self.assertEqual(p.returncode, 130, err)
+        self.assertIn("interrupted: 1 task(s) cancelled", err)
+        s = json.loads(out)
+        self.assertTrue(s["interrupted"])
+        self.assertEqual(sorted(r["status"] for r in s["problems"]), ["cancelled", "ok"])
+        self.assertEqual(s["results_added"], fixture_results())
+        self.assertEqual(len(stored_results(db)), fixture_results())
 
     def test_no_worker_of_the_asked_model(self):
         problems = write("model.csv", FIXTURE_PROBLEMS)
@@ -236,6 +278,15 @@ class Cluster(unittest.TestCase):
         self.assertEqual(p.returncode, 1, p.stderr)
         self.assertIn("fusedtune.cluster needs Dask's distributed scheduler", p.stderr)
         self.assertIn(f"pip install 'dask=={cluster.DASK_VERSION}' 'distributed=={cluster.DASK_VERSION}'", p.stderr)
+        # The worker's --resources value, from this host's GPU; none here: the library's reason.
+        p = subprocess.run([sys.executable, "-m", "fusedtune.cluster", "resources"], env=env, capture_output=True,
+                           text=True, timeout=60)
+        try:
+            name = fusedtune.devices()[0].name
+            self.assertEqual((p.returncode, p.stdout.strip()), (0, f"GPU=1 GPU:{name.replace(' ', '_')}=1"))
+        except fusedtune.NoDeviceError:
+            self.assertEqual(p.returncode, 1)
+            self.assertIn("fusedtune.cluster: no CUDA device: ", p.stderr)
 
 
 if __name__ == "__main__":
