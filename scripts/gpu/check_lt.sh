@@ -26,7 +26,7 @@ for key, rs in by.items():
     print(key, "passes", len(rs), "lt", len(lt), "not ok", [(r["variant"], r["status"], r["message"][:80]) for r in bad][:4])
     forms = {}
     for r in lt:
-        forms.setdefault(re.search(r"_lt\w*?_|_lt$", r["variant"]).group(0).strip("_"), []).append(r)
+        forms.setdefault(re.search(r"_lt[bgr]*", r["variant"]).group(0).strip("_"), []).append(r)
     print("   best plain", best([r for r in rs if "_lt" not in r["variant"]]), *[f" best {f}: {best(v)}" for f, v in sorted(forms.items())])
 PY
 FUSEDTUNE_LIBRARY=$PWD/build timeout 90 python3 tests/python/bench_graphs.py --db "$DB" --only bias64,biasrelu --math bf16 2>&1 | tail -4
