@@ -54,6 +54,9 @@ typedef struct ft_pass_params {
               * its BIAS epilogue adding the column vector of slot s (E's `x + bias`, as nn.Linear's
               * addmm folds it), the pass applying the rest of E, none when nothing is left; named
               * "_lt" */
+  int lt_act; /* 1 (relu) or 2 (gelu_tanh), an ft_ep_lt_act: after cuBLASLt's GEMM applying that
+              * activation itself (its RELU or GELU epilogue; RELU_BIAS or GELU_BIAS with lt's bias),
+              * the pass applying the rest of E; named "_ltr", "_ltg" ("_ltbr", "_ltbg" with the bias) */
 } ft_pass_params;
 
 typedef struct ft_variant {

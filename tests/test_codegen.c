@@ -221,6 +221,25 @@ static void test_lt_pass(ft_epilogue *minsub) {
   ft_epilogue *nob = parse("relu(x)");
   v.pass.lt = 1;
   if (nob) ASSERT_TRUE(ft_codegen_variant(&v, nob, &k, &e) == FT_ERR_INVALID_ARG);
+  /* After cuBLASLt's relu / gelu_tanh (with or without its bias): the pass applies the rest. */
+  ft_epilogue *gb = parse("gelu_tanh(x + bias) * 1.5");
+  v.pass.lt = 1, v.pass.lt_act = FT_EP_LT_GELU_TANH;
+  if (gb) {
+    ASSERT_OK(ft_codegen_variant(&v, gb, &k, &e));
+    ASSERT_TRUE(strstr(k.text, "#define FT_PASS_AFTER_LT_ACT 2\n") != NULL);
+    ASSERT_TRUE(strstr(k.text, "#define FT_EPILOGUE_EXPR ((x * 1.5f))\n") != NULL);
+    ft_kernel_src_free(&k);
+    v.pass.lt_act = FT_EP_LT_RELU; /* not E's activation */
+    ASSERT_TRUE(ft_codegen_variant(&v, gb, &k, &e) == FT_ERR_INVALID_ARG);
+    ASSERT_CONTAINS(e.msg, "lt_act 1");
+  }
+  v.pass.lt = 0, v.pass.lt_act = FT_EP_LT_RELU;
+  if (nob) {
+    ASSERT_OK(ft_codegen_variant(&v, nob, &k, &e));
+    ASSERT_EQ_STR(k.kernel, ""); /* cuBLASLt's relu GEMM is all of it */
+    ft_kernel_src_free(&k);
+  }
+  ft_ep_free(gb);
   ft_ep_free(bias);
   ft_ep_free(nob);
 }

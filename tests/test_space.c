@@ -502,23 +502,43 @@ static void test_tc_axes(const ft_device_limits *lim) {
 }
 
 /* The epilogue pass after cuBLASLt's bias GEMM: enumerated beside the plain passes where E adds a
- * bias to x (one variant when nothing else is left), never otherwise; its slot, name, JSON and
- * rules; the GEMM families refuse the field. */
+ * bias to x (one variant when nothing else is left), never otherwise; after its relu / gelu_tanh
+ * epilogues where E begins with one of x or of x + bias; slot, name, JSON and rules; the GEMM
+ * families refuse the fields. */
 static void test_lt_passes(const ft_device_limits *lim) {
   static const struct {
     const char *ep;
-    int lt_variants; /* -1: some */
-  } cases[] = {{"relu(x + bias)", -1}, {"x + bias", 1}, {"relu(x)", 0}, {"x", 0}};
+    int lt_variants;  /* bias only; -1: some */
+    int act_variants; /* an activation (with the bias where E adds one); -1: some */
+    const char *act_suffix;
+  } cases[] = {{"relu(x + bias)", -1, 1, "_ltbr_bf16"},
+               {"x + bias", 1, 0, NULL},
+               {"relu(x)", 0, 1, "_ltr_bf16"},
+               {"gelu_tanh(x + bias) * 1.5", -1, -1, "_ltbg_bf16"},
+               {"sigmoid(gelu_tanh(x))", 0, -1, "_ltg_bf16"},
+               {"gelu(x + bias)", -1, 0, NULL},
+               {"relu(2 * x)", 0, 0, NULL},
+               {"x", 0, 0, NULL}};
   ft_err e;
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     ft_epilogue *ep = NULL;
     ASSERT_OK(ft_ep_parse(cases[c].ep, &ep, &e));
     ft_variant *v = NULL;
-    int n = 0, lt = 0;
+    int n = 0, lt = 0, act = 0;
     ASSERT_OK(ft_space_enumerate_ep(FT_VK_EPILOGUE, 1024, 4096, 4096, FT_MATH_BF16, FT_SPACE_PRUNED, ep, lim, &v, NULL,
                                     &n, &e));
     for (int i = 0; i < n; i++)
-      if (v[i].pass.lt) {
+      if (v[i].pass.lt_act) {
+        act++;
+        char name[128], json[256];
+        ft_variant_name(&v[i], name, sizeof name);
+        ASSERT_TRUE(cases[c].act_suffix && strstr(name, cases[c].act_suffix) != NULL);
+        ft_variant_json(&v[i], json, sizeof json);
+        ASSERT_TRUE(strstr(json, "\"lt_act\":") != NULL);
+        ft_variant back;
+        ASSERT_OK(ft_variant_from_json(json, &back, &e));
+        ASSERT_TRUE(memcmp(&back, &v[i], sizeof back) == 0);
+      } else if (v[i].pass.lt) {
         lt++;
         ASSERT_EQ_INT(v[i].pass.lt, 1);
         char name[128], json[256];
@@ -532,17 +552,23 @@ static void test_lt_passes(const ft_device_limits *lim) {
       }
     if (cases[c].lt_variants < 0) ASSERT_TRUE(lt > 0 && lt < n);
     else ASSERT_EQ_INT(lt, cases[c].lt_variants);
+    if (cases[c].act_variants < 0) ASSERT_TRUE(act > 1 && act < n);
+    else ASSERT_EQ_INT(act, cases[c].act_variants);
     free(v);
     /* cuBLASLt's rows: n and k multiples of 16 bytes. */
     ASSERT_OK(ft_space_enumerate_ep(FT_VK_EPILOGUE, 1024, 4095, 4096, FT_MATH_BF16, FT_SPACE_PRUNED, ep, lim, &v, NULL,
                                     &n, &e));
-    for (int i = 0; i < n; i++) ASSERT_EQ_INT(v[i].pass.lt, 0);
+    for (int i = 0; i < n; i++) ASSERT_TRUE(v[i].pass.lt == 0 && v[i].pass.lt_act == 0);
     free(v);
     ft_ep_free(ep);
   }
   ft_variant p = {0};
   p.kind = FT_VK_EPILOGUE, p.pass.block = 256, p.vec = 4, p.pass.ept = 8, p.pass.lt = FT_EP_SLOTS + 1;
   ASSERT_TRUE(!ft_variant_valid(&p, NULL, 0));
+  p.pass.lt = 0, p.pass.lt_act = 3;
+  char why[160];
+  ASSERT_TRUE(!ft_variant_valid(&p, why, sizeof why));
+  ASSERT_CONTAINS(why, "lt_act 3");
   ft_variant *g = NULL;
   int ng = 0;
   ASSERT_OK(ft_space_enumerate_math(FT_VK_GEMM, 1024, 4096, 4096, FT_MATH_BF16, lim, &g, &ng, &e));
