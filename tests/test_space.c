@@ -163,12 +163,18 @@ static void test_enumerate(const ft_device_limits *lim) {
 }
 
 /* The epilogue pass: the default space keeps vec 4 (9 passes), the full one all 36, and every
- * default pass is in the full space, in every mode. */
+ * default pass is in the full space, in every mode but fp8 (no pass follows cuBLASLt's fp8 GEMM
+ * yet: none enumerated). */
 static void test_pass_scopes(const ft_device_limits *lim) {
   for (int math = 0; math < FT_MATH_COUNT; math++) {
     ft_variant *pr = NULL, *fu = NULL;
     int np = 0, nf = 0;
     ft_err e;
+    if (math == FT_MATH_FP8) {
+      ASSERT_EQ_INT(ft_space_enumerate_scope(FT_VK_EPILOGUE, 1000, 1001, 992, FT_MATH_FP8, FT_SPACE_PRUNED, lim, &pr, NULL,
+                                             &np, &e), FT_ERR_UNSUPPORTED);
+      continue;
+    }
     ASSERT_OK(ft_space_enumerate_scope(FT_VK_EPILOGUE, 1000, 1001, 999, (ft_math)math, FT_SPACE_PRUNED, lim, &pr, NULL,
                                        &np, &e));
     ASSERT_OK(ft_space_enumerate_scope(FT_VK_EPILOGUE, 1000, 1001, 999, (ft_math)math, FT_SPACE_FULL, lim, &fu, NULL,
