@@ -13,6 +13,7 @@
 #include "checks.h"
 #include "compile.h"
 #include "launch.h"
+#include "fp8.h"
 #include "lt_gemm.h"
 
 #define FT_LT_WORKSPACE (32u << 20)
@@ -26,6 +27,7 @@ struct ft_baselines {
   void *lt_ws;
   ft_lt_gemm eager_gemm; /* GEMM + BIAS for the eager chain when bias folds into addmm */
   ft_lt_gemm fused_lt;   /* the cuBLASLt built-in epilogue strategy */
+  float *lt_scales;      /* fp8 per-tensor scales on the device, for fused_lt */
   int has_lt_epilogue;
   char lt_name[64];
   ft_ep_eager plan;
@@ -52,10 +54,23 @@ static ft_status lt_gemm_run(ft_baselines *b, ft_lt_gemm *l, void *Y, cudaStream
   return ft_lt_gemm_run(l, b->lt, b->d->dX, b->d->dW, Y, NULL, b->lt_ws, stream, err);
 }
 
+/* The fp8 problem of form (a text without declarations; ft_fp8_epilogue's body) with row and col
+ * scales (outer 1) or scalar ones (0), parsed; NULL when it does not parse. */
+static ft_epilogue *fp8_form(const char *form, int outer) {
+  char text[512];
+  if (ft_fp8_epilogue(form, text, sizeof text) != FT_OK) return NULL;
+  char *where = strstr(text, " where ");
+  if (where) snprintf(where, sizeof text - (size_t)(where - text), " where %s", outer ? "row sx, col sw" : "scalar sx, scalar sw");
+  ft_epilogue *f = NULL;
+  return ft_ep_parse(text, &f, NULL) == FT_OK ? f : NULL;
+}
+
 /* Which cuBLASLt built-in epilogue computes exactly this expression, if any; name gets
- * "cuBLASLt RELU_BIAS" with the mode ("cuBLASLt BF16 RELU_BIAS") outside fp32. */
-static int match_lt_epilogue(const ft_epilogue *ep, const char *mode, cublasLtEpilogue_t *epi, int *bias_slot,
-                             char *name, size_t namelen) {
+ * "cuBLASLt RELU_BIAS" with the mode ("cuBLASLt BF16 RELU_BIAS") outside fp32. In fp8 the forms
+ * scale x by sx and sw, both per tensor (*outer 0) or per row and column (*outer 1: cuBLASLt's
+ * outer-vector scale mode). */
+static int match_lt_epilogue(const ft_epilogue *ep, const char *mode, int fp8, cublasLtEpilogue_t *epi, int *bias_slot,
+                             int *outer, char *name, size_t namelen) {
   static const struct {
     const char *text;
     cublasLtEpilogue_t epi;
@@ -67,17 +82,20 @@ static int match_lt_epilogue(const ft_epilogue *ep, const char *mode, cublasLtEp
       {"relu(x)", CUBLASLT_EPILOGUE_RELU, "RELU"},
       {"gelu_tanh(x)", CUBLASLT_EPILOGUE_GELU, "GELU"},
   };
-  for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+  for (size_t j = 0; j < (fp8 ? 2 : 1) * sizeof forms / sizeof forms[0]; j++) {
+    const size_t i = j % (sizeof forms / sizeof forms[0]);
     ft_epilogue *f = NULL;
-    if (ft_ep_parse(forms[i].text, &f, NULL) != FT_OK) continue;
-    int same = strcmp(ft_ep_canonical(f), ft_ep_canonical(ep)) == 0;
+    if (fp8) f = fp8_form(forms[i].text, *outer = j < sizeof forms / sizeof forms[0]);
+    else if (ft_ep_parse(forms[i].text, &f, NULL) != FT_OK) f = NULL;
+    int same = f && strcmp(ft_ep_canonical(f), ft_ep_canonical(ep)) == 0;
     ft_ep_free(f);
     if (!same) continue;
     *epi = forms[i].epi;
     *bias_slot = -1;
     for (int s = 0; s < ft_ep_param_count(ep); s++)
       if (strcmp(ft_ep_param_at(ep, s)->name, "bias") == 0) *bias_slot = s;
-    snprintf(name, namelen, "cuBLASLt %s%s", mode, forms[i].name);
+    snprintf(name, namelen, "cuBLASLt %s%s%s", mode, forms[i].name,
+             !fp8 ? "" : *outer ? ", row/col scales" : ", per-tensor scales");
     return 1;
   }
   return 0;
@@ -109,6 +127,23 @@ static ft_status build_eager_steps(ft_baselines *b, ft_db *db, ft_err *err) {
     ft_kernel_src_free(&srcs[i]);
   }
   return st;
+}
+
+/* fp8's cuBLASLt epilogue reads the scales through pointers: the row and column vectors, or the
+ * scalars copied to the device. */
+static ft_status fp8_lt_scales(ft_baselines *b, const ft_epilogue *ep, int outer, ft_err *err) {
+  ft_fp8_scales sc;
+  FT_TRY(ft_fp8_check(FT_MATH_FP8, b->d->k, ep, &sc, err));
+  if (outer) {
+    FT_TRY(ft_lt_gemm_scales(&b->fused_lt, b->d->dvec[sc.sx_slot], b->d->dvec[sc.sw_slot], err));
+  } else {
+    const float s[2] = {b->d->args.s[sc.sx_slot], b->d->args.s[sc.sw_slot]};
+    FT_CUDA_TRY(err, cudaMalloc((void **)&b->lt_scales, sizeof s));
+    FT_CUDA_TRY(err, cudaMemcpy(b->lt_scales, s, sizeof s, cudaMemcpyHostToDevice));
+    FT_TRY(ft_lt_gemm_scales(&b->fused_lt, b->lt_scales, b->lt_scales + 1, err));
+  }
+  b->has_lt_epilogue = 1;
+  return FT_OK;
 }
 
 ft_status ft_baselines_create(ft_gpu *g, ft_db *db, const ft_epilogue *ep, ft_pdata *d,
@@ -157,12 +192,15 @@ ft_status ft_baselines_create(ft_gpu *g, ft_db *db, const ft_epilogue *ep, ft_pd
              b->plan.nsteps);
   snprintf(b->gemm_alone_desc, sizeof b->gemm_alone_desc, "cuBLAS %s alone (no epilogue)", b->gemm_desc);
   cublasLtEpilogue_t epi;
-  int bias_slot = -1;
-  if (match_lt_epilogue(ep, mode, &epi, &bias_slot, b->lt_name, sizeof b->lt_name)) {
+  int bias_slot = -1, outer = 0;
+  const int fp8 = d->math == FT_MATH_FP8;
+  if (match_lt_epilogue(ep, mode, fp8, &epi, &bias_slot, &outer, b->lt_name, sizeof b->lt_name)) {
     ft_err lt_err;
+    const void *bias = bias_slot >= 0 ? d->dvec[bias_slot] : NULL;
     /* No algorithm for a fused epilogue is a fact about cuBLASLt, not an error of the tune. */
-    if (lt_gemm_init(b, &b->fused_lt, epi, bias_slot >= 0 ? d->dvec[bias_slot] : NULL, &lt_err) == FT_OK)
-      b->has_lt_epilogue = 1;
+    if (!fp8 && lt_gemm_init(b, &b->fused_lt, epi, bias, &lt_err) == FT_OK) b->has_lt_epilogue = 1;
+    if (fp8 && ft_lt_gemm_init_fp8(&b->fused_lt, b->lt, d->m, d->n, d->k, epi, bias, outer, FT_LT_WORKSPACE, &lt_err) == FT_OK)
+      FT_TRY(fp8_lt_scales(b, ep, outer, err));
   }
   return FT_OK;
 }
@@ -171,6 +209,7 @@ void ft_baselines_free(ft_baselines *b) {
   if (!b) return;
   ft_lt_gemm_free(&b->eager_gemm);
   ft_lt_gemm_free(&b->fused_lt);
+  cudaFree(b->lt_scales);
   for (int j = 0; j < FT_EP_MAX_STEPS; j++) {
     ft_loaded_free(&b->steps[j]);
     if (j < b->plan.nsteps) cudaFree(b->tmp[j]);

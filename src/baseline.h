@@ -5,7 +5,9 @@
  *                addmm does) + one kernel per op, each rounding to the element type as PyTorch
  *                eager does
  *   cublas_gemm  cuBLAS GEMM alone, no epilogue: the floor cuBLAS sets (ft_cublas_gemm)
- *   cublaslt     cuBLASLt with its built-in epilogue where the expression maps onto one
+ *   cublaslt     cuBLASLt with its built-in epilogue where the expression maps onto one (fp8: with
+ *                the scales as its scale pointers, per tensor or cuBLASLt's outer-vector rows and
+ *                columns, where the installed cuBLASLt has an algorithm)
  * The "cublas+epilogue" strategy's GEMM is ft_cublas_gemm too (src/launch.c). */
 #ifndef FT_BASELINE_H
 #define FT_BASELINE_H
