@@ -22,9 +22,12 @@ __device__ __forceinline__ unsigned char ft_q_e4m3(float v) {
 
 __device__ __forceinline__ float ft_q_scale(float amax) { return amax > 0.0f ? __fdiv_rn(amax, 448.0f) : 1.0f; }
 
-// The largest of every thread's a, to every thread of the block.
-__device__ __forceinline__ float ft_q_block_max(float a) {
+// The largest |v| of the block's elements [begin, end), strided, to every thread.
+__device__ __forceinline__ float ft_q_block_amax(const void *src, int dtype, unsigned long long begin,
+                                                 unsigned long long end, unsigned long long stride) {
   __shared__ float part[32];
+  float a = 0.0f;
+  for (unsigned long long i = begin; i < end; i += stride) a = fmaxf(a, fabsf(ft_q_load(src, dtype, i)));
   for (int o = 16; o > 0; o >>= 1) a = fmaxf(a, __shfl_xor_sync(0xffffffffu, a, o));
   if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = a;
   __syncthreads();
@@ -38,55 +41,11 @@ __device__ __forceinline__ float ft_q_block_max(float a) {
   return a;
 }
 
-// The largest |v| of the block's elements [begin, end), strided, to every thread.
-__device__ __forceinline__ float ft_q_block_amax(const void *src, int dtype, unsigned long long begin,
-                                                 unsigned long long end, unsigned long long stride) {
-  float a = 0.0f;
-  for (unsigned long long i = begin; i < end; i += stride) a = fmaxf(a, fabsf(ft_q_load(src, dtype, i)));
-  return ft_q_block_max(a);
-}
-
-// A bf16 row of at most kVec * 8 * blockDim elements, cols a multiple of 8 and 16-byte aligned:
-// each thread reads 8 elements at a time into registers, once, for the amax and the codes.
-enum { kVec = 4 };
-__device__ __forceinline__ void ft_quant_row_regs(const unsigned short *row, int cols, unsigned char *drow, float *scale) {
-  float v[kVec][8];
-  float a = 0.0f;
-#pragma unroll
-  for (int j = 0; j < kVec; j++) {
-    const int c = (int)(threadIdx.x + j * blockDim.x) * 8;
-    const uint4 u = c < cols ? *reinterpret_cast<const uint4 *>(row + c) : make_uint4(0, 0, 0, 0);
-    const unsigned w[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-    for (int e = 0; e < 8; e++) {
-      v[j][e] = __uint_as_float(e % 2 ? w[e / 2] & 0xffff0000u : w[e / 2] << 16);
-      a = fmaxf(a, fabsf(v[j][e]));
-    }
-  }
-  const float s = ft_q_scale(ft_q_block_max(a));
-  if (threadIdx.x == 0) *scale = s;
-#pragma unroll
-  for (int j = 0; j < kVec; j++) {
-    const int c = (int)(threadIdx.x + j * blockDim.x) * 8;
-    if (c >= cols) continue;
-    unsigned q[2] = {0, 0};
-#pragma unroll
-    for (int e = 0; e < 8; e++) q[e / 4] |= (unsigned)ft_q_e4m3(__fdiv_rn(v[j][e], s)) << (8 * (e % 4));
-    *reinterpret_cast<uint2 *>(drow + c) = make_uint2(q[0], q[1]);
-  }
-}
-
 // Per row: one block per row, its scale and its codes.
 extern "C" __global__ void ft_quant_rows(const void *src, int dtype, long long rows, long long cols,
                                          unsigned char *dst, float *scales) {
-  const bool regs = dtype == 1 && cols % 8 == 0 && cols <= kVec * 8 * (long long)blockDim.x &&
-                    reinterpret_cast<unsigned long long>(src) % 16 == 0 && reinterpret_cast<unsigned long long>(dst) % 8 == 0;
   for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
     const unsigned long long base = (unsigned long long)r * (unsigned long long)cols;
-    if (regs) {
-      ft_quant_row_regs(static_cast<const unsigned short *>(src) + base, (int)cols, dst + base, scales + r);
-      continue;
-    }
     const float s = ft_q_scale(ft_q_block_amax(src, dtype, base + threadIdx.x, base + cols, blockDim.x));
     if (threadIdx.x == 0) scales[r] = s;
     for (unsigned long long i = base + threadIdx.x; i < base + cols; i += blockDim.x)

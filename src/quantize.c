@@ -78,9 +78,7 @@ ft_status ft_quantize_e4m3(ft_quantizer *q, const void *src, ft_dtype src_dtype,
   if (scaling == FT_SCALE_ROW) {
     void *args[] = {(void *)&src, &dt, &r, &c, &dst, &scales};
     const dim3 grid = {(unsigned)(rows < 65535 ? rows : 65535), 1, 1};
-    /* Rows of up to 32 elements per thread stay in registers (the kernel's kVec x 8). */
-    const dim3 row_block = {cols > 8192 ? 512u : 256u, 1, 1};
-    FT_CUDA_TRY(err, cudaLaunchKernel((const void *)q->mod.main, grid, row_block, args, 0, stream));
+    FT_CUDA_TRY(err, cudaLaunchKernel((const void *)q->mod.main, grid, block, args, 0, stream));
     return FT_OK;
   }
   const unsigned long long want = (n + 255) / 256, most = 8ull * (unsigned long long)(q->sms > 0 ? q->sms : 132);
