@@ -326,8 +326,10 @@ static const char *query_help =
     "              \"(nearest tuned shape MxNxK)\" (JSON: \"exact\":false, \"lookup\":\"nearest\", m/n/k the\n"
     "              tuned shape). Off by default.\n"
     "  --tolerance T  the fastest stored configuration whose measured error (relative L2 against float64,\n"
-    "              measured when tuned) is <= T, across fp32, 3xtf32 and tf32 for fp32 tensors (bf16 and\n"
-    "              fp16: that mode only); prints the mode it picked and its error. Exact shapes only.\n"
+    "              measured when tuned) is <= T, across fp32, 3xtf32 and tf32 for fp32 tensors (bf16: bf16\n"
+    "              and the fp8 layer of E with x * sx * sw, row sx, col sw, whose error is against the bf16\n"
+    "              layer; fp16: that mode only); prints the mode and epilogue it picked and its error.\n"
+    "              Exact shapes only.\n"
     "              Without it the mode is --math (default fp32), whatever its error.\n";
 
 int cmd_query(cli *c, int argc, char **argv) {
