@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "cli_run.h"
+#include "export_doc.h"
 #include "ft_test.h"
 #include "fusedtune_tool.h"
 
@@ -12,45 +13,18 @@ static const char *g_variant, *g_config, *g_source; /* a current fused configura
 /* An export of device "H200 SXM" with, per (m, n): fused (the current configuration; median m /
  * 1000 ms), eager and cuBLAS's GEMM, for relu(x + bias) in fp32 at K = 64. */
 static void write_export(const char *path, const int ms[][2], int count, const char *canon, const char *hash) {
-  FILE *f = fopen(path, "wb");
-  if (!f) {
-    FT_FAIL_AT_("cannot write %s", path);
-    return;
-  }
-  fprintf(f,
-          "{\"format\":\"fusedtune-export\",\"version\":1,\n"
-          "\"devices\":[{\"fingerprint\":\"00000000000000aa\",\"name\":\"H200 SXM\",\"cc_major\":9,"
-          "\"cc_minor\":0,\"sm_count\":132,\"mem_bytes\":150011101184,\"driver_version\":13000,"
-          "\"runtime_version\":13000,\"nvrtc_version\":13000,\"cublas_version\":130000,"
-          "\"first_seen\":\"2026-11-29T08:00:00.000Z\",\"last_seen\":\"2026-11-29T09:00:00.000Z\"}],\n"
-          "\"problems\":[");
-  for (int i = 0; i < count; i++)
-    fprintf(f,
-            "%s{\"m\":%d,\"n\":%d,\"k\":64,\"layout\":\"xrow_wrow\",\"math\":\"fp32\",\"epilogue\":\"%s\","
-            "\"epilogue_hash\":\"%s\"}",
-            i ? "," : "", ms[i][0], ms[i][1], canon, hash);
-  fprintf(f,
-          "],\n\"runs\":[{\"uuid\":\"11111111-1111-4111-8111-111111111111\",\"device\":\"00000000000000aa\","
-          "\"started\":\"2026-11-29T08:00:00.000Z\",\"ended\":null,\"tool_version\":\"0.1.0\","
-          "\"options\":\"{}\",\"budget_s\":170,\"outcome\":null}],\n\"results\":[");
+  FILE *f = ft_doc_open(path);
+  if (!f) return;
+  for (int i = 0; i < count; i++) ft_doc_problem(f, i, ms[i][0], ms[i][1], 64, "fp32", canon, hash);
+  ft_doc_runs(f);
   static const char *const strategies[] = {"fused", "eager", "cublas_gemm"};
   for (int p = 0; p < count; p++)
     for (int i = 0; i < 3; i++) {
       const double ms_fused = ms[p][0] / 1000.0, t = i == 0 ? ms_fused : i == 1 ? ms_fused * 1.5 : ms_fused * 1.1;
-      fprintf(f,
-              "%s\n{\"uuid\":\"22222222-2222-4222-8222-%012d\","
-              "\"run\":\"11111111-1111-4111-8111-111111111111\",\"device\":\"00000000000000aa\","
-              "\"problem\":{\"m\":%d,\"n\":%d,\"k\":64,\"layout\":\"xrow_wrow\",\"math\":\"fp32\","
-              "\"epilogue_hash\":\"%s\"},\"strategy\":\"%s\",\"variant\":\"%s\",\"config\":",
-              p || i ? "," : "", p * 3 + i, ms[p][0], ms[p][1], hash, strategies[i], i ? "v" : g_variant);
-      ft_write_json_string(f, i ? "{}" : g_config);
-      fprintf(f,
-              ",\"status\":\"ok\",\"median_ms\":%.17g,\"min_ms\":%.17g,\"iqr_ms\":null,"
-              "\"repeats\":30,\"rel_err\":1e-07,\"max_abs_err\":null,\"source_hash\":\"%s\","
-              "\"fusedtune_version\":\"0.1.0\",\"message\":\"\",\"created\":\"2026-11-29T08:00:01.000Z\"}",
-              t, t, i ? "" : g_source);
+      ft_doc_result(f, p * 3 + i, ms[p][0], ms[p][1], 64, "fp32", hash, strategies[i], i ? "v" : g_variant,
+                    i ? "{}" : g_config, t, 1e-07, i ? "" : g_source);
     }
-  fprintf(f, "],\n\"best\":[]\n}\n");
+  ft_doc_end(f);
   fclose(f);
 }
 
