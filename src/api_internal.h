@@ -6,8 +6,17 @@
 #include "db.h"
 #include "device.h"
 #include "epilogue.h"
+#include "launch.h"
 #include "space.h"
 #include "tuner.h"
+
+/* A plan (ft_plan_create in api.c; its launches in api_launch.c). */
+struct ft_plan {
+  ft_ctx *ctx;
+  char name[FT_NAME_MAX];
+  ft_epilogue *ep;
+  ft_launchable run;
+};
 
 void ft__ctx_set_device(ft_ctx *ctx, const ft_device_info *dev, const ft_device_limits *lim);
 
