@@ -207,6 +207,16 @@ class FusedLinear(nn.Module):
         .tuned_m the M bucket that serves m."""
         return self.plan_for(m, device).config
 
+    def __setattr__(self, name, value):
+        # A new weight, bias, buffer or math mode: the fast path's recorded state no longer holds.
+        super().__setattr__(name, value)
+        if name != "_fast":
+            self.__dict__["_fast"] = None
+
+    def __delattr__(self, name):
+        super().__delattr__(name)
+        self.__dict__["_fast"] = None
+
     def forward(self, x, **params):
         """y = E(x W^T) for x [..., in_features]; params: epilogue parameters for this call."""
         if _compiling():
@@ -216,8 +226,10 @@ class FusedLinear(nn.Module):
             hit = f.shapes.get(x.shape)
             grad = _grad_enabled()
             if (hit is not None and x.dtype is f.dtype and x.is_contiguous() and x.get_device() == f.index
-                    and _current_device() == f.index and grad is f.grad and not (grad and x.requires_grad)
-                    and self.math is f.math and self._held() == f.held and hit[0]._handle is not None):
+                    and _current_device() == f.index and grad is f.grad
+                    and (not grad or not (x.requires_grad or self._held_requires_grad()))
+                    and self._parameters["weight"].data_ptr() == f.w and (not f.vchk or _same_ptrs(f.vchk))
+                    and hit[0]._handle is not None):
                 # Everything the checks looked at is as it was at the checked call that made f:
                 # only x's and y's addresses go on (the library checks their alignment).
                 y = x.new_empty(hit[1])
@@ -228,15 +240,12 @@ class FusedLinear(nn.Module):
         return self._forward_checked(x, params)
 
     def _held(self):
-        """What a launch takes from the layer's own tensors (the weight, then each vector it
-        holds: the bias, buffers), as (address, dtype, shape, contiguity, requires_grad) each;
-        None when one is not a tensor (e.g. bias set to None: the checked path says why)."""
+        """The weight and each vector the layer holds (the bias, buffers), by slot."""
         p, b = self._parameters, self._buffers
-        try:
-            return tuple((t.data_ptr(), t.dtype, t.shape, t.is_contiguous(), t.requires_grad)
-                         for t in [p.get("weight")] + [p.get(n, b.get(n)) for n in self._vec_names])
-        except AttributeError:
-            return None
+        return [p.get("weight")] + [p.get(n, b.get(n)) for n in self._vec_names]
+
+    def _held_requires_grad(self):
+        return any(t.requires_grad for t in self._held())
 
     def _forward_checked(self, x, params):
         """forward() with every check."""
@@ -267,7 +276,7 @@ class FusedLinear(nn.Module):
         current = dev.index == _current_device()
         self._launch(launch, plan, x.data_ptr(), w.data_ptr(), y.data_ptr(), va, sa, dev, current)
         if not params and current:  # launched: the next such call may skip the checks
-            self._keep_fast(x, plan, launch, w.data_ptr(), va, sa, dev, grad)
+            self._keep_fast(x, plan, launch, w.data_ptr(), va, sa, grad)
         return y
 
     def _slot_arrays(self, vec_ptrs, scalars):
@@ -291,16 +300,18 @@ class FusedLinear(nn.Module):
         msg = core._s(lib().ft_errmsg(plan.db._ctx)).replace("ft_plan_launch_ptrs: w ", "weight ")
         raise error_for(status, "FusedLinear: " + msg.replace("ft_plan_launch_ptrs: ", ""))
 
-    def _keep_fast(self, x, plan, launch, w_ptr, va, sa, dev, grad):
+    def _keep_fast(self, x, plan, launch, w_ptr, va, sa, grad):
         """Records a checked call's launch for forward's fast path: per input shape its plan
         and output shape, for as long as the rest (_FastState) stays as it was."""
-        held, f = self._held(), self._fast
-        if held is None:
+        held, f, index = self._held(), self._fast, x.get_device()
+        if any(not isinstance(t, torch.Tensor) for t in held):
             self._fast = None
             return
-        if (f is None or f.held != held or f.dtype is not x.dtype or f.index != dev.index or f.grad is not grad
-                or f.math is not self.math):
-            f = _FastState(x.dtype, dev.index, grad, self.math, held, launch, w_ptr, va, sa)
+        p = self._parameters
+        vchk = tuple((p if n in p else self._buffers, n, t.data_ptr()) for n, t in zip(self._vec_names, held[1:]))
+        if (f is None or f.w != w_ptr or f.vchk != vchk or f.dtype is not x.dtype or f.index != index
+                or f.grad is not grad):
+            f = _FastState(x.dtype, index, grad, launch, w_ptr, vchk, va, sa)
         f.shapes[x.shape] = (plan, tuple(x.shape[:-1]) + (self.out_features,), plan._handle.value)
         self._fast = f
 
@@ -382,17 +393,25 @@ if hasattr(getattr(torch, "compiler", None), "disable"):
     _op_fail = torch.compiler.disable(_op_fail)
 
 
+def _same_ptrs(checks):
+    """Each (dict, name, address) of checks: the tensor dict[name] is still at that address."""
+    for d, name, ptr in checks:
+        if d[name].data_ptr() != ptr:
+            return False
+    return True
+
+
 class _FastState:
     """What forward's fast path compares a call with: x's dtype, the device (also the current
-    one), grad mode, the asked-for math mode and the layer's tensors (FusedLinear._held), as at
-    the checked call that recorded it; per input shape, the plan and the output shape; and the
-    launch's prepared arguments (the weight's address, the slot arrays)."""
-    __slots__ = ("shapes", "dtype", "index", "grad", "math", "held", "launch", "w", "vecs", "scalars", "keep")
+    one), grad mode, and the addresses of the layer's weight and vectors (vchk: (dict, name,
+    address) each), as at the checked call that recorded it (a new weight, bias, buffer or mode
+    set on the layer drops the state: FusedLinear.__setattr__); per input shape, the plan and the
+    output shape; and the launch's prepared arguments (the slot arrays)."""
+    __slots__ = ("shapes", "dtype", "index", "grad", "launch", "w", "vchk", "vecs", "scalars", "keep")
 
-    def __init__(self, dtype, index, grad, math, held, launch, w, va, sa):
+    def __init__(self, dtype, index, grad, launch, w, vchk, va, sa):
         self.shapes = {}
-        self.dtype, self.index, self.grad, self.math, self.held = dtype, index, grad, math, held
-        self.launch, self.w = launch, w
+        self.dtype, self.index, self.grad, self.launch, self.w, self.vchk = dtype, index, grad, launch, w, vchk
         self.vecs, self.scalars, self.keep = ctypes.addressof(va), ctypes.addressof(sa), (va, sa)
 
 
