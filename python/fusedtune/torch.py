@@ -310,7 +310,7 @@ class FusedLinear(nn.Module):
         p = self._parameters
         vchk = tuple((p if n in p else self._buffers, n, t.data_ptr()) for n, t in zip(self._vec_names, held[1:]))
         if (f is None or f.w != w_ptr or f.vchk != vchk or f.dtype is not x.dtype or f.index != index
-                or f.grad is not grad):
+                or f.grad is not grad or f.launch is not launch):
             f = _FastState(x.dtype, index, grad, launch, w_ptr, vchk, va, sa)
         f.shapes[x.shape] = (plan, tuple(x.shape[:-1]) + (self.out_features,), plan._handle.value)
         self._fast = f

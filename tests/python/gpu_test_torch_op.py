@@ -16,6 +16,8 @@ import argparse
 import os
 import sys
 import tempfile
+import time
+import types
 
 try:
     import torch
@@ -29,6 +31,7 @@ if not torch.cuda.is_available():
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import fusedtune  # noqa: E402
 from fusedtune import _launch  # noqa: E402
+from fusedtune import torch as fused_torch  # noqa: E402
 from fusedtune.torch import FusedLinear  # noqa: E402
 
 failures, passes = [], 0
@@ -74,6 +77,18 @@ def rel_l2(y, ref):
     return float(torch.linalg.vector_norm(y - ref) / torch.linalg.vector_norm(ref))
 
 
+def host_us(fn, calls=200):
+    """Host microseconds per call (the GPU's queue absorbs the calls; synchronized after)."""
+    fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    dt = time.perf_counter() - t0
+    torch.cuda.synchronize()
+    return dt / calls * 1e6
+
+
 TOL = 3e-2  # three bf16 layers, each rounded once (2^-8 per rounding, a few accumulated)
 
 
@@ -114,16 +129,36 @@ def main():
             cfg = getattr(model, name).config_for(64)
             print(f"      {name:5s} {cfg.strategy} {cfg.name}")
 
-        # Both launch paths give the same bits.
-        if _launch.KIND == "extension":
-            _launch.use("ctypes")
-            y_ctypes = model(x)
-            _launch.use()
-            d = rel_l2(y_ctypes, y_eager.double())  # split-K sums may differ in the last bit, not more
-            record(d <= 1e-2, f"ctypes launch path: rel diff {d:.1e} from the extension's (bitwise equal: "
-                              f"{torch.equal(y_ctypes, y_eager)})")
-        else:
+        # Both launch paths give the same result; host µs per call of each, and of F.linear.
+        layers = (model.up, model.down, model.proj)
+        paths = ["ctypes", "extension"] if _launch.KIND == "extension" else ["ctypes"]
+        if len(paths) == 1:
             print(f"note  no compiled launch path here ({_launch.WHY}): ctypes only")
+        hx = model.up(x)
+        for path in paths:
+            _launch.use(path)
+            for layer in layers:
+                layer._fast = None  # a layer keeps the launch it recorded: take the checked path once
+            y_path = model(x)
+            compiled = [isinstance(layer._fast.launch, types.BuiltinFunctionType) for layer in layers]
+            record(compiled == [path == "extension"] * 3, f"{path} launch path recorded by the three layers")
+            d = rel_l2(y_path, y_eager.double())  # split-K sums may differ in the last bit, not more
+            record(d <= 1e-2, f"{path} launch path: rel diff {d:.1e} from the first call's (bitwise equal: "
+                              f"{torch.equal(y_path, y_eager)})")
+            us = host_us(lambda: model.down(hx))
+            lin = host_us(lambda: torch.nn.functional.linear(hx, model.down.weight))
+            print(f"      host us per call, {path}: FusedLinear {us:.1f} (F.linear {lin:.1f}) "
+                  f"{model.down.config_for(64).strategy}")
+        # Where a call's host time goes (the last path's fast path, step by step).
+        f, down = model.down._fast, model.down
+        hit, yb = f.shapes[hx.shape], down(hx)
+        steps = {"forward": lambda: down.forward(hx), "x.new_empty": lambda: hx.new_empty(hit[1]),
+                 "current stream": lambda: fused_torch._raw_stream(f.index),
+                 "current device": fused_torch._current_device,
+                 "launch": lambda: f.launch(hit[2], hx.data_ptr(), f.w, yb.data_ptr(), f.vecs, f.scalars,
+                                            fused_torch._raw_stream(f.index))}
+        print("      host us per step: " + ", ".join(f"{k} {host_us(fn):.1f}" for k, fn in steps.items()))
+        _launch.use()
 
         # torch.compile, the whole block in one graph of fusedtune::linear calls.
         explained = torch._dynamo.explain(model)(x)
