@@ -19,12 +19,11 @@ Exit status: 0 all measured and the sweep correct; 3 some not tuned; 1 a failure
 import argparse
 import os
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
-import bench_graphs as bg  # noqa: E402  (capture, interleaved_ms, pipelined, rel_l2)
+import bench_graphs as bg  # noqa: E402  (capture, interleaved_ms, pipelined, rel_l2, host_us)
 
 # name, m, n, k, expression, eager epilogue on y = F.linear(x, W[, b])
 PROBLEMS = [
@@ -35,18 +34,6 @@ PROBLEMS = [
     ("silu4k", 4096, 14336, 4096, "silu(x)", "silu"),
 ]
 SWEEP_MS = "1,3,17,100,1000,5000,8192"
-
-
-def host_us(fn, calls=200):
-    """Host microseconds per call, each enqueued behind the last (the GPU's queue absorbs them)."""
-    fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    dt = time.perf_counter() - t0
-    torch.cuda.synchronize()
-    return dt / calls * 1e6
 
 
 def measure(args, name, m, n, k, expr, post, FusedLinear, fusedtune):
@@ -80,7 +67,7 @@ def measure(args, name, m, n, k, expr, post, FusedLinear, fusedtune):
     s_e, s_f = bg.interleaved_ms([eager, fused], args.rounds, 1)
     p_e, p_f = bg.interleaved_ms([bg.pipelined(eager, args.calls), bg.pipelined(fused, args.calls)], args.rounds,
                                  args.calls)
-    h_lin, h_e, h_f = host_us(linear), host_us(eager), host_us(fused)
+    h_lin, h_e, h_f = bg.host_us(linear), bg.host_us(eager), bg.host_us(fused)
     graphs = [bg.capture(eager, args.calls), bg.capture(fused, args.calls)]
     g_e, g_f = bg.interleaved_ms([g.replay for g in graphs], args.rounds, args.calls)
     for g in graphs:

@@ -16,7 +16,6 @@ import argparse
 import os
 import sys
 import tempfile
-import time
 import types
 
 try:
@@ -32,6 +31,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import fusedtune  # noqa: E402
 from fusedtune import _launch  # noqa: E402
 from fusedtune import torch as fused_torch  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_graphs  # noqa: E402  (host_us)
+
+bench_graphs._import_torch()
+host_us = bench_graphs.host_us
 from fusedtune.torch import FusedLinear  # noqa: E402
 
 failures, passes = [], 0
@@ -75,18 +80,6 @@ def rel_l2(y, ref):
     if not torch.isfinite(y).all():
         return float("inf")
     return float(torch.linalg.vector_norm(y - ref) / torch.linalg.vector_norm(ref))
-
-
-def host_us(fn, calls=200):
-    """Host microseconds per call (the GPU's queue absorbs the calls; synchronized after)."""
-    fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    dt = time.perf_counter() - t0
-    torch.cuda.synchronize()
-    return dt / calls * 1e6
 
 
 TOL = 3e-2  # three bf16 layers, each rounded once (2^-8 per rounding, a few accumulated)
