@@ -39,12 +39,6 @@ struct ft_ctx {
   int memo_next;
 };
 
-struct ft_plan {
-  ft_ctx *ctx;
-  char name[FT_NAME_MAX];
-  ft_epilogue *ep;
-  ft_launchable run;
-};
 
 static ft_status fail(ft_ctx *ctx, ft_status s, const char *msg) {
   return ctx ? ft__fail(&ctx->err, s, "%s", msg) : s;
@@ -517,81 +511,12 @@ ft_status ft_plan_create(ft_ctx *ctx, const ft_problem *p, const ft_config *cfg,
   return FT_OK;
 }
 
-ft_err *ft__plan_err(ft_plan *plan) { return &plan->ctx->err; }
-int ft__plan_math(const ft_plan *plan) { return plan->run.v.math; }
-const ft_epilogue *ft__plan_ep(const ft_plan *plan) { return plan->ep; }
 
 void ft_plan_destroy(ft_plan *plan) {
   if (!plan) return;
   ft_launchable_free(&plan->run);
   ft_ep_free(plan->ep);
   free(plan);
-}
-
-/* Binds the epilogue's names to args: every name needed, no name unknown. */
-static ft_status bind_args(ft_plan *pl, const ft_args *a, ft_ep_args_dev *dev) {
-  ft_err *err = &pl->ctx->err;
-  memset(dev, 0, sizeof *dev);
-  int np = ft_ep_param_count(pl->ep);
-  for (int i = 0; i < a->n_vecs; i++) {
-    int ok = 0;
-    for (int s = 0; s < np; s++) ok |= a->vecs[i].name && !strcmp(a->vecs[i].name, ft_ep_param_at(pl->ep, s)->name) &&
-                                      ft_ep_param_at(pl->ep, s)->kind != FT_PARAM_SCALAR;
-    if (!ok) return ft__fail(err, FT_ERR_INVALID_ARG, "vector '%s' is not a vector of the epilogue",
-                             a->vecs[i].name ? a->vecs[i].name : "(null)");
-  }
-  for (int i = 0; i < a->n_scalars; i++) {
-    int ok = 0;
-    for (int s = 0; s < np; s++) ok |= a->scalars[i].name && !strcmp(a->scalars[i].name, ft_ep_param_at(pl->ep, s)->name) &&
-                                      ft_ep_param_at(pl->ep, s)->kind == FT_PARAM_SCALAR;
-    if (!ok) return ft__fail(err, FT_ERR_INVALID_ARG, "scalar '%s' is not a scalar of the epilogue",
-                             a->scalars[i].name ? a->scalars[i].name : "(null)");
-  }
-  for (int s = 0; s < np; s++) {
-    const ft_ep_param *prm = ft_ep_param_at(pl->ep, s);
-    int bound = 0;
-    if (prm->kind == FT_PARAM_SCALAR) {
-      for (int i = 0; i < a->n_scalars; i++)
-        if (!strcmp(a->scalars[i].name, prm->name)) dev->s[s] = a->scalars[i].value, bound = 1;
-      if (!bound && prm->has_default) dev->s[s] = (float)prm->def, bound = 1;
-    } else {
-      for (int i = 0; i < a->n_vecs; i++)
-        if (!strcmp(a->vecs[i].name, prm->name) && a->vecs[i].data) dev->v[s] = a->vecs[i].data, bound = 1;
-    }
-    if (!bound) return ft__fail(err, FT_ERR_INVALID_ARG, "epilogue %s '%s' is not bound in ft_args",
-                                prm->kind == FT_PARAM_SCALAR ? "scalar" : "vector", prm->name);
-  }
-  return FT_OK;
-}
-
-ft_status ft_plan_launch(ft_plan *plan, const ft_args *args, cudaStream_t stream) {
-  if (!plan) return FT_ERR_INVALID_ARG;
-  ft_err *err = &plan->ctx->err;
-  if (!args) return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch: args is NULL");
-  const ft_dtype want = ft_math_dtype((ft_math)plan->run.v.math);
-  if (plan->run.v.math == FT_MATH_FP8)
-    return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch: an fp8 plan binds e4m3, bf16 and fp32 tensors: launch "
-                                             "it with ft_plan_launch_typed (each tensor's element type)");
-  if (args->dtype != want)
-    return ft__fail(err, FT_ERR_INVALID_ARG,
-                    "ft_plan_launch: args.dtype %s, but the plan computes in %s on %s tensors (set args.dtype)",
-                    ft_dtype_name(args->dtype), ft_math_name((ft_math)plan->run.v.math), ft_dtype_name(want));
-  return ft__plan_enqueue(plan, args, stream);
-}
-
-ft_status ft__plan_enqueue(ft_plan *plan, const ft_args *args, cudaStream_t stream) {
-  ft_err *err = &plan->ctx->err;
-  if (!args->x || !args->w || !args->y) return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch: x, w and y must be set");
-  if ((args->n_vecs && !args->vecs) || (args->n_scalars && !args->scalars) || args->n_vecs < 0 || args->n_scalars < 0)
-    return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch: vecs/scalars arrays do not match their counts");
-  if (ft_launchable_check(&plan->run, args->x, args->w, args->y, plan->name, err) != FT_OK) {
-    char msg[sizeof err->msg];
-    snprintf(msg, sizeof msg, "%s", err->msg);
-    return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch: %s", msg);
-  }
-  ft_ep_args_dev dev;
-  FT_TRY(bind_args(plan, args, &dev));
-  return ft_launchable_enqueue(&plan->run, args->x, args->w, args->y, &dev, stream, err);
 }
 
 /* The fields of ft_tune_options after seed exist only when struct_size covers them. */

@@ -6,8 +6,17 @@
 #include "db.h"
 #include "device.h"
 #include "epilogue.h"
+#include "launch.h"
 #include "space.h"
 #include "tuner.h"
+
+/* A plan (ft_plan_create in api.c; its launches in api_launch.c). */
+struct ft_plan {
+  ft_ctx *ctx;
+  char name[FT_NAME_MAX];
+  ft_epilogue *ep;
+  ft_launchable run;
+};
 
 void ft__ctx_set_device(ft_ctx *ctx, const ft_device_info *dev, const ft_device_limits *lim);
 
@@ -48,13 +57,6 @@ ft_status ft__lookup_within(ft_ctx *ctx, const char *device_name, const ft_probl
 /* ft_tune's run: the whole summary (caller frees it with ft_tune_summary_free). */
 ft_status ft__tune_summary(ft_ctx *ctx, const ft_problem *p, const ft_tune_options *opt,
                            ft_tune_summary *sum);
-
-/* A plan's error record, mode and epilogue; ft__plan_enqueue checks the pointers, binds args by
- * name and enqueues (the element types checked by the caller: ft_plan_launch, api_launch.c). */
-ft_err *ft__plan_err(ft_plan *plan);
-int ft__plan_math(const ft_plan *plan);
-const ft_epilogue *ft__plan_ep(const ft_plan *plan);
-ft_status ft__plan_enqueue(ft_plan *plan, const ft_args *args, cudaStream_t stream);
 
 /* Copies a message into a caller buffer (msg may be NULL, msg_size 0). */
 void ft__copy_msg(char *msg, size_t msg_size, const char *text);

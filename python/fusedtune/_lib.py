@@ -180,6 +180,7 @@ _SIGNATURES = {
     "ft_quantizer_create": (_st, [_vp, _P(_vp)]),
     "ft_quantize_e4m3": (_st, [_vp, _vp, _st, ctypes.c_int64, ctypes.c_int64, _st, _vp, _vp, _vp]),
     "ft_quantizer_destroy": (None, [_vp]),
+    "ft_plan_launch_ptrs": (_st, [_vp, _vp, _vp, _vp, _vp, _vp, _vp]),  # vecs, scalars: array addresses
     "ft_plan_destroy": (None, [_vp]),
     "ft_tune": (_st, [_vp, _P(ft_problem), _P(ft_tune_options), _P(ft_config)]),
     "ft_strategy_name": (_cp, [_st]),
