@@ -298,7 +298,8 @@ FT_API ft_status ft_plan_launch(ft_plan *plan, const ft_args *args, cudaStream_t
  * are not read. vecs may be NULL when the epilogue has no vector; scalars NULL takes every
  * scalar's default (FT_ERR_INVALID_ARG naming one without). The same checks and launch as
  * ft_plan_launch otherwise (alignment, NULL pointers, the same overlap rule), with no lookup,
- * allocation or lock on the way; on CUDA graph capture see ft_plan_launch.
+ * allocation or lock on the way; on CUDA graph capture see ft_plan_launch. An fp8 plan is refused
+ * (FT_ERR_INVALID_ARG: its tensors have three element types, ft_plan_launch_typed).
  * Returns FT_OK, FT_ERR_INVALID_ARG, FT_ERR_CUDA, FT_ERR_CUBLAS. */
 FT_API ft_status ft_plan_launch_ptrs(ft_plan *plan, const void *x, const void *w, void *y, const void *const *vecs,
                                      const float *scalars, cudaStream_t stream);

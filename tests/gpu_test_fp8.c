@@ -207,6 +207,8 @@ static void test_plan(ft_ctx *ctx, ft_gpu *g) {
     const ft_args old = {d->dX, d->dW, d->dY, NULL, 0, NULL, 0, FT_DTYPE_E4M3};
     ASSERT_EQ_INT(ft_plan_launch(plan, &old, 0), FT_ERR_INVALID_ARG);
     ASSERT_CONTAINS(ft_errmsg(ctx), "launch it with ft_plan_launch_typed");
+    ASSERT_EQ_INT(ft_plan_launch_ptrs(plan, d->dX, d->dW, d->dY, NULL, NULL, 0), FT_ERR_INVALID_ARG);
+    ASSERT_CONTAINS(ft_errmsg(ctx), "ft_plan_launch_ptrs: an fp8 plan binds");
   }
   printf("plan %s launched typed: rel %.3g\n", cfg.name, chk.rel_err);
   ft_plan_destroy(plan);
