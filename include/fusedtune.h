@@ -190,6 +190,17 @@ FT_API const char *ft_errmsg(const ft_ctx *ctx);
  * FT_ERR_UNSUPPORTED (math mode), FT_ERR_NOMEM. Thread-safe. */
 FT_API ft_status ft_check_problem(const ft_problem *p, char *msg, size_t msg_size);
 
+/* The shape of y for p, known before anything is launched: *ndim 2 and shape {M, N} for an
+ * elementwise epilogue, softmax, log_softmax, groupnorm and batchnorm; *ndim 1 and shape {M, 1}
+ * for a row reduction (rowsum, rowmean, rowmax, rowmin, logsumexp); *ndim 2 and {M, N / w} (the
+ * quotient rounded down) with a pool of window w (docs/EPILOGUE.md, "Reductions"). Checks p as
+ * ft_check_problem does, except that it answers for reductions, which no kernel serves yet (so
+ * ft_check_problem, tunes and plans refuse them with FT_ERR_UNSUPPORTED). Returns FT_OK,
+ * FT_ERR_INVALID_ARG (ndim or shape NULL, and as ft_check_problem; an epilogue that cannot apply to
+ * p's N: groupnorm's G not dividing N, a window wider than N), FT_ERR_PARSE, FT_ERR_UNSUPPORTED
+ * (math mode), FT_ERR_NOMEM; the reason in msg as ft_check_problem. Thread-safe. */
+FT_API ft_status ft_output_shape(const ft_problem *p, int *ndim, int64_t shape[2], char *msg, size_t msg_size);
+
 /* Looks up the best configuration for p on the current CUDA device.
  * Exact key (device, shape, epilogue, math) with a current kernel source -> FT_OK, out->exact=1.
  * Else, unless flags has FT_LOOKUP_EXACT, the M bucket that covers p->m: of the shapes tuned on

@@ -121,6 +121,7 @@ ft_status ft_baselines_create(ft_gpu *g, ft_db *db, const ft_epilogue *ep, ft_pd
   cublasStatus_t cs = cublasLtCreate(&b->lt);
   if (cs != CUBLAS_STATUS_SUCCESS) return ft_cublas_fail(err, cs, "cublasLtCreate");
   FT_CUDA_TRY(err, cudaMalloc(&b->lt_ws, FT_LT_WORKSPACE));
+  FT_TRY(ft_ep_check_kernels(ep, err)); /* the chain's passes are elementwise */
   FT_TRY(ft_ep_eager_plan(ep, &b->plan, err));
   /* "SGEMM" in fp32 (as before modes existed) and 3xtf32 (cuBLAS's fp32-accurate GEMM), else
    * "BF16 GEMM"; mode: "" or "BF16 ". */

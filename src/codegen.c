@@ -107,6 +107,7 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
   /* NULL epilogue: the identity, for a plain GEMM (tests, references). After cuBLASLt's bias GEMM
    * (an epilogue pass's lt) the pass applies E with its `x + bias` already done. */
   const char *expr = ep ? ft_ep_cuda(ep) : "x";
+  if (ep) FT_TRY(ft_ep_check_kernels(ep, err)); /* a reduction: no expression to fuse */
   if (v->lt) {
     int slot = -1;
     expr = ep ? ft_ep_cuda_folded(ep, &slot) : NULL;

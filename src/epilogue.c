@@ -53,10 +53,11 @@ void ft_ep_free(ft_epilogue *ep) {
 }
 
 static ft_status finish(ft_epilogue *ep, ft_err *err) {
+  const int reduces = ft_ep_reduction(ep, NULL) != FT_RED_NONE; /* no CUDA expression */
   ep->canon = ft__ep_print_canonical(ep);
-  ep->cuda = ft__ep_print_cuda(ep, ep->root, NULL);
-  if (!ep->canon || !ep->cuda) return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
-  const int fold = ft__ep_bias_fold(ep, &ep->fold_slot);
+  ep->cuda = reduces ? NULL : ft__ep_print_cuda(ep, ep->root, NULL);
+  if (!ep->canon || (!reduces && !ep->cuda)) return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
+  const int fold = reduces ? -1 : ft__ep_bias_fold(ep, &ep->fold_slot);
   if (fold >= 0) {
     int *in_of = malloc((size_t)ep->nnodes * sizeof *in_of);
     if (!in_of) return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
