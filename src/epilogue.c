@@ -49,6 +49,8 @@ void ft_ep_free(ft_epilogue *ep) {
   free(ep->canon);
   free(ep->cuda);
   free(ep->cuda_folded);
+  free(ep->red_inner);
+  free(ep->red_post);
   free(ep);
 }
 
@@ -57,6 +59,7 @@ static ft_status finish(ft_epilogue *ep, ft_err *err) {
   ep->canon = ft__ep_print_canonical(ep);
   ep->cuda = reduces ? NULL : ft__ep_print_cuda(ep, ep->root, NULL);
   if (!ep->canon || (!reduces && !ep->cuda)) return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
+  if (reduces) FT_TRY(ft__ep_reduce_texts(ep, err));
   const int fold = reduces ? -1 : ft__ep_bias_fold(ep, &ep->fold_slot);
   if (fold >= 0) {
     int *in_of = malloc((size_t)ep->nnodes * sizeof *in_of);

@@ -116,9 +116,15 @@ ft_ep_red ft_ep_reduction(const ft_epilogue *ep, int *arg);
  * not dividing n, a window wider than n). Any output pointer may be NULL. */
 ft_status ft_ep_output_shape(const ft_epilogue *ep, int64_t m, int64_t n, int *ndim, int64_t *rows, int64_t *cols,
                              ft_err *err);
-/* FT_ERR_UNSUPPORTED with a message naming the reduction when E reduces: no kernel (fused or
- * pass) serves reductions yet, so tunes, plans and benches refuse them; FT_OK otherwise. */
+/* FT_OK when a kernel serves E: every elementwise E, and the row reductions (rowsum, rowmean,
+ * rowmax, rowmin, logsumexp, softmax, log_softmax) without a pool, which the cuBLAS + reduction
+ * pass strategy computes (src/family_reduce.c). Else FT_ERR_UNSUPPORTED naming the reduction:
+ * tunes, plans and benches refuse it. */
 ft_status ft_ep_check_kernels(const ft_epilogue *ep, ft_err *err);
+/* A served reduction's two CUDA expressions (NULL for an elementwise E): *inner the reduction's
+ * argument, per element of the GEMM result (reads x, row, col, ep); *post the rest of E, reading
+ * the reduction's value as IN0 (and row, col, ep; col only where y is [M, N]). Owned by ep. */
+void ft_ep_cuda_reduce(const ft_epilogue *ep, const char **inner, const char **post);
 
 /* The float64 reference of the whole output: x is the m x n GEMM result (row-major), params[slot]
  * the parameter values (a scalar: params[slot][0]; a col vector: n values; a row vector: m), y

@@ -50,6 +50,7 @@ struct ft_epilogue {
   char *canon;
   char *cuda;
   char *cuda_folded; /* the CUDA text with the folded `x + bias` read as x (ft_ep_cuda_folded), or NULL */
+  char *red_inner, *red_post; /* a reduction's argument and the rest of E (ft_ep_cuda_reduce), or NULL */
   int fold_slot;     /* that bias's slot, or -1 */
   char hash[17];
 };
@@ -115,6 +116,8 @@ ft_ep_red ft__ep_find_reduction(const char *s, int len);
 ft_status ft__ep_parse_reduction(parser *p, token name, ft_ep_red r, int *out);
 /* The nesting rules of docs/EPILOGUE.md ("Reductions"), checked on the resolved tree. */
 ft_status ft__ep_check_reductions(parser *p, const ft_epilogue *ep);
+/* The CUDA texts of ft_ep_cuda_reduce, set on ep when it has a reduction (epilogue_reduce.c). */
+ft_status ft__ep_reduce_texts(ft_epilogue *ep, ft_err *err);
 /* The outermost reduction node, or -1; *inner the pool inside it (or -1). */
 int ft__ep_outer_reduction(const ft_epilogue *ep, int *inner);
 /* The float64 value of node n's subtree at one element, with node leaf (-1: none) read as

@@ -212,11 +212,36 @@ ft_status ft_ep_output_shape(const ft_epilogue *ep, int64_t m, int64_t n, int *n
   return FT_OK;
 }
 
+/* The kinds the cuBLAS + reduction pass serves: the row's own values, no pool. */
+static int served(const ft_epilogue *ep, int outer, int pool) {
+  return outer >= 0 && pool < 0 && (k_reds[ep->nodes[outer].fn].cls == RC_ROW || k_reds[ep->nodes[outer].fn].cls == RC_ROWWISE);
+}
+
 ft_status ft_ep_check_kernels(const ft_epilogue *ep, ft_err *err) {
-  const ft_ep_red r = ft_ep_reduction(ep, NULL);
-  if (r == FT_RED_NONE) return FT_OK;
+  int pool, outer = ft__ep_outer_reduction(ep, &pool);
+  if (outer < 0 || served(ep, outer, pool)) return FT_OK;
+  const char *name = k_reds[ep->nodes[pool >= 0 ? pool : outer].fn].name;
   return ft__fail(err, FT_ERR_UNSUPPORTED,
-                  "epilogue: '%s' is a reduction, and no kernel serves reductions yet (ft_output_shape and the "
-                  "float64 reference do); tune, plan and bench elementwise epilogues only",
-                  ft_ep_red_name(r));
+                  "epilogue: no kernel serves '%s' yet (row reductions, softmax and log_softmax without a pool "
+                  "do; ft_output_shape and the float64 reference serve every reduction)",
+                  name);
+}
+
+ft_status ft__ep_reduce_texts(ft_epilogue *ep, ft_err *err) {
+  int pool, outer = ft__ep_outer_reduction(ep, &pool);
+  if (!served(ep, outer, pool)) return FT_OK;
+  int *in_of = malloc((size_t)ep->nnodes * sizeof *in_of);
+  if (!in_of) return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
+  for (int i = 0; i < ep->nnodes; i++) in_of[i] = -1;
+  in_of[outer] = 0; /* the reduction's value: IN0 */
+  ep->red_inner = ft__ep_print_cuda(ep, ep->nodes[outer].kid[0], NULL);
+  ep->red_post = ft__ep_print_cuda(ep, ep->root, in_of);
+  free(in_of);
+  if (!ep->red_inner || !ep->red_post) return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
+  return FT_OK;
+}
+
+void ft_ep_cuda_reduce(const ft_epilogue *ep, const char **inner, const char **post) {
+  if (inner) *inner = ep ? ep->red_inner : NULL;
+  if (post) *post = ep ? ep->red_post : NULL;
 }

@@ -17,7 +17,7 @@ static int epi_valid(const ft_variant *v, char *why, size_t whylen) {
   if (v->ept < v->vec || v->ept > 64 || v->ept % v->vec != 0)
     FT_WHY("ept %d: must be a multiple of vec in vec..64", v->ept);
   if (v->bm || v->bn || v->bk || v->tm || v->tn || v->stages || v->split_k || v->swizzle || v->layout ||
-      v->streamk || v->cluster || v->consumers || v->grid)
+      v->streamk || v->cluster || v->consumers || v->grid || v->red_cols)
     FT_WHY("epilogue variant with GEMM fields");
   if (v->lt < 0 || v->lt > FT_EP_SLOTS) FT_WHY("lt %d: must be 0 (cuBLAS) or 1 + a bias slot below %d", v->lt, FT_EP_SLOTS);
   return 1;

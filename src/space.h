@@ -57,6 +57,9 @@ typedef struct ft_variant {
                    * with its BIAS epilogue adding the column vector of slot s (E's `x + bias`, as
                    * nn.Linear's addmm folds it), the pass applying the rest of E, none when nothing
                    * is left; named "_lt" */
+  /* FT_VK_EPILOGUE, reduction pass (src/family_reduce.c) */
+  int red_cols;   /* a one-value row reduction: columns of x W^T per cuBLAS GEMM chunk (all of N when
+                   * >= N); 0: softmax and log_softmax, in place on y */
 } ft_variant;
 
 /* What the device allows (from cudaGetDeviceProperties, or ft_limits_for_arch without a GPU). */
@@ -126,6 +129,8 @@ typedef struct ft_launch_geom {
   size_t flag_bytes;      /* counters the blocks of one launch signal each other with: zeroed
                            * once, and every launch leaves them zero (tc stream-K); 0 if none */
   int has_reduce;         /* a second kernel (split-K reduction, stream-K fixup) follows */
+  int chunk_cols;         /* after cuBLAS: its GEMM runs in column chunks of this width into the
+                           * workspace, the kernel after each (src/family_reduce.c); 0: one GEMM into y */
   unsigned rgrid[3], rblock[3];
 } ft_launch_geom;
 

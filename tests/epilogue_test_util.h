@@ -7,7 +7,7 @@
 #include "ft_test.h"
 
 /* Parses text, which must succeed; NULL (and a recorded failure) otherwise. */
-static ft_epilogue *parse_ok_at(const char *text, int line) {
+static inline ft_epilogue *parse_ok_at(const char *text, int line) {
   ft_epilogue *ep = NULL;
   ft_err err;
   ft__err_clear(&err);
@@ -21,7 +21,7 @@ static ft_epilogue *parse_ok_at(const char *text, int line) {
 #define parse_ok(text) parse_ok_at((text), __LINE__)
 
 /* The parse must fail with FT_ERR_PARSE at column col, the message (one line) containing what. */
-static void expect_reject_at(const char *text, int col, const char *what, int line) {
+static inline void expect_reject_at(const char *text, int col, const char *what, int line) {
   ft_epilogue *ep = NULL;
   ft_err err;
   ft__err_clear(&err);

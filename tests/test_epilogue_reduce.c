@@ -48,11 +48,30 @@ static void test_canonical(void) {
     ASSERT_EQ_INT(ft_ep_reduction(d, &arg), FT_RED_GROUPNORM);
     ASSERT_EQ_INT(arg, 8);
     ft_err err;
-    ASSERT_EQ_INT(ft_ep_check_kernels(a, &err), FT_ERR_UNSUPPORTED);
-    ASSERT_CONTAINS(err.msg, "'rowsum' is a reduction, and no kernel serves reductions yet");
+    ASSERT_OK(ft_ep_check_kernels(a, &err)); /* the reduction pass serves row reductions */
+    ASSERT_EQ_INT(ft_ep_check_kernels(c, &err), FT_ERR_UNSUPPORTED);
+    ASSERT_CONTAINS(err.msg, "epilogue: no kernel serves 'groupnorm' yet");
+    const char *inner = NULL, *post = NULL;
+    ft_ep_cuda_reduce(a, &inner, &post);
+    ASSERT_EQ_STR(inner, "x");
+    ASSERT_EQ_STR(post, "IN0");
+    ft_ep_cuda_reduce(c, &inner, &post);
+    ASSERT_TRUE(inner == NULL && post == NULL);
     ASSERT_TRUE(isnan(ft_ep_eval(a, 1.0, NULL))); /* a row's value: ft_ep_eval_matrix */
   }
   ft_epilogue *e = parse_ok("relu(x + bias)");
+  ft_epilogue *f = parse_ok("exp(logsumexp(clamp(2 * (x + bias), -10, 10)) * r) where row r"),
+              *g = parse_ok("rowsum(maxpool(x, 2))");
+  if (f && g) {
+    const char *inner = NULL, *post = NULL;
+    ft_ep_cuda_reduce(f, &inner, &post);
+    ASSERT_EQ_STR(inner, "ft_clamp(2.0f * (x + ep.v[0][col]), -10.0f, 10.0f)");
+    ASSERT_EQ_STR(post, "ft_exp(IN0 * ep.v[1][row])");
+    ft_err err;
+    ASSERT_EQ_INT(ft_ep_check_kernels(g, &err), FT_ERR_UNSUPPORTED); /* a pool inside */
+    ASSERT_CONTAINS(err.msg, "no kernel serves 'maxpool' yet");
+  }
+  ft_ep_free(f), ft_ep_free(g);
   if (e) {
     ASSERT_EQ_INT(ft_ep_reduction(e, NULL), FT_RED_NONE);
     ASSERT_OK(ft_ep_check_kernels(e, NULL));
@@ -374,8 +393,11 @@ static void test_api(void) {
   ASSERT_EQ_INT(ndim, 1);
   ASSERT_EQ_INT(shape[0], 8192);
   ASSERT_EQ_INT(shape[1], 1);
+  ASSERT_OK(ft_check_problem(&p, msg, sizeof msg));
+  p.epilogue = "batchnorm(x)";
+  ASSERT_OK(ft_output_shape(&p, &ndim, shape, msg, sizeof msg));
   ASSERT_EQ_INT(ft_check_problem(&p, msg, sizeof msg), FT_ERR_UNSUPPORTED);
-  ASSERT_CONTAINS(msg, "'logsumexp' is a reduction, and no kernel serves reductions yet");
+  ASSERT_CONTAINS(msg, "no kernel serves 'batchnorm' yet");
   p.epilogue = "maxpool(x, 16)";
   ASSERT_OK(ft_output_shape(&p, &ndim, shape, msg, sizeof msg));
   ASSERT_EQ_INT(ndim, 2);

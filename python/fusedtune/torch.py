@@ -114,6 +114,10 @@ class FusedLinear(nn.Module):
         # the last such call's signature, plan and prepared arguments (forward's fast path).
         self._vec_names = tuple(p.name for p in self.epilogue.params if p.kind != "scalar")
         self._fast = None
+        # y's trailing dimensions (ft_output_shape, the same at every M): (out_features,), none
+        # after a row reduction (y is [...]), (out_features // w,) after a pool.
+        shape = core.Problem(1, self.out_features, self.in_features, self.epilogue.canonical).output_shape
+        self._y_tail = tuple(shape[1:])
 
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, "
@@ -192,7 +196,8 @@ class FusedLinear(nn.Module):
         return self.plan_for(m, device).config
 
     def forward(self, x, **params):
-        """y = E(x W^T) for x [..., in_features]; params: epilogue parameters for this call."""
+        """y = E(x W^T) for x [..., in_features]: y [..., out_features], [...] after a row reduction
+        (logsumexp, rowsum, ...; docs/EPILOGUE.md); params: epilogue parameters for this call."""
         fast, sig = self._fast, None
         if fast is not None and not params and isinstance(x, torch.Tensor):
             sig = self._signature(x)
@@ -200,7 +205,7 @@ class FusedLinear(nn.Module):
                 # Everything the checks below looked at is as it was at the last checked call
                 # (on the current device): only the pointers that may change (x, a new y) go on.
                 _, plan, args, dev = fast
-                y = torch.empty(x.shape[:-1] + (self.out_features,), dtype=self.weight.dtype, device=dev)
+                y = torch.empty(x.shape[:-1] + self._y_tail, dtype=self.weight.dtype, device=dev)
                 self._enqueue(plan, args, dev, True, x.data_ptr(), y.data_ptr())
                 return y
         return self._forward_checked(x, params, sig)
@@ -247,7 +252,7 @@ class FusedLinear(nn.Module):
         check_tensor("x", x, dtype=mode.dtype, device=dev, shape=tuple(x.shape))
         vecs, scalars = self._binding.bind(m, self.out_features, lambda name: getattr(self, name), params,
                                            dtype=mode.dtype, device=dev, grad_enabled=grad)
-        y = torch.empty(lead + (self.out_features,), dtype=w.dtype, device=dev)
+        y = torch.empty(lead + self._y_tail, dtype=w.dtype, device=dev)
         if m == 0:
             return y
         plan = self.plan_for(m, dev)
