@@ -140,7 +140,7 @@ static void check_tune(ft_ctx *ctx, ft_gpu *g, const char *expr, int m, int n, i
   ft_problem p = {m, n, k, expr, math};
   ft_tune_options opt = FT_TUNE_OPTIONS_INIT;
   opt.budget_s = 30;
-  opt.repeats = 10;
+  opt.repeats = 20;
   opt.quiet = 1;
   ft_config best;
   if (ft_tune(ctx, &p, &opt, &best) != FT_OK) {
