@@ -117,9 +117,9 @@ static ft_status codegen_reduce(const ft_variant *v, const ft_family *fam, const
   ft_ep_cuda_reduce(ep, &inner, &post);
   const ft_ep_red r = ft_ep_reduction(ep, NULL);
   const int rowwise = r == FT_RED_SOFTMAX || r == FT_RED_LOG_SOFTMAX;
-  if (rowwise != (v->red_cols == 0))
+  if (rowwise != (v->red.cols == 0))
     return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: cols %d cannot compute '%s' (one-value reductions run in column "
-                    "chunks, softmax and log_softmax in place with cols 0)", v->red_cols, ft_ep_red_name(r));
+                    "chunks, softmax and log_softmax in place with cols 0)", v->red.cols, ft_ep_red_name(r));
   ft_strbuf b = {0};
   ft_sb_puts(&b, "// fusedtune generated\n");
   fam->defines(v, &b);
@@ -166,24 +166,33 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
                     reduces ? "compute elementwise epilogues, and this one reduces" : "compute reductions only");
   if (reduces) return codegen_reduce(v, fam, ep, out, err);
   const char *expr = ep ? ft_ep_cuda(ep) : "x";
-  if (v->lt) {
+  const int after_lt = v->pass.lt || v->pass.lt_act;
+  if (v->pass.lt_act) {
+    int slot = -1;
+    ft_ep_lt_act act = FT_EP_LT_NONE;
+    expr = ep ? ft_ep_cuda_lt_act(ep, &slot, &act) : NULL;
+    if (!expr || (int)act != v->pass.lt_act || slot + 1 != v->pass.lt)
+      return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: lt_act %d with lt %d, but the epilogue does not begin with that "
+                      "activation of x%s", v->pass.lt_act, v->pass.lt, v->pass.lt ? " + bias" : "");
+  } else if (v->pass.lt) {
     int slot = -1;
     expr = ep ? ft_ep_cuda_folded(ep, &slot) : NULL;
-    if (!expr || slot + 1 != v->lt)
-      return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: lt %d, but the epilogue adds no bias of slot %d to x", v->lt,
-                      v->lt - 1);
+    if (!expr || slot + 1 != v->pass.lt)
+      return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: lt %d, but the epilogue adds no bias of slot %d to x", v->pass.lt,
+                      v->pass.lt - 1);
   }
   FT_TRY(check_expr(expr, FT_EP_MAX_TEXT * 8, "epilogue", err));
 
   /* The identity after cuBLAS: y already holds the result, so no pass is launched (kernel "")
    * and the candidate is cuBLAS's GEMM alone; the define gives it a hash of its own (results
    * measured with a copy pass are not taken for it). */
-  const int no_pass = fam->after_cublas && (!ep || strcmp(ft_ep_canonical(ep), "x") == 0 || (v->lt && strcmp(expr, "x") == 0));
+  const int no_pass = fam->after_cublas && (!ep || strcmp(ft_ep_canonical(ep), "x") == 0 || (after_lt && strcmp(expr, "x") == 0));
 
   ft_strbuf b = {0};
   ft_sb_puts(&b, "// fusedtune generated\n");
   if (no_pass) ft_sb_puts(&b, "#define FT_PASS_NOT_LAUNCHED 1\n");
-  if (v->lt) ft_sb_puts(&b, "#define FT_PASS_AFTER_LT_BIAS 1\n");
+  if (v->pass.lt) ft_sb_puts(&b, "#define FT_PASS_AFTER_LT_BIAS 1\n");
+  if (v->pass.lt_act) ft_sb_printf(&b, "#define FT_PASS_AFTER_LT_ACT %d\n", v->pass.lt_act);
   fam->defines(v, &b);
   if (fam->wants_colv_slot) ft_sb_printf(&b, "#define FT_EP_COLV_SLOT %d\n", first_colvec_slot(ep));
   abi_defines(&b, (ft_math)v->math);

@@ -15,14 +15,13 @@
 static size_t elem_of(const ft_variant *v) { return ft_math_dtype((ft_math)v->math) == FT_DTYPE_F32 ? 4 : 2; }
 
 static int red_valid(const ft_variant *v, char *why, size_t whylen) {
-  if (v->block < 32 || v->block > 1024 || v->block % 32 != 0)
-    FT_WHY("block %d: must be a multiple of 32 in 32..1024", v->block);
+  if (v->red.block < 32 || v->red.block > 1024 || v->red.block % 32 != 0)
+    FT_WHY("block %d: must be a multiple of 32 in 32..1024", v->red.block);
   if (v->vec != 1 && v->vec != 2 && v->vec != 4 && (v->vec != 8 || elem_of(v) != 2))
     FT_WHY("vec %d: must be 1, 2 or 4 (8 with 16-bit elements)", v->vec);
-  if (v->red_cols < 0 || v->red_cols % v->vec != 0) FT_WHY("cols %d: must be 0 or a positive multiple of vec", v->red_cols);
-  if (v->bm || v->bn || v->bk || v->tm || v->tn || v->stages || v->split_k || v->swizzle || v->streamk || v->cluster ||
-      v->consumers || v->grid || v->ept || v->lt)
-    FT_WHY("reduction pass variant with fields of another family");
+  if (v->red.cols < 0 || v->red.cols % v->vec != 0) FT_WHY("cols %d: must be 0 or a positive multiple of vec", v->red.cols);
+  if (v->bm || v->bn || v->bk || v->stages || v->split_k || v->swizzle)
+    FT_WHY("reduction pass variant with GEMM fields");
   return 1;
 }
 
@@ -30,7 +29,7 @@ static int red_valid(const ft_variant *v, char *why, size_t whylen) {
 static int red_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k, const ft_device_limits *lim,
                           char *why, size_t whylen) {
   (void)k;
-  if (v->block > lim->max_threads_per_block) FT_WHY("block %d > device limit %d", v->block, lim->max_threads_per_block);
+  if (v->red.block > lim->max_threads_per_block) FT_WHY("block %d > device limit %d", v->red.block, lim->max_threads_per_block);
   if (n % v->vec) FT_WHY("n %lld is not a multiple of vec %d", (long long)n, v->vec);
   if (m > 0x7fffffff) FT_WHY("m %lld: one block per row", (long long)m);
   return 1;
@@ -51,24 +50,24 @@ static ft_status red_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, co
   for (v.vec = ft_math_dtype(math) == FT_DTYPE_F32 ? 4 : 8; v.vec > 1 && n % v.vec; v.vec /= 2) {
   }
   for (size_t b = 0; b < nblocks; b++) {
-    v.block = blocks[b];
+    v.red.block = blocks[b];
     if (rowwise) {
-      v.red_cols = 0;
+      v.red.cols = 0;
       if (ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) FT_TRY(ft_space_push(sink, &v, (double)b, err));
       continue;
     }
     for (int64_t cols = 1024;; cols *= 4) {
-      v.red_cols = cols >= n ? (int)((n + v.vec - 1) / v.vec * v.vec) : (int)cols;
+      v.red.cols = cols >= n ? (int)((n + v.vec - 1) / v.vec * v.vec) : (int)cols;
       /* Wider chunks: fewer GEMM calls, each nearer cuBLAS's whole-matrix speed. */
       if (ft_variant_applicable(&v, m, n, k, lim, NULL, 0))
-        FT_TRY(ft_space_push(sink, &v, (double)b + 1.0 / (double)(v.red_cols / 1024 + 1), err));
+        FT_TRY(ft_space_push(sink, &v, (double)b + 1.0 / (double)(v.red.cols / 1024 + 1), err));
       if (cols >= n) break;
     }
   }
   return FT_OK;
 }
 
-static int64_t chunk_of(const ft_variant *v, int64_t n) { return v->red_cols < n ? v->red_cols : n; }
+static int64_t chunk_of(const ft_variant *v, int64_t n) { return v->red.cols < n ? v->red.cols : n; }
 
 /* The chunk's x W^T, then each row's statistic (a float2), 256-byte aligned. */
 static size_t stats_offset(const ft_variant *v, int64_t m, int64_t n) {
@@ -77,22 +76,22 @@ static size_t stats_offset(const ft_variant *v, int64_t m, int64_t n) {
 
 static void red_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_launch_geom *g) {
   (void)k;
-  if (v->block <= 0) return;
-  g->block[0] = (unsigned)v->block;
+  if (v->red.block <= 0) return;
+  g->block[0] = (unsigned)v->red.block;
   g->grid[0] = (unsigned)m;
-  if (v->red_cols > 0) {
+  if (v->red.cols > 0) {
     g->chunk_cols = (int)chunk_of(v, n);
     g->workspace_bytes = stats_offset(v, m, n) + (size_t)m * 2 * sizeof(float);
   }
 }
 
 static int red_reg_cap(const ft_variant *v) {
-  const int cap = 65536 / (v->block > 0 ? v->block : 1) / 8 * 8;
+  const int cap = 65536 / (v->red.block > 0 ? v->red.block : 1) / 8 * 8;
   return cap > 255 ? 255 : cap;
 }
 
 static void red_defines(const ft_variant *v, ft_strbuf *b) {
-  ft_sb_printf(b, "#define FT_BLOCK %d\n#define FT_VEC %d\n", v->block, v->vec);
+  ft_sb_printf(b, "#define FT_BLOCK %d\n#define FT_VEC %d\n", v->red.block, v->vec);
 }
 
 static const char *red_reduce_kernel(const ft_variant *v) {
@@ -104,13 +103,13 @@ static const char *red_reduce_kernel(const ft_variant *v) {
 static void red_alignment(const ft_variant *v, int m, int n, int k, size_t need[3]) {
   (void)m, (void)n, (void)k;
   need[0] = need[1] = elem_of(v);
-  need[2] = v->red_cols > 0 ? elem_of(v) : elem_of(v) * (size_t)v->vec;
+  need[2] = v->red.cols > 0 ? elem_of(v) : elem_of(v) * (size_t)v->vec;
 }
 
 /* ft_reduce_pass(src, ld, y, stats, M, N, col0, ncols, ep): a chunk from the workspace, or y in
  * place. */
 static ft_status red_kernel_args(const ft_variant *v, const ft_launch_io *io, ft_arg_store *st, ft_err *err) {
-  const int chunked = v->red_cols > 0;
+  const int chunked = v->red.cols > 0;
   const void *src = chunked ? io->ws : io->y;
   void *stats = chunked ? (char *)io->ws + stats_offset(v, io->m, io->n) : NULL;
   const int ld = chunked ? io->ncols : io->n, col0 = chunked ? io->col0 : 0, ncols = chunked ? io->ncols : io->n;
@@ -128,23 +127,25 @@ static ft_status red_kernel_args(const ft_variant *v, const ft_launch_io *io, ft
 /* "red_b256_v8_c2048_bf16" (chunks of 2048 columns), "red_b256_v8_bf16" (softmax in place). */
 static int red_name(const ft_variant *v, char *buf, size_t len) {
   char cols[24] = "";
-  if (v->red_cols) snprintf(cols, sizeof cols, "_c%d", v->red_cols);
-  return snprintf(buf, len, "red_b%d_v%d%s%s%s", v->block, v->vec, cols, v->math ? "_" : "",
+  if (v->red.cols) snprintf(cols, sizeof cols, "_c%d", v->red.cols);
+  return snprintf(buf, len, "red_b%d_v%d%s%s%s", v->red.block, v->vec, cols, v->math ? "_" : "",
                   v->math ? ft_math_name((ft_math)v->math) : "");
 }
 
 static const ft_json_key k_red_keys[] = {{"layout", offsetof(ft_variant, layout)},
-                                         {"block", offsetof(ft_variant, block)},
+                                         {"block", offsetof(ft_variant, red.block)},
                                          {"vec", offsetof(ft_variant, vec)},
                                          {NULL, 0}};
 static const ft_json_key k_red_opt_keys[] = {
-    {"math", offsetof(ft_variant, math)}, {"cols", offsetof(ft_variant, red_cols)}, {NULL, 0}};
+    {"math", offsetof(ft_variant, math)}, {"cols", offsetof(ft_variant, red.cols)}, {NULL, 0}};
 
 static const char *const k_red_sources[] = {"kernels_src/reduce_pass.cu", NULL};
 
 const ft_family ft_family_reduce_pass = {
     .name = "reduce_pass",
     .kind = FT_VK_EPILOGUE,
+    .params_offset = offsetof(ft_variant, red),
+    .params_size = sizeof(ft_red_params),
     .layout = 1,
     .suffix = "",
     .revision = 1,

@@ -401,7 +401,7 @@ static ft_status plant_test_candidates(tuner *t, int n_gemm, ft_err *err) {
   const char *inject = getenv(FT_TEST_INJECT_ENV);
   if (!inject || !inject[0] || n_gemm == 0) return FT_OK;
   int base = 0;
-  while (base < n_gemm - 1 && (t->c[base].v.split_k != 1 || t->c[base].v.streamk)) base++; /* one kernel */
+  while (base < n_gemm - 1 && (t->c[base].v.split_k != 1 || ft_variant_stream_k(&t->c[base].v))) base++; /* one kernel */
   static const char *const kinds[] = {"wrong", "fault", "hang"};
   for (int i = 0; i < 3; i++) {
     if (!strstr(inject, kinds[i])) continue;

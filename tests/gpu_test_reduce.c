@@ -107,8 +107,7 @@ static void check_deterministic(ft_gpu *g) {
     ft_ep_free(ep);
     return;
   }
-  const ft_variant v = {.kind = FT_VK_EPILOGUE, .layout = 1, .math = FT_MATH_BF16, .block = 256, .vec = 8,
-                        .red_cols = 1024};
+  const ft_variant v = {.kind = FT_VK_EPILOGUE, .layout = 1, .math = FT_MATH_BF16, .vec = 8, .red = {.block = 256, .cols = 1024}};
   ft_kernel_src src = {0};
   ft_compile_job job = {0};
   ft_launchable run;

@@ -44,12 +44,12 @@ static void test_enumeration(void) {
   for (int i = 0; i < count; i++) {
     ASSERT_EQ_INT(v[i].layout, 1);
     ASSERT_EQ_INT(v[i].vec, 8);
-    widths |= v[i].red_cols == 1024 ? 1 : v[i].red_cols == 4096 ? 2 : v[i].red_cols == 5000 ? 4 : 8;
+    widths |= v[i].red.cols == 1024 ? 1 : v[i].red.cols == 4096 ? 2 : v[i].red.cols == 5000 ? 4 : 8;
     ft_launch_geom g;
     ft_variant_geometry(&v[i], 300, 5000, 64, &g);
     ASSERT_EQ_INT(g.grid[0], 300);
-    ASSERT_EQ_INT(g.chunk_cols, v[i].red_cols);
-    ASSERT_TRUE(g.workspace_bytes >= (size_t)300 * (size_t)v[i].red_cols * 2 + 300 * 8);
+    ASSERT_EQ_INT(g.chunk_cols, v[i].red.cols);
+    ASSERT_TRUE(g.workspace_bytes >= (size_t)300 * (size_t)v[i].red.cols * 2 + 300 * 8);
     char name[96], json[256];
     ft_variant_name(&v[i], name, sizeof name);
     ft_variant_json(&v[i], json, sizeof json);
@@ -65,7 +65,7 @@ static void test_enumeration(void) {
   v = enumerate("softmax(x)", FT_VK_EPILOGUE, 5, 1001, FT_MATH_FP32, &count);
   ASSERT_EQ_INT(count, 2);
   for (int i = 0; i < count; i++) {
-    ASSERT_EQ_INT(v[i].red_cols, 0);
+    ASSERT_EQ_INT(v[i].red.cols, 0);
     ASSERT_EQ_INT(v[i].vec, 1);
     ft_launch_geom g;
     ft_variant_geometry(&v[i], 5, 1001, 64, &g);
@@ -87,7 +87,7 @@ static void test_enumeration(void) {
 static void test_codegen_refusals(void) {
   ft_epilogue *lse = parse_ok("logsumexp(x)"), *sm = parse_ok("softmax(x)"), *relu = parse_ok("relu(x)");
   ft_variant red = {0};
-  red.kind = FT_VK_EPILOGUE, red.layout = 1, red.block = 256, red.vec = 1, red.red_cols = 0;
+  red.kind = FT_VK_EPILOGUE, red.layout = 1, red.red.block = 256, red.vec = 1, red.red.cols = 0;
   ft_kernel_src k;
   ft_err e;
   if (lse && sm && relu) {
@@ -97,9 +97,9 @@ static void test_codegen_refusals(void) {
     ft_kernel_src_free(&k);
     ASSERT_EQ_INT(ft_codegen_variant(&red, relu, &k, &e), FT_ERR_INVALID_ARG);
     ASSERT_CONTAINS(e.msg, "compute reductions only");
-    red.red_cols = 1024;
+    red.red.cols = 1024;
     ASSERT_EQ_INT(ft_codegen_variant(&red, sm, &k, &e), FT_ERR_INVALID_ARG);
-    const ft_variant pass = {.kind = FT_VK_EPILOGUE, .block = 256, .vec = 4, .ept = 8};
+    const ft_variant pass = {.kind = FT_VK_EPILOGUE, .vec = 4, .pass = {.block = 256, .ept = 8}};
     ASSERT_EQ_INT(ft_codegen_variant(&pass, lse, &k, &e), FT_ERR_INVALID_ARG);
     ASSERT_CONTAINS(e.msg, "this one reduces");
   }
