@@ -196,7 +196,7 @@ FT_API ft_status ft_check_problem(const ft_problem *p, char *msg, size_t msg_siz
  * for a row reduction (rowsum, rowmean, rowmax, rowmin, logsumexp); *ndim 2 and {M, N / w} (the
  * quotient rounded down) with a pool of window w (docs/EPILOGUE.md, "Reductions"). Checks p as
  * ft_check_problem does, except that it answers for the reductions no kernel serves yet too
- * (groupnorm, batchnorm, pools: ft_check_problem, tunes and plans refuse those with
+ * (batchnorm, pools: ft_check_problem, tunes and plans refuse those with
  * FT_ERR_UNSUPPORTED). Returns FT_OK,
  * FT_ERR_INVALID_ARG (ndim or shape NULL, and as ft_check_problem; an epilogue that cannot apply to
  * p's N: groupnorm's G not dividing N, a window wider than N), FT_ERR_PARSE, FT_ERR_UNSUPPORTED

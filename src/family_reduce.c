@@ -3,8 +3,8 @@
  * reduction (rowsum, rowmean, rowmax, rowmin, logsumexp: y is [M]) runs in column chunks of
  * `cols`: cuBLAS writes a chunk of x W^T into the plan's workspace, the pass folds it into each
  * row's statistic, the last chunk writes y; so no M x N buffer exists unless a chunk is all of N
- * (which width is fastest is the tune's choice). Softmax and log_softmax (y is [M, N]) run in
- * place on y after cuBLAS's GEMM into it (cols 0). GPU-free. */
+ * (which width is fastest is the tune's choice). Softmax, log_softmax and groupnorm (y is [M, N])
+ * run in place on y after cuBLAS's GEMM into it (cols 0). GPU-free. */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -40,14 +40,17 @@ static int red_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k, 
 static ft_status red_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,
                                ft_space_sink *sink, ft_err *err) {
   const ft_epilogue *ep = ft_space_epilogue(sink);
-  const ft_ep_red r = ep ? ft_ep_reduction(ep, NULL) : FT_RED_NONE;
+  int groups = 0;
+  const ft_ep_red r = ep ? ft_ep_reduction(ep, &groups) : FT_RED_NONE;
   if (r == FT_RED_NONE || ft_ep_check_kernels(ep, NULL) != FT_OK) return FT_OK;
-  const int rowwise = r == FT_RED_SOFTMAX || r == FT_RED_LOG_SOFTMAX;
+  const int rowwise = r == FT_RED_SOFTMAX || r == FT_RED_LOG_SOFTMAX || r == FT_RED_GROUPNORM;
+  /* The span each access must divide: the row, or a group of it. */
+  const int64_t span = r == FT_RED_GROUPNORM && groups > 0 ? n / groups : n;
   static const int blocks[] = {256, 512, 128, 1024};
   const size_t nblocks = ft_space_full(sink) ? 4 : 2;
   ft_variant v = {0};
   v.kind = FT_VK_EPILOGUE, v.layout = 1, v.math = (int)math;
-  for (v.vec = ft_math_dtype(math) == FT_DTYPE_F32 ? 4 : 8; v.vec > 1 && n % v.vec; v.vec /= 2) {
+  for (v.vec = ft_math_dtype(math) == FT_DTYPE_F32 ? 4 : 8; v.vec > 1 && (n % v.vec || span % v.vec); v.vec /= 2) {
   }
   for (size_t b = 0; b < nblocks; b++) {
     v.red.block = blocks[b];

@@ -10,6 +10,7 @@
 static const char *const k_kinds[] = {
     "rowsum(sigmoid(x))", "rowmean(x + bias)", "rowmax(x) * 2", "-rowmin(x * r) where row r",
     "logsumexp(clamp(2 * (x + bias), -10, 10))", "gelu(softmax(x + bias))", "log_softmax(x) * g where col g",
+    "silu(groupnorm(x + bias, 3) * g + b) where col g, col b",
 };
 #define N_KINDS (sizeof k_kinds / sizeof k_kinds[0])
 
@@ -78,8 +79,13 @@ static void test_enumeration(void) {
     ASSERT_EQ_STR(name, "red_b256_v1");
   }
   free(v);
+  /* Groupnorm in place; its accesses divide a group (4000 / 16 = 250: vec 2 in bf16). */
+  v = enumerate("groupnorm(x, 16)", FT_VK_EPILOGUE, 8, 4000, FT_MATH_BF16, &count);
+  ASSERT_EQ_INT(count, 2);
+  for (int i = 0; i < count; i++) ASSERT_TRUE(v[i].red.cols == 0 && v[i].vec == 2);
+  free(v);
   /* The reductions no kernel serves enumerate nothing. */
-  v = enumerate("groupnorm(x, 4)", FT_VK_EPILOGUE, 8, 64, FT_MATH_FP32, &count);
+  v = enumerate("batchnorm(x)", FT_VK_EPILOGUE, 8, 64, FT_MATH_FP32, &count);
   ASSERT_EQ_INT(count, 0);
   free(v);
 }
