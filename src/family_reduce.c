@@ -50,8 +50,8 @@ static ft_status red_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, co
   const size_t nblocks = ft_space_full(sink) ? 4 : 2;
   ft_variant v = {0};
   v.kind = FT_VK_EPILOGUE, v.layout = 1, v.math = (int)math;
-  for (v.vec = ft_math_dtype(math) == FT_DTYPE_F32 ? 4 : 8; v.vec > 1 && (n % v.vec || span % v.vec); v.vec /= 2) {
-  }
+  v.vec = ft_math_dtype(math) == FT_DTYPE_F32 ? 4 : 8; /* 16 bytes, or the widest that divides */
+  while (v.vec > 1 && (n % v.vec || span % v.vec)) v.vec /= 2;
   for (size_t b = 0; b < nblocks; b++) {
     v.red.block = blocks[b];
     if (rowwise) {
