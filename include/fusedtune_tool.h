@@ -327,7 +327,7 @@ typedef struct ft_epilogue_param {
 typedef struct ft_epilogue_info {
   const char *canonical; /* one text for every spelling of the expression */
   char hash[17];
-  const char *cuda;      /* the generated CUDA float expression */
+  const char *cuda;      /* the generated CUDA float expression; "" for a reduction */
   int n_params;
   ft_epilogue_param params[FT_EPILOGUE_MAX_PARAMS]; /* in kernel slot order */
 } ft_epilogue_info;

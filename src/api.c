@@ -10,7 +10,6 @@
 #include "launch.h"
 #include "api_internal.h"
 #include "best.h"
-#include "fp8.h"
 #include "search.h"
 #include "tuner.h"
 
@@ -91,8 +90,9 @@ static ft_status check_problem(ft_ctx *ctx, const ft_problem *p, const ft_epilog
     ctx->last_ep = e;
     ctx->last_ep_text = text;
   }
+  FT_TRY(ft__check_epilogue_fits(p, ctx->last_ep, &ctx->err));
   *ep = ctx->last_ep;
-  return ft_fp8_check(p->math, p->k, *ep, NULL, &ctx->err);
+  return FT_OK;
 }
 
 /* The caller's current CUDA device ("this GPU" in the header). */
@@ -510,7 +510,6 @@ ft_status ft_plan_create(ft_ctx *ctx, const ft_problem *p, const ft_config *cfg,
   *plan = pl;
   return FT_OK;
 }
-
 
 void ft_plan_destroy(ft_plan *plan) {
   if (!plan) return;

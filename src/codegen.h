@@ -41,6 +41,11 @@ ft_status ft_codegen_eager_step(const ft_ep_step *step, ft_math math, ft_kernel_
 /* The same for a step of ep's eager plan: in fp8, the slots ep reads as fp32 (the scales) read so. */
 ft_status ft_codegen_eager_step_ep(const ft_ep_step *step, ft_math math, const ft_epilogue *ep, ft_kernel_src *out,
                                    ft_err *err);
+/* The eager chain's reduction step (step->reduce a row reduction or groupnorm, kernels_src/reduce_pass.cu
+ * reading its input buffer whole: ft_reduce_pass(src, N, y, NULL, M, N, 0, N, ep)), FT_AUX_BLOCK
+ * threads a row, vec elements per access (N must be a multiple). FT_ERR_UNSUPPORTED for the
+ * reductions no kernel serves. */
+ft_status ft_codegen_eager_reduce(const ft_ep_step *step, ft_math math, int vec, ft_kernel_src *out, ft_err *err);
 void ft_kernel_src_free(ft_kernel_src *k); /* frees text; NULL-safe */
 
 /* Appends src without comments, whitespace runs as one blank (a newline where the run held

@@ -40,10 +40,11 @@ static double eval_call(fn_id fn, const double *a) {
   return NAN;
 }
 
-static double eval_node(const ft_epilogue *ep, int n, double x, const double *vals) {
+double ft__ep_eval_at(const ft_epilogue *ep, int n, double x, const double *vals, int leaf, double leaf_value) {
+  if (n == leaf) return leaf_value;
   const ep_node *nd = &ep->nodes[n];
   double a[3] = {0.0, 0.0, 0.0};
-  for (int i = 0; i < nd->nkids; i++) a[i] = eval_node(ep, nd->kid[i], x, vals);
+  for (int i = 0; i < nd->nkids; i++) a[i] = ft__ep_eval_at(ep, nd->kid[i], x, vals, leaf, leaf_value);
   switch (nd->kind) {
     case N_NUM: return nd->num;
     case N_X: return x;
@@ -54,11 +55,13 @@ static double eval_node(const ft_epilogue *ep, int n, double x, const double *va
     case N_MUL: return a[0] * a[1];
     case N_DIV: return a[0] / a[1];
     case N_CALL: return eval_call((fn_id)nd->fn, a);
-    case N_REF: break;
+    case N_REF:
+    case N_RED: /* a whole row's value: ft_ep_eval_matrix */
+      break;
   }
   return NAN;
 }
 
 double ft_ep_eval(const ft_epilogue *ep, double x, const double *vals) {
-  return eval_node(ep, ep->root, x, vals);
+  return ft__ep_eval_at(ep, ep->root, x, vals, -1, 0.0);
 }

@@ -11,6 +11,9 @@ ft_status ft_fp8_check(ft_math math, int64_t k, const ft_epilogue *ep, ft_fp8_sc
   if (k % 16)
     return ft__fail(err, FT_ERR_INVALID_ARG,
                     "fp8: K = %lld is not a multiple of 16 (TMA reads e4m3 rows in 16-byte units)", (long long)k);
+  if (ft_ep_reduction(ep, NULL) != FT_RED_NONE)
+    return ft__fail(err, FT_ERR_UNSUPPORTED, "fp8: the epilogue reduces (%s): reductions are not served in fp8 yet",
+                    ft_ep_red_name(ft_ep_reduction(ep, NULL)));
   char why[256];
   ft_fp8_scales s;
   if (!ft_ep_fp8_scales(ep, &s.sx_slot, &s.sw_slot, why, sizeof why))
