@@ -40,13 +40,14 @@ static double eval_call(fn_id fn, const double *a) {
   return NAN;
 }
 
-static double eval_node(const ft_epilogue *ep, int n, double x, const double *vals) {
+static double eval_node(const ft_epilogue *ep, int n, double x, double x2, const double *vals) {
   const ep_node *nd = &ep->nodes[n];
   double a[3] = {0.0, 0.0, 0.0};
-  for (int i = 0; i < nd->nkids; i++) a[i] = eval_node(ep, nd->kid[i], x, vals);
+  for (int i = 0; i < nd->nkids; i++) a[i] = eval_node(ep, nd->kid[i], x, x2, vals);
   switch (nd->kind) {
     case N_NUM: return nd->num;
     case N_X: return x;
+    case N_X2: return x2;
     case N_PARAM: return vals ? vals[nd->slot] : NAN;
     case N_NEG: return -a[0];
     case N_ADD: return a[0] + a[1];
@@ -60,5 +61,9 @@ static double eval_node(const ft_epilogue *ep, int n, double x, const double *va
 }
 
 double ft_ep_eval(const ft_epilogue *ep, double x, const double *vals) {
-  return eval_node(ep, ep->root, x, vals);
+  return eval_node(ep, ep->root, x, NAN, vals);
+}
+
+double ft_ep_eval2(const ft_epilogue *ep, double x, double x2, const double *vals) {
+  return eval_node(ep, ep->root, x, x2, vals);
 }

@@ -25,7 +25,7 @@ extern const fn_def ft__ep_fns[FN_COUNT];
 
 /* The AST: nodes in one array, children always before their parents. */
 typedef enum node_kind {
-  N_NUM, N_X, N_PARAM, N_REF, N_NEG, N_ADD, N_SUB, N_MUL, N_DIV, N_CALL
+  N_NUM, N_X, N_PARAM, N_REF, N_X2, N_NEG, N_ADD, N_SUB, N_MUL, N_DIV, N_CALL
 } node_kind;
 
 typedef struct ep_node {
@@ -50,6 +50,7 @@ struct ft_epilogue {
   char *cuda;
   char *cuda_folded; /* the CUDA text with the folded `x + bias` read as x (ft_ep_cuda_folded), or NULL */
   int fold_slot;     /* that bias's slot, or -1 */
+  int uses_x2;       /* E reads x2 (a gated pair's second product) */
   char hash[17];
 };
 
