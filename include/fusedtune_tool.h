@@ -315,11 +315,16 @@ FT_API void ft_variant_list_free(ft_variant_list *list); /* NULL is a no-op */
 
 #define FT_EPILOGUE_MAX_PARAMS 8
 
-typedef enum ft_param_type { FT_PARAM_TYPE_SCALAR = 0, FT_PARAM_TYPE_COLVEC = 1, FT_PARAM_TYPE_ROWVEC = 2 } ft_param_type;
+typedef enum ft_param_type {
+  FT_PARAM_TYPE_SCALAR = 0,
+  FT_PARAM_TYPE_COLVEC = 1,
+  FT_PARAM_TYPE_ROWVEC = 2,
+  FT_PARAM_TYPE_MATRIX = 3 /* `mat NAME`: an [m, n] row-major matrix of the args' dtype */
+} ft_param_type;
 
 typedef struct ft_epilogue_param {
   char name[32];
-  ft_param_type type;  /* a scalar; a vector of n floats (per column) or of m floats (per row) */
+  ft_param_type type;  /* a scalar; a vector of n (per column) or m (per row) elements; an m x n matrix */
   int has_default;     /* scalars only */
   double default_value;
 } ft_epilogue_param;

@@ -520,42 +520,6 @@ void ft_plan_destroy(ft_plan *plan) {
   free(plan);
 }
 
-/* Binds the epilogue's names to args: every name needed, no name unknown. */
-static ft_status bind_args(ft_plan *pl, const ft_args *a, ft_ep_args_dev *dev) {
-  ft_err *err = &pl->ctx->err;
-  memset(dev, 0, sizeof *dev);
-  int np = ft_ep_param_count(pl->ep);
-  for (int i = 0; i < a->n_vecs; i++) {
-    int ok = 0;
-    for (int s = 0; s < np; s++) ok |= a->vecs[i].name && !strcmp(a->vecs[i].name, ft_ep_param_at(pl->ep, s)->name) &&
-                                      ft_ep_param_at(pl->ep, s)->kind != FT_PARAM_SCALAR;
-    if (!ok) return ft__fail(err, FT_ERR_INVALID_ARG, "vector '%s' is not a vector of the epilogue",
-                             a->vecs[i].name ? a->vecs[i].name : "(null)");
-  }
-  for (int i = 0; i < a->n_scalars; i++) {
-    int ok = 0;
-    for (int s = 0; s < np; s++) ok |= a->scalars[i].name && !strcmp(a->scalars[i].name, ft_ep_param_at(pl->ep, s)->name) &&
-                                      ft_ep_param_at(pl->ep, s)->kind == FT_PARAM_SCALAR;
-    if (!ok) return ft__fail(err, FT_ERR_INVALID_ARG, "scalar '%s' is not a scalar of the epilogue",
-                             a->scalars[i].name ? a->scalars[i].name : "(null)");
-  }
-  for (int s = 0; s < np; s++) {
-    const ft_ep_param *prm = ft_ep_param_at(pl->ep, s);
-    int bound = 0;
-    if (prm->kind == FT_PARAM_SCALAR) {
-      for (int i = 0; i < a->n_scalars; i++)
-        if (!strcmp(a->scalars[i].name, prm->name)) dev->s[s] = a->scalars[i].value, bound = 1;
-      if (!bound && prm->has_default) dev->s[s] = (float)prm->def, bound = 1;
-    } else {
-      for (int i = 0; i < a->n_vecs; i++)
-        if (!strcmp(a->vecs[i].name, prm->name) && a->vecs[i].data) dev->v[s] = a->vecs[i].data, bound = 1;
-    }
-    if (!bound) return ft__fail(err, FT_ERR_INVALID_ARG, "epilogue %s '%s' is not bound in ft_args",
-                                prm->kind == FT_PARAM_SCALAR ? "scalar" : "vector", prm->name);
-  }
-  return FT_OK;
-}
-
 ft_status ft_plan_launch(ft_plan *plan, const ft_args *args, cudaStream_t stream) {
   if (!plan) return FT_ERR_INVALID_ARG;
   ft_err *err = &plan->ctx->err;
@@ -576,7 +540,7 @@ ft_status ft_plan_launch(ft_plan *plan, const ft_args *args, cudaStream_t stream
     return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch: %s", msg);
   }
   ft_ep_args_dev dev;
-  FT_TRY(bind_args(plan, args, &dev));
+  FT_TRY(ft__bind_args(plan->ep, args, plan->run.m, plan->run.n, &dev, err));
   return ft_launchable_enqueue(&plan->run, args->x, args->w, args->y, &dev, stream, err);
 }
 

@@ -183,7 +183,8 @@ ft_status ft_epilogue_inspect(const char *text, ft_epilogue_info **out, char *ms
     ft_epilogue_param *q = &info->params[i];
     snprintf(q->name, sizeof q->name, "%s", prm->name);
     q->type = prm->kind == FT_PARAM_SCALAR ? FT_PARAM_TYPE_SCALAR
-              : prm->kind == FT_PARAM_COLVEC ? FT_PARAM_TYPE_COLVEC : FT_PARAM_TYPE_ROWVEC;
+              : prm->kind == FT_PARAM_COLVEC ? FT_PARAM_TYPE_COLVEC
+              : prm->kind == FT_PARAM_ROWVEC ? FT_PARAM_TYPE_ROWVEC : FT_PARAM_TYPE_MATRIX;
     q->has_default = prm->has_default;
     q->default_value = prm->def;
   }

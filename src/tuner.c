@@ -549,6 +549,10 @@ ft_status ft_tune_run(ft_db *db, const ft_tune_req *req, ft_tune_summary *out, f
   ft_status st = FT_OK;
   out->entries = calloc(FT_TUNE_MAX_ENTRIES, sizeof *out->entries);
   if (!out->entries) st = ft__fail(err, FT_ERR_NOMEM, "out of memory");
+  if (st == FT_OK && ft_ep_uses_x2(p->ep))
+    st = ft__fail(err, FT_ERR_UNSUPPORTED, "epilogue '%.200s' uses x2 (a gated pair's second product): no strategy of "
+                  "this version computes it yet (the fused families and cublas+epilogue serve E of x and mat/col/row "
+                  "operands only)", ft_ep_canonical(p->ep));
   if (st == FT_OK) st = tune_body(&t, err);
   if (t.run_id) {
     ft_err e2;

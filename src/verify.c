@@ -216,6 +216,7 @@ static void epi_chunk(void *user, int chunk, size_t begin, size_t end) {
     for (int s = 0; s < np; s++) {
       const ft_ep_param *p = ft_ep_param_at(j->ep, s);
       if (p->kind == FT_PARAM_SCALAR) vals[s] = d->args.s[s];
+      else if (p->kind == FT_PARAM_MATRIX) vals[s] = d->hvec[s][i];
       else vals[s] = d->hvec[s][p->kind == FT_PARAM_COLVEC ? c : r];
     }
     *v = ft_ep_eval(j->ep, *v, vals);
@@ -255,12 +256,15 @@ static ft_status make_params(ft_pdata *d, const ft_epilogue *ep, float bound, ui
       d->args.s[s] = p->has_default ? (float)p->def : 1.5f;
       continue;
     }
-    size_t len = (size_t)(p->kind == FT_PARAM_COLVEC ? d->n : d->m);
+    const int mat = p->kind == FT_PARAM_MATRIX;
+    size_t len = mat ? (size_t)d->m * d->n : (size_t)(p->kind == FT_PARAM_COLVEC ? d->n : d->m);
     d->hvec[s] = malloc(len * sizeof(float));
-    if (!d->hvec[s]) return ft__fail(err, FT_ERR_NOMEM, "out of host memory for vector '%s'", p->name);
-    ft_fill_uniform(d->hvec[s], len, -bound, bound, seed);
+    if (!d->hvec[s]) return ft__fail(err, FT_ERR_NOMEM, "out of host memory for operand '%s'", p->name);
+    /* A matrix (a residual stream, say) is of the output's own scale: uniform in [-1, 1]. */
+    ft_fill_uniform(d->hvec[s], len, mat ? -1.0f : -bound, mat ? 1.0f : bound, seed);
     FT_TRY(upload(d, &d->dvec[s], d->hvec[s], len, err)); /* hvec: the values as rounded */
     d->args.v[s] = d->dvec[s];
+    if (mat) d->args.s[s] = ft_ep_mat_pitch(d->n); /* contiguous [M, N] */
   }
   return FT_OK;
 }

@@ -1,6 +1,8 @@
 /* Matrix operands (`mat r`) and gated pairs (`x2`) in the epilogue language, GPU-free: parsing,
  * canonical text and hash, slots, the float64 reference, the CUDA text, the eager plan and the
- * rejections that name what is wrong. */
+ * rejections that name what is wrong, and the launch's binding of matrices by name (ft__bind_args,
+ * on fake pointers: nothing is dereferenced). */
+#include "api_internal.h"
 #include "epilogue.h"
 #include "ft_test.h"
 
@@ -142,7 +144,47 @@ static void test_gated(void) {
   ft_ep_free(ep);
 }
 
+static void bind_fails_at(const ft_epilogue *ep, const ft_args *a, const char *what, int line) {
+  ft_ep_args_dev dev;
+  ft_err err;
+  ft__err_clear(&err);
+  ft_status s = ft__bind_args(ep, a, 100, 64, &dev, &err);
+  if (s != FT_ERR_INVALID_ARG || !strstr(err.msg, what)) {
+    fprintf(stderr, "%s:%d: bind: status %d, message \"%s\"; want \"%s\"\n", __FILE__, line, (int)s, err.msg, what);
+    ft_test_failures++;
+  }
+}
+#define BIND_FAILS(ep, a, what) bind_fails_at((ep), (a), (what), __LINE__)
+
+static void test_bind(void) {
+  ft_epilogue *ep = parse_ok("x + bias + r where mat r");
+  if (!ep) return;
+  static char y[100 * 64 * 2 + 64], r[100 * 64 * 2 + 64], bias[256];
+  ft_vec_arg vecs[2] = {{"bias", bias}, {"r", r}};
+  ft_args a = {.x = bias, .w = bias, .y = y, .vecs = vecs, .n_vecs = 2, .dtype = FT_DTYPE_BF16};
+  ft_ep_args_dev dev;
+  ft_err err;
+  ASSERT_OK(ft__bind_args(ep, &a, 100, 64, &dev, &err));
+  ASSERT_TRUE(dev.v[1] == r && dev.v[0] == bias);
+  int pitch;
+  memcpy(&pitch, &dev.s[1], sizeof pitch);
+  ASSERT_EQ_INT(pitch, 64); /* the kernel's row pitch: N */
+  a.n_vecs = 1;
+  BIND_FAILS(ep, &a, "epilogue matrix 'r' is not bound");
+  a.n_vecs = 2;
+  vecs[1].data = r + 1;
+  BIND_FAILS(ep, &a, "matrix 'r' is not 2-byte aligned");
+  vecs[1].data = y + 64; /* inside y: the kernels write y while reading r */
+  BIND_FAILS(ep, &a, "matrix 'r' overlaps y");
+  vecs[1].data = y + 100 * 64 * 2; /* just past y: apart */
+  ASSERT_OK(ft__bind_args(ep, &a, 100, 64, &dev, &err));
+  vecs[1].name = "q";
+  BIND_FAILS(ep, &a, "vector 'q' is not a vector or matrix of the epilogue");
+  ft_ep_free(ep);
+}
+
 int main(void) {
+  test_bind();
   test_matrix_parse();
   test_matrix_rejections();
   test_matrix_eager();

@@ -556,7 +556,8 @@ int cmd_epilogue(cli *c, int argc, char **argv) {
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
       printf("usage: fusedtune epilogue EXPR_OR_PRESET [--json]\n"
              "Parses an epilogue and prints its canonical form, parameters and generated CUDA expression.\n"
-             "x is the GEMM accumulator; bias is a per-column vector. See docs/EPILOGUE.md.\npresets:\n");
+             "x is the GEMM accumulator; bias is a per-column vector; 'mat r' declares an [M, N]\n"
+             "operand. See docs/EPILOGUE.md.\npresets:\n");
       int np = ft_epilogue_preset(0, NULL, NULL);
       for (int p = 0; p < np; p++) {
         const char *name = NULL, *body = NULL;
@@ -578,8 +579,8 @@ int cmd_epilogue(cli *c, int argc, char **argv) {
     fprintf(stderr, "fusedtune: %s\n", msg);
     return EXIT_USAGE;
   }
-  static const char *kinds[] = {"scalar", "column vector", "row vector"};
-  static const char *kinds_json[] = {"scalar", "colvec", "rowvec"};
+  static const char *kinds[] = {"scalar", "column vector", "row vector", "matrix [M, N]"};
+  static const char *kinds_json[] = {"scalar", "colvec", "rowvec", "matrix"};
   if (json) {
     printf("{\"canonical\":");
     ft_write_json_string(stdout, ep->canonical);

@@ -124,7 +124,8 @@ class Epilogue:
         return next((p for p in self.params if p.name == name), None)
 
 
-_KINDS = {_lib.FT_PARAM_TYPE_SCALAR: "scalar", _lib.FT_PARAM_TYPE_COLVEC: "col", _lib.FT_PARAM_TYPE_ROWVEC: "row"}
+_KINDS = {_lib.FT_PARAM_TYPE_SCALAR: "scalar", _lib.FT_PARAM_TYPE_COLVEC: "col", _lib.FT_PARAM_TYPE_ROWVEC: "row",
+          _lib.FT_PARAM_TYPE_MATRIX: "mat"}
 
 
 def _msgbuf():

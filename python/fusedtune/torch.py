@@ -9,6 +9,7 @@ y = E(x W^T) with E in fusedtune's expression language (docs/EPILOGUE.md); `bias
 layer's bias. docs/PYTHON.md describes the module, its errors and how results are looked up.
 """
 import math as _math
+import re as _re
 import warnings
 
 import torch
@@ -40,7 +41,10 @@ class FusedLinear(nn.Module):
               float16 -> "fp16". "tf32" (fp32 tensors, tensor cores) must be asked for.
     params    {name: value} for the epilogue's other parameters: a number for a scalar, a tensor
               for a col / row vector (registered as a buffer of that name). forward(x, name=...)
-              overrides either; scalars with a default in the expression need neither.
+              overrides either; scalars with a default in the expression need neither. A matrix
+              operand (`mat r`, e.g. "x + bias + r where mat r": a residual) is given per call,
+              forward(x, r=h), shaped like the output ([..., out_features]), contiguous, apart
+              from the output.
     db        a database path (default: $FUSEDTUNE_DB, else ./fusedtune.db) or a
               fusedtune.Database (used for the device it first serves).
     nearest   with no result tuned for a call's N and K (nor an M bucket of them), run the one
@@ -94,6 +98,10 @@ class FusedLinear(nn.Module):
     def _setup(self, epilogue, math, params, db, nearest, autotune):
         text = epilogue if epilogue is not None else ("x + bias" if self.bias is not None else "none")
         self.epilogue = core.inspect_epilogue(text)
+        if _re.search(r"\bx2\b", self.epilogue.canonical):  # x2 is a reserved word: the operand
+            raise InvalidArgumentError(f"epilogue '{self.epilogue.canonical}' uses x2, the product with a second "
+                                       f"weight, but this layer has one weight: no strategy of this version "
+                                       f"computes gated pairs yet")
         scalars, vectors = {}, {}
         for name, v in (params or {}).items():
             (vectors if isinstance(v, torch.Tensor) and v.dim() > 0 else scalars)[name] = v
@@ -112,7 +120,7 @@ class FusedLinear(nn.Module):
         self._dbs, self._plans, self._warned = {}, {}, set()
         # The vectors a call without keyword arguments takes from the layer (bias, buffers), and
         # the last such call's signature, plan and prepared arguments (forward's fast path).
-        self._vec_names = tuple(p.name for p in self.epilogue.params if p.kind != "scalar")
+        self._vec_names = tuple(p.name for p in self.epilogue.params if p.kind not in ("scalar", "mat"))
         self._fast = None
 
     def extra_repr(self):
@@ -246,7 +254,7 @@ class FusedLinear(nn.Module):
         m = _math.prod(lead)
         check_tensor("x", x, dtype=mode.dtype, device=dev, shape=tuple(x.shape))
         vecs, scalars = self._binding.bind(m, self.out_features, lambda name: getattr(self, name), params,
-                                           dtype=mode.dtype, device=dev, grad_enabled=grad)
+                                           dtype=mode.dtype, device=dev, grad_enabled=grad, lead=lead)
         y = torch.empty(lead + (self.out_features,), dtype=w.dtype, device=dev)
         if m == 0:
             return y
