@@ -1,0 +1,21 @@
+#!/bin/bash
+# Matrix operands and gated pairs on the GPU machine, in one batch: the GPU test, then tunes and
+# the CUDA-graph benchmark of the residual problems (and, with GATED=1, the gated pairs).
+#   scripts/gpu/matop.sh BUILD OUT [BUDGET_S]
+# BUILD: a build tree of this checkout; OUT: where logs and the database go.
+set -u
+B=$1 OUT=$2 BUDGET=${3:-25}
+DB=$OUT/matop.db
+export FUSEDTUNE_LIBRARY=$B/libfusedtune.so PYTHONUNBUFFERED=1
+t0=$(date +%s)
+(cd "$B" && ./tests/gpu_test_matop) > "$OUT/gpu_test_matop.log" 2>&1
+echo "gpu_test_matop rc=$? ($(( $(date +%s) - t0 )) s)"; grep -E "FAIL|matrix operands" "$OUT/gpu_test_matop.log" | head -20
+tune() { "$B/fusedtune" --db "$DB" tune --shape "$1" --epilogue "$2" --math "$3" --budget "$BUDGET" >> "$OUT/tune.log" 2>&1;
+         echo "tune $1 '$2' $3 rc=$? ($(( $(date +%s) - t0 )) s)"; }
+for m in bf16 fp16; do
+  tune 4096x4096x14336 'x + r where mat r' $m
+  tune 16x4096x14336 'x + r where mat r' $m
+done
+python3 tests/python/bench_graphs.py --db "$DB" --math bf16,fp16 --only res4k,res16 --rounds 15 > "$OUT/bench.log" 2>&1
+echo "bench rc=$? ($(( $(date +%s) - t0 )) s)"
+cat "$OUT/bench.log"
