@@ -54,6 +54,8 @@ struct FtTc : Cfg {
   /* The tile's slice of the epilogue's first column vector (slot FT_EP_COLV_SLOT) copied to
    * shared memory during the k loop, for the early E of the cooperative TMA-store form. */
   enum : int { kColvSlot = FT_EP_COLV_SLOT };
+  /* E's matrix operands, a bit per slot (tc_matrix.cuh prefetches their tile to L2). */
+  enum : unsigned { kMatMask = FT_EP_MAT_MASK };
   enum : int {
     kColvStage = Cfg::colv_bytes > 0 && kColvSlot >= 0 && Cfg::tma_store && kEarly && !Cfg::staged && !Cfg::pingpong && !Cfg::stream_k && Cfg::split_k == 1
   };

@@ -89,6 +89,15 @@ static ft_status finish(ft_strbuf *b, const char *generator, int revision, ft_ke
   return FT_OK;
 }
 
+/* A bit per slot of ep that is a matrix operand (0: none, or no epilogue). */
+static unsigned matrix_mask(const ft_epilogue *ep) {
+  const int n = ep ? ft_ep_param_count(ep) : 0;
+  unsigned mask = 0;
+  for (int s = 0; s < n; s++)
+    if (ft_ep_param_at(ep, s)->kind == FT_PARAM_MATRIX) mask |= 1u << s;
+  return mask;
+}
+
 /* The first slot of ep that is a column vector, or -1 (none, or no epilogue). */
 static int first_colvec_slot(const ft_epilogue *ep) {
   const int n = ep ? ft_ep_param_count(ep) : 0;
@@ -129,7 +138,10 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
   if (no_pass) ft_sb_puts(&b, "#define FT_PASS_NOT_LAUNCHED 1\n");
   if (v->lt) ft_sb_puts(&b, "#define FT_PASS_AFTER_LT_BIAS 1\n");
   fam->defines(v, &b);
-  if (fam->wants_colv_slot) ft_sb_printf(&b, "#define FT_EP_COLV_SLOT %d\n", first_colvec_slot(ep));
+  if (fam->wants_colv_slot) {
+    ft_sb_printf(&b, "#define FT_EP_COLV_SLOT %d\n", first_colvec_slot(ep));
+    ft_sb_printf(&b, "#define FT_EP_MAT_MASK %uu\n", matrix_mask(ep));
+  }
   abi_defines(&b, (ft_math)v->math);
   ft_status s = sb_embedded(&b, "kernels_src/ft_common.cuh", err);
   if (s == FT_OK) s = sb_embedded(&b, "kernels_src/ft_math.cuh", err);

@@ -73,7 +73,8 @@ typedef struct ft_family {
   const char *kernel; /* the main entry point */
   int after_cublas;   /* 1: the kernel runs on y after cuBLAS SGEMM wrote x W^T there */
   /* 1: codegen writes FT_EP_COLV_SLOT, the epilogue's first column-vector slot (-1: none), for
-   * a kernel that stages that vector's tile slice in shared memory. */
+   * a kernel that stages that vector's tile slice in shared memory, and FT_EP_MAT_MASK, a bit per
+   * matrix-operand slot, for one that prefetches their tiles. */
   int wants_colv_slot;
 
   /* Its JSON form: {"kind":..., the keys in order, then each optional key that is not 0}. Both

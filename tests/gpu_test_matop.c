@@ -2,7 +2,7 @@
  * shapes, a deterministic sample of every family's enumerated GEMM variants (each family's first
  * and last variant always among them) and of the epilogue passes (cuBLAS + pass, the lt
  * twins included), launched through the library's launch path with the output NaN-poisoned first,
- * each against the float64 reference within the mode's tolerance. The matrices are buffers of
+ * each against the float64 reference within the mode's tolerance (gpu_test_tc's). The matrices are buffers of
  * their own (they alias nothing). The second epilogue (two matrices, one used twice) runs on the
  * first shape. FT_TEST_SAMPLE=N sets how many variants of each kind per case (12). */
 #define _POSIX_C_SOURCE 200809L
@@ -63,9 +63,13 @@ static int run_kind(ft_gpu *g, ft_variant_kind kind, const shape *sh, const ft_e
     ft_check c = {0};
     ft_status s = jobs[j].status;
     if (s == FT_OK) s = ft_test_launch_check(g, &vs[pick[j]], &jobs[j], &src[j], d, &c, &e);
-    if (s != FT_OK || c.bad || !(c.rel_err <= tol)) {
+    /* As in gpu_test_tc: 3xtf32 chunks over 4 k tiles may miss SGEMM's accuracy (the tuner then
+     * rejects them as wrong results), never fp32's bound. */
+    const double vtol =
+        math == FT_MATH_3XTF32 && vs[pick[j]].chunk > 4 ? (tol > FT_TOL_FP32 ? tol : FT_TOL_FP32) : tol;
+    if (s != FT_OK || c.bad || !(c.rel_err <= vtol)) {
       FT_FAIL_AT_("%s %s: %s rel_err %.3g (tolerance %.3g), %lld non-finite", what, name,
-                  s != FT_OK ? (jobs[j].status != FT_OK && jobs[j].log ? jobs[j].log : e.msg) : "", c.rel_err, tol,
+                  s != FT_OK ? (jobs[j].status != FT_OK && jobs[j].log ? jobs[j].log : e.msg) : "", c.rel_err, vtol,
                   (long long)c.bad);
     } else {
       ok++;

@@ -63,6 +63,15 @@ class FusedLinearCpuTest(unittest.TestCase):
         with self.assertRaises(fusedtune.ParseError):
             FusedLinear(16, 8, epilogue="sigmod(x + bias)")
 
+    def test_matrix_and_gated(self):
+        layer = FusedLinear(16, 8, epilogue="x + bias + r where mat r")
+        self.assertEqual(layer.epilogue.canonical, "x + bias + r where mat r")
+        self.assertNotIn("r", layer.state_dict())  # a matrix is per call, not a buffer
+        self.assertRejects("is a matrix operand", FusedLinear, 16, 8, epilogue="x + bias + r where mat r",
+                           params={"r": torch.ones(4, 8)})
+        self.assertRejects("uses x2, the product with a second weight", FusedLinear, 16, 8, bias=False,
+                           epilogue="silu(x) * x2")
+
     def test_math_modes(self):
         self.assertEqual(FusedLinear(16, 8, math="tf32").math, "tf32")
         self.assertRejects("computes on bfloat16 tensors, but weight is float32", FusedLinear, 16, 8, math="bf16")
