@@ -60,10 +60,13 @@ struct FtTc : Cfg {
     kColvStage = Cfg::colv_bytes > 0 && kColvSlot >= 0 && Cfg::tma_store && kEarly && !Cfg::staged && !Cfg::pingpong && !Cfg::stream_k && Cfg::split_k == 1
   };
   /* The early E's tile kept packed (16-bit storage, BN / 4 registers) and stored box by box during
-   * the next tile's k loop (the cooperative plain k loop only). */
+   * the next tile's k loop (the cooperative plain k loop only); not where one consumer holds the
+   * tile and E reads a matrix operand: with `x + bias + r` its loads beside the packed tile made
+   * ptxas spill at 64 x 256 in fp16. */
   enum : int {
     kStoreOverlap = Cfg::tma_store && kEarly && !Cfg::staged && kEsize == 2 && Cfg::bn % kCols == 0 &&
-                    !Cfg::split3x && !Cfg::pingpong && !Cfg::stream_k && Cfg::split_k == 1
+                    !Cfg::split3x && !Cfg::pingpong && !Cfg::stream_k && Cfg::split_k == 1 &&
+                    !(kMatMask != 0u && Cfg::consumers == 1)
   };
 
   static_assert(Cfg::dtype == FT_DTYPE, "fusedtune: configuration and math mode disagree on the storage type");

@@ -11,7 +11,7 @@
 // used, and no address outside the matrix is formed (rows and columns are clipped to Y's).
 template <class C>
 __device__ __forceinline__ void ft_mat_prefetch(const FtEpArgs &ep, int m0, int n0, int M, int N) {
-  if constexpr (C::kMatMask != 0u) {
+  if constexpr (C::kMatMask != 0u && C::split_k == 1) { /* split-K: E runs in ft_tc_splitk_reduce */
     const int rows = min(m0 + C::kBM, M) - m0, cols = min(n0 + C::bn, N) - n0;
     if (rows <= 0 || cols <= 0) return;
     const unsigned bytes = (unsigned)cols * C::kEsize;

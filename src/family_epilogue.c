@@ -52,13 +52,16 @@ static ft_status epi_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, co
   const ft_epilogue *ep = ft_space_epilogue(sink);
   const char *rest = ep ? ft_ep_cuda_folded(ep, &slot) : NULL;
   const int lt_only_gemm = rest && strcmp(rest, "x") == 0;
+  /* A matrix operand is one more load in flight per element: at 16 elements per thread, in the
+   * registers full occupancy leaves, ptxas spilled (3xtf32, x + bias + r, sm_90a). */
+  const int max_ept = ep && ft_ep_has_matrix(ep) ? 8 : 16;
   ft_variant v = {0};
   v.kind = FT_VK_EPILOGUE;
   v.math = (int)math;
   for (int lt = 0; lt <= (rest ? 1 : 0); lt++)
     for (size_t i = 0; i < 3; i++)
       for (size_t j = 0; j < nvec; j++)
-        for (int ept = vecs[j]; ept <= 16; ept *= 2) {
+        for (int ept = vecs[j]; ept <= max_ept; ept *= 2) {
           v.block = blocks[i], v.vec = vecs[j], v.ept = ept, v.lt = lt ? slot + 1 : 0;
           if (!ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) continue;
           /* Wide accesses and 8 elements per thread are what elementwise kernels like; the

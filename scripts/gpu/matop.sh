@@ -1,10 +1,10 @@
 #!/bin/bash
-# Matrix operands and gated pairs on the GPU machine, in one batch: the GPU test, then tunes and
-# the CUDA-graph benchmark of the residual problems (and, with GATED=1, the gated pairs).
-#   scripts/gpu/matop.sh BUILD OUT [BUDGET_S]
+# Matrix operands on the GPU machine, in one batch: gpu_test_matop, tunes and the CUDA-graph
+# benchmark of the residual problems, then gpu_test_modes for at most MODES_S seconds.
+#   scripts/gpu/matop.sh BUILD OUT [BUDGET_S [MODES_S]]
 # BUILD: a build tree of this checkout; OUT: where logs and the database go.
 set -u
-B=$1 OUT=$2 BUDGET=${3:-25}
+B=$1 OUT=$2 BUDGET=${3:-25} MODES_S=${4:-600}
 DB=$OUT/matop.db
 export FUSEDTUNE_LIBRARY=$B/libfusedtune.so PYTHONUNBUFFERED=1
 t0=$(date +%s)
@@ -19,3 +19,5 @@ done
 python3 tests/python/bench_graphs.py --db "$DB" --math bf16,fp16 --only res4k,res16 --rounds 15 > "$OUT/bench.log" 2>&1
 echo "bench rc=$? ($(( $(date +%s) - t0 )) s)"
 cat "$OUT/bench.log"
+(cd "$B" && timeout "$MODES_S" ./tests/gpu_test_modes) > "$OUT/gpu_test_modes.log" 2>&1
+echo "gpu_test_modes rc=$? (124: stopped at ${MODES_S} s) ($(( $(date +%s) - t0 )) s)"; grep -E "FAIL|x \+ bias \+ r" "$OUT/gpu_test_modes.log" | head -20
