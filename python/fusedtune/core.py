@@ -602,14 +602,17 @@ class Plan(_Owned):
         """Enqueues the plan with a prepared ft_args on a cudaStream_t (an int; 0: default)."""
         self._launch_xy(args, None, None, stream)
 
-    def _launch_xy(self, args, x, y, stream=0):
-        """launch_args(), with args' x and y pointers set first where given, under the lock, so
-        that threads sharing one prepared ft_args (FusedLinear's repeat calls) never mix them."""
+    def _launch_xy(self, args, x, y, stream=0, vec_ptrs=None):
+        """launch_args(), with args' x and y pointers (and vec_ptrs' (index, pointer) pairs of
+        args.vecs) set first where given, under the lock, so that threads sharing one prepared
+        ft_args (FusedLinear's repeat calls) never mix them."""
         with self.db._lock:
             if self._handle is None:
                 raise InvalidArgumentError("the plan was destroyed")
             if x is not None:
                 args.x, args.y = x, y
+            for i, p in vec_ptrs or ():
+                args.vecs[i].data = p
             self.db._check(lib().ft_plan_launch(self._handle, ctypes.byref(args), stream or None))
 
     def launch(self, x, w, y, vecs=None, scalars=None, dtype=None, stream=0):

@@ -121,6 +121,9 @@ class FusedLinear(nn.Module):
         # The vectors a call without keyword arguments takes from the layer (bias, buffers), and
         # the last such call's signature, plan and prepared arguments (forward's fast path).
         self._vec_names = tuple(p.name for p in self.epilogue.params if p.kind not in ("scalar", "mat"))
+        # The matrices every call gives (forward(x, r=...)): a call with exactly these keyword
+        # arguments may take the fast path too, their new addresses set in the prepared arguments.
+        self._mat_names = frozenset(p.name for p in self.epilogue.params if p.kind == "mat")
         self._fast = None
 
     def extra_repr(self):
@@ -202,37 +205,44 @@ class FusedLinear(nn.Module):
     def forward(self, x, **params):
         """y = E(x W^T) for x [..., in_features]; params: epilogue parameters for this call."""
         fast, sig = self._fast, None
-        if fast is not None and not params and isinstance(x, torch.Tensor):
-            sig = self._signature(x)
+        if fast is not None and params.keys() == self._mat_names and isinstance(x, torch.Tensor):
+            sig = self._signature(x, params)
             if sig == fast[0]:
                 # Everything the checks below looked at is as it was at the last checked call
-                # (on the current device): only the pointers that may change (x, a new y) go on.
-                _, plan, args, dev = fast
+                # (on the current device): only the pointers that may change (x, a new y, the
+                # matrices) go on; the library checks the matrices' alignment and overlap again.
+                _, plan, args, dev, mats = fast
                 y = torch.empty(x.shape[:-1] + (self.out_features,), dtype=self.weight.dtype, device=dev)
-                self._enqueue(plan, args, dev, True, x.data_ptr(), y.data_ptr())
+                self._enqueue(plan, args, dev, True, x.data_ptr(), y.data_ptr(),
+                              [(i, params[name].data_ptr()) for i, name in mats])
                 return y
         return self._forward_checked(x, params, sig)
 
-    def _signature(self, x):
-        """What a call's checks and its launch's arguments depend on, besides x's address: grad
-        mode, the asked-for mode, the current device, and each tensor's dtype, device, shape,
-        contiguity and requires_grad (the layer's tensors also their addresses; x its alignment)."""
+    def _signature(self, x, mats=None):
+        """What a call's checks and its launch's arguments depend on, besides x's and the
+        matrices' addresses: grad mode, the asked-for mode, the current device, and each tensor's
+        dtype, device, shape, contiguity and requires_grad (the layer's tensors also their
+        addresses; x its alignment). mats: the call's matrices by name."""
         sig = [torch.is_grad_enabled(), self.math, torch.cuda.current_device(), x.data_ptr() % 16]
-        for i, t in enumerate((x, self.weight, *[getattr(self, name) for name in self._vec_names])):
+        own = [getattr(self, name) for name in self._vec_names]
+        given = [mats[name] for name in sorted(self._mat_names)] if mats else []
+        for i, t in enumerate((x, self.weight, *own, *given)):
             if not isinstance(t, torch.Tensor):
                 return None  # e.g. bias set to None: the checked path says what is wrong
-            sig += (t.data_ptr() if i else 0, t.dtype, t.device, t.shape, t.is_contiguous(), t.requires_grad)
+            moving = i == 0 or i >= 2 + len(own)  # x and the matrices: new addresses each call
+            sig += (0 if moving else t.data_ptr(), t.dtype, t.device, t.shape, t.is_contiguous(), t.requires_grad)
         return tuple(sig)
 
-    def _enqueue(self, plan, args, dev, current, x_ptr, y_ptr):
-        """Launches on dev's current stream (current: dev is the current device)."""
+    def _enqueue(self, plan, args, dev, current, x_ptr, y_ptr, vec_ptrs=None):
+        """Launches on dev's current stream (current: dev is the current device); vec_ptrs:
+        (index in args.vecs, pointer) pairs to set first (the matrices of a fast call)."""
         stream = _raw_stream(dev.index) if _raw_stream else torch.cuda.current_stream(dev).cuda_stream
         try:
             if current:
-                plan._launch_xy(args, x_ptr, y_ptr, stream)
+                plan._launch_xy(args, x_ptr, y_ptr, stream, vec_ptrs)
             else:
                 with torch.cuda.device(dev):
-                    plan._launch_xy(args, x_ptr, y_ptr, stream)
+                    plan._launch_xy(args, x_ptr, y_ptr, stream, vec_ptrs)
         except InvalidArgumentError as e:
             msg = e.message.replace("ft_plan_launch: w ", "weight ").replace("ft_plan_launch: ", "")
             raise InvalidArgumentError(f"FusedLinear: {msg}") from None
@@ -263,8 +273,9 @@ class FusedLinear(nn.Module):
                               {k: t.data_ptr() for k, t in vecs.items()}, scalars)
         current = dev.index == torch.cuda.current_device()
         self._enqueue(plan, args, dev, current, x.data_ptr(), y.data_ptr())
-        if not params and current:  # launched: the next such call may skip the checks
-            self._fast = (sig if sig is not None else self._signature(x), plan, args, dev)
+        if params.keys() == self._mat_names and current:  # launched: the next such call may skip the checks
+            mats = tuple((list(vecs).index(name), name) for name in self._mat_names)
+            self._fast = (sig if sig is not None else self._signature(x, params), plan, args, dev, mats)
         return y
 
 
