@@ -177,6 +177,7 @@ ft_status ft_epilogue_inspect(const char *text, ft_epilogue_info **out, char *ms
   info->canonical = strings;
   info->cuda = strings + lc;
   snprintf(info->hash, sizeof info->hash, "%s", ft_ep_hash(ep));
+  info->uses_x2 = ft_ep_uses_x2(ep);
   info->n_params = ft_ep_param_count(ep);
   for (int i = 0; i < info->n_params && i < FT_EPILOGUE_MAX_PARAMS; i++) {
     const ft_ep_param *prm = ft_ep_param_at(ep, i);

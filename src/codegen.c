@@ -119,24 +119,33 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
   /* NULL epilogue: the identity, for a plain GEMM (tests, references). After cuBLASLt's bias GEMM
    * (an epilogue pass's lt) the pass applies E with its `x + bias` already done. */
   const char *expr = ep ? ft_ep_cuda(ep) : "x";
-  if (v->lt) {
+  const int after_lt = v->pass.lt || v->pass.lt_act;
+  if (v->pass.lt_act) {
+    int slot = -1;
+    ft_ep_lt_act act = FT_EP_LT_NONE;
+    expr = ep ? ft_ep_cuda_lt_act(ep, &slot, &act) : NULL;
+    if (!expr || (int)act != v->pass.lt_act || slot + 1 != v->pass.lt)
+      return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: lt_act %d with lt %d, but the epilogue does not begin with that "
+                      "activation of x%s", v->pass.lt_act, v->pass.lt, v->pass.lt ? " + bias" : "");
+  } else if (v->pass.lt) {
     int slot = -1;
     expr = ep ? ft_ep_cuda_folded(ep, &slot) : NULL;
-    if (!expr || slot + 1 != v->lt)
-      return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: lt %d, but the epilogue adds no bias of slot %d to x", v->lt,
-                      v->lt - 1);
+    if (!expr || slot + 1 != v->pass.lt)
+      return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: lt %d, but the epilogue adds no bias of slot %d to x", v->pass.lt,
+                      v->pass.lt - 1);
   }
   FT_TRY(check_expr(expr, FT_EP_MAX_TEXT * 8, "epilogue", err));
 
   /* The identity after cuBLAS: y already holds the result, so no pass is launched (kernel "")
    * and the candidate is cuBLAS's GEMM alone; the define gives it a hash of its own (results
    * measured with a copy pass are not taken for it). */
-  const int no_pass = fam->after_cublas && (!ep || strcmp(ft_ep_canonical(ep), "x") == 0 || (v->lt && strcmp(expr, "x") == 0));
+  const int no_pass = fam->after_cublas && (!ep || strcmp(ft_ep_canonical(ep), "x") == 0 || (after_lt && strcmp(expr, "x") == 0));
 
   ft_strbuf b = {0};
   ft_sb_puts(&b, "// fusedtune generated\n");
   if (no_pass) ft_sb_puts(&b, "#define FT_PASS_NOT_LAUNCHED 1\n");
-  if (v->lt) ft_sb_puts(&b, "#define FT_PASS_AFTER_LT_BIAS 1\n");
+  if (v->pass.lt) ft_sb_puts(&b, "#define FT_PASS_AFTER_LT_BIAS 1\n");
+  if (v->pass.lt_act) ft_sb_printf(&b, "#define FT_PASS_AFTER_LT_ACT %d\n", v->pass.lt_act);
   fam->defines(v, &b);
   if (fam->wants_colv_slot) {
     ft_sb_printf(&b, "#define FT_EP_COLV_SLOT %d\n", first_colvec_slot(ep));

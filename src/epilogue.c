@@ -49,7 +49,19 @@ void ft_ep_free(ft_epilogue *ep) {
   free(ep->canon);
   free(ep->cuda);
   free(ep->cuda_folded);
+  free(ep->cuda_lt_act);
   free(ep);
+}
+
+/* The CUDA text of E with node n read as x (what a GEMM that computed n already leaves in y). */
+static char *cuda_reading_as_x(const ft_epilogue *ep, int n) {
+  int *in_of = malloc((size_t)ep->nnodes * sizeof *in_of);
+  if (!in_of) return NULL;
+  for (int i = 0; i < ep->nnodes; i++) in_of[i] = -1;
+  in_of[n] = FT__EP_AS_X;
+  char *text = ft__ep_print_cuda(ep, ep->root, in_of);
+  free(in_of);
+  return text;
 }
 
 static ft_status finish(ft_epilogue *ep, ft_err *err) {
@@ -57,15 +69,11 @@ static ft_status finish(ft_epilogue *ep, ft_err *err) {
   ep->cuda = ft__ep_print_cuda(ep, ep->root, NULL);
   if (!ep->canon || !ep->cuda) return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
   const int fold = ft__ep_bias_fold(ep, &ep->fold_slot);
-  if (fold >= 0) {
-    int *in_of = malloc((size_t)ep->nnodes * sizeof *in_of);
-    if (!in_of) return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
-    for (int i = 0; i < ep->nnodes; i++) in_of[i] = -1;
-    in_of[fold] = FT__EP_AS_X;
-    ep->cuda_folded = ft__ep_print_cuda(ep, ep->root, in_of);
-    free(in_of);
-    if (!ep->cuda_folded) return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
-  }
+  if (fold >= 0 && !(ep->cuda_folded = cuda_reading_as_x(ep, fold)))
+    return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
+  const int act = ft__ep_act_fold(ep, &ep->lt_act_slot, &ep->lt_act);
+  if (act >= 0 && !(ep->cuda_lt_act = cuda_reading_as_x(ep, act)))
+    return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
   /* The canonical text is what the database stores and parses again (imports, lookups): it must
    * be accepted input itself. It can outgrow the input ("--x" is written "- -x"). */
   const size_t len = strlen(ep->canon);
@@ -96,7 +104,7 @@ ft_status ft_ep_parse(const char *text, ft_epilogue **out, ft_err *err) {
     return ft__fail(err, FT_ERR_PARSE, "epilogue: col %d: text longer than %d bytes", FT_EP_MAX_TEXT + 1,
                     FT_EP_MAX_TEXT);
   ft_epilogue *ep = calloc(1, sizeof *ep);
-  if (ep) ep->fold_slot = -1;
+  if (ep) ep->fold_slot = ep->lt_act_slot = -1;
   if (!ep) return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
   parser p = {0};
   p.src = expand_preset(text);
@@ -119,6 +127,11 @@ const char *ft_ep_cuda(const ft_epilogue *ep) { return ep->cuda; }
 const char *ft_ep_cuda_folded(const ft_epilogue *ep, int *slot) {
   if (slot) *slot = ep->fold_slot;
   return ep->cuda_folded;
+}
+const char *ft_ep_cuda_lt_act(const ft_epilogue *ep, int *slot, ft_ep_lt_act *act) {
+  if (slot) *slot = ep->lt_act_slot;
+  if (act) *act = (ft_ep_lt_act)ep->lt_act;
+  return ep->cuda_lt_act;
 }
 int ft_ep_param_count(const ft_epilogue *ep) { return ep->nparams; }
 int ft_ep_uses_x2(const ft_epilogue *ep) { return ep->uses_x2; }

@@ -55,6 +55,13 @@ const char *ft_ep_cuda(const ft_epilogue *ep);
  * added to a column vector, as nn.Linear's addmm folds it) read as x; *slot (may be NULL) gets
  * that vector's slot. NULL (and *slot -1) when E has no such bias. Owned by ep. */
 const char *ft_ep_cuda_folded(const ft_epilogue *ep, int *slot);
+/* The activations cuBLASLt's GEMM can apply itself (its RELU, GELU and their _BIAS epilogues). */
+typedef enum ft_ep_lt_act { FT_EP_LT_NONE = 0, FT_EP_LT_RELU = 1, FT_EP_LT_GELU_TANH = 2 } ft_ep_lt_act;
+/* The CUDA text of E after such a GEMM: E with its `relu(x)`, `relu(x + bias)`, `gelu_tanh(x)` or
+ * `gelu_tanh(x + bias)` (x occurring once) read as x; *act (may be NULL) gets which, *slot the
+ * bias's slot or -1 when none is added. NULL (*act FT_EP_LT_NONE, *slot -1) when E has no such
+ * prefix. Owned by ep. */
+const char *ft_ep_cuda_lt_act(const ft_epilogue *ep, int *slot, ft_ep_lt_act *act);
 
 /* What E costs per output element (src/epilogue_cost.c): FP32-pipe and special-function (ex2, lg2,
  * rcp) instructions, in the fast function forms (fast != 0: tf32, bf16, fp16) or the precise ones;

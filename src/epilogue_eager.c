@@ -42,6 +42,25 @@ int ft__ep_bias_fold(const ft_epilogue *ep, int *slot) {
   return -1;
 }
 
+int ft__ep_act_fold(const ft_epilogue *ep, int *slot, int *act) {
+  int xs = 0, xnode = -1, bias_slot;
+  *slot = -1, *act = FT_EP_LT_NONE;
+  for (int i = 0; i < ep->nnodes; i++)
+    if (ep->nodes[i].kind == N_X) xs++, xnode = i;
+  if (xs != 1) return -1;
+  const int fold = ft__ep_bias_fold(ep, &bias_slot);
+  const int inner = fold >= 0 ? fold : xnode;
+  for (int i = 0; i < ep->nnodes; i++) {
+    const ep_node *nd = &ep->nodes[i];
+    if (nd->kind != N_CALL || nd->nkids != 1 || nd->kid[0] != inner) continue;
+    if (nd->fn != FN_RELU && nd->fn != FN_GELU_TANH) continue;
+    *act = nd->fn == FN_RELU ? FT_EP_LT_RELU : FT_EP_LT_GELU_TANH;
+    *slot = fold >= 0 ? bias_slot : -1;
+    return i;
+  }
+  return -1;
+}
+
 /* nn.Linear's addmm: the one `x + colvec` (either order) becomes the GEMM's own output. */
 static void fold_bias(eager_ctx *c) {
   for (int i = 0; i < c->ep->nnodes; i++)

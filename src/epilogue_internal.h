@@ -50,6 +50,8 @@ struct ft_epilogue {
   char *cuda;
   char *cuda_folded; /* the CUDA text with the folded `x + bias` read as x (ft_ep_cuda_folded), or NULL */
   int fold_slot;     /* that bias's slot, or -1 */
+  char *cuda_lt_act; /* the CUDA text with the activation cuBLASLt applies read as x (ft_ep_cuda_lt_act), or NULL */
+  int lt_act, lt_act_slot; /* that activation (ft_ep_lt_act) and the bias it wraps (slot, or -1) */
   int uses_x2;       /* E reads x2 (a gated pair's second product) */
   char hash[17];
 };
@@ -107,6 +109,9 @@ ft_status ft__ep_parse_text(parser *p, ft_epilogue *ep);
 /* The node `x + bias` that nn.Linear's addmm folds into its GEMM (the one x added to a column
  * vector), or -1; *slot gets the vector's slot (epilogue_eager.c). */
 int ft__ep_bias_fold(const ft_epilogue *ep, int *slot);
+/* The node relu(K) or gelu_tanh(K), K being x (occurring once) or that `x + bias`, or -1; *act gets
+ * the ft_ep_lt_act, *slot the bias's slot or -1 (epilogue_eager.c). */
+int ft__ep_act_fold(const ft_epilogue *ep, int *slot, int *act);
 
 /* Printers (epilogue_print.c); both return malloc'd text, NULL when out of memory. The CUDA
  * text of node n reads IN<in_of[k]> for each node k with in_of[k] >= 0, and x for a node with

@@ -6,8 +6,8 @@
  *
  * Adding a family: write src/family_<name>.c defining one `const ft_family`, its kernel source
  * in kernels_src/ (listed in CMakeLists.txt's FUSEDTUNE_EMBED_FILES), one line in k_families
- * (src/family.c), and tests; a tuning parameter no family has yet is a field of ft_variant
- * (src/space.h). docs/ARCHITECTURE.md has the checklist. */
+ * (src/family.c), and tests; its tuning parameters are its own block of ft_variant (a struct
+ * in src/space.h that only its file reads). docs/ARCHITECTURE.md has the checklist. */
 #ifndef FT_FAMILY_H
 #define FT_FAMILY_H
 
@@ -77,6 +77,9 @@ typedef struct ft_family {
    * matrix-operand slot, for one that prefetches their tiles. */
   int wants_colv_slot;
 
+  /* Where its own parameters lie in ft_variant (offsetof and sizeof its block, src/space.h): the
+   * blocks of the other families must stay zero. */
+  size_t params_offset, params_size;
   /* Its JSON form: {"kind":..., the keys in order, then each optional key that is not 0}. Both
    * lists end with a {NULL, 0} entry. */
   const ft_json_key *keys, *opt_keys;
@@ -99,6 +102,8 @@ typedef struct ft_family {
   void (*geometry)(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_launch_geom *g);
   /* The #defines that make the kernel source this variant. */
   void (*defines)(const ft_variant *v, ft_strbuf *b);
+  /* Whether v shares k tiles between the blocks of its grid (stream-K); NULL: the family never does. */
+  int (*stream_k)(const ft_variant *v);
   /* The second kernel v launches after the main one (split-K reduction, stream-K fixup), or
    * NULL when it has none. */
   const char *(*reduce_kernel)(const ft_variant *v);

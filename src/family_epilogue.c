@@ -10,16 +10,20 @@
 #include "family.h"
 #include "kernel_abi.h"
 
+/* After cuBLASLt's GEMM (with a bias, an activation or both), not cuBLAS's. */
+static int after_lt(const ft_variant *v) { return v->pass.lt || v->pass.lt_act; }
+
 static int epi_valid(const ft_variant *v, char *why, size_t whylen) {
-  if (v->block < 32 || v->block > 1024 || v->block % 32 != 0)
-    FT_WHY("block %d: must be a multiple of 32 in 32..1024", v->block);
+  if (v->pass.block < 32 || v->pass.block > 1024 || v->pass.block % 32 != 0)
+    FT_WHY("block %d: must be a multiple of 32 in 32..1024", v->pass.block);
   if (v->vec != 1 && v->vec != 2 && v->vec != 4) FT_WHY("vec %d: must be 1, 2 or 4", v->vec);
-  if (v->ept < v->vec || v->ept > 64 || v->ept % v->vec != 0)
-    FT_WHY("ept %d: must be a multiple of vec in vec..64", v->ept);
-  if (v->bm || v->bn || v->bk || v->tm || v->tn || v->stages || v->split_k || v->swizzle || v->layout ||
-      v->streamk || v->cluster || v->consumers || v->grid)
+  if (v->pass.ept < v->vec || v->pass.ept > 64 || v->pass.ept % v->vec != 0)
+    FT_WHY("ept %d: must be a multiple of vec in vec..64", v->pass.ept);
+  if (v->bm || v->bn || v->bk || v->stages || v->split_k || v->swizzle || v->layout)
     FT_WHY("epilogue variant with GEMM fields");
-  if (v->lt < 0 || v->lt > FT_EP_SLOTS) FT_WHY("lt %d: must be 0 (cuBLAS) or 1 + a bias slot below %d", v->lt, FT_EP_SLOTS);
+  if (v->pass.lt < 0 || v->pass.lt > FT_EP_SLOTS) FT_WHY("lt %d: must be 0 (cuBLAS) or 1 + a bias slot below %d", v->pass.lt, FT_EP_SLOTS);
+  if (v->pass.lt_act < FT_EP_LT_NONE || v->pass.lt_act > FT_EP_LT_GELU_TANH)
+    FT_WHY("lt_act %d: must be 0 (none), 1 (relu) or 2 (gelu_tanh)", v->pass.lt_act);
   return 1;
 }
 
@@ -28,10 +32,10 @@ static int epi_valid(const ft_variant *v, char *why, size_t whylen) {
 static int epi_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k, const ft_device_limits *lim,
                           char *why, size_t whylen) {
   (void)m;
-  if (v->block > lim->max_threads_per_block) FT_WHY("block %d > device limit %d", v->block, lim->max_threads_per_block);
+  if (v->pass.block > lim->max_threads_per_block) FT_WHY("block %d > device limit %d", v->pass.block, lim->max_threads_per_block);
   /* cuBLASLt's bias GEMM: rows of whole 16-byte units, as its algorithms take them. */
   const int64_t elem = ft_math_dtype((ft_math)v->math) == FT_DTYPE_F32 ? 4 : 2;
-  if (v->lt && ((n * elem) % 16 || (k * elem) % 16))
+  if (after_lt(v) && ((n * elem) % 16 || (k * elem) % 16))
     FT_WHY("lt: n %lld and k %lld must be multiples of %lld (cuBLASLt's rows of 16 bytes)", (long long)n, (long long)k,
            (long long)(16 / elem));
   return 1;
@@ -46,49 +50,55 @@ static ft_status epi_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, co
    * and each pass left out costs a compilation and a measurement of the safe phase, which every
    * search runs first. The full space (exhaustive search) keeps them all. */
   const size_t nvec = ft_space_full(sink) ? 3 : 1;
-  /* After cuBLASLt's bias GEMM as well, where E adds a bias to x; when nothing of E is left, one
-   * variant (no pass runs). */
-  int slot = -1;
+  /* After cuBLAS's GEMM; after cuBLASLt's bias GEMM where E adds a bias to x; after cuBLASLt's
+   * GEMM applying E's relu or gelu_tanh of x (or of x + bias). When nothing of E is left after
+   * cuBLASLt's, one variant of that form (no pass runs). */
   const ft_epilogue *ep = ft_space_epilogue(sink);
-  const char *rest = ep ? ft_ep_cuda_folded(ep, &slot) : NULL;
-  const int lt_only_gemm = rest && strcmp(rest, "x") == 0;
+  struct { const char *rest; int slot; ft_ep_lt_act act; } form[3] = {{"", -1, FT_EP_LT_NONE}};
+  if (ep) form[1].rest = ft_ep_cuda_folded(ep, &form[1].slot), form[1].act = FT_EP_LT_NONE;
+  if (ep) form[2].rest = ft_ep_cuda_lt_act(ep, &form[2].slot, &form[2].act);
   /* A matrix operand is one more load in flight per element: at 16 elements per thread, in the
    * registers full occupancy leaves, ptxas spilled (3xtf32, x + bias + r, sm_90a). */
   const int max_ept = ep && ft_ep_has_matrix(ep) ? 8 : 16;
   ft_variant v = {0};
   v.kind = FT_VK_EPILOGUE;
   v.math = (int)math;
-  for (int lt = 0; lt <= (rest ? 1 : 0); lt++)
+  for (int f = 0; f < 3; f++) {
+    if (!form[f].rest) continue;
+    const int lt_only_gemm = f > 0 && strcmp(form[f].rest, "x") == 0;
+    int pushed = 0;
     for (size_t i = 0; i < 3; i++)
       for (size_t j = 0; j < nvec; j++)
-        for (int ept = vecs[j]; ept <= max_ept; ept *= 2) {
-          v.block = blocks[i], v.vec = vecs[j], v.ept = ept, v.lt = lt ? slot + 1 : 0;
+        for (int ept = vecs[j]; ept <= max_ept && !(lt_only_gemm && pushed); ept *= 2) {
+          v.pass.block = blocks[i], v.vec = vecs[j], v.pass.ept = ept;
+          v.pass.lt = form[f].slot + 1, v.pass.lt_act = (int)form[f].act;
           if (!ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) continue;
-          /* Wide accesses and 8 elements per thread are what elementwise kernels like; the
-           * folded bias saves the pass a vector read. */
+          /* Wide accesses and 8 elements per thread are what elementwise kernels like; what
+           * cuBLASLt's GEMM does saves the pass work. */
           const double cost = (5 - v.vec) * 10.0 + (ept == 8 ? 0 : ept == 4 || ept == 16 ? 1 : 2) +
-                              (v.block == 256 ? 0 : 0.5) - (lt ? 0.25 : 0.0);
+                              (v.pass.block == 256 ? 0 : 0.5) - 0.25 * f;
           FT_TRY(ft_space_push(sink, &v, cost, err));
-          if (lt && lt_only_gemm) return FT_OK;
+          pushed++;
         }
+  }
   return FT_OK;
 }
 
 static void epi_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_launch_geom *g) {
   (void)k;
-  if (v->block <= 0 || v->ept <= 0) return;
-  g->block[0] = (unsigned)v->block;
-  g->grid[0] = (unsigned)((m * n + (int64_t)v->block * v->ept - 1) / ((int64_t)v->block * v->ept));
+  if (v->pass.block <= 0 || v->pass.ept <= 0) return;
+  g->block[0] = (unsigned)v->pass.block;
+  g->grid[0] = (unsigned)((m * n + (int64_t)v->pass.block * v->pass.ept - 1) / ((int64_t)v->pass.block * v->pass.ept));
 }
 
 /* __launch_bounds__(FT_BLOCK): one block's threads share the 64K registers. */
 static int epi_reg_cap(const ft_variant *v) {
-  const int cap = 65536 / (v->block > 0 ? v->block : 1) / 8 * 8;
+  const int cap = 65536 / (v->pass.block > 0 ? v->pass.block : 1) / 8 * 8;
   return cap > 255 ? 255 : cap;
 }
 
 static void epi_defines(const ft_variant *v, ft_strbuf *b) {
-  ft_sb_printf(b, "#define FT_BLOCK %d\n#define FT_VEC %d\n#define FT_EPT %d\n", v->block, v->vec, v->ept);
+  ft_sb_printf(b, "#define FT_BLOCK %d\n#define FT_VEC %d\n#define FT_EPT %d\n", v->pass.block, v->vec, v->pass.ept);
 }
 
 static const char *epi_reduce_kernel(const ft_variant *v) {
@@ -101,9 +111,9 @@ static const char *epi_reduce_kernel(const ft_variant *v) {
 static void epi_alignment(const ft_variant *v, int m, int n, int k, size_t need[3]) {
   (void)m, (void)n, (void)k;
   const size_t elem = ft_math_dtype((ft_math)v->math) == FT_DTYPE_F32 ? sizeof(float) : 2;
-  need[0] = need[1] = v->lt ? 16 : elem; /* cuBLASLt: 16-byte aligned operands */
+  need[0] = need[1] = after_lt(v) ? 16 : elem; /* cuBLASLt: 16-byte aligned operands */
   need[2] = (size_t)(v->vec > 0 ? v->vec : 1) * elem;
-  if (v->lt && need[2] < 16) need[2] = 16;
+  if (after_lt(v) && need[2] < 16) need[2] = 16;
 }
 
 /* ft_epilogue_pass(Y, M, N, ep) */
@@ -115,24 +125,31 @@ static ft_status epi_kernel_args(const ft_variant *v, const ft_launch_io *io, ft
   return ft_arg_push(st, io->ep, sizeof(ft_ep_args_dev), err);
 }
 
-/* "epi_b256_v4_e8", "_lt" after cuBLASLt's bias GEMM, with "_bf16" (the mode) outside fp32. */
+/* "epi_b256_v4_e8", "_lt" after cuBLASLt's bias GEMM ("_ltr" / "_ltg" after its relu / gelu_tanh, "_ltbr" /
+ * "_ltbg" with the bias), with "_bf16" (the mode) outside fp32. */
 static int epi_name(const ft_variant *v, char *buf, size_t len) {
-  return snprintf(buf, len, "epi_b%d_v%d_e%d%s%s%s", v->block, v->vec, v->ept, v->lt ? "_lt" : "", v->math ? "_" : "",
+  static const char *const acts[] = {"", "r", "g"};
+  const char *act = v->pass.lt_act >= 0 && v->pass.lt_act <= 2 ? acts[v->pass.lt_act] : "?";
+  const char *lt = !after_lt(v) ? "" : v->pass.lt_act && v->pass.lt ? "_ltb" : "_lt";
+  return snprintf(buf, len, "epi_b%d_v%d_e%d%s%s%s%s", v->pass.block, v->vec, v->pass.ept, lt, act, v->math ? "_" : "",
                   v->math ? ft_math_name((ft_math)v->math) : "");
 }
 
-static const ft_json_key k_epi_keys[] = {{"block", offsetof(ft_variant, block)},
+static const ft_json_key k_epi_keys[] = {{"block", offsetof(ft_variant, pass.block)},
                                          {"vec", offsetof(ft_variant, vec)},
-                                         {"ept", offsetof(ft_variant, ept)},
+                                         {"ept", offsetof(ft_variant, pass.ept)},
                                          {NULL, 0}};
 static const ft_json_key k_epi_opt_keys[] = {
-    {"math", offsetof(ft_variant, math)}, {"lt", offsetof(ft_variant, lt)}, {NULL, 0}};
+    {"math", offsetof(ft_variant, math)}, {"lt", offsetof(ft_variant, pass.lt)},
+    {"lt_act", offsetof(ft_variant, pass.lt_act)}, {NULL, 0}};
 
 static const char *const k_epi_sources[] = {"kernels_src/epilogue_pass.cu", NULL};
 
 const ft_family ft_family_epilogue_pass = {
     .name = "epilogue_pass",
     .kind = FT_VK_EPILOGUE,
+    .params_offset = offsetof(ft_variant, pass),
+    .params_size = sizeof(ft_pass_params),
     .layout = 0,
     .suffix = "",
     .revision = 1,

@@ -14,7 +14,7 @@
  * k loop, so many narrow loads cost registers the estimate does not see: beyond this, spills. */
 #define FT_MAX_LOADS 16
 
-int ft_fp32_threads(const ft_variant *v) { return (v->bm / v->tm) * (v->bn / v->tn); }
+int ft_fp32_threads(const ft_variant *v) { return (v->bm / v->fp32.tm) * (v->bn / v->fp32.tn); }
 
 /* Per-SM figures the block limits do not carry, from the compute capability. */
 static int sm_max_threads(const ft_device_limits *lim) {
@@ -47,16 +47,14 @@ int ft_fp32_valid_common(const ft_fp32_traits *t, const ft_variant *v, char *why
   if (v->stages < 1 || v->stages > 4) FT_WHY("stages %d: must be 1..4", v->stages);
   if (v->split_k < 1 || v->split_k > FT_MAX_SPLIT_K) FT_WHY("split_k %d: must be 1..%d", v->split_k, FT_MAX_SPLIT_K);
   if (!is_pow2_between(v->swizzle, 1, 16)) FT_WHY("swizzle %d: must be 1, 2, 4, 8 or 16", v->swizzle);
-  if (v->streamk < 0 || v->streamk > FT_MAX_STREAMK) FT_WHY("streamk %d: must be 0..%d", v->streamk, FT_MAX_STREAMK);
-  if (v->streamk > 0 && !t->streamk) FT_WHY("streamk %d: only layout 3 (\"_w\") has stream-K", v->streamk);
-  if (v->streamk > 0 && v->split_k != 1) FT_WHY("streamk %d with split_k %d: stream-K already splits k", v->streamk, v->split_k);
-  if (v->block != 0 || v->ept != 0 || v->lt != 0) FT_WHY("gemm variant with epilogue-pass fields");
-  if (v->cluster != 0 || v->consumers != 0 || v->grid != 0) FT_WHY("fp32 GEMM variant with tensor-core fields");
+  if (v->fp32.streamk < 0 || v->fp32.streamk > FT_MAX_STREAMK) FT_WHY("streamk %d: must be 0..%d", v->fp32.streamk, FT_MAX_STREAMK);
+  if (v->fp32.streamk > 0 && !t->streamk) FT_WHY("streamk %d: only layout 3 (\"_w\") has stream-K", v->fp32.streamk);
+  if (v->fp32.streamk > 0 && v->split_k != 1) FT_WHY("streamk %d with split_k %d: stream-K already splits k", v->fp32.streamk, v->split_k);
   return 1;
 }
 
 int ft_fp32_valid_threads(const ft_variant *v, char *why, size_t whylen) {
-  if (v->bm < v->tm || v->bn < v->tn) FT_WHY("thread tile larger than block tile");
+  if (v->bm < v->fp32.tm || v->bn < v->fp32.tn) FT_WHY("thread tile larger than block tile");
   const int threads = ft_fp32_threads(v);
   if (threads < 32 || threads > 1024 || threads % 32 != 0)
     FT_WHY("%d threads per block: must be a multiple of 32 in 32..1024", threads);
@@ -86,16 +84,16 @@ static unsigned ceil_div_u(int64_t a, int64_t b) { return (unsigned)((a + b - 1)
 void ft_fp32_geometry(const ft_fp32_traits *t, const ft_variant *v, int64_t m, int64_t n, int64_t k,
                       ft_launch_geom *g) {
   (void)k;
-  if (v->bm <= 0 || v->bn <= 0 || v->tm <= 0 || v->tn <= 0) return;
+  if (v->bm <= 0 || v->bn <= 0 || v->fp32.tm <= 0 || v->fp32.tn <= 0) return;
   const int64_t tiles = ((m + v->bm - 1) / v->bm) * ((n + v->bn - 1) / v->bn);
   g->grid[0] = tiles > UINT_MAX ? UINT_MAX : (unsigned)tiles;
   g->grid[2] = v->split_k > 0 ? (unsigned)v->split_k : 1;
   g->block[0] = (unsigned)ft_fp32_threads(v);
   g->smem = t->smem(v);
-  if (v->streamk > 0) { /* two whole-tile partial slots per block; fixup blocks: (tile, outputs) */
-    g->grid[0] = (unsigned)v->streamk;
+  if (v->fp32.streamk > 0) { /* two whole-tile partial slots per block; fixup blocks: (tile, outputs) */
+    g->grid[0] = (unsigned)v->fp32.streamk;
     g->grid[2] = 1;
-    g->workspace_bytes = (size_t)v->streamk * 2 * (size_t)v->bm * (size_t)v->bn * sizeof(float);
+    g->workspace_bytes = (size_t)v->fp32.streamk * 2 * (size_t)v->bm * (size_t)v->bn * sizeof(float);
     g->has_reduce = 1;
     g->rblock[0] = FT_AUX_BLOCK;
     g->rgrid[0] = tiles > UINT_MAX ? UINT_MAX : (unsigned)tiles;
@@ -111,7 +109,7 @@ void ft_fp32_geometry(const ft_fp32_traits *t, const ft_variant *v, int64_t m, i
 }
 
 const char *ft_fp32_reduce_kernel(const ft_variant *v) {
-  if (v->streamk > 0) return "ft_streamk_fixup";
+  if (v->fp32.streamk > 0) return "ft_streamk_fixup";
   return v->split_k > 1 ? "ft_splitk_reduce" : NULL;
 }
 
@@ -139,7 +137,7 @@ ft_status ft_fp32_kernel_args(const ft_variant *v, const ft_launch_io *io, ft_ar
 /* ft_splitk_reduce(WS, Y, M, N, S, ep) / ft_streamk_fixup(WS, Y, M, N, K, ep): the fixup
  * derives its blocks' ranges from K. */
 ft_status ft_fp32_reduce_args(const ft_variant *v, const ft_launch_io *io, ft_arg_store *st, ft_err *err) {
-  const int s = v->streamk > 0 ? io->k : v->split_k;
+  const int s = v->fp32.streamk > 0 ? io->k : v->split_k;
   FT_TRY(ft_arg_push(st, &io->ws, sizeof io->ws, err));
   FT_TRY(ft_arg_push(st, &io->y, sizeof io->y, err));
   FT_TRY(ft_arg_push(st, &io->m, sizeof io->m, err));
@@ -150,30 +148,32 @@ ft_status ft_fp32_reduce_args(const ft_variant *v, const ft_launch_io *io, ft_ar
 
 void ft_fp32_defines(const ft_fp32_traits *t, const ft_variant *v, ft_strbuf *b) {
   ft_sb_printf(b, "#define FT_BM %d\n#define FT_BN %d\n#define FT_BK %d\n", v->bm, v->bn, v->bk);
-  ft_sb_printf(b, "#define FT_TM %d\n#define FT_TN %d\n#define FT_VEC %d\n", v->tm, v->tn, v->vec);
+  ft_sb_printf(b, "#define FT_TM %d\n#define FT_TN %d\n#define FT_VEC %d\n", v->fp32.tm, v->fp32.tn, v->vec);
   ft_sb_printf(b, "#define FT_STAGES %d\n#define FT_SPLIT_K %d\n#define FT_SWIZZLE %d\n", v->stages, v->split_k,
                v->swizzle);
   ft_sb_printf(b, "#define FT_MINB %d\n#define FT_LAYOUT %d\n", t->min_blocks(v), v->layout);
-  if (v->streamk) ft_sb_printf(b, "#define FT_STREAMK %d\n", v->streamk);
+  if (v->fp32.streamk) ft_sb_printf(b, "#define FT_STREAMK %d\n", v->fp32.streamk);
   /* The kernel checks its shared-memory layout against what the host launches with. */
   ft_sb_printf(b, "#define FT_SMEM_BYTES %zu\n", t->smem(v));
 }
 
 int ft_fp32_name(const ft_variant *v, const char *suffix, char *buf, size_t len) {
   char sk[24] = "";
-  if (v->streamk) snprintf(sk, sizeof sk, "_sk%d", v->streamk);
-  return snprintf(buf, len, "gemm_bm%d_bn%d_bk%d_t%dx%d_v%d_s%d_k%d_z%d%s%s", v->bm, v->bn, v->bk, v->tm, v->tn,
+  if (v->fp32.streamk) snprintf(sk, sizeof sk, "_sk%d", v->fp32.streamk);
+  return snprintf(buf, len, "gemm_bm%d_bn%d_bk%d_t%dx%d_v%d_s%d_k%d_z%d%s%s", v->bm, v->bn, v->bk, v->fp32.tm, v->fp32.tn,
                   v->vec, v->stages, v->split_k, v->swizzle, sk, suffix);
 }
 
+int ft_fp32_stream_k(const ft_variant *v) { return v->fp32.streamk > 0; }
+
 const ft_json_key ft_fp32_json_keys[] = {
     {"bm", offsetof(ft_variant, bm)},         {"bn", offsetof(ft_variant, bn)},
-    {"bk", offsetof(ft_variant, bk)},         {"tm", offsetof(ft_variant, tm)},
-    {"tn", offsetof(ft_variant, tn)},         {"vec", offsetof(ft_variant, vec)},
+    {"bk", offsetof(ft_variant, bk)},         {"tm", offsetof(ft_variant, fp32.tm)},
+    {"tn", offsetof(ft_variant, fp32.tn)},         {"vec", offsetof(ft_variant, vec)},
     {"stages", offsetof(ft_variant, stages)}, {"split_k", offsetof(ft_variant, split_k)},
     {"swizzle", offsetof(ft_variant, swizzle)}, {NULL, 0}};
 const ft_json_key ft_fp32_json_opt_keys[] = {
-    {"streamk", offsetof(ft_variant, streamk)}, {"layout", offsetof(ft_variant, layout)}, {NULL, 0}};
+    {"streamk", offsetof(ft_variant, fp32.streamk)}, {"layout", offsetof(ft_variant, layout)}, {NULL, 0}};
 
 /* ------------------------------------------------------------------------------------------ */
 /* Cost and enumeration. */
@@ -197,26 +197,26 @@ double ft_fp32_cost(const ft_fp32_traits *t, const ft_variant *v, int64_t m, int
                     const ft_device_limits *lim) {
   const int64_t tm = (m + v->bm - 1) / v->bm, tn = (n + v->bn - 1) / v->bn;
   const int64_t slice = ((k + v->split_k - 1) / v->split_k + v->bk - 1) / v->bk * v->bk;
-  const int64_t blocks = v->streamk > 0 ? v->streamk : tm * tn * v->split_k;
+  const int64_t blocks = v->fp32.streamk > 0 ? v->fp32.streamk : tm * tn * v->split_k;
   const int occ = occupancy(t, v, lim);
   const int64_t per_sm = (blocks + lim->sm_count - 1) / lim->sm_count;
   const int64_t resident = per_sm < occ ? per_sm : occ;
   const double warps = (double)resident * ft_fp32_threads(v) / 32.0;
-  const double reg_reuse = (double)(v->tm * v->tn) / (v->tm + v->tn) / 4.0; /* 8x8 -> 1 */
+  const double reg_reuse = (double)(v->fp32.tm * v->fp32.tn) / (v->fp32.tm + v->fp32.tn) / 4.0; /* 8x8 -> 1 */
   const double blk_reuse = (double)v->bm * v->bn / (v->bm + v->bn) / 64.0;  /* 128^2 -> 1 */
   double eff = (reg_reuse < 1 ? reg_reuse : 1.0) * (blk_reuse < 1 ? 0.5 + 0.5 * blk_reuse : 1.0);
   eff *= warps >= 8 ? 1.0 : 0.55 + 0.45 * warps / 8.0;
   eff *= t->efficiency(v);
   double fma = (double)per_sm * v->bm * v->bn * (double)slice;
-  if (v->streamk > 0) /* every SM gets an even share of the padded work */
+  if (v->fp32.streamk > 0) /* every SM gets an even share of the padded work */
     fma = (double)(tm * tn) * v->bm * v->bn * (double)((k + v->bk - 1) / v->bk * v->bk) / lim->sm_count;
   double cost = fma / eff;
-  if (v->streamk > 0) /* up to two whole-tile partials per block, written and read back */
-    cost += 8.0 * 2.0 * 4.0 * 2.0 * (double)v->streamk * v->bm * v->bn / lim->sm_count;
+  if (v->fp32.streamk > 0) /* up to two whole-tile partials per block, written and read back */
+    cost += 8.0 * 2.0 * 4.0 * 2.0 * (double)v->fp32.streamk * v->bm * v->bn / lim->sm_count;
   if (v->split_k > 1) /* partials written and read back: ~8 FMA-equivalents per byte */
     cost += 8.0 * 2.0 * 4.0 * (double)v->split_k * m * n / lim->sm_count;
   if (v->swizzle > 1) cost *= 0.995; /* small L2 gain on multi-row grids */
-  if (v->streamk > 0) {
+  if (v->fp32.streamk > 0) {
     /* Measured on the H200 (2026-11-29): the same tiles run 1.5-6 % slower in the stream-K
      * loop than one per block, and blocks at different k share fewer operands in L2 when
      * tiles share rows or columns. */
@@ -283,10 +283,10 @@ ft_status ft_fp32_push_splits(const ft_fp32_traits *t, ft_variant *v, int64_t m,
   v->split_k = 1, v->swizzle = 1;
   const int sk = streamk_blocks(t, v, m, n, k, lim);
   if (sk > 0) {
-    v->streamk = sk;
+    v->fp32.streamk = sk;
     if (ft_variant_applicable(v, m, n, k, lim, NULL, 0))
       FT_TRY(ft_space_push(sink, v, ft_fp32_cost(t, v, m, n, k, lim), err));
-    v->streamk = 0;
+    v->fp32.streamk = 0;
   }
   return FT_OK;
 }

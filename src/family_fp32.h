@@ -55,6 +55,7 @@ extern const ft_json_key ft_fp32_json_keys[], ft_fp32_json_opt_keys[];
 void ft_fp32_defines(const ft_fp32_traits *t, const ft_variant *v, ft_strbuf *b);
 
 const char *ft_fp32_reduce_kernel(const ft_variant *v);
+int ft_fp32_stream_k(const ft_variant *v);
 void ft_fp32_alignment(const ft_variant *v, int m, int n, int k, size_t need[3]);
 ft_status ft_fp32_kernel_args(const ft_variant *v, const ft_launch_io *io, ft_arg_store *st, ft_err *err);
 ft_status ft_fp32_reduce_args(const ft_variant *v, const ft_launch_io *io, ft_arg_store *st, ft_err *err);

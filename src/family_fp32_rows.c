@@ -20,8 +20,8 @@ static int rows_reg_estimate(const ft_variant *v) {
   int staging = 0;
   if (v->stages == 1)
     staging = (ceil_div_int(v->bm * v->bk, threads) + ceil_div_int(v->bn * v->bk, threads));
-  const int frag = 4 * (v->tm > v->tn ? v->tm : v->tn);
-  return v->tm * v->tn + frag + 4 + staging + 28 + (v->bk == 32 ? 24 : 0);
+  const int frag = 4 * (v->fp32.tm > v->fp32.tn ? v->fp32.tm : v->fp32.tn);
+  return v->fp32.tm * v->fp32.tn + frag + 4 + staging + 28 + (v->bk == 32 ? 24 : 0);
 }
 
 static int rows_loads(const ft_variant *v) {
@@ -32,7 +32,7 @@ static int rows_loads(const ft_variant *v) {
 static int rows_min_blocks(const ft_variant *v) {
   /* The 8x8 tile wants all the registers ptxas can give it, and narrow loads need addresses
    * the estimate does not count: a cap would make either spill. */
-  if (v->tm * v->tn >= 64 || v->vec < 4) return 1;
+  if (v->fp32.tm * v->fp32.tn >= 64 || v->vec < 4) return 1;
   /* 25 % headroom over the estimate: ptxas spilled at caps close to it. */
   const int need = (rows_reg_estimate(v) * 5 / 4 + 7) / 8 * 8;
   int b = 65536 / (ft_fp32_threads(v) * need);
@@ -43,7 +43,7 @@ static int rows_min_blocks(const ft_variant *v) {
 
 static int rows_occ_regs(const ft_variant *v) {
   const int threads = ft_fp32_threads(v);
-  if (v->tm * v->tn >= 64) return 65536 / threads < 255 ? 65536 / threads : 255; /* see min_blocks */
+  if (v->fp32.tm * v->fp32.tn >= 64) return 65536 / threads < 255 ? 65536 / threads : 255; /* see min_blocks */
   return rows_reg_estimate(v);
 }
 
@@ -57,8 +57,8 @@ static const ft_fp32_traits k_rows = {rows_reg_estimate, rows_min_blocks, rows_o
 
 static int rows_valid(const ft_variant *v, char *why, size_t whylen) {
   if (!ft_fp32_valid_common(&k_rows, v, why, whylen)) return 0;
-  if ((v->tm != 4 && v->tm != 8) || (v->tn != 4 && v->tn != 8))
-    FT_WHY("thread tile %dx%d: each must be 4 or 8", v->tm, v->tn);
+  if ((v->fp32.tm != 4 && v->fp32.tm != 8) || (v->fp32.tn != 4 && v->fp32.tn != 8))
+    FT_WHY("thread tile %dx%d: each must be 4 or 8", v->fp32.tm, v->fp32.tn);
   return ft_fp32_valid_threads(v, why, whylen);
 }
 
@@ -83,7 +83,7 @@ static ft_status rows_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, c
       for (size_t t = 0; t < 4; t++)
         for (size_t kk = 0; kk < 3; kk++)
           for (int st = 1; st <= 4; st++) {
-            v.bm = tiles[a], v.bn = tiles[c], v.tm = tts[t][0], v.tn = tts[t][1];
+            v.bm = tiles[a], v.bn = tiles[c], v.fp32.tm = tts[t][0], v.fp32.tn = tts[t][1];
             v.bk = bks[kk], v.stages = st, v.layout = 0;
             /* Each thread loads whole vectors: tiles divide evenly over the threads. */
             if ((v.bm * v.bk / v.vec) % ft_fp32_threads(&v) || (v.bn * v.bk / v.vec) % ft_fp32_threads(&v))
@@ -109,6 +109,8 @@ static const char *const k_rows_sources[] = {"kernels_src/gemm_common.cuh", "ker
 const ft_family ft_family_fp32_rows = {
     .name = "fp32_rows",
     .kind = FT_VK_GEMM,
+    .params_offset = offsetof(ft_variant, fp32),
+    .params_size = sizeof(ft_fp32_params),
     .layout = 0,
     .suffix = "",
     .revision = 1,
@@ -125,6 +127,7 @@ const ft_family ft_family_fp32_rows = {
     .reg_cap = rows_reg_cap,
     .geometry = rows_geometry,
     .defines = rows_defines,
+    .stream_k = ft_fp32_stream_k,
     .reduce_kernel = ft_fp32_reduce_kernel,
     .alignment = ft_fp32_alignment,
     .kernel_args = ft_fp32_kernel_args,

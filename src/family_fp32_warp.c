@@ -7,9 +7,9 @@
 
 /* Lanes of a warp along m (4 or 8) and the warp tile, as the kernel derives them from FT_LM
  * (written by codegen): 8 lanes along m when tn > tm keeps the warp tile square. */
-static int lanes_m(const ft_variant *v) { return v->tn > v->tm ? 8 : 4; }
-static int warp_tile_m(const ft_variant *v) { return lanes_m(v) * v->tm; }
-static int warp_tile_n(const ft_variant *v) { return (32 / lanes_m(v)) * v->tn; }
+static int lanes_m(const ft_variant *v) { return v->fp32.tn > v->fp32.tm ? 8 : 4; }
+static int warp_tile_m(const ft_variant *v) { return lanes_m(v) * v->fp32.tm; }
+static int warp_tile_n(const ft_variant *v) { return (32 / lanes_m(v)) * v->fp32.tn; }
 
 /* Double-buffered k-major As[bk][bm + 4], Bs[bk][bn + 4]. */
 static size_t warp_smem(const ft_variant *v) {
@@ -26,8 +26,8 @@ static int warp_reg_estimate(const ft_variant *v) {
   /* stages 2 keeps the staging live across the whole tile (ptxas cannot sink the loads);
    * 8x8 tiles at bk 16 measured 156-180 (ptxas keeps more shared loads in flight), and
    * with stages 2 they spilled at 255 whenever 2 or more blocks were to fit (so: prune) */
-  const int bk16_8x8 = v->tm * v->tn == 64 && v->bk == 16 ? (v->stages == 2 ? 96 : 32) : 0;
-  return v->tm * v->tn + 2 * (v->tm + v->tn) + staging * v->stages + 24 + bk16_8x8;
+  const int bk16_8x8 = v->fp32.tm * v->fp32.tn == 64 && v->bk == 16 ? (v->stages == 2 ? 96 : 32) : 0;
+  return v->fp32.tm * v->fp32.tn + 2 * (v->fp32.tm + v->fp32.tn) + staging * v->stages + 24 + bk16_8x8;
 }
 
 /* 4-float chunks, each 4 / vec loads. */
@@ -63,13 +63,13 @@ static const ft_fp32_traits k_warp = {warp_reg_estimate, warp_min_blocks, warp_o
 
 static int warp_valid(const ft_variant *v, char *why, size_t whylen) {
   if (!ft_fp32_valid_common(&k_warp, v, why, whylen)) return 0;
-  if ((v->tm != 8 && v->tm != 16) || (v->tn != 8 && v->tn != 16) || v->tm * v->tn > 128)
-    FT_WHY("layout 3: thread tile %dx%d must be 8x8, 16x8 or 8x16", v->tm, v->tn);
+  if ((v->fp32.tm != 8 && v->fp32.tm != 16) || (v->fp32.tn != 8 && v->fp32.tn != 16) || v->fp32.tm * v->fp32.tn > 128)
+    FT_WHY("layout 3: thread tile %dx%d must be 8x8, 16x8 or 8x16", v->fp32.tm, v->fp32.tn);
   if (v->stages != 1 && v->stages != 2) FT_WHY("layout 3 stages %d: must be 1 or 2", v->stages);
   if (v->bk == 32) FT_WHY("layout 3 bk 32: must be 8 or 16");
   if (ft_fp32_threads(v) > 256) /* 512 threads cap registers at 128: the 8x8 tile spills */
     FT_WHY("layout 3: %d threads per block (block tile %dx%d over %dx%d): at most 256", ft_fp32_threads(v), v->bm,
-           v->bn, v->tm, v->tn);
+           v->bn, v->fp32.tm, v->fp32.tn);
   if (v->bm % warp_tile_m(v) || v->bn % warp_tile_n(v))
     FT_WHY("layout 3: block tile %dx%d not whole warp tiles of %dx%d", v->bm, v->bn, warp_tile_m(v), warp_tile_n(v));
   return ft_fp32_valid_threads(v, why, whylen);
@@ -98,7 +98,7 @@ static ft_status warp_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, c
       if (!ft_fp32_tile_plausible(tiles[a], tiles[c], m, n)) continue;
       for (size_t t = 0; t < 3; t++)
         for (size_t kk = 0; kk < 2; kk++) {
-          v.bm = tiles[a], v.bn = tiles[c], v.tm = wtts[t][0], v.tn = wtts[t][1];
+          v.bm = tiles[a], v.bn = tiles[c], v.fp32.tm = wtts[t][0], v.fp32.tn = wtts[t][1];
           for (int st = 1; st <= 2; st++) {
             v.bk = bks[kk], v.stages = st, v.layout = 3;
             if (!ft_variant_valid(&v, NULL, 0)) continue;
@@ -127,6 +127,8 @@ static const char *const k_warp_sources[] = {"kernels_src/gemm_common.cuh", "ker
 const ft_family ft_family_fp32_warp = {
     .name = "fp32_warp",
     .kind = FT_VK_GEMM,
+    .params_offset = offsetof(ft_variant, fp32),
+    .params_size = sizeof(ft_fp32_params),
     .layout = 3,
     .suffix = "_w",
     .revision = 1,
@@ -143,6 +145,7 @@ const ft_family ft_family_fp32_warp = {
     .reg_cap = warp_reg_cap,
     .geometry = warp_geometry,
     .defines = warp_defines,
+    .stream_k = ft_fp32_stream_k,
     .reduce_kernel = ft_fp32_reduce_kernel,
     .alignment = ft_fp32_alignment,
     .kernel_args = ft_fp32_kernel_args,

@@ -25,42 +25,41 @@ static int tc_valid(const ft_variant *v, char *why, size_t whylen) {
   if (v->bn < 64 || v->bn > 256 || v->bn % 8) FT_WHY("tc: bn %d must be a multiple of 8 in 64..256", v->bn);
   if (v->bk != 128 / esize(v)) FT_WHY("tc: bk %d must be %d (128 bytes of k) in %s", v->bk, 128 / esize(v),
                                       ft_math_name((ft_math)v->math));
-  if (v->consumers != 1 && v->consumers != 2) FT_WHY("tc: consumers %d must be 1 or 2", v->consumers);
-  if (v->cluster != 1 && v->cluster != 2) FT_WHY("tc: cluster %d must be 1 or 2", v->cluster);
+  if (v->tc.consumers != 1 && v->tc.consumers != 2) FT_WHY("tc: consumers %d must be 1 or 2", v->tc.consumers);
+  if (v->tc.cluster != 1 && v->tc.cluster != 2) FT_WHY("tc: cluster %d must be 1 or 2", v->tc.cluster);
   /* Each block of a cluster loads half the W tile: whole 8-row swizzle atoms. */
-  if (v->cluster == 2 && v->bn % 16) FT_WHY("tc: cluster 2 needs bn %d a multiple of 16 (half the W tile each)", v->bn);
+  if (v->tc.cluster == 2 && v->bn % 16) FT_WHY("tc: cluster 2 needs bn %d a multiple of 16 (half the W tile each)", v->bn);
   if (v->stages < 2 || v->stages > TC_MAX_STAGES) FT_WHY("tc: stages %d must be 2..%d", v->stages, TC_MAX_STAGES);
   if (!is_pow2_between(v->swizzle, 1, 16)) FT_WHY("tc: swizzle (tile group) %d must be 1, 2, 4, 8 or 16", v->swizzle);
-  if (v->grid < v->cluster || v->grid > TC_MAX_GRID || v->grid % v->cluster)
-    FT_WHY("tc: grid %d must be a multiple of the cluster in %d..%d", v->grid, v->cluster, TC_MAX_GRID);
-  if (split(v) && (v->chunk < 1 || v->chunk > TC_MAX_CHUNK))
-    FT_WHY("tc: chunk %d (k tiles per partial sum) must be 1..%d in 3xtf32", v->chunk, TC_MAX_CHUNK);
+  if (v->tc.grid < v->tc.cluster || v->tc.grid > TC_MAX_GRID || v->tc.grid % v->tc.cluster)
+    FT_WHY("tc: grid %d must be a multiple of the cluster in %d..%d", v->tc.grid, v->tc.cluster, TC_MAX_GRID);
+  if (split(v) && (v->tc.chunk < 1 || v->tc.chunk > TC_MAX_CHUNK))
+    FT_WHY("tc: chunk %d (k tiles per partial sum) must be 1..%d in 3xtf32", v->tc.chunk, TC_MAX_CHUNK);
   /* Two accumulators (d, p) must fit the 168 registers ptxas allots every thread before setmaxnreg. */
   if (split(v) && v->bn > 128) FT_WHY("tc: bn %d > 128 in 3xtf32 (two accumulators in registers)", v->bn);
-  if (!split(v) && v->chunk) FT_WHY("tc: chunk is a 3xtf32 dimension, not of %s", ft_math_name((ft_math)v->math));
-  if (v->aregs != 0 && v->aregs != 1) FT_WHY("tc: aregs %d must be 0 or 1", v->aregs);
-  if (v->aregs && (!split(v) || v->bn > 64)) FT_WHY("tc: aregs (x in registers) needs 3xtf32 and bn <= 64");
+  if (!split(v) && v->tc.chunk) FT_WHY("tc: chunk is a 3xtf32 dimension, not of %s", ft_math_name((ft_math)v->math));
+  if (v->tc.aregs != 0 && v->tc.aregs != 1) FT_WHY("tc: aregs %d must be 0 or 1", v->tc.aregs);
+  if (v->tc.aregs && (!split(v) || v->bn > 64)) FT_WHY("tc: aregs (x in registers) needs 3xtf32 and bn <= 64");
   if (v->split_k == 1 || v->split_k < 0 || v->split_k > TC_MAX_SPLIT)
     FT_WHY("tc: split_k %d must be 0 (none) or 2..%d", v->split_k, TC_MAX_SPLIT);
-  if (v->tstore != 0 && v->tstore != 1) FT_WHY("tc: tstore %d must be 0 or 1", v->tstore);
-  if (v->tstore && v->split_k > 1) FT_WHY("tc: tstore (TMA-store epilogue) and split_k exclude each other");
-  if (v->streamk != 0 && v->streamk != 1) FT_WHY("tc: streamk %d must be 0 or 1", v->streamk);
-  if (v->streamk && (v->split_k > 1 || split(v)))
+  if (v->tc.tstore != 0 && v->tc.tstore != 1) FT_WHY("tc: tstore %d must be 0 or 1", v->tc.tstore);
+  if (v->tc.tstore && v->split_k > 1) FT_WHY("tc: tstore (TMA-store epilogue) and split_k exclude each other");
+  if (v->tc.streamk != 0 && v->tc.streamk != 1) FT_WHY("tc: streamk %d must be 0 or 1", v->tc.streamk);
+  if (v->tc.streamk && (v->split_k > 1 || split(v)))
     FT_WHY("tc: streamk excludes split_k and 3xtf32");
-  if (v->pingpong < 0 || v->pingpong > 2) FT_WHY("tc: pingpong %d must be 0, 1 or 2", v->pingpong);
-  if (v->pingpong && v->consumers != 2) FT_WHY("tc: pingpong needs 2 consumers, not %d", v->consumers);
-  if (v->pingpong && (v->split_k > 1 || v->streamk || split(v)))
+  if (v->tc.pingpong < 0 || v->tc.pingpong > 2) FT_WHY("tc: pingpong %d must be 0, 1 or 2", v->tc.pingpong);
+  if (v->tc.pingpong && v->tc.consumers != 2) FT_WHY("tc: pingpong needs 2 consumers, not %d", v->tc.consumers);
+  if (v->tc.pingpong && (v->split_k > 1 || v->tc.streamk || split(v)))
     FT_WHY("tc: pingpong excludes split_k, streamk and 3xtf32");
   /* A consumer's accumulators in the 168 registers ptxas allots every thread. */
-  if (v->pingpong * v->bn > 256) FT_WHY("tc: pingpong %d with bn %d: more than 128 accumulator registers", v->pingpong, v->bn);
-  if (v->staged != 0 && v->staged != 1) FT_WHY("tc: staged %d must be 0 or 1", v->staged);
-  if (v->staged && (!v->tstore || v->streamk))
+  if (v->tc.pingpong * v->bn > 256) FT_WHY("tc: pingpong %d with bn %d: more than 128 accumulator registers", v->tc.pingpong, v->bn);
+  if (v->tc.staged != 0 && v->tc.staged != 1) FT_WHY("tc: staged %d must be 0 or 1", v->tc.staged);
+  if (v->tc.staged && (!v->tc.tstore || v->tc.streamk))
     FT_WHY("tc: staged (epilogue from shared memory) needs tstore and excludes streamk");
-  if (v->late != 0 && v->late != 1) FT_WHY("tc: late %d must be 0 or 1", v->late);
-  if (v->late && (!v->tstore || v->pingpong || v->streamk || v->staged))
+  if (v->tc.late != 0 && v->tc.late != 1) FT_WHY("tc: late %d must be 0 or 1", v->tc.late);
+  if (v->tc.late && (!v->tc.tstore || v->tc.pingpong || v->tc.streamk || v->tc.staged))
     FT_WHY("tc: late (E box by box) is a form of the cooperative TMA-store epilogue (not pingpong, streamk, staged)");
-  if (v->bm || v->tm || v->tn || v->vec || v->block || v->ept || v->lt)
-    FT_WHY("tc variant with fields of another family");
+  if (v->bm || v->vec) FT_WHY("tc: bm and vec are not tensor-core parameters (bm is 64 x consumers)");
   return 1;
 }
 
@@ -73,7 +72,7 @@ static int tc_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k, c
   if ((k * esize(v)) % 16)
     FT_WHY("tc: k %lld is not a multiple of %d (TMA rows of 16 bytes in %s)", (long long)k, 16 / esize(v),
            ft_math_name((ft_math)v->math));
-  if (v->tstore && (n * esize(v)) % 16)
+  if (v->tc.tstore && (n * esize(v)) % 16)
     FT_WHY("tc: n %lld is not a multiple of %d (TMA-store rows of 16 bytes in %s)", (long long)n, 16 / esize(v),
            ft_math_name((ft_math)v->math));
   if (tc_threads(v) > lim->max_threads_per_block) FT_WHY("tc: %d threads > device limit", tc_threads(v));
@@ -82,7 +81,7 @@ static int tc_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k, c
     if ((v->split_k - 1) * per >= kt)
       FT_WHY("tc: split_k %d leaves a k slice empty (%lld k tiles)", v->split_k, (long long)kt);
   }
-  if (v->streamk) { /* a partial wave to share, and a k tile of it for every slot */
+  if (v->tc.streamk) { /* a partial wave to share, and a k tile of it for every slot */
     const tc_sk_split s = tc_sk(v, m, n, k);
     if (s.waves < 1 || s.sk == 0)
       FT_WHY("tc: stream-K needs more tile units (%lld) than block slots (%lld), not a multiple of them",
@@ -100,12 +99,12 @@ static int tc_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k, c
 
 static void tc_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_launch_geom *g) {
   (void)k;
-  if (v->consumers <= 0 || v->bn <= 0 || v->cluster <= 0) return;
-  int64_t blocks = tc_units(v, m, n) * tc_slices(v) * v->cluster; /* no block without a unit of its own */
-  if (blocks > v->grid) blocks = v->grid;
+  if (v->tc.consumers <= 0 || v->bn <= 0 || v->tc.cluster <= 0) return;
+  int64_t blocks = tc_units(v, m, n) * tc_slices(v) * v->tc.cluster; /* no block without a unit of its own */
+  if (blocks > v->tc.grid) blocks = v->tc.grid;
   g->grid[0] = (unsigned)blocks;
   g->block[0] = (unsigned)tc_threads(v);
-  g->cluster[0] = (unsigned)v->cluster;
+  g->cluster[0] = (unsigned)v->tc.cluster;
   g->smem = tc_smem(v);
   if (v->split_k > 1) { /* fp32 slabs of the slices; the reduce kernel applies E */
     g->workspace_bytes = (size_t)v->split_k * (size_t)m * (size_t)n * sizeof(float);
@@ -114,9 +113,9 @@ static void tc_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft
     const int64_t per_block = (int64_t)FT_AUX_BLOCK * FT_AUX_ELEMS;
     g->rgrid[0] = (unsigned)((m * n + per_block - 1) / per_block);
   }
-  if (v->streamk) { /* each block publishes at most one tile's raw sums; a flag per warpgroup */
+  if (v->tc.streamk) { /* each block publishes at most one tile's raw sums; a flag per warpgroup */
     g->workspace_bytes = (size_t)blocks * (size_t)tc_bm(v) * (size_t)v->bn * sizeof(float);
-    g->flag_bytes = (size_t)blocks * (size_t)v->consumers * sizeof(unsigned);
+    g->flag_bytes = (size_t)blocks * (size_t)v->tc.consumers * sizeof(unsigned);
   }
 }
 
@@ -133,11 +132,11 @@ static void tc_defines(const ft_variant *v, ft_strbuf *b) {
   const tc_smem_regions r = tc_regions(v);
   ft_sb_puts(b, "struct FtTcCfg {\n  enum : int {\n");
   ft_sb_printf(b, "    dtype = %d, split3x = %d, chunk = %d, aregs = %d,\n", fp32_storage(v) ? 0 : v->math == FT_MATH_BF16 ? 1 : 2,
-               split(v), split(v) ? v->chunk : 0, v->aregs);
-  ft_sb_printf(b, "    bn = %d, consumers = %d, stages = %d, cluster = %d, group = %d,\n", v->bn, v->consumers, v->stages,
-               v->cluster, v->swizzle);
-  ft_sb_printf(b, "    pingpong = %d, split_k = %d, stream_k = %d, tma_store = %d, staged = %d, late = %d,\n", v->pingpong,
-               tc_slices(v), v->streamk, v->tstore, v->staged, v->late);
+               split(v), split(v) ? v->tc.chunk : 0, v->tc.aregs);
+  ft_sb_printf(b, "    bn = %d, consumers = %d, stages = %d, cluster = %d, group = %d,\n", v->bn, v->tc.consumers, v->stages,
+               v->tc.cluster, v->swizzle);
+  ft_sb_printf(b, "    pingpong = %d, split_k = %d, stream_k = %d, tma_store = %d, staged = %d, late = %d,\n", v->tc.pingpong,
+               tc_slices(v), v->tc.streamk, v->tc.tstore, v->tc.staged, v->tc.late);
   ft_sb_printf(b, "    small_bytes = %zu, box_bytes = %zu, staging_bytes = %zu, colv_bytes = %zu, smem_bytes = %zu\n", r.small,
                r.boxes, r.staging, tc_colv_bytes(v), tc_smem(v));
   ft_sb_puts(b, "  };\n};\n");
@@ -160,7 +159,7 @@ static ft_status tc_reduce_args(const ft_variant *v, const ft_launch_io *io, ft_
 static void tc_alignment(const ft_variant *v, int m, int n, int k, size_t need[3]) {
   (void)m, (void)n, (void)k;
   need[0] = need[1] = 16;
-  need[2] = v->tstore ? 16 : 2 * (size_t)esize(v);
+  need[2] = v->tc.tstore ? 16 : 2 * (size_t)esize(v);
 }
 
 /* src/tensormap.c's kinds: 3xtf32 loads raw fp32 (the kernel splits it), tf32 has TMA round. */
@@ -174,12 +173,12 @@ static int map_kind(const ft_variant *v) {
 static ft_status tc_kernel_args(const ft_variant *v, const ft_launch_io *io, ft_arg_store *st, ft_err *err) {
   ft_tensormap tx, tw, ty;
   memset(&ty, 0, sizeof ty);
-  if (v->tstore)
+  if (v->tc.tstore)
     FT_TRY(ft_tensormap_2d(&ty, io->y, fp32_storage(v) ? 0 : map_kind(v), (uint64_t)io->m, (uint64_t)io->n, 64,
                            (uint32_t)(128 / esize(v)), err));
   FT_TRY(ft_tensormap_2d(&tx, io->x, map_kind(v), (uint64_t)io->m, (uint64_t)io->k, (uint32_t)tc_bm(v),
                          (uint32_t)v->bk, err));
-  FT_TRY(ft_tensormap_2d(&tw, io->w, map_kind(v), (uint64_t)io->n, (uint64_t)io->k, (uint32_t)(v->bn / v->cluster),
+  FT_TRY(ft_tensormap_2d(&tw, io->w, map_kind(v), (uint64_t)io->n, (uint64_t)io->k, (uint32_t)(v->bn / v->tc.cluster),
                          (uint32_t)v->bk, err));
   FT_TRY(ft_arg_push(st, tx.bytes, sizeof tx.bytes, err));
   FT_TRY(ft_arg_push(st, tw.bytes, sizeof tw.bytes, err));
@@ -196,32 +195,34 @@ static ft_status tc_kernel_args(const ft_variant *v, const ft_launch_io *io, ft_
 /* "tc_bm128_bn256_bk64_s4_c1_z8_p132_bf16", "tc_bm128_bn128_bk32_s4_c1_z8_p132_h16_3xtf32" */
 static int tc_name(const ft_variant *v, char *buf, size_t len) {
   char chunk[24] = "", slices[16] = "";
-  if (v->chunk) snprintf(chunk, sizeof chunk, "_h%d%s", v->chunk, v->aregs ? "r" : "");
+  if (v->tc.chunk) snprintf(chunk, sizeof chunk, "_h%d%s", v->tc.chunk, v->tc.aregs ? "r" : "");
   if (v->split_k > 1) snprintf(slices, sizeof slices, "_k%d", v->split_k);
   return snprintf(buf, len, "tc_bm%d_bn%d_bk%d_s%d_c%d_z%d_p%d%s%s%s%s%s%s%s_%s", tc_bm(v), v->bn, v->bk, v->stages,
-                  v->cluster, v->swizzle, v->grid, chunk, slices, v->streamk ? "_sk" : "", v->pingpong ? "_pp" : "",
-                  v->tstore ? "_ts" : "", v->staged ? "_se" : "", v->late ? "_lt" : "", ft_math_name((ft_math)v->math));
+                  v->tc.cluster, v->swizzle, v->tc.grid, chunk, slices, v->tc.streamk ? "_sk" : "", v->tc.pingpong ? "_pp" : "",
+                  v->tc.tstore ? "_ts" : "", v->tc.staged ? "_se" : "", v->tc.late ? "_lt" : "", ft_math_name((ft_math)v->math));
 }
+
+static int tc_stream_k(const ft_variant *v) { return v->tc.streamk; }
 
 static const ft_json_key k_tc_keys[] = {{"bn", offsetof(ft_variant, bn)},
                                         {"bk", offsetof(ft_variant, bk)},
                                         {"stages", offsetof(ft_variant, stages)},
-                                        {"consumers", offsetof(ft_variant, consumers)},
-                                        {"cluster", offsetof(ft_variant, cluster)},
+                                        {"consumers", offsetof(ft_variant, tc.consumers)},
+                                        {"cluster", offsetof(ft_variant, tc.cluster)},
                                         {"swizzle", offsetof(ft_variant, swizzle)},
-                                        {"grid", offsetof(ft_variant, grid)},
+                                        {"grid", offsetof(ft_variant, tc.grid)},
                                         {NULL, 0}};
 static const ft_json_key k_tc_opt_keys[] = {
     {"layout", offsetof(ft_variant, layout)},
     {"math", offsetof(ft_variant, math)},
-    {"chunk", offsetof(ft_variant, chunk)},
-    {"aregs", offsetof(ft_variant, aregs)},
+    {"chunk", offsetof(ft_variant, tc.chunk)},
+    {"aregs", offsetof(ft_variant, tc.aregs)},
     {"split_k", offsetof(ft_variant, split_k)},
-    {"tstore", offsetof(ft_variant, tstore)},
-    {"streamk", offsetof(ft_variant, streamk)},
-    {"pingpong", offsetof(ft_variant, pingpong)},
-    {"staged", offsetof(ft_variant, staged)},
-    {"late", offsetof(ft_variant, late)},
+    {"tstore", offsetof(ft_variant, tc.tstore)},
+    {"streamk", offsetof(ft_variant, tc.streamk)},
+    {"pingpong", offsetof(ft_variant, tc.pingpong)},
+    {"staged", offsetof(ft_variant, tc.staged)},
+    {"late", offsetof(ft_variant, tc.late)},
     {NULL, 0}};
 
 static const char *const k_tc_sources[] = {
@@ -232,6 +233,8 @@ static const char *const k_tc_sources[] = {
 const ft_family ft_family_tc = {
     .name = "tc",
     .kind = FT_VK_GEMM,
+    .params_offset = offsetof(ft_variant, tc),
+    .params_size = sizeof(ft_tc_params),
     .layout = 4,
     .suffix = "",
     .revision = 1,
@@ -249,6 +252,7 @@ const ft_family ft_family_tc = {
     .reg_cap = tc_reg_cap,
     .geometry = tc_geometry,
     .defines = tc_defines,
+    .stream_k = tc_stream_k,
     .reduce_kernel = tc_reduce_kernel,
     .alignment = tc_alignment,
     .kernel_args = tc_kernel_args,

@@ -16,8 +16,8 @@ static inline int fp32_storage(const ft_variant *v) { return v->math == FT_MATH_
 static inline int esize(const ft_variant *v) { return fp32_storage(v) ? 4 : 2; }
 static inline int split(const ft_variant *v) { return v->math == FT_MATH_3XTF32; }
 /* Tile rows: the consumers' 64 each, or a ping-pong consumer's m64 blocks. */
-static inline int tc_bm(const ft_variant *v) { return 64 * (v->pingpong ? v->pingpong : v->consumers); }
-static inline int tc_threads(const ft_variant *v) { return 128 * (v->consumers + 1); }
+static inline int tc_bm(const ft_variant *v) { return 64 * (v->tc.pingpong ? v->tc.pingpong : v->tc.consumers); }
+static inline int tc_threads(const ft_variant *v) { return 128 * (v->tc.consumers + 1); }
 
 /* The shared-memory regions of a variant, as kernels_src/tc_config.cuh checks and gemm_tc.cu lays
  * them out: the ring of stages, 3xtf32's three small buffers of a stage's size (of W's tile with x
@@ -31,11 +31,11 @@ typedef struct tc_smem_regions {
 static inline tc_smem_regions tc_regions(const ft_variant *v) {
   tc_smem_regions r;
   r.stage = (size_t)(tc_bm(v) + v->bn) * 128;
-  r.small = !split(v) ? 0 : 3 * (v->aregs ? (size_t)v->bn * 128 : r.stage);
-  r.boxes = v->tstore ? 2 * (size_t)v->consumers * 64 * 128 : 0;
-  r.staging = v->staged && esize(v) == 2 ? (size_t)v->consumers * 64 * 256 : 0;
+  r.small = !split(v) ? 0 : 3 * (v->tc.aregs ? (size_t)v->bn * 128 : r.stage);
+  r.boxes = v->tc.tstore ? 2 * (size_t)v->tc.consumers * 64 * 128 : 0;
+  r.staging = v->tc.staged && esize(v) == 2 ? (size_t)v->tc.consumers * 64 * 256 : 0;
   r.base = (size_t)v->stages * r.stage + r.small + r.boxes + r.staging + 16 * (size_t)v->stages +
-           (v->streamk ? 32 : 0) + 1024;
+           (v->tc.streamk ? 32 : 0) + 1024;
   return r;
 }
 
@@ -50,12 +50,12 @@ static inline size_t tc_smem_base(const ft_variant *v) { return tc_regions(v).ba
  * loop (gemm_tc.cu, FT_COLV_STAGE): the early E of the cooperative TMA-store form only. 0 where
  * it does not apply or does not fit. */
 static inline size_t tc_colv_bytes(const ft_variant *v) {
-  if (!v->tstore || v->staged || v->late || v->pingpong || v->streamk || v->split_k > 1) return 0;
+  if (!v->tc.tstore || v->tc.staged || v->tc.late || v->tc.pingpong || v->tc.streamk || v->split_k > 1) return 0;
   const size_t per = (size_t)v->bn * (size_t)esize(v);
-  return tc_smem_base(v) + (size_t)v->consumers * per <= TC_SMEM_OPTIN ? per : 0;
+  return tc_smem_base(v) + (size_t)v->tc.consumers * per <= TC_SMEM_OPTIN ? per : 0;
 }
 
-static inline size_t tc_smem(const ft_variant *v) { return tc_smem_base(v) + (size_t)v->consumers * tc_colv_bytes(v); }
+static inline size_t tc_smem(const ft_variant *v) { return tc_smem_base(v) + (size_t)v->tc.consumers * tc_colv_bytes(v); }
 
 #define TC_MAX_CHUNK 4096
 #define TC_MAX_SPLIT 16
@@ -66,7 +66,7 @@ static inline int tc_slices(const ft_variant *v) { return v->split_k > 1 ? v->sp
  * slices not counted). */
 static inline int64_t tc_units(const ft_variant *v, int64_t m, int64_t n) {
   const int64_t tiles_m = (m + tc_bm(v) - 1) / tc_bm(v), tiles_n = (n + v->bn - 1) / v->bn;
-  return (tiles_m + v->cluster - 1) / v->cluster * tiles_n;
+  return (tiles_m + v->tc.cluster - 1) / v->tc.cluster * tiles_n;
 }
 
 /* Stream-K's split of the tiles (units) over the blocks' unit slots G = grid / cluster: `waves`
@@ -79,7 +79,7 @@ typedef struct tc_sk_split {
 static inline tc_sk_split tc_sk(const ft_variant *v, int64_t m, int64_t n, int64_t k) {
   tc_sk_split s;
   s.units = tc_units(v, m, n);
-  s.slots = v->grid / v->cluster;
+  s.slots = v->tc.grid / v->tc.cluster;
   s.waves = s.slots > 0 ? s.units / s.slots : 0;
   s.sk = s.units - s.waves * s.slots;
   s.ktiles = (k + v->bk - 1) / v->bk;

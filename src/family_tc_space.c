@@ -32,13 +32,13 @@ static double tc_epilogue_cost(const ft_variant *v, double tiles_per_block, int6
   if ((ec.fp32 <= 0 && ec.mufu <= 0) || v->split_k > 1) return 0.0;
   const double macs_per_clk = esize(v) == 4 ? 1024.0 : 2048.0; /* the SM's tensor rate (tf32: half) */
   const double tile = (double)tc_bm(v) * v->bn;                 /* outputs of a tile */
-  const double warps = v->pingpong ? 4.0 : 4.0 * v->consumers;  /* the warps evaluating them */
+  const double warps = v->tc.pingpong ? 4.0 : 4.0 * v->tc.consumers;  /* the warps evaluating them */
   const double ops = ec.fp32 + ec.mufu;
   const double issue = fmax(tile / (32.0 * warps) * ops / TC_EPI_IPC, tile * ops / (32.0 * 4.0));
   const double e_clk = fmax(issue, tile * ec.mufu / 16.0);
   const double mma_clk = tile * (double)kp / macs_per_clk;
   const double exposed =
-      v->pingpong ? fmax(0.0, tiles_per_block - 1.0) * fmax(0.0, e_clk - mma_clk) + e_clk : tiles_per_block * e_clk;
+      v->tc.pingpong ? fmax(0.0, tiles_per_block - 1.0) * fmax(0.0, e_clk - mma_clk) + e_clk : tiles_per_block * e_clk;
   return exposed * macs_per_clk;
 }
 
@@ -48,9 +48,9 @@ static double tc_epilogue_cost(const ft_variant *v, double tiles_per_block, int6
  * 8192^3 and 1024x8192x8192, BN 128 at 128x16384x16384 where BN 256 leaves half the SMs idle). */
 static double tc_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_ep_cost ec) {
   const int64_t units = tc_units(v, m, n) * tc_slices(v);
-  const int64_t blocks_units = v->grid / v->cluster;
+  const int64_t blocks_units = v->tc.grid / v->tc.cluster;
   double per_block = (double)((units + blocks_units - 1) / blocks_units);
-  if (v->streamk) { /* the whole waves, the slot's share of the partial one, and what splitting
+  if (v->tc.streamk) { /* the whole waves, the slot's share of the partial one, and what splitting
                      * costs a slot: measured on the H200 (2026-12-01, BN 256, clusters of 2) as
                      * 0.16 of a tile at 1024x8192x8192 (stream-K 5 % slower than whole tiles) and
                      * 0.19 at 8192^3 (1.8 % faster): a published and a gathered tile of raw sums,
@@ -64,26 +64,26 @@ static double tc_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_e
    * at 4096^3); 64-row ones slower than those everywhere, by up to 33 % against cooperative. */
   double eff = tc_width_eff(v->bn);
   /* Measured at 128 x 128; other widths scaled as the cooperative ones are. */
-  if (v->pingpong == 2) eff = 1.01 * tc_width_eff(v->bn) / tc_width_eff(128);
-  if (v->pingpong == 1) eff *= 0.85;
+  if (v->tc.pingpong == 2) eff = 1.01 * tc_width_eff(v->bn) / tc_width_eff(128);
+  if (v->tc.pingpong == 1) eff *= 0.85;
   const int64_t kt = (k + v->bk - 1) / v->bk, kp = (kt + tc_slices(v) - 1) / tc_slices(v) * v->bk;
-  double cost = per_block * v->cluster * tc_bm(v) * v->bn * (double)kp / eff / v->cluster;
-  if (v->cluster == 2) cost *= 0.98;   /* W multicast: +0-3 % where tiles share a column */
+  double cost = per_block * v->tc.cluster * tc_bm(v) * v->bn * (double)kp / eff / v->tc.cluster;
+  if (v->tc.cluster == 2) cost *= 0.98;   /* W multicast: +0-3 % where tiles share a column */
   if (v->stages < 4) cost *= 1.05;     /* too few loads in flight */
   if (v->swizzle == 16) cost *= 1.001; /* g8 and g16 measured alike: keep g8 first */
-  if (split(v)) cost *= 3.0 * (1.0 + 0.5 / v->chunk); /* three products; a pipeline drain per chunk */
+  if (split(v)) cost *= 3.0 * (1.0 + 0.5 / v->tc.chunk); /* three products; a pipeline drain per chunk */
   /* A third less shared-memory traffic, but BN 64: measured 7 % slower than BN 128 from shared
    * memory at biasrelu 1024x8192x8192 on the H200 (2026-12-01). */
-  if (v->aregs) cost *= 1.07;
+  if (v->tc.aregs) cost *= 1.07;
   /* The TMA-store epilogue: a tile's stores no longer hold the next pack behind their register
    * reads (ncu on the H200, 2026-12-01: a quarter of the stall samples at 1024x8192x512). */
-  if (v->tstore) cost *= 0.99;
+  if (v->tc.tstore) cost *= 0.99;
   /* The staged epilogue: an extra pass over shared memory per box (3-5 % slower with light
    * epilogues, 3 % faster with gelu on the H200, 2026-12-01; in 3xtf32 -5.5 to +0.6 %). */
-  if (v->staged && !split(v)) cost *= 1.03; /* 3xtf32: alike (tc_enumerate's forms say why) */
+  if (v->tc.staged && !split(v)) cost *= 1.03; /* 3xtf32: alike (tc_enumerate's forms say why) */
   /* E box by box instead of on the whole tile first: 1-5 % slower where both fit (H200,
    * biasrelu 1024x8192^2, gelu 4096^3; docs/BENCHMARKS.md), so timed after its early twin. */
-  if (v->late) cost *= 1.01;
+  if (v->tc.late) cost *= 1.01;
   /* Split-K writes and the reduce kernel reads S fp32 slabs: ~50 multiply-adds per byte of the
    * device's, spread over 132 SMs. */
   if (v->split_k > 1) cost += 2.0 * v->split_k * (double)m * (double)n * 4.0 * 50.0 / 132.0;
@@ -149,7 +149,7 @@ static ft_status tc_next(const tc_gen *g, const tc_point *p, int axis, ft_err *e
 /* 1 or 2 consumer warpgroups (64-row tiles only where M is that small). */
 static ft_status axis_consumers(const tc_gen *g, tc_point p, int axis, ft_err *err) {
   for (int c = (g->m <= 64 ? 1 : 2); c <= 2; c++) {
-    p.v.consumers = c;
+    p.v.tc.consumers = c;
     FT_TRY(tc_next(g, &p, axis, err));
   }
   return FT_OK;
@@ -159,7 +159,7 @@ static ft_status axis_consumers(const tc_gen *g, tc_point p, int axis, ft_err *e
 static ft_status axis_width(const tc_gen *g, tc_point p, int axis, ft_err *err) {
   static const int k_bns[] = {256, 192, 128, 64};
   int bns[4 + TC_MAX_FITTED];
-  const size_t nbn = tc_widths(g->m, g->n, 64 * p.v.consumers, g->lim->sm_count, k_bns, bns);
+  const size_t nbn = tc_widths(g->m, g->n, 64 * p.v.tc.consumers, g->lim->sm_count, k_bns, bns);
   for (size_t b = 0; b < nbn; b++) {
     p.v.bn = bns[b];
     p.fitted = b >= sizeof k_bns / sizeof k_bns[0]; /* tc_widths puts them last */
@@ -172,9 +172,9 @@ static ft_status axis_width(const tc_gen *g, tc_point p, int axis, ft_err *err) 
  * whole clusters. */
 static ft_status axis_cluster(const tc_gen *g, tc_point p, int axis, ft_err *err) {
   for (int cl = 1; cl <= 2; cl++) {
-    p.v.cluster = cl, p.v.pingpong = 0;
+    p.v.tc.cluster = cl, p.v.tc.pingpong = 0;
     if (cl == 2 && (g->m + tc_bm(&p.v) - 1) / tc_bm(&p.v) < 2) continue;
-    p.v.grid = g->lim->sm_count / cl * cl;
+    p.v.tc.grid = g->lim->sm_count / cl * cl;
     FT_TRY(tc_next(g, &p, axis, err));
   }
   return FT_OK;
@@ -210,16 +210,16 @@ static ft_status axis_form(const tc_gen *g, tc_point p, int axis, ft_err *err) {
   for (int form = 0; form < 2 * 3 * 2; form++) {
     const int ts = form < 6, pp = (int[]){0, 2, 1}[form / 2 % 3], staged = form % 2;
     if (!g->full && (pp == 1 || (staged && !split(&p.v)))) continue;
-    if (pp && (p.v.consumers != 2 || split(&p.v))) continue;
+    if (pp && (p.v.tc.consumers != 2 || split(&p.v))) continue;
     if (ts && !ts_ok) continue;
     if (staged && !ts) continue;
-    p.v.tstore = ts, p.v.pingpong = pp, p.v.staged = staged;
+    p.v.tc.tstore = ts, p.v.tc.pingpong = pp, p.v.tc.staged = staged;
     if (pp * p.v.bn > 256) continue; /* a consumer's accumulators in its registers */
     if (!g->full && pp && p.v.swizzle != 8) continue;
     if (!g->full && pp && !p.fitted && (ts != ts_ok || p.v.bn != 128)) continue;
-    if (pp && (tc_bm(&p.v) >= 2 * g->m || (g->m + tc_bm(&p.v) - 1) / tc_bm(&p.v) < p.v.cluster)) continue; /* padding */
+    if (pp && (tc_bm(&p.v) >= 2 * g->m || (g->m + tc_bm(&p.v) - 1) / tc_bm(&p.v) < p.v.tc.cluster)) continue; /* padding */
     p.most = 0;
-    p.v.aregs = 0, p.v.chunk = 0, p.v.split_k = 0; /* the ring is sized with shared-memory small buffers */
+    p.v.tc.aregs = 0, p.v.tc.chunk = 0, p.v.split_k = 0; /* the ring is sized with shared-memory small buffers */
     for (int st = 2; st <= TC_MAX_STAGES; st++) {
       p.v.stages = st;
       if (tc_smem(&p.v) <= (size_t)g->lim->max_smem_per_block) p.most = st;
@@ -231,7 +231,7 @@ static ft_status axis_form(const tc_gen *g, tc_point p, int axis, ft_err *err) {
 
 /* The deepest ring and one stage less (ping-pong: the deepest only; full: two less, every form). */
 static ft_status axis_stages(const tc_gen *g, tc_point p, int axis, ft_err *err) {
-  const int fewer = g->full ? 2 : p.v.pingpong ? 0 : 1;
+  const int fewer = g->full ? 2 : p.v.tc.pingpong ? 0 : 1;
   for (int st = p.most; st >= 2 && st >= p.most - fewer; st--) {
     p.v.stages = st;
     FT_TRY(tc_next(g, &p, axis, err));
@@ -245,7 +245,7 @@ static ft_status axis_stages(const tc_gen *g, tc_point p, int axis, ft_err *err)
 static ft_status axis_chunk(const tc_gen *g, tc_point p, int axis, ft_err *err) {
   static const int chunks[] = {16, 8, 4, 2};
   for (size_t h = 0; h < (split(&p.v) ? sizeof chunks / sizeof chunks[0] : 1); h++) {
-    p.v.chunk = split(&p.v) ? chunks[h] : 0;
+    p.v.tc.chunk = split(&p.v) ? chunks[h] : 0;
     FT_TRY(tc_next(g, &p, axis, err));
   }
   return FT_OK;
@@ -254,7 +254,7 @@ static ft_status axis_chunk(const tc_gen *g, tc_point p, int axis, ft_err *err) 
 /* 3xtf32 at BN <= 64: x split in registers, then in shared memory. */
 static ft_status axis_aregs(const tc_gen *g, tc_point p, int axis, ft_err *err) {
   for (int r = (split(&p.v) && p.v.bn <= 64); r >= 0; r--) {
-    p.v.aregs = r;
+    p.v.tc.aregs = r;
     FT_TRY(tc_next(g, &p, axis, err));
   }
   return FT_OK;
@@ -264,8 +264,8 @@ static ft_status axis_aregs(const tc_gen *g, tc_point p, int axis, ft_err *err) 
  * with TMA stores or ping-pong). */
 static ft_status axis_split_k(const tc_gen *g, tc_point p, int axis, ft_err *err) {
   const int64_t tile_units = tc_units(&p.v, g->m, g->n);
-  for (int sk = 1; sk <= (p.v.tstore || p.v.pingpong ? 1 : 8); sk *= 2) {
-    if (sk > 1 && tile_units * p.v.cluster * sk / 2 >= g->lim->sm_count) break;
+  for (int sk = 1; sk <= (p.v.tc.tstore || p.v.tc.pingpong ? 1 : 8); sk *= 2) {
+    if (sk > 1 && tile_units * p.v.tc.cluster * sk / 2 >= g->lim->sm_count) break;
     p.v.split_k = sk > 1 ? sk : 0;
     p.slices = sk;
     FT_TRY(tc_next(g, &p, axis, err));
@@ -279,10 +279,10 @@ static ft_status axis_split_k(const tc_gen *g, tc_point p, int axis, ft_err *err
  * 168-register cap (CPU compiles of the seed shapes, 8192^3, 4096^3, 2026-12-01). A heavy
  * epilogue can still spill: rejected at compile time like any candidate. */
 static ft_status axis_stream_k(const tc_gen *g, tc_point p, int axis, ft_err *err) {
-  const int sk_fits = p.v.cluster == 2 && p.v.tstore && !(esize(&p.v) == 4 && p.v.bn == 192);
-  const int most = p.slices == 1 && !split(&p.v) && sk_fits && !p.v.pingpong && !p.v.staged;
+  const int sk_fits = p.v.tc.cluster == 2 && p.v.tc.tstore && !(esize(&p.v) == 4 && p.v.bn == 192);
+  const int most = p.slices == 1 && !split(&p.v) && sk_fits && !p.v.tc.pingpong && !p.v.tc.staged;
   for (int on = 0; on <= most; on++) {
-    p.v.streamk = on;
+    p.v.tc.streamk = on;
     if (on && 2 * tc_sk(&p.v, g->m, g->n, g->k).share < tc_sk(&p.v, g->m, g->n, g->k).ktiles) continue;
     FT_TRY(tc_next(g, &p, axis, err));
   }
@@ -298,8 +298,8 @@ static ft_status axis_emit(const tc_gen *g, tc_point p, int axis, ft_err *err) {
   (void)axis;
   if (!ft_variant_applicable(&p.v, g->m, g->n, g->k, g->lim, NULL, 0)) return FT_OK;
   FT_TRY(ft_space_push(g->sink, &p.v, tc_cost(&p.v, g->m, g->n, g->k, g->ec), err));
-  if (g->full && p.v.tstore && !p.v.pingpong && !p.v.staged && !p.v.streamk && p.v.bn >= 192) {
-    p.v.late = 1;
+  if (g->full && p.v.tc.tstore && !p.v.tc.pingpong && !p.v.tc.staged && !p.v.tc.streamk && p.v.bn >= 192) {
+    p.v.tc.late = 1;
     if (ft_variant_applicable(&p.v, g->m, g->n, g->k, g->lim, NULL, 0))
       FT_TRY(ft_space_push(g->sink, &p.v, tc_cost(&p.v, g->m, g->n, g->k, g->ec), err));
   }

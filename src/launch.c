@@ -79,6 +79,15 @@ static ft_status check_coresident(ft_launchable *t, ft_err *err) {
   return FT_OK;
 }
 
+/* cuBLASLt's epilogue for an epilogue pass's lt (a bias) and lt_act (an activation). */
+static cublasLtEpilogue_t lt_epilogue(const ft_pass_params *p) {
+  switch (p->lt_act) {
+    case FT_EP_LT_RELU: return p->lt ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+    case FT_EP_LT_GELU_TANH: return p->lt ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+    default: return CUBLASLT_EPILOGUE_BIAS;
+  }
+}
+
 ft_status ft_launchable_init(ft_launchable *L, ft_gpu *g, const ft_variant *v, int m, int n, int k,
                              const void *cubin, size_t size, const char *kernel, const char *reduce, ft_err *err) {
   memset(L, 0, sizeof *L);
@@ -121,13 +130,15 @@ ft_status ft_launchable_init(ft_launchable *L, ft_gpu *g, const ft_variant *v, i
   if (fam->after_cublas) {
     void *h;
     ft_status s = ft_gpu_cublas(g, &h, err);
-    /* lt: cuBLASLt's GEMM with its BIAS epilogue; the bias pointer comes with each launch. */
-    if (s == FT_OK && v->lt) s = ft_gpu_cublaslt(g, &h, err);
-    if (s == FT_OK && v->lt) t.lt_handle = (cublasLtHandle_t)h;
-    if (s == FT_OK && v->lt)
-      s = ft_lt_gemm_init(&t.lt, t.lt_handle, (ft_math)v->math, m, n, k, CUBLASLT_EPILOGUE_BIAS, NULL,
+    /* lt, lt_act: cuBLASLt's GEMM with its bias and/or activation epilogue; the bias pointer comes
+     * with each launch. */
+    const int after_lt = v->pass.lt || v->pass.lt_act;
+    if (s == FT_OK && after_lt) s = ft_gpu_cublaslt(g, &h, err);
+    if (s == FT_OK && after_lt) t.lt_handle = (cublasLtHandle_t)h;
+    if (s == FT_OK && after_lt)
+      s = ft_lt_gemm_init(&t.lt, t.lt_handle, (ft_math)v->math, m, n, k, lt_epilogue(&v->pass), NULL,
                           FT_LAUNCH_LT_WORKSPACE, 16, err); /* x, W, y and the bias: 16-byte aligned (alignment) */
-    if (s == FT_OK && v->lt) {
+    if (s == FT_OK && after_lt) {
       const cudaError_t e = cudaMalloc(&t.lt_ws, FT_LAUNCH_LT_WORKSPACE);
       if (e != cudaSuccess) s = ft_cuda_fail(err, e, "cudaMalloc (cuBLASLt workspace)");
     }
@@ -166,12 +177,12 @@ ft_status ft_launchable_check(const ft_launchable *L, const void *x, const void 
 ft_status ft_launchable_enqueue(ft_launchable *L, const void *x, const void *w, void *y, const ft_ep_args_dev *ep,
                                 cudaStream_t stream, ft_err *err) {
   if (!L->fam) return ft__fail(err, FT_ERR_INTERNAL, "launch: nothing loaded");
-  if (L->fam->after_cublas && L->v.lt) {
+  if (L->fam->after_cublas && (L->v.pass.lt || L->v.pass.lt_act)) {
     /* cuBLASLt's bias GEMM: its algorithms read the bias in 16-byte units. */
-    const void *bias = ep->v[L->v.lt - 1];
-    if (!bias || (uintptr_t)bias % 16)
+    const void *bias = L->v.pass.lt ? ep->v[L->v.pass.lt - 1] : NULL;
+    if (L->v.pass.lt && (!bias || (uintptr_t)bias % 16))
       return ft__fail(err, FT_ERR_INVALID_ARG, "the epilogue's bias (vector slot %d) must be bound and 16-byte aligned: "
-                      "this configuration (\"lt\") adds it in cuBLASLt's GEMM", L->v.lt - 1);
+                      "this configuration (\"lt\") adds it in cuBLASLt's GEMM", L->v.pass.lt - 1);
     FT_TRY(ft_lt_gemm_run(&L->lt, L->lt_handle, x, w, y, bias, L->lt_ws, stream, err));
   } else if (L->fam->after_cublas) {
     FT_TRY(ft_cublas_gemm(L->g, (ft_math)L->v.math, x, w, y, L->m, L->n, L->k, stream, err));

@@ -53,6 +53,12 @@ int ft_variant_valid(const ft_variant *v, char *why, size_t whylen) {
   }
   if (v->math < 0 || v->math >= FT_MATH_COUNT || !(f->maths & (1u << v->math)))
     FT_WHY("math mode %d: the %s kernels do not compute in it", v->math, f->name);
+  for (const ft_family *const *o = ft_families(); *o; o++) {
+    if ((*o)->params_offset == f->params_offset) continue;
+    const unsigned char *p = (const unsigned char *)v + (*o)->params_offset;
+    for (size_t i = 0; i < (*o)->params_size; i++)
+      if (p[i]) FT_WHY("%s variant with %s parameters set", f->name, (*o)->name);
+  }
   return f->valid(v, why, whylen);
 }
 
@@ -74,6 +80,11 @@ int ft_variant_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k,
 static void geometry_init(ft_launch_geom *g) {
   memset(g, 0, sizeof *g);
   for (int i = 0; i < 3; i++) g->grid[i] = g->block[i] = g->cluster[i] = g->rgrid[i] = g->rblock[i] = 1;
+}
+
+int ft_variant_stream_k(const ft_variant *v) {
+  const ft_family *f = ft_family_of(v);
+  return f && f->stream_k && f->stream_k(v);
 }
 
 void ft_variant_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_launch_geom *g) {
@@ -159,7 +170,7 @@ static void select_kept(scored *a, int n, int keep) {
   int per_split[FT_MAX_SPLIT_K + 1] = {0}, taken = 0;
   if (take) {
     for (int i = 0; i < n && taken < keep; i++)
-      if (per_split[a[i].v.streamk ? 0 : a[i].v.split_k]++ < FT_SPACE_RESERVE) take[i] = 1, taken++;
+      if (per_split[ft_variant_stream_k(&a[i].v) ? 0 : a[i].v.split_k]++ < FT_SPACE_RESERVE) take[i] = 1, taken++;
   }
   for (int i = 0; i < n; i++) {
     if (take && take[i]) continue;

@@ -12,51 +12,69 @@ typedef enum ft_variant_kind {
   FT_VK_EPILOGUE = 1 /* standalone epilogue pass y = E(y) (strategy "cublas+epilogue") */
 } ft_variant_kind;
 
+/* Each family's own parameters (its file is the only code that reads them; JSON keys keep their
+ * names). A family leaves the other families' blocks zero (ft_variant_valid checks it). */
+
+/* The fp32 GEMM families (fp32_rows, fp32_warp: src/family_fp32*.c). */
+typedef struct ft_fp32_params {
+  int tm, tn;  /* register tile per thread: threads = (bm / tm) * (bn / tn) */
+  int streamk; /* > 0 = a grid of this many blocks sharing the (tile, k tile) units evenly (shared tiles
+                * summed by a fixup kernel that applies E), named "_sk<n>"; 0 = one block per tile and
+                * split-K slice */
+} ft_fp32_params;
+
+/* The tensor-core family (src/family_tc*.c, kernels_src/tc_*.cuh). */
+typedef struct ft_tc_params {
+  int cluster;   /* thread-block cluster size along the shared operand */
+  int consumers; /* consumer warpgroups (block rows = 64 consumers, or 64 pingpong) */
+  int grid;      /* persistent grid size in blocks */
+  int chunk;     /* 3xtf32: k tiles per tensor-core partial sum before it is added into the fp32
+                  * accumulator (0 in other modes) */
+  int aregs;     /* 3xtf32: 1 = x split in registers (wgmma A from registers, BN <= 64), 0 = split in
+                  * shared memory */
+  int tstore;    /* 1 = epilogue through shared memory and TMA stores, 0 = each thread stores its outputs */
+  int pingpong;  /* 0 = cooperative (the consumers split a tile of 64 consumers rows); 1 or 2 = ping-pong
+                  * (two consumers, each owning whole tiles of 64 pingpong rows, one's epilogue beside
+                  * the other's main loop), named "_pp" */
+  int staged;    /* with tstore: 1 = a store box's raw sums staged in shared memory and E applied by a
+                  * rolled loop (a heavy E is emitted four times per box, not once per output of the
+                  * tile), named "_se" */
+  int late;      /* cooperative with tstore (not stream-K or staged): 1 = E box by box between the store
+                  * barriers, not on the whole tile first (FT_EPI_EARLY 0), which a heavy E may need to
+                  * fit the registers; named "_lt" */
+  int streamk;   /* 1 = the last, partial wave of tiles shared k tile by k tile by all blocks of the
+                  * persistent grid, which add each other's partial sums (named "_sk") */
+} ft_tc_params;
+
+/* The epilogue pass (src/family_epilogue.c). */
+typedef struct ft_pass_params {
+  int block; /* threads per block */
+  int ept;   /* elements per thread (multiple of vec) */
+  int lt;    /* 0: the pass runs after cuBLAS's GEMM and applies E; s + 1: after cuBLASLt's GEMM with
+              * its BIAS epilogue adding the column vector of slot s (E's `x + bias`, as nn.Linear's
+              * addmm folds it), the pass applying the rest of E, none when nothing is left; named
+              * "_lt" */
+  int lt_act; /* 1 (relu) or 2 (gelu_tanh), an ft_ep_lt_act: after cuBLASLt's GEMM applying that
+              * activation itself (its RELU or GELU epilogue; RELU_BIAS or GELU_BIAS with lt's bias),
+              * the pass applying the rest of E; named "_ltr", "_ltg" ("_ltbr", "_ltbg" with the bias) */
+} ft_pass_params;
+
 typedef struct ft_variant {
   ft_variant_kind kind;
-  /* FT_VK_GEMM */
-  int bm, bn, bk; /* block tile */
-  int tm, tn;     /* register tile per thread: threads = (bm / tm) * (bn / tn) */
-  int vec;        /* global load/store vector width: 1, 2, 4 (also used by FT_VK_EPILOGUE) */
-  int stages;     /* pipelining, as the family defines it */
-  int split_k;    /* k slices; > 1 adds a reduction kernel that applies E once */
-  int swizzle;    /* block rasterization group (1 = none) for L2 reuse */
-  int streamk;    /* families with stream-K: > 0 = a grid of this many blocks sharing the (tile, k tile)
-                   * units evenly (stream-K; shared tiles summed by a fixup kernel that applies
-                   * E), named "_sk<n>"; 0 = one block per tile and split-K slice. Tensor-core
-                   * family: 1 = the last, partial wave of tiles shared k tile by k tile by all
-                   * blocks of its persistent grid, which add each other's partial sums (named
-                   * "_sk") */
   int layout;     /* with kind, names the kernel family (src/family.c's table): for GEMMs 0 =
                    * fp32_rows (gemm_fp32.cu), 3 = fp32_warp (gemm_fp32_warp.cu, "_w"), 4 = tc
                    * (gemm_tc.cu, "tc_"); 1 and 2 are retired (family.c's k_retired) */
   int math;       /* ft_math the variant computes in (0 = fp32); families that serve other modes
                    * write it as the optional JSON key "math" */
-  int cluster;    /* tensor-core family: thread-block cluster size along the shared operand */
-  int consumers;  /* tensor-core family: consumer warpgroups (block rows = 64 consumers, or 64 pingpong) */
-  int grid;       /* tensor-core family: persistent grid size in blocks */
-  int chunk;      /* tensor-core family, 3xtf32: k tiles per tensor-core partial sum before it is added
-                   * into the fp32 accumulator (0 in other modes) */
-  int aregs;      /* tensor-core family, 3xtf32: 1 = x split in registers (wgmma A from registers,
-                   * BN <= 64), 0 = split in shared memory */
-  int tstore;     /* tensor-core family: 1 = epilogue through shared memory and TMA stores, 0 = each
-                   * thread stores its outputs */
-  int pingpong;   /* tensor-core family: 0 = cooperative (the consumers split a tile of 64 consumers
-                   * rows); 1 or 2 = ping-pong (two consumers, each owning whole tiles of 64 pingpong
-                   * rows, one's epilogue beside the other's main loop), named "_pp" */
-  int staged;     /* tensor-core family, with tstore: 1 = a store box's raw sums staged in shared
-                   * memory and E applied by a rolled loop (a heavy E is emitted four times per box,
-                   * not once per output of the tile), named "_se" */
-  int late;       /* tensor-core family, cooperative with tstore (not stream-K or staged): 1 = E box by
-                   * box between the store barriers, not on the whole tile first (FT_EPI_EARLY 0),
-                   * which a heavy E may need to fit the registers; named "_lt" */
-  /* FT_VK_EPILOGUE */
-  int block;      /* threads per block */
-  int ept;        /* elements per thread (multiple of vec) */
-  int lt;         /* 0: the pass runs after cuBLAS's GEMM and applies E; s + 1: after cuBLASLt's GEMM
-                   * with its BIAS epilogue adding the column vector of slot s (E's `x + bias`, as
-                   * nn.Linear's addmm folds it), the pass applying the rest of E, none when nothing
-                   * is left; named "_lt" */
+  /* Common to the GEMM families (zero in the epilogue pass but vec). */
+  int bm, bn, bk; /* block tile */
+  int vec;        /* global load/store vector width: 1, 2, 4 (also the epilogue pass's) */
+  int stages;     /* pipelining, as the family defines it */
+  int split_k;    /* k slices; > 1 adds a reduction kernel that applies E once */
+  int swizzle;    /* block rasterization group (1 = none) for L2 reuse */
+  ft_fp32_params fp32;
+  ft_tc_params tc;
+  ft_pass_params pass;
 } ft_variant;
 
 /* What the device allows (from cudaGetDeviceProperties, or ft_limits_for_arch without a GPU). */
@@ -100,6 +118,9 @@ ft_status ft_space_enumerate_ep(ft_variant_kind kind, int64_t m, int64_t n, int6
                                 ft_variant **out, double **costs, int *count, ft_err *err);
 ft_status ft_space_enumerate(ft_variant_kind kind, int64_t m, int64_t n, int64_t k,
                              const ft_device_limits *lim, ft_variant **out, int *count, ft_err *err);
+
+/* Whether v shares k tiles between the blocks of its grid (stream-K, as its family builds it). */
+int ft_variant_stream_k(const ft_variant *v);
 
 /* Whether v is a well-formed variant of its kind, whatever the shape and device (every field in
  * range, unused fields zero); if not and why != NULL, a reason. Codegen accepts only these. */

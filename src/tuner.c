@@ -401,7 +401,7 @@ static ft_status plant_test_candidates(tuner *t, int n_gemm, ft_err *err) {
   const char *inject = getenv(FT_TEST_INJECT_ENV);
   if (!inject || !inject[0] || n_gemm == 0) return FT_OK;
   int base = 0;
-  while (base < n_gemm - 1 && (t->c[base].v.split_k != 1 || t->c[base].v.streamk)) base++; /* one kernel */
+  while (base < n_gemm - 1 && (t->c[base].v.split_k != 1 || ft_variant_stream_k(&t->c[base].v))) base++; /* one kernel */
   static const char *const kinds[] = {"wrong", "fault", "hang"};
   for (int i = 0; i < 3; i++) {
     if (!strstr(inject, kinds[i])) continue;
@@ -532,6 +532,14 @@ static ft_status tune_body(tuner *t, ft_err *err) {
   return s;
 }
 
+ft_status ft_tune_check_epilogue(const ft_epilogue *ep, ft_err *err) {
+  if (ft_ep_uses_x2(ep))
+    return ft__fail(err, FT_ERR_UNSUPPORTED, "epilogue '%.200s' uses x2 (a gated pair's second product): no strategy "
+                    "of this version computes it yet (the fused families and cublas+epilogue serve E of x with "
+                    "scalar, col, row and mat operands)", ft_ep_canonical(ep));
+  return FT_OK;
+}
+
 ft_status ft_tune_run(ft_db *db, const ft_tune_req *req, ft_tune_summary *out, ft_err *err) {
   memset(out, 0, sizeof *out);
   const ft_tune_problem *p = req->problem;
@@ -549,10 +557,7 @@ ft_status ft_tune_run(ft_db *db, const ft_tune_req *req, ft_tune_summary *out, f
   ft_status st = FT_OK;
   out->entries = calloc(FT_TUNE_MAX_ENTRIES, sizeof *out->entries);
   if (!out->entries) st = ft__fail(err, FT_ERR_NOMEM, "out of memory");
-  if (st == FT_OK && ft_ep_uses_x2(p->ep))
-    st = ft__fail(err, FT_ERR_UNSUPPORTED, "epilogue '%.200s' uses x2 (a gated pair's second product): no strategy of "
-                  "this version computes it yet (the fused families and cublas+epilogue serve E of x and mat/col/row "
-                  "operands only)", ft_ep_canonical(p->ep));
+  if (st == FT_OK) st = ft_tune_check_epilogue(p->ep, err);
   if (st == FT_OK) st = tune_body(&t, err);
   if (t.run_id) {
     ft_err e2;

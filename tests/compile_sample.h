@@ -25,15 +25,15 @@ static int ft_sample_stride(int argc, char **argv, int sample) {
 
 /* 0: one block per tile, 1: split-K, 2: stream-K. */
 static int ft_sample_split_kind(const ft_variant *v) {
-  return v->streamk > 0 ? 2 : v->split_k > 1 ? 1 : 0;
+  return ft_variant_stream_k(v) ? 2 : v->split_k > 1 ? 1 : 0;
 }
 
 /* The same family, mode and block tile (bm x bn x bk, consumer warpgroups, ping-pong and
  * cluster; the epilogue pass's block): the fields that set how much a block computes. */
 static int ft_sample_same_tile(const ft_variant *a, const ft_variant *b) {
   return ft_family_of(a) == ft_family_of(b) && a->math == b->math && a->bm == b->bm && a->bn == b->bn &&
-         a->bk == b->bk && a->consumers == b->consumers && a->pingpong == b->pingpong && a->cluster == b->cluster &&
-         a->block == b->block;
+         a->bk == b->bk && a->tc.consumers == b->tc.consumers && a->tc.pingpong == b->tc.pingpong && a->tc.cluster == b->tc.cluster &&
+         a->pass.block == b->pass.block;
 }
 
 /* Sets keep[i] for the variants of v[0..n) to compile (all of them when stride <= 1); returns

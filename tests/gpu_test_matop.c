@@ -66,7 +66,7 @@ static int run_kind(ft_gpu *g, ft_variant_kind kind, const shape *sh, const ft_e
     /* As in gpu_test_tc: 3xtf32 chunks over 4 k tiles may miss SGEMM's accuracy (the tuner then
      * rejects them as wrong results), never fp32's bound. */
     const double vtol =
-        math == FT_MATH_3XTF32 && vs[pick[j]].chunk > 4 ? (tol > FT_TOL_FP32 ? tol : FT_TOL_FP32) : tol;
+        math == FT_MATH_3XTF32 && vs[pick[j]].tc.chunk > 4 ? (tol > FT_TOL_FP32 ? tol : FT_TOL_FP32) : tol;
     if (s != FT_OK || c.bad || !(c.rel_err <= vtol)) {
       FT_FAIL_AT_("%s %s: %s rel_err %.3g (tolerance %.3g), %lld non-finite", what, name,
                   s != FT_OK ? (jobs[j].status != FT_OK && jobs[j].log ? jobs[j].log : e.msg) : "", c.rel_err, vtol,

@@ -65,42 +65,42 @@ static int extra_variants(ft_math math, const ft_device_limits *lim, const shape
     ft_variant v = {0};
     v.kind = FT_VK_GEMM, v.layout = ft_family_named("tc")->layout, v.math = (int)math;
     v.bk = math == FT_MATH_TF32 || math == FT_MATH_3XTF32 ? 32 : 64;
-    v.chunk = math == FT_MATH_3XTF32 ? (i % 2 ? 1 : 3) : 0;
-    v.aregs = math == FT_MATH_3XTF32 && cfg[i][0] <= 64; /* x split in registers */
-    v.bn = cfg[i][0], v.stages = cfg[i][1], v.consumers = cfg[i][2], v.cluster = cfg[i][3];
-    v.swizzle = cfg[i][4], v.grid = cfg[i][5];
+    v.tc.chunk = math == FT_MATH_3XTF32 ? (i % 2 ? 1 : 3) : 0;
+    v.tc.aregs = math == FT_MATH_3XTF32 && cfg[i][0] <= 64; /* x split in registers */
+    v.bn = cfg[i][0], v.stages = cfg[i][1], v.tc.consumers = cfg[i][2], v.tc.cluster = cfg[i][3];
+    v.swizzle = cfg[i][4], v.tc.grid = cfg[i][5];
     if (ft_variant_applicable(&v, sh->m, sh->n, sh->k, lim, NULL, 0)) out[n++] = v;
-    v.tstore = 1; /* the TMA-store epilogue too, where N allows it (one consumer is not enumerated above 64 rows) */
+    v.tc.tstore = 1; /* the TMA-store epilogue too, where N allows it (one consumer is not enumerated above 64 rows) */
     if (ft_variant_applicable(&v, sh->m, sh->n, sh->k, lim, NULL, 0)) out[n++] = v;
-    v.late = 1; /* ... and its late form (E box by box), which the enumeration offers at BN >= 192 only */
+    v.tc.late = 1; /* ... and its late form (E box by box), which the enumeration offers at BN >= 192 only */
     if (ft_variant_applicable(&v, sh->m, sh->n, sh->k, lim, NULL, 0)) out[n++] = v;
-    v.late = 0;
+    v.tc.late = 0;
     /* Stream-K with both epilogues, where the grid leaves a partial wave: small grids make
      * slots share units several ways (more blocks per unit than the enumeration allows). Wider
      * than 128 columns only as enumerated, with clusters and TMA stores (the others spill). */
-    for (v.tstore = 1; v.tstore >= 0; v.tstore--) {
-      v.streamk = 1;
-      if (v.bn > 128 && (v.cluster != 2 || !v.tstore || v.bn != 256)) continue;
+    for (v.tc.tstore = 1; v.tc.tstore >= 0; v.tc.tstore--) {
+      v.tc.streamk = 1;
+      if (v.bn > 128 && (v.tc.cluster != 2 || !v.tc.tstore || v.bn != 256)) continue;
       if (ft_variant_applicable(&v, sh->m, sh->n, sh->k, lim, NULL, 0)) out[n++] = v;
     }
-    v.streamk = 0;
+    v.tc.streamk = 0;
     /* Ping-pong with both store forms and 64- and 128-row tiles, beyond the enumeration's
      * group 8: small grids give each consumer several tiles and an odd count leaves the second
      * consumer one fewer. */
-    for (v.pingpong = 1; v.pingpong <= 2; v.pingpong++)
-      for (v.tstore = 1; v.tstore >= 0; v.tstore--)
+    for (v.tc.pingpong = 1; v.tc.pingpong <= 2; v.tc.pingpong++)
+      for (v.tc.tstore = 1; v.tc.tstore >= 0; v.tc.tstore--)
         if (ft_variant_applicable(&v, sh->m, sh->n, sh->k, lim, NULL, 0)) out[n++] = v;
-    v.pingpong = 0;
+    v.tc.pingpong = 0;
     /* The staged epilogue (raw sums through shared memory, E in a rolled loop), cooperative and
      * ping-pong of both heights, a stage less where its staging box does not fit. */
-    v.tstore = 1, v.staged = 1;
+    v.tc.tstore = 1, v.tc.staged = 1;
     for (int pp = 0; pp <= 2; pp++) {
-      v.pingpong = pp;
+      v.tc.pingpong = pp;
       if (!ft_variant_applicable(&v, sh->m, sh->n, sh->k, lim, NULL, 0) && v.stages > 2) v.stages--;
       if (ft_variant_applicable(&v, sh->m, sh->n, sh->k, lim, NULL, 0)) out[n++] = v;
       v.stages = cfg[i][1];
     }
-    v.pingpong = 0, v.staged = 0;
+    v.tc.pingpong = 0, v.tc.staged = 0;
   }
   return n;
 }
@@ -126,7 +126,7 @@ static void misaligned_vector_case(ft_gpu *g) {
     ft_variant v = {0};
     v.kind = FT_VK_GEMM, v.layout = ft_family_named("tc")->layout, v.math = maths[mi];
     v.bk = maths[mi] == FT_MATH_TF32 ? 32 : 64, v.bn = maths[mi] == FT_MATH_TF32 ? 128 : 256, v.stages = 4;
-    v.consumers = 2, v.cluster = 1, v.swizzle = 8, v.grid = 132, v.tstore = 1;
+    v.tc.consumers = 2, v.tc.cluster = 1, v.swizzle = 8, v.tc.grid = 132, v.tc.tstore = 1;
     if (cudaMalloc(&shifted, (size_t)(n + 16) * d->elem) != cudaSuccess ||
         cudaMemcpy((char *)shifted + d->elem, d->dvec[0], (size_t)n * d->elem, cudaMemcpyDeviceToDevice) != cudaSuccess) {
       FT_FAIL_AT_("misaligned bias %s: the shifted copy of the bias could not be made", ft_math_name(maths[mi]));
@@ -181,8 +181,8 @@ static void long_k_case(ft_gpu *g) {
   for (int i = 0; i < 2; i++) {
     ft_variant v = {0};
     v.kind = FT_VK_GEMM, v.layout = ft_family_named("tc")->layout, v.math = FT_MATH_3XTF32;
-    v.bk = 32, v.bn = 64, v.stages = 4, v.consumers = 2, v.cluster = 1, v.swizzle = 8, v.grid = 132;
-    v.chunk = chunks[i];
+    v.bk = 32, v.bn = 64, v.stages = 4, v.tc.consumers = 2, v.tc.cluster = 1, v.swizzle = 8, v.tc.grid = 132;
+    v.tc.chunk = chunks[i];
     ft_kernel_src src = {0};
     ft_compile_job job = {0};
     ft_check c = {0};
@@ -250,7 +250,7 @@ static void run_case(ft_gpu *g, const shape *sh, const char *eptext, ft_math mat
      * apart. Enumerated variants get no such pass with the three test epilogues (the CPU sweep
      * compiles them without spill); with FT_TEST_EPILOGUE's any variant may be rejected so. */
     char why[256] = "";
-    if (s != FT_OK && (t->any_epilogue || (i >= n_enumerated && vs[i].streamk && vs[i].bn > 128)) &&
+    if (s != FT_OK && (t->any_epilogue || (i >= n_enumerated && vs[i].tc.streamk && vs[i].bn > 128)) &&
         ft__compile_rejection(jobs[i].log, why, sizeof why) && strstr(why, "spilled")) {
       t->rejected++;
       ft_compile_job_clear(&jobs[i]);
@@ -260,7 +260,7 @@ static void run_case(ft_gpu *g, const shape *sh, const char *eptext, ft_math mat
     if (s == FT_OK) s = ft_test_launch_check(g, &vs[i], &jobs[i], &src[i], d, &c, &e);
     /* 3xtf32 chunks over 4 k tiles may miss SGEMM's accuracy (the tuner then rejects them), but
      * never fp32's bound: that would be a wrong kernel, not a long accumulation. */
-    const double vtol = math == FT_MATH_3XTF32 && vs[i].chunk > 4 ? (tol > FT_TOL_FP32 ? tol : FT_TOL_FP32) : tol;
+    const double vtol = math == FT_MATH_3XTF32 && vs[i].tc.chunk > 4 ? (tol > FT_TOL_FP32 ? tol : FT_TOL_FP32) : tol;
     if (s == FT_OK && !c.bad && c.rel_err > tol && c.rel_err <= vtol) t->accuracy_misses++;
     if (s != FT_OK || c.bad || !(c.rel_err <= vtol)) {
       failed++;
@@ -270,11 +270,11 @@ static void run_case(ft_gpu *g, const shape *sh, const char *eptext, ft_math mat
       if (s == FT_ERR_CUDA) break; /* the context may be gone */
     } else {
       t->ok++;
-      t->streamk_ok += vs[i].streamk != 0;
-      t->pingpong_ok += vs[i].pingpong != 0;
-      t->staged_ok += vs[i].staged != 0;
+      t->streamk_ok += vs[i].tc.streamk != 0;
+      t->pingpong_ok += vs[i].tc.pingpong != 0;
+      t->staged_ok += vs[i].tc.staged != 0;
       t->fitted_ok += vs[i].bn % 32 != 0;
-      t->late_ok += vs[i].late != 0;
+      t->late_ok += vs[i].tc.late != 0;
       if (c.rel_err / tol > t->worst_ratio) {
         t->worst_ratio = c.rel_err / tol;
         snprintf(t->worst, sizeof t->worst, "%s %s: %.3g of %.3g", what, name, c.rel_err, tol);

@@ -42,7 +42,7 @@ static double now_s(void) {
 static ft_variant raw_gemm_variant(void) {
   ft_variant v = {0};
   v.kind = FT_VK_GEMM;
-  v.bm = 32, v.bn = 32, v.bk = 8, v.tm = 4, v.tn = 4, v.vec = 1, v.stages = 1, v.split_k = 1, v.swizzle = 1;
+  v.bm = 32, v.bn = 32, v.bk = 8, v.fp32.tm = 4, v.fp32.tn = 4, v.vec = 1, v.stages = 1, v.split_k = 1, v.swizzle = 1;
   return v;
 }
 
@@ -82,8 +82,8 @@ static int extra_warp_variants(const shape *sh, const ft_device_limits *lim, ft_
   for (size_t i = 0; i < sizeof cfg / sizeof cfg[0] && n < MAX_EXTRA; i++) {
     ft_variant v = {0};
     v.kind = FT_VK_GEMM, v.layout = ft_family_named("fp32_warp")->layout, v.stages = cfg[i][6], v.swizzle = 1;
-    v.bm = cfg[i][0], v.bn = cfg[i][1], v.bk = cfg[i][2], v.tm = cfg[i][3], v.tn = cfg[i][4];
-    v.split_k = cfg[i][5], v.streamk = cfg[i][7];
+    v.bm = cfg[i][0], v.bn = cfg[i][1], v.bk = cfg[i][2], v.fp32.tm = cfg[i][3], v.fp32.tn = cfg[i][4];
+    v.split_k = cfg[i][5], v.fp32.streamk = cfg[i][7];
     v.vec = sh->k % 4 == 0 ? 4 : sh->k % 2 == 0 ? 2 : 1;
     if (ft_variant_applicable(&v, sh->m, sh->n, sh->k, lim, NULL, 0)) out[n++] = v;
   }

@@ -6,7 +6,7 @@
 static ft_variant gemm_variant(void) {
   ft_variant v = {0};
   v.kind = FT_VK_GEMM;
-  v.bm = 128, v.bn = 128, v.bk = 16, v.tm = 8, v.tn = 8, v.vec = 4, v.stages = 3, v.split_k = 1, v.swizzle = 8;
+  v.bm = 128, v.bn = 128, v.bk = 16, v.fp32.tm = 8, v.fp32.tn = 8, v.vec = 4, v.stages = 3, v.split_k = 1, v.swizzle = 8;
   return v;
 }
 
@@ -76,14 +76,14 @@ static void test_structure(ft_epilogue *ep) {
   ft_kernel_src_free(&k);
 
   /* Stream-K (warp-tiled only): its block count as a define and the fixup as second kernel. */
-  v.split_k = 1, v.layout = 3, v.tm = 16, v.bk = 8, v.stages = 2, v.swizzle = 1, v.streamk = 264;
+  v.split_k = 1, v.layout = 3, v.fp32.tm = 16, v.bk = 8, v.stages = 2, v.swizzle = 1, v.fp32.streamk = 264;
   ASSERT_OK(ft_codegen_variant(&v, ep, &k, &e));
   ASSERT_CONTAINS(k.text, "#define FT_STREAMK 264\n");
   ASSERT_EQ_STR(k.reduce, "ft_streamk_fixup");
   ft_kernel_src_free(&k);
 
   ft_variant p = {0};
-  p.kind = FT_VK_EPILOGUE, p.block = 256, p.vec = 4, p.ept = 8;
+  p.kind = FT_VK_EPILOGUE, p.pass.block = 256, p.vec = 4, p.pass.ept = 8;
   ASSERT_OK(ft_codegen_variant(&p, ep, &k, &e));
   ASSERT_EQ_STR(k.kernel, "ft_epilogue_pass");
   ASSERT_CONTAINS(k.text, "#define FT_EPT 8\n");
@@ -198,29 +198,48 @@ static void test_eager_steps(ft_epilogue *ep) {
 static void test_lt_pass(ft_epilogue *minsub) {
   ft_err e;
   ft_variant v = {0};
-  v.kind = FT_VK_EPILOGUE, v.block = 256, v.vec = 4, v.ept = 8, v.lt = 1; /* minsub's bias is slot 0 */
+  v.kind = FT_VK_EPILOGUE, v.pass.block = 256, v.vec = 4, v.pass.ept = 8, v.pass.lt = 1; /* minsub's bias is slot 0 */
   ft_kernel_src k;
   ASSERT_OK(ft_codegen_variant(&v, minsub, &k, &e));
   ASSERT_TRUE(strstr(k.text, "#define FT_PASS_AFTER_LT_BIAS 1\n") != NULL);
   ASSERT_TRUE(strstr(k.text, "#define FT_EPILOGUE_EXPR ((ft_min(x, ep.s[1]) - ep.s[1]))\n") != NULL);
   ASSERT_EQ_STR(k.kernel, "ft_epilogue_pass");
   ft_kernel_src plain;
-  v.lt = 0;
+  v.pass.lt = 0;
   ASSERT_OK(ft_codegen_variant(&v, minsub, &plain, &e));
   ASSERT_TRUE(strcmp(k.hash, plain.hash) != 0);
   ft_kernel_src_free(&k), ft_kernel_src_free(&plain);
   ft_epilogue *bias = parse("x + bias");
-  v.lt = 1;
+  v.pass.lt = 1;
   if (bias) {
     ASSERT_OK(ft_codegen_variant(&v, bias, &k, &e));
     ASSERT_EQ_STR(k.kernel, ""); /* cuBLASLt's GEMM is all of it */
     ft_kernel_src_free(&k);
   }
-  v.lt = 2;
+  v.pass.lt = 2;
   ASSERT_TRUE(ft_codegen_variant(&v, minsub, &k, &e) == FT_ERR_INVALID_ARG);
   ft_epilogue *nob = parse("relu(x)");
-  v.lt = 1;
+  v.pass.lt = 1;
   if (nob) ASSERT_TRUE(ft_codegen_variant(&v, nob, &k, &e) == FT_ERR_INVALID_ARG);
+  /* After cuBLASLt's relu / gelu_tanh (with or without its bias): the pass applies the rest. */
+  ft_epilogue *gb = parse("gelu_tanh(x + bias) * 1.5");
+  v.pass.lt = 1, v.pass.lt_act = FT_EP_LT_GELU_TANH;
+  if (gb) {
+    ASSERT_OK(ft_codegen_variant(&v, gb, &k, &e));
+    ASSERT_TRUE(strstr(k.text, "#define FT_PASS_AFTER_LT_ACT 2\n") != NULL);
+    ASSERT_TRUE(strstr(k.text, "#define FT_EPILOGUE_EXPR ((x * 1.5f))\n") != NULL);
+    ft_kernel_src_free(&k);
+    v.pass.lt_act = FT_EP_LT_RELU; /* not E's activation */
+    ASSERT_TRUE(ft_codegen_variant(&v, gb, &k, &e) == FT_ERR_INVALID_ARG);
+    ASSERT_CONTAINS(e.msg, "lt_act 1");
+  }
+  v.pass.lt = 0, v.pass.lt_act = FT_EP_LT_RELU;
+  if (nob) {
+    ASSERT_OK(ft_codegen_variant(&v, nob, &k, &e));
+    ASSERT_EQ_STR(k.kernel, ""); /* cuBLASLt's relu GEMM is all of it */
+    ft_kernel_src_free(&k);
+  }
+  ft_ep_free(gb);
   ft_ep_free(bias);
   ft_ep_free(nob);
 }

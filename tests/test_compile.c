@@ -165,7 +165,7 @@ static void test_bad_source(void) {
 static void test_dedupe(const ft_device_limits *lim) {
   (void)lim;
   ft_variant v = {0};
-  v.kind = FT_VK_EPILOGUE, v.block = 256, v.vec = 4, v.ept = 8;
+  v.kind = FT_VK_EPILOGUE, v.pass.block = 256, v.vec = 4, v.pass.ept = 8;
   ft_kernel_src k;
   ft_err e;
   ASSERT_OK(ft_codegen_variant(&v, NULL, &k, &e));
@@ -218,8 +218,8 @@ static void check_warp_spills(const ft_device_limits *lim, int stride) {
     int seen = 0;
     for (int j = 0; j < i && !seen; j++)
       seen = ft_family_of(&g[j]) == warp && g[j].bm == g[i].bm && g[j].bn == g[i].bn && g[j].bk == g[i].bk &&
-             g[j].tm == g[i].tm && g[j].tn == g[i].tn && g[j].stages == g[i].stages && g[j].vec == g[i].vec &&
-             (g[j].streamk > 0) == (g[i].streamk > 0);
+             g[j].fp32.tm == g[i].fp32.tm && g[j].fp32.tn == g[i].fp32.tn && g[j].stages == g[i].stages && g[j].vec == g[i].vec &&
+             (g[j].fp32.streamk > 0) == (g[i].fp32.streamk > 0);
     if (seen || configs++ % stride != 0) continue;
     ft_kernel_src k;
     ft_kernel_usage u;

@@ -155,10 +155,10 @@ static int count_bf16(int64_t m, int64_t n, int64_t k, const ft_device_limits *l
   return count;
 }
 
-static int has_tstore(const ft_variant *v) { return v->tstore != 0; }
-static int has_streamk(const ft_variant *v) { return v->streamk != 0; }
+static int has_tstore(const ft_variant *v) { return v->tc.tstore != 0; }
+static int has_streamk(const ft_variant *v) { return v->tc.streamk != 0; }
 /* Stream-K where the enumeration should not offer it: without clusters of 2 or TMA stores. */
-static int streamk_outside_rule(const ft_variant *v) { return v->streamk && (v->cluster != 2 || !v->tstore); }
+static int streamk_outside_rule(const ft_variant *v) { return v->tc.streamk && (v->tc.cluster != 2 || !v->tc.tstore); }
 
 /* Shape-free rules: each field's range, a mode the family serves, no other family's fields. */
 /* The TMA-store epilogue (tstore): its rules, its shared memory, its key and name. */
@@ -166,10 +166,10 @@ static void test_tstore(const ft_variant *base, const ft_device_limits *lim) {
   char why[160] = "", json[512], name[128];
   ft_err e;
   ft_variant t = *base;
-  t.tstore = 1;
+  t.tc.tstore = 1;
   ASSERT_TRUE(ft_variant_valid(&t, why, sizeof why));
   ft_variant b = t;
-  b.tstore = 2;
+  b.tc.tstore = 2;
   ASSERT_INVALID(b, "tstore 2");
   b = t, b.split_k = 2;
   ASSERT_INVALID(b, "split_k");
@@ -182,7 +182,7 @@ static void test_tstore(const ft_variant *base, const ft_device_limits *lim) {
   ASSERT_TRUE(ft_variant_valid(&b, why, sizeof why));
   b = t, b.bn = 100;
   ASSERT_INVALID(b, "multiple of 8");
-  b = t, b.bn = 168, b.cluster = 2, b.grid = 132;
+  b = t, b.bn = 168, b.tc.cluster = 2, b.tc.grid = 132;
   ASSERT_INVALID(b, "multiple of 16");
   /* Y's rows in whole 16-byte units: N a multiple of 8 in bf16. */
   ASSERT_TRUE(ft_variant_applicable(&t, 128, 1000, 1000, lim, why, sizeof why));
@@ -220,14 +220,14 @@ static void test_tstore(const ft_variant *base, const ft_device_limits *lim) {
 static void test_streamk(const ft_variant *base, const ft_device_limits *lim) {
   char why[200] = "";
   ft_variant t = *base;
-  t.streamk = 1, t.bn = 256, t.stages = 4, t.cluster = 2, t.tstore = 1;
+  t.tc.streamk = 1, t.bn = 256, t.stages = 4, t.tc.cluster = 2, t.tc.tstore = 1;
   ASSERT_TRUE(ft_variant_valid(&t, why, sizeof why));
   ft_variant b = t;
-  b.streamk = 2;
+  b.tc.streamk = 2;
   ASSERT_INVALID(b, "streamk 2");
-  b = t, b.tstore = 0, b.split_k = 2;
+  b = t, b.tc.tstore = 0, b.split_k = 2;
   ASSERT_INVALID(b, "streamk excludes split_k");
-  b = t, b.math = FT_MATH_3XTF32, b.bk = 32, b.bn = 128, b.chunk = 4;
+  b = t, b.math = FT_MATH_3XTF32, b.bk = 32, b.bn = 128, b.tc.chunk = 4;
   ASSERT_INVALID(b, "3xtf32");
   /* 1024 x 8192: 4 x 32 = 128 units of 2 tiles for 66 slots: one whole wave, 62 units shared. */
   ASSERT_TRUE(ft_variant_applicable(&t, 1024, 8192, 8192, lim, why, sizeof why));
@@ -245,7 +245,7 @@ static void test_streamk(const ft_variant *base, const ft_device_limits *lim) {
   ft_variant_geometry(&t, 1024, 8192, 8192, &g);
   ASSERT_TRUE(g.grid[0] == 132 && g.workspace_bytes == (size_t)132 * 128 * 256 * 4 && g.flag_bytes == 132 * 2 * 4);
   ASSERT_TRUE(!g.has_reduce);
-  b = t, b.streamk = 0;
+  b = t, b.tc.streamk = 0;
   ft_variant_geometry(&b, 1024, 8192, 8192, &g0);
   /* The cooperative twin stages the bias slice instead (two consumers x 256 bf16: 1 KiB). */
   ASSERT_TRUE(g.smem + 1024 == g0.smem + 32 && g0.workspace_bytes == 0 && g0.flag_bytes == 0);
@@ -259,42 +259,42 @@ static void test_streamk(const ft_variant *base, const ft_device_limits *lim) {
   ASSERT_TRUE(count_bf16(128, 16384, 16384, lim, has_streamk, &n) == 0 && n > 0);
 }
 
-static int has_pingpong(const ft_variant *v) { return v->pingpong != 0; }
+static int has_pingpong(const ft_variant *v) { return v->tc.pingpong != 0; }
 /* Ping-pong where the enumeration should not offer it: other than 128 x 128 tiles. */
-static int pingpong_outside_rule(const ft_variant *v) { return v->pingpong && (v->pingpong != 2 || v->bn != 128); }
+static int pingpong_outside_rule(const ft_variant *v) { return v->tc.pingpong && (v->tc.pingpong != 2 || v->bn != 128); }
 
 /* Ping-pong (pingpong): its rules, tile rows, shared memory, key and name, and where the
  * enumeration offers it. */
 static void test_pingpong(const ft_variant *base, const ft_device_limits *lim) {
   char why[200] = "", name[128];
   ft_variant t = *base; /* BN 128, two consumers, 6 stages */
-  t.pingpong = 2, t.tstore = 1;
+  t.tc.pingpong = 2, t.tc.tstore = 1;
   ASSERT_TRUE(ft_variant_valid(&t, why, sizeof why));
   ft_variant b = t;
-  b.pingpong = 3;
+  b.tc.pingpong = 3;
   ASSERT_INVALID(b, "pingpong 3");
-  b = t, b.consumers = 1;
+  b = t, b.tc.consumers = 1;
   ASSERT_INVALID(b, "2 consumers");
   b = t, b.bn = 192; /* two m64 accumulators of 96 registers each */
   ASSERT_INVALID(b, "accumulator registers");
-  b.pingpong = 1; /* one of 96 */
+  b.tc.pingpong = 1; /* one of 96 */
   ASSERT_TRUE(ft_variant_valid(&b, why, sizeof why));
-  b = t, b.tstore = 0, b.split_k = 2;
+  b = t, b.tc.tstore = 0, b.split_k = 2;
   ASSERT_INVALID(b, "pingpong excludes");
-  b = t, b.bn = 256, b.stages = 4, b.cluster = 2, b.pingpong = 1, b.streamk = 1;
+  b = t, b.bn = 256, b.stages = 4, b.tc.cluster = 2, b.tc.pingpong = 1, b.tc.streamk = 1;
   ASSERT_INVALID(b, "pingpong excludes");
-  b = t, b.math = FT_MATH_3XTF32, b.bk = 32, b.chunk = 4;
+  b = t, b.math = FT_MATH_3XTF32, b.bk = 32, b.tc.chunk = 4;
   ASSERT_INVALID(b, "pingpong excludes");
   /* Tiles of 64 pingpong rows: 128 x 128 and the cooperative tile alike in shared memory and
    * grid; 64-row tiles half the x stage and twice the tiles. */
   ft_launch_geom g, g0, g1;
   memset(&g, 0, sizeof g), memset(&g0, 0, sizeof g0), memset(&g1, 0, sizeof g1);
-  b = t, b.pingpong = 0;
+  b = t, b.tc.pingpong = 0;
   ft_variant_geometry(&t, 1024, 8192, 8192, &g);
   ft_variant_geometry(&b, 1024, 8192, 8192, &g0);
   /* ... but for the cooperative tile's staged column-vector slices (2 x 128 bf16). */
   ASSERT_TRUE(g.smem + 512 == g0.smem && g.grid[0] == 132 && g.block[0] == 384 && g.workspace_bytes == 0);
-  b = t, b.pingpong = 1;
+  b = t, b.tc.pingpong = 1;
   ft_variant_geometry(&b, 64, 256, 64, &g1); /* 1 x 2 tiles of 64 x 128 */
   ASSERT_TRUE(g1.smem == g.smem - 6 * 64 * 128 && g1.grid[0] == 2);
   ASSERT_KEY_AND_NAME(t, ",\"tstore\":1,\"pingpong\":2}", "tc_bm128_bn128_bk64_s6_c1_z8_p132_pp_ts_bf16");
@@ -308,8 +308,8 @@ static void test_pingpong(const ft_variant *base, const ft_device_limits *lim) {
   ASSERT_TRUE(count_bf16(64, 16384, 16384, lim, has_pingpong, &n) == 0 && n > 0);
   /* What the enumeration rarely or never offers compiles clean too: 64-row tiles, direct stores. */
   ft_variant fixed[2] = {t, t};
-  fixed[0].pingpong = 1, fixed[0].bn = 256, fixed[0].stages = 4, fixed[0].tstore = 0;
-  fixed[1].tstore = 0, fixed[1].math = FT_MATH_TF32, fixed[1].bk = 32;
+  fixed[0].tc.pingpong = 1, fixed[0].bn = 256, fixed[0].stages = 4, fixed[0].tc.tstore = 0;
+  fixed[1].tc.tstore = 0, fixed[1].math = FT_MATH_TF32, fixed[1].bk = 32;
   ft_kernel_src src[2] = {{0}};
   ft_compile_job jobs[2] = {{0}};
   for (int i = 0; i < 2; i++) ASSERT_TRUE(ft_variant_valid(&fixed[i], why, sizeof why));
@@ -328,19 +328,19 @@ static void test_pingpong(const ft_variant *base, const ft_device_limits *lim) {
 static void test_staged(const ft_variant *base, const ft_device_limits *lim) {
   char why[200] = "";
   ft_variant t = *base; /* BN 128, two consumers, 6 stages */
-  t.tstore = 1, t.staged = 1, t.pingpong = 2, t.stages = 5;
+  t.tc.tstore = 1, t.tc.staged = 1, t.tc.pingpong = 2, t.stages = 5;
   ASSERT_TRUE(ft_variant_valid(&t, why, sizeof why));
   ft_variant b = t;
-  b.staged = 2;
+  b.tc.staged = 2;
   ASSERT_INVALID(b, "staged 2");
-  b = t, b.tstore = 0;
+  b = t, b.tc.tstore = 0;
   ASSERT_INVALID(b, "needs tstore");
-  b = t, b.pingpong = 0, b.bn = 256, b.stages = 3, b.cluster = 2, b.streamk = 1;
+  b = t, b.tc.pingpong = 0, b.bn = 256, b.stages = 3, b.tc.cluster = 2, b.tc.streamk = 1;
   ASSERT_INVALID(b, "excludes streamk");
   /* 16-bit storage: a 16 KiB fp32 staging box per consumer; fp32 storage stages in place. */
   ft_launch_geom g, g0;
   memset(&g, 0, sizeof g), memset(&g0, 0, sizeof g0);
-  b = t, b.staged = 0;
+  b = t, b.tc.staged = 0;
   ft_variant_geometry(&t, 1024, 8192, 8192, &g);
   ft_variant_geometry(&b, 1024, 8192, 8192, &g0);
   ASSERT_TRUE(g.smem == g0.smem + 2 * 64 * 256);
@@ -356,8 +356,8 @@ static void test_staged(const ft_variant *base, const ft_device_limits *lim) {
   /* gelu's E through the rolled loop: no spill, and under half the unrolled kernel's size (CUDA
    * 13.0: 30 KB against 165 KB). tf32 cooperative BN 256 staged in place. */
   ft_variant vs[3] = {t, b, f};
-  vs[1].staged = 0, vs[1].stages = 6;
-  vs[2].pingpong = 0, vs[2].bn = 256, vs[2].stages = 4;
+  vs[1].tc.staged = 0, vs[1].stages = 6;
+  vs[2].tc.pingpong = 0, vs[2].bn = 256, vs[2].stages = 4;
   ft_kernel_src src[3] = {{0}};
   ft_compile_job jobs[3] = {{0}};
   for (int i = 0; i < 3; i++) ASSERT_TRUE(ft_variant_applicable(&vs[i], 1024, 8192, 8192, lim, why, sizeof why));
@@ -404,10 +404,10 @@ static void test_full_space(const ft_device_limits *lim) {
       int missing = 0, staged = 0, pp1 = 0, pruned_extra = 0, pruned_staged = 0;
       for (int i = 0; i < np; i++) {
         missing += !name_in(&pr[i], fu, nf);
-        pruned_extra += (pr[i].staged && modes[mi] != FT_MATH_3XTF32) || pr[i].pingpong == 1;
-        pruned_staged += pr[i].staged;
+        pruned_extra += (pr[i].tc.staged && modes[mi] != FT_MATH_3XTF32) || pr[i].tc.pingpong == 1;
+        pruned_staged += pr[i].tc.staged;
       }
-      for (int i = 0; i < nf; i++) staged += fu[i].staged, pp1 += fu[i].pingpong == 1;
+      for (int i = 0; i < nf; i++) staged += fu[i].tc.staged, pp1 += fu[i].tc.pingpong == 1;
       printf("%lldx%lldx%lld %s: pruned %d, full %d (%d staged, %d 64-row ping-pong)\n", (long long)sh[0],
              (long long)sh[1], (long long)sh[2], ft_math_name(modes[mi]), np, nf, staged, pp1);
       ASSERT_TRUE(missing == 0 && pruned_extra == 0);
@@ -433,7 +433,7 @@ static void test_colv_stage(const ft_variant *base, const ft_device_limits *lim)
 static void test_validity(const ft_device_limits *lim) {
   ft_variant v = {0};
   v.kind = FT_VK_GEMM, v.layout = ft_family_named("tc")->layout, v.math = FT_MATH_BF16;
-  v.bn = 128, v.bk = 64, v.stages = 6, v.consumers = 2, v.cluster = 1, v.swizzle = 8, v.grid = 132;
+  v.bn = 128, v.bk = 64, v.stages = 6, v.tc.consumers = 2, v.tc.cluster = 1, v.swizzle = 8, v.tc.grid = 132;
   char why[160] = "";
   ASSERT_TRUE(ft_variant_valid(&v, why, sizeof why));
   ft_variant b = v;
@@ -447,9 +447,9 @@ static void test_validity(const ft_device_limits *lim) {
   ASSERT_TRUE(ft_variant_valid(&b, why, sizeof why));
   b = v, b.math = FT_MATH_FP32;
   ASSERT_INVALID(b, "math mode");
-  b = v, b.cluster = 2, b.grid = 131;
+  b = v, b.tc.cluster = 2, b.tc.grid = 131;
   ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
-  b = v, b.tm = 8;
+  b = v, b.fp32.tm = 8;
   ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
   /* Applicability: K in whole 16-byte rows, compute capability 9.0, shared memory. */
   ASSERT_TRUE(ft_variant_applicable(&v, 128, 1000, 1000, lim, why, sizeof why));
@@ -490,25 +490,25 @@ static void test_validity(const ft_device_limits *lim) {
  * silu in tf32 the cooperative BN 256 TMA-store kernel spills in the early form (CUDA 13.0 ptxas) and compiles clean
  * in the late one (why the enumeration offers it), and the full space offers it beside the early
  * form at BN >= 192 only. */
-static int has_late(const ft_variant *v) { return v->late != 0; }
+static int has_late(const ft_variant *v) { return v->tc.late != 0; }
 static int late_outside_rule(const ft_variant *v) {
-  return v->late && (v->bn < 192 || !v->tstore || v->pingpong || v->streamk || v->staged);
+  return v->tc.late && (v->bn < 192 || !v->tc.tstore || v->tc.pingpong || v->tc.streamk || v->tc.staged);
 }
 
 static void test_late(const ft_variant *base, const ft_device_limits *lim) {
   char why[200] = "";
   ft_err e;
   ft_variant t = *base;
-  t.tstore = 1, t.late = 1, t.bn = 256, t.stages = 4;
+  t.tc.tstore = 1, t.tc.late = 1, t.bn = 256, t.stages = 4;
   ASSERT_TRUE(ft_variant_valid(&t, why, sizeof why));
   ft_variant b = t;
-  b.late = 2;
+  b.tc.late = 2;
   ASSERT_INVALID(b, "late 2");
-  b = t, b.tstore = 0;
+  b = t, b.tc.tstore = 0;
   ASSERT_INVALID(b, "late");
-  b = t, b.bn = 128, b.pingpong = 2;
+  b = t, b.bn = 128, b.tc.pingpong = 2;
   ASSERT_INVALID(b, "late");
-  b = t, b.staged = 1;
+  b = t, b.tc.staged = 1;
   ASSERT_INVALID(b, "late");
   ASSERT_KEY_AND_NAME(t, ",\"tstore\":1,\"late\":1}", "tc_bm128_bn256_bk64_s4_c1_z8_p132_ts_lt_bf16");
   int n = 0, in_full = 0, outside = 0;
@@ -521,7 +521,7 @@ static void test_late(const ft_variant *base, const ft_device_limits *lim) {
   ASSERT_EQ_INT(outside, 0);
   /* gelu in tf32 at BN 256: early spills, late fits (silu did too before the fast function forms). */
   ft_variant vs[2] = {t, t};
-  for (int i = 0; i < 2; i++) vs[i].math = FT_MATH_TF32, vs[i].bk = 32, vs[i].late = i;
+  for (int i = 0; i < 2; i++) vs[i].math = FT_MATH_TF32, vs[i].bk = 32, vs[i].tc.late = i;
   ft_kernel_src src[2] = {{0}};
   ft_compile_job jobs[2] = {{0}};
   compile_fixed(vs, 2, "gelu(x + bias)", src, jobs);
@@ -558,10 +558,10 @@ static int source_has(const ft_variant *v, const char *text, const char *want) {
  * codegen names (the first column vector; none without one). */
 static void test_colv_stage(const ft_variant *base, const ft_device_limits *lim) {
   ft_variant t = *base; /* BN 128, two consumers, 6 stages, bf16 */
-  t.bn = 256, t.stages = 4, t.tstore = 1;
+  t.bn = 256, t.stages = 4, t.tc.tstore = 1;
   ASSERT_TRUE(ft_variant_applicable(&t, 1024, 8192, 8192, lim, NULL, 0));
   ft_variant d = t;
-  d.tstore = 0;
+  d.tc.tstore = 0;
   ft_launch_geom g, gd;
   memset(&g, 0, sizeof g), memset(&gd, 0, sizeof gd);
   ft_variant_geometry(&t, 1024, 8192, 8192, &g);
@@ -573,7 +573,7 @@ static void test_colv_stage(const ft_variant *base, const ft_device_limits *lim)
   ASSERT_TRUE(source_has(&t, "max(x * a, 0) + b where scalar a, col b", "#define FT_EP_COLV_SLOT 1\n") == 1);
   ASSERT_TRUE(source_has(&d, "biasrelu", "colv_bytes = 5") == 0); /* direct stores: no early E */
   ft_variant l = t;
-  l.late = 1;
+  l.tc.late = 1;
   ASSERT_TRUE(source_has(&l, "biasrelu", "colv_bytes = 5") == 0);
   /* tf32 at BN 256 and 4 stages: 2 KiB more would pass 227 KiB, so it is left out, not a stage. */
   ft_variant f = t;
@@ -592,8 +592,8 @@ static void test_fitted_widths(const ft_device_limits *lim) {
   ASSERT_OK(ft_space_enumerate_costs(FT_VK_GEMM, 512, 11008, 4096, FT_MATH_BF16, lim, &vs, &costs, &n, &e));
   for (int i = 0; i < n; i++) {
     if (ft_family_of(&vs[i]) != ft_family_named("tc")) continue;
-    n168 += vs[i].bn == 168, n112 += vs[i].bn == 112, pp112 += vs[i].bn == 112 && vs[i].pingpong == 2;
-    if (vs[i].bn == 168) ASSERT_EQ_INT(vs[i].cluster, 1);
+    n168 += vs[i].bn == 168, n112 += vs[i].bn == 112, pp112 += vs[i].bn == 112 && vs[i].tc.pingpong == 2;
+    if (vs[i].bn == 168) ASSERT_EQ_INT(vs[i].tc.cluster, 1);
     if (best < 0 || costs[i] < costs[best]) best = i;
   }
   ASSERT_TRUE(n168 > 0 && n112 > 0 && pp112 > 0);

@@ -614,8 +614,39 @@ static void test_folded(void) {
   }
 }
 
+/* E after cuBLASLt's relu / gelu_tanh epilogue (ft_ep_cuda_lt_act): that activation of x or of the
+ * folded x + bias read as x; nothing for any other prefix or when x occurs twice. */
+static void test_lt_act(void) {
+  static const struct {
+    const char *text, *rest;
+    int slot, act;
+  } cases[] = {
+      {"relu(x + bias)", "x", 0, FT_EP_LT_RELU},
+      {"relu(x)", "x", -1, FT_EP_LT_RELU},
+      {"gelu_tanh(bias + x) * 1.5", "(x * 1.5f)", 0, FT_EP_LT_GELU_TANH},
+      {"sigmoid(gelu_tanh(x)) * b where b = 3", "(ft_sigmoid(x) * ep.s[0])", -1, FT_EP_LT_GELU_TANH},
+      {"gelu(x + bias)", NULL, -1, FT_EP_LT_NONE},   /* erf GELU: cuBLASLt's is the tanh form */
+      {"relu(2 * x + bias)", NULL, -1, FT_EP_LT_NONE},
+      {"relu(x) + x", NULL, -1, FT_EP_LT_NONE},      /* two x */
+      {"x + bias", NULL, -1, FT_EP_LT_NONE},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ft_epilogue *ep = parse_ok(cases[i].text);
+    if (!ep) continue;
+    int slot = 7;
+    ft_ep_lt_act act = (ft_ep_lt_act)9;
+    const char *f = ft_ep_cuda_lt_act(ep, &slot, &act);
+    if (cases[i].rest) ASSERT_EQ_STR(f, cases[i].rest);
+    else ASSERT_TRUE(f == NULL);
+    ASSERT_EQ_INT(slot, cases[i].slot);
+    ASSERT_EQ_INT((int)act, cases[i].act);
+    ft_ep_free(ep);
+  }
+}
+
 int main(void) {
   test_folded();
+  test_lt_act();
   test_cost();
   test_operators();
   test_functions();

@@ -224,7 +224,7 @@ static int compile_mode(ft_math math, const ft_device_limits *lim, int stride) {
 /* 16-bit alignment: y needs 2 * vec bytes, x and W their element. */
 static void test_alignment(void) {
   ft_variant v = {0};
-  v.kind = FT_VK_EPILOGUE, v.block = 256, v.vec = 4, v.ept = 8;
+  v.kind = FT_VK_EPILOGUE, v.pass.block = 256, v.vec = 4, v.pass.ept = 8;
   const ft_math modes[] = {FT_MATH_FP32, FT_MATH_TF32, FT_MATH_BF16, FT_MATH_FP16};
   const size_t want_y[] = {16, 16, 8, 8}, want_x[] = {4, 4, 2, 2};
   for (int i = 0; i < 4; i++) {

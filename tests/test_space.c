@@ -23,19 +23,19 @@ static void check_geometry(const ft_variant *v, const shape *s) {
   ft_variant_geometry(v, s->m, s->n, s->k, &g);
   ASSERT_TRUE(g.grid[0] >= 1 && g.grid[1] == 1 && g.block[1] == 1 && g.block[2] == 1);
   if (v->kind == FT_VK_EPILOGUE) {
-    ASSERT_EQ_INT(g.block[0], v->block);
-    ASSERT_TRUE((int64_t)g.grid[0] * v->block * v->ept >= s->m * s->n);
+    ASSERT_EQ_INT(g.block[0], v->pass.block);
+    ASSERT_TRUE((int64_t)g.grid[0] * v->pass.block * v->pass.ept >= s->m * s->n);
     ASSERT_EQ_INT(g.has_reduce, 0);
     return;
   }
-  ASSERT_EQ_INT(g.block[0], (v->bm / v->tm) * (v->bn / v->tn));
+  ASSERT_EQ_INT(g.block[0], (v->bm / v->fp32.tm) * (v->bn / v->fp32.tn));
   const int64_t tiles = ((s->m + v->bm - 1) / v->bm) * ((s->n + v->bn - 1) / v->bn);
   ASSERT_TRUE(g.smem > 0 && g.smem <= 232448);
-  if (v->streamk > 0) { /* a grid of streamk blocks, two tile slots each, a fixup block per tile */
-    ASSERT_EQ_INT(g.grid[0], v->streamk);
+  if (v->fp32.streamk > 0) { /* a grid of streamk blocks, two tile slots each, a fixup block per tile */
+    ASSERT_EQ_INT(g.grid[0], v->fp32.streamk);
     ASSERT_EQ_INT(g.grid[2], 1);
     ASSERT_EQ_INT(g.has_reduce, 1);
-    ASSERT_EQ_INT(g.workspace_bytes, (int64_t)v->streamk * 2 * v->bm * v->bn * 4);
+    ASSERT_EQ_INT(g.workspace_bytes, (int64_t)v->fp32.streamk * 2 * v->bm * v->bn * 4);
     ASSERT_EQ_INT(g.rgrid[0], tiles);
     ASSERT_EQ_INT(g.rblock[0], 256);
     ASSERT_EQ_INT(g.rgrid[1], v->bm * v->bn / 1024);
@@ -138,7 +138,7 @@ static void test_enumerate(const ft_device_limits *lim) {
         if (kind == FT_VK_GEMM) stages_seen |= 1 << vs[j].stages;
         if (kind == FT_VK_GEMM) layouts_seen |= 1 << family_index(ft_family_of(&vs[j]));
         if (vs[j].split_k > 1) split_seen = 1;
-        if (vs[j].streamk > 0) streamk_seen = 1;
+        if (vs[j].fp32.streamk > 0) streamk_seen = 1;
         check_roundtrip(&vs[j]);
         check_geometry(&vs[j], s);
         for (int q = 0; q < j; q++) ASSERT_TRUE(memcmp(&vs[q], &vs[j], sizeof vs[j]) != 0);
@@ -202,7 +202,7 @@ static void test_limits(void) {
 static void test_names(void) {
   ft_variant v = {0};
   v.kind = FT_VK_GEMM;
-  v.bm = 64, v.bn = 128, v.bk = 16, v.tm = 8, v.tn = 8, v.vec = 4, v.stages = 2, v.split_k = 1, v.swizzle = 8;
+  v.bm = 64, v.bn = 128, v.bk = 16, v.fp32.tm = 8, v.fp32.tn = 8, v.vec = 4, v.stages = 2, v.split_k = 1, v.swizzle = 8;
   char buf[256];
   ft_variant_name(&v, buf, sizeof buf);
   ASSERT_EQ_STR(buf, "gemm_bm64_bn128_bk16_t8x8_v4_s2_k1_z8");
@@ -211,7 +211,7 @@ static void test_names(void) {
                      "\"stages\":2,\"split_k\":1,\"swizzle\":8}");
   /* Layout 3 (warp-tiled): a name suffix and one more key; layout 0 written as before. */
   ft_variant km = v;
-  km.bm = 128, km.bk = 8, km.tm = 16, km.stages = 1, km.split_k = 2, km.swizzle = 1, km.layout = 3;
+  km.bm = 128, km.bk = 8, km.fp32.tm = 16, km.stages = 1, km.split_k = 2, km.swizzle = 1, km.layout = 3;
   ft_variant_name(&km, buf, sizeof buf);
   ASSERT_EQ_STR(buf, "gemm_bm128_bn128_bk8_t16x8_v4_s1_k2_z1_w");
   ft_variant_json(&km, buf, sizeof buf);
@@ -234,7 +234,7 @@ static void test_names(void) {
                 FT_ERR_FORMAT);
   ASSERT_CONTAINS(kerr.msg, "removed");
   ft_variant e = {0};
-  e.kind = FT_VK_EPILOGUE, e.block = 256, e.vec = 4, e.ept = 8;
+  e.kind = FT_VK_EPILOGUE, e.pass.block = 256, e.vec = 4, e.pass.ept = 8;
   ft_variant_name(&e, buf, sizeof buf);
   ASSERT_EQ_STR(buf, "epi_b256_v4_e8");
   ft_variant_json(&e, buf, sizeof buf);
@@ -250,8 +250,8 @@ static void test_names(void) {
 static void test_streamk(const ft_device_limits *lim) {
   ft_variant v = {0};
   v.kind = FT_VK_GEMM, v.layout = 3;
-  v.bm = 128, v.bn = 256, v.bk = 8, v.tm = 16, v.tn = 8, v.vec = 4, v.stages = 2, v.split_k = 1, v.swizzle = 1;
-  v.streamk = 132;
+  v.bm = 128, v.bn = 256, v.bk = 8, v.fp32.tm = 16, v.fp32.tn = 8, v.vec = 4, v.stages = 2, v.split_k = 1, v.swizzle = 1;
+  v.fp32.streamk = 132;
   char buf[256], why[160];
   ft_err e;
   ASSERT_TRUE(ft_variant_valid(&v, why, sizeof why));
@@ -268,12 +268,12 @@ static void test_streamk(const ft_device_limits *lim) {
   bad.split_k = 2;
   ASSERT_TRUE(!ft_variant_valid(&bad, why, sizeof why));
   ASSERT_CONTAINS(why, "split_k");
-  bad = v, bad.streamk = -1;
+  bad = v, bad.fp32.streamk = -1;
   ASSERT_TRUE(!ft_variant_valid(&bad, why, sizeof why));
-  bad = v, bad.streamk = 4097;
+  bad = v, bad.fp32.streamk = 4097;
   ASSERT_TRUE(!ft_variant_valid(&bad, why, sizeof why));
   ASSERT_CONTAINS(why, "streamk");
-  bad = v, bad.layout = 0, bad.tm = 8, bad.stages = 1;
+  bad = v, bad.layout = 0, bad.fp32.tm = 8, bad.stages = 1;
   ASSERT_TRUE(!ft_variant_valid(&bad, why, sizeof why));
   ASSERT_CONTAINS(why, "layout 3");
   /* JSON: the same checks, and an epilogue variant has no such key. */
@@ -293,11 +293,19 @@ static void test_streamk(const ft_device_limits *lim) {
   ASSERT_CONTAINS(e.msg, "duplicate");
   /* "streamk":0 is the same variant as no key. */
   ft_variant plain = v;
-  plain.streamk = 0;
+  plain.fp32.streamk = 0;
   ASSERT_OK(ft_variant_from_json("{\"kind\":\"gemm\",\"bm\":128,\"bn\":256,\"bk\":8,\"tm\":16,\"tn\":8,"
                                  "\"vec\":4,\"stages\":2,\"split_k\":1,\"swizzle\":1,\"streamk\":0,\"layout\":3}",
                                  &bad, &e));
   ASSERT_TRUE(memcmp(&bad, &plain, sizeof plain) == 0);
+  /* Each family owns its block of ft_variant: another family's block set is refused by name. */
+  bad = v, bad.tc.pingpong = 1;
+  ASSERT_TRUE(!ft_variant_valid(&bad, why, sizeof why));
+  ASSERT_CONTAINS(why, "fp32_warp variant with tc parameters");
+  bad = v, bad.pass.lt = 1;
+  ASSERT_TRUE(!ft_variant_valid(&bad, why, sizeof why));
+  ASSERT_CONTAINS(why, "with epilogue_pass parameters");
+  ASSERT_TRUE(ft_variant_stream_k(&v) && !ft_variant_stream_k(&plain));
 }
 
 static void test_hostile_json(void) {
@@ -371,14 +379,14 @@ static void test_hostile_json(void) {
 static void test_applicability(const ft_device_limits *lim) {
   ft_variant v = {0};
   v.kind = FT_VK_GEMM;
-  v.bm = 128, v.bn = 128, v.bk = 16, v.tm = 8, v.tn = 8, v.vec = 4, v.stages = 3, v.split_k = 1, v.swizzle = 1;
+  v.bm = 128, v.bn = 128, v.bk = 16, v.fp32.tm = 8, v.fp32.tn = 8, v.vec = 4, v.stages = 3, v.split_k = 1, v.swizzle = 1;
   char why[160];
   ASSERT_TRUE(ft_variant_applicable(&v, 128, 256, 512, lim, why, sizeof why));
   ASSERT_TRUE(!ft_variant_applicable(&v, 128, 256, 514, lim, why, sizeof why));
   ASSERT_CONTAINS(why, "vec");
   v.vec = 2;
   ASSERT_TRUE(ft_variant_applicable(&v, 128, 256, 514, lim, why, sizeof why));
-  v.stages = 4, v.bk = 32, v.bm = 256, v.bn = 256, v.tm = 8, v.tn = 8; /* 1024 threads, 295 KB */
+  v.stages = 4, v.bk = 32, v.bm = 256, v.bn = 256, v.fp32.tm = 8, v.fp32.tn = 8; /* 1024 threads, 295 KB */
   ASSERT_TRUE(!ft_variant_applicable(&v, 128, 256, 512, lim, why, sizeof why));
 }
 
@@ -434,12 +442,20 @@ static void test_epilogue_cost(const ft_device_limits *lim) {
     while (j < na && memcmp(&a[j], &h[i], sizeof h[i]) != 0) j++;
     ASSERT_TRUE(j < na);
     if (j < na) ASSERT_TRUE(ch[i] > ca[j]);
-    if (j < na && h[i].pingpong == 2 && ch[i] / ca[j] > worst_pp) worst_pp = ch[i] / ca[j];
-    if (j < na && !h[i].pingpong && h[i].bn == 256 && h[i].split_k == 0 && ch[i] / ca[j] < least_coop)
+    if (j < na && h[i].tc.pingpong == 2 && ch[i] / ca[j] > worst_pp) worst_pp = ch[i] / ca[j];
+    if (j < na && !h[i].tc.pingpong && h[i].bn == 256 && h[i].split_k == 0 && ch[i] / ca[j] < least_coop)
       least_coop = ch[i] / ca[j];
   }
-  ASSERT_TRUE(nh > 0 && h[0].pingpong == 2);
+  ASSERT_TRUE(nh > 0 && h[0].tc.pingpong == 2);
   ASSERT_TRUE(worst_pp < least_coop);
+  if (nh > 0) { /* the tc family's own block, and no other's */
+    char why[160];
+    ft_variant bad = h[0];
+    ASSERT_TRUE(ft_variant_valid(&bad, why, sizeof why));
+    bad.fp32.tm = 8;
+    ASSERT_TRUE(!ft_variant_valid(&bad, why, sizeof why));
+    ASSERT_CONTAINS(why, "tc variant with fp32_");
+  }
   free(a), free(b), free(h), free(ca), free(cb), free(ch);
   ft_ep_free(ep);
   ft_ep_free(none);
@@ -464,21 +480,21 @@ static void test_tc_axes(const ft_device_limits *lim) {
           const ft_variant *t = &v[j];
           if (t->layout != 4) continue;
           tc++;
-          const int bm = 64 * (t->pingpong ? t->pingpong : t->consumers);
+          const int bm = 64 * (t->tc.pingpong ? t->tc.pingpong : t->tc.consumers);
           const int64_t tiles_m = (m + bm - 1) / bm;
-          ASSERT_TRUE(t->consumers == 2 || m <= 64);                     /* consumers */
-          ASSERT_TRUE(t->cluster == 1 || (m + 64 * t->consumers - 1) / (64 * t->consumers) >= 2); /* cluster */
+          ASSERT_TRUE(t->tc.consumers == 2 || m <= 64);                     /* consumers */
+          ASSERT_TRUE(t->tc.cluster == 1 || (m + 64 * t->tc.consumers - 1) / (64 * t->tc.consumers) >= 2); /* cluster */
           ASSERT_TRUE(t->swizzle == 8 || (t->swizzle == 16 && tiles_m > 8)); /* group */
-          ASSERT_TRUE(!t->pingpong || (t->consumers == 2 && modes[mo] != FT_MATH_3XTF32)); /* form */
-          ASSERT_TRUE(full || t->pingpong != 1);
-          ASSERT_TRUE(full || !t->pingpong || t->swizzle == 8);
-          ASSERT_TRUE(full || !t->staged || modes[mo] == FT_MATH_3XTF32);
-          ASSERT_TRUE(!t->staged || t->tstore);
-          ASSERT_TRUE((t->chunk > 0) == (modes[mo] == FT_MATH_3XTF32)); /* chunk */
-          ASSERT_TRUE(!t->aregs || t->bn <= 64);                        /* aregs */
-          ASSERT_TRUE(t->split_k == 0 || (!t->tstore && !t->pingpong)); /* split-K */
-          ASSERT_TRUE(!t->streamk || (t->cluster == 2 && t->tstore && !t->pingpong && !t->staged)); /* stream-K */
-          ASSERT_TRUE(!t->late || (full && t->tstore && t->bn >= 192 && !t->pingpong)); /* the late twin */
+          ASSERT_TRUE(!t->tc.pingpong || (t->tc.consumers == 2 && modes[mo] != FT_MATH_3XTF32)); /* form */
+          ASSERT_TRUE(full || t->tc.pingpong != 1);
+          ASSERT_TRUE(full || !t->tc.pingpong || t->swizzle == 8);
+          ASSERT_TRUE(full || !t->tc.staged || modes[mo] == FT_MATH_3XTF32);
+          ASSERT_TRUE(!t->tc.staged || t->tc.tstore);
+          ASSERT_TRUE((t->tc.chunk > 0) == (modes[mo] == FT_MATH_3XTF32)); /* chunk */
+          ASSERT_TRUE(!t->tc.aregs || t->bn <= 64);                        /* aregs */
+          ASSERT_TRUE(t->split_k == 0 || (!t->tc.tstore && !t->tc.pingpong)); /* split-K */
+          ASSERT_TRUE(!t->tc.streamk || (t->tc.cluster == 2 && t->tc.tstore && !t->tc.pingpong && !t->tc.staged)); /* stream-K */
+          ASSERT_TRUE(!t->tc.late || (full && t->tc.tstore && t->bn >= 192 && !t->tc.pingpong)); /* the late twin */
         }
         ASSERT_TRUE(tc > 0);
         free(v);
@@ -486,25 +502,45 @@ static void test_tc_axes(const ft_device_limits *lim) {
 }
 
 /* The epilogue pass after cuBLASLt's bias GEMM: enumerated beside the plain passes where E adds a
- * bias to x (one variant when nothing else is left), never otherwise; its slot, name, JSON and
- * rules; the GEMM families refuse the field. */
+ * bias to x (one variant when nothing else is left), never otherwise; after its relu / gelu_tanh
+ * epilogues where E begins with one of x or of x + bias; slot, name, JSON and rules; the GEMM
+ * families refuse the fields. */
 static void test_lt_passes(const ft_device_limits *lim) {
   static const struct {
     const char *ep;
-    int lt_variants; /* -1: some */
-  } cases[] = {{"relu(x + bias)", -1}, {"x + bias", 1}, {"relu(x)", 0}, {"x", 0}};
+    int lt_variants;  /* bias only; -1: some */
+    int act_variants; /* an activation (with the bias where E adds one); -1: some */
+    const char *act_suffix;
+  } cases[] = {{"relu(x + bias)", -1, 1, "_ltbr_bf16"},
+               {"x + bias", 1, 0, NULL},
+               {"relu(x)", 0, 1, "_ltr_bf16"},
+               {"gelu_tanh(x + bias) * 1.5", -1, -1, "_ltbg_bf16"},
+               {"sigmoid(gelu_tanh(x))", 0, -1, "_ltg_bf16"},
+               {"gelu(x + bias)", -1, 0, NULL},
+               {"relu(2 * x)", 0, 0, NULL},
+               {"x", 0, 0, NULL}};
   ft_err e;
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     ft_epilogue *ep = NULL;
     ASSERT_OK(ft_ep_parse(cases[c].ep, &ep, &e));
     ft_variant *v = NULL;
-    int n = 0, lt = 0;
+    int n = 0, lt = 0, act = 0;
     ASSERT_OK(ft_space_enumerate_ep(FT_VK_EPILOGUE, 1024, 4096, 4096, FT_MATH_BF16, FT_SPACE_PRUNED, ep, lim, &v, NULL,
                                     &n, &e));
     for (int i = 0; i < n; i++)
-      if (v[i].lt) {
+      if (v[i].pass.lt_act) {
+        act++;
+        char name[128], json[256];
+        ft_variant_name(&v[i], name, sizeof name);
+        ASSERT_TRUE(cases[c].act_suffix && strstr(name, cases[c].act_suffix) != NULL);
+        ft_variant_json(&v[i], json, sizeof json);
+        ASSERT_TRUE(strstr(json, "\"lt_act\":") != NULL);
+        ft_variant back;
+        ASSERT_OK(ft_variant_from_json(json, &back, &e));
+        ASSERT_TRUE(memcmp(&back, &v[i], sizeof back) == 0);
+      } else if (v[i].pass.lt) {
         lt++;
-        ASSERT_EQ_INT(v[i].lt, 1);
+        ASSERT_EQ_INT(v[i].pass.lt, 1);
         char name[128], json[256];
         ft_variant_name(&v[i], name, sizeof name);
         ASSERT_TRUE(strstr(name, "_lt_bf16") != NULL);
@@ -516,23 +552,29 @@ static void test_lt_passes(const ft_device_limits *lim) {
       }
     if (cases[c].lt_variants < 0) ASSERT_TRUE(lt > 0 && lt < n);
     else ASSERT_EQ_INT(lt, cases[c].lt_variants);
+    if (cases[c].act_variants < 0) ASSERT_TRUE(act > 1 && act < n);
+    else ASSERT_EQ_INT(act, cases[c].act_variants);
     free(v);
     /* cuBLASLt's rows: n and k multiples of 16 bytes. */
     ASSERT_OK(ft_space_enumerate_ep(FT_VK_EPILOGUE, 1024, 4095, 4096, FT_MATH_BF16, FT_SPACE_PRUNED, ep, lim, &v, NULL,
                                     &n, &e));
-    for (int i = 0; i < n; i++) ASSERT_EQ_INT(v[i].lt, 0);
+    for (int i = 0; i < n; i++) ASSERT_TRUE(v[i].pass.lt == 0 && v[i].pass.lt_act == 0);
     free(v);
     ft_ep_free(ep);
   }
   ft_variant p = {0};
-  p.kind = FT_VK_EPILOGUE, p.block = 256, p.vec = 4, p.ept = 8, p.lt = FT_EP_SLOTS + 1;
+  p.kind = FT_VK_EPILOGUE, p.pass.block = 256, p.vec = 4, p.pass.ept = 8, p.pass.lt = FT_EP_SLOTS + 1;
   ASSERT_TRUE(!ft_variant_valid(&p, NULL, 0));
+  p.pass.lt = 0, p.pass.lt_act = 3;
+  char why[160];
+  ASSERT_TRUE(!ft_variant_valid(&p, why, sizeof why));
+  ASSERT_CONTAINS(why, "lt_act 3");
   ft_variant *g = NULL;
   int ng = 0;
   ASSERT_OK(ft_space_enumerate_math(FT_VK_GEMM, 1024, 4096, 4096, FT_MATH_BF16, lim, &g, &ng, &e));
   for (int i = 0; i < ng && i < 3; i++) {
     ft_variant t = g[i];
-    t.lt = 1;
+    t.pass.lt = 1;
     ASSERT_TRUE(!ft_variant_valid(&t, NULL, 0));
   }
   free(g);

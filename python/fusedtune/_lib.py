@@ -124,13 +124,24 @@ class ft_epilogue_param(ctypes.Structure):
 
 class ft_epilogue_info(ctypes.Structure):
     _fields_ = [("canonical", ctypes.c_char_p), ("hash", ctypes.c_char * 17), ("cuda", ctypes.c_char_p),
-                ("n_params", ctypes.c_int), ("params", ft_epilogue_param * FT_EPILOGUE_MAX_PARAMS)]
+                ("n_params", ctypes.c_int), ("params", ft_epilogue_param * FT_EPILOGUE_MAX_PARAMS),
+                ("uses_x2", ctypes.c_int)]
+
+
+class ft_problem_item(ctypes.Structure):
+    _fields_ = [("problem", ft_problem), ("line", ctypes.c_int), ("entry", ctypes.c_int),
+                ("duplicate_of", ctypes.c_int)]
+
+
+class ft_problem_list(ctypes.Structure):
+    _fields_ = [("count", ctypes.c_int), ("items", ctypes.POINTER(ft_problem_item)), ("n_unique", ctypes.c_int),
+                ("n_entries", ctypes.c_int), ("csv", ctypes.c_int)]
 
 
 # The structs the layout test compares with the C compiler's view, by their C names.
 STRUCTS = (ft_problem, ft_config, ft_vec_arg, ft_scalar_arg, ft_args, ft_tune_progress, ft_tune_options,
            ft_import_counts, ft_best_entry, ft_device_desc, ft_variant_info, ft_variant_list,
-           ft_epilogue_param, ft_epilogue_info)
+           ft_epilogue_param, ft_epilogue_info, ft_problem_item, ft_problem_list)
 
 _P = ctypes.POINTER
 _vp, _cp, _int, _uint, _st = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_uint, c_enum
@@ -158,6 +169,9 @@ _SIGNATURES = {
     "ft_strategy_name": (_cp, [_st]),
     "ft_schema_version": (_int, []),
     "ft_import_file": (_st, [_vp, _cp, _P(ft_import_counts)]),
+    "ft_export": (_st, [_vp, _vp, _uint]),  # (ctx, FILE *, flags)
+    "ft_problem_list_load": (_st, [_cp, _P(_P(ft_problem_list))] + _msg),
+    "ft_problem_list_free": (None, [_P(ft_problem_list)]),
     "ft_remove_database": (None, [_cp]),
     "ft_each_best": (_st, [_vp, ft_best_entry_fn, _vp]),
     "ft_lookup_entry": (_st, [_vp, _cp, _P(ft_problem), _uint, _P(ft_best_entry)]),
@@ -283,6 +297,20 @@ def _mapped(prefix):
     except OSError:
         pass
     return None
+
+
+_libc = None
+
+
+def libc():
+    """The C library, with fopen / fclose declared (ft_export writes to a FILE *)."""
+    global _libc
+    if _libc is None:
+        c = ctypes.CDLL(None, use_errno=True)
+        c.fopen.restype, c.fopen.argtypes = ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_char_p]
+        c.fclose.restype, c.fclose.argtypes = ctypes.c_int, [ctypes.c_void_p]
+        _libc = c
+    return _libc
 
 
 _cudart = None

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from . import _lib
 from ._lib import lib
-from .errors import (FusedtuneError, InvalidArgumentError, Interrupted, NotTunedError, ParseError,
+from .errors import (FusedtuneError, InputOutputError, InvalidArgumentError, Interrupted, NotTunedError, ParseError,
                      UnsupportedError, error_for)
 
 
@@ -119,6 +119,7 @@ class Epilogue:
     hash: str
     cuda: str       # the generated CUDA float expression
     params: tuple   # Param in kernel slot order (bias included, sorted by name)
+    uses_x2: bool = False  # reads x2, a gated pair's second product (no strategy computes it yet)
 
     def param(self, name):
         return next((p for p in self.params if p.name == name), None)
@@ -142,7 +143,7 @@ def inspect_epilogue(text):
         info = out.contents
         params = tuple(Param(_s(p.name), _KINDS[p.type], p.default_value if p.has_default else None)
                        for p in info.params[:info.n_params])
-        return Epilogue(text, _s(info.canonical), _s(info.hash), _s(info.cuda), params)
+        return Epilogue(text, _s(info.canonical), _s(info.hash), _s(info.cuda), params, bool(info.uses_x2))
     finally:
         L.ft_epilogue_info_free(out)
 
@@ -450,6 +451,23 @@ class Database(_Owned):
         with self._lock:
             self._check(lib().ft_import_file(self._handle(), _cpath(path), ctypes.byref(counts)))
         return {name: getattr(counts, name) for name, _ in counts._fields_}
+
+    def export_file(self, path):
+        """Writes the whole database to path as a JSON export (docs/FORMAT.md): import_file's input."""
+        c = _lib.libc()
+        f = c.fopen(_cpath(path), b"wb")
+        if not f:
+            raise InputOutputError(f"export: cannot write {os.fspath(path)}: {os.strerror(ctypes.get_errno())}")
+        try:
+            with self._lock:
+                st = lib().ft_export(self._handle(), f, 0)
+                msg = _s(lib().ft_errmsg(self._ctx)) if st else ""
+        finally:
+            closed = c.fclose(f)
+        if st != 0:
+            _raise(st, msg)
+        if closed != 0:
+            raise InputOutputError(f"export: writing {os.fspath(path)} failed: {os.strerror(ctypes.get_errno())}")
 
     def plan(self, problem, config=None, *, nearest=True):
         """A launchable Plan of config for problem (config None: looked up here, nearest shape

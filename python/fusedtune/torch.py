@@ -9,7 +9,6 @@ y = E(x W^T) with E in fusedtune's expression language (docs/EPILOGUE.md); `bias
 layer's bias. docs/PYTHON.md describes the module, its errors and how results are looked up.
 """
 import math as _math
-import re as _re
 import warnings
 
 import torch
@@ -98,7 +97,7 @@ class FusedLinear(nn.Module):
     def _setup(self, epilogue, math, params, db, nearest, autotune):
         text = epilogue if epilogue is not None else ("x + bias" if self.bias is not None else "none")
         self.epilogue = core.inspect_epilogue(text)
-        if _re.search(r"\bx2\b", self.epilogue.canonical):  # x2 is a reserved word: the operand
+        if self.epilogue.uses_x2:
             raise InvalidArgumentError(f"epilogue '{self.epilogue.canonical}' uses x2, the product with a second "
                                        f"weight, but this layer has one weight: no strategy of this version "
                                        f"computes gated pairs yet")

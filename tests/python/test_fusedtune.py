@@ -374,6 +374,42 @@ class DatabaseTest(unittest.TestCase):
         self.assertEqual((a.scalars[0].name, a.scalars[0].value), (b"s", 0.5))
         self.assertEqual(plan.make_args(1, 2, 3, dtype=_lib.FT_DTYPE_F32).n_vecs, 0)
 
+    def test_export_file_round_trip(self):
+        problem = fusedtune.Problem(64, 256, 512, "relu(x + bias)", "fp32")
+        export, again = os.path.join(SCRATCH, "rt.json"), os.path.join(SCRATCH, "rt_again.json")
+        fixture_export(export, problem)
+        with fusedtune.Database(scratch("rt.db"), create=True) as db:
+            db.import_file(export)
+            db.export_file(again)
+            with self.assertRaises(fusedtune.InputOutputError) as cm:
+                db.export_file(os.path.join(SCRATCH, "no", "such", "folder.json"))
+            self.assertIn("cannot write", str(cm.exception))
+        with open(export) as f, open(again) as g:
+            self.assertEqual(sorted(r["uuid"] for r in json.load(f)["results"]),
+                             sorted(r["uuid"] for r in json.load(g)["results"]))
+        with fusedtune.Database(scratch("rt2.db"), create=True) as db:
+            self.assertEqual(db.import_file(again)["results"], 2)
+            self.assertEqual(db.import_file(again)["results"], 0)  # twice is once
+            self.assertEqual(db.lookup_entry(problem, DEVICE).config.tuned_shape, (64, 256, 512))
+
+    def test_problem_list(self):
+        from fusedtune.problems import load_problems
+        listed = os.path.join(SCRATCH, "layers.csv")
+        with open(listed, "w") as f:
+            f.write("shape,epilogue,math\n40..64x256x512,biasrelu,bf16\n8x16x16,,auto\n64x256x512,relu(x+bias),bf16\n")
+        items = load_problems(listed)
+        self.assertEqual([(i.problem.shape, i.problem.math, i.line, i.duplicate_of) for i in items],
+                         [("40x256x512", "bf16", 2, -1), ("64x256x512", "bf16", 2, -1), ("8x16x16", "fp32", 3, -1),
+                          ("8x16x16", "3xtf32", 3, -1), ("8x16x16", "tf32", 3, -1), ("64x256x512", "bf16", 4, 1)])
+        self.assertEqual(items[0].problem.epilogue, "relu(x + bias)")  # canonical
+        with open(listed, "w") as f:
+            f.write("shape,epilogue,math\n8x16x16,none,fp32\n8x16,none,fp32\n")
+        with self.assertRaises(fusedtune.FormatError) as cm:
+            load_problems(listed)
+        self.assertIn("layers.csv: line 3: shape", str(cm.exception))
+        with self.assertRaises(fusedtune.InputOutputError):
+            load_problems(os.path.join(SCRATCH, "missing.csv"))
+
     def test_malformed_import(self):
         bad = os.path.join(SCRATCH, "bad.json")
         with open(bad, "w") as f:
@@ -480,6 +516,8 @@ class CheckTest(unittest.TestCase):
     def test_binding_matrix(self):
         b = self.binding("x + bias + r where mat r")
         self.assertEqual([p.kind for p in b.epilogue.params], ["col", "mat"])
+        self.assertFalse(b.epilogue.uses_x2)
+        self.assertTrue(fusedtune.inspect_epilogue("silu(x) * x2").uses_x2)
         layer = {"bias": FakeTensor((8,))}
         kw = dict(dtype="float32", device=self.dev, grad_enabled=True)
         vecs, _ = b.bind(6, 8, layer.get, {"r": FakeTensor((2, 3, 8))}, lead=(2, 3), **kw)
