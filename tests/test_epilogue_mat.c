@@ -1,10 +1,13 @@
 /* Matrix operands (`mat r`) and gated pairs (`x2`) in the epilogue language, GPU-free: parsing,
  * canonical text and hash, slots, the float64 reference, the CUDA text, the eager plan and the
- * rejections that name what is wrong, and the launch's binding of matrices by name (ft__bind_args,
- * on fake pointers: nothing is dereferenced). */
+ * rejections that name what is wrong, the launch's binding of matrices by name (ft__bind_args,
+ * on fake pointers: nothing is dereferenced), what codegen and the enumeration do with them, and
+ * codegen's refusal of x2. */
 #include "api_internal.h"
+#include "codegen.h"
 #include "epilogue.h"
 #include "ft_test.h"
+#include "space.h"
 
 static ft_epilogue *parse_ok_at(const char *text, int line) {
   ft_epilogue *ep = NULL;
@@ -183,7 +186,57 @@ static void test_bind(void) {
   ft_ep_free(ep);
 }
 
+/* The tensor-core kernel learns its matrix slots (FT_EP_MAT_MASK, for the producer's L2
+ * prefetch); the passes keep at most 8 elements per thread with a matrix; codegen refuses x2. */
+static void test_codegen_and_space(void) {
+  ft_device_limits lim;
+  ft_err e;
+  ASSERT_OK(ft_limits_for_arch("sm_90a", &lim, &e));
+  ft_epilogue *mat = parse_ok("(x + r) * g + bias where mat g, mat r");
+  ft_epilogue *plain = parse_ok("x + bias");
+  ft_epilogue *gated = parse_ok("silu(x) * x2");
+  if (!mat || !plain || !gated) goto done;
+  ft_variant *vs = NULL;
+  int n = 0;
+  ASSERT_OK(ft_space_enumerate_ep(FT_VK_GEMM, 256, 512, 1024, FT_MATH_BF16, FT_SPACE_PRUNED, mat, &lim, &vs, NULL, &n,
+                                  &e));
+  int tc = -1;
+  for (int i = 0; i < n && tc < 0; i++)
+    if (vs[i].layout == 4) tc = i;
+  ASSERT_TRUE(tc >= 0);
+  if (tc >= 0) {
+    ft_kernel_src k;
+    ASSERT_OK(ft_codegen_variant(&vs[tc], mat, &k, &e));
+    ASSERT_TRUE(k.text && strstr(k.text, "#define FT_EP_MAT_MASK 6u")); /* slots 1 (g) and 2 (r) */
+    ft_kernel_src_free(&k);
+    ASSERT_OK(ft_codegen_variant(&vs[tc], plain, &k, &e));
+    ASSERT_TRUE(k.text && strstr(k.text, "#define FT_EP_MAT_MASK 0u"));
+    ft_kernel_src_free(&k);
+    ASSERT_TRUE(ft_codegen_variant(&vs[tc], gated, &k, &e) == FT_ERR_UNSUPPORTED && strstr(e.msg, "x2"));
+  }
+  free(vs);
+  vs = NULL;
+  int with16 = 0, passes = 0;
+  ASSERT_OK(ft_space_enumerate_ep(FT_VK_EPILOGUE, 256, 512, 1024, FT_MATH_BF16, FT_SPACE_FULL, mat, &lim, &vs, NULL, &n,
+                                  &e));
+  for (int i = 0; i < n; i++) passes++, with16 += vs[i].pass.ept > 8;
+  ASSERT_TRUE(passes > 0 && with16 == 0);
+  free(vs);
+  vs = NULL;
+  ASSERT_OK(ft_space_enumerate_ep(FT_VK_EPILOGUE, 256, 512, 1024, FT_MATH_BF16, FT_SPACE_FULL, plain, &lim, &vs, NULL,
+                                  &n, &e));
+  with16 = 0;
+  for (int i = 0; i < n; i++) with16 += vs[i].pass.ept > 8;
+  ASSERT_TRUE(with16 > 0); /* without a matrix they stay */
+  free(vs);
+done:
+  ft_ep_free(mat);
+  ft_ep_free(plain);
+  ft_ep_free(gated);
+}
+
 int main(void) {
+  test_codegen_and_space();
   test_bind();
   test_matrix_parse();
   test_matrix_rejections();
