@@ -274,6 +274,20 @@ typedef struct ft_args {
  * Returns FT_OK, FT_ERR_INVALID_ARG, FT_ERR_CUDA, FT_ERR_CUBLAS. */
 FT_API ft_status ft_plan_launch(ft_plan *plan, const ft_args *args, cudaStream_t stream);
 
+/* ft_plan_launch with the arguments as pointers, for a caller that launches one plan many times
+ * (a framework's op): no names to match and no struct to fill per call. x, w, y and the vectors
+ * hold the plan's mode's element type (ft_math_dtype; not checked here: pointers carry no type).
+ * vecs and scalars are indexed by the epilogue's parameter slot, the order of
+ * ft_epilogue_inspect's params (fusedtune_tool.h; bias included, by name): for a vector (or
+ * matrix) slot s vecs[s] is its device pointer, for a scalar slot scalars[s] its value; the other
+ * kind's entries are not read. vecs may be NULL when the epilogue has no vector; scalars NULL takes every
+ * scalar's default (FT_ERR_INVALID_ARG naming one without). The same checks and launch as
+ * ft_plan_launch otherwise (alignment, NULL pointers, the same overlap rule), with no lookup,
+ * allocation or lock on the way; on CUDA graph capture see ft_plan_launch.
+ * Returns FT_OK, FT_ERR_INVALID_ARG, FT_ERR_CUDA, FT_ERR_CUBLAS. */
+FT_API ft_status ft_plan_launch_ptrs(ft_plan *plan, const void *x, const void *w, void *y, const void *const *vecs,
+                                     const float *scalars, cudaStream_t stream);
+
 /* Frees the plan and its device resources. NULL is a no-op. */
 FT_API void ft_plan_destroy(ft_plan *plan);
 

@@ -38,12 +38,6 @@ struct ft_ctx {
   int memo_next;
 };
 
-struct ft_plan {
-  ft_ctx *ctx;
-  char name[FT_NAME_MAX];
-  ft_epilogue *ep;
-  ft_launchable run;
-};
 
 static ft_status fail(ft_ctx *ctx, ft_status s, const char *msg) {
   return ctx ? ft__fail(&ctx->err, s, "%s", msg) : s;
@@ -518,30 +512,6 @@ void ft_plan_destroy(ft_plan *plan) {
   ft_launchable_free(&plan->run);
   ft_ep_free(plan->ep);
   free(plan);
-}
-
-ft_status ft_plan_launch(ft_plan *plan, const ft_args *args, cudaStream_t stream) {
-  if (!plan) return FT_ERR_INVALID_ARG;
-  ft_err *err = &plan->ctx->err;
-  if (!args) return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch: args is NULL");
-  if (!args->x || !args->w || !args->y) return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch: x, w and y must be set");
-  if ((args->n_vecs && !args->vecs) || (args->n_scalars && !args->scalars) || args->n_vecs < 0 || args->n_scalars < 0)
-    return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch: vecs/scalars arrays do not match their counts");
-  static const char *const dtypes[] = {"fp32", "bf16", "fp16"};
-  const ft_dtype want = ft_math_dtype((ft_math)plan->run.v.math);
-  if (args->dtype != want)
-    return ft__fail(err, FT_ERR_INVALID_ARG,
-                    "ft_plan_launch: args.dtype %s, but the plan computes in %s on %s tensors (set args.dtype)",
-                    (unsigned)args->dtype < 3 ? dtypes[args->dtype] : "(invalid)",
-                    ft_math_name((ft_math)plan->run.v.math), dtypes[want]);
-  if (ft_launchable_check(&plan->run, args->x, args->w, args->y, plan->name, err) != FT_OK) {
-    char msg[sizeof err->msg];
-    snprintf(msg, sizeof msg, "%s", err->msg);
-    return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch: %s", msg);
-  }
-  ft_ep_args_dev dev;
-  FT_TRY(ft__bind_args(plan->ep, args, plan->run.m, plan->run.n, &dev, err));
-  return ft_launchable_enqueue(&plan->run, args->x, args->w, args->y, &dev, stream, err);
 }
 
 /* The fields of ft_tune_options after seed exist only when struct_size covers them. */

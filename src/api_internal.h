@@ -6,8 +6,17 @@
 #include "db.h"
 #include "device.h"
 #include "epilogue.h"
+#include "launch.h"
 #include "space.h"
 #include "tuner.h"
+
+/* A plan (ft_plan_create in api.c; its launches in api_launch.c). */
+struct ft_plan {
+  ft_ctx *ctx;
+  char name[FT_NAME_MAX];
+  ft_epilogue *ep;
+  ft_launchable run;
+};
 
 void ft__ctx_set_device(ft_ctx *ctx, const ft_device_info *dev, const ft_device_limits *lim);
 
@@ -52,6 +61,10 @@ ft_status ft__tune_summary(ft_ctx *ctx, const ft_problem *p, const ft_tune_optio
 /* Binds ep's names to a's vectors, matrices and scalars for an [m, n] output (src/api_bind.c):
  * FT_ERR_INVALID_ARG naming the operand when one is missing, unknown, misaligned or overlaps y. */
 ft_status ft__bind_args(const ft_epilogue *ep, const ft_args *a, int m, int n, ft_ep_args_dev *dev, ft_err *err);
+/* A matrix operand's checks (element-aligned, apart from the [m, n] output y) and its slot's scalar
+ * word (the row pitch, ft_ep_mat_pitch). */
+ft_status ft__bind_matrix(const char *name, const void *data, ft_dtype dtype, const void *y, int m, int n,
+                          float *pitch_word, ft_err *err);
 
 /* Copies a message into a caller buffer (msg may be NULL, msg_size 0). */
 void ft__copy_msg(char *msg, size_t msg_size, const char *text);

@@ -89,6 +89,7 @@ static void test_bad_arguments(void) {
   ASSERT_EQ_INT(ft_tune(ctx, &p, &junk, &cfg), FT_ERR_INVALID_ARG);
   ASSERT_CONTAINS(ft_errmsg(ctx), "FT_TUNE_OPTIONS_INIT");
   ASSERT_EQ_INT(ft_plan_launch(NULL, NULL, 0), FT_ERR_INVALID_ARG);
+  ASSERT_EQ_INT(ft_plan_launch_ptrs(NULL, NULL, NULL, NULL, NULL, NULL, 0), FT_ERR_INVALID_ARG);
   ft_close(ctx);
   ft_close(NULL);
   ft_plan_destroy(NULL);

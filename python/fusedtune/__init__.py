@@ -14,7 +14,7 @@ loaded and fusedtune.library_source by which rule (docs/PYTHON.md).
 from . import errors
 from .core import (BestEntry, Config, Database, Device, Epilogue, MathMode, Param, Plan, Problem, TuneProgress,
                    Variant, default_worker, devices, inspect_epilogue, math_mode, math_modes, presets,
-                   remove_database, variants)
+                   remove_database, slot_arrays, variants)
 from .errors import *  # noqa: F401,F403  (the exception classes)
 from ._lib import LibraryNotFound
 

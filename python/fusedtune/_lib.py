@@ -164,6 +164,7 @@ _SIGNATURES = {
     "ft_lookup_entry_within": (_st, [_vp, _cp, _P(ft_problem), ctypes.c_double, _P(ft_best_entry)]),
     "ft_plan_create": (_st, [_vp, _P(ft_problem), _P(ft_config), _P(_vp)]),
     "ft_plan_launch": (_st, [_vp, _P(ft_args), _vp]),
+    "ft_plan_launch_ptrs": (_st, [_vp, _vp, _vp, _vp, _vp, _vp, _vp]),  # vecs, scalars: array addresses
     "ft_plan_destroy": (None, [_vp]),
     "ft_tune": (_st, [_vp, _P(ft_problem), _P(ft_tune_options), _P(ft_config)]),
     "ft_strategy_name": (_cp, [_st]),

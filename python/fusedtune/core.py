@@ -579,6 +579,31 @@ def default_worker():
 
 # ---- plans ----
 
+def slot_arrays(slots, vecs=(), scalars=()):
+    """ft_plan_launch_ptrs's arrays as ctypes arrays (void *[], float[]) in an epilogue's slot order:
+    slots its (name, kind, default) per parameter (Epilogue.params' order), vecs a device pointer
+    per vector slot, scalars a value per scalar slot (None: the slot's default), each listed in
+    slot order without the other kind."""
+    count = max(1, len(slots))
+    va, sa = (ctypes.c_void_p * count)(), (ctypes.c_float * count)()
+    vi, si = iter(vecs), iter(scalars)
+    for i, (name, kind, default) in enumerate(slots):
+        if kind == "scalar":
+            v = next(si, None)
+            v = default if v is None else v
+            if v is None:
+                raise InvalidArgumentError(f"scalar {name} has no default in the epilogue and no value")
+            sa[i] = float(v)
+        else:
+            v = next(vi, None)
+            if not v:
+                raise InvalidArgumentError(f"{kind} vector {name} has no pointer")
+            va[i] = v
+    if next(vi, None) is not None or next(si, None) is not None:
+        raise InvalidArgumentError(f"more vectors or scalars than the epilogue's {len(slots)} parameters")
+    return va, sa
+
+
 class Plan(_Owned):
     """A loaded configuration ready to launch (ft_plan), made by Database.plan()."""
 
@@ -620,18 +645,34 @@ class Plan(_Owned):
         """Enqueues the plan with a prepared ft_args on a cudaStream_t (an int; 0: default)."""
         self._launch_xy(args, None, None, stream)
 
-    def _launch_xy(self, args, x, y, stream=0, vec_ptrs=None):
-        """launch_args(), with args' x and y pointers (and vec_ptrs' (index, pointer) pairs of
-        args.vecs) set first where given, under the lock, so that threads sharing one prepared
-        ft_args (FusedLinear's repeat calls) never mix them."""
+    def _launch_xy(self, args, x, y, stream=0):
+        """launch_args(), with args' x and y pointers set first where given, under the lock, so
+        that threads sharing one prepared ft_args (FusedLinear's repeat calls) never mix them."""
         with self.db._lock:
             if self._handle is None:
                 raise InvalidArgumentError("the plan was destroyed")
             if x is not None:
                 args.x, args.y = x, y
-            for i, p in vec_ptrs or ():
-                args.vecs[i].data = p
             self.db._check(lib().ft_plan_launch(self._handle, ctypes.byref(args), stream or None))
+
+    def slot_arrays(self, vecs=(), scalars=()):
+        """ft_plan_launch_ptrs's arrays for this plan's epilogue (see slot_arrays())."""
+        return slot_arrays([(p.name, p.kind, p.default) for p in inspect_epilogue(self.problem.epilogue).params],
+                           vecs, scalars)
+
+    def launch_ptrs(self, x, w, y, arrays, stream=0):
+        """Enqueues the plan through ft_plan_launch_ptrs (the compiled launch path where it was
+        built, else ctypes): x, w, y device pointers (ints), arrays from slot_arrays() (made once,
+        reused by every launch with the same vectors and scalars)."""
+        from . import _launch
+        if self._handle is None:
+            raise InvalidArgumentError("the plan was destroyed")
+        va, sa = arrays
+        st = _launch.launcher(self.db._lock)(self._handle.value, x, w, y, ctypes.addressof(va), ctypes.addressof(sa),
+                                             stream or 0)
+        if st:
+            with self.db._lock:
+                self.db._check(st)
 
     def launch(self, x, w, y, vecs=None, scalars=None, dtype=None, stream=0):
         """Enqueues y = E(x W^T) on stream (asynchronous): x, w, y and vecs are device pointers
@@ -642,4 +683,4 @@ class Plan(_Owned):
 
 __all__ = ["MathMode", "math_modes", "math_mode", "Param", "Epilogue", "inspect_epilogue", "presets", "Problem",
            "Config", "BestEntry", "TuneProgress", "Variant", "Device", "variants", "devices", "remove_database",
-           "Database", "Plan", "default_worker", "FusedtuneError", "ParseError"]
+           "Database", "Plan", "slot_arrays", "default_worker", "FusedtuneError", "ParseError"]

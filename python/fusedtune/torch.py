@@ -8,20 +8,28 @@
 y = E(x W^T) with E in fusedtune's expression language (docs/EPILOGUE.md); `bias` in E is the
 layer's bias. docs/PYTHON.md describes the module, its errors and how results are looked up.
 """
+import ctypes
 import math as _math
 import warnings
 
 import torch
 from torch import nn
 
-from . import core
+from . import _launch, core, torch_op
 from ._binding import Binding, check_no_grad, check_tensor, dtype_name
-from .errors import InvalidArgumentError, NotFoundError
+from ._lib import lib
+from .errors import InvalidArgumentError, NotFoundError, error_for
 
 
-# The current stream's cudaStream_t of a device index, without building a torch.cuda.Stream
-# (a private but long-standing torch function; the public path where it is missing).
-_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+# The current stream's cudaStream_t of a device index and the current device, without building a
+# torch.cuda.Stream or initializing anything (private but long-standing torch functions; the
+# public paths where they are missing).
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
+    lambda index: torch.cuda.current_stream(index).cuda_stream)
+_current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
+_grad_enabled = torch.is_grad_enabled
+_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or (lambda: False)
+_Tensor = torch.Tensor
 
 
 class NearestShapeWarning(UserWarning):
@@ -42,8 +50,7 @@ class FusedLinear(nn.Module):
               for a col / row vector (registered as a buffer of that name). forward(x, name=...)
               overrides either; scalars with a default in the expression need neither. A matrix
               operand (`mat r`, e.g. "x + bias + r where mat r": a residual) is given per call,
-              forward(x, r=h), shaped like the output ([..., out_features]), contiguous, apart
-              from the output.
+              forward(x, r=h), shaped like the output ([..., out_features]), contiguous.
     db        a database path (default: $FUSEDTUNE_DB, else ./fusedtune.db) or a
               fusedtune.Database (used for the device it first serves).
     nearest   with no result tuned for a call's N and K (nor an M bucket of them), run the one
@@ -117,13 +124,16 @@ class FusedLinear(nn.Module):
             db = str(db)
         self._db_arg, self._nearest, self._autotune = db, bool(nearest), autotune
         self._dbs, self._plans, self._warned = {}, {}, set()
-        # The vectors a call without keyword arguments takes from the layer (bias, buffers), and
-        # the last such call's signature, plan and prepared arguments (forward's fast path).
-        self._vec_names = tuple(p.name for p in self.epilogue.params if p.kind not in ("scalar", "mat"))
-        # The matrices every call gives (forward(x, r=...)): a call with exactly these keyword
-        # arguments may take the fast path too, their new addresses set in the prepared arguments.
-        self._mat_names = frozenset(p.name for p in self.epilogue.params if p.kind == "mat")
-        self._fast = None
+        # The epilogue's parameters in slot order, as (name, kind, default) of plain values (what
+        # the traced forward iterates over), and the vectors a call without keyword arguments
+        # takes from the layer: the bias (a parameter) and buffers.
+        self._slots = tuple((p.name, p.kind, p.default) for p in self.epilogue.params)
+        # Matrices count among them but are never held (each call gives one, forward(x, r=...)):
+        # such a call takes the checked path.
+        self._vec_names = tuple(p.name for p in self.epilogue.params if p.kind != "scalar")
+        self._fast = None   # forward's fast path: see _FastState
+        self._op_args = {}  # prepared slot arrays of the op's calls, by pointers and scalars
+        self.op_handle = torch_op.register(self)
 
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, "
@@ -132,10 +142,14 @@ class FusedLinear(nn.Module):
     def __getstate__(self):
         # Open databases and loaded plans belong to this process: a copy makes its own.
         state = self.__dict__.copy()
-        state["_dbs"], state["_plans"], state["_fast"] = {}, {}, None
+        state["_dbs"], state["_plans"], state["_fast"], state["_op_args"] = {}, {}, None, {}
         if isinstance(state["_db_arg"], core.Database):
             state["_db_arg"] = state["_db_arg"].path
         return state
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        self.op_handle = torch_op.register(self)  # the copy's own: the op finds a layer by its handle
 
     def _mode(self):
         """The MathMode for the weight's dtype (and the asked-for mode, which must fit it)."""
@@ -201,56 +215,53 @@ class FusedLinear(nn.Module):
         .tuned_m the M bucket that serves m."""
         return self.plan_for(m, device).config
 
+    def __setattr__(self, name, value):
+        # A new weight, bias, buffer or math mode: the fast path's recorded state no longer holds.
+        super().__setattr__(name, value)
+        if name != "_fast":
+            self.__dict__["_fast"] = None
+
+    def __delattr__(self, name):
+        super().__delattr__(name)
+        self.__dict__["_fast"] = None
+
     def forward(self, x, **params):
         """y = E(x W^T) for x [..., in_features]; params: epilogue parameters for this call."""
-        fast, sig = self._fast, None
-        if fast is not None and params.keys() == self._mat_names and isinstance(x, torch.Tensor):
-            sig = self._signature(x, params)
-            if sig == fast[0]:
-                # Everything the checks below looked at is as it was at the last checked call
-                # (on the current device): only the pointers that may change (x, a new y, the
-                # matrices) go on; the library checks the matrices' alignment and overlap again.
-                _, plan, args, dev, mats = fast
-                y = torch.empty(x.shape[:-1] + (self.out_features,), dtype=self.weight.dtype, device=dev)
-                self._enqueue(plan, args, dev, True, x.data_ptr(), y.data_ptr(),
-                              [(i, params[name].data_ptr()) for i, name in mats])
+        if _compiling():
+            return self._forward_op(x, params)
+        f = self._fast
+        if f is not None and not params and x.__class__ is _Tensor:
+            hit = f.shapes.get(x.shape)
+            grad = _grad_enabled()
+            if (hit is not None and x.dtype is f.dtype and x.is_contiguous() and x.get_device() == f.index
+                    and _current_device() == f.index and grad is f.grad
+                    and (not grad or not (x.requires_grad or self._held_requires_grad()))
+                    and self._parameters["weight"].data_ptr() == f.w and (not f.vchk or _same_ptrs(f.vchk))
+                    and hit[0]._handle is not None):
+                # Everything the checks looked at is as it was at the checked call that made f:
+                # only x's and y's addresses go on (the library checks their alignment).
+                y = x.new_empty(hit[1])
+                st = f.launch(hit[2], x.data_ptr(), f.w, y.data_ptr(), f.vecs, f.scalars, _raw_stream(f.index))
+                if st:
+                    self._launch_failed(hit[0], st)
                 return y
-        return self._forward_checked(x, params, sig)
+        return self._forward_checked(x, params)
 
-    def _signature(self, x, mats=None):
-        """What a call's checks and its launch's arguments depend on, besides x's and the
-        matrices' addresses: grad mode, the asked-for mode, the current device, and each tensor's
-        dtype, device, shape, contiguity and requires_grad (the layer's tensors also their
-        addresses; x its alignment). mats: the call's matrices by name."""
-        sig = [torch.is_grad_enabled(), self.math, torch.cuda.current_device(), x.data_ptr() % 16]
-        own = [getattr(self, name) for name in self._vec_names]
-        given = [mats[name] for name in sorted(self._mat_names)] if mats else []
-        for i, t in enumerate((x, self.weight, *own, *given)):
-            if not isinstance(t, torch.Tensor):
-                return None  # e.g. bias set to None: the checked path says what is wrong
-            moving = i == 0 or i >= 2 + len(own)  # x and the matrices: new addresses each call
-            sig += (0 if moving else t.data_ptr(), t.dtype, t.device, t.shape, t.is_contiguous(), t.requires_grad)
-        return tuple(sig)
+    def _held(self):
+        """The weight and each vector the layer holds (the bias, buffers), by slot."""
+        p, b = self._parameters, self._buffers
+        return [p.get("weight")] + [p.get(n, b.get(n)) for n in self._vec_names]
 
-    def _enqueue(self, plan, args, dev, current, x_ptr, y_ptr, vec_ptrs=None):
-        """Launches on dev's current stream (current: dev is the current device); vec_ptrs:
-        (index in args.vecs, pointer) pairs to set first (the matrices of a fast call)."""
-        stream = _raw_stream(dev.index) if _raw_stream else torch.cuda.current_stream(dev).cuda_stream
-        try:
-            if current:
-                plan._launch_xy(args, x_ptr, y_ptr, stream, vec_ptrs)
-            else:
-                with torch.cuda.device(dev):
-                    plan._launch_xy(args, x_ptr, y_ptr, stream, vec_ptrs)
-        except InvalidArgumentError as e:
-            msg = e.message.replace("ft_plan_launch: w ", "weight ").replace("ft_plan_launch: ", "")
-            raise InvalidArgumentError(f"FusedLinear: {msg}") from None
+    def _held_requires_grad(self):
+        return any(t.requires_grad for t in self._held())
 
-    def _forward_checked(self, x, params, sig=None):
-        """forward() with every check; sig: x's _signature() where forward already took it."""
-        grad = torch.is_grad_enabled()
+    def _forward_checked(self, x, params):
+        """forward() with every check."""
+        grad = _grad_enabled()
         if not isinstance(x, torch.Tensor):
             raise InvalidArgumentError(f"x must be a tensor, not {type(x).__name__}")
+        if x.is_meta:
+            return self._forward_op(x, params)  # the op's meta implementation: shape and dtype
         w, dev = self.weight, self.weight.device
         check_no_grad("x", x, grad)
         check_no_grad("weight", w, grad)
@@ -268,14 +279,154 @@ class FusedLinear(nn.Module):
         if m == 0:
             return y
         plan = self.plan_for(m, dev)
-        args = plan.make_args(x.data_ptr(), w.data_ptr(), y.data_ptr(),
-                              {k: t.data_ptr() for k, t in vecs.items()}, scalars)
-        current = dev.index == torch.cuda.current_device()
-        self._enqueue(plan, args, dev, current, x.data_ptr(), y.data_ptr())
-        if params.keys() == self._mat_names and current:  # launched: the next such call may skip the checks
-            mats = tuple((list(vecs).index(name), name) for name in self._mat_names)
-            self._fast = (sig if sig is not None else self._signature(x, params), plan, args, dev, mats)
+        va, sa = self._slot_arrays({k: t.data_ptr() for k, t in vecs.items()}, scalars)
+        launch = _launch.launcher(plan.db._lock)
+        current = dev.index == _current_device()
+        self._launch(launch, plan, x.data_ptr(), w.data_ptr(), y.data_ptr(), va, sa, dev, current)
+        if not params and current:  # launched: the next such call may skip the checks
+            self._keep_fast(x, plan, launch, w.data_ptr(), va, sa, grad)
         return y
+
+    def _slot_arrays(self, vec_ptrs, scalars):
+        """ft_plan_launch_ptrs's arrays (core.slot_arrays) from {name: pointer} and {name: value}
+        (a scalar not given: its default)."""
+        return core.slot_arrays(self._slots, [vec_ptrs[n] for n, kind, _ in self._slots if kind != "scalar"],
+                                [scalars.get(n) for n, kind, _ in self._slots if kind == "scalar"])
+
+    def _launch(self, launch, plan, x_ptr, w_ptr, y_ptr, va, sa, dev, current):
+        """Launches on dev's current stream (current: dev is the current device)."""
+        args = (plan._handle.value, x_ptr, w_ptr, y_ptr, ctypes.addressof(va), ctypes.addressof(sa))
+        if current:
+            st = launch(*args, _raw_stream(dev.index))
+        else:
+            with torch.cuda.device(dev):
+                st = launch(*args, _raw_stream(dev.index))
+        if st:
+            self._launch_failed(plan, st)
+
+    def _launch_failed(self, plan, status):
+        msg = core._s(lib().ft_errmsg(plan.db._ctx)).replace("ft_plan_launch_ptrs: w ", "weight ")
+        raise error_for(status, "FusedLinear: " + msg.replace("ft_plan_launch_ptrs: ", ""))
+
+    def _keep_fast(self, x, plan, launch, w_ptr, va, sa, grad):
+        """Records a checked call's launch for forward's fast path: per input shape its plan
+        and output shape, for as long as the rest (_FastState) stays as it was."""
+        held, f, index = self._held(), self._fast, x.get_device()
+        if any(not isinstance(t, torch.Tensor) for t in held):
+            self._fast = None
+            return
+        p = self._parameters
+        vchk = tuple((p if n in p else self._buffers, n, t.data_ptr()) for n, t in zip(self._vec_names, held[1:]))
+        if (f is None or f.w != w_ptr or f.vchk != vchk or f.dtype is not x.dtype or f.index != index
+                or f.grad is not grad or f.launch is not launch):
+            f = _FastState(x.dtype, index, grad, launch, w_ptr, vchk, va, sa)
+        f.shapes[x.shape] = (plan, tuple(x.shape[:-1]) + (self.out_features,), plan._handle.value)
+        self._fast = f
+
+    def _forward_op(self, x, params):
+        """forward() as a call of the torch op fusedtune::linear, in steps Dynamo traces into one
+        graph (no data pointers, no ctypes): the op checks its tensors when it runs."""
+        grad = torch.is_grad_enabled()
+        operands, scalars = [], []
+        for name, kind, default in self._slots:
+            if kind == "scalar":
+                v = params[name] if name in params else self._binding.scalars.get(name, default)
+                if v is None:
+                    _op_fail(f"scalar {name} has no default in the epilogue and no value: give it in params= or as "
+                             f"forward({name}=...)")
+                scalars.append(float(v))
+            elif name in params:
+                operands.append(params[name])
+            elif name == "bias" or name in self._binding.buffers:
+                operands.append(getattr(self, name))
+            elif kind == "mat":
+                _op_fail(f"matrix {name} has no value: give it as forward({name}=...)")
+            else:
+                _op_fail(f"{kind} vector {name} has no value: give it in params= or as forward({name}=...)")
+        for name, t in [("x", x), ("weight", self.weight)] + list(zip(self._vec_names, operands)):
+            if not isinstance(t, torch.Tensor):
+                _op_fail(f"{name} must be a tensor, not {type(t).__name__}")
+            if grad and t.requires_grad:
+                _op_fail(f"{name} requires grad, but FusedLinear is inference-only (no backward): run it under "
+                         f"torch.no_grad() or torch.inference_mode(), or pass {name}.detach()")
+        return torch_op.linear(x, self.weight, operands, scalars, self.op_handle)
+
+    def _run_op(self, x, weight, operands, scalars):
+        """fusedtune::linear's CUDA implementation for this layer: every check forward's checked
+        path makes, then the launch of the plan of x's M on the current stream."""
+        grad = torch.is_grad_enabled()
+        check_no_grad("x", x, grad)
+        check_no_grad("weight", weight, grad)
+        n, k = self.out_features, self.in_features
+        mode = self._mode()
+        check_tensor("weight", weight, dtype=mode.dtype, device=None, shape=(n, k))
+        dev = weight.device
+        check_tensor("x", x, dtype=mode.dtype, device=dev, shape=(*x.shape[:-1], k))
+        lead = tuple(x.shape[:-1])
+        m = _math.prod(lead)
+        vec_slots = [(name, kind) for name, kind, _ in self._slots if kind != "scalar"]
+        n_scalars = len(self._slots) - len(vec_slots)
+        if len(operands) != len(vec_slots) or len(scalars) != n_scalars:
+            raise InvalidArgumentError(f"fusedtune::linear: {len(operands)} operands and {len(scalars)} scalars for "
+                                       f"epilogue '{self.epilogue.canonical}', which takes {len(vec_slots)} and "
+                                       f"{n_scalars} (in slot order: {', '.join(s[0] for s in self._slots)})")
+        for (name, kind), t in zip(vec_slots, operands):
+            if kind == "mat":
+                check_tensor(name, t, dtype=mode.dtype, device=dev, shape=lead + (n,),
+                             hint=" (a matrix: the output's shape)")
+            else:
+                hint = " (a col vector: out_features long)" if kind == "col" else " (a row vector: one per input row)"
+                check_tensor(name, t, dtype=mode.dtype, device=dev, shape=(n if kind == "col" else m,), hint=hint)
+            check_no_grad(name, t, grad)
+        y = x.new_empty(lead + (n,))
+        if m == 0:
+            return y
+        plan = self.plan_for(m, dev)
+        key = (tuple(t.data_ptr() for t in operands), tuple(scalars))
+        arrays = self._op_args.get(key)
+        if arrays is None:
+            if len(self._op_args) >= 64:  # row vectors new on every call: keep the table small
+                self._op_args.clear()
+            names = iter(scalars)
+            arrays = self._op_args[key] = self._slot_arrays(
+                {name: t.data_ptr() for (name, _), t in zip(vec_slots, operands)},
+                {name: next(names) for name, kind, _ in self._slots if kind == "scalar"})
+        self._launch(_launch.launcher(plan.db._lock), plan, x.data_ptr(), weight.data_ptr(), y.data_ptr(),
+                     *arrays, dev, dev.index == _current_device())
+        return y
+
+
+def _op_fail(message):
+    """Raises InvalidArgumentError(message) from the traced forward: outside Dynamo's trace, which
+    cannot build the exception (with fullgraph=True Dynamo reports the call instead; without it
+    the call runs eagerly and raises this)."""
+    raise InvalidArgumentError(message)
+
+
+if hasattr(getattr(torch, "compiler", None), "disable"):
+    _op_fail = torch.compiler.disable(_op_fail)
+
+
+def _same_ptrs(checks):
+    """Each (dict, name, address) of checks: the tensor dict[name] is still at that address."""
+    for d, name, ptr in checks:
+        if d[name].data_ptr() != ptr:
+            return False
+    return True
+
+
+class _FastState:
+    """What forward's fast path compares a call with: x's dtype, the device (also the current
+    one), grad mode, and the addresses of the layer's weight and vectors (vchk: (dict, name,
+    address) each), as at the checked call that recorded it (a new weight, bias, buffer or mode
+    set on the layer drops the state: FusedLinear.__setattr__); per input shape, the plan and the
+    output shape; and the launch's prepared arguments (the slot arrays)."""
+    __slots__ = ("shapes", "dtype", "index", "grad", "launch", "w", "vchk", "vecs", "scalars", "keep")
+
+    def __init__(self, dtype, index, grad, launch, w, vchk, va, sa):
+        self.shapes = {}
+        self.dtype, self.index, self.grad, self.launch, self.w, self.vchk = dtype, index, grad, launch, w, vchk
+        self.vecs, self.scalars, self.keep = ctypes.addressof(va), ctypes.addressof(sa), (va, sa)
 
 
 __all__ = ["FusedLinear", "NearestShapeWarning"]

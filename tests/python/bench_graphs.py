@@ -29,6 +29,7 @@ import os
 import re
 import shlex
 import sys
+import time
 from collections import namedtuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -240,6 +241,19 @@ def interleaved_ms(runs, rounds, per_run, warm=3):
         n = len(t)
         out[i] = t[n // 2] if n % 2 else 0.5 * (t[n // 2 - 1] + t[n // 2])
     return out
+
+
+def host_us(fn, calls=200):
+    """Host microseconds per call, each enqueued behind the last (the GPU's queue absorbs them;
+    synchronized before and after)."""
+    fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    dt = time.perf_counter() - t0
+    torch.cuda.synchronize()
+    return dt / calls * 1e6
 
 
 def pipelined(fn, calls):

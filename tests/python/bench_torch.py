@@ -14,7 +14,6 @@ that tunes it, and the row skipped):
 import argparse
 import os
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
@@ -22,6 +21,11 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import fusedtune  # noqa: E402
 from fusedtune.torch import FusedLinear  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_graphs  # noqa: E402  (host_us)
+
+bench_graphs._import_torch()
 
 # (name, m, n, k, expression, eager PyTorch, float64 reference on the GEMM result + bias)
 PROBLEMS = [
@@ -61,17 +65,6 @@ def interleaved_ms(fns, reps=50, batch=1):
     return [sorted(t)[reps // 2] for t in times]
 
 
-def cpu_us(fn, calls=200):
-    """Host microseconds per call, the GPU's queue deep enough that no call waits for it."""
-    fn()
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    dt = time.perf_counter() - t0
-    torch.cuda.synchronize()
-    return dt / calls * 1e6
-
-
 def main():
     ap = argparse.ArgumentParser(description="FusedLinear vs eager PyTorch on the seed problems")
     ap.add_argument("--db", help="tuned database (default: $FUSEDTUNE_DB, else ./fusedtune.db)")
@@ -108,7 +101,7 @@ def main():
                 fns = [lambda: eager(lin, x), lambda: layer(x)]
                 t_eager, t_fused = interleaved_ms(fns)
                 p_eager, p_fused = interleaved_ms(fns, reps=15, batch=20)
-                c_eager, c_fused = cpu_us(fns[0]), cpu_us(fns[1])
+                c_eager, c_fused = bench_graphs.host_us(fns[0]), bench_graphs.host_us(fns[1])
             torch.backends.cuda.matmul.allow_tf32 = prev
             cfg = layer.plan_for(m).config
             print(f"{name:9s} {shape:16s} {mode.name:5s} {t_eager:9.4f} {t_fused:9.4f} {t_eager / t_fused:7.3f}x "

@@ -13,13 +13,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
 import fusedtune  # noqa: E402
-from fusedtune import _lib  # noqa: E402
+from fusedtune import _launch, _lib  # noqa: E402
 from fusedtune._binding import Binding, check_no_grad, check_tensor  # noqa: E402
 
 SCRATCH = tempfile.mkdtemp(prefix="ft_python_", dir=os.environ.get("FT_TEST_TMP") or None)
@@ -374,6 +375,19 @@ class DatabaseTest(unittest.TestCase):
         self.assertEqual((a.scalars[0].name, a.scalars[0].value), (b"s", 0.5))
         self.assertEqual(plan.make_args(1, 2, 3, dtype=_lib.FT_DTYPE_F32).n_vecs, 0)
 
+    def test_slot_arrays(self):
+        # What Plan.launch_ptrs hands ft_plan_launch_ptrs: slot order bias, g, r, s.
+        plan = fusedtune.Plan.__new__(fusedtune.Plan)
+        plan.problem = fusedtune.Problem(4, 8, 16, "silu(x * g + bias) + r * s where col g, row r, scalar s = 2",
+                                         "bf16")
+        va, sa = plan.slot_arrays([0x4000, 0x5000, 0x6000], [0.5])
+        self.assertEqual((list(va), sa[3]), ([0x4000, 0x5000, 0x6000, None], 0.5))
+        self.assertEqual(plan.slot_arrays([1, 2, 3])[1][3], 2.0)  # the default
+        with self.assertRaises(fusedtune.InvalidArgumentError):
+            plan.slot_arrays([1, 2])
+        with self.assertRaises(fusedtune.InvalidArgumentError):
+            plan.slot_arrays([1, 2, 3, 4])
+
     def test_export_file_round_trip(self):
         problem = fusedtune.Problem(64, 256, 512, "relu(x + bias)", "fp32")
         export, again = os.path.join(SCRATCH, "rt.json"), os.path.join(SCRATCH, "rt_again.json")
@@ -424,6 +438,40 @@ class DatabaseTest(unittest.TestCase):
 
 
 # ---- FusedLinear's checks, on fakes: what a torch tensor offers them ----
+
+class LaunchPathTest(unittest.TestCase):
+    """The per-call launch (fusedtune._launch): the compiled extension where the build made it
+    (FT_EXPECT_EXT=1), and ctypes; both reach the library's ft_plan_launch_ptrs (a NULL plan:
+    FT_ERR_INVALID_ARG, no GPU needed)."""
+
+    def tearDown(self):
+        _launch.use()
+
+    def test_ctypes(self):
+        self.assertEqual(_launch.use("ctypes"), "ctypes")
+        launch = _launch.launcher(threading.RLock())
+        self.assertEqual(launch(0, 16, 16, 16, 0, 0, 0), fusedtune.InvalidArgumentError.status)
+
+    def test_extension(self):
+        if os.environ.get("FT_EXPECT_EXT") != "1":
+            self.assertEqual(_launch.use(), "ctypes")
+            self.skipTest(f"no compiled launch path in this build ({_launch.WHY})")
+        self.assertEqual(_launch.use("extension"), "extension", _launch.WHY)
+        launch = _launch.launcher(threading.RLock())
+        self.assertEqual(launch(0, 16, 16, 16, 0, 0, 0), fusedtune.InvalidArgumentError.status)
+        with self.assertRaisesRegex(TypeError, "takes 7 arguments"):
+            launch(0, 16, 16, 16, 0, 0)
+        with self.assertRaisesRegex(TypeError, "argument 2 must be an int address, not str"):
+            launch(0, "x", 16, 16, 0, 0, 0)
+        os.environ[_launch.ENV_NO_EXT] = "1"
+        try:
+            self.assertEqual(_launch.use(), "ctypes")
+            self.assertIn(_launch.ENV_NO_EXT, _launch.WHY)
+            with self.assertRaisesRegex(ImportError, "does not load"):
+                _launch.use("extension")
+        finally:
+            del os.environ[_launch.ENV_NO_EXT]
+
 
 class FakeDevice:
     def __init__(self, kind="cuda", index=0):

@@ -3,6 +3,7 @@ and every check that must fail before any launch. Exits 77 (skipped, for ctest) 
 
     python3 tests/python/test_torch_cpu.py     (FUSEDTUNE_LIBRARY set, or a build in ./build)
 """
+import ctypes
 import os
 import sys
 import unittest
@@ -71,6 +72,11 @@ class FusedLinearCpuTest(unittest.TestCase):
                            params={"r": torch.ones(4, 8)})
         self.assertRejects("uses x2, the product with a second weight", FusedLinear, 16, 8, bias=False,
                            epilogue="silu(x) * x2")
+        # through the torch op on meta tensors: the matrix is one of its operands, the output's shape comes back
+        meta = FusedLinear(16, 8, epilogue="x + bias + r where mat r", device="meta")
+        with torch.no_grad():
+            y = meta(torch.empty(3, 2, 16, device="meta"), r=torch.empty(3, 2, 8, device="meta"))
+        self.assertEqual(tuple(y.shape), (3, 2, 8))
 
     def test_math_modes(self):
         self.assertEqual(FusedLinear(16, 8, math="tf32").math, "tf32")
@@ -101,6 +107,51 @@ class FusedLinearCpuTest(unittest.TestCase):
         # Without grad mode, the device check is what stops it here (no GPU).
         with torch.no_grad():
             self.assertRejects("weight is on cpu", layer, x)
+
+    def test_fast_path_invalidation(self):
+        # forward's fast path on CPU tensors, its launch recorded instead of made (device index -1
+        # stands for the current device): a call whose state matches the recorded one launches
+        # with x's and y's new addresses; any change the checks look at sends it to the checked
+        # path, which refuses CPU tensors ("weight is on cpu").
+        import fusedtune.torch as ft
+        launches = []
+
+        class FakePlan:
+            _handle = ctypes.c_void_p(0x1234)
+
+        saved = ft._current_device, ft._raw_stream
+        ft._current_device, ft._raw_stream = (lambda: -1), (lambda index: 0x77)
+        try:
+            layer = FusedLinear(16, 8, epilogue="relu(x + bias) * s where scalar s", params={"s": 2.0})
+            x = torch.zeros(3, 16)
+            va, sa = layer._slot_arrays({"bias": layer.bias.data_ptr()}, {"s": 2.0})
+            self.assertEqual((va[0], sa[1]), (layer.bias.data_ptr(), 2.0))  # slots: bias, s
+            record = lambda *a: launches.append(a) or 0  # noqa: E731
+            with torch.no_grad():
+                layer._keep_fast(x, FakePlan(), record, layer.weight.data_ptr(), va, sa, False)
+                y = layer(x)
+                self.assertEqual(tuple(y.shape), (3, 8))
+                plan, xp, wp, yp, vp, sp, stream = launches[-1]
+                self.assertEqual((plan, xp, wp, yp, vp, sp, stream), (0x1234, x.data_ptr(), layer.weight.data_ptr(),
+                                                                      y.data_ptr(), ctypes.addressof(va),
+                                                                      ctypes.addressof(sa), 0x77))
+                layer.weight.mul_(2)  # in place: the same state
+                layer(x)
+                self.assertEqual(len(launches), 2)
+                self.assertRejects("weight is on cpu", layer, torch.zeros(4, 16))  # a shape not recorded
+                self.assertRejects("weight is on cpu", layer, torch.zeros(3, 16, dtype=torch.float64))
+                self.assertRejects("weight is on cpu", layer, torch.zeros(16, 3).t())  # not contiguous
+                self.assertRejects("weight is on cpu", layer, x, s=3.0)  # keyword arguments
+                bias = layer.bias
+                layer.bias = nn.Parameter(bias + 1, requires_grad=False)  # another address
+                self.assertRejects("weight is on cpu", layer, x)
+                layer.bias = bias
+                layer.weight.data = layer.weight.data.t().contiguous().t()  # same shape, strided
+                self.assertRejects("weight is on cpu", layer, x)
+            self.assertEqual(len(launches), 2)
+            self.assertRejects("weight is on cpu", layer, x)  # grad mode on: not the recorded state
+        finally:
+            ft._current_device, ft._raw_stream = saved
 
 
 if __name__ == "__main__":
