@@ -7,8 +7,8 @@
 // slice is one bulk prefetch (cp.async.bulk.prefetch.L2), which needs 16-byte aligned rows (N *
 // element size a multiple of 16 and the matrix 16-byte aligned, the usual case); a matrix that is
 // not is read by E unprefetched (a fallback of per-line prefetches beside the bulk form made
-// ptxas spill). Prefetches are hints: nothing waits for them, no shared memory is
-// used, and no address outside the matrix is formed (rows and columns are clipped to Y's).
+// ptxas spill). Prefetches are hints: nothing waits for them, no shared memory is used, and no
+// address outside the matrix is formed (rows and columns are clipped to Y's).
 template <class C>
 __device__ __forceinline__ void ft_mat_prefetch(const FtEpArgs &ep, int m0, int n0, int M, int N) {
   if constexpr (C::kMatMask != 0u && C::split_k == 1) { /* split-K: E runs in ft_tc_splitk_reduce */
@@ -20,8 +20,8 @@ __device__ __forceinline__ void ft_mat_prefetch(const FtEpArgs &ep, int m0, int 
 #pragma unroll
     for (int s = 0; s < FT_EP_SLOTS; s++) {
       if (!((C::kMatMask >> s) & 1u)) continue;
-      /* Read here, per work item, through volatile asm: as loop invariants computed at the
-       * kernel's start, the values stayed live through the consumers' code and made it spill. */
+      /* Read per work item through volatile asm, so that they cannot be hoisted to the kernel's
+       * start and kept live through the consumers' code (where ptxas then spilled). */
       unsigned long long a;
       int pitch;
       asm volatile("mov.b64 %0, %1;" : "=l"(a) : "l"(reinterpret_cast<unsigned long long>(ep.v[s])));
