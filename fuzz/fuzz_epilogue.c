@@ -1,6 +1,8 @@
 /* libFuzzer target for the epilogue parser. On every accepted input: the canonical text parses
- * back to itself (same hash, same parameters, same CUDA text, same values), the CUDA text holds
- * only characters the emitter writes, the eager plan builds. Any violation aborts. */
+ * back to itself (same hash, same parameters, same CUDA texts, same values: a reduction's over a
+ * small matrix), the CUDA texts hold only characters the emitter writes (a reduction has none for
+ * the whole expression, and its two parts where a kernel serves it), the eager plan builds. Any
+ * violation aborts. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,7 +35,34 @@ static void check_params(const ft_epilogue *a, const ft_epilogue *b, const char 
   }
 }
 
+/* Texts equal, both NULL included. */
+static int same_text(const char *a, const char *b) { return a == b || (a && b && strcmp(a, b) == 0); }
+
+/* A reduction's reference over a 2 x 60 matrix (60: most group counts and windows divide it). */
+static void check_matrix(const ft_epilogue *a, const ft_epilogue *b, const char *text) {
+  enum { M = 2, N = 60 };
+  double x[M * N], ya[M * N], yb[M * N], pv[FT_EP_MAX_PARAMS][N];
+  const double *params[FT_EP_MAX_PARAMS];
+  for (int i = 0; i < M * N; i++) x[i] = sin(0.7 * i) * 3.0;
+  for (int s = 0; s < FT_EP_MAX_PARAMS; s++) {
+    for (int j = 0; j < N; j++) pv[s][j] = 0.5 + s + 0.01 * j;
+    params[s] = pv[s];
+  }
+  ft_err err;
+  const ft_status sa = ft_ep_eval_matrix(a, M, N, x, params, ya, &err);
+  if (sa != ft_ep_eval_matrix(b, M, N, x, params, yb, &err)) fail("canonical text's reference fails differently", text);
+  if (sa != FT_OK) return; /* a group count or window that does not fit N = 60 */
+  int64_t rows = 0, cols = 0;
+  if (ft_ep_output_shape(a, M, N, NULL, &rows, &cols, &err) != FT_OK) fail("output shape", text);
+  for (int64_t i = 0; i < rows * cols; i++)
+    if (!same_value(ya[i], yb[i])) fail("canonical text's reference differs", text);
+}
+
 static void check_values(const ft_epilogue *a, const ft_epilogue *b, const char *text) {
+  if (ft_ep_reduction(a, NULL) != FT_RED_NONE) {
+    check_matrix(a, b, text);
+    return;
+  }
   static const double xs[] = {0.0, 1.0, -1.5, 3.25, -20.0, 1e-3};
   double vals[FT_EP_MAX_PARAMS];
   for (int i = 0; i < FT_EP_MAX_PARAMS; i++) vals[i] = 0.5 + i;
@@ -48,7 +77,11 @@ static void check_round_trip(const ft_epilogue *ep, const char *text) {
   if (ft_ep_parse(ft_ep_canonical(ep), &again, &err) != FT_OK) fail(err.msg, ft_ep_canonical(ep));
   if (strcmp(ft_ep_canonical(ep), ft_ep_canonical(again)) != 0) fail("canonical text not stable", text);
   if (strcmp(ft_ep_hash(ep), ft_ep_hash(again)) != 0) fail("hash not stable", text);
-  if (strcmp(ft_ep_cuda(ep), ft_ep_cuda(again)) != 0) fail("CUDA text not stable", text);
+  const char *ia, *pa, *ib, *pb;
+  ft_ep_cuda_reduce(ep, &ia, &pa);
+  ft_ep_cuda_reduce(again, &ib, &pb);
+  if (!same_text(ft_ep_cuda(ep), ft_ep_cuda(again)) || !same_text(ia, ib) || !same_text(pa, pb))
+    fail("CUDA text not stable", text);
   check_params(ep, again, text);
   check_values(ep, again, text);
   ft_ep_free(again);
@@ -77,7 +110,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ft_err err;
   ft_status s = ft_ep_parse(text, &ep, &err);
   if (s == FT_OK) {
-    if (!cuda_chars_ok(ft_ep_cuda(ep)) || strstr(ft_ep_cuda(ep), "--")) fail("unexpected CUDA text", text);
+    const char *inner, *post, *whole = ft_ep_cuda(ep);
+    ft_ep_cuda_reduce(ep, &inner, &post);
+    const int reduces = ft_ep_reduction(ep, NULL) != FT_RED_NONE;
+    if (reduces == (whole != NULL)) fail("a CUDA text for a reduction, or none for an elementwise E", text);
+    if ((inner != NULL) != (reduces && ft_ep_check_kernels(ep, NULL) == FT_OK) || (inner == NULL) != (post == NULL))
+      fail("a served reduction without its CUDA parts, or parts for another", text);
+    const char *texts[3] = {whole, inner, post};
+    for (int i = 0; i < 3; i++)
+      if (texts[i] && (!cuda_chars_ok(texts[i]) || strstr(texts[i], "--"))) fail("unexpected CUDA text", text);
     check_round_trip(ep, text);
     check_eager(ep, text);
     ft_ep_free(ep);

@@ -10,7 +10,8 @@
  * Problem solved: y[m, n] = E(sum_k x[m, k] * W[n, k]) with x [M, K] and W [N, K] row-major
  * (the nn.Linear layout), bias-like vectors [N] or [M], matrices [M, N] (a residual), and E an
  * elementwise expression ("epilogue") written in fusedtune's small expression language (see
- * docs/EPILOGUE.md).
+ * docs/EPILOGUE.md), which may reduce each row (logsumexp, softmax, ...: y is then [M] or [M, N],
+ * ft_output_shape).
  *
  * Thread-safety: an ft_ctx (and the ft_plan objects made from it) must be used by one thread
  * at a time. Several ft_ctx, opened in several threads on the same database, work concurrently.
@@ -190,6 +191,18 @@ FT_API const char *ft_errmsg(const ft_ctx *ctx);
  * Returns FT_OK, FT_ERR_INVALID_ARG (p or its epilogue NULL, shape out of range), FT_ERR_PARSE,
  * FT_ERR_UNSUPPORTED (math mode), FT_ERR_NOMEM. Thread-safe. */
 FT_API ft_status ft_check_problem(const ft_problem *p, char *msg, size_t msg_size);
+
+/* The shape of y for p, known before anything is launched: *ndim 2 and shape {M, N} for an
+ * elementwise epilogue, softmax, log_softmax, groupnorm and batchnorm; *ndim 1 and shape {M, 1}
+ * for a row reduction (rowsum, rowmean, rowmax, rowmin, logsumexp); *ndim 2 and {M, N / w} (the
+ * quotient rounded down) with a pool of window w (docs/EPILOGUE.md, "Reductions"). Checks p as
+ * ft_check_problem does, except that it answers for the reductions no kernel serves yet too
+ * (batchnorm, pools: ft_check_problem, tunes and plans refuse those with
+ * FT_ERR_UNSUPPORTED). Returns FT_OK,
+ * FT_ERR_INVALID_ARG (ndim or shape NULL, and as ft_check_problem; an epilogue that cannot apply to
+ * p's N: groupnorm's G not dividing N, a window wider than N), FT_ERR_PARSE, FT_ERR_UNSUPPORTED
+ * (math mode), FT_ERR_NOMEM; the reason in msg as ft_check_problem. Thread-safe. */
+FT_API ft_status ft_output_shape(const ft_problem *p, int *ndim, int64_t shape[2], char *msg, size_t msg_size);
 
 /* Looks up the best configuration for p on the current CUDA device.
  * Exact key (device, shape, epilogue, math) with a current kernel source -> FT_OK, out->exact=1.

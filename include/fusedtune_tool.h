@@ -332,7 +332,7 @@ typedef struct ft_epilogue_param {
 typedef struct ft_epilogue_info {
   const char *canonical; /* one text for every spelling of the expression */
   char hash[17];
-  const char *cuda;      /* the generated CUDA float expression */
+  const char *cuda;      /* the generated CUDA float expression; "" for a reduction */
   int n_params;
   ft_epilogue_param params[FT_EPILOGUE_MAX_PARAMS]; /* in kernel slot order */
   int uses_x2; /* reads x2, a gated pair's second product, which no strategy computes yet (a tune of

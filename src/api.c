@@ -90,6 +90,7 @@ static ft_status check_problem(ft_ctx *ctx, const ft_problem *p, const ft_epilog
     ctx->last_ep = e;
     ctx->last_ep_text = text;
   }
+  FT_TRY(ft__check_epilogue_fits(p, ctx->last_ep, &ctx->err));
   *ep = ctx->last_ep;
   return FT_OK;
 }

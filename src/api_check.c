@@ -21,12 +21,31 @@ ft_status ft__check_problem(const ft_problem *p, ft_err *err) {
   return FT_OK;
 }
 
+ft_status ft__check_epilogue_fits(const ft_problem *p, const ft_epilogue *ep, ft_err *err) {
+  FT_TRY(ft_ep_output_shape(ep, p->m, p->n, NULL, NULL, NULL, err));
+  return ft_ep_check_kernels(ep, err);
+}
+
 ft_status ft_check_problem(const ft_problem *p, char *msg, size_t msg_size) {
   ft_err err;
   ft__err_clear(&err);
   ft_status s = ft__check_problem(p, &err);
   ft_epilogue *ep = NULL;
   if (s == FT_OK) s = ft_ep_parse(p->epilogue, &ep, &err);
+  if (s == FT_OK) s = ft__check_epilogue_fits(p, ep, &err);
+  ft_ep_free(ep);
+  if (s != FT_OK) ft__copy_msg(msg, msg_size, err.msg[0] ? err.msg : ft_status_string(s));
+  return s;
+}
+
+ft_status ft_output_shape(const ft_problem *p, int *ndim, int64_t shape[2], char *msg, size_t msg_size) {
+  ft_err err;
+  ft__err_clear(&err);
+  ft_status s = ft__check_problem(p, &err);
+  if (s == FT_OK && (!ndim || !shape)) s = ft__fail(&err, FT_ERR_INVALID_ARG, "ft_output_shape: ndim and shape must not be NULL");
+  ft_epilogue *ep = NULL;
+  if (s == FT_OK) s = ft_ep_parse(p->epilogue, &ep, &err);
+  if (s == FT_OK) s = ft_ep_output_shape(ep, p->m, p->n, ndim, &shape[0], &shape[1], &err);
   ft_ep_free(ep);
   if (s != FT_OK) ft__copy_msg(msg, msg_size, err.msg[0] ? err.msg : ft_status_string(s));
   return s;

@@ -124,6 +124,7 @@ ft_status ft_variants_v2(const ft_problem *p, const char *arch, unsigned flags, 
   ft_device_limits lim;
   ft_status s = l ? ft__check_problem(p, &err) : ft__fail(&err, FT_ERR_NOMEM, "out of memory");
   if (s == FT_OK) s = ft_ep_parse(p->epilogue, &ep, &err);
+  if (s == FT_OK) s = ft__check_epilogue_fits(p, ep, &err);
   if (s == FT_OK) s = pick_arch(arch, l, &lim, &err);
   if (s == FT_OK) snprintf(l->epilogue, sizeof l->epilogue, "%s", ft_ep_canonical(ep));
   const ft_space_scope scope = flags & FT_VARIANTS_FULL ? FT_SPACE_FULL : FT_SPACE_PRUNED;
@@ -162,7 +163,8 @@ ft_status ft_epilogue_inspect(const char *text, ft_epilogue_info **out, char *ms
     ft__copy_msg(msg, msg_size, err.msg);
     return s;
   }
-  const char *canon = ft_ep_canonical(ep), *cuda = ft_ep_cuda(ep);
+  /* A reduction has no CUDA expression: the info's is empty. */
+  const char *canon = ft_ep_canonical(ep), *cuda = ft_ep_cuda(ep) ? ft_ep_cuda(ep) : "";
   size_t lc = strlen(canon) + 1, lu = strlen(cuda) + 1;
   /* One block: the info, then its two strings, so one free releases everything. */
   ft_epilogue_info *info = calloc(1, sizeof *info + lc + lu);

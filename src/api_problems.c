@@ -195,7 +195,11 @@ static ft_status add_entry(builder *b, int line, int entry, const char *shape, c
   if (s == FT_OK) p.m = hi, s = ft__check_problem(&p, &e);
   const int n_ms = s == FT_OK ? ft_shape_range_values(lo, hi, ms, FT_SHAPE_RANGE_MAX) : 0;
   if (s == FT_OK) s = ft_ep_parse(p.epilogue, &ep, &e);
-  if (s != FT_OK) return bad_entry(b, line, entry, e.msg);
+  if (s == FT_OK) s = ft__check_epilogue_fits(&p, ep, &e);
+  if (s != FT_OK) {
+    ft_ep_free(ep);
+    return bad_entry(b, line, entry, e.msg);
+  }
   p.epilogue = ft_ep_canonical(ep);
   for (int j = 0; j < n_ms && s == FT_OK; j++)
     for (int i = 0; i < n_modes && s == FT_OK; i++) {

@@ -82,6 +82,13 @@ static int match_lt_epilogue(const ft_epilogue *ep, const char *mode, cublasLtEp
   return 0;
 }
 
+/* The widest access of a row a reduction step reads whole: 16 bytes where N allows. */
+static int eager_reduce_vec(const ft_pdata *d) {
+  int vec = d->elem == 2 ? 8 : 4;
+  while (vec > 1 && d->n % vec) vec /= 2;
+  return vec;
+}
+
 static ft_status build_eager_steps(ft_baselines *b, ft_db *db, ft_err *err) {
   int n = b->plan.nsteps;
   if (n == 0) return FT_OK;
@@ -91,7 +98,9 @@ static ft_status build_eager_steps(ft_baselines *b, ft_db *db, ft_err *err) {
   memset(jobs, 0, sizeof jobs);
   ft_status st = FT_OK;
   for (int i = 0; i < n && st == FT_OK; i++) {
-    st = ft_codegen_eager_step(&b->plan.steps[i], b->d->math, &srcs[i], err);
+    const ft_ep_step *step = &b->plan.steps[i];
+    st = step->reduce ? ft_codegen_eager_reduce(step, b->d->math, eager_reduce_vec(b->d), &srcs[i], err)
+                      : ft_codegen_eager_step(step, b->d->math, &srcs[i], err);
     jobs[i].src = srcs[i].text;
     jobs[i].hash = srcs[i].hash;
   }
@@ -121,6 +130,7 @@ ft_status ft_baselines_create(ft_gpu *g, ft_db *db, const ft_epilogue *ep, ft_pd
   cublasStatus_t cs = cublasLtCreate(&b->lt);
   if (cs != CUBLAS_STATUS_SUCCESS) return ft_cublas_fail(err, cs, "cublasLtCreate");
   FT_CUDA_TRY(err, cudaMalloc(&b->lt_ws, FT_LT_WORKSPACE));
+  FT_TRY(ft_ep_check_kernels(ep, err)); /* a reduction step is a kernel the reduction pass serves */
   FT_TRY(ft_ep_eager_plan(ep, &b->plan, err));
   /* "SGEMM" in fp32 (as before modes existed) and 3xtf32 (cuBLAS's fp32-accurate GEMM), else
    * "BF16 GEMM"; mode: "" or "BF16 ". */
@@ -147,12 +157,15 @@ ft_status ft_baselines_create(ft_gpu *g, ft_db *db, const ft_epilogue *ep, ft_pd
     FT_CUDA_TRY(err, cudaMalloc(&b->tmp[j], bytes));
   b->tmp[b->plan.nsteps] = d->dY;
   FT_TRY(build_eager_steps(b, db, err));
+  int reducing = 0;
+  for (int j = 0; j < b->plan.nsteps; j++) reducing += b->plan.steps[j].reduce != FT_RED_NONE;
+  char kinds[32] = "elementwise kernel(s)";
+  if (reducing) snprintf(kinds, sizeof kinds, "kernel(s), %d reducing", reducing);
   if (b->plan.gemm_bias_slot >= 0)
-    snprintf(b->eager_desc, sizeof b->eager_desc, "cuBLASLt %sGEMM+BIAS + %d elementwise kernel(s)%s", mode,
-             b->plan.nsteps, b->has_eager ? "" : " (no cuBLASLt algorithm)");
+    snprintf(b->eager_desc, sizeof b->eager_desc, "cuBLASLt %sGEMM+BIAS + %d %s%s", mode, b->plan.nsteps, kinds,
+             b->has_eager ? "" : " (no cuBLASLt algorithm)");
   else
-    snprintf(b->eager_desc, sizeof b->eager_desc, "cuBLAS %s + %d elementwise kernel(s)", b->gemm_desc,
-             b->plan.nsteps);
+    snprintf(b->eager_desc, sizeof b->eager_desc, "cuBLAS %s + %d %s", b->gemm_desc, b->plan.nsteps, kinds);
   snprintf(b->gemm_alone_desc, sizeof b->gemm_alone_desc, "cuBLAS %s alone (no epilogue)", b->gemm_desc);
   cublasLtEpilogue_t epi;
   int bias_slot = -1;
@@ -202,8 +215,13 @@ static ft_status run_eager(ft_baselines *b, cudaStream_t stream, ft_err *err) {
     const ft_ep_step *s = &b->plan.steps[j];
     const void *in[3] = {NULL, NULL, NULL};
     for (int i = 0; i < s->nin && i < 3; i++) in[i] = b->tmp[s->in[i]];
-    FT_TRY(ft_eager_step_launch(&b->steps[j], in[0], in[1], in[2], b->tmp[j + 1], d->m, d->n, &d->args,
-                                stream, err));
+    if (s->reduce) {
+      FT_TRY(ft_eager_reduce_launch(&b->steps[j], in[0], b->tmp[j + 1], d->m, d->n, &d->args, stream, err));
+      continue;
+    }
+    /* After a one-value reduction the steps run over its M values. */
+    FT_TRY(ft_eager_step_launch(&b->steps[j], in[0], in[1], in[2], b->tmp[j + 1], d->m,
+                                s->shape == FT_EP_SHAPE_M ? 1 : d->n, &d->args, stream, err));
   }
   return FT_OK;
 }

@@ -106,6 +106,62 @@ static int first_colvec_slot(const ft_epilogue *ep) {
   return -1;
 }
 
+/* A reduction pass's text after its #defines: the ABI, the prelude, the reduction's kind and E's
+ * two parts (kernels_src/reduce_pass.cu), rebuilt from the AST as every expression is. */
+static ft_status reduce_body(ft_strbuf *b, ft_math math, ft_ep_red r, int arg, const char *inner, const char *post,
+                             ft_err *err) {
+  FT_TRY(check_expr(inner, FT_EP_MAX_TEXT * 8, "reduction argument", err));
+  FT_TRY(check_expr(post, FT_EP_MAX_TEXT * 8, "post-reduction", err));
+  abi_defines(b, math);
+  FT_TRY(sb_embedded(b, "kernels_src/ft_common.cuh", err));
+  FT_TRY(sb_embedded(b, "kernels_src/ft_math.cuh", err));
+  ft_sb_printf(b, "#define FT_RED_KIND %d\n#define FT_RED_ARG %d\n#define FT_RED_INNER (%s)\n#define FT_RED_POST (%s)\n",
+               (int)r, arg, inner, post);
+  return sb_embedded(b, "kernels_src/reduce_pass.cu", err);
+}
+
+static ft_status codegen_reduce(const ft_variant *v, const ft_family *fam, const ft_epilogue *ep, ft_kernel_src *out,
+                                ft_err *err) {
+  FT_TRY(ft_ep_check_kernels(ep, err));
+  const char *inner = NULL, *post = NULL;
+  ft_ep_cuda_reduce(ep, &inner, &post);
+  int arg = 0;
+  const ft_ep_red r = ft_ep_reduction(ep, &arg);
+  const int rowwise = r == FT_RED_SOFTMAX || r == FT_RED_LOG_SOFTMAX || r == FT_RED_GROUPNORM;
+  if (rowwise != (v->red.cols == 0))
+    return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: cols %d cannot compute '%s' (one-value reductions run in column "
+                    "chunks, softmax, log_softmax and groupnorm in place with cols 0)", v->red.cols, ft_ep_red_name(r));
+  ft_strbuf b = {0};
+  ft_sb_puts(&b, "// fusedtune generated\n");
+  fam->defines(v, &b);
+  const ft_status s = reduce_body(&b, (ft_math)v->math, r, arg, inner, post, err);
+  if (s != FT_OK) {
+    free(b.p);
+    return s;
+  }
+  FT_TRY(finish(&b, fam->name, fam->revision, out, err));
+  snprintf(out->kernel, sizeof out->kernel, "%s", fam->kernel);
+  snprintf(out->arch_suffix, sizeof out->arch_suffix, "%s", fam->arch_suffix);
+  return FT_OK;
+}
+
+ft_status ft_codegen_eager_reduce(const ft_ep_step *step, ft_math math, int vec, ft_kernel_src *out, ft_err *err) {
+  if (!step || !out) return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: NULL argument");
+  memset(out, 0, sizeof *out);
+  if (step->reduce < FT_RED_ROWSUM || step->reduce > FT_RED_GROUPNORM)
+    return ft__fail(err, FT_ERR_UNSUPPORTED, "codegen: no eager kernel for '%s'", ft_ep_red_name(step->reduce));
+  ft_strbuf b = {0};
+  ft_sb_printf(&b, "// fusedtune generated\n#define FT_BLOCK %d\n#define FT_VEC %d\n", FT_AUX_BLOCK, vec);
+  const ft_status s = reduce_body(&b, math, step->reduce, step->arg, "x", "IN0", err);
+  if (s != FT_OK) {
+    free(b.p);
+    return s;
+  }
+  FT_TRY(finish(&b, "eager_reduce", FT_EAGER_STEP_REVISION, out, err));
+  strcpy(out->kernel, "ft_reduce_pass");
+  return FT_OK;
+}
+
 ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kernel_src *out,
                              ft_err *err) {
   if (!v || !out) return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: NULL argument");
@@ -118,6 +174,11 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
                     "family %s does not compute", fam->name);
   /* NULL epilogue: the identity, for a plain GEMM (tests, references). After cuBLASLt's bias GEMM
    * (an epilogue pass's lt) the pass applies E with its `x + bias` already done. */
+  const int reduces = ep && ft_ep_reduction(ep, NULL) != FT_RED_NONE;
+  if (reduces != fam->reduces)
+    return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: the %s kernels %s", fam->name,
+                    reduces ? "compute elementwise epilogues, and this one reduces" : "compute reductions only");
+  if (reduces) return codegen_reduce(v, fam, ep, out, err);
   const char *expr = ep ? ft_ep_cuda(ep) : "x";
   const int after_lt = v->pass.lt || v->pass.lt_act;
   if (v->pass.lt_act) {

@@ -38,6 +38,11 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
                              ft_err *err);
 /* The eager-style step kernel of step on tensors of math mode math's element type. */
 ft_status ft_codegen_eager_step(const ft_ep_step *step, ft_math math, ft_kernel_src *out, ft_err *err);
+/* The eager chain's reduction step (step->reduce a row reduction or groupnorm, kernels_src/reduce_pass.cu
+ * reading its input buffer whole: ft_reduce_pass(src, N, y, NULL, M, N, 0, N, ep)), FT_AUX_BLOCK
+ * threads a row, vec elements per access (N must be a multiple). FT_ERR_UNSUPPORTED for the
+ * reductions no kernel serves. */
+ft_status ft_codegen_eager_reduce(const ft_ep_step *step, ft_math math, int vec, ft_kernel_src *out, ft_err *err);
 void ft_kernel_src_free(ft_kernel_src *k); /* frees text; NULL-safe */
 
 /* Appends src without comments, whitespace runs as one blank (a newline where the run held

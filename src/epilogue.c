@@ -49,6 +49,8 @@ void ft_ep_free(ft_epilogue *ep) {
   free(ep->canon);
   free(ep->cuda);
   free(ep->cuda_folded);
+  free(ep->red_inner);
+  free(ep->red_post);
   free(ep->cuda_lt_act);
   free(ep);
 }
@@ -65,13 +67,16 @@ static char *cuda_reading_as_x(const ft_epilogue *ep, int n) {
 }
 
 static ft_status finish(ft_epilogue *ep, ft_err *err) {
+  const int reduces = ft_ep_reduction(ep, NULL) != FT_RED_NONE; /* no CUDA expression */
   ep->canon = ft__ep_print_canonical(ep);
-  ep->cuda = ft__ep_print_cuda(ep, ep->root, NULL);
-  if (!ep->canon || !ep->cuda) return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
-  const int fold = ft__ep_bias_fold(ep, &ep->fold_slot);
+  ep->cuda = reduces ? NULL : ft__ep_print_cuda(ep, ep->root, NULL);
+  if (!ep->canon || (!reduces && !ep->cuda)) return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
+  if (reduces) FT_TRY(ft__ep_reduce_texts(ep, err));
+  /* A reduction has no elementwise text for cuBLASLt's epilogues to shorten. */
+  const int fold = reduces ? -1 : ft__ep_bias_fold(ep, &ep->fold_slot);
   if (fold >= 0 && !(ep->cuda_folded = cuda_reading_as_x(ep, fold)))
     return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
-  const int act = ft__ep_act_fold(ep, &ep->lt_act_slot, &ep->lt_act);
+  const int act = reduces ? -1 : ft__ep_act_fold(ep, &ep->lt_act_slot, &ep->lt_act);
   if (act >= 0 && !(ep->cuda_lt_act = cuda_reading_as_x(ep, act)))
     return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
   /* The canonical text is what the database stores and parses again (imports, lookups): it must

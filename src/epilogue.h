@@ -23,6 +23,22 @@ typedef enum ft_param_kind {
  * (__float_as_int(ep.s[slot])). */
 float ft_ep_mat_pitch(int pitch);
 
+/* Reductions (src/epilogue_reduce.c, docs/EPILOGUE.md "Reductions"): calls whose value at an
+ * element depends on its whole row, its group of a row, its column or a window of its row. */
+typedef enum ft_ep_red {
+  FT_RED_NONE = 0,
+  FT_RED_ROWSUM, FT_RED_ROWMEAN, FT_RED_ROWMAX, FT_RED_ROWMIN, FT_RED_LOGSUMEXP, /* [M] */
+  FT_RED_SOFTMAX, FT_RED_LOG_SOFTMAX,                                          /* [M, N], over the row */
+  FT_RED_GROUPNORM,                                                            /* [M, N], over G groups */
+  FT_RED_BATCHNORM,                                                            /* [M, N], over the column */
+  FT_RED_MAXPOOL, FT_RED_AVGPOOL,                                              /* [M, N / w] */
+  FT_RED_COUNT
+} ft_ep_red;
+
+/* The shape of y: every element ([M, N]), one value per row ([M]), or windows of w columns
+ * ([M, floor(N / w)]). */
+typedef enum ft_ep_shape { FT_EP_SHAPE_MN = 0, FT_EP_SHAPE_M = 1, FT_EP_SHAPE_POOLED = 2 } ft_ep_shape;
+
 typedef struct ft_ep_param {
   char name[FT_EP_NAME_MAX];
   ft_param_kind kind;
@@ -47,7 +63,8 @@ const char *ft_ep_hash(const ft_epilogue *ep);
 int ft_ep_param_count(const ft_epilogue *ep);
 const ft_ep_param *ft_ep_param_at(const ft_epilogue *ep, int slot);
 
-/* A CUDA C++ float expression for the whole epilogue, rebuilt from the AST (never user text).
+/* A CUDA C++ float expression for the whole epilogue, rebuilt from the AST (never user text);
+ * NULL for a reduction (ft_ep_reduction), which no single elementwise expression computes.
  * It reads: `x` (float accumulator), `row`, `col` (int), `ep.s[i]`, `ep.v[i][col]` /
  * `ep.v[i][row]` and the device functions of kernels_src/ft_math.cuh. Owned by ep. */
 const char *ft_ep_cuda(const ft_epilogue *ep);
@@ -74,9 +91,10 @@ ft_ep_cost ft_ep_cost_of(const ft_epilogue *ep, int fast);
  * kernels_src/ft_math.cuh): tf32, bf16, fp16; fp32 and 3xtf32 keep the precise ones. */
 int ft_ep_fast_forms(ft_math math);
 
-/* Evaluates the epilogue in float64 for one element. vals[slot] holds, for each parameter, the
- * scalar value or the vector (matrix) element for this element's row/column. x2 (a gated pair's
- * second product) reads as NaN: ft_ep_eval2 gives it. */
+/* Evaluates an elementwise epilogue in float64 for one element (NaN for a reduction: see
+ * ft_ep_eval_matrix). vals[slot] holds, for each parameter, the scalar value or the vector
+ * (matrix) element for this element's row/column. x2 (a gated pair's second product) reads as
+ * NaN: ft_ep_eval2 gives it. */
 double ft_ep_eval(const ft_epilogue *ep, double x, const double *vals);
 double ft_ep_eval2(const ft_epilogue *ep, double x, double x2, const double *vals);
 
@@ -92,7 +110,11 @@ int ft_ep_has_matrix(const ft_epilogue *ep);
 #define FT_EP_MAX_STEPS 64
 #define FT_EP_BUF_X2 (FT_EP_MAX_STEPS + 1)
 typedef struct ft_ep_step {
-  char expr[512]; /* CUDA expression over IN0, IN1, IN2, ep.s[], ep.v[][] and row/col */
+  char expr[512]; /* CUDA expression over IN0, IN1, IN2, ep.s[], ep.v[][] and row/col; "" when
+                   * the step reduces */
+  ft_ep_red reduce; /* FT_RED_NONE: elementwise; else the reduction of IN0 (one kernel, as torch) */
+  int arg;          /* the reduction's G or w, else 0 */
+  ft_ep_shape shape; /* the shape of the step's output buffer */
   int nin;        /* how many IN operands */
   int in[3];      /* operand buffers: 0 = GEMM output, j >= 1 = output of step j-1,
                   * FT_EP_BUF_X2 = the second GEMM's output (x2, a gated pair) */
@@ -106,6 +128,34 @@ typedef struct ft_ep_eager {
 
 /* Fills *out; returns FT_ERR_UNSUPPORTED if the expression needs more than FT_EP_MAX_STEPS. */
 ft_status ft_ep_eager_plan(const ft_epilogue *ep, ft_ep_eager *out, ft_err *err);
+
+/* The reduction's name ("logsumexp"); "" for FT_RED_NONE or outside the list. */
+const char *ft_ep_red_name(ft_ep_red r);
+/* The outermost reduction of E (FT_RED_NONE for an elementwise E) and its integer argument (G of
+ * groupnorm, w of a pool; 0 otherwise) in *arg (may be NULL). */
+ft_ep_red ft_ep_reduction(const ft_epilogue *ep, int *arg);
+/* The shape of y for an m x n GEMM result: *ndim 1 ([M]: *rows = m, *cols = 1) or 2 ([*rows,
+ * *cols]). FT_ERR_INVALID_ARG, with the reason, where E cannot apply to n columns (groupnorm's G
+ * not dividing n, a window wider than n). Any output pointer may be NULL. */
+ft_status ft_ep_output_shape(const ft_epilogue *ep, int64_t m, int64_t n, int *ndim, int64_t *rows, int64_t *cols,
+                             ft_err *err);
+/* FT_OK when a kernel serves E: every elementwise E, and the row reductions (rowsum, rowmean,
+ * rowmax, rowmin, logsumexp, softmax, log_softmax) and groupnorm without a pool, which the cuBLAS
+ * + reduction pass strategy computes (src/family_reduce.c). Else FT_ERR_UNSUPPORTED naming the reduction:
+ * tunes, plans and benches refuse it. */
+ft_status ft_ep_check_kernels(const ft_epilogue *ep, ft_err *err);
+/* A served reduction's two CUDA expressions (NULL for an elementwise E): *inner the reduction's
+ * argument, per element of the GEMM result (reads x, row, col, ep); *post the rest of E, reading
+ * the reduction's value as IN0 (and row, col, ep; col only where y is [M, N]). Owned by ep. */
+void ft_ep_cuda_reduce(const ft_epilogue *ep, const char **inner, const char **post);
+
+/* The float64 reference of the whole output: x is the m x n GEMM result (row-major), params[slot]
+ * the parameter values (a scalar: params[slot][0]; a col vector: n values; a row vector: m), y
+ * the output in the shape ft_ep_output_shape gives (row-major). Elementwise epilogues too.
+ * Sums in double, two-pass variances, max-subtracted exponentials. FT_ERR_INVALID_ARG as
+ * ft_ep_output_shape; FT_ERR_NOMEM. */
+ft_status ft_ep_eval_matrix(const ft_epilogue *ep, int64_t m, int64_t n, const double *x,
+                            const double *const *params, double *y, ft_err *err);
 
 /* The presets, for listing: name and expression text. Returns the count; *names may be NULL. */
 int ft_ep_presets(const char *const **names, const char *const **texts);

@@ -12,6 +12,7 @@ typedef struct eager_ctx {
   char *xdep;   /* node depends on x */
   ft_ep_eager *out;
   ft_err *err;
+  ft_ep_shape shape[FT_EP_MAX_STEPS + 1]; /* buffer -> its shape */
 } eager_ctx;
 
 static void mark_xdep(eager_ctx *c) {
@@ -70,6 +71,21 @@ static void fold_bias(eager_ctx *c) {
   if (node >= 0) c->buf[node] = 0;
 }
 
+/* A reduction is one kernel over its operand's buffer, as torch runs softmax, sum, amax, group_norm,
+ * batch_norm or a pool (logsumexp is several in torch: one here, so the baseline is no slower). */
+static ft_status emit_reduction(eager_ctx *c, int n, ft_ep_step *st) {
+  const ep_node *nd = &c->ep->nodes[n];
+  c->in_of[nd->kid[0]] = -1;
+  st->expr[0] = '\0';
+  st->reduce = (ft_ep_red)nd->fn;
+  st->arg = (int)nd->num;
+  if (st->reduce == FT_RED_MAXPOOL || st->reduce == FT_RED_AVGPOOL) st->shape = FT_EP_SHAPE_POOLED;
+  else if (st->reduce <= FT_RED_LOGSUMEXP) st->shape = FT_EP_SHAPE_M;
+  c->shape[c->out->nsteps + 1] = st->shape;
+  c->buf[n] = ++c->out->nsteps;
+  return FT_OK;
+}
+
 static ft_status emit_step(eager_ctx *c, int n) {
   const ep_node *nd = &c->ep->nodes[n];
   if (c->out->nsteps == FT_EP_MAX_STEPS)
@@ -84,6 +100,8 @@ static ft_status emit_step(eager_ctx *c, int n) {
     if (j == st->nin) st->in[st->nin++] = c->buf[kid];
     c->in_of[kid] = j;
   }
+  st->shape = st->nin ? c->shape[st->in[0]] : FT_EP_SHAPE_MN;
+  if (nd->kind == N_RED) return emit_reduction(c, n, st);
   char *text = ft__ep_print_cuda(c->ep, n, c->in_of);
   for (int k = 0; k < nd->nkids; k++) c->in_of[nd->kid[k]] = -1;
   if (!text) return ft__fail(c->err, FT_ERR_NOMEM, "epilogue: out of memory");
@@ -95,6 +113,7 @@ static ft_status emit_step(eager_ctx *c, int n) {
   }
   memcpy(st->expr, text, len + 1);
   free(text);
+  c->shape[c->out->nsteps + 1] = st->shape;
   c->buf[n] = ++c->out->nsteps;
   return FT_OK;
 }
@@ -111,13 +130,14 @@ static ft_status plan_node(eager_ctx *c, int n) {
 ft_status ft_ep_eager_plan(const ft_epilogue *ep, ft_ep_eager *out, ft_err *err) {
   if (!ep || !out) return ft__fail(err, FT_ERR_INVALID_ARG, "epilogue: NULL argument");
   size_t nn = (size_t)ep->nnodes;
-  eager_ctx c = {ep, malloc(nn * sizeof(int)), malloc(nn * sizeof(int)), malloc(nn), out, err};
+  eager_ctx c = {ep, malloc(nn * sizeof(int)), malloc(nn * sizeof(int)), malloc(nn), out, err, {FT_EP_SHAPE_MN}};
   ft_status s = FT_OK;
   if (!c.buf || !c.in_of || !c.xdep) {
     s = ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
   } else {
     for (size_t i = 0; i < nn; i++) c.buf[i] = c.in_of[i] = -1;
     out->nsteps = 0;
+    c.shape[0] = FT_EP_SHAPE_MN;
     mark_xdep(&c);
     fold_bias(&c);
     s = plan_node(&c, ep->root);

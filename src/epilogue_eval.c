@@ -40,10 +40,14 @@ static double eval_call(fn_id fn, const double *a) {
   return NAN;
 }
 
-static double eval_node(const ft_epilogue *ep, int n, double x, double x2, const double *vals) {
+/* Node n's value; x2 is a gated pair's second product (NaN where none); leaf, when >= 0, a node
+ * whose value is given (leaf_value: a reduction's result, epilogue_reduce_eval.c). */
+static double eval_node(const ft_epilogue *ep, int n, double x, double x2, const double *vals, int leaf,
+                        double leaf_value) {
+  if (n == leaf) return leaf_value;
   const ep_node *nd = &ep->nodes[n];
   double a[3] = {0.0, 0.0, 0.0};
-  for (int i = 0; i < nd->nkids; i++) a[i] = eval_node(ep, nd->kid[i], x, x2, vals);
+  for (int i = 0; i < nd->nkids; i++) a[i] = eval_node(ep, nd->kid[i], x, x2, vals, leaf, leaf_value);
   switch (nd->kind) {
     case N_NUM: return nd->num;
     case N_X: return x;
@@ -55,15 +59,21 @@ static double eval_node(const ft_epilogue *ep, int n, double x, double x2, const
     case N_MUL: return a[0] * a[1];
     case N_DIV: return a[0] / a[1];
     case N_CALL: return eval_call((fn_id)nd->fn, a);
-    case N_REF: break;
+    case N_REF:
+    case N_RED: /* a whole row's value: ft_ep_eval_matrix */
+      break;
   }
   return NAN;
 }
 
 double ft_ep_eval(const ft_epilogue *ep, double x, const double *vals) {
-  return eval_node(ep, ep->root, x, NAN, vals);
+  return eval_node(ep, ep->root, x, NAN, vals, -1, 0.0);
 }
 
 double ft_ep_eval2(const ft_epilogue *ep, double x, double x2, const double *vals) {
-  return eval_node(ep, ep->root, x, x2, vals);
+  return eval_node(ep, ep->root, x, x2, vals, -1, 0.0);
+}
+
+double ft__ep_eval_at(const ft_epilogue *ep, int n, double x, const double *vals, int leaf, double leaf_value) {
+  return eval_node(ep, n, x, NAN, vals, leaf, leaf_value);
 }

@@ -25,7 +25,8 @@ extern const fn_def ft__ep_fns[FN_COUNT];
 
 /* The AST: nodes in one array, children always before their parents. */
 typedef enum node_kind {
-  N_NUM, N_X, N_PARAM, N_REF, N_X2, N_NEG, N_ADD, N_SUB, N_MUL, N_DIV, N_CALL
+  N_NUM, N_X, N_PARAM, N_REF, N_X2, N_NEG, N_ADD, N_SUB, N_MUL, N_DIV, N_CALL,
+  N_RED /* a reduction: fn is its ft_ep_red, num its integer argument (G, w) or 0 */
 } node_kind;
 
 typedef struct ep_node {
@@ -49,6 +50,7 @@ struct ft_epilogue {
   char *canon;
   char *cuda;
   char *cuda_folded; /* the CUDA text with the folded `x + bias` read as x (ft_ep_cuda_folded), or NULL */
+  char *red_inner, *red_post; /* a reduction's argument and the rest of E (ft_ep_cuda_reduce), or NULL */
   int fold_slot;     /* that bias's slot, or -1 */
   char *cuda_lt_act; /* the CUDA text with the activation cuBLASLt applies read as x (ft_ep_cuda_lt_act), or NULL */
   int lt_act, lt_act_slot; /* that activation (ft_ep_lt_act) and the bias it wraps (slot, or -1) */
@@ -105,6 +107,25 @@ ft_status ft__ep_expect(parser *p, tok_kind kind, const char *what);
 
 /* Parses p->src into ep's root, parameters and slots (epilogue_parse.c); the nodes stay in p. */
 ft_status ft__ep_parse_text(parser *p, ft_epilogue *ep);
+
+/* Parser pieces epilogue_reduce.c's calls use (epilogue_parse.c). */
+ft_status ft__ep_parse_expr(parser *p, int *out);
+ft_status ft__ep_new_node(parser *p, node_kind kind, int col, const int *kids, int nkids, int *out);
+ft_status ft__ep_enter(parser *p, int col);
+
+/* Reductions (epilogue_reduce.c). The ft_ep_red named s[0, len), or FT_RED_NONE. */
+ft_ep_red ft__ep_find_reduction(const char *s, int len);
+/* Parses the arguments of reduction r called as `name(`, p->tok on '('. */
+ft_status ft__ep_parse_reduction(parser *p, token name, ft_ep_red r, int *out);
+/* The nesting rules of docs/EPILOGUE.md ("Reductions"), checked on the resolved tree. */
+ft_status ft__ep_check_reductions(parser *p, const ft_epilogue *ep);
+/* The CUDA texts of ft_ep_cuda_reduce, set on ep when it has a reduction (epilogue_reduce.c). */
+ft_status ft__ep_reduce_texts(ft_epilogue *ep, ft_err *err);
+/* The outermost reduction node, or -1; *inner the pool inside it (or -1). */
+int ft__ep_outer_reduction(const ft_epilogue *ep, int *inner);
+/* The float64 value of node n's subtree at one element, with node leaf (-1: none) read as
+ * leaf_value (epilogue_eval.c). */
+double ft__ep_eval_at(const ft_epilogue *ep, int n, double x, const double *vals, int leaf, double leaf_value);
 
 /* The node `x + bias` that nn.Linear's addmm folds into its GEMM (the one x added to a column
  * vector), or -1; *slot gets the vector's slot (epilogue_eager.c). */

@@ -35,6 +35,11 @@ static int is_reserved(const char *s, int len) {
   return 0;
 }
 
+/* A function or a reduction: a word that names no parameter and is called, never read. */
+static int is_callable(const char *s, int len) {
+  return find_function(s, len) >= 0 || ft__ep_find_reduction(s, len) != FT_RED_NONE;
+}
+
 static int lower(int c) { return (c >= 'A' && c <= 'Z') ? c + 32 : c; }
 
 /* Case-insensitive Levenshtein distance; names are at most FT_EP_NAME_MAX - 1 long. */
@@ -77,6 +82,7 @@ static void suggest_function(const char *name, int len, char *out, size_t n) {
   suggestion sg = {NULL, 1 << 20};
   for (int i = 0; i < FN_COUNT; i++) consider(&sg, name, len, ft__ep_fns[i].name);
   for (size_t i = 0; i < N_ALIASES; i++) consider(&sg, name, len, k_aliases[i].name);
+  for (int r = FT_RED_NONE + 1; r < FT_RED_COUNT; r++) consider(&sg, name, len, ft_ep_red_name((ft_ep_red)r));
   format_hint(&sg, len, out, n);
 }
 
@@ -124,6 +130,8 @@ static ft_status parse_expr(parser *p, int *out);
 static ft_status parse_call(parser *p, token name, int *out) {
   const char *s = p->src + name.pos;
   int fn = find_function(s, name.len);
+  const ft_ep_red red = ft__ep_find_reduction(s, name.len);
+  if (red != FT_RED_NONE) return ft__ep_parse_reduction(p, name, red, out);
   if (fn < 0) {
     char hint[64];
     suggest_function(s, name.len, hint, sizeof hint);
@@ -155,7 +163,7 @@ static ft_status parse_name(parser *p, token name, int *out) {
   if (ft__ep_tok_is(p, &name, "x")) return new_node(p, N_X, col, NULL, 0, out);
   if (ft__ep_tok_is(p, &name, "x2")) return new_node(p, N_X2, col, NULL, 0, out); /* a gated pair's second product */
   if (ft__ep_is_nonfinite_word(s, name.len)) return ft__ep_perr(p, col, "numbers must be finite ('%.*s')", name.len, s);
-  if (find_function(s, name.len) >= 0)
+  if (is_callable(s, name.len))
     return ft__ep_perr(p, col, "'%.*s' is a function: call it as %.*s(...)", name.len, s, name.len, s);
   if (is_reserved(s, name.len)) return ft__ep_perr(p, col, "expected an operand, found '%.*s'", name.len, s);
   FT_TRY(new_node(p, N_REF, col, NULL, 0, out));
@@ -238,7 +246,7 @@ static ft_status check_decl_name(parser *p, const token *t, ft_param_kind kind, 
   const char *s = p->src + t->pos;
   int col = t->pos + 1;
   if (is_reserved(s, t->len)) return ft__ep_perr(p, col, "'%.*s' is reserved and cannot name a parameter", t->len, s);
-  if (find_function(s, t->len) >= 0)
+  if (is_callable(s, t->len))
     return ft__ep_perr(p, col, "'%.*s' is a function and cannot name a parameter", t->len, s);
   if (ft__ep_is_nonfinite_word(s, t->len)) return ft__ep_perr(p, col, "'%.*s' cannot name a parameter", t->len, s);
   if (ft__ep_tok_is(p, t, "bias") && (kind != FT_PARAM_COLVEC || has_default))
@@ -379,5 +387,20 @@ ft_status ft__ep_parse_text(parser *p, ft_epilogue *ep) {
   FT_TRY(resolve_names(p, ep));
   if (!uses_kind(p, N_X)) return ft__ep_perr(p, 1, "the expression does not use x (the GEMM result)");
   ep->uses_x2 = uses_kind(p, N_X2);
-  return FT_OK;
+  if (uses_kind(p, N_RED)) {
+    /* A reduction's kernels and reference read vectors by row, column or window, not matrices;
+     * nor do they compute x2. */
+    for (int i = 0; i < ep->nparams; i++)
+      if (ep->params[i].kind == FT_PARAM_MATRIX)
+        return ft__ep_perr(p, 1, "matrix '%s' in an expression with a reduction: not supported", ep->params[i].name);
+    if (ep->uses_x2) return ft__ep_perr(p, 1, "x2 in an expression with a reduction: not supported");
+  }
+  return ft__ep_check_reductions(p, ep);
 }
+
+/* For epilogue_reduce.c's calls. */
+ft_status ft__ep_parse_expr(parser *p, int *out) { return parse_expr(p, out); }
+ft_status ft__ep_new_node(parser *p, node_kind kind, int col, const int *kids, int nkids, int *out) {
+  return new_node(p, kind, col, kids, nkids, out);
+}
+ft_status ft__ep_enter(parser *p, int col) { return enter(p, col); }

@@ -157,6 +157,12 @@ static void print_node(printer *pr, int n) {
     case N_CALL:
       print_call(pr, nd);
       return;
+    case N_RED: /* canonical only: reductions have no CUDA expression (ft_ep_cuda) */
+      ft_sb_printf(&pr->out, "%s(", ft_ep_red_name((ft_ep_red)nd->fn));
+      print_node(pr, nd->kid[0]);
+      if (nd->num > 0) ft_sb_printf(&pr->out, ", %d", (int)nd->num);
+      ft_sb_puts(&pr->out, ")");
+      return;
     default:
       print_leaf(pr, nd);
       return;

@@ -42,6 +42,7 @@ typedef struct ft_launch_io {
   unsigned *flags; /* geometry's flag_bytes, zero between launches, or NULL when 0 */
   int m, n, k;
   const void *ep; /* ft_ep_args_dev */
+  int col0, ncols; /* geometry's chunk_cols: the chunk of columns this launch covers */
 } ft_launch_io;
 
 /* Storage the argument pointers point into: lives for one launch. */
@@ -72,6 +73,7 @@ typedef struct ft_family {
   const char *const *sources;
   const char *kernel; /* the main entry point */
   int after_cublas;   /* 1: the kernel runs on y after cuBLAS SGEMM wrote x W^T there */
+  int reduces;        /* 1: it serves the reductions ft_ep_check_kernels accepts, and nothing else */
   /* 1: codegen writes FT_EP_COLV_SLOT, the epilogue's first column-vector slot (-1: none), for
    * a kernel that stages that vector's tile slice in shared memory, and FT_EP_MAT_MASK, a bit per
    * matrix-operand slot, for one that prefetches their tiles. */

@@ -174,9 +174,29 @@ ft_status ft_launchable_check(const ft_launchable *L, const void *x, const void 
   return FT_OK;
 }
 
+/* After cuBLAS in column chunks (geometry's chunk_cols, the reduction pass): cuBLAS's GEMM of each
+ * chunk into the workspace, the kernel after it; chunks in order on one stream. */
+static ft_status enqueue_chunks(ft_launchable *L, const void *x, const void *w, void *y, const ft_ep_args_dev *ep,
+                                cudaStream_t stream, ft_err *err) {
+  const size_t elem = ft_math_dtype((ft_math)L->v.math) == FT_DTYPE_F32 ? sizeof(float) : 2;
+  if (!L->loaded.main || !L->ws) return ft__fail(err, FT_ERR_INTERNAL, "launch: chunks without a kernel or workspace");
+  for (int c0 = 0; c0 < L->n; c0 += L->geom.chunk_cols) {
+    const int nc = L->n - c0 < L->geom.chunk_cols ? L->n - c0 : L->geom.chunk_cols;
+    const char *wc = (const char *)w + (size_t)c0 * (size_t)L->k * elem; /* W's rows c0 .. c0 + nc */
+    FT_TRY(ft_cublas_gemm(L->g, (ft_math)L->v.math, x, wc, L->ws, L->m, nc, L->k, stream, err));
+    const ft_launch_io io = {x, w, y, L->ws, L->flags, L->m, L->n, L->k, ep, c0, nc};
+    ft_arg_store st;
+    st.used = 0, st.n = 0;
+    FT_TRY(L->fam->kernel_args(&L->v, &io, &st, err));
+    FT_TRY(launch(L->loaded.main, L->geom.grid, L->geom.block, NULL, 0, NULL, st.ptrs, stream, err));
+  }
+  return FT_OK;
+}
+
 ft_status ft_launchable_enqueue(ft_launchable *L, const void *x, const void *w, void *y, const ft_ep_args_dev *ep,
                                 cudaStream_t stream, ft_err *err) {
   if (!L->fam) return ft__fail(err, FT_ERR_INTERNAL, "launch: nothing loaded");
+  if (L->fam->after_cublas && L->geom.chunk_cols > 0) return enqueue_chunks(L, x, w, y, ep, stream, err);
   if (L->fam->after_cublas && (L->v.pass.lt || L->v.pass.lt_act)) {
     /* cuBLASLt's bias GEMM: its algorithms read the bias in 16-byte units. */
     const void *bias = L->v.pass.lt ? ep->v[L->v.pass.lt - 1] : NULL;
@@ -188,7 +208,7 @@ ft_status ft_launchable_enqueue(ft_launchable *L, const void *x, const void *w, 
     FT_TRY(ft_cublas_gemm(L->g, (ft_math)L->v.math, x, w, y, L->m, L->n, L->k, stream, err));
   }
   if (!L->loaded.main) return FT_OK; /* the identity after cuBLAS: y is done */
-  const ft_launch_io io = {x, w, y, L->ws, L->flags, L->m, L->n, L->k, ep};
+  const ft_launch_io io = {x, w, y, L->ws, L->flags, L->m, L->n, L->k, ep, 0, L->n};
   if (!L->have_args || L->args_x != x || L->args_w != w || L->args_y != y ||
       memcmp(&L->args_ep, ep, sizeof *ep) != 0) {
     L->have_args = 0;
@@ -243,6 +263,16 @@ ft_status ft_cublas_gemm(ft_gpu *g, ft_math math, const void *X, const void *W, 
   FT_CUBLAS_TRY(err, cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, W, type, k, X, type, k, &zero, Y, type, n,
                                   compute, CUBLAS_GEMM_DEFAULT));
   return FT_OK;
+}
+
+ft_status ft_eager_reduce_launch(const ft_loaded *l, const void *in, void *out, int m, int n, const ft_ep_args_dev *ep,
+                                 cudaStream_t stream, ft_err *err) {
+  ft_ep_args_dev epv = *ep;
+  const unsigned grid[3] = {(unsigned)m, 1, 1}, block[3] = {FT_AUX_BLOCK, 1, 1};
+  void *stats = NULL;
+  int ld = n, col0 = 0;
+  void *args[] = {(void *)&in, &ld, &out, &stats, &m, &n, &col0, &n, &epv};
+  return launch(l->main, grid, block, NULL, 0, NULL, args, stream, err);
 }
 
 ft_status ft_eager_step_launch(const ft_loaded *l, const float *in0, const float *in1, const float *in2, float *out,

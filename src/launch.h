@@ -60,6 +60,10 @@ ft_status ft_cublas_gemm(ft_gpu *g, ft_math math, const void *X, const void *W, 
                          cudaStream_t stream, ft_err *err);
 
 /* Enqueues one eager step kernel: OUT = f(IN0, IN1, IN2). */
+/* An eager chain's reduction step (ft_codegen_eager_reduce): one row of in [m, n] per block, out
+ * [m] or [m, n]. */
+ft_status ft_eager_reduce_launch(const ft_loaded *l, const void *in, void *out, int m, int n, const ft_ep_args_dev *ep,
+                                 cudaStream_t stream, ft_err *err);
 ft_status ft_eager_step_launch(const ft_loaded *l, const float *in0, const float *in1, const float *in2, float *out,
                                int m, int n, const ft_ep_args_dev *ep, cudaStream_t stream, ft_err *err);
 

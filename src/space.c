@@ -208,8 +208,11 @@ static ft_status collect(ft_variant_kind kind, int64_t m, int64_t n, int64_t k, 
   b->ep = ep;
   b->ec = ft_ep_cost_of(ep, ft_ep_fast_forms(math));
   ft_status s = FT_OK;
+  /* A reduction only by the families that serve reductions, which serve nothing else. */
+  const int reduces = ft_ep_reduction(ep, NULL) != FT_RED_NONE;
   for (const ft_family *const *f = ft_families(); *f && s == FT_OK; f++)
-    if ((*f)->kind == kind && ((*f)->maths & (1u << math))) s = (*f)->enumerate(m, n, k, math, lim, b, err);
+    if ((*f)->kind == kind && ((*f)->maths & (1u << math)) && (*f)->reduces == reduces)
+      s = (*f)->enumerate(m, n, k, math, lim, b, err);
   if (s != FT_OK) {
     free(b->a);
     b->a = NULL;

@@ -59,6 +59,13 @@ typedef struct ft_pass_params {
               * the pass applying the rest of E; named "_ltr", "_ltg" ("_ltbr", "_ltbg" with the bias) */
 } ft_pass_params;
 
+/* The reduction pass (src/family_reduce.c). */
+typedef struct ft_red_params {
+  int block; /* threads per block (one block per row) */
+  int cols;  /* a one-value row reduction: columns of x W^T per cuBLAS GEMM chunk (all of N when >= N);
+              * 0: softmax and log_softmax, in place on y */
+} ft_red_params;
+
 typedef struct ft_variant {
   ft_variant_kind kind;
   int layout;     /* with kind, names the kernel family (src/family.c's table): for GEMMs 0 =
@@ -75,6 +82,7 @@ typedef struct ft_variant {
   ft_fp32_params fp32;
   ft_tc_params tc;
   ft_pass_params pass;
+  ft_red_params red;
 } ft_variant;
 
 /* What the device allows (from cudaGetDeviceProperties, or ft_limits_for_arch without a GPU). */
@@ -147,6 +155,8 @@ typedef struct ft_launch_geom {
   size_t flag_bytes;      /* counters the blocks of one launch signal each other with: zeroed
                            * once, and every launch leaves them zero (tc stream-K); 0 if none */
   int has_reduce;         /* a second kernel (split-K reduction, stream-K fixup) follows */
+  int chunk_cols;         /* after cuBLAS: its GEMM runs in column chunks of this width into the
+                           * workspace, the kernel after each (src/family_reduce.c); 0: one GEMM into y */
   unsigned rgrid[3], rblock[3];
 } ft_launch_geom;
 

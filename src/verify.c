@@ -226,9 +226,49 @@ static void epi_chunk(void *user, int chunk, size_t begin, size_t end) {
   j->out2[chunk] = o2;
 }
 
+/* A reduction's reference (ft_ep_eval_matrix) from x W^T in ref_gemm, the parameters as the
+ * kernels read them. */
+static ft_status reduce_reference(ft_pdata *d, const ft_epilogue *ep, ft_err *err) {
+  int64_t rows = 0, cols = 0;
+  FT_TRY(ft_ep_output_shape(ep, d->m, d->n, NULL, &rows, &cols, err));
+  d->out_count = rows * cols;
+  const int np = ft_ep_param_count(ep);
+  double *vals[FT_EP_SLOTS] = {0};
+  const double *cvals[FT_EP_SLOTS] = {0};
+  d->ref = malloc((size_t)d->out_count * sizeof(double));
+  ft_status st = d->ref ? FT_OK : ft__fail(err, FT_ERR_NOMEM, "out of host memory for the reduction's reference");
+  for (int s = 0; s < np && st == FT_OK; s++) {
+    const ft_ep_param *p = ft_ep_param_at(ep, s);
+    const size_t len = p->kind == FT_PARAM_SCALAR ? 1 : (size_t)(p->kind == FT_PARAM_COLVEC ? d->n : d->m);
+    vals[s] = malloc(len * sizeof(double));
+    if (!vals[s]) st = ft__fail(err, FT_ERR_NOMEM, "out of host memory for the reduction's reference");
+    for (size_t i = 0; st == FT_OK && i < len; i++) vals[s][i] = p->kind == FT_PARAM_SCALAR ? d->args.s[s] : d->hvec[s][i];
+    cvals[s] = vals[s];
+  }
+  if (st == FT_OK) st = ft_ep_eval_matrix(ep, d->m, d->n, d->ref_gemm, cvals, d->ref, err);
+  for (int s = 0; s < np; s++) free(vals[s]);
+  double o2 = 0.0;
+  for (int64_t i = 0; st == FT_OK && i < d->out_count; i++)
+    if (isfinite(d->ref[i])) o2 += d->ref[i] * d->ref[i];
+  d->ref_norm = sqrt(o2);
+  return st;
+}
+
 /* ref holds x W^T on entry; keeps a copy in ref_gemm (unless E is x) and applies E to ref. */
 static ft_status apply_epilogue(ft_pdata *d, const ft_epilogue *ep, ft_err *err) {
   const size_t total = (size_t)d->m * d->n;
+  d->out_count = (int64_t)total;
+  if (ft_ep_reduction(ep, NULL) != FT_RED_NONE) { /* the GEMM's values become ref_gemm */
+    epi_job j = {d, NULL, {0}, {0}};
+    const int nchunks = ft_host_chunks(total);
+    ft_parallel_chunks(total, nchunks, 0, epi_chunk, &j);
+    double g2 = 0.0;
+    for (int c = 0; c < nchunks; c++) g2 += j.gemm2[c];
+    d->ref_gemm_norm = sqrt(g2);
+    d->ref_gemm = d->ref;
+    d->ref = NULL;
+    return reduce_reference(d, ep, err);
+  }
   const int identity = strcmp(ft_ep_canonical(ep), "x") == 0;
   if (identity) {
     d->ref_gemm = d->ref;
@@ -396,8 +436,8 @@ static void check_chunk(void *user, int chunk, size_t begin, size_t end) {
   j->bad[chunk] = bad;
 }
 
-static ft_status check_against(ft_pdata *d, const double *ref, double ref_norm, ft_check *out, ft_err *err) {
-  size_t total = (size_t)d->m * d->n;
+static ft_status check_against(ft_pdata *d, const double *ref, double ref_norm, size_t total, ft_check *out,
+                               ft_err *err) {
   FT_CUDA_TRY(err, cudaMemcpy(d->host_y, d->dY, total * d->elem, cudaMemcpyDeviceToHost));
   check_job j = {d, ref, {0}, {0}, {0}};
   const int nchunks = ft_host_chunks(total);
@@ -417,11 +457,11 @@ static ft_status check_against(ft_pdata *d, const double *ref, double ref_norm, 
 }
 
 ft_status ft_pdata_check(ft_pdata *d, ft_check *out, ft_err *err) {
-  return check_against(d, d->ref, d->ref_norm, out, err);
+  return check_against(d, d->ref, d->ref_norm, (size_t)d->out_count, out, err);
 }
 
 ft_status ft_pdata_check_gemm(ft_pdata *d, ft_check *out, ft_err *err) {
-  return check_against(d, d->ref_gemm, d->ref_gemm_norm, out, err);
+  return check_against(d, d->ref_gemm, d->ref_gemm_norm, (size_t)d->m * d->n, out, err);
 }
 
 ft_status ft_pdata_tolerance(ft_gpu *g, ft_pdata *d, double *tol, double *cublas_rel_err, ft_err *err) {

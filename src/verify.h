@@ -19,7 +19,9 @@ typedef struct ft_pdata {
   void *dvec[FT_EP_SLOTS];           /* device vectors for COLVEC/ROWVEC slots, else NULL */
   float *hvec[FT_EP_SLOTS];          /* host values of the same, as the kernels read them */
   ft_ep_args_dev args;               /* what kernels receive (vectors + scalar values) */
-  double *ref;                       /* host [m,n] float64 reference of E(x W^T) */
+  double *ref;                       /* host float64 reference of E(x W^T): [m,n], or the shape of a
+                                      * reduction's y (out_count elements) */
+  int64_t out_count;                 /* elements of y: m * n, or fewer after a reduction */
   double *ref_gemm;                  /* host [m,n] float64 x W^T (may alias ref when E is x) */
   double ref_norm, ref_gemm_norm;    /* their L2 norms over finite elements */
   void *host_y;                      /* host scratch [m,n] of elem bytes each, for checks */
@@ -39,7 +41,8 @@ void ft_pdata_free(ft_pdata *d);
  * fp32, bf16 and fp16). */
 ft_status ft_pdata_poison(ft_pdata *d, cudaStream_t stream, ft_err *err);
 
-/* Copies dY back, converts it from the element type and compares: rel = ||y - ref|| / ||ref||,
+/* dY holds m * n elements always (cuBLAS's GEMM writes it); y is its first out_count.
+ * Copies dY back, converts it from the element type and compares: rel = ||y - ref|| / ||ref||,
  * max_abs, count of non-finite where the reference is finite. ft_pdata_check compares with
  * E(x W^T), ft_pdata_check_gemm with x W^T (for a GEMM without its epilogue). */
 typedef struct ft_check {

@@ -41,6 +41,7 @@ static void test_usage_errors(void) {
       "--shape 0x8x8 --epilogue minsub",            "query --shape 8x8x8",
       "export --format xml",                        "import",
       "epilogue 'max(x,'",                          "variants --shape 8x8x8 --arch sm_12",
+      "tune --shape 8x8x8 --epilogue 'rowsum(softmax(x))'", "tune --shape 8x9x8 --epilogue 'groupnorm(x, 2)'",
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     int code = run(bad[i]);
@@ -57,6 +58,14 @@ static void test_epilogue_cmd(void) {
   ASSERT_CONTAINS(R.out, "\"canonical\":\"relu(x + bias)\"");
   ASSERT_EQ_INT(run("epilogue 'sigmod(x)'"), 2);
   ASSERT_CONTAINS(R.out, "did you mean 'sigmoid'");
+  ASSERT_EQ_INT(run("epilogue 'logsumexp(x+bias)'"), 0);
+  ASSERT_CONTAINS(R.out, "logsumexp(x + bias)");
+  ASSERT_CONTAINS(R.out, "(none: a reduction");
+  /* A reduction no kernel serves: one line, exit 1, no database made. */
+  ASSERT_EQ_INT(run("tune --shape 8x8x8 --epilogue 'batchnorm(x)'"), 1);
+  ASSERT_EQ_INT(lines(R.out), 1);
+  ASSERT_CONTAINS(R.out, "no kernel serves 'batchnorm' yet");
+  ASSERT_TRUE(access("fusedtune.db", F_OK) != 0);
   ASSERT_EQ_INT(run("epilogue 'x + bias + r where mat r' --json"), 0);
   ASSERT_CONTAINS(R.out, "{\"slot\":1,\"name\":\"r\",\"kind\":\"matrix\",\"default\":null}");
   /* x2 (a gated pair) parses, but nothing computes it: refused before any device or database. */

@@ -2,22 +2,7 @@
  * rejections with their columns, eager plans, and that CUDA text never carries user text. */
 #include <float.h>
 
-#include "epilogue.h"
-#include "ft_test.h"
-
-/* Parses text, which must succeed; NULL (and a recorded failure) otherwise. */
-static ft_epilogue *parse_ok_at(const char *text, int line) {
-  ft_epilogue *ep = NULL;
-  ft_err err;
-  ft__err_clear(&err);
-  ft_status s = ft_ep_parse(text, &ep, &err);
-  if (s != FT_OK) {
-    fprintf(stderr, "%s:%d: parse of \"%s\" failed: %s\n", __FILE__, line, text, err.msg);
-    ft_test_failures++;
-  }
-  return ep;
-}
-#define parse_ok(text) parse_ok_at((text), __LINE__)
+#include "epilogue_test_util.h"
 
 static double eval_at(const char *text, double x, const double *vals, int line) {
   ft_epilogue *ep = parse_ok_at(text, line);
@@ -28,23 +13,6 @@ static double eval_at(const char *text, double x, const double *vals, int line) 
 }
 #define EVAL(text, x, vals) eval_at((text), (x), (vals), __LINE__)
 #define ASSERT_CLOSE(a, b) ASSERT_NEAR((a), (b), 1e-15 * (1.0 + fabs(b)))
-
-/* The parse must fail with FT_ERR_PARSE at column col, the message containing what. */
-static void expect_reject_at(const char *text, int col, const char *what, int line) {
-  ft_epilogue *ep = NULL;
-  ft_err err;
-  ft__err_clear(&err);
-  ft_status s = ft_ep_parse(text, &ep, &err);
-  char want[32];
-  snprintf(want, sizeof want, "epilogue: col %d: ", col);
-  if (s != FT_ERR_PARSE || ep || strncmp(err.msg, want, strlen(want)) != 0 || !strstr(err.msg, what)) {
-    fprintf(stderr, "%s:%d: \"%.60s\": status %d, message \"%s\"; want \"%s...%s\"\n", __FILE__, line, text,
-            (int)s, err.msg, want, what);
-    ft_test_failures++;
-  }
-  ft_ep_free(ep);
-}
-#define REJECT(text, col, what) expect_reject_at((text), (col), (what), __LINE__)
 
 static void test_operators(void) {
   ASSERT_CLOSE(EVAL("x", 3.5, NULL), 3.5);

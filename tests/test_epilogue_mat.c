@@ -89,6 +89,9 @@ static void test_matrix_rejections(void) {
   REJECT("x + r where mat r, mat r", "'r' is declared twice");
   REJECT("x * m where scalar mat", "'mat' is reserved");
   REJECT("x + r where mat", "expected a parameter name");
+  /* Reductions' kernels and reference read vectors by row, column or window, never matrices. */
+  REJECT("logsumexp(x + r) where mat r", "matrix 'r' in an expression with a reduction: not supported");
+  REJECT("softmax(x) * r where mat r", "matrix 'r' in an expression with a reduction");
 }
 
 static void test_matrix_eager(void) {
@@ -142,6 +145,7 @@ static void test_gated(void) {
   REJECT("x2 * 2", "the expression does not use x");
   REJECT("x * x3", "unknown name 'x3'");
   REJECT("x * x2 where col x2", "'x2' is reserved");
+  REJECT("softmax(x) * x2", "x2 in an expression with a reduction: not supported");
   ep = parse_ok("silu(x + bias)");
   if (ep) ASSERT_TRUE(!ft_ep_uses_x2(ep) && !ft_ep_has_matrix(ep));
   ft_ep_free(ep);

@@ -610,7 +610,7 @@ int cmd_epilogue(cli *c, int argc, char **argv) {
       if (p->has_default) printf(", default %.17g", p->default_value);
       printf("\n");
     }
-    printf("cuda       %s\n", ep->cuda);
+    printf("cuda       %s\n", ep->cuda[0] ? ep->cuda : "(none: a reduction; docs/EPILOGUE.md, \"Reductions\")");
   }
   ft_epilogue_info_free(ep);
   return 0;

@@ -186,6 +186,18 @@ class Problem:
         if st != 0:
             _raise(st, _s(msg.value))
 
+    @property
+    def output_shape(self):
+        """ft_output_shape: y's shape before anything runs: (m, n) for an elementwise epilogue and
+        softmax-like reductions, (m,) for a row reduction (logsumexp, rowsum, ...), (m, n // w)
+        after a pool of window w. Raises as check() does, except that reductions, which no kernel
+        serves yet, get their shape."""
+        msg, ndim, dims = _msgbuf(), ctypes.c_int(0), (ctypes.c_int64 * 2)()
+        st = lib().ft_output_shape(ctypes.byref(self._c()), ctypes.byref(ndim), dims, msg, len(msg))
+        if st != 0:
+            _raise(st, _s(msg.value))
+        return (dims[0],) if ndim.value == 1 else (dims[0], dims[1])
+
     def tune_command(self, db=None):
         """The `fusedtune tune` command line that tunes this problem (into db when given)."""
         words = ["fusedtune"] + (["--db", os.fspath(db)] if db else [])

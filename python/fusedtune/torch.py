@@ -133,6 +133,10 @@ class FusedLinear(nn.Module):
         self._vec_names = tuple(p.name for p in self.epilogue.params if p.kind != "scalar")
         self._fast = None   # forward's fast path: see _FastState
         self._op_args = {}  # prepared slot arrays of the op's calls, by pointers and scalars
+        # y's trailing dimensions (ft_output_shape, the same at every M): (out_features,), none
+        # after a row reduction (y is [...]), (out_features // w,) after a pool.
+        shape = core.Problem(1, self.out_features, self.in_features, self.epilogue.canonical).output_shape
+        self._y_tail = tuple(shape[1:])
         self.op_handle = torch_op.register(self)
 
     def extra_repr(self):
@@ -226,7 +230,8 @@ class FusedLinear(nn.Module):
         self.__dict__["_fast"] = None
 
     def forward(self, x, **params):
-        """y = E(x W^T) for x [..., in_features]; params: epilogue parameters for this call."""
+        """y = E(x W^T) for x [..., in_features]: y [..., out_features], [...] after a row reduction
+        (logsumexp, rowsum, ...; docs/EPILOGUE.md); params: epilogue parameters for this call."""
         if _compiling():
             return self._forward_op(x, params)
         f = self._fast
@@ -275,7 +280,7 @@ class FusedLinear(nn.Module):
         check_tensor("x", x, dtype=mode.dtype, device=dev, shape=tuple(x.shape))
         vecs, scalars = self._binding.bind(m, self.out_features, lambda name: getattr(self, name), params,
                                            dtype=mode.dtype, device=dev, grad_enabled=grad, lead=lead)
-        y = torch.empty(lead + (self.out_features,), dtype=w.dtype, device=dev)
+        y = torch.empty(lead + self._y_tail, dtype=w.dtype, device=dev)
         if m == 0:
             return y
         plan = self.plan_for(m, dev)
@@ -320,7 +325,7 @@ class FusedLinear(nn.Module):
         if (f is None or f.w != w_ptr or f.vchk != vchk or f.dtype is not x.dtype or f.index != index
                 or f.grad is not grad or f.launch is not launch):
             f = _FastState(x.dtype, index, grad, launch, w_ptr, vchk, va, sa)
-        f.shapes[x.shape] = (plan, tuple(x.shape[:-1]) + (self.out_features,), plan._handle.value)
+        f.shapes[x.shape] = (plan, tuple(x.shape[:-1]) + self._y_tail, plan._handle.value)
         self._fast = f
 
     def _forward_op(self, x, params):
@@ -378,7 +383,7 @@ class FusedLinear(nn.Module):
                 hint = " (a col vector: out_features long)" if kind == "col" else " (a row vector: one per input row)"
                 check_tensor(name, t, dtype=mode.dtype, device=dev, shape=(n if kind == "col" else m,), hint=hint)
             check_no_grad(name, t, grad)
-        y = x.new_empty(lead + (n,))
+        y = x.new_empty(lead + self._y_tail)
         if m == 0:
             return y
         plan = self.plan_for(m, dev)

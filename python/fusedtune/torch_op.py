@@ -9,7 +9,8 @@ slot order (fusedtune.Epilogue.params without the scalars; bias included); scala
 its scalar parameters in slot order; layer: the int handle of the FusedLinear whose database and
 plans serve the call (FusedLinear.op_handle; a plain int, so Dynamo keeps it as a constant). The
 call's M (the product of x's leading dimensions) picks the plan, its M bucket, at run time. The
-result y [..., N] has x's dtype and device. The fake (meta) implementation gives that shape and
+result y [..., N] ([...] after a row reduction, [..., N / w] after a pool: the layer's output
+shape) has x's dtype and device. The fake (meta) implementation gives that shape and
 dtype and checks x's last dimension against the weight's; the CUDA one checks everything the
 library would refuse and launches on the current stream (FusedLinear._run_op); CPU is an error.
 """
@@ -52,7 +53,11 @@ def _check_shapes(x, weight):
 
 def _fake(x, weight, operands, scalars, layer):
     _check_shapes(x, weight)
-    return x.new_empty((*x.shape[:-1], weight.shape[0]))
+    # The layer's output shape (a reduction's or a pool's); [..., N] for a handle that names no
+    # live layer (the CUDA implementation refuses that call).
+    ref = _layers.get(layer)
+    live = ref() if ref is not None else None
+    return x.new_empty((*x.shape[:-1], *(live._y_tail if live is not None else (weight.shape[0],))))
 
 
 def _cuda(x, weight, operands, scalars, layer):

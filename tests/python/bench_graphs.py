@@ -74,6 +74,22 @@ PROBLEMS = [
 # The matrix operands of the row being measured, by name (made in measure_row, read by post).
 MATS = {}
 
+def _f32(y):
+    """y in float32, as eager reduces the logits (`.float()`), or the float64 reference as it is."""
+    return y if y.dtype == torch.float64 else y.float()
+
+
+# Epilogues that reduce each row (docs/EPILOGUE.md, "Reductions"; y is [M]): named with --only,
+# not in the default set (the LM head's float64 check holds 13 GiB).
+REDUCTIONS = [
+    Problem("lmhead", 8192, 128256, 4096, "logsumexp(x + bias)", lambda y: torch.logsumexp(_f32(y), 1),
+            "torch.logsumexp(y.float(), 1)"),
+    Problem("sigsum", 128, 32768, 32768, "rowsum(sigmoid(x))", lambda y: torch.sigmoid(y).sum(1),
+            "torch.sigmoid(y).sum(1)  (no bias)"),
+    Problem("lse128", 128, 32768, 32768, "logsumexp(x)", lambda y: torch.logsumexp(_f32(y), 1),
+            "torch.logsumexp(y.float(), 1)  (no bias)"),
+]
+
 # The modes this benchmark runs, with their tensors' dtype (torch has no 3xtf32 GEMM to compare).
 MODES = {"bf16": "bfloat16", "fp16": "float16", "tf32": "float32", "fp32": "float32"}
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
@@ -99,8 +115,8 @@ def parse_args(argv=None):
                                              "and call by call, on the benchmark set")
     ap.add_argument("--db", help="the tuned database (required, except with --list)")
     ap.add_argument("--math", default="bf16", help="comma-separated modes of " + ",".join(MODES) + " (default bf16)")
-    ap.add_argument("--only", help="comma-separated problem names (default: all): " +
-                    ",".join(p.name for p in PROBLEMS))
+    ap.add_argument("--only", help="comma-separated problem names (default: all of the first list): " +
+                    ",".join(p.name for p in PROBLEMS) + "; reductions: " + ",".join(p.name for p in REDUCTIONS))
     ap.add_argument("--rounds", type=int, default=20, help=f"timed rounds per measurement (at least {MIN_ROUNDS}; "
                                                            "default 20)")
     ap.add_argument("--calls", type=int, default=20, help="calls per graph and per pipelined timing (default 20)")
@@ -115,13 +131,13 @@ def parse_args(argv=None):
         ap.error(f"--math: unknown mode {', '.join(bad) or '(none)'}; choose from {','.join(MODES)}")
     if len(set(args.modes)) != len(args.modes):
         ap.error("--math names a mode twice")
-    by_name = {p.name: p for p in PROBLEMS}
+    by_name = {p.name: p for p in PROBLEMS + REDUCTIONS}
     if args.only:
         names = [s.strip() for s in args.only.split(",") if s.strip()]
         bad = [s for s in names if s not in by_name]
         if bad or not names:
             ap.error(f"--only: unknown problem {', '.join(bad) or '(none)'}; the set: {','.join(by_name)}")
-        args.problems = [p for p in PROBLEMS if p.name in set(names)]  # in the set's order
+        args.problems = [p for p in PROBLEMS + REDUCTIONS if p.name in set(names)]  # in the set's order
     else:
         args.problems = list(PROBLEMS)
     if args.rounds < MIN_ROUNDS:

@@ -206,6 +206,24 @@ class ApiTest(unittest.TestCase):
             fusedtune.Problem(8, 8, 8, "x + cc where c = 1").check()
         self.assertEqual(str(cm.exception), "epilogue: col 5: unknown name 'cc' (did you mean 'c'?)")
 
+    def test_output_shape_is_known_before_launch(self):
+        self.assertEqual(fusedtune.Problem(64, 100, 32, "relu(x + bias)").output_shape, (64, 100))
+        lm_head = fusedtune.Problem(8192, 128256, 4096, "logsumexp(x + bias)", "bf16")
+        self.assertEqual(lm_head.output_shape, (8192,))
+        self.assertEqual(fusedtune.Problem(4, 100, 8, "softmax(x)").output_shape, (4, 100))
+        self.assertEqual(fusedtune.Problem(4, 100, 8, "gelu(maxpool(x, 16))").output_shape, (4, 6))
+        lm_head.check()
+        with self.assertRaises(fusedtune.UnsupportedError) as cm:
+            fusedtune.Problem(4, 100, 8, "batchnorm(x)").check()  # the shape is known, a tune refuses
+        self.assertIn("no kernel serves 'batchnorm' yet", str(cm.exception))
+        with self.assertRaises(fusedtune.InvalidArgumentError) as cm:
+            fusedtune.Problem(4, 100, 8, "groupnorm(x, 3)").output_shape
+        self.assertEqual(str(cm.exception), "epilogue: groupnorm(..., 3) needs N divisible by 3, N is 100")
+        with self.assertRaises(fusedtune.ParseError) as cm:
+            fusedtune.Problem(4, 100, 8, "x - rowmax(x)").output_shape
+        self.assertEqual(str(cm.exception), "epilogue: col 1: x is used outside 'rowmax': its result combines only "
+                                            "with constants, scalars and vectors")
+
     def test_problem_checks(self):
         fusedtune.Problem(128, 256, 512, "minsub", "bf16").check()
         with self.assertRaises(fusedtune.InvalidArgumentError) as cm:

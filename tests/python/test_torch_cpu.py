@@ -78,6 +78,15 @@ class FusedLinearCpuTest(unittest.TestCase):
             y = meta(torch.empty(3, 2, 16, device="meta"), r=torch.empty(3, 2, 8, device="meta"))
         self.assertEqual(tuple(y.shape), (3, 2, 8))
 
+    def test_output_shape_of_reductions(self):
+        # y's trailing dimensions come from ft_output_shape before any launch.
+        self.assertEqual(FusedLinear(16, 8)._y_tail, (8,))
+        self.assertEqual(FusedLinear(16, 8, epilogue="logsumexp(x + bias)")._y_tail, ())
+        self.assertEqual(FusedLinear(16, 8, epilogue="gelu(softmax(x + bias))")._y_tail, (8,))
+        self.assertEqual(FusedLinear(16, 8, epilogue="maxpool(x + bias, 3)")._y_tail, (2,))
+        self.assertRejects("groupnorm(..., 3) needs N divisible by 3, N is 8", FusedLinear, 16, 8,
+                           epilogue="groupnorm(x + bias, 3)")
+
     def test_math_modes(self):
         self.assertEqual(FusedLinear(16, 8, math="tf32").math, "tf32")
         self.assertRejects("computes on bfloat16 tensors, but weight is float32", FusedLinear, 16, 8, math="bf16")

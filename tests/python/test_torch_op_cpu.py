@@ -57,6 +57,15 @@ class TorchOpCpuTest(unittest.TestCase):
             with torch.no_grad():
                 y = layer(torch.empty(2, 3, 16, device="meta", dtype=dtype))
             self.assertEqual((tuple(y.shape), y.dtype, y.device.type), ((2, 3, 8), dtype, "meta"))
+        # The layer's output shape: none after a row reduction, N / w after a pool.
+        for epilogue, tail in (("logsumexp(x + bias)", ()), ("maxpool(x + bias, 2)", (4,))):
+            layer = FusedLinear(16, 8, device="meta", dtype=torch.bfloat16, epilogue=epilogue)
+            with torch.no_grad():
+                y = layer(torch.empty(2, 3, 16, device="meta", dtype=torch.bfloat16))
+                self.assertEqual(tuple(y.shape), (2, 3) + tail)
+                y = torch.compile(layer, backend="eager", fullgraph=True)(torch.empty(5, 16, device="meta",
+                                                                                     dtype=torch.bfloat16))
+                self.assertEqual(tuple(y.shape), (5,) + tail)
         y = torch.ops.fusedtune.linear(torch.empty(0, 16, device="meta"), torch.empty(8, 16, device="meta"), [], [], 0)
         self.assertEqual(tuple(y.shape), (0, 8))
         with self.assertRaises(Exception) as cm:

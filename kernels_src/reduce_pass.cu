@@ -1,0 +1,185 @@
+// fusedtune reduction pass: after cuBLAS's GEMM, one block per row reduces the row's values of
+// E's reduction argument and applies the rest of E (the "cublas+epilogue" strategy for the row
+// reductions of docs/EPILOGUE.md, and the eager chain's reduction steps).
+//
+// Codegen defines FT_RED_KIND (the ft_ep_red value: 1 rowsum, 2 rowmean, 3 rowmax, 4 rowmin,
+// 5 logsumexp, 6 softmax, 7 log_softmax, 8 groupnorm), FT_RED_ARG (groupnorm's G, else 0),
+// FT_BLOCK (threads), FT_VEC (elements per access), FT_RED_INNER (the reduction's argument: x,
+// row, col, ep) and FT_RED_POST (the rest of E: IN0 the reduction's value, row, col, ep).
+//
+// The block reads columns [col0, col0 + ncols) of its row from src (row stride ld). A one-value
+// reduction (kinds 1-5) folds them into the row's running statistic, kept in stats between the
+// column chunks of one launch sequence (chunks run in order, so the sums are the same every run),
+// and after the last chunk writes y[row]. Softmax and log_softmax (kinds 6, 7; one chunk of all N
+// columns) take the row's max and sum of exp, then read the row again and write y[row, col]: src
+// may be y (the row is read whole before the block writes it). Groupnorm (8, in place too) takes
+// each group's mean, then its variance from the values again (two passes: never negative), then
+// writes the group normalized. Every sum is thread-sequential
+// then a fixed tree, so results are deterministic; exponentials are max-subtracted.
+
+#if FT_RED_KIND < 1 || FT_RED_KIND > 8
+#error "fusedtune: FT_RED_KIND must be a row or group reduction (1..8)"
+#endif
+
+constexpr int kRedKind = FT_RED_KIND;
+constexpr bool kRedRowwise = kRedKind >= 6;                 // softmax, log_softmax, groupnorm: y is [M, N]
+constexpr bool kRedExp = kRedKind >= 5 && kRedKind <= 7;    // a running max and sum of exp
+constexpr float kRedNormEps = 1e-5f;                        // torch's GroupNorm default
+constexpr int kRedWarps = FT_BLOCK / 32;
+
+__device__ __forceinline__ float ft_red_inf() { return __int_as_float(0x7f800000); }
+
+__device__ __forceinline__ float ft_red_inner(float x, int row, int col, const FtEpArgs &ep) {
+  (void)x; (void)row; (void)col; (void)ep;
+  return (float)(FT_RED_INNER);
+}
+
+__device__ __forceinline__ float ft_red_post(float IN0, int row, int col, const FtEpArgs &ep) {
+  (void)IN0; (void)row; (void)col; (void)ep;
+  return (float)(FT_RED_POST);
+}
+
+// The running statistic: a = sum (rowsum, rowmean), max, min, or the max of a logsumexp with
+// b = sum of exp(v - a).
+struct FtRedState {
+  float a, b;
+};
+
+__device__ __forceinline__ FtRedState ft_red_identity() {
+  if constexpr (kRedKind == 3 || kRedExp) return {-ft_red_inf(), 0.0f};
+  if constexpr (kRedKind == 4) return {ft_red_inf(), 0.0f};
+  return {0.0f, 0.0f};
+}
+
+// Two (max, sum of exp) pairs as one; a -inf max (nothing yet, or only -inf values) adds zero,
+// equal maxima (two +inf included) add their sums unscaled, and a NaN max propagates.
+__device__ __forceinline__ FtRedState ft_red_merge(FtRedState s, FtRedState t) {
+  if constexpr (kRedExp) {
+    const float m = ft_max(s.a, t.a);
+    if (m == -ft_red_inf()) return {m, s.b + t.b};
+    const float sb = s.a == m ? s.b : s.b * ft_expf(s.a - m);
+    const float tb = t.a == m ? t.b : t.b * ft_expf(t.a - m);
+    return {m, sb + tb};
+  } else if constexpr (kRedKind == 3) {
+    return {ft_max(s.a, t.a), 0.0f};
+  } else if constexpr (kRedKind == 4) {
+    return {ft_min(s.a, t.a), 0.0f};
+  } else {
+    return {s.a + t.a, 0.0f};
+  }
+}
+
+__device__ __forceinline__ FtRedState ft_red_add(FtRedState s, float v) {
+  if constexpr (kRedExp) {
+    // Online: one exponential per value, the sum rescaled when the max grows.
+    if (v > s.a || v != v) return {v, (s.a == -ft_red_inf() ? 0.0f : s.b * ft_expf(s.a - v)) + 1.0f};
+    return {s.a, s.b + (v == -ft_red_inf() ? 0.0f : ft_expf(v - s.a))};
+  } else {
+    return ft_red_merge(s, {v, 0.0f});
+  }
+}
+
+// The block's statistic, the same in every thread: a shuffle tree per warp, then warp 0 over the
+// warps' results in order.
+__device__ __forceinline__ FtRedState ft_red_block(FtRedState s) {
+  __shared__ FtRedState part[kRedWarps];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  __syncthreads(); // a previous call's readers of part[0] are done
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) {
+    const FtRedState t = {__shfl_down_sync(0xffffffffu, s.a, off), __shfl_down_sync(0xffffffffu, s.b, off)};
+    s = ft_red_merge(s, t);
+  }
+  if (lane == 0) part[warp] = s;
+  __syncthreads();
+  if (warp == 0) {
+    s = lane < kRedWarps ? part[lane] : ft_red_identity();
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) {
+      const FtRedState t = {__shfl_down_sync(0xffffffffu, s.a, off), __shfl_down_sync(0xffffffffu, s.b, off)};
+      s = ft_red_merge(s, t);
+    }
+    if (lane == 0) part[0] = s;
+  }
+  __syncthreads();
+  return part[0];
+}
+
+// FT_VEC consecutive elements, one access (the row and column starts are multiples of FT_VEC).
+struct alignas(sizeof(ft_elem_t) * FT_VEC) FtRedPack {
+  ft_elem_t e[FT_VEC];
+};
+
+// Element by element where the span is not whole aligned vectors (a group of another size, a
+// configuration tuned at another N).
+template <typename F>
+__device__ __forceinline__ void ft_red_row(const ft_elem_t *src, int ncols, F &&f) {
+  if (FT_VEC > 1 && (ncols % FT_VEC != 0 || (unsigned long long)src % (sizeof(ft_elem_t) * FT_VEC) != 0)) {
+    for (int j = threadIdx.x; j < ncols; j += FT_BLOCK) f(j, ft_to_float(src[j]));
+    return;
+  }
+  for (int j = threadIdx.x * FT_VEC; j < ncols; j += FT_BLOCK * FT_VEC) {
+    const FtRedPack p = *reinterpret_cast<const FtRedPack *>(src + j);
+#pragma unroll
+    for (int l = 0; l < FT_VEC; l++) f(j + l, ft_to_float(p.e[l]));
+  }
+}
+
+// Groupnorm of one row: FT_RED_ARG groups of N / FT_RED_ARG consecutive values, each normalized by
+// its own mean and biased variance.
+__device__ __forceinline__ void ft_red_groups(const ft_elem_t *in, ft_elem_t *out, int row, int N, const FtEpArgs &ep) {
+  const int gs = N / (FT_RED_ARG > 0 ? FT_RED_ARG : 1);
+  for (int g = 0; g < FT_RED_ARG; g++) {
+    const int c0 = g * gs;
+    FtRedState s = {0.0f, 0.0f};
+    ft_red_row(in + c0, gs, [&](int j, float x) { s.a += ft_red_inner(x, row, c0 + j, ep); });
+    const float mean = ft_red_block(s).a / (float)gs;
+    FtRedState q = {0.0f, 0.0f};
+    ft_red_row(in + c0, gs, [&](int j, float x) {
+      const float d = ft_red_inner(x, row, c0 + j, ep) - mean;
+      q.a = fmaf(d, d, q.a);
+    });
+    const float rstd = 1.0f / sqrtf(ft_red_block(q).a / (float)gs + kRedNormEps);
+    ft_red_row(in + c0, gs, [&](int j, float x) {
+      const float r = (ft_red_inner(x, row, c0 + j, ep) - mean) * rstd;
+      out[c0 + j] = ft_from_float(ft_red_post(r, row, c0 + j, ep));
+    });
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(FT_BLOCK)
+ft_reduce_pass(const ft_elem_t *src, int ld, ft_elem_t *y, float2 *stats, int M, int N, int col0, int ncols,
+               FtEpArgs ep) {
+  const int row = blockIdx.x;
+  if (row >= M) return;
+  const ft_elem_t *in = src + (size_t)row * (size_t)ld;
+  if constexpr (kRedKind == 8) {
+    ft_red_groups(in, y + (size_t)row * (size_t)N, row, N, ep);
+    return;
+  }
+  FtRedState s = ft_red_identity();
+  ft_red_row(in, ncols, [&](int j, float x) { s = ft_red_add(s, ft_red_inner(x, row, col0 + j, ep)); });
+  s = ft_red_block(s);
+  if constexpr (!kRedRowwise) {
+    if (threadIdx.x != 0) return;
+    if (col0 > 0) s = ft_red_merge({stats[row].x, stats[row].y}, s); // the earlier chunks first
+    if (col0 + ncols < N) {
+      stats[row] = make_float2(s.a, s.b);
+      return;
+    }
+    float r = s.a;
+    if constexpr (kRedKind == 2) r = s.a / (float)N;
+    if constexpr (kRedKind == 5) r = s.a + ft_logf(s.b);
+    y[row] = ft_from_float(ft_red_post(r, row, 0, ep));
+  } else {
+    // The row's values again (src may be y: every read of the row came before the barrier in
+    // ft_red_block), each as its softmax or log_softmax.
+    ft_elem_t *out = y + (size_t)row * (size_t)N + col0;
+    const float inv = 1.0f / s.b, lse = s.a + ft_logf(s.b);
+    ft_red_row(in, ncols, [&](int j, float x) {
+      const float v = ft_red_inner(x, row, col0 + j, ep);
+      const float r = kRedKind == 6 ? ft_expf(v - s.a) * inv : v - lse;
+      out[j] = ft_from_float(ft_red_post(r, row, col0 + j, ep));
+    });
+  }
+}

@@ -1,0 +1,248 @@
+/* Reductions in the epilogue language: their table, their calls' parsing, the nesting rules the
+ * design accepts, the output shape and the refusal where no kernel serves them. The rules and
+ * every definition: docs/EPILOGUE.md, "Reductions". */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "epilogue_internal.h"
+
+/* What a reduction reduces over, which decides what may surround it. */
+typedef enum red_class {
+  RC_ROW,     /* the row, one value per row: [M] */
+  RC_ROWWISE, /* the row, a value per element: [M, N] */
+  RC_GROUP,   /* G groups of consecutive features of the row: [M, N] */
+  RC_COLUMN,  /* the M rows of each column: [M, N] */
+  RC_POOL     /* windows of w consecutive features: [M, N / w] */
+} red_class;
+
+typedef struct red_def {
+  const char *name;
+  red_class cls;
+  const char *arg; /* what the integer second argument is, or NULL when there is none */
+  int max_arg;
+} red_def;
+
+static const red_def k_reds[FT_RED_COUNT] = {
+    [FT_RED_NONE] = {"", RC_ROW, NULL, 0},
+    [FT_RED_ROWSUM] = {"rowsum", RC_ROW, NULL, 0},
+    [FT_RED_ROWMEAN] = {"rowmean", RC_ROW, NULL, 0},
+    [FT_RED_ROWMAX] = {"rowmax", RC_ROW, NULL, 0},
+    [FT_RED_ROWMIN] = {"rowmin", RC_ROW, NULL, 0},
+    [FT_RED_LOGSUMEXP] = {"logsumexp", RC_ROW, NULL, 0},
+    [FT_RED_SOFTMAX] = {"softmax", RC_ROWWISE, NULL, 0},
+    [FT_RED_LOG_SOFTMAX] = {"log_softmax", RC_ROWWISE, NULL, 0},
+    [FT_RED_GROUPNORM] = {"groupnorm", RC_GROUP, "group count", 65536},
+    [FT_RED_BATCHNORM] = {"batchnorm", RC_COLUMN, NULL, 0},
+    [FT_RED_MAXPOOL] = {"maxpool", RC_POOL, "window", 1024},
+    [FT_RED_AVGPOOL] = {"avgpool", RC_POOL, "window", 1024},
+};
+
+const char *ft_ep_red_name(ft_ep_red r) {
+  return (r > FT_RED_NONE && r < FT_RED_COUNT) ? k_reds[r].name : "";
+}
+
+ft_ep_red ft__ep_find_reduction(const char *s, int len) {
+  for (int r = FT_RED_NONE + 1; r < FT_RED_COUNT; r++)
+    if ((int)strlen(k_reds[r].name) == len && memcmp(k_reds[r].name, s, (size_t)len) == 0) return (ft_ep_red)r;
+  return FT_RED_NONE;
+}
+
+/* `name(e)`, or `name(e, INTEGER)` for groupnorm and the pools. The integer is a literal: it sizes
+ * the groups or windows, which a kernel fixes when it is compiled. */
+ft_status ft__ep_parse_reduction(parser *p, token name, ft_ep_red r, int *out) {
+  const red_def *d = &k_reds[r];
+  const int col = name.pos + 1, nargs = d->arg ? 2 : 1;
+  FT_TRY(ft__ep_enter(p, col));
+  FT_TRY(ft__ep_next_token(p)); /* '(' */
+  if (p->tok.kind == T_RPAREN)
+    return ft__ep_perr(p, col, "'%s' takes %d argument%s, got 0", d->name, nargs, nargs > 1 ? "s" : "");
+  int kid;
+  double arg = 0.0;
+  FT_TRY(ft__ep_parse_expr(p, &kid));
+  if (d->arg) {
+    if (p->tok.kind != T_COMMA)
+      return ft__ep_perr(p, p->tok.pos + 1, "'%s' takes 2 arguments: an expression and its %s", d->name, d->arg);
+    FT_TRY(ft__ep_next_token(p));
+    const token t = p->tok;
+    if (t.kind != T_NUM || t.num != floor(t.num) || t.num < 1 || t.num > d->max_arg)
+      return ft__ep_perr(p, t.pos + 1, "the %s of '%s' must be a whole number from 1 to %d", d->arg, d->name,
+                         d->max_arg);
+    arg = t.num;
+    FT_TRY(ft__ep_next_token(p));
+  } else if (p->tok.kind == T_COMMA) {
+    return ft__ep_perr(p, p->tok.pos + 1, "'%s' takes 1 argument", d->name);
+  }
+  FT_TRY(ft__ep_expect(p, T_RPAREN, "')'"));
+  p->nest--;
+  FT_TRY(ft__ep_new_node(p, N_RED, col, &kid, 1, out));
+  p->nodes[*out].fn = (int)r;
+  p->nodes[*out].num = arg;
+  return FT_OK;
+}
+
+/* The nesting rules. One reduction per expression, which may hold one pool (a row reduction of
+ * pooled values); its argument uses x; around it, x is not read again and a col vector only where
+ * the result still has N columns. Each rule is one the kernels' split needs: the fused GEMM computes
+ * the part inside on the accumulator and emits partial statistics, the finalize applies the rest
+ * from the statistics (and y where the output is [M, N]), never from x. */
+typedef struct red_walk {
+  parser *p;
+  const ft_epilogue *ep;
+  const char *xdep;
+  int outer, pool; /* the outermost reduction and the pool inside it, or -1 */
+  /* The first x and the first col vector read outside every reduction ([0]) and inside the
+   * outermost one but outside its pool ([1]): nodes, or -1. */
+  int x_at[2], vec_at[2];
+} red_walk;
+
+static const char *shape_text(const ep_node *r) {
+  return k_reds[r->fn].cls == RC_ROW ? "[M]" : k_reds[r->fn].cls == RC_POOL ? "[M, N / w]" : "[M, N]";
+}
+
+static ft_status walk(red_walk *w, int n, int encl) {
+  const ep_node *nd = &w->p->nodes[n];
+  if (nd->kind == N_RED) {
+    const red_def *d = &k_reds[nd->fn];
+    if (!w->xdep[nd->kid[0]]) return ft__ep_perr(w->p, nd->col, "the argument of '%s' does not use x", d->name);
+    if (encl >= 0) {
+      const ep_node *e = &w->p->nodes[encl];
+      const red_class ec = k_reds[e->fn].cls;
+      if (d->cls != RC_POOL || (ec != RC_ROW && ec != RC_ROWWISE))
+        return ft__ep_perr(w->p, nd->col,
+                           "'%s' inside '%s': a reduction may hold only a pool, and only a row reduction may hold one",
+                           d->name, k_reds[e->fn].name);
+      if (w->pool >= 0)
+        return ft__ep_perr(w->p, nd->col, "a second pool '%s' inside '%s': one pool per reduction", d->name,
+                           k_reds[e->fn].name);
+      w->pool = n;
+    } else if (w->outer >= 0) {
+      const ep_node *o = &w->p->nodes[w->outer];
+      return ft__ep_perr(w->p, nd->col, "a second reduction '%s' (the first, '%s', is at col %d): an epilogue holds one",
+                         d->name, k_reds[o->fn].name, o->col);
+    } else {
+      w->outer = n;
+    }
+    return walk(w, nd->kid[0], n);
+  }
+  /* Inside a pool, x and vectors are read per element of the GEMM result: always fine. */
+  const int where = encl < 0 ? 0 : k_reds[w->p->nodes[encl].fn].cls == RC_POOL ? -1 : 1;
+  if (where >= 0 && nd->kind == N_X && w->x_at[where] < 0) w->x_at[where] = n;
+  if (where >= 0 && nd->kind == N_PARAM && w->ep->params[nd->slot].kind == FT_PARAM_COLVEC && w->vec_at[where] < 0)
+    w->vec_at[where] = n;
+  for (int k = 0; k < nd->nkids; k++) FT_TRY(walk(w, nd->kid[k], encl));
+  return FT_OK;
+}
+
+ft_status ft__ep_check_reductions(parser *p, const ft_epilogue *ep) {
+  int any = 0;
+  for (int i = 0; i < p->nnodes && !any; i++) any = p->nodes[i].kind == N_RED;
+  if (!any) return FT_OK;
+  char *xdep = malloc((size_t)p->nnodes);
+  if (!xdep) return ft__fail(p->err, FT_ERR_NOMEM, "epilogue: out of memory");
+  for (int i = 0; i < p->nnodes; i++) { /* children precede their parents */
+    const ep_node *nd = &p->nodes[i];
+    xdep[i] = nd->kind == N_X;
+    for (int k = 0; k < nd->nkids; k++) xdep[i] |= xdep[nd->kid[k]];
+  }
+  red_walk w = {p, ep, xdep, -1, -1, {-1, -1}, {-1, -1}};
+  ft_status s = walk(&w, ep->root, -1);
+  free(xdep);
+  FT_TRY(s);
+  const ep_node *o = &p->nodes[w.outer];
+  const char *oname = k_reds[o->fn].name;
+  if (w.x_at[0] >= 0)
+    return ft__ep_perr(p, p->nodes[w.x_at[0]].col,
+                       "x is used outside '%s': its result combines only with constants, scalars and vectors", oname);
+  if (w.pool >= 0 && w.x_at[1] >= 0)
+    return ft__ep_perr(p, p->nodes[w.x_at[1]].col, "x is used inside '%s' but outside its '%s': read x inside the pool",
+                       oname, k_reds[p->nodes[w.pool].fn].name);
+  /* A col vector has N values: it cannot meet an [M] or pooled result. */
+  const int narrow = w.pool >= 0 || k_reds[o->fn].cls == RC_ROW || k_reds[o->fn].cls == RC_POOL;
+  const int vec = w.vec_at[0] >= 0 && narrow ? w.vec_at[0] : w.pool >= 0 ? w.vec_at[1] : -1;
+  if (vec >= 0) {
+    const ep_node *by = w.pool >= 0 ? &p->nodes[w.pool] : o;
+    return ft__ep_perr(p, p->nodes[vec].col, "'%s' is a col vector (N values) but meets the %s result of '%s'",
+                       ep->params[p->nodes[vec].slot].name, shape_text(by), k_reds[by->fn].name);
+  }
+  return FT_OK;
+}
+
+int ft__ep_outer_reduction(const ft_epilogue *ep, int *inner) {
+  int outer = -1;
+  *inner = -1;
+  /* Children precede parents, so the outermost reduction is the last; a pool inside it comes
+   * before it. */
+  for (int i = 0; i < ep->nnodes; i++)
+    if (ep->nodes[i].kind == N_RED) outer = i;
+  for (int i = 0; i < outer; i++)
+    if (ep->nodes[i].kind == N_RED) *inner = i;
+  return outer;
+}
+
+ft_ep_red ft_ep_reduction(const ft_epilogue *ep, int *arg) {
+  int inner, outer = ep ? ft__ep_outer_reduction(ep, &inner) : -1;
+  if (arg) *arg = outer >= 0 ? (int)ep->nodes[outer].num : 0;
+  return outer >= 0 ? (ft_ep_red)ep->nodes[outer].fn : FT_RED_NONE;
+}
+
+ft_status ft_ep_output_shape(const ft_epilogue *ep, int64_t m, int64_t n, int *ndim, int64_t *rows, int64_t *cols,
+                             ft_err *err) {
+  if (!ep) return ft__fail(err, FT_ERR_INVALID_ARG, "epilogue: NULL argument");
+  int inner, outer = ft__ep_outer_reduction(ep, &inner), dims = 2;
+  int64_t c = n;
+  if (outer >= 0) {
+    const ep_node *o = &ep->nodes[outer];
+    const int pool = k_reds[o->fn].cls == RC_POOL ? outer : inner;
+    if (pool >= 0) {
+      const int64_t win = (int64_t)ep->nodes[pool].num;
+      if (win > n)
+        return ft__fail(err, FT_ERR_INVALID_ARG, "epilogue: %s(..., %lld) needs N >= %lld, N is %lld",
+                        k_reds[ep->nodes[pool].fn].name, (long long)win, (long long)win, (long long)n);
+      c = n / win; /* as torch's pools: a last, partial window is dropped */
+    }
+    if (k_reds[o->fn].cls == RC_GROUP && n % (int64_t)o->num != 0)
+      return ft__fail(err, FT_ERR_INVALID_ARG, "epilogue: groupnorm(..., %lld) needs N divisible by %lld, N is %lld",
+                      (long long)o->num, (long long)o->num, (long long)n);
+    if (k_reds[o->fn].cls == RC_ROW) dims = 1, c = 1;
+  }
+  if (ndim) *ndim = dims;
+  if (rows) *rows = m;
+  if (cols) *cols = c;
+  return FT_OK;
+}
+
+/* The kinds the cuBLAS + reduction pass serves: over the row or its groups, no pool. */
+static int served(const ft_epilogue *ep, int outer, int pool) {
+  const red_class c = outer >= 0 ? k_reds[ep->nodes[outer].fn].cls : RC_POOL;
+  return pool < 0 && (c == RC_ROW || c == RC_ROWWISE || c == RC_GROUP);
+}
+
+ft_status ft_ep_check_kernels(const ft_epilogue *ep, ft_err *err) {
+  int pool, outer = ft__ep_outer_reduction(ep, &pool);
+  if (outer < 0 || served(ep, outer, pool)) return FT_OK;
+  const char *name = k_reds[ep->nodes[pool >= 0 ? pool : outer].fn].name;
+  return ft__fail(err, FT_ERR_UNSUPPORTED,
+                  "epilogue: no kernel serves '%s' yet (row reductions, softmax, log_softmax and groupnorm "
+                  "without a pool do; ft_output_shape and the float64 reference serve every reduction)",
+                  name);
+}
+
+ft_status ft__ep_reduce_texts(ft_epilogue *ep, ft_err *err) {
+  int pool, outer = ft__ep_outer_reduction(ep, &pool);
+  if (!served(ep, outer, pool)) return FT_OK;
+  int *in_of = malloc((size_t)ep->nnodes * sizeof *in_of);
+  if (!in_of) return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
+  for (int i = 0; i < ep->nnodes; i++) in_of[i] = -1;
+  in_of[outer] = 0; /* the reduction's value: IN0 */
+  ep->red_inner = ft__ep_print_cuda(ep, ep->nodes[outer].kid[0], NULL);
+  ep->red_post = ft__ep_print_cuda(ep, ep->root, in_of);
+  free(in_of);
+  if (!ep->red_inner || !ep->red_post) return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
+  return FT_OK;
+}
+
+void ft_ep_cuda_reduce(const ft_epilogue *ep, const char **inner, const char **post) {
+  if (inner) *inner = ep ? ep->red_inner : NULL;
+  if (post) *post = ep ? ep->red_post : NULL;
+}

@@ -1,0 +1,175 @@
+/* Family reduce_pass: the row reductions of docs/EPILOGUE.md after cuBLAS's GEMM (strategy
+ * "cublas+epilogue"; kernels_src/reduce_pass.cu, names "red_..."). One block per row. A one-value
+ * reduction (rowsum, rowmean, rowmax, rowmin, logsumexp: y is [M]) runs in column chunks of
+ * `cols`: cuBLAS writes a chunk of x W^T into the plan's workspace, the pass folds it into each
+ * row's statistic, the last chunk writes y; so no M x N buffer exists unless a chunk is all of N
+ * (which width is fastest is the tune's choice). Softmax, log_softmax and groupnorm (y is [M, N])
+ * run in place on y after cuBLAS's GEMM into it (cols 0). GPU-free. */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "family.h"
+#include "kernel_abi.h"
+
+static size_t elem_of(const ft_variant *v) { return ft_math_dtype((ft_math)v->math) == FT_DTYPE_F32 ? 4 : 2; }
+
+static int red_valid(const ft_variant *v, char *why, size_t whylen) {
+  if (v->red.block < 32 || v->red.block > 1024 || v->red.block % 32 != 0)
+    FT_WHY("block %d: must be a multiple of 32 in 32..1024", v->red.block);
+  if (v->vec != 1 && v->vec != 2 && v->vec != 4 && (v->vec != 8 || elem_of(v) != 2))
+    FT_WHY("vec %d: must be 1, 2 or 4 (8 with 16-bit elements)", v->vec);
+  if (v->red.cols < 0 || v->red.cols % v->vec != 0) FT_WHY("cols %d: must be 0 or a positive multiple of vec", v->red.cols);
+  if (v->bm || v->bn || v->bk || v->stages || v->split_k || v->swizzle)
+    FT_WHY("reduction pass variant with GEMM fields");
+  return 1;
+}
+
+/* Every access is vec elements at a multiple of vec: the rows (N, or a chunk's width) too. */
+static int red_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k, const ft_device_limits *lim,
+                          char *why, size_t whylen) {
+  (void)k;
+  if (v->red.block > lim->max_threads_per_block) FT_WHY("block %d > device limit %d", v->red.block, lim->max_threads_per_block);
+  if (n % v->vec) FT_WHY("n %lld is not a multiple of vec %d", (long long)n, v->vec);
+  if (m > 0x7fffffff) FT_WHY("m %lld: one block per row", (long long)m);
+  return 1;
+}
+
+/* The chunk widths a one-value reduction tries: from 1024 columns (a workspace of 1024 M values)
+ * up to all of N, each distinct width once. */
+static ft_status red_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,
+                               ft_space_sink *sink, ft_err *err) {
+  const ft_epilogue *ep = ft_space_epilogue(sink);
+  int groups = 0;
+  const ft_ep_red r = ep ? ft_ep_reduction(ep, &groups) : FT_RED_NONE;
+  if (r == FT_RED_NONE || ft_ep_check_kernels(ep, NULL) != FT_OK) return FT_OK;
+  const int rowwise = r == FT_RED_SOFTMAX || r == FT_RED_LOG_SOFTMAX || r == FT_RED_GROUPNORM;
+  /* The span each access must divide: the row, or a group of it. */
+  const int64_t span = r == FT_RED_GROUPNORM && groups > 0 ? n / groups : n;
+  static const int blocks[] = {256, 512, 128, 1024};
+  const size_t nblocks = ft_space_full(sink) ? 4 : 2;
+  ft_variant v = {0};
+  v.kind = FT_VK_EPILOGUE, v.layout = 1, v.math = (int)math;
+  v.vec = ft_math_dtype(math) == FT_DTYPE_F32 ? 4 : 8; /* 16 bytes, or the widest that divides */
+  while (v.vec > 1 && (n % v.vec || span % v.vec)) v.vec /= 2;
+  for (size_t b = 0; b < nblocks; b++) {
+    v.red.block = blocks[b];
+    if (rowwise) {
+      v.red.cols = 0;
+      if (ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) FT_TRY(ft_space_push(sink, &v, (double)b, err));
+      continue;
+    }
+    for (int64_t cols = 1024;; cols *= 4) {
+      v.red.cols = cols >= n ? (int)((n + v.vec - 1) / v.vec * v.vec) : (int)cols;
+      /* Wider chunks: fewer GEMM calls, each nearer cuBLAS's whole-matrix speed. */
+      if (ft_variant_applicable(&v, m, n, k, lim, NULL, 0))
+        FT_TRY(ft_space_push(sink, &v, (double)b + 1.0 / (double)(v.red.cols / 1024 + 1), err));
+      if (cols >= n) break;
+    }
+  }
+  return FT_OK;
+}
+
+static int64_t chunk_of(const ft_variant *v, int64_t n) { return v->red.cols < n ? v->red.cols : n; }
+
+/* The chunk's x W^T, then each row's statistic (a float2), 256-byte aligned. */
+static size_t stats_offset(const ft_variant *v, int64_t m, int64_t n) {
+  return ((size_t)m * (size_t)chunk_of(v, n) * elem_of(v) + 255) / 256 * 256;
+}
+
+static void red_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_launch_geom *g) {
+  (void)k;
+  if (v->red.block <= 0) return;
+  g->block[0] = (unsigned)v->red.block;
+  g->grid[0] = (unsigned)m;
+  if (v->red.cols > 0) {
+    g->chunk_cols = (int)chunk_of(v, n);
+    g->workspace_bytes = stats_offset(v, m, n) + (size_t)m * 2 * sizeof(float);
+  }
+}
+
+static int red_reg_cap(const ft_variant *v) {
+  const int cap = 65536 / (v->red.block > 0 ? v->red.block : 1) / 8 * 8;
+  return cap > 255 ? 255 : cap;
+}
+
+static void red_defines(const ft_variant *v, ft_strbuf *b) {
+  ft_sb_printf(b, "#define FT_BLOCK %d\n#define FT_VEC %d\n", v->red.block, v->vec);
+}
+
+static const char *red_reduce_kernel(const ft_variant *v) {
+  (void)v;
+  return NULL;
+}
+
+/* cuBLAS reads x and W (a chunk's W rows start at a multiple of k); y: one element, or vec. */
+static void red_alignment(const ft_variant *v, int m, int n, int k, size_t need[3]) {
+  (void)m, (void)n, (void)k;
+  need[0] = need[1] = elem_of(v);
+  need[2] = v->red.cols > 0 ? elem_of(v) : elem_of(v) * (size_t)v->vec;
+}
+
+/* ft_reduce_pass(src, ld, y, stats, M, N, col0, ncols, ep): a chunk from the workspace, or y in
+ * place. */
+static ft_status red_kernel_args(const ft_variant *v, const ft_launch_io *io, ft_arg_store *st, ft_err *err) {
+  const int chunked = v->red.cols > 0;
+  const void *src = chunked ? io->ws : io->y;
+  void *stats = chunked ? (char *)io->ws + stats_offset(v, io->m, io->n) : NULL;
+  const int ld = chunked ? io->ncols : io->n, col0 = chunked ? io->col0 : 0, ncols = chunked ? io->ncols : io->n;
+  FT_TRY(ft_arg_push(st, &src, sizeof src, err));
+  FT_TRY(ft_arg_push(st, &ld, sizeof ld, err));
+  FT_TRY(ft_arg_push(st, &io->y, sizeof io->y, err));
+  FT_TRY(ft_arg_push(st, &stats, sizeof stats, err));
+  FT_TRY(ft_arg_push(st, &io->m, sizeof io->m, err));
+  FT_TRY(ft_arg_push(st, &io->n, sizeof io->n, err));
+  FT_TRY(ft_arg_push(st, &col0, sizeof col0, err));
+  FT_TRY(ft_arg_push(st, &ncols, sizeof ncols, err));
+  return ft_arg_push(st, io->ep, sizeof(ft_ep_args_dev), err);
+}
+
+/* "red_b256_v8_c2048_bf16" (chunks of 2048 columns), "red_b256_v8_bf16" (softmax in place). */
+static int red_name(const ft_variant *v, char *buf, size_t len) {
+  char cols[24] = "";
+  if (v->red.cols) snprintf(cols, sizeof cols, "_c%d", v->red.cols);
+  return snprintf(buf, len, "red_b%d_v%d%s%s%s", v->red.block, v->vec, cols, v->math ? "_" : "",
+                  v->math ? ft_math_name((ft_math)v->math) : "");
+}
+
+static const ft_json_key k_red_keys[] = {{"layout", offsetof(ft_variant, layout)},
+                                         {"block", offsetof(ft_variant, red.block)},
+                                         {"vec", offsetof(ft_variant, vec)},
+                                         {NULL, 0}};
+static const ft_json_key k_red_opt_keys[] = {
+    {"math", offsetof(ft_variant, math)}, {"cols", offsetof(ft_variant, red.cols)}, {NULL, 0}};
+
+static const char *const k_red_sources[] = {"kernels_src/reduce_pass.cu", NULL};
+
+const ft_family ft_family_reduce_pass = {
+    .name = "reduce_pass",
+    .kind = FT_VK_EPILOGUE,
+    .params_offset = offsetof(ft_variant, red),
+    .params_size = sizeof(ft_red_params),
+    .layout = 1,
+    .suffix = "",
+    .revision = 1,
+    .arch_suffix = "",
+    .maths = (1u << FT_MATH_FP32) | (1u << FT_MATH_TF32) | (1u << FT_MATH_BF16) | (1u << FT_MATH_FP16) |
+             (1u << FT_MATH_3XTF32),
+    .sources = k_red_sources,
+    .kernel = "ft_reduce_pass",
+    .after_cublas = 1,
+    .reduces = 1,
+    .keys = k_red_keys,
+    .opt_keys = k_red_opt_keys,
+    .variant_name = red_name,
+    .valid = red_valid,
+    .applicable = red_applicable,
+    .enumerate = red_enumerate,
+    .reg_cap = red_reg_cap,
+    .geometry = red_geometry,
+    .defines = red_defines,
+    .reduce_kernel = red_reduce_kernel,
+    .alignment = red_alignment,
+    .kernel_args = red_kernel_args,
+    .reduce_args = NULL,
+};
