@@ -313,8 +313,8 @@ def measure_row(args, p, mode, fusedtune, FusedLinear):
             return "fail", f"{head} FusedLinear failed: {type(e).__name__}: {e}"
         cfg = layer.plan_for(p.m).config
         if MATS:
-            # Fresh matrices for a second call, which takes forward's fast path: its output (checked
-            # below) shows that the prepared arguments took the new addresses.
+            # A second call with fresh matrices: its output (checked below) shows that the launch
+            # read the matrices given to this call, not the first call's.
             for name in MATS:
                 MATS[name] = torch.randn(p.m, p.n, device="cuda", dtype=dtype)
             y = layer(x, **MATS)
