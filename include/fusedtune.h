@@ -8,9 +8,10 @@
  * epilogue inspection, benchmarking, a tune with a full report, the worker entry point.
  *
  * Problem solved: y[m, n] = E(sum_k x[m, k] * W[n, k]) with x [M, K] and W [N, K] row-major
- * (the nn.Linear layout), bias-like vectors [N] or [M], and E an elementwise expression
- * ("epilogue") written in fusedtune's small expression language (see docs/EPILOGUE.md), which
- * may reduce each row (logsumexp, softmax, ...: y is then [M] or [M, N], ft_output_shape).
+ * (the nn.Linear layout), bias-like vectors [N] or [M], matrices [M, N] (a residual), and E an
+ * elementwise expression ("epilogue") written in fusedtune's small expression language (see
+ * docs/EPILOGUE.md), which may reduce each row (logsumexp, softmax, ...: y is then [M] or [M, N],
+ * ft_output_shape).
  *
  * Thread-safety: an ft_ctx (and the ft_plan objects made from it) must be used by one thread
  * at a time. Several ft_ctx, opened in several threads on the same database, work concurrently.
@@ -265,8 +266,9 @@ FT_API ft_status ft_lookup_within(ft_ctx *ctx, const ft_problem *p, double toler
 FT_API ft_status ft_plan_create(ft_ctx *ctx, const ft_problem *p, const ft_config *cfg,
                                 ft_plan **plan);
 
-/* A vector named by the epilogue (e.g. "bias"): device pointer, n elements (per column) or m
- * (per row) of the args' dtype. */
+/* A vector or matrix named by the epilogue (e.g. "bias", or "r" of `x + r where mat r`): device
+ * pointer to n elements (per column) or m (per row) of the args' dtype, or for a matrix to an
+ * [m, n] row-major matrix of it, element-aligned and not overlapping y (both checked at launch). */
 typedef struct ft_vec_arg {
   const char *name;
   const void *data;
@@ -280,14 +282,14 @@ typedef struct ft_scalar_arg {
 
 /* Launch arguments: device pointers, bound by name. A name the epilogue needs that is not
  * bound here is an error unless the expression gives it a default (scalars only). dtype says
- * what x, w, y and the vectors hold; it must be the plan's mode's (ft_math_dtype), else
+ * what x, w, y, the vectors and matrices hold; it must be the plan's mode's (ft_math_dtype), else
  * FT_ERR_INVALID_ARG: a zero-initialized ft_args means fp32 tensors. One dtype for all cannot
  * say what an fp8 plan binds: those take ft_typed_args (ft_plan_launch refuses them). */
 typedef struct ft_args {
   const void *x; /* [m, k] row-major */
   const void *w; /* [n, k] row-major */
   void *y;       /* [m, n] row-major, written */
-  const ft_vec_arg *vecs;
+  const ft_vec_arg *vecs; /* the epilogue's vectors and matrices, by name */
   int n_vecs;
   const ft_scalar_arg *scalars;
   int n_scalars;
@@ -306,9 +308,9 @@ FT_API ft_status ft_plan_launch(ft_plan *plan, const ft_args *args, cudaStream_t
  * (a framework's op): no names to match and no struct to fill per call. x, w, y and the vectors
  * hold the plan's mode's element type (ft_math_dtype; not checked here: pointers carry no type).
  * vecs and scalars are indexed by the epilogue's parameter slot, the order of
- * ft_epilogue_inspect's params (fusedtune_tool.h; bias included, by name): for a vector slot s
- * vecs[s] is its device pointer, for a scalar slot scalars[s] its value; the other kind's entries
- * are not read. vecs may be NULL when the epilogue has no vector; scalars NULL takes every
+ * ft_epilogue_inspect's params (fusedtune_tool.h; bias included, by name): for a vector (or
+ * matrix) slot s vecs[s] is its device pointer, for a scalar slot scalars[s] its value; the other
+ * kind's entries are not read. vecs may be NULL when the epilogue has no vector; scalars NULL takes every
  * scalar's default (FT_ERR_INVALID_ARG naming one without). The same checks and launch as
  * ft_plan_launch otherwise (alignment, NULL pointers, the same overlap rule), with no lookup,
  * allocation or lock on the way; on CUDA graph capture see ft_plan_launch. An fp8 plan is refused

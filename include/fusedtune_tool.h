@@ -315,11 +315,16 @@ FT_API void ft_variant_list_free(ft_variant_list *list); /* NULL is a no-op */
 
 #define FT_EPILOGUE_MAX_PARAMS 8
 
-typedef enum ft_param_type { FT_PARAM_TYPE_SCALAR = 0, FT_PARAM_TYPE_COLVEC = 1, FT_PARAM_TYPE_ROWVEC = 2 } ft_param_type;
+typedef enum ft_param_type {
+  FT_PARAM_TYPE_SCALAR = 0,
+  FT_PARAM_TYPE_COLVEC = 1,
+  FT_PARAM_TYPE_ROWVEC = 2,
+  FT_PARAM_TYPE_MATRIX = 3 /* `mat NAME`: an [m, n] row-major matrix of the args' dtype */
+} ft_param_type;
 
 typedef struct ft_epilogue_param {
   char name[32];
-  ft_param_type type;  /* a scalar; a vector of n floats (per column) or of m floats (per row) */
+  ft_param_type type;  /* a scalar; a vector of n (per column) or m (per row) elements; an m x n matrix */
   int has_default;     /* scalars only */
   double default_value;
 } ft_epilogue_param;
@@ -330,6 +335,8 @@ typedef struct ft_epilogue_info {
   const char *cuda;      /* the generated CUDA float expression; "" for a reduction */
   int n_params;
   ft_epilogue_param params[FT_EPILOGUE_MAX_PARAMS]; /* in kernel slot order */
+  int uses_x2; /* reads x2, a gated pair's second product, which no strategy computes yet (a tune of
+                * it fails with FT_ERR_UNSUPPORTED); added in 0.3, after the fields above */
 } ft_epilogue_info;
 
 /* Parses an expression or preset name. *out (strings included) is the caller's:

@@ -2,7 +2,8 @@
 // E(sum_k X[m,k] * W[n,k]), X [M,K] and W [N,K] row-major (both K-major), E = FT_EPILOGUE_EXPR
 // applied to the fp32 accumulator in registers, one rounding at the store. Compiled by NVRTC for
 // sm_90a. It composes the layers: tc_config.cuh (FtTc), tc_ptx.cuh, tc_sched.cuh (FtTiles),
-// tc_mainloop.cuh (the producer and the mainloops), tc_epilogue.cuh and tc_epilogue_tma.cuh.
+// tc_matrix.cuh (E's matrix operands prefetched by the producer), tc_mainloop.cuh (the producer and
+// the mainloops), tc_epilogue.cuh and tc_epilogue_tma.cuh.
 //
 // Structure: TMA (128-byte swizzle) fills a ring of stages guarded by full/empty mbarriers;
 // warpgroup `consumers` is the producer (one thread issues TMA, setmaxnreg.dec); warpgroups
@@ -155,7 +156,7 @@ __device__ __forceinline__ void ft_gemm_tc_body(const FtTmaDesc *tma_x, const Ft
   const FtTiles<C> ts(M, N, K, rank, sm.sched);
   if (wg == C::consumers) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"((int)C::kProducerRegs));
-    if (tid == 0) ft_producer<C>(ts, sm.ring, tma_x, tma_w);
+    if (tid == 0) ft_producer<C>(ts, sm.ring, tma_x, tma_w, ep, M, N);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"((int)C::kConsumerRegs));
     ft_consumer<C>(ts, sm, colv_all, tma_y, Y, WS, FL, M, N, ep, wg, tid);

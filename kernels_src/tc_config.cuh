@@ -57,14 +57,19 @@ struct FtTc : Cfg {
   /* The tile's slice of the epilogue's first column vector (slot FT_EP_COLV_SLOT) copied to
    * shared memory during the k loop, for the early E of the cooperative TMA-store form. */
   enum : int { kColvSlot = FT_EP_COLV_SLOT };
+  /* E's matrix operands, a bit per slot (tc_matrix.cuh prefetches their tile to L2). */
+  enum : unsigned { kMatMask = FT_EP_MAT_MASK };
   enum : int {
     kColvStage = Cfg::colv_bytes > 0 && kColvSlot >= 0 && Cfg::tma_store && kEarly && !Cfg::staged && !Cfg::pingpong && !Cfg::stream_k && Cfg::split_k == 1
   };
   /* The early E's tile kept packed (16-bit storage, BN / 4 registers) and stored box by box during
-   * the next tile's k loop (the cooperative plain k loop only). */
+   * the next tile's k loop (the cooperative plain k loop only); not where one consumer holds the
+   * tile and E reads a matrix operand: with `x + bias + r` its loads beside the packed tile made
+   * ptxas spill at 64 x 256 in fp16. */
   enum : int {
     kStoreOverlap = Cfg::tma_store && kEarly && !Cfg::staged && kEsize == 2 && Cfg::bn % kCols == 0 &&
-                    !Cfg::split3x && !Cfg::pingpong && !Cfg::stream_k && Cfg::split_k == 1
+                    !Cfg::split3x && !Cfg::pingpong && !Cfg::stream_k && Cfg::split_k == 1 &&
+                    !(kMatMask != 0u && Cfg::consumers == 1)
   };
 
   static_assert(Cfg::dtype == FT_DTYPE, "fusedtune: configuration and math mode disagree on the storage type");

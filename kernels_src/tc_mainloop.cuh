@@ -226,7 +226,7 @@ __device__ __forceinline__ void ft_mainloop_3x_aregs(float (&d)[C::kAcc], FtRing
 // the ring (with clusters of 2, each block loads half the W tile, multicast to both).
 template <class C>
 __device__ __forceinline__ void ft_producer(const FtTiles<C> &ts, const FtRingSmem &rs, const FtTmaDesc *tma_x,
-                                            const FtTmaDesc *tma_w) {
+                                            const FtTmaDesc *tma_w, const FtEpArgs &ep, int M, int N) {
   ft_tma_prefetch(tma_x);
   ft_tma_prefetch(tma_w);
   FtRing<C> ring;
@@ -235,6 +235,7 @@ __device__ __forceinline__ void ft_producer(const FtTiles<C> &ts, const FtRingSm
     int z, m0, n0;
     ts.origin(wk, z, m0, n0);
     (void)z;
+    ft_mat_prefetch<C>(ep, m0, n0, M, N); /* E's matrix operands: their tile into L2 (tc_matrix.cuh) */
     for (int kt = 0; kt < wk.nk; kt++) {
       const int kx = (wk.k0 + kt) * C::kBK;
       ft_mbar_wait(rs.empty + 8 * ring.stage, ring.phase ^ 1);

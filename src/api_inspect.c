@@ -180,13 +180,15 @@ ft_status ft_epilogue_inspect(const char *text, ft_epilogue_info **out, char *ms
   info->canonical = strings;
   info->cuda = strings + lc;
   snprintf(info->hash, sizeof info->hash, "%s", ft_ep_hash(ep));
+  info->uses_x2 = ft_ep_uses_x2(ep);
   info->n_params = ft_ep_param_count(ep);
   for (int i = 0; i < info->n_params && i < FT_EPILOGUE_MAX_PARAMS; i++) {
     const ft_ep_param *prm = ft_ep_param_at(ep, i);
     ft_epilogue_param *q = &info->params[i];
     snprintf(q->name, sizeof q->name, "%s", prm->name);
     q->type = prm->kind == FT_PARAM_SCALAR ? FT_PARAM_TYPE_SCALAR
-              : prm->kind == FT_PARAM_COLVEC ? FT_PARAM_TYPE_COLVEC : FT_PARAM_TYPE_ROWVEC;
+              : prm->kind == FT_PARAM_COLVEC ? FT_PARAM_TYPE_COLVEC
+              : prm->kind == FT_PARAM_ROWVEC ? FT_PARAM_TYPE_ROWVEC : FT_PARAM_TYPE_MATRIX;
     q->has_default = prm->has_default;
     q->default_value = prm->def;
   }

@@ -18,45 +18,10 @@ static ft_status untyped_fp8(const ft_plan *plan, const char *fn) {
                   "launch it with ft_plan_launch_typed (each tensor's element type)", fn);
 }
 
-/* Binds the epilogue's names to args: every name needed, no name unknown. */
-static ft_status bind_args(ft_plan *pl, const ft_args *a, ft_ep_args_dev *dev) {
-  ft_err *err = ft__ctx_err(pl->ctx);
-  memset(dev, 0, sizeof *dev);
-  int np = ft_ep_param_count(pl->ep);
-  for (int i = 0; i < a->n_vecs; i++) {
-    int ok = 0;
-    for (int s = 0; s < np; s++) ok |= a->vecs[i].name && !strcmp(a->vecs[i].name, ft_ep_param_at(pl->ep, s)->name) &&
-                                      ft_ep_param_at(pl->ep, s)->kind != FT_PARAM_SCALAR;
-    if (!ok) return ft__fail(err, FT_ERR_INVALID_ARG, "vector '%s' is not a vector of the epilogue",
-                             a->vecs[i].name ? a->vecs[i].name : "(null)");
-  }
-  for (int i = 0; i < a->n_scalars; i++) {
-    int ok = 0;
-    for (int s = 0; s < np; s++) ok |= a->scalars[i].name && !strcmp(a->scalars[i].name, ft_ep_param_at(pl->ep, s)->name) &&
-                                      ft_ep_param_at(pl->ep, s)->kind == FT_PARAM_SCALAR;
-    if (!ok) return ft__fail(err, FT_ERR_INVALID_ARG, "scalar '%s' is not a scalar of the epilogue",
-                             a->scalars[i].name ? a->scalars[i].name : "(null)");
-  }
-  for (int s = 0; s < np; s++) {
-    const ft_ep_param *prm = ft_ep_param_at(pl->ep, s);
-    int bound = 0;
-    if (prm->kind == FT_PARAM_SCALAR) {
-      for (int i = 0; i < a->n_scalars; i++)
-        if (!strcmp(a->scalars[i].name, prm->name)) dev->s[s] = a->scalars[i].value, bound = 1;
-      if (!bound && prm->has_default) dev->s[s] = (float)prm->def, bound = 1;
-    } else {
-      for (int i = 0; i < a->n_vecs; i++)
-        if (!strcmp(a->vecs[i].name, prm->name) && a->vecs[i].data) dev->v[s] = a->vecs[i].data, bound = 1;
-    }
-    if (!bound) return ft__fail(err, FT_ERR_INVALID_ARG, "epilogue %s '%s' is not bound in ft_args",
-                                prm->kind == FT_PARAM_SCALAR ? "scalar" : "vector", prm->name);
-  }
-  return FT_OK;
-}
-
 /* Binds slot s of the epilogue from the slot arrays: a vector's pointer from vecs[s], a
  * scalar's value from scalars[s] (NULL: its default). */
-static ft_status bind_slots(ft_plan *pl, const void *const *vecs, const float *scalars, ft_ep_args_dev *dev) {
+static ft_status bind_slots(ft_plan *pl, const void *const *vecs, const float *scalars, const void *y,
+                            ft_ep_args_dev *dev) {
   ft_err *err = ft__ctx_err(pl->ctx);
   const int np = ft_ep_param_count(pl->ep);
   for (int s = 0; s < np; s++) {
@@ -72,7 +37,11 @@ static ft_status bind_slots(ft_plan *pl, const void *const *vecs, const float *s
     } else {
       dev->v[s] = vecs ? vecs[s] : NULL;
       if (!dev->v[s])
-        return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch_ptrs: vector '%s' (slot %d) is NULL", prm->name, s);
+        return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch_ptrs: %s '%s' (slot %d) is NULL",
+                        prm->kind == FT_PARAM_MATRIX ? "matrix" : "vector", prm->name, s);
+      if (prm->kind == FT_PARAM_MATRIX) /* its slot's scalar word: the row pitch (scalars[s] unused) */
+        FT_TRY(ft__bind_matrix(prm->name, dev->v[s], ft_math_dtype((ft_math)pl->run.v.math), y, pl->run.m, pl->run.n,
+                               &dev->s[s], err));
     }
   }
   return FT_OK;
@@ -106,7 +75,7 @@ ft_status ft_plan_launch(ft_plan *plan, const ft_args *args, cudaStream_t stream
                     ft_dtype_name(args->dtype), ft_math_name((ft_math)plan->run.v.math), ft_dtype_name(want));
   ft_ep_args_dev dev;
   memset(&dev, 0, sizeof dev);
-  FT_TRY(bind_args(plan, args, &dev));
+  FT_TRY(ft__bind_args(plan->ep, args, plan->run.m, plan->run.n, &dev, ft__ctx_err(plan->ctx)));
   return enqueue(plan, "ft_plan_launch", args->x, args->w, args->y, &dev, stream);
 }
 
@@ -116,7 +85,7 @@ ft_status ft_plan_launch_ptrs(ft_plan *plan, const void *x, const void *w, void 
   FT_TRY(untyped_fp8(plan, "ft_plan_launch_ptrs"));
   ft_ep_args_dev dev;
   memset(&dev, 0, sizeof dev);
-  FT_TRY(bind_slots(plan, vecs, scalars, &dev));
+  FT_TRY(bind_slots(plan, vecs, scalars, y, &dev));
   return enqueue(plan, "ft_plan_launch_ptrs", x, w, y, &dev, stream);
 }
 
@@ -143,15 +112,15 @@ ft_status ft_plan_launch_typed(ft_plan *plan, const ft_typed_args *a, cudaStream
   ft_vec_arg vecs[FT_EP_MAX_PARAMS];
   for (int i = 0; i < a->n_vecs; i++) {
     const char *name = a->vecs[i].name;
-    /* An unknown name is bind_args' to name; a known one must have its type. */
+    /* An unknown name is ft__bind_args' to name; a known one must have its type. */
     for (int s = 0; name && s < ft_ep_param_count(plan->ep); s++)
       if (!strcmp(ft_ep_param_at(plan->ep, s)->name, name))
         FT_TRY(need_type(err, "vector", name, a->vecs[i].dtype, ft_vec_dtype(m, name), m));
     vecs[i] = (ft_vec_arg){name, a->vecs[i].data};
   }
-  const ft_args args = {a->x.data, a->w.data, NULL, vecs, a->n_vecs, a->scalars, a->n_scalars, ft_math_dtype(m)};
+  const ft_args args = {a->x.data, a->w.data, (void *)(uintptr_t)a->y.data, vecs, a->n_vecs, a->scalars, a->n_scalars,
+                        ft_math_dtype(m)};
   ft_ep_args_dev dev;
-  memset(&dev, 0, sizeof dev);
-  FT_TRY(bind_args(plan, &args, &dev));
+  FT_TRY(ft__bind_args(plan->ep, &args, plan->run.m, plan->run.n, &dev, err));
   return enqueue(plan, "ft_plan_launch_typed", a->x.data, a->w.data, (void *)(uintptr_t)a->y.data, &dev, stream);
 }

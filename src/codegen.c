@@ -105,6 +105,15 @@ static void put_expr(ft_strbuf *b, const char *expr, ft_math math, const ft_epil
   }
 }
 
+/* A bit per slot of ep that is a matrix operand (0: none, or no epilogue). */
+static unsigned matrix_mask(const ft_epilogue *ep) {
+  const int n = ep ? ft_ep_param_count(ep) : 0;
+  unsigned mask = 0;
+  for (int s = 0; s < n; s++)
+    if (ft_ep_param_at(ep, s)->kind == FT_PARAM_MATRIX) mask |= 1u << s;
+  return mask;
+}
+
 /* The first slot of ep that is a column vector, or -1 (none, or no epilogue). */
 static int first_colvec_slot(const ft_epilogue *ep) {
   const int n = ep ? ft_ep_param_count(ep) : 0;
@@ -176,6 +185,9 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
   char why[160];
   if (!ft_variant_valid(v, why, sizeof why)) return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: %s", why);
   const ft_family *fam = ft_family_of(v);
+  if (ep && ft_ep_uses_x2(ep))
+    return ft__fail(err, FT_ERR_UNSUPPORTED, "codegen: the epilogue uses x2 (a gated pair's second product), which "
+                    "family %s does not compute", fam->name);
   /* NULL epilogue: the identity, for a plain GEMM (tests, references). After cuBLASLt's bias GEMM
    * (an epilogue pass's lt) the pass applies E with its `x + bias` already done. */
   const int reduces = ep && ft_ep_reduction(ep, NULL) != FT_RED_NONE;
@@ -212,7 +224,10 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
   if (v->pass.lt) ft_sb_puts(&b, "#define FT_PASS_AFTER_LT_BIAS 1\n");
   if (v->pass.lt_act) ft_sb_printf(&b, "#define FT_PASS_AFTER_LT_ACT %d\n", v->pass.lt_act);
   fam->defines(v, &b);
-  if (fam->wants_colv_slot) ft_sb_printf(&b, "#define FT_EP_COLV_SLOT %d\n", first_colvec_slot(ep));
+  if (fam->wants_colv_slot) {
+    ft_sb_printf(&b, "#define FT_EP_COLV_SLOT %d\n", first_colvec_slot(ep));
+    ft_sb_printf(&b, "#define FT_EP_MAT_MASK %uu\n", matrix_mask(ep));
+  }
   abi_defines(&b, (ft_math)v->math);
   ft_status s = sb_embedded(&b, "kernels_src/ft_common.cuh", err);
   if (s == FT_OK) s = sb_embedded(&b, "kernels_src/ft_math.cuh", err);

@@ -139,6 +139,19 @@ const char *ft_ep_cuda_lt_act(const ft_epilogue *ep, int *slot, ft_ep_lt_act *ac
   return ep->cuda_lt_act;
 }
 int ft_ep_param_count(const ft_epilogue *ep) { return ep->nparams; }
+int ft_ep_uses_x2(const ft_epilogue *ep) { return ep->uses_x2; }
+
+int ft_ep_has_matrix(const ft_epilogue *ep) {
+  for (int i = 0; i < ep->nparams; i++)
+    if (ep->params[i].kind == FT_PARAM_MATRIX) return 1;
+  return 0;
+}
+
+float ft_ep_mat_pitch(int pitch) {
+  float f;
+  memcpy(&f, &pitch, sizeof f); /* int bits in a float word: __float_as_int on the device */
+  return f;
+}
 
 const ft_ep_param *ft_ep_param_at(const ft_epilogue *ep, int slot) {
   if (slot < 0 || slot >= ep->nparams) return NULL;

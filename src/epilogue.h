@@ -13,8 +13,15 @@
 typedef enum ft_param_kind {
   FT_PARAM_SCALAR = 0, /* one float, a kernel argument: ep.s[slot] */
   FT_PARAM_COLVEC = 1, /* float[N], indexed by output column: ep.v[slot][col] */
-  FT_PARAM_ROWVEC = 2  /* float[M], indexed by output row: ep.v[slot][row] */
+  FT_PARAM_ROWVEC = 2, /* float[M], indexed by output row: ep.v[slot][row] */
+  FT_PARAM_MATRIX = 3  /* [M, N] row-major (`mat r`), indexed by output element: the kernel reads
+                        * ep.v[slot][row * pitch + col] with the row pitch in elements in ep.s[slot]
+                        * as int bits (ft_ep_mat_pitch) */
 } ft_param_kind;
+
+/* The scalar word of a matrix slot: its row pitch in elements, as the kernels read it
+ * (__float_as_int(ep.s[slot])). */
+float ft_ep_mat_pitch(int pitch);
 
 /* Reductions (src/epilogue_reduce.c, docs/EPILOGUE.md "Reductions"): calls whose value at an
  * element depends on its whole row, its group of a row, its column or a window of its row. */
@@ -85,15 +92,23 @@ ft_ep_cost ft_ep_cost_of(const ft_epilogue *ep, int fast);
 int ft_ep_fast_forms(ft_math math);
 
 /* Evaluates an elementwise epilogue in float64 for one element (NaN for a reduction: see
- * ft_ep_eval_matrix). vals[slot] holds, for each parameter, the
- * scalar value or the vector element for this element's row/column. */
+ * ft_ep_eval_matrix). vals[slot] holds, for each parameter, the scalar value or the vector
+ * (matrix) element for this element's row/column. x2 (a gated pair's second product) reads as
+ * NaN: ft_ep_eval2 gives it. */
 double ft_ep_eval(const ft_epilogue *ep, double x, const double *vals);
+double ft_ep_eval2(const ft_epilogue *ep, double x, double x2, const double *vals);
+
+/* Whether E reads x2, the product of x with a second weight of W's shape (a gated pair,
+ * `silu(x) * x2`; docs/EPILOGUE.md), and whether it names a matrix operand (`mat r`). */
+int ft_ep_uses_x2(const ft_epilogue *ep);
+int ft_ep_has_matrix(const ft_epilogue *ep);
 
 /* Eager-style decomposition (what PyTorch eager runs): the GEMM, with `x + bias` folded into it
  * when x occurs once and directly as `x + <colvec>` (nn.Linear's addmm), then one elementwise
  * pass per remaining operation. Each step's expression reads buffers IN0..IN2 (float values of
  * earlier results at this element), plus parameters and constants like ft_ep_cuda. */
 #define FT_EP_MAX_STEPS 64
+#define FT_EP_BUF_X2 (FT_EP_MAX_STEPS + 1)
 typedef struct ft_ep_step {
   char expr[512]; /* CUDA expression over IN0, IN1, IN2, ep.s[], ep.v[][] and row/col; "" when
                    * the step reduces */
@@ -101,7 +116,8 @@ typedef struct ft_ep_step {
   int arg;          /* the reduction's G or w, else 0 */
   ft_ep_shape shape; /* the shape of the step's output buffer */
   int nin;        /* how many IN operands */
-  int in[3];      /* operand buffers: 0 = GEMM output, j >= 1 = output of step j-1 */
+  int in[3];      /* operand buffers: 0 = GEMM output, j >= 1 = output of step j-1,
+                  * FT_EP_BUF_X2 = the second GEMM's output (x2, a gated pair) */
 } ft_ep_step;
 
 typedef struct ft_ep_eager {

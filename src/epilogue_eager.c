@@ -19,7 +19,7 @@ static void mark_xdep(eager_ctx *c) {
   /* Children always precede parents in the node array, so one forward pass suffices. */
   for (int i = 0; i < c->ep->nnodes; i++) {
     const ep_node *nd = &c->ep->nodes[i];
-    c->xdep[i] = nd->kind == N_X;
+    c->xdep[i] = nd->kind == N_X || nd->kind == N_X2;
     for (int k = 0; k < nd->nkids; k++) c->xdep[i] |= c->xdep[nd->kid[k]];
   }
 }
@@ -27,8 +27,10 @@ static void mark_xdep(eager_ctx *c) {
 int ft__ep_bias_fold(const ft_epilogue *ep, int *slot) {
   int xs = 0, xnode = -1;
   *slot = -1;
-  for (int i = 0; i < ep->nnodes; i++)
+  for (int i = 0; i < ep->nnodes; i++) {
     if (ep->nodes[i].kind == N_X) xs++, xnode = i;
+    if (ep->nodes[i].kind == N_X2) return -1; /* a gated pair's GEMM has 2N columns: no [N] bias to fold */
+  }
   if (xs != 1) return -1;
   for (int i = 0; i < ep->nnodes; i++) {
     const ep_node *nd = &ep->nodes[i];
@@ -64,6 +66,7 @@ int ft__ep_act_fold(const ft_epilogue *ep, int *slot, int *act) {
 static void fold_bias(eager_ctx *c) {
   for (int i = 0; i < c->ep->nnodes; i++)
     if (c->ep->nodes[i].kind == N_X) c->buf[i] = 0; /* every x reads the GEMM output */
+    else if (c->ep->nodes[i].kind == N_X2) c->buf[i] = FT_EP_BUF_X2; /* the second GEMM's */
   const int node = ft__ep_bias_fold(c->ep, &c->out->gemm_bias_slot);
   if (node >= 0) c->buf[node] = 0;
 }

@@ -40,14 +40,18 @@ static double eval_call(fn_id fn, const double *a) {
   return NAN;
 }
 
-double ft__ep_eval_at(const ft_epilogue *ep, int n, double x, const double *vals, int leaf, double leaf_value) {
+/* Node n's value; x2 is a gated pair's second product (NaN where none); leaf, when >= 0, a node
+ * whose value is given (leaf_value: a reduction's result, epilogue_reduce_eval.c). */
+static double eval_node(const ft_epilogue *ep, int n, double x, double x2, const double *vals, int leaf,
+                        double leaf_value) {
   if (n == leaf) return leaf_value;
   const ep_node *nd = &ep->nodes[n];
   double a[3] = {0.0, 0.0, 0.0};
-  for (int i = 0; i < nd->nkids; i++) a[i] = ft__ep_eval_at(ep, nd->kid[i], x, vals, leaf, leaf_value);
+  for (int i = 0; i < nd->nkids; i++) a[i] = eval_node(ep, nd->kid[i], x, x2, vals, leaf, leaf_value);
   switch (nd->kind) {
     case N_NUM: return nd->num;
     case N_X: return x;
+    case N_X2: return x2;
     case N_PARAM: return vals ? vals[nd->slot] : NAN;
     case N_NEG: return -a[0];
     case N_ADD: return a[0] + a[1];
@@ -63,5 +67,13 @@ double ft__ep_eval_at(const ft_epilogue *ep, int n, double x, const double *vals
 }
 
 double ft_ep_eval(const ft_epilogue *ep, double x, const double *vals) {
-  return ft__ep_eval_at(ep, ep->root, x, vals, -1, 0.0);
+  return eval_node(ep, ep->root, x, NAN, vals, -1, 0.0);
+}
+
+double ft_ep_eval2(const ft_epilogue *ep, double x, double x2, const double *vals) {
+  return eval_node(ep, ep->root, x, x2, vals, -1, 0.0);
+}
+
+double ft__ep_eval_at(const ft_epilogue *ep, int n, double x, const double *vals, int leaf, double leaf_value) {
+  return eval_node(ep, n, x, NAN, vals, leaf, leaf_value);
 }

@@ -25,7 +25,7 @@ extern const fn_def ft__ep_fns[FN_COUNT];
 
 /* The AST: nodes in one array, children always before their parents. */
 typedef enum node_kind {
-  N_NUM, N_X, N_PARAM, N_REF, N_NEG, N_ADD, N_SUB, N_MUL, N_DIV, N_CALL,
+  N_NUM, N_X, N_PARAM, N_REF, N_X2, N_NEG, N_ADD, N_SUB, N_MUL, N_DIV, N_CALL,
   N_RED /* a reduction: fn is its ft_ep_red, num its integer argument (G, w) or 0 */
 } node_kind;
 
@@ -54,6 +54,7 @@ struct ft_epilogue {
   int fold_slot;     /* that bias's slot, or -1 */
   char *cuda_lt_act; /* the CUDA text with the activation cuBLASLt applies read as x (ft_ep_cuda_lt_act), or NULL */
   int lt_act, lt_act_slot; /* that activation (ft_ep_lt_act) and the bias it wraps (slot, or -1) */
+  int uses_x2;       /* E reads x2 (a gated pair's second product) */
   char hash[17];
 };
 

@@ -15,7 +15,7 @@ static const struct {
 #define N_ALIASES (sizeof k_aliases / sizeof k_aliases[0])
 
 /* Words that can never name a parameter. */
-static const char *const k_reserved[] = {"x", "where", "scalar", "col", "row"};
+static const char *const k_reserved[] = {"x", "x2", "where", "scalar", "col", "row", "mat"};
 #define N_RESERVED (sizeof k_reserved / sizeof k_reserved[0])
 
 /* Names: functions, reserved words, suggestions. */
@@ -161,6 +161,7 @@ static ft_status parse_name(parser *p, token name, int *out) {
   const char *s = p->src + name.pos;
   int col = name.pos + 1;
   if (ft__ep_tok_is(p, &name, "x")) return new_node(p, N_X, col, NULL, 0, out);
+  if (ft__ep_tok_is(p, &name, "x2")) return new_node(p, N_X2, col, NULL, 0, out); /* a gated pair's second product */
   if (ft__ep_is_nonfinite_word(s, name.len)) return ft__ep_perr(p, col, "numbers must be finite ('%.*s')", name.len, s);
   if (is_callable(s, name.len))
     return ft__ep_perr(p, col, "'%.*s' is a function: call it as %.*s(...)", name.len, s, name.len, s);
@@ -259,13 +260,13 @@ static ft_status check_decl_name(parser *p, const token *t, ft_param_kind kind, 
 
 /* Reads the kind keyword, if any, and the name. */
 static ft_status parse_decl_head(parser *p, ft_param_kind *kind, int *keyword, token *name) {
-  static const char *const words[] = {"scalar", "col", "row"};
-  static const ft_param_kind kinds[] = {FT_PARAM_SCALAR, FT_PARAM_COLVEC, FT_PARAM_ROWVEC};
+  static const char *const words[] = {"scalar", "col", "row", "mat"};
+  static const ft_param_kind kinds[] = {FT_PARAM_SCALAR, FT_PARAM_COLVEC, FT_PARAM_ROWVEC, FT_PARAM_MATRIX};
   if (p->tok.kind != T_IDENT)
-    return ft__ep_unexpected(p, "a declaration ('NAME = NUMBER', 'scalar NAME', 'col NAME' or 'row NAME')");
+    return ft__ep_unexpected(p, "a declaration ('NAME = NUMBER', 'scalar NAME', 'col NAME', 'row NAME' or 'mat NAME')");
   *kind = FT_PARAM_SCALAR;
   *keyword = 0;
-  for (int i = 0; i < 3; i++) {
+  for (int i = 0; i < 4; i++) {
     if (!ft__ep_tok_is(p, &p->tok, words[i])) continue;
     *kind = kinds[i];
     *keyword = 1;
@@ -290,7 +291,7 @@ static ft_status parse_decl(parser *p) {
   } else if (p->tok.kind == T_EQ) {
     return ft__ep_perr(p, p->tok.pos + 1, "only scalars take a default value");
   } else if (!keyword) {
-    return ft__ep_unexpected(p, "'=' (or declare the name with scalar, col or row)");
+    return ft__ep_unexpected(p, "'=' (or declare the name with scalar, col, row or mat)");
   }
   FT_TRY(check_decl_name(p, &name, kind, has_default));
   decl *d = &p->decls[p->ndecls++];
@@ -371,9 +372,9 @@ static ft_status resolve_names(parser *p, ft_epilogue *ep) {
   return FT_OK;
 }
 
-static int uses_x(const parser *p) {
+static int uses_kind(const parser *p, node_kind kind) {
   for (int i = 0; i < p->nnodes; i++)
-    if (p->nodes[i].kind == N_X) return 1;
+    if (p->nodes[i].kind == kind) return 1;
   return 0;
 }
 
@@ -384,7 +385,16 @@ ft_status ft__ep_parse_text(parser *p, ft_epilogue *ep) {
   if (ft__ep_tok_is(p, &p->tok, "where")) FT_TRY(parse_decls(p));
   if (p->tok.kind != T_END) return ft__ep_unexpected(p, "an operator, 'where' or the end");
   FT_TRY(resolve_names(p, ep));
-  if (!uses_x(p)) return ft__ep_perr(p, 1, "the expression does not use x (the GEMM result)");
+  if (!uses_kind(p, N_X)) return ft__ep_perr(p, 1, "the expression does not use x (the GEMM result)");
+  ep->uses_x2 = uses_kind(p, N_X2);
+  if (uses_kind(p, N_RED)) {
+    /* A reduction's kernels and reference read vectors by row, column or window, not matrices;
+     * nor do they compute x2. */
+    for (int i = 0; i < ep->nparams; i++)
+      if (ep->params[i].kind == FT_PARAM_MATRIX)
+        return ft__ep_perr(p, 1, "matrix '%s' in an expression with a reduction: not supported", ep->params[i].name);
+    if (ep->uses_x2) return ft__ep_perr(p, 1, "x2 in an expression with a reduction: not supported");
+  }
   return ft__ep_check_reductions(p, ep);
 }
 

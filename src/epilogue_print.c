@@ -77,13 +77,15 @@ static void print_param(printer *pr, const ep_node *nd) {
   const ft_ep_param *q = &pr->ep->params[nd->slot];
   if (pr->mode == PM_CANON) ft_sb_puts(&pr->out, q->name);
   else if (q->kind == FT_PARAM_SCALAR) ft_sb_printf(&pr->out, "ep.s[%d]", nd->slot);
+  else if (q->kind == FT_PARAM_MATRIX) /* the row pitch rides in the slot's scalar (ft_ep_mat_pitch) */
+    ft_sb_printf(&pr->out, "ep.v[%d][(long long)row * __float_as_int(ep.s[%d]) + col]", nd->slot, nd->slot);
   else ft_sb_printf(&pr->out, "ep.v[%d][%s]", nd->slot, q->kind == FT_PARAM_COLVEC ? "col" : "row");
 }
 
 static void print_leaf(printer *pr, const ep_node *nd) {
   char num[48];
-  if (nd->kind == N_X) {
-    ft_sb_puts(&pr->out, "x");
+  if (nd->kind == N_X || nd->kind == N_X2) {
+    ft_sb_puts(&pr->out, nd->kind == N_X ? "x" : "x2");
   } else if (nd->kind == N_PARAM) {
     print_param(pr, nd);
   } else {
@@ -191,6 +193,7 @@ static void print_decl(ft_strbuf *b, const ft_ep_param *q) {
   char num[48];
   if (q->kind == FT_PARAM_COLVEC) ft_sb_printf(b, "col %s", q->name);
   else if (q->kind == FT_PARAM_ROWVEC) ft_sb_printf(b, "row %s", q->name);
+  else if (q->kind == FT_PARAM_MATRIX) ft_sb_printf(b, "mat %s", q->name);
   else if (!q->has_default) ft_sb_printf(b, "scalar %s", q->name);
   else {
     format_number(q->def, num, sizeof num);

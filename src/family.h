@@ -75,7 +75,8 @@ typedef struct ft_family {
   int after_cublas;   /* 1: the kernel runs on y after cuBLAS SGEMM wrote x W^T there */
   int reduces;        /* 1: it serves the reductions ft_ep_check_kernels accepts, and nothing else */
   /* 1: codegen writes FT_EP_COLV_SLOT, the epilogue's first column-vector slot (-1: none), for
-   * a kernel that stages that vector's tile slice in shared memory. */
+   * a kernel that stages that vector's tile slice in shared memory, and FT_EP_MAT_MASK, a bit per
+   * matrix-operand slot, for one that prefetches their tiles. */
   int wants_colv_slot;
 
   /* Where its own parameters lie in ft_variant (offsetof and sizeof its block, src/space.h): the

@@ -57,6 +57,9 @@ static ft_status epi_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, co
   struct { const char *rest; int slot; ft_ep_lt_act act; } form[3] = {{"", -1, FT_EP_LT_NONE}};
   if (ep) form[1].rest = ft_ep_cuda_folded(ep, &form[1].slot), form[1].act = FT_EP_LT_NONE;
   if (ep) form[2].rest = ft_ep_cuda_lt_act(ep, &form[2].slot, &form[2].act);
+  /* A matrix operand is one more load in flight per element: at 16 elements per thread, in the
+   * registers full occupancy leaves, ptxas spilled (3xtf32, x + bias + r, sm_90a). */
+  const int max_ept = ep && ft_ep_has_matrix(ep) ? 8 : 16;
   ft_variant v = {0};
   v.kind = FT_VK_EPILOGUE;
   v.math = (int)math;
@@ -66,7 +69,7 @@ static ft_status epi_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, co
     int pushed = 0;
     for (size_t i = 0; i < 3; i++)
       for (size_t j = 0; j < nvec; j++)
-        for (int ept = vecs[j]; ept <= 16 && !(lt_only_gemm && pushed); ept *= 2) {
+        for (int ept = vecs[j]; ept <= max_ept && !(lt_only_gemm && pushed); ept *= 2) {
           v.pass.block = blocks[i], v.vec = vecs[j], v.pass.ept = ept;
           v.pass.lt = form[f].slot + 1, v.pass.lt_act = (int)form[f].act;
           if (!ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) continue;

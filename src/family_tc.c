@@ -1,6 +1,6 @@
 /* Family tc: the Hopper tensor-core GEMM (layout 4, names "tc_..."; kernel in layers:
- * kernels_src/tc_config.cuh, wgmma_sm90.cuh, tc_ptx.cuh, tc_sched.cuh, tc_mainloop.cuh,
- * tc_epilogue.cuh, tc_epilogue_tma.cuh, gemm_tc.cu): TMA loads into a ring of stages, wgmma from
+ * kernels_src/tc_config.cuh, wgmma_sm90.cuh, tc_ptx.cuh, tc_sched.cuh, tc_matrix.cuh,
+ * tc_mainloop.cuh, tc_epilogue.cuh, tc_epilogue_tma.cuh, gemm_tc.cu): TMA loads into a ring of stages, wgmma from
  * shared memory, a producer warpgroup and one or two consumer warpgroups (cooperative on one tile,
  * or ping-pong: two taking turns on whole tiles), a persistent grid walking tiles in a grouped
  * order, clusters of 2 multicasting the W tile, the epilogue applied to the accumulator in
@@ -233,8 +233,8 @@ static const ft_json_key k_tc_opt_keys[] = {
 
 static const char *const k_tc_sources[] = {
     "kernels_src/tc_config.cuh",   "kernels_src/wgmma_sm90.cuh",     "kernels_src/tc_ptx.cuh",
-    "kernels_src/tc_sched.cuh",    "kernels_src/tc_mainloop.cuh",    "kernels_src/tc_epilogue.cuh",
-    "kernels_src/tc_epilogue_tma.cuh", "kernels_src/gemm_tc.cu", NULL};
+    "kernels_src/tc_sched.cuh",    "kernels_src/tc_matrix.cuh",    "kernels_src/tc_mainloop.cuh",
+    "kernels_src/tc_epilogue.cuh", "kernels_src/tc_epilogue_tma.cuh", "kernels_src/gemm_tc.cu", NULL};
 
 const ft_family ft_family_tc = {
     .name = "tc",

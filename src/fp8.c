@@ -14,6 +14,10 @@ ft_status ft_fp8_check(ft_math math, int64_t k, const ft_epilogue *ep, ft_fp8_sc
   if (ft_ep_reduction(ep, NULL) != FT_RED_NONE)
     return ft__fail(err, FT_ERR_UNSUPPORTED, "fp8: the epilogue reduces (%s): reductions are not served in fp8 yet",
                     ft_ep_red_name(ft_ep_reduction(ep, NULL)));
+  for (int i = 0; i < ft_ep_param_count(ep); i++)
+    if (ft_ep_param_at(ep, i)->kind == FT_PARAM_MATRIX)
+      return ft__fail(err, FT_ERR_UNSUPPORTED, "fp8: matrix operand '%s': matrix operands are not served in fp8 yet",
+                      ft_ep_param_at(ep, i)->name);
   char why[256];
   ft_fp8_scales s;
   if (!ft_ep_fp8_scales(ep, &s.sx_slot, &s.sw_slot, why, sizeof why))

@@ -533,6 +533,14 @@ static ft_status tune_body(tuner *t, ft_err *err) {
   return s;
 }
 
+ft_status ft_tune_check_epilogue(const ft_epilogue *ep, ft_err *err) {
+  if (ft_ep_uses_x2(ep))
+    return ft__fail(err, FT_ERR_UNSUPPORTED, "epilogue '%.200s' uses x2 (a gated pair's second product): no strategy "
+                    "of this version computes it yet (the fused families and cublas+epilogue serve E of x with "
+                    "scalar, col, row and mat operands)", ft_ep_canonical(ep));
+  return FT_OK;
+}
+
 ft_status ft_tune_run(ft_db *db, const ft_tune_req *req, ft_tune_summary *out, ft_err *err) {
   memset(out, 0, sizeof *out);
   const ft_tune_problem *p = req->problem;
@@ -550,6 +558,7 @@ ft_status ft_tune_run(ft_db *db, const ft_tune_req *req, ft_tune_summary *out, f
   ft_status st = FT_OK;
   out->entries = calloc(FT_TUNE_MAX_ENTRIES, sizeof *out->entries);
   if (!out->entries) st = ft__fail(err, FT_ERR_NOMEM, "out of memory");
+  if (st == FT_OK) st = ft_tune_check_epilogue(p->ep, err);
   if (st == FT_OK) st = tune_body(&t, err);
   if (t.run_id) {
     ft_err e2;

@@ -217,6 +217,7 @@ static void epi_chunk(void *user, int chunk, size_t begin, size_t end) {
     for (int s = 0; s < np; s++) {
       const ft_ep_param *p = ft_ep_param_at(j->ep, s);
       if (p->kind == FT_PARAM_SCALAR) vals[s] = d->args.s[s];
+      else if (p->kind == FT_PARAM_MATRIX) vals[s] = d->hvec[s][i];
       else vals[s] = d->hvec[s][p->kind == FT_PARAM_COLVEC ? c : r];
     }
     *v = ft_ep_eval(j->ep, *v, vals);
@@ -295,10 +296,12 @@ ft_status ft__make_params(ft_pdata *d, const ft_epilogue *ep, float bound, uint6
       d->args.s[s] = p->has_default ? (float)p->def : 1.5f;
       continue;
     }
-    size_t len = (size_t)(p->kind == FT_PARAM_COLVEC ? d->n : d->m);
+    const int mat = p->kind == FT_PARAM_MATRIX;
+    size_t len = mat ? (size_t)d->m * d->n : (size_t)(p->kind == FT_PARAM_COLVEC ? d->n : d->m);
     d->hvec[s] = malloc(len * sizeof(float));
-    if (!d->hvec[s]) return ft__fail(err, FT_ERR_NOMEM, "out of host memory for vector '%s'", p->name);
-    ft_fill_uniform(d->hvec[s], len, -bound, bound, seed);
+    if (!d->hvec[s]) return ft__fail(err, FT_ERR_NOMEM, "out of host memory for operand '%s'", p->name);
+    /* A matrix (a residual stream, say) is of the output's own scale: uniform in [-1, 1]. */
+    ft_fill_uniform(d->hvec[s], len, mat ? -1.0f : -bound, mat ? 1.0f : bound, seed);
     if (ft_vec_is_f32(d->math, ep, s)) { /* fp8's fp32 vectors (the scales, set from the data later) */
       FT_CUDA_TRY(err, cudaMalloc(&d->dvec[s], len * sizeof(float)));
       FT_CUDA_TRY(err, cudaMemcpy(d->dvec[s], d->hvec[s], len * sizeof(float), cudaMemcpyHostToDevice));
@@ -306,6 +309,7 @@ ft_status ft__make_params(ft_pdata *d, const ft_epilogue *ep, float bound, uint6
       FT_TRY(upload(d, &d->dvec[s], d->hvec[s], len, err)); /* hvec: the values as rounded */
     }
     d->args.v[s] = d->dvec[s];
+    if (mat) d->args.s[s] = ft_ep_mat_pitch(d->n); /* contiguous [M, N] */
   }
   return FT_OK;
 }

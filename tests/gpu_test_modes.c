@@ -13,7 +13,7 @@ typedef struct shape {
   int m, n, k;
 } shape;
 
-static const char *const k_epilogues[] = {"biasrelu", "gelu_tanh(x + bias)", "minsub",
+static const char *const k_epilogues[] = {"biasrelu", "gelu_tanh(x + bias)", "minsub", "x + bias + r where mat r",
                                           "silu(x) * s + bias * r where scalar s, row r", "biasgelu"};
 
 static void judge(const char *what, const char *name, const ft_check *c, double tol) {

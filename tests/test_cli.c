@@ -66,6 +66,13 @@ static void test_epilogue_cmd(void) {
   ASSERT_EQ_INT(lines(R.out), 1);
   ASSERT_CONTAINS(R.out, "no kernel serves 'batchnorm' yet");
   ASSERT_TRUE(access("fusedtune.db", F_OK) != 0);
+  ASSERT_EQ_INT(run("epilogue 'x + bias + r where mat r' --json"), 0);
+  ASSERT_CONTAINS(R.out, "{\"slot\":1,\"name\":\"r\",\"kind\":\"matrix\",\"default\":null}");
+  /* x2 (a gated pair) parses, but nothing computes it: refused before any device or database. */
+  ASSERT_EQ_INT(run("--db x2.db tune --shape 64x64x64 --epilogue 'silu(x) * x2' --math bf16"), 1);
+  ASSERT_CONTAINS(R.out, "fusedtune: epilogue uses x2 (a gated pair's second product)");
+  ASSERT_EQ_INT(lines(R.out), 1);
+  ASSERT_TRUE(access("x2.db", F_OK) != 0);
 }
 
 static void test_database_commands(void) {

@@ -58,6 +58,8 @@ static void test_rules(void) {
   ASSERT_TRUE(strchr(msg, '\n') == NULL);
   ASSERT_EQ_INT(check(64, "logsumexp(x * sx * sw + bias) where row sx, col sw", msg, sizeof msg), FT_ERR_UNSUPPORTED);
   ASSERT_EQ_STR(msg, "fp8: the epilogue reduces (logsumexp): reductions are not served in fp8 yet");
+  ASSERT_EQ_INT(check(64, "x * sx * sw + r where row sx, col sw, mat r", msg, sizeof msg), FT_ERR_UNSUPPORTED);
+  ASSERT_EQ_STR(msg, "fp8: matrix operand 'r': matrix operands are not served in fp8 yet");
   /* Other modes keep their rules: no scales needed, any K. */
   const ft_problem bf = {64, 256, 100, "relu(x + bias)", FT_MATH_BF16};
   ASSERT_EQ_INT(ft_check_problem(&bf, msg, sizeof msg), FT_OK);

@@ -347,6 +347,12 @@ int cmd_tune(cli *c, int argc, char **argv) {
     if ((rc = cli_problem("tune", one, t.epi, &t.p))) return rc;
     if (!t.auto_math && (rc = cli_problem_math("tune", &t.p, math))) return rc;
   }
+  ft_epilogue_info *info = NULL; /* parses: cli_problem checked it */
+  const int gated = ft_epilogue_inspect(t.epi, &info, NULL, 0) == FT_OK && info->uses_x2;
+  ft_epilogue_info_free(info);
+  if (gated)
+    return fail_status(FT_ERR_UNSUPPORTED, "epilogue uses x2 (a gated pair's second product): no strategy of this "
+                                           "version computes it yet; nothing was tuned");
   const int n_ms = ft_shape_range_values(lo, hi, ms, FT_SHAPE_RANGE_MAX);
   t.p.math = math;
   progress_view view = {isatty(2)};
@@ -561,7 +567,8 @@ int cmd_epilogue(cli *c, int argc, char **argv) {
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
       printf("usage: fusedtune epilogue EXPR_OR_PRESET [--json]\n"
              "Parses an epilogue and prints its canonical form, parameters and generated CUDA expression.\n"
-             "x is the GEMM accumulator; bias is a per-column vector. See docs/EPILOGUE.md.\npresets:\n");
+             "x is the GEMM accumulator; bias is a per-column vector; 'mat r' declares an [M, N]\n"
+             "operand. See docs/EPILOGUE.md.\npresets:\n");
       int np = ft_epilogue_preset(0, NULL, NULL);
       for (int p = 0; p < np; p++) {
         const char *name = NULL, *body = NULL;
@@ -583,8 +590,8 @@ int cmd_epilogue(cli *c, int argc, char **argv) {
     fprintf(stderr, "fusedtune: %s\n", msg);
     return EXIT_USAGE;
   }
-  static const char *kinds[] = {"scalar", "column vector", "row vector"};
-  static const char *kinds_json[] = {"scalar", "colvec", "rowvec"};
+  static const char *kinds[] = {"scalar", "column vector", "row vector", "matrix [M, N]"};
+  static const char *kinds_json[] = {"scalar", "colvec", "rowvec", "matrix"};
   if (json) {
     printf("{\"canonical\":");
     ft_write_json_string(stdout, ep->canonical);

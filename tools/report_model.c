@@ -97,7 +97,7 @@ static void add_family_best(report_mode *m, const ft_stored_result *res) {
   m->n_fam++;
 }
 
-/* x [m, k], W [n, k] and each vector read once, y [m, n] written once, in the mode's element
+/* x [m, k], W [n, k] and each vector (matrix) read once, y [m, n] written once, in the mode's element
  * types: the least any strategy moves. */
 static double compulsory_bytes(const ft_stored_problem *p) {
   const ft_dtype in = ft_math_dtype(p->math);
@@ -108,7 +108,8 @@ static double compulsory_bytes(const ft_stored_problem *p) {
   if (ft_epilogue_inspect(p->epilogue, &info, NULL, 0) == FT_OK) {
     for (int i = 0; i < info->n_params; i++)
       elems += info->params[i].type == FT_PARAM_TYPE_COLVEC ? (double)p->n
-               : info->params[i].type == FT_PARAM_TYPE_ROWVEC ? (double)p->m : 0;
+               : info->params[i].type == FT_PARAM_TYPE_ROWVEC ? (double)p->m
+               : info->params[i].type == FT_PARAM_TYPE_MATRIX ? (double)p->m * p->n : 0;
   }
   ft_epilogue_info_free(info);
   return elems * elem;

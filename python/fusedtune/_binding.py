@@ -93,6 +93,9 @@ class Binding:
             self._param(name, "a vector")
             if names[name].kind == "scalar":
                 raise InvalidArgumentError(f"{name} is a scalar in the epilogue, not a vector: give a number")
+            if names[name].kind == "mat":
+                raise InvalidArgumentError(f"{name} is a matrix operand ([..., out_features], one per call): give it "
+                                           f"as forward({name}=...), not in params=")
 
     def _param(self, name, what):
         p = self.epilogue.param(name)
@@ -102,9 +105,10 @@ class Binding:
             raise InvalidArgumentError(f"{what} for {name!r}: {why} (its parameters besides bias: {known})")
         return p
 
-    def bind(self, m, n, get_buffer, kwargs, *, dtype, device, grad_enabled):
-        """({name: vector tensor}, {name: float}) for one call of m rows. get_buffer(name) gives
-        the layer's tensor for bias and constructor vectors; kwargs are forward()'s."""
+    def bind(self, m, n, get_buffer, kwargs, *, dtype, device, grad_enabled, lead=None):
+        """({name: vector or matrix tensor}, {name: float}) for one call of m rows. get_buffer(name)
+        gives the layer's tensor for bias and constructor vectors; kwargs are forward()'s; lead: x's
+        leading dimensions (a matrix operand has shape lead + (n,); default (m,))."""
         for name in kwargs:
             if self.epilogue.param(name) is None or name == "bias":
                 self._param(name, "forward() argument")
@@ -123,9 +127,18 @@ class Binding:
                 t = kwargs[p.name]
             elif p.name == "bias" or p.name in self.buffers:
                 t = get_buffer(p.name)
+            elif p.kind == "mat":
+                raise InvalidArgumentError(f"matrix {p.name} has no value: give it as forward({p.name}=...), a "
+                                           f"tensor shaped like the output")
             else:
                 raise InvalidArgumentError(f"{p.kind} vector {p.name} has no value: give it in params= or as "
                                            f"forward({p.name}=...)")
+            if p.kind == "mat":
+                shape = tuple(lead if lead is not None else (m,)) + (n,)
+                check_tensor(p.name, t, dtype=dtype, device=device, shape=shape, hint=" (a matrix: the output's shape)")
+                check_no_grad(p.name, t, grad_enabled)
+                vecs[p.name] = t
+                continue
             length = n if p.kind == "col" else m
             hint = " (a col vector: out_features long)" if p.kind == "col" else " (a row vector: one per input row)"
             check_tensor(p.name, t, dtype=dtype, device=device, shape=(length,), hint=hint)

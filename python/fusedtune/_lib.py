@@ -24,7 +24,7 @@ FT_CONFIG_JSON_MAX = 512
 FT_NAME_MAX = 128
 FT_EPILOGUE_MAX_PARAMS = 8
 FT_DTYPE_F32, FT_DTYPE_BF16, FT_DTYPE_F16, FT_DTYPE_E4M3 = 0, 1, 2, 3
-FT_PARAM_TYPE_SCALAR, FT_PARAM_TYPE_COLVEC, FT_PARAM_TYPE_ROWVEC = 0, 1, 2
+FT_PARAM_TYPE_SCALAR, FT_PARAM_TYPE_COLVEC, FT_PARAM_TYPE_ROWVEC, FT_PARAM_TYPE_MATRIX = 0, 1, 2, 3
 
 c_enum = ctypes.c_int  # C enums with small non-negative values are int-sized (the layout test checks)
 
@@ -137,7 +137,8 @@ class ft_epilogue_param(ctypes.Structure):
 
 class ft_epilogue_info(ctypes.Structure):
     _fields_ = [("canonical", ctypes.c_char_p), ("hash", ctypes.c_char * 17), ("cuda", ctypes.c_char_p),
-                ("n_params", ctypes.c_int), ("params", ft_epilogue_param * FT_EPILOGUE_MAX_PARAMS)]
+                ("n_params", ctypes.c_int), ("params", ft_epilogue_param * FT_EPILOGUE_MAX_PARAMS),
+                ("uses_x2", ctypes.c_int)]
 
 
 class ft_problem_item(ctypes.Structure):

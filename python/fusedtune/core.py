@@ -120,12 +120,14 @@ class Epilogue:
     hash: str
     cuda: str       # the generated CUDA float expression
     params: tuple   # Param in kernel slot order (bias included, sorted by name)
+    uses_x2: bool = False  # reads x2, a gated pair's second product (no strategy computes it yet)
 
     def param(self, name):
         return next((p for p in self.params if p.name == name), None)
 
 
-_KINDS = {_lib.FT_PARAM_TYPE_SCALAR: "scalar", _lib.FT_PARAM_TYPE_COLVEC: "col", _lib.FT_PARAM_TYPE_ROWVEC: "row"}
+_KINDS = {_lib.FT_PARAM_TYPE_SCALAR: "scalar", _lib.FT_PARAM_TYPE_COLVEC: "col", _lib.FT_PARAM_TYPE_ROWVEC: "row",
+          _lib.FT_PARAM_TYPE_MATRIX: "mat"}
 
 
 def _msgbuf():
@@ -142,7 +144,7 @@ def inspect_epilogue(text):
         info = out.contents
         params = tuple(Param(_s(p.name), _KINDS[p.type], p.default_value if p.has_default else None)
                        for p in info.params[:info.n_params])
-        return Epilogue(text, _s(info.canonical), _s(info.hash), _s(info.cuda), params)
+        return Epilogue(text, _s(info.canonical), _s(info.hash), _s(info.cuda), params, bool(info.uses_x2))
     finally:
         L.ft_epilogue_info_free(out)
 

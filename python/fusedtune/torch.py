@@ -48,7 +48,9 @@ class FusedLinear(nn.Module):
               float16 -> "fp16". "tf32" (fp32 tensors, tensor cores) must be asked for.
     params    {name: value} for the epilogue's other parameters: a number for a scalar, a tensor
               for a col / row vector (registered as a buffer of that name). forward(x, name=...)
-              overrides either; scalars with a default in the expression need neither.
+              overrides either; scalars with a default in the expression need neither. A matrix
+              operand (`mat r`, e.g. "x + bias + r where mat r": a residual) is given per call,
+              forward(x, r=h), shaped like the output ([..., out_features]), contiguous.
     db        a database path (default: $FUSEDTUNE_DB, else ./fusedtune.db) or a
               fusedtune.Database (used for the device it first serves).
     nearest   with no result tuned for a call's N and K (nor an M bucket of them), run the one
@@ -113,6 +115,10 @@ class FusedLinear(nn.Module):
     def _setup(self, epilogue, math, params, db, nearest, autotune):
         text = epilogue if epilogue is not None else ("x + bias" if self.bias is not None else "none")
         self.epilogue = core.inspect_epilogue(text)
+        if self.epilogue.uses_x2:
+            raise InvalidArgumentError(f"epilogue '{self.epilogue.canonical}' uses x2, the product with a second "
+                                       f"weight, but this layer has one weight: no strategy of this version "
+                                       f"computes gated pairs yet")
         scalars, vectors = {}, {}
         for name, v in (params or {}).items():
             (vectors if isinstance(v, torch.Tensor) and v.dim() > 0 else scalars)[name] = v
@@ -136,6 +142,8 @@ class FusedLinear(nn.Module):
         # the traced forward iterates over), and the vectors a call without keyword arguments
         # takes from the layer: the bias (a parameter) and buffers.
         self._slots = tuple((p.name, p.kind, p.default) for p in self.epilogue.params)
+        # Matrices count among them but are never held (each call gives one, forward(x, r=...)):
+        # such a call takes the checked path.
         self._vec_names = tuple(p.name for p in self.epilogue.params if p.kind != "scalar")
         self._fast = None   # forward's fast path: see _FastState
         self._op_args = {}  # prepared slot arrays of the op's calls, by pointers and scalars
@@ -285,7 +293,7 @@ class FusedLinear(nn.Module):
         m = _math.prod(lead)
         check_tensor("x", x, dtype=mode.dtype, device=dev, shape=tuple(x.shape))
         vecs, scalars = self._binding.bind(m, self.out_features, lambda name: getattr(self, name), params,
-                                           dtype=mode.dtype, device=dev, grad_enabled=grad)
+                                           dtype=mode.dtype, device=dev, grad_enabled=grad, lead=lead)
         y = torch.empty(lead + self._y_tail, dtype=w.dtype, device=dev)
         if m == 0:
             return y
@@ -350,6 +358,8 @@ class FusedLinear(nn.Module):
                 operands.append(params[name])
             elif name == "bias" or name in self._binding.buffers:
                 operands.append(getattr(self, name))
+            elif kind == "mat":
+                _op_fail(f"matrix {name} has no value: give it as forward({name}=...)")
             else:
                 _op_fail(f"{kind} vector {name} has no value: give it in params= or as forward({name}=...)")
         for name, t in [("x", x), ("weight", self.weight)] + list(zip(self._vec_names, operands)):
@@ -380,8 +390,12 @@ class FusedLinear(nn.Module):
                                        f"epilogue '{self.epilogue.canonical}', which takes {len(vec_slots)} and "
                                        f"{n_scalars} (in slot order: {', '.join(s[0] for s in self._slots)})")
         for (name, kind), t in zip(vec_slots, operands):
-            hint = " (a col vector: out_features long)" if kind == "col" else " (a row vector: one per input row)"
-            check_tensor(name, t, dtype=mode.dtype, device=dev, shape=(n if kind == "col" else m,), hint=hint)
+            if kind == "mat":
+                check_tensor(name, t, dtype=mode.dtype, device=dev, shape=lead + (n,),
+                             hint=" (a matrix: the output's shape)")
+            else:
+                hint = " (a col vector: out_features long)" if kind == "col" else " (a row vector: one per input row)"
+                check_tensor(name, t, dtype=mode.dtype, device=dev, shape=(n if kind == "col" else m,), hint=hint)
             check_no_grad(name, t, grad)
         y = x.new_empty(lead + self._y_tail)
         if m == 0:

@@ -64,8 +64,15 @@ PROBLEMS = [
     Problem("x4k", 4096, 4096, 14336, "x", lambda y: y, "y  (plain GEMM, no bias)"),
     Problem("bias64", 64, 6144, 4096, "x + bias", lambda y: y, "y  (F.linear with bias)"),
     Problem("x8k", 8192, 8192, 8192, "x", lambda y: y, "y  (plain GEMM, no bias)"),
+    # A residual add (`mat r`: an [M, N] operand, MATS["r"], given to FusedLinear as forward(x, r=...)).
+    Problem("res4k", 4096, 4096, 14336, "x + r where mat r", lambda y: y + MATS["r"].to(y.dtype),
+            "y + r  (r an [M, N] residual)"),
+    Problem("res16", 16, 4096, 14336, "x + r where mat r", lambda y: y + MATS["r"].to(y.dtype),
+            "y + r  (r an [M, N] residual)"),
 ]
 
+# The matrix operands of the row being measured, by name (made in measure_row, read by post).
+MATS = {}
 
 def _f32(y):
     """y in float32, as eager reduces the logits (`.float()`), or the float64 reference as it is."""
@@ -172,7 +179,7 @@ def dry_run(args):
         for mode in args.modes:
             dt = MODES[mode]
             b = DTYPE_BYTES[dt]
-            tensors = b * (p.m * p.k + p.n * p.k + p.n + 2 * p.m * p.n)
+            tensors = b * (p.m * p.k + p.n * p.k + p.n + (2 + p.expr.count("mat ")) * p.m * p.n)
             ref = 8 * (p.m * p.k + p.n * p.k + 3 * p.m * p.n)
             tf = ", allow_tf32" if mode == "tf32" else ""
             print(f"{'':9s} {mode:5s} {dt}{tf}: tensors {gib(tensors):.2f} GiB, float64 check {gib(ref):.2f} GiB; "
@@ -290,18 +297,28 @@ def measure_row(args, p, mode, fusedtune, FusedLinear):
     x = torch.randn(p.m, p.k, device="cuda", dtype=dtype)
     w, b = lin.weight, lin.bias
     layer = FusedLinear.from_linear(lin, p.expr, math=mode, db=args.db, nearest=False)
+    MATS.clear()
+    for name in re.findall(r"\bmat (\w+)", p.expr):
+        MATS[name] = torch.randn(p.m, p.n, device="cuda", dtype=dtype)
     prev_tf32 = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = mode == "tf32"
     graphs = []
     try:
         try:
-            y = layer(x)
+            y = layer(x, **MATS)
             torch.cuda.synchronize()
         except fusedtune.NotTunedError as e:
             return "missing", f"{head} not tuned: {e.command or tune_command(args.db, p, mode)}"
         except fusedtune.FusedtuneError as e:
             return "fail", f"{head} FusedLinear failed: {type(e).__name__}: {e}"
         cfg = layer.plan_for(p.m).config
+        if MATS:
+            # A second call with fresh matrices: its output (checked below) shows that the launch
+            # read the matrices given to this call, not the first call's.
+            for name in MATS:
+                MATS[name] = torch.randn(p.m, p.n, device="cuda", dtype=dtype)
+            y = layer(x, **MATS)
+            torch.cuda.synchronize()
 
         def mm():
             return torch.mm(x, w.t())
@@ -314,7 +331,7 @@ def measure_row(args, p, mode, fusedtune, FusedLinear):
                 return p.post(F.linear(x, w))
 
         def fused():
-            return layer(x)
+            return layer(x, **MATS)
 
         # Errors against float64 first (then the float64 tensors are freed before timing).
         finite = bool(torch.isfinite(y).all())

@@ -45,7 +45,7 @@ int main(void) {
   S(ft_epilogue_param) F(ft_epilogue_param, name) F(ft_epilogue_param, type) F(ft_epilogue_param, has_default)
   F(ft_epilogue_param, default_value)
   S(ft_epilogue_info) F(ft_epilogue_info, canonical) F(ft_epilogue_info, hash) F(ft_epilogue_info, cuda)
-  F(ft_epilogue_info, n_params) F(ft_epilogue_info, params)
+  F(ft_epilogue_info, n_params) F(ft_epilogue_info, params) F(ft_epilogue_info, uses_x2)
   S(ft_problem_item) F(ft_problem_item, problem) F(ft_problem_item, line) F(ft_problem_item, entry)
   F(ft_problem_item, duplicate_of)
   S(ft_problem_list) F(ft_problem_list, count) F(ft_problem_list, items) F(ft_problem_list, n_unique)

@@ -579,6 +579,25 @@ class CheckTest(unittest.TestCase):
         _, scalars = self.binding("minsub").bind(4, 8, layer.get, {}, **kw)
         self.assertEqual(scalars, {})
 
+    def test_binding_matrix(self):
+        b = self.binding("x + bias + r where mat r")
+        self.assertEqual([p.kind for p in b.epilogue.params], ["col", "mat"])
+        self.assertFalse(b.epilogue.uses_x2)
+        self.assertTrue(fusedtune.inspect_epilogue("silu(x) * x2").uses_x2)
+        layer = {"bias": FakeTensor((8,))}
+        kw = dict(dtype="float32", device=self.dev, grad_enabled=True)
+        vecs, _ = b.bind(6, 8, layer.get, {"r": FakeTensor((2, 3, 8))}, lead=(2, 3), **kw)
+        self.assertEqual(sorted(vecs), ["bias", "r"])
+        vecs, _ = b.bind(6, 8, layer.get, {"r": FakeTensor((6, 8))}, **kw)  # without lead: [m, n]
+        self.assertRejects("matrix r has no value: give it as forward(r=...)", b.bind, 6, 8, layer.get, {}, **kw)
+        self.assertRejects("r has shape [6, 8], expected [2, 3, 8] (a matrix: the output's shape)", b.bind, 6, 8,
+                           layer.get, {"r": FakeTensor((6, 8))}, lead=(2, 3), **kw)
+        self.assertRejects("r is not contiguous", b.bind, 6, 8, layer.get, {"r": FakeTensor((6, 8), contiguous=False)},
+                           **kw)
+        self.assertRejects("r is bfloat16", b.bind, 6, 8, layer.get, {"r": FakeTensor((6, 8), "bfloat16")}, **kw)
+        self.assertRejects("r requires grad", b.bind, 6, 8, layer.get, {"r": FakeTensor((6, 8), grad=True)}, **kw)
+        self.assertRejects("r is a matrix operand", self.binding, "x + bias + r where mat r", buffers=("r",))
+
     def test_binding_construction(self):
         self.assertRejects("uses bias, but the layer has none", self.binding, "relu(x + bias)", has_bias=False)
         self.assertRejects("does not use it", self.binding, "relu(x)", has_bias=True)

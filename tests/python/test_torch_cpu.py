@@ -64,6 +64,20 @@ class FusedLinearCpuTest(unittest.TestCase):
         with self.assertRaises(fusedtune.ParseError):
             FusedLinear(16, 8, epilogue="sigmod(x + bias)")
 
+    def test_matrix_and_gated(self):
+        layer = FusedLinear(16, 8, epilogue="x + bias + r where mat r")
+        self.assertEqual(layer.epilogue.canonical, "x + bias + r where mat r")
+        self.assertNotIn("r", layer.state_dict())  # a matrix is per call, not a buffer
+        self.assertRejects("is a matrix operand", FusedLinear, 16, 8, epilogue="x + bias + r where mat r",
+                           params={"r": torch.ones(4, 8)})
+        self.assertRejects("uses x2, the product with a second weight", FusedLinear, 16, 8, bias=False,
+                           epilogue="silu(x) * x2")
+        # through the torch op on meta tensors: the matrix is one of its operands, the output's shape comes back
+        meta = FusedLinear(16, 8, epilogue="x + bias + r where mat r", device="meta")
+        with torch.no_grad():
+            y = meta(torch.empty(3, 2, 16, device="meta"), r=torch.empty(3, 2, 8, device="meta"))
+        self.assertEqual(tuple(y.shape), (3, 2, 8))
+
     def test_output_shape_of_reductions(self):
         # y's trailing dimensions come from ft_output_shape before any launch.
         self.assertEqual(FusedLinear(16, 8)._y_tail, (8,))
