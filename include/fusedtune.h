@@ -373,8 +373,9 @@ FT_API void ft_quantizer_destroy(ft_quantizer *q); /* NULL is a no-op */
 /* The fp8 problem of a bf16 layer y = E(x W^T): E with x replaced by (x * sx * sw) and "row sx,
  * col sw" declared (per-token x per-channel scales, what ft_quantize_e4m3 makes with FT_SCALE_ROW
  * for x and W), in canonical form, into out. This is the epilogue ft_lookup_within tries in fp8
- * for a bf16 problem. Returns FT_OK, FT_ERR_INVALID_ARG (NULL, out too small: msg says so),
- * FT_ERR_PARSE (E does not parse, or already names sx or sw). Thread-safe, no GPU. */
+ * for a bf16 problem. Returns FT_OK, FT_ERR_INVALID_ARG (NULL, or out too small),
+ * FT_ERR_PARSE (E does not parse, or already names sx or sw), FT_ERR_UNSUPPORTED (E has no fp8
+ * form: x not exactly once, a reduction, a matrix operand). Thread-safe, no GPU. */
 FT_API ft_status ft_fp8_epilogue(const char *epilogue, char *out, size_t out_size);
 
 /* One update of a running tune, given to ft_tune_options.progress. Plain data, valid only

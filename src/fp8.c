@@ -47,7 +47,7 @@ ft_status ft_fp8_epilogue(const char *epilogue, char *out, size_t out_size) {
   FT_TRY(ft_ep_parse(epilogue, &ep, &err));
   const char *canon = ft_ep_canonical(ep), *where = strstr(canon, " where ");
   const size_t body = where ? (size_t)(where - canon) : strlen(canon);
-  char *text = malloc(4 * strlen(canon) + 64);
+  char *text = malloc(14 * strlen(canon) + 64); /* "x" grows to 13 characters */
   ft_status s = text ? FT_OK : FT_ERR_NOMEM;
   size_t at = 0;
   for (size_t i = 0; s == FT_OK && i < body;) { /* each name token x becomes (x * sx * sw) */
@@ -66,6 +66,8 @@ ft_status ft_fp8_epilogue(const char *epilogue, char *out, size_t out_size) {
   ft_ep_free(ep);
   ep = NULL;
   if (s == FT_OK) s = ft_ep_parse(text, &ep, &err); /* sx or sw already named: a duplicate declaration */
+  /* x not once, a reduction, a matrix operand: no fp8 problem has this form (K 16: any valid K). */
+  if (s == FT_OK && ft_fp8_check(FT_MATH_FP8, 16, ep, NULL, &err) != FT_OK) s = FT_ERR_UNSUPPORTED;
   if (s == FT_OK && strlen(ft_ep_canonical(ep)) >= out_size) s = FT_ERR_INVALID_ARG;
   if (s == FT_OK) snprintf(out, out_size, "%s", ft_ep_canonical(ep));
   ft_ep_free(ep);

@@ -26,7 +26,8 @@ def fp8_epilogue(epilogue):
     out = ctypes.create_string_buffer(8192)
     st = lib().ft_fp8_epilogue(core._cstr("epilogue", epilogue), out, len(out))
     if st != 0:
-        core._raise(st, f"fp8: no fp8 form of the epilogue {epilogue!r} (it must parse and not name sx or sw)")
+        core._raise(st, f"fp8: no fp8 form of the epilogue {epilogue!r} (it must parse, not name sx or sw, use x once, "
+                    "and neither reduce nor read a matrix operand)")
     return core._s(out.value)
 
 
