@@ -415,7 +415,8 @@ class Database(_Owned):
 
     def lookup_within(self, problem, tolerance):
         """The fastest stored configuration whose measured error is <= tolerance, across fp32,
-        3xtf32 and tf32 for fp32 tensors (bf16/fp16: that mode); Config.math says which mode.
+        3xtf32 and tf32 for fp32 tensors (bf16: bf16 and the layer's fp8 form, fp8.fp8_epilogue, its
+        error against the bf16 layer; fp16: that mode); Config.math says which mode.
         NotFoundError (naming the smallest error stored) when none is within it."""
         p, out = problem._c(), _lib.ft_config()
         with self._lock:
