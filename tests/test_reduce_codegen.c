@@ -36,6 +36,7 @@ static void test_enumeration(void) {
   ASSERT_EQ_INT(count, 0);
   free(v);
   v = enumerate("relu(x + bias)", FT_VK_EPILOGUE, 256, 4096, FT_MATH_BF16, &count);
+  ASSERT_TRUE(count > 0);
   for (int i = 0; i < count; i++) ASSERT_EQ_INT(v[i].layout, 0);
   free(v);
   /* logsumexp at N = 5000 in bf16: chunks of 1024, 4096 and all 5000 columns, vec 8. */
