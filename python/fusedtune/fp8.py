@@ -49,6 +49,11 @@ class Quantizer:
         if t.dim() != 2 or not t.is_cuda or not t.is_contiguous() or t.dtype not in _FT_DTYPES:
             raise InvalidArgumentError("quantize takes a contiguous 2-D bf16, fp16 or fp32 CUDA tensor")
         rows, cols = t.shape
+        # The library writes rows x cols codes and the scales through these pointers: check them.
+        if out is not None:
+            check_tensor("out", out, dtype="float8_e4m3fn", device=t.device, shape=(rows, cols))
+        if scales is not None:
+            check_tensor("scales", scales, dtype="float32", device=t.device, shape=(rows if per_row else 1,))
         out = torch.empty((rows, cols), dtype=torch.float8_e4m3fn, device=t.device) if out is None else out
         scales = torch.empty(rows if per_row else 1, dtype=torch.float32, device=t.device) if scales is None else scales
         with self.db._lock:
@@ -116,7 +121,11 @@ class FP8Linear(nn.Module):
             raise InvalidArgumentError(f"fp8 from_linear takes a bf16 CUDA layer (weight is {w.dtype} on {w.device})")
         db = db if isinstance(db, core.Database) else core.Database(db, readonly=True)
         with torch.cuda.device(w.device):
-            q, sw = Quantizer(db).quantize(w.contiguous(), per_row=True)  # per output channel, once
+            quantizer = Quantizer(db)
+            try:
+                q, sw = quantizer.quantize(w.contiguous(), per_row=True)  # per output channel, once
+            finally:
+                quantizer.close()
         bias = linear.bias.detach() if linear.bias is not None else None
         return cls(q, sw, bias, epilogue, db)
 

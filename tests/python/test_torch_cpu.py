@@ -99,6 +99,8 @@ class FusedLinearCpuTest(unittest.TestCase):
         from fusedtune.fp8 import fp8_epilogue
         self.assertEqual(fp8_epilogue("relu(x + bias)"), "relu(x * sx * sw + bias) where col sw, row sx")
         self.assertRaises(fusedtune.ParseError, fp8_epilogue, "x * sx where row sx")
+        for text in ("x * sigmoid(x)", "rowsum(x)", "x + r where mat r"):  # no fp8 form
+            self.assertRaises(fusedtune.UnsupportedError, fp8_epilogue, text)
         layer = FusedLinear(16, 8, dtype=torch.float64)
         self.assertRejects("weight is float64", layer, torch.zeros(2, 16, dtype=torch.float64))
         layer = FusedLinear(16, 8, math="tf32").to(torch.float16)
