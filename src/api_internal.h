@@ -35,8 +35,8 @@ int ft__current_device(void);
 
 /* ft_check_problem without the epilogue parse: p, shape range, epilogue set, math mode. */
 ft_status ft__check_problem(const ft_problem *p, ft_err *err);
-/* What the parsed epilogue adds to the check: it applies to p's N (ft_ep_output_shape) and a
- * kernel serves it (ft_ep_check_kernels). */
+/* What the parsed epilogue adds to the check: p's mode's rules (fp8: ft_fp8_check), it applies to
+ * p's N (ft_ep_output_shape) and a kernel serves it (ft_ep_check_kernels). */
 ft_status ft__check_epilogue_fits(const ft_problem *p, const ft_epilogue *ep, ft_err *err);
 
 /* ft_lookup on the current device (device_name NULL) or on the device stored under that name;
