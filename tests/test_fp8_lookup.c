@@ -1,5 +1,5 @@
 /* query --tolerance (ft_lookup_within) on a bf16 layer also considers its fp8 form, no GPU: a
- * database (imported from an export written here, with today's kernel sources) holding a bf16
+ * database (imported from an export written here, with the current kernel sources) holding a bf16
  * best and the fp8 best of ft_fp8_epilogue(E) at one shape; a tolerance the fp8 layer's stored
  * error (against the bf16 layer) fits picks fp8 and names its epilogue, a tighter one bf16. */
 #include <unistd.h>
