@@ -266,19 +266,20 @@ def tune(args, task=tune_task):
             "db_dir": args.worker_db_dir}
     d = distributed()
     t0 = time.monotonic()
-    with core.Database(args.db, create=True) as db:
-        cluster = None
-        if args.local:
-            try:
-                cluster = local_cluster(core.devices())
-            except FusedtuneError as e:
-                raise ClusterError(f"--local starts one worker per GPU of this host: {e}") from None
+    cluster = None
+    if args.local:
         try:
-            with d.Client(cluster if cluster else args.scheduler, timeout=args.connect_timeout) as client:
-                return _tune_on(client, db, items, opts, args, task, t0)
-        finally:
-            if cluster:
-                cluster.close()
+            cluster = local_cluster(core.devices())
+        except FusedtuneError as e:
+            raise ClusterError(f"--local starts one worker per GPU of this host: {e}") from None
+    try:
+        # The database is made only once the scheduler answers: one that cannot be reached leaves none.
+        with d.Client(cluster if cluster else args.scheduler, timeout=args.connect_timeout) as client, \
+                core.Database(args.db, create=True) as db:
+            return _tune_on(client, db, items, opts, args, task, t0)
+    finally:
+        if cluster:
+            cluster.close()
 
 
 def _tune_on(client, db, items, opts, args, task, t0):

@@ -223,6 +223,14 @@ class Cluster(unittest.TestCase):
         self.assertEqual(rc, 2)
         self.assertIn("no --math", err)
         self.assertFalse(os.path.exists(db))
+        # A good file and a scheduler that cannot be reached: exit 1, one line, no database made.
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = cluster.main(["tune", "--problems", write("good.csv", FIXTURE_PROBLEMS), "--scheduler",
+                               "tcp://127.0.0.1:1", "--connect-timeout", "1", "--db", db])
+        self.assertEqual(rc, 1)
+        self.assertEqual(len(err.getvalue().strip().splitlines()), 1, err.getvalue())
+        self.assertFalse(os.path.exists(db))
 
     def test_ctrl_c_cancels_what_is_queued_and_keeps_what_is_imported(self):
         # The client in a process of its own, interrupted (SIGINT) once the first result is in:
