@@ -351,6 +351,21 @@ def parser():
     return ap
 
 
+def _bad_option(args):
+    """The first tune option outside what `fusedtune tune` takes, as one line; None when all fit."""
+    if args.budget is not None and not args.budget > 0:
+        return f"--budget {args.budget:g} is not a positive number of seconds"
+    if args.repeats is not None and not 20 <= args.repeats <= 1000:
+        return f"--repeats {args.repeats} must be an integer in 20..1000"
+    if args.seed is not None and not 0 <= args.seed <= 0x7fffffff:
+        return f"--seed {args.seed} must be an integer from 0 to 2147483647"
+    if args.max_candidates is not None and not 1 <= args.max_candidates <= 1000000:
+        return f"--max-candidates {args.max_candidates} must be a positive integer"
+    if not args.connect_timeout > 0:
+        return f"--connect-timeout {args.connect_timeout:g} is not a positive number of seconds"
+    return None
+
+
 def main(argv=None):
     args = parser().parse_args(argv)
     try:
@@ -363,6 +378,10 @@ def main(argv=None):
         if args.math is not None:
             print("fusedtune.cluster tune: --problems FILE names each problem's math mode (its math column; auto "
                   "for fp32, 3xtf32 and tf32): no --math", file=sys.stderr)
+            return 2
+        bad = _bad_option(args)
+        if bad:  # refused here, before any worker is given a problem it would refuse
+            print(f"fusedtune.cluster tune: {bad}", file=sys.stderr)
             return 2
         return tune(args)
     except (ClusterError, FusedtuneError, LibraryNotFound) as e:

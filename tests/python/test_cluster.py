@@ -223,6 +223,14 @@ class Cluster(unittest.TestCase):
         self.assertEqual(rc, 2)
         self.assertIn("no --math", err)
         self.assertFalse(os.path.exists(db))
+        # An option outside what `fusedtune tune` takes: a usage error of one line, nothing submitted.
+        for opt in (["--repeats", "5"], ["--budget", "0"], ["--max-candidates", "0"], ["--seed", "-1"]):
+            rc, s, err = run(["--problems", write("good.csv", FIXTURE_PROBLEMS), "--db", db] + opt)
+            self.assertEqual(rc, 2, opt)
+            self.assertIn(opt[0], err)
+            self.assertEqual(len(err.strip().splitlines()), 1, err)
+        self.assertFalse(os.path.exists(db))
+        self.assertEqual(CLUSTER.scheduler.transition_counter, transitions, "a task reached the scheduler")
         # A good file and a scheduler that cannot be reached: exit 1, one line, no database made.
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
