@@ -97,7 +97,7 @@ static void check_eager(const ft_epilogue *ep, const char *text) {
     const ft_ep_step *st = &plan.steps[i];
     if (st->nin < 1 || st->nin > 3 || !cuda_chars_ok(st->expr)) fail("bad eager step", text);
     for (int j = 0; j < st->nin; j++)
-      if (st->in[j] < 0 || st->in[j] > i) fail("eager step reads a later buffer", text);
+      if (st->in[j] < 0 || (st->in[j] > i && st->in[j] != FT_EP_BUF_X2)) fail("eager step reads a later buffer", text);
   }
 }
 

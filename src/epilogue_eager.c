@@ -12,7 +12,7 @@ typedef struct eager_ctx {
   char *xdep;   /* node depends on x */
   ft_ep_eager *out;
   ft_err *err;
-  ft_ep_shape shape[FT_EP_MAX_STEPS + 1]; /* buffer -> its shape */
+  ft_ep_shape shape[FT_EP_BUF_X2 + 1]; /* buffer -> its shape (the GEMMs' outputs, then the steps') */
 } eager_ctx;
 
 static void mark_xdep(eager_ctx *c) {
@@ -137,7 +137,7 @@ ft_status ft_ep_eager_plan(const ft_epilogue *ep, ft_ep_eager *out, ft_err *err)
   } else {
     for (size_t i = 0; i < nn; i++) c.buf[i] = c.in_of[i] = -1;
     out->nsteps = 0;
-    c.shape[0] = FT_EP_SHAPE_MN;
+    c.shape[0] = c.shape[FT_EP_BUF_X2] = FT_EP_SHAPE_MN;
     mark_xdep(&c);
     fold_bias(&c);
     s = plan_node(&c, ep->root);
