@@ -196,20 +196,22 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
                     reduces ? "compute elementwise epilogues, and this one reduces" : "compute reductions only");
   if (reduces) return codegen_reduce(v, fam, ep, out, err);
   const char *expr = ep ? ft_ep_cuda(ep) : "x";
-  const int after_lt = v->pass.lt || v->pass.lt_act;
-  if (v->pass.lt_act) {
+  int lt_slot = -1;
+  ft_ep_lt_act lt_act = FT_EP_LT_NONE;
+  const int after_lt = fam->lt_prefix && fam->lt_prefix(v, &lt_slot, &lt_act);
+  if (after_lt && lt_act) {
     int slot = -1;
     ft_ep_lt_act act = FT_EP_LT_NONE;
     expr = ep ? ft_ep_cuda_lt_act(ep, &slot, &act) : NULL;
-    if (!expr || (int)act != v->pass.lt_act || slot + 1 != v->pass.lt)
+    if (!expr || act != lt_act || slot != lt_slot)
       return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: lt_act %d with lt %d, but the epilogue does not begin with that "
-                      "activation of x%s", v->pass.lt_act, v->pass.lt, v->pass.lt ? " + bias" : "");
-  } else if (v->pass.lt) {
+                      "activation of x%s", (int)lt_act, lt_slot + 1, lt_slot >= 0 ? " + bias" : "");
+  } else if (after_lt) {
     int slot = -1;
     expr = ep ? ft_ep_cuda_folded(ep, &slot) : NULL;
-    if (!expr || slot + 1 != v->pass.lt)
-      return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: lt %d, but the epilogue adds no bias of slot %d to x", v->pass.lt,
-                      v->pass.lt - 1);
+    if (!expr || slot != lt_slot)
+      return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: lt %d, but the epilogue adds no bias of slot %d to x", lt_slot + 1,
+                      lt_slot);
   }
   FT_TRY(check_expr(expr, FT_EP_MAX_TEXT * 8, "epilogue", err));
 
@@ -221,8 +223,8 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
   ft_strbuf b = {0};
   ft_sb_puts(&b, "// fusedtune generated\n");
   if (no_pass) ft_sb_puts(&b, "#define FT_PASS_NOT_LAUNCHED 1\n");
-  if (v->pass.lt) ft_sb_puts(&b, "#define FT_PASS_AFTER_LT_BIAS 1\n");
-  if (v->pass.lt_act) ft_sb_printf(&b, "#define FT_PASS_AFTER_LT_ACT %d\n", v->pass.lt_act);
+  if (after_lt && lt_slot >= 0) ft_sb_puts(&b, "#define FT_PASS_AFTER_LT_BIAS 1\n");
+  if (after_lt && lt_act) ft_sb_printf(&b, "#define FT_PASS_AFTER_LT_ACT %d\n", (int)lt_act);
   fam->defines(v, &b);
   if (fam->wants_colv_slot) {
     ft_sb_printf(&b, "#define FT_EP_COLV_SLOT %d\n", first_colvec_slot(ep));

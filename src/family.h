@@ -73,6 +73,10 @@ typedef struct ft_family {
   const char *const *sources;
   const char *kernel; /* the main entry point */
   int after_cublas;   /* 1: the kernel runs on y after cuBLAS SGEMM wrote x W^T there */
+  /* With after_cublas: whether v's GEMM is cuBLASLt's applying E's first steps itself (returns 1;
+   * *bias_slot the column vector its epilogue adds, or -1; *act the activation it applies) rather
+   * than cuBLAS's (0). NULL: always cuBLAS's. */
+  int (*lt_prefix)(const ft_variant *v, int *bias_slot, ft_ep_lt_act *act);
   int reduces;        /* 1: it serves the reductions ft_ep_check_kernels accepts, and nothing else */
   /* 1: codegen writes FT_EP_COLV_SLOT, the epilogue's first column-vector slot (-1: none), for
    * a kernel that stages that vector's tile slice in shared memory, and FT_EP_MAT_MASK, a bit per

@@ -13,6 +13,11 @@
 /* After cuBLASLt's GEMM (with a bias, an activation or both), not cuBLAS's. */
 static int after_lt(const ft_variant *v) { return v->pass.lt || v->pass.lt_act; }
 
+static int epi_lt_prefix(const ft_variant *v, int *bias_slot, ft_ep_lt_act *act) {
+  *bias_slot = v->pass.lt - 1, *act = (ft_ep_lt_act)v->pass.lt_act;
+  return after_lt(v);
+}
+
 static int epi_valid(const ft_variant *v, char *why, size_t whylen) {
   if (v->pass.block < 32 || v->pass.block > 1024 || v->pass.block % 32 != 0)
     FT_WHY("block %d: must be a multiple of 32 in 32..1024", v->pass.block);
@@ -159,6 +164,7 @@ const ft_family ft_family_epilogue_pass = {
     .sources = k_epi_sources,
     .kernel = "ft_epilogue_pass",
     .after_cublas = 1,
+    .lt_prefix = epi_lt_prefix,
     .keys = k_epi_keys,
     .opt_keys = k_epi_opt_keys,
     .variant_name = epi_name,

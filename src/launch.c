@@ -79,11 +79,11 @@ static ft_status check_coresident(ft_launchable *t, ft_err *err) {
   return FT_OK;
 }
 
-/* cuBLASLt's epilogue for an epilogue pass's lt (a bias) and lt_act (an activation). */
-static cublasLtEpilogue_t lt_epilogue(const ft_pass_params *p) {
-  switch (p->lt_act) {
-    case FT_EP_LT_RELU: return p->lt ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
-    case FT_EP_LT_GELU_TANH: return p->lt ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+/* cuBLASLt's epilogue adding a bias (has_bias) and applying act. */
+static cublasLtEpilogue_t lt_epilogue(int has_bias, ft_ep_lt_act act) {
+  switch (act) {
+    case FT_EP_LT_RELU: return has_bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+    case FT_EP_LT_GELU_TANH: return has_bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
     default: return CUBLASLT_EPILOGUE_BIAS;
   }
 }
@@ -130,13 +130,13 @@ ft_status ft_launchable_init(ft_launchable *L, ft_gpu *g, const ft_variant *v, i
   if (fam->after_cublas) {
     void *h;
     ft_status s = ft_gpu_cublas(g, &h, err);
-    /* lt, lt_act: cuBLASLt's GEMM with its bias and/or activation epilogue; the bias pointer comes
-     * with each launch. */
-    const int after_lt = v->pass.lt || v->pass.lt_act;
+    /* cuBLASLt's GEMM with its bias and/or activation epilogue (the family's lt_prefix); the bias
+     * pointer comes with each launch. */
+    const int after_lt = fam->lt_prefix && fam->lt_prefix(v, &t.lt_bias_slot, &t.lt_act);
     if (s == FT_OK && after_lt) s = ft_gpu_cublaslt(g, &h, err);
     if (s == FT_OK && after_lt) t.lt_handle = (cublasLtHandle_t)h;
     if (s == FT_OK && after_lt)
-      s = ft_lt_gemm_init(&t.lt, t.lt_handle, (ft_math)v->math, m, n, k, lt_epilogue(&v->pass), NULL,
+      s = ft_lt_gemm_init(&t.lt, t.lt_handle, (ft_math)v->math, m, n, k, lt_epilogue(t.lt_bias_slot >= 0, t.lt_act), NULL,
                           FT_LAUNCH_LT_WORKSPACE, 16, err); /* x, W, y and the bias: 16-byte aligned (alignment) */
     if (s == FT_OK && after_lt) {
       const cudaError_t e = cudaMalloc(&t.lt_ws, FT_LAUNCH_LT_WORKSPACE);
@@ -197,12 +197,12 @@ ft_status ft_launchable_enqueue(ft_launchable *L, const void *x, const void *w, 
                                 cudaStream_t stream, ft_err *err) {
   if (!L->fam) return ft__fail(err, FT_ERR_INTERNAL, "launch: nothing loaded");
   if (L->fam->after_cublas && L->geom.chunk_cols > 0) return enqueue_chunks(L, x, w, y, ep, stream, err);
-  if (L->fam->after_cublas && (L->v.pass.lt || L->v.pass.lt_act)) {
+  if (L->fam->after_cublas && L->lt_handle) {
     /* cuBLASLt's bias GEMM: its algorithms read the bias in 16-byte units. */
-    const void *bias = L->v.pass.lt ? ep->v[L->v.pass.lt - 1] : NULL;
-    if (L->v.pass.lt && (!bias || (uintptr_t)bias % 16))
+    const void *bias = L->lt_bias_slot >= 0 ? ep->v[L->lt_bias_slot] : NULL;
+    if (L->lt_bias_slot >= 0 && (!bias || (uintptr_t)bias % 16))
       return ft__fail(err, FT_ERR_INVALID_ARG, "the epilogue's bias (vector slot %d) must be bound and 16-byte aligned: "
-                      "this configuration (\"lt\") adds it in cuBLASLt's GEMM", L->v.pass.lt - 1);
+                      "this configuration (\"lt\") adds it in cuBLASLt's GEMM", L->lt_bias_slot);
     FT_TRY(ft_lt_gemm_run(&L->lt, L->lt_handle, x, w, y, bias, L->lt_ws, stream, err));
   } else if (L->fam->after_cublas) {
     FT_TRY(ft_cublas_gemm(L->g, (ft_math)L->v.math, x, w, y, L->m, L->n, L->k, stream, err));

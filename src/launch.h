@@ -17,8 +17,10 @@ typedef struct ft_launchable {
   void *ws; /* geom.workspace_bytes of device memory, owned */
   unsigned *flags; /* geom.flag_bytes of device memory, zeroed at init, owned */
   ft_gpu *g; /* for the cuBLAS GEMM a family that runs after cuBLAS needs (not owned) */
-  ft_lt_gemm lt; /* an epilogue pass's lt: cuBLASLt's GEMM with the bias folded in */
+  ft_lt_gemm lt; /* the family's lt_prefix: cuBLASLt's GEMM with a bias and/or an activation */
   cublasLtHandle_t lt_handle; /* the device's (ft_gpu_cublaslt), not owned */
+  int lt_bias_slot;           /* with lt_handle: the vector slot its epilogue adds, or -1 */
+  ft_ep_lt_act lt_act;        /* with lt_handle: the activation it applies */
   void *lt_ws;   /* its workspace, owned */
   int m, n, k;
   /* The main kernel's argument list of the last launch and what it was built from: a launch

@@ -12,8 +12,8 @@ typedef enum ft_variant_kind {
   FT_VK_EPILOGUE = 1 /* standalone epilogue pass y = E(y) (strategy "cublas+epilogue") */
 } ft_variant_kind;
 
-/* Each family's own parameters (its file is the only code that reads them; JSON keys keep their
- * names). A family leaves the other families' blocks zero (ft_variant_valid checks it). */
+/* Each family's own parameters, read by its file (and red.cols by codegen's reduction text); JSON
+ * keys keep their names. A family leaves the other families' blocks zero (ft_variant_valid). */
 
 /* The fp32 GEMM families (fp32_rows, fp32_warp: src/family_fp32*.c). */
 typedef struct ft_fp32_params {
