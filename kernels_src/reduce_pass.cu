@@ -73,7 +73,8 @@ __device__ __forceinline__ FtRedState ft_red_add(FtRedState s, float v) {
   if constexpr (kRedExp) {
     // Online: one exponential per value, the sum rescaled when the max grows.
     if (v > s.a || v != v) return {v, (s.a == -ft_red_inf() ? 0.0f : s.b * ft_expf(s.a - v)) + 1.0f};
-    return {s.a, s.b + (v == -ft_red_inf() ? 0.0f : ft_expf(v - s.a))};
+    // An equal maximum counts 1 without the exponential: two +inf would give exp(inf - inf).
+    return {s.a, s.b + (v == -ft_red_inf() ? 0.0f : v == s.a ? 1.0f : ft_expf(v - s.a))};
   } else {
     return ft_red_merge(s, {v, 0.0f});
   }

@@ -4,8 +4,9 @@
  * aligned shape: each
  * reduction-pass variant the tune would measure, output and workspace NaN-poisoned, against the
  * float64 reference with the tuner's tolerance; the eager chain (a kernel per op) too. A chunked
- * logsumexp gives the same bits run to run. Then a tune of logsumexp(x + bias) and of a softmax
+ * logsumexp gives the same bits run to run; rows of +inf give +inf. Then a tune of logsumexp(x + bias) and of a softmax
  * end to end: stored best, plan, launch, check. */
+#include <math.h>
 #include <unistd.h>
 
 #include "baseline.h"
@@ -142,6 +143,52 @@ static void check_deterministic(ft_gpu *g) {
   ft_ep_free(ep);
 }
 
+/* Rows full of +inf (x * 1e30 * 1e30 overflows wherever x > 0): every pass variant's logsumexp is
+ * +inf, as torch gives, never the NaN of exp(inf - inf) (the verify check skips non-finite
+ * references, so this looks at the bits). */
+static void check_inf_rows(ft_gpu *g) {
+  enum { M = 33, N = 1001, K = 40 };
+  ft_err e;
+  ft_epilogue *ep = NULL;
+  ft_pdata *d = NULL;
+  ft_variant *v = NULL;
+  int nv = 0;
+  ft_status st = ft_ep_parse("logsumexp(x * 1e30 * 1e30)", &ep, &e);
+  if (st == FT_OK) st = ft_pdata_create(g, M, N, K, ep, FT_MATH_FP32, 5, &d, &e);
+  if (st == FT_OK)
+    st = ft_space_enumerate_ep(FT_VK_EPILOGUE, M, N, K, FT_MATH_FP32, FT_SPACE_FULL, ep, ft_gpu_limits(g), &v, NULL, &nv, &e);
+  for (int i = 0; st == FT_OK && i < nv; i++) {
+    char name[96];
+    ft_variant_name(&v[i], name, sizeof name);
+    ft_kernel_src src = {0};
+    ft_compile_job job = {0};
+    ft_launchable run;
+    memset(&run, 0, sizeof run);
+    float y[M];
+    st = ft_codegen_variant(&v[i], ep, &src, &e);
+    if (st == FT_OK) {
+      job = (ft_compile_job){.src = src.text, .hash = src.hash};
+      st = ft_compile_source(NULL, ft_gpu_arch(g), &job, "inf rows", &e);
+    }
+    if (st == FT_OK) st = ft_launchable_init(&run, g, &v[i], M, N, K, job.cubin, job.cubin_size, src.kernel, "", &e);
+    if (st == FT_OK) st = ft_pdata_poison(d, 0, &e);
+    if (st == FT_OK) st = ft_launchable_enqueue(&run, d->dX, d->dW, d->dY, &d->args, 0, &e);
+    if (st == FT_OK && cudaMemcpy(y, d->dY, sizeof y, cudaMemcpyDeviceToHost) != cudaSuccess)
+      st = ft__fail(&e, FT_ERR_CUDA, "copy back");
+    int not_inf = 0;
+    for (int r = 0; st == FT_OK && r < M; r++) not_inf += !(isinf(y[r]) && y[r] > 0);
+    if (st == FT_OK && not_inf) FT_FAIL_AT_("%s: %d of %d rows of +inf give %g, not +inf", name, not_inf, M, y[0]);
+    ft_launchable_free(&run);
+    ft_compile_job_clear(&job);
+    ft_kernel_src_free(&src);
+  }
+  if (st != FT_OK) FT_FAIL_AT_("inf rows: %s", e.msg);
+  else printf("  logsumexp of +inf rows: +inf in %d pass variants\n", nv);
+  free(v);
+  ft_pdata_free(d);
+  ft_ep_free(ep);
+}
+
 /* A tune stores a reduction pass; its plan, launched on fresh inputs, matches float64. */
 static void check_tune(ft_ctx *ctx, ft_gpu *g, const char *expr, int m, int n, int k, ft_math math) {
   ft_problem p = {m, n, k, expr, math};
@@ -203,6 +250,7 @@ int main(void) {
         checked += check_problem(g, k_exprs[i], &k_shapes[s], (ft_math)math);
   printf("%d pass variants checked\n", checked);
   check_deterministic(g);
+  check_inf_rows(g);
   char path[512];
   const char *tmp = getenv("FT_TEST_TMP");
   snprintf(path, sizeof path, "%s/gpu_reduce_%ld.db", tmp ? tmp : "/tmp", (long)getpid());
