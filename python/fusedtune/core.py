@@ -191,8 +191,7 @@ class Problem:
     def output_shape(self):
         """ft_output_shape: y's shape before anything runs: (m, n) for an elementwise epilogue and
         softmax-like reductions, (m,) for a row reduction (logsumexp, rowsum, ...), (m, n // w)
-        after a pool of window w. Raises as check() does, except that reductions, which no kernel
-        serves yet, get their shape."""
+        after a pool of window w. Raises as check() does."""
         msg, ndim, dims = _msgbuf(), ctypes.c_int(0), (ctypes.c_int64 * 2)()
         st = lib().ft_output_shape(ctypes.byref(self._c()), ctypes.byref(ndim), dims, msg, len(msg))
         if st != 0:
