@@ -212,7 +212,7 @@ ft_status ft_baselines_create(ft_gpu *g, ft_db *db, const ft_epilogue *ep, ft_pd
     const void *bias = bias_slot >= 0 ? d->dvec[bias_slot] : NULL;
     /* No algorithm for a fused epilogue is a fact about cuBLASLt, not an error of the tune. */
     if (!fp8 && lt_gemm_init(b, &b->fused_lt, epi, bias, &lt_err) == FT_OK) b->has_lt_epilogue = 1;
-    if (fp8 && ft_lt_gemm_init_fp8(&b->fused_lt, b->lt, d->m, d->n, d->k, epi, bias, outer, 0, FT_LT_WORKSPACE, &lt_err) == FT_OK)
+    if (fp8 && ft_lt_gemm_init_fp8(&b->fused_lt, b->lt, d->m, d->n, d->k, epi, bias, outer, FT_LT_WORKSPACE, &lt_err) == FT_OK)
       if (fp8_lt_scales(b, ep, outer, &lt_err) != FT_OK) ft_lt_gemm_free(&b->fused_lt); /* not offered, as above */
   }
   return FT_OK;

@@ -21,8 +21,6 @@ struct ft_gpu {
   ft_lt_gemm fp8;  /* ft_gpu_fp8_gemm's, for fp8_shape */
   int fp8_shape[3];
   void *fp8_ws;
-  void *fp8_pad;   /* y at a 16-byte row pitch, where cuBLASLt has no fp8 GEMM for n's */
-  size_t fp8_pad_bytes;
 };
 
 void ft_device_fingerprint(ft_device_info *info) {
@@ -107,7 +105,6 @@ void ft_gpu_close(ft_gpu *g) {
   if (!g) return;
   ft_lt_gemm_free(&g->fp8);
   cudaFree(g->fp8_ws);
-  cudaFree(g->fp8_pad);
   if (g->cublas) cublasDestroy(g->cublas);
   if (g->cublaslt) cublasLtDestroy(g->cublaslt);
   free(g);
@@ -147,30 +144,17 @@ ft_status ft_gpu_cublaslt(ft_gpu *g, void **handle, ft_err *err) {
 
 #define FT_FP8_WORKSPACE (32u << 20)
 
-ft_status ft_gpu_fp8_gemm(ft_gpu *g, int m, int n, int k, ft_lt_gemm **gemm, void **ws, void **pad, ft_err *err) {
+ft_status ft_gpu_fp8_gemm(ft_gpu *g, int m, int n, int k, ft_lt_gemm **gemm, void **ws, ft_err *err) {
   void *h = NULL;
   FT_TRY(ft_gpu_cublaslt(g, &h, err));
   if (!g->fp8.ready || g->fp8_shape[0] != m || g->fp8_shape[1] != n || g->fp8_shape[2] != k) {
     ft_lt_gemm_free(&g->fp8);
     if (!g->fp8_ws) FT_CUDA_TRY(err, cudaMalloc(&g->fp8_ws, FT_FP8_WORKSPACE));
-    ft_status s = ft_lt_gemm_init_fp8(&g->fp8, h, m, n, k, CUBLASLT_EPILOGUE_DEFAULT, NULL, 0, 0, FT_FP8_WORKSPACE, err);
-    if (s == FT_ERR_UNSUPPORTED) { /* y's rows not 16-byte multiples: a padded y, its rows copied after */
-      const int ldc = (n + 7) / 8 * 8;
-      const size_t bytes = (size_t)m * (size_t)ldc * 2;
-      if (bytes > g->fp8_pad_bytes) {
-        cudaFree(g->fp8_pad);
-        g->fp8_pad = NULL, g->fp8_pad_bytes = 0;
-        FT_CUDA_TRY(err, cudaMalloc(&g->fp8_pad, bytes));
-        g->fp8_pad_bytes = bytes;
-      }
-      s = ft_lt_gemm_init_fp8(&g->fp8, h, m, n, k, CUBLASLT_EPILOGUE_DEFAULT, NULL, 0, ldc, FT_FP8_WORKSPACE, err);
-    }
-    FT_TRY(s);
+    FT_TRY(ft_lt_gemm_init_fp8(&g->fp8, h, m, n, k, CUBLASLT_EPILOGUE_DEFAULT, NULL, 0, FT_FP8_WORKSPACE, err));
     g->fp8_shape[0] = m, g->fp8_shape[1] = n, g->fp8_shape[2] = k;
   }
   *gemm = &g->fp8;
   *ws = g->fp8_ws;
-  *pad = g->fp8.ldc != n ? g->fp8_pad : NULL;
   return FT_OK;
 }
 

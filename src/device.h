@@ -32,10 +32,8 @@ ft_status ft_gpu_cublaslt(ft_gpu *g, void **handle, ft_err *err);
 
 /* cuBLASLt's fp8 GEMM alone for (m, n, k), per-tensor scale pointers at 1.0 (src/lt_gemm.h), built
  * on the first call for the shape and kept (one shape at a time; not thread-safe), with its
- * workspace: what ft_cublas_gemm runs in fp8. Where cuBLASLt has no fp8 GEMM for y's n-element
- * rows (not 16-byte multiples), the GEMM writes *pad, y at the next 8-element pitch (the
- * device's buffer), whose rows the caller copies to y; else *pad is NULL. */
-ft_status ft_gpu_fp8_gemm(ft_gpu *g, int m, int n, int k, ft_lt_gemm **gemm, void **ws, void **pad, ft_err *err);
+ * workspace: what ft_cublas_gemm runs in fp8. */
+ft_status ft_gpu_fp8_gemm(ft_gpu *g, int m, int n, int k, ft_lt_gemm **gemm, void **ws, ft_err *err);
 
 /* Fills info with everything but the GPU fields (driver/runtime/NVRTC/cuBLAS versions), then
  * hashes name, compute capability, SM count and memory into the fingerprint. */

@@ -246,14 +246,10 @@ ft_status ft_cublas_gemm(ft_gpu *g, ft_math math, const void *X, const void *W, 
   if (math == FT_MATH_FP32 || math == FT_MATH_3XTF32) return ft_cublas_sgemm(g, X, W, Y, m, n, k, stream, err);
   if (math == FT_MATH_FP8) { /* cuBLAS's fp8 GEMM is cuBLASLt's */
     ft_lt_gemm *l = NULL;
-    void *ws = NULL, *lt = NULL, *pad = NULL;
-    FT_TRY(ft_gpu_fp8_gemm(g, m, n, k, &l, &ws, &pad, err));
+    void *ws = NULL, *lt = NULL;
+    FT_TRY(ft_gpu_fp8_gemm(g, m, n, k, &l, &ws, err));
     FT_TRY(ft_gpu_cublaslt(g, &lt, err));
-    FT_TRY(ft_lt_gemm_run(l, lt, X, W, pad ? pad : Y, NULL, ws, stream, err));
-    if (pad) /* y's rows from the padded GEMM output: what a caller of cuBLASLt at this n does */
-      FT_CUDA_TRY(err, cudaMemcpy2DAsync(Y, (size_t)n * 2, pad, (size_t)l->ldc * 2, (size_t)n * 2, (size_t)m,
-                                         cudaMemcpyDeviceToDevice, stream));
-    return FT_OK;
+    return ft_lt_gemm_run(l, lt, X, W, Y, NULL, ws, stream, err);
   }
   void *hv;
   FT_TRY(ft_gpu_cublas(g, &hv, err));

@@ -46,7 +46,7 @@ static ft_status fp8_scales(ft_lt_gemm *l, int m, int n, int outer, ft_err *err)
 }
 
 static ft_status build(ft_lt_gemm *l, cublasLtHandle_t h, ft_math math, int m, int n, int k, cublasLtEpilogue_t epi,
-                       const void *bias, size_t ws_bytes, uint32_t min_align, int outer, int ldc, ft_err *err) {
+                       const void *bias, size_t ws_bytes, uint32_t min_align, int outer, ft_err *err) {
   cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N; /* TN: what cuBLASLt's fp8 GEMM takes */
   const ft_dtype dt = ft_math_out_dtype(math);
   l->type = dt == FT_DTYPE_BF16 ? CUDA_R_16BF : dt == FT_DTYPE_F16 ? CUDA_R_16F : CUDA_R_32F;
@@ -64,8 +64,7 @@ static ft_status build(ft_lt_gemm *l, cublasLtHandle_t h, ft_math math, int m, i
   /* Column-major view: y^T [n x m] = (W as [k x n])^T (x as [k x m]). */
   FT_CUBLAS_TRY(err, cublasLtMatrixLayoutCreate(&l->la, in, (uint64_t)k, (uint64_t)n, k));
   FT_CUBLAS_TRY(err, cublasLtMatrixLayoutCreate(&l->lb, in, (uint64_t)k, (uint64_t)m, k));
-  l->ldc = ldc > n ? ldc : n;
-  FT_CUBLAS_TRY(err, cublasLtMatrixLayoutCreate(&l->lc, l->type, (uint64_t)n, (uint64_t)m, l->ldc));
+  FT_CUBLAS_TRY(err, cublasLtMatrixLayoutCreate(&l->lc, l->type, (uint64_t)n, (uint64_t)m, n));
   cublasLtMatmulPreference_t pref = NULL;
   FT_CUBLAS_TRY(err, cublasLtMatmulPreferenceCreate(&pref));
   size_t ws = ws_bytes;
@@ -93,15 +92,15 @@ static ft_status build(ft_lt_gemm *l, cublasLtHandle_t h, ft_math math, int m, i
 ft_status ft_lt_gemm_init(ft_lt_gemm *l, cublasLtHandle_t h, ft_math math, int m, int n, int k, cublasLtEpilogue_t epi,
                           const void *bias, size_t ws_bytes, uint32_t min_align, ft_err *err) {
   memset(l, 0, sizeof *l);
-  const ft_status s = build(l, h, math, m, n, k, epi, bias, ws_bytes, min_align, 0, 0, err);
+  const ft_status s = build(l, h, math, m, n, k, epi, bias, ws_bytes, min_align, 0, err);
   if (s != FT_OK) ft_lt_gemm_free(l);
   return s;
 }
 
 ft_status ft_lt_gemm_init_fp8(ft_lt_gemm *l, cublasLtHandle_t h, int m, int n, int k, cublasLtEpilogue_t epi,
-                              const void *bias, int outer, int ldc, size_t ws_bytes, ft_err *err) {
+                              const void *bias, int outer, size_t ws_bytes, ft_err *err) {
   memset(l, 0, sizeof *l);
-  const ft_status s = build(l, h, FT_MATH_FP8, m, n, k, epi, bias, ws_bytes, 0, outer, ldc, err);
+  const ft_status s = build(l, h, FT_MATH_FP8, m, n, k, epi, bias, ws_bytes, 0, outer, err);
   if (s != FT_OK) ft_lt_gemm_free(l);
   return s;
 }

@@ -18,7 +18,6 @@ typedef struct ft_lt_gemm {
   const void *bias; /* the bias pointer the descriptor holds */
   float *ones;      /* fp8: max(m, n) device 1.0f, the scale pointers until ft_lt_gemm_scales (owned) */
   size_t ws_bytes;  /* the workspace its algorithm may use */
-  int ldc;          /* y's row pitch in elements: n, or more (ft_lt_gemm_init_fp8's ldc) */
   int ready;
 } ft_lt_gemm;
 
@@ -38,10 +37,9 @@ void ft_lt_gemm_free(ft_lt_gemm *l); /* safe on a zeroed struct */
 /* fp8 (e4m3 x and W, bf16 y and bias, fp32 accumulate): as ft_lt_gemm_init with cuBLASLt's
  * scale pointers: per tensor (outer 0: one float each) or cuBLASLt's outer-vector mode (outer 1:
  * W's n and x's m floats, each output scaled by sx[row] sw[col]). Both start at 1.0 (the GEMM
- * alone); FT_ERR_UNSUPPORTED where the installed cuBLASLt has no such algorithm. ldc: y's row
- * pitch in elements, n or more (0: n): cuBLASLt's fp8 GEMM wants 16-byte rows of y. */
+ * alone); FT_ERR_UNSUPPORTED where the installed cuBLASLt has no such algorithm. */
 ft_status ft_lt_gemm_init_fp8(ft_lt_gemm *l, cublasLtHandle_t h, int m, int n, int k, cublasLtEpilogue_t epi,
-                              const void *bias, int outer, int ldc, size_t ws_bytes, ft_err *err);
+                              const void *bias, int outer, size_t ws_bytes, ft_err *err);
 /* fp8: the scale pointers (device) from now on: sx of x (1 or m floats), sw of W (1 or n). */
 ft_status ft_lt_gemm_scales(ft_lt_gemm *l, const float *sx, const float *sw, ft_err *err);
 
