@@ -396,7 +396,7 @@ ft_status ft__lookup_within(ft_ctx *ctx, const char *device_name, const ft_probl
   static const ft_math fp32_inputs[] = {FT_MATH_FP32, FT_MATH_3XTF32, FT_MATH_TF32};
   const int fp32_class = p && ft_math_dtype(p->math) == FT_DTYPE_F32;
   /* bf16: also the fp8 layer of its weights (ft_fp8_epilogue), whose stored error is against bf16. */
-  const int bf16 = p && p->math == FT_MATH_BF16 && p->k % 16 == 0, nmodes = fp32_class ? 3 : bf16 ? 2 : 1;
+  const int bf16 = p && p->math == FT_MATH_BF16 && p->n % 16 == 0 && p->k % 16 == 0, nmodes = fp32_class ? 3 : bf16 ? 2 : 1;
   char tried[160] = "", fp8_text[FT_EP_MAX_TEXT + 64], stale_modes[64] = "", device[256] = "", canonical[4096];
   const ft_epilogue *ep0 = NULL;
   FT_TRY(ft__ctx_problem(ctx, p, &ep0));

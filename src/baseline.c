@@ -142,7 +142,7 @@ static ft_status build_eager_steps(ft_baselines *b, ft_db *db, ft_err *err) {
  * scalars copied to the device. */
 static ft_status fp8_lt_scales(ft_baselines *b, const ft_epilogue *ep, int outer, ft_err *err) {
   ft_fp8_scales sc;
-  FT_TRY(ft_fp8_check(FT_MATH_FP8, b->d->k, ep, &sc, err));
+  FT_TRY(ft_fp8_check(FT_MATH_FP8, b->d->n, b->d->k, ep, &sc, err));
   if (outer) {
     FT_TRY(ft_lt_gemm_scales(&b->fused_lt, b->d->dvec[sc.sx_slot], b->d->dvec[sc.sw_slot], err));
   } else {

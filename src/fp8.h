@@ -18,10 +18,10 @@ typedef struct ft_fp8_scales {
   ft_param_kind sx_kind, sw_kind;
 } ft_fp8_scales;
 
-/* In fp8 mode: K a multiple of 16 and E scaling x by sx and sw (ft_ep_fp8_scales); out (may be
- * NULL) gets the scales. Other modes: FT_OK. FT_ERR_INVALID_ARG with a one-line message
+/* In fp8 mode: N and K multiples of 16 and E scaling x by sx and sw (ft_ep_fp8_scales); out (may
+ * be NULL) gets the scales. Other modes: FT_OK. FT_ERR_INVALID_ARG with a one-line message
  * (FT_ERR_UNSUPPORTED for a reduction in E: no fp8 kernel serves one yet). */
-ft_status ft_fp8_check(ft_math math, int64_t k, const ft_epilogue *ep, ft_fp8_scales *out, ft_err *err);
+ft_status ft_fp8_check(ft_math math, int64_t n, int64_t k, const ft_epilogue *ep, ft_fp8_scales *out, ft_err *err);
 
 /* The element type of the epilogue vector `name` in mode math: in fp8 the bias is bf16 (as the
  * output) and every other vector (the scales) fp32; in the other modes, the mode's own. */

@@ -64,7 +64,7 @@ static void e2e_chunk(void *user, int chunk, size_t begin, size_t end) {
 ft_status ft__pdata_fp8_inputs(ft_gpu *g, ft_pdata *d, const ft_epilogue *ep, float bound, uint64_t *s,
                                ft_err *err) {
   ft_fp8_scales sc;
-  FT_TRY(ft_fp8_check(FT_MATH_FP8, d->k, ep, &sc, err));
+  FT_TRY(ft_fp8_check(FT_MATH_FP8, d->n, d->k, ep, &sc, err));
   const int m = d->m, n = d->n, k = d->k;
   const size_t nx = (size_t)m * k, nw = (size_t)n * k, total = (size_t)m * n;
   float *hx = malloc(nx * sizeof *hx), *hw = malloc(nw * sizeof *hw);

@@ -44,6 +44,9 @@ static void test_rules(void) {
   ASSERT_EQ_INT(check(64, "gelu(sx * (x * sw)) where row sx, scalar sw", msg, sizeof msg), FT_OK);
   ASSERT_EQ_INT(check(100, "x * sx * sw where scalar sx, scalar sw", msg, sizeof msg), FT_ERR_INVALID_ARG);
   ASSERT_EQ_STR(msg, "fp8: K = 100 is not a multiple of 16 (TMA reads e4m3 rows in 16-byte units)");
+  const ft_problem ragged_n = {64, 129, 64, "x * sx * sw where row sx, col sw", FT_MATH_FP8};
+  ASSERT_EQ_INT(ft_check_problem(&ragged_n, msg, sizeof msg), FT_ERR_INVALID_ARG);
+  ASSERT_CONTAINS(msg, "fp8: N = 129 is not a multiple of 16");
   ASSERT_EQ_INT(check(64, "relu(x + bias)", msg, sizeof msg), FT_ERR_INVALID_ARG);
   ASSERT_CONTAINS(msg, "fp8: the epilogue must scale x by sx and sw");
   ASSERT_CONTAINS(msg, "'sx' is missing");

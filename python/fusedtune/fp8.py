@@ -92,7 +92,7 @@ def launch_typed(plan, x, w, y, vecs, scalars=None, stream=0):
 class FP8Linear(nn.Module):
     """A bf16 linear layer y = E(x W^T) run in fp8 (see the module's text). weight e4m3 [N, K],
     weight_scale fp32 [N], bias bf16 [N] or None; the fp8 problem's epilogue is
-    fp8_epilogue(E). Inference only; CUDA tensors; K a multiple of 16."""
+    fp8_epilogue(E). Inference only; CUDA tensors; N and K multiples of 16."""
 
     def __init__(self, weight, weight_scale, bias, epilogue, db):
         super().__init__()
