@@ -353,6 +353,19 @@ FT_API ft_status ft_plan_launch_typed(ft_plan *plan, const ft_typed_args *args, 
 /* Frees the plan and its device resources. NULL is a no-op. */
 FT_API void ft_plan_destroy(ft_plan *plan);
 
+/* A gated pair's weight (an epilogue with x2, `silu(x) * x2`: docs/EPILOGUE.md, "Gated pairs"):
+ * its plans take w = one [2n, k] row-major matrix with W1's and W2's rows interleaved in groups
+ * of 8, rows 16j .. 16j + 7 W1's 8j .. 8j + 7 and rows 16j + 8 .. 16j + 15 W2's, so x is the
+ * product with W1 and x2 with W2; the problem's n is the output's (and W1's) row count. This writes
+ * that matrix to dst from w1 and w2 ([n, k] row-major each, elem_size 1, 2 or 4 bytes per
+ * element, n a multiple of 8). Pointers: all three host memory (copied here, stream not used), or
+ * any mix the CUDA runtime can address (device, pinned, managed: enqueued on stream as two 2-D
+ * copies, graph-capturable). dst must not overlap w1 or w2. msg (may be NULL) receives a one-line
+ * reason on failure. Returns FT_OK, FT_ERR_INVALID_ARG (NULL pointers, n not a positive multiple
+ * of 8, k < 1, another element size, dst overlapping), FT_ERR_CUDA. */
+FT_API ft_status ft_gated_interleave(const void *w1, const void *w2, void *dst, int64_t n, int64_t k, size_t elem_size,
+                                     cudaStream_t stream, char *msg, size_t msg_size);
+
 /* The fp8 quantizer: a bf16 (fp16, fp32) matrix [rows, cols] row-major on the device becomes
  * e4m3 codes [rows, cols] and fp32 scales, scale = amax / 448 (1 where amax is 0), code =
  * e4m3(v / scale) rounded to nearest even and saturated to +-448; y's dequantized value is

@@ -527,7 +527,6 @@ ft_status ft__tune_summary(ft_ctx *ctx, const ft_problem *p, const ft_tune_optio
     return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune: options must start from FT_TUNE_OPTIONS_INIT");
   const ft_epilogue *ep = NULL;
   FT_TRY(check_problem(ctx, p, &ep));
-  FT_TRY(ft_tune_check_epilogue(ep, &ctx->err));
   const char *search = opt->strategy ? opt->strategy : FT_SEARCH_DEFAULT;
   if (!ft_search_parse(search, NULL))
     return ft__fail(&ctx->err, FT_ERR_INVALID_ARG, "ft_tune: unknown strategy '%.40s' (" FT_SEARCH_NAMES ")", search);

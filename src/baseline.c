@@ -14,6 +14,7 @@
 #include "compile.h"
 #include "launch.h"
 #include "fp8.h"
+#include "gated.h"
 #include "lt_gemm.h"
 
 #define FT_LT_WORKSPACE (32u << 20)
@@ -33,9 +34,10 @@ struct ft_baselines {
   ft_ep_eager plan;
   int has_eager; /* 0 when cuBLASLt has no GEMM+BIAS algorithm for this problem */
   ft_loaded steps[FT_EP_MAX_STEPS];
-  void *tmp[FT_EP_MAX_STEPS + 1]; /* tmp[0] = GEMM output, tmp[j] = step j output */
+  void *tmp[FT_EP_BUF_X2 + 1]; /* tmp[0] = GEMM output, tmp[j] = step j output, tmp[FT_EP_BUF_X2] = x2's GEMM */
+  void *w_pair[2];              /* a gated pair's W1 and W2 apart ([n, k] each), for the eager chain */
   char gemm_desc[32];        /* "SGEMM", "BF16 GEMM", ... */
-  char gemm_alone_desc[64];
+  char gemm_alone_desc[96];
   char eager_desc[128];
 };
 
@@ -106,6 +108,20 @@ static int eager_reduce_vec(const ft_pdata *d) {
   int vec = d->elem == 2 ? 8 : 4;
   while (vec > 1 && d->n % vec) vec /= 2;
   return vec;
+}
+
+/* A gated pair's eager chain runs two GEMMs, as a model with W1 and W2 apart does: the halves of
+ * the interleaved weight taken apart once (every other group of 8 rows), and x2's GEMM output. */
+static ft_status split_pair(ft_baselines *b, size_t out_bytes, ft_err *err) {
+  const ft_pdata *d = b->d;
+  const size_t group = (size_t)FT_GATED_GROUP * (size_t)d->k * d->elem;
+  for (int i = 0; i < 2; i++) {
+    FT_CUDA_TRY(err, cudaMalloc(&b->w_pair[i], (size_t)d->n * (size_t)d->k * d->elem));
+    FT_CUDA_TRY(err, cudaMemcpy2D(b->w_pair[i], group, (const char *)d->dW + (size_t)i * group, 2 * group, group,
+                                  (size_t)d->n / FT_GATED_GROUP, cudaMemcpyDeviceToDevice));
+  }
+  FT_CUDA_TRY(err, cudaMalloc(&b->tmp[FT_EP_BUF_X2], out_bytes));
+  return FT_OK;
 }
 
 static ft_status build_eager_steps(ft_baselines *b, ft_db *db, ft_err *err) {
@@ -193,6 +209,7 @@ ft_status ft_baselines_create(ft_gpu *g, ft_db *db, const ft_epilogue *ep, ft_pd
   for (int j = 0; j < b->plan.nsteps; j++) /* the last step writes y itself */
     FT_CUDA_TRY(err, cudaMalloc(&b->tmp[j], bytes));
   b->tmp[b->plan.nsteps] = d->dY;
+  if (ft_ep_uses_x2(ep)) FT_TRY(split_pair(b, bytes, err));
   FT_TRY(build_eager_steps(b, db, err));
   int reducing = 0;
   for (int j = 0; j < b->plan.nsteps; j++) reducing += b->plan.steps[j].reduce != FT_RED_NONE;
@@ -202,8 +219,10 @@ ft_status ft_baselines_create(ft_gpu *g, ft_db *db, const ft_epilogue *ep, ft_pd
     snprintf(b->eager_desc, sizeof b->eager_desc, "cuBLASLt %sGEMM+BIAS + %d %s%s", mode, b->plan.nsteps, kinds,
              b->has_eager ? "" : " (no cuBLASLt algorithm)");
   else
-    snprintf(b->eager_desc, sizeof b->eager_desc, "cuBLAS %s + %d %s", b->gemm_desc, b->plan.nsteps, kinds);
-  snprintf(b->gemm_alone_desc, sizeof b->gemm_alone_desc, "cuBLAS %s alone (no epilogue)", b->gemm_desc);
+    snprintf(b->eager_desc, sizeof b->eager_desc, "cuBLAS %s%s + %d %s", b->w_pair[0] ? "2 x " : "", b->gemm_desc,
+             b->plan.nsteps, kinds);
+  snprintf(b->gemm_alone_desc, sizeof b->gemm_alone_desc, "cuBLAS %s%s alone (no epilogue)", b->gemm_desc,
+           b->w_pair[0] ? " of the stacked [2N, K] weight" : "");
   cublasLtEpilogue_t epi;
   int bias_slot = -1, outer = 0;
   const int fp8 = d->math == FT_MATH_FP8;
@@ -227,6 +246,9 @@ void ft_baselines_free(ft_baselines *b) {
     ft_loaded_free(&b->steps[j]);
     if (j < b->plan.nsteps) cudaFree(b->tmp[j]);
   }
+  cudaFree(b->tmp[FT_EP_BUF_X2]);
+  cudaFree(b->w_pair[0]);
+  cudaFree(b->w_pair[1]);
   cudaFree(b->lt_ws);
   if (b->lt) cublasLtDestroy(b->lt);
   free(b);
@@ -251,7 +273,9 @@ static ft_status run_eager(ft_baselines *b, cudaStream_t stream, ft_err *err) {
   ft_pdata *d = b->d;
   if (!b->has_eager) return ft__fail(err, FT_ERR_UNSUPPORTED, "no cuBLASLt GEMM+BIAS algorithm for this problem");
   if (b->plan.gemm_bias_slot >= 0) FT_TRY(lt_gemm_run(b, &b->eager_gemm, b->tmp[0], stream, err));
-  else FT_TRY(ft_cublas_gemm(b->g, d->math, d->dX, d->dW, b->tmp[0], d->m, d->n, d->k, stream, err));
+  else FT_TRY(ft_cublas_gemm(b->g, d->math, d->dX, b->w_pair[0] ? b->w_pair[0] : d->dW, b->tmp[0], d->m, d->n, d->k,
+                             stream, err));
+  if (b->w_pair[1]) FT_TRY(ft_cublas_gemm(b->g, d->math, d->dX, b->w_pair[1], b->tmp[FT_EP_BUF_X2], d->m, d->n, d->k, stream, err));
   for (int j = 0; j < b->plan.nsteps; j++) {
     const ft_ep_step *s = &b->plan.steps[j];
     const void *in[3] = {NULL, NULL, NULL};
@@ -282,7 +306,7 @@ ft_status ft_baseline_enqueue(ft_baselines *b, ft_baseline_kind kind, cudaStream
   switch (kind) {
     case FT_BL_EAGER: return run_eager(b, stream, err);
     case FT_BL_CUBLAS_GEMM:
-      return ft_cublas_gemm(b->g, b->d->math, b->d->dX, b->d->dW, b->d->dY, b->d->m, b->d->n, b->d->k, stream, err);
+      return ft_cublas_gemm(b->g, b->d->math, b->d->dX, b->d->dW, b->d->dY, b->d->m, b->d->gemm_n, b->d->k, stream, err);
     case FT_BL_CUBLASLT:
       if (!b->has_lt_epilogue) return ft__fail(err, FT_ERR_UNSUPPORTED, "no cuBLASLt epilogue for this expression");
       return lt_gemm_run(b, &b->fused_lt, b->d->dY, stream, err);

@@ -204,6 +204,9 @@ ft_status ft_launchable_enqueue(ft_launchable *L, const void *x, const void *w, 
       return ft__fail(err, FT_ERR_INVALID_ARG, "the epilogue's bias (vector slot %d) must be bound and 16-byte aligned: "
                       "this configuration (\"lt\") adds it in cuBLASLt's GEMM", L->lt_bias_slot);
     FT_TRY(ft_lt_gemm_run(&L->lt, L->lt_handle, x, w, y, bias, L->lt_ws, stream, err));
+  } else if (L->fam->after_cublas && L->geom.gated) { /* the interleaved [2n, k] weight's product, kept apart from y */
+    if (!L->ws) return ft__fail(err, FT_ERR_INTERNAL, "launch: a gated pass without its workspace");
+    FT_TRY(ft_cublas_gemm(L->g, (ft_math)L->v.math, x, w, L->ws, L->m, 2 * L->n, L->k, stream, err));
   } else if (L->fam->after_cublas) {
     FT_TRY(ft_cublas_gemm(L->g, (ft_math)L->v.math, x, w, y, L->m, L->n, L->k, stream, err));
   }

@@ -46,7 +46,9 @@ ft_status ft_launchable_check(const ft_launchable *L, const void *x, const void 
                               ft_err *err);
 
 /* Enqueues y = E(x W^T) on stream: the fused kernel (and its second kernel), or cuBLAS's GEMM
- * of the variant's mode then the epilogue pass (none for the identity: kernel "" at init). x, w, y hold the mode's element type. Checks
+ * of the variant's mode then the epilogue pass (none for the identity: kernel "" at init); for a
+ * gated pair (geometry's gated) w is the interleaved [2n, k] weight and the GEMM writes [m, 2n]
+ * into the workspace. x, w, y hold the mode's element type. Checks
  * launch errors but does not synchronize. */
 ft_status ft_launchable_enqueue(ft_launchable *L, const void *x, const void *w, void *y, const ft_ep_args_dev *ep,
                                 cudaStream_t stream, ft_err *err);

@@ -157,6 +157,8 @@ typedef struct ft_launch_geom {
   int has_reduce;         /* a second kernel (split-K reduction, stream-K fixup) follows */
   int chunk_cols;         /* after cuBLAS: its GEMM runs in column chunks of this width into the
                            * workspace, the kernel after each (src/family_reduce.c); 0: one GEMM into y */
+  int gated;              /* after cuBLAS: its GEMM of the interleaved [2n, k] weight writes [m, 2n]
+                           * into the workspace, the kernel pairs x and x2 there into y (src/family_gated.c) */
   unsigned rgrid[3], rblock[3];
 } ft_launch_geom;
 

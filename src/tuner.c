@@ -5,6 +5,8 @@
  * tune keeps what it measured. */
 #include "tuner.h"
 
+#include "gated.h"
+
 #include <math.h>
 #include <stdio.h> /* snprintf */
 #include <stdlib.h>
@@ -533,14 +535,6 @@ static ft_status tune_body(tuner *t, ft_err *err) {
   return s;
 }
 
-ft_status ft_tune_check_epilogue(const ft_epilogue *ep, ft_err *err) {
-  if (ft_ep_uses_x2(ep))
-    return ft__fail(err, FT_ERR_UNSUPPORTED, "epilogue '%.200s' uses x2 (a gated pair's second product): no strategy "
-                    "of this version computes it yet (the fused families and cublas+epilogue serve E of x with "
-                    "scalar, col, row and mat operands)", ft_ep_canonical(ep));
-  return FT_OK;
-}
-
 ft_status ft_tune_run(ft_db *db, const ft_tune_req *req, ft_tune_summary *out, ft_err *err) {
   memset(out, 0, sizeof *out);
   const ft_tune_problem *p = req->problem;
@@ -554,11 +548,10 @@ ft_status ft_tune_run(ft_db *db, const ft_tune_req *req, ft_tune_summary *out, f
   t.p = p;
   t.sum = out;
   t.t0 = ft__now_s();
-  out->flops = 2.0 * (double)p->m * (double)p->n * (double)p->k;
+  out->flops = 2.0 * (double)p->m * (double)ft_gemm_cols(p->ep, p->n) * (double)p->k; /* a gated pair's GEMM: 2n */
   ft_status st = FT_OK;
   out->entries = calloc(FT_TUNE_MAX_ENTRIES, sizeof *out->entries);
   if (!out->entries) st = ft__fail(err, FT_ERR_NOMEM, "out of memory");
-  if (st == FT_OK) st = ft_tune_check_epilogue(p->ep, err);
   if (st == FT_OK) st = tune_body(&t, err);
   if (t.run_id) {
     ft_err e2;

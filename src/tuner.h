@@ -52,8 +52,6 @@ typedef struct ft_tune_summary {
   char epilogue[4096];
 } ft_tune_summary;
 
-/* Whether some strategy serves E: FT_ERR_UNSUPPORTED naming what none computes (x2). */
-ft_status ft_tune_check_epilogue(const ft_epilogue *ep, ft_err *err);
 
 /* Runs a tune. The summary owns entries: ft_tune_summary_free(). */
 /* Candidates run in worker processes when req->worker_exe is set (see runner.h). */

@@ -10,6 +10,7 @@
 #include "parallel.h"
 #include "verify_internal.h"
 #include "fp8.h"
+#include "gated.h"
 
 #include <cublas_v2.h>
 #include <math.h>
@@ -179,7 +180,7 @@ ft_status ft_input_gen_fill(const ft_loaded *gen, ft_dtype dt, size_t n, float l
  * the reference GEMM, the inputs made by gen on the GPU. Leaves *s as host_inputs does. */
 static ft_status device_inputs(ft_gpu *g, const ft_loaded *gen, ft_pdata *d, const ft_epilogue *ep, float bound,
                                uint64_t *s, ft_err *err) {
-  const size_t nx = (size_t)d->m * d->k, nw = (size_t)d->n * d->k;
+  const size_t nx = (size_t)d->m * d->k, nw = (size_t)d->gemm_n * d->k;
   double *dx = NULL, *dw = NULL;
   ft_status st = FT_OK;
   cudaError_t e = cudaMalloc(&d->dX, nx * d->elem);
@@ -190,7 +191,7 @@ static ft_status device_inputs(ft_gpu *g, const ft_loaded *gen, ft_pdata *d, con
   if (st == FT_OK) st = ft_input_gen_fill(gen, d->dtype, nx, 0.0f, 1.0f, s, d->dX, dx, err);
   if (st == FT_OK) st = ft_input_gen_fill(gen, d->dtype, nw, -bound, bound, s, d->dW, dw, err);
   if (st == FT_OK) st = ft__make_params(d, ep, bound, s, err);
-  if (st == FT_OK) st = reference_gemm_device(g, dx, dw, d->m, d->n, d->k, d->ref, err);
+  if (st == FT_OK) st = reference_gemm_device(g, dx, dw, d->m, d->gemm_n, d->k, d->ref, err);
   cudaFree(dx);
   cudaFree(dw);
   return st;
@@ -227,6 +228,47 @@ static void epi_chunk(void *user, int chunk, size_t begin, size_t end) {
   j->out2[chunk] = o2;
 }
 
+/* A gated pair's chunk: ref [m, n] from the interleaved product ref_gemm [m, 2n]. */
+static void gated_chunk(void *user, int chunk, size_t begin, size_t end) {
+  epi_job *j = user;
+  ft_pdata *d = j->d;
+  const int np = ft_ep_param_count(j->ep);
+  double vals[FT_EP_SLOTS] = {0};
+  double o2 = 0.0;
+  for (size_t i = begin; i < end; i++) {
+    const size_t r = i / (size_t)d->n, c = i % (size_t)d->n;
+    const double *g = d->ref_gemm + r * (size_t)d->gemm_n + (size_t)ft_gated_x_col((int64_t)c);
+    for (int s = 0; s < np; s++) {
+      const ft_ep_param *p = ft_ep_param_at(j->ep, s);
+      if (p->kind == FT_PARAM_SCALAR) vals[s] = d->args.s[s];
+      else if (p->kind == FT_PARAM_MATRIX) vals[s] = d->hvec[s][i];
+      else vals[s] = d->hvec[s][p->kind == FT_PARAM_COLVEC ? c : r];
+    }
+    d->ref[i] = ft_ep_eval2(j->ep, g[0], g[FT_GATED_GROUP], vals);
+    if (isfinite(d->ref[i])) o2 += d->ref[i] * d->ref[i];
+  }
+  j->out2[chunk] = o2;
+}
+
+/* ref holds the interleaved product [m, 2n] on entry: it becomes ref_gemm, and ref E(x, x2). */
+static ft_status gated_reference(ft_pdata *d, const ft_epilogue *ep, ft_err *err) {
+  const size_t gemm_total = (size_t)d->m * d->gemm_n, total = (size_t)d->m * d->n;
+  double g2 = 0.0, o2 = 0.0;
+  for (size_t i = 0; i < gemm_total; i++)
+    if (isfinite(d->ref[i])) g2 += d->ref[i] * d->ref[i];
+  d->ref_gemm = d->ref;
+  d->ref_gemm_norm = sqrt(g2);
+  d->out_count = (int64_t)total;
+  d->ref = malloc(total * sizeof(double));
+  if (!d->ref) return ft__fail(err, FT_ERR_NOMEM, "out of host memory for the gated pair's reference");
+  epi_job j = {d, ep, {0}, {0}};
+  const int nchunks = ft_host_chunks(total);
+  ft_parallel_chunks(total, nchunks, 0, gated_chunk, &j);
+  for (int c = 0; c < nchunks; c++) o2 += j.out2[c];
+  d->ref_norm = sqrt(o2);
+  return FT_OK;
+}
+
 /* A reduction's reference (ft_ep_eval_matrix) from x W^T in ref_gemm, the parameters as the
  * kernels read them. */
 static ft_status reduce_reference(ft_pdata *d, const ft_epilogue *ep, ft_err *err) {
@@ -257,6 +299,7 @@ static ft_status reduce_reference(ft_pdata *d, const ft_epilogue *ep, ft_err *er
 
 /* ref holds x W^T on entry; keeps a copy in ref_gemm (unless E is x) and applies E to ref. */
 static ft_status apply_epilogue(ft_pdata *d, const ft_epilogue *ep, ft_err *err) {
+  if (ft_ep_uses_x2(ep)) return gated_reference(d, ep, err);
   const size_t total = (size_t)d->m * d->n;
   d->out_count = (int64_t)total;
   if (ft_ep_reduction(ep, NULL) != FT_RED_NONE) { /* the GEMM's values become ref_gemm */
@@ -324,18 +367,20 @@ ft_status ft_pdata_create(ft_gpu *g, int m, int n, int k, const ft_epilogue *ep,
   d->m = m;
   d->n = n;
   d->k = k;
+  d->gemm_n = (int)ft_gemm_cols(ep, n);
   d->math = math;
   d->dtype = ft_math_out_dtype(math);
   d->elem = d->dtype == FT_DTYPE_F32 ? sizeof(float) : sizeof(uint16_t);
   uint64_t s = seed ? seed : 0x5eed5eedULL;
   float bound = 1.0f / sqrtf((float)k); /* nn.Linear's initialization range */
-  d->ref = malloc((size_t)m * n * sizeof(double));
+  const size_t gemm_elems = (size_t)m * d->gemm_n;
+  d->ref = malloc(gemm_elems * sizeof(double));
   /* Pinned, so the copy back before each check runs at the bus's speed; pageable when that fails. */
-  if (cudaMallocHost(&d->host_y, (size_t)m * n * d->elem) == cudaSuccess) {
+  if (cudaMallocHost(&d->host_y, gemm_elems * d->elem) == cudaSuccess) {
     d->host_y_pinned = 1;
   } else {
     cudaGetLastError(); /* not sticky: clear it */
-    d->host_y = malloc((size_t)m * n * d->elem);
+    d->host_y = malloc(gemm_elems * d->elem);
   }
   ft_status st = FT_OK;
   if (!d->ref || !d->host_y) st = ft__fail(err, FT_ERR_NOMEM, "out of host memory for %dx%dx%d", m, n, k);
@@ -344,7 +389,8 @@ ft_status ft_pdata_create(ft_gpu *g, int m, int n, int k, const ft_epilogue *ep,
   ft_loaded gen;
   memset(&gen, 0, sizeof gen);
   int on_device = 0;
-  if (st == FT_OK && math != FT_MATH_FP8 && ((size_t)m + n) * (size_t)k >= FT_DEVICE_INPUTS_MIN) {
+  if (st == FT_OK) st = ft_gated_check(ep, math, n, err);
+  if (st == FT_OK && math != FT_MATH_FP8 && ((size_t)m + d->gemm_n) * (size_t)k >= FT_DEVICE_INPUTS_MIN) {
     ft_err gerr;
     ft__err_clear(&gerr);
     const ft_status gs = ft_input_gen_open(g, &gen, &gerr);
@@ -360,7 +406,7 @@ ft_status ft_pdata_create(ft_gpu *g, int m, int n, int k, const ft_epilogue *ep,
   }
   ft_loaded_free(&gen);
   if (st == FT_OK) {
-    const cudaError_t e = cudaMalloc(&d->dY, (size_t)m * n * d->elem);
+    const cudaError_t e = cudaMalloc(&d->dY, gemm_elems * d->elem);
     if (e != cudaSuccess) st = ft_cuda_fail(err, e, "output allocation");
   }
   if (st == FT_OK) st = apply_epilogue(d, ep, err);
@@ -374,7 +420,7 @@ ft_status ft_pdata_create(ft_gpu *g, int m, int n, int k, const ft_epilogue *ep,
 
 /* ft_pdata_create's inputs made on the host (see device_inputs). */
 static ft_status host_inputs(ft_gpu *g, ft_pdata *d, const ft_epilogue *ep, float bound, uint64_t *s, ft_err *err) {
-  const int m = d->m, n = d->n, k = d->k;
+  const int m = d->m, n = d->gemm_n, k = d->k;
   float *hx = malloc((size_t)m * k * sizeof(float));
   float *hw = malloc((size_t)n * k * sizeof(float));
   ft_status st = FT_OK;
@@ -413,7 +459,7 @@ void ft_pdata_free(ft_pdata *d) {
 
 ft_status ft_pdata_poison(ft_pdata *d, cudaStream_t stream, ft_err *err) {
   /* All-ones bytes are a NaN in IEEE-754 single precision, in bf16 and in fp16. */
-  FT_CUDA_TRY(err, cudaMemsetAsync(d->dY, 0xFF, (size_t)d->m * d->n * d->elem, stream));
+  FT_CUDA_TRY(err, cudaMemsetAsync(d->dY, 0xFF, (size_t)d->m * d->gemm_n * d->elem, stream));
   return FT_OK;
 }
 
@@ -474,13 +520,13 @@ ft_status ft_pdata_check_e2e(ft_pdata *d, ft_check *out, ft_err *err) {
 }
 
 ft_status ft_pdata_check_gemm(ft_pdata *d, ft_check *out, ft_err *err) {
-  return check_against(d, d->ref_gemm, d->ref_gemm_norm, (size_t)d->m * d->n, out, err);
+  return check_against(d, d->ref_gemm, d->ref_gemm_norm, (size_t)d->m * d->gemm_n, out, err);
 }
 
 ft_status ft_pdata_tolerance(ft_gpu *g, ft_pdata *d, double *tol, double *cublas_rel_err, ft_err *err) {
   ft_check chk = {0, 0, 0};
   FT_TRY(ft_pdata_poison(d, 0, err));
-  FT_TRY(ft_cublas_gemm(g, d->math, d->dX, d->dW, d->dY, d->m, d->n, d->k, 0, err));
+  FT_TRY(ft_cublas_gemm(g, d->math, d->dX, d->dW, d->dY, d->m, d->gemm_n, d->k, 0, err));
   FT_CUDA_TRY(err, cudaStreamSynchronize(0));
   FT_TRY(ft_pdata_check_gemm(d, &chk, err));
   if (chk.bad)

@@ -12,6 +12,8 @@
 /* One problem's inputs, output buffer and references. */
 typedef struct ft_pdata {
   int m, n, k;
+  int gemm_n;                        /* the GEMM's columns: n, or 2n for a gated pair (E with x2),
+                                      * whose dW is the interleaved [2n, k] weight (src/gated.h) */
   ft_math math;
   ft_dtype dtype;                    /* element type of dX, dW, dY and the device vectors (fp8: of dY
                                       * and the bias; dX, dW e4m3, the scales fp32) */
@@ -23,7 +25,7 @@ typedef struct ft_pdata {
   double *ref;                       /* host float64 reference of E(x W^T): [m,n], or the shape of a
                                       * reduction's y (out_count elements) */
   int64_t out_count;                 /* elements of y: m * n, or fewer after a reduction */
-  double *ref_gemm;                  /* host [m,n] float64 x W^T (may alias ref when E is x) */
+  double *ref_gemm;                  /* host [m,gemm_n] float64 x W^T (may alias ref when E is x) */
   double ref_norm, ref_gemm_norm;    /* their L2 norms over finite elements */
   void *host_y;                      /* host scratch [m,n] of elem bytes each, for checks */
   int host_y_pinned;                 /* host_y is cudaMallocHost's (else malloc's) */
@@ -38,7 +40,9 @@ typedef struct ft_pdata {
  * (src/e4m3.c, the same bytes) per row / per tensor as E declares sx and sw, the scales bound from
  * the data; the reference is E of the e4m3 values and scales, ref_e2e E of the bf16 product. The
  * references are computed from the inputs as the kernels see them: the rounded 16-bit values
- * (exact in double), or in tf32 mode the fp32 values, so tf32's own rounding is error. */
+ * (exact in double), or in tf32 mode the fp32 values, so tf32's own rounding is error. With x2
+ * in E (a gated pair) W is random [2n, k], taken as the interleaved weight: the reference is
+ * E(x, x2) of the columns src/gated.h pairs. */
 ft_status ft_pdata_create(ft_gpu *g, int m, int n, int k, const ft_epilogue *ep, ft_math math, uint64_t seed,
                           ft_pdata **out, ft_err *err);
 void ft_pdata_free(ft_pdata *d);
@@ -47,7 +51,7 @@ void ft_pdata_free(ft_pdata *d);
  * fp32, bf16 and fp16). */
 ft_status ft_pdata_poison(ft_pdata *d, cudaStream_t stream, ft_err *err);
 
-/* dY holds m * n elements always (cuBLAS's GEMM writes it); y is its first out_count.
+/* dY holds m * gemm_n elements always (cuBLAS's GEMM writes it); y is its first out_count.
  * Copies dY back, converts it from the element type and compares: rel = ||y - ref|| / ||ref||,
  * max_abs, count of non-finite where the reference is finite. ft_pdata_check compares with
  * E(x W^T), ft_pdata_check_gemm with x W^T (for a GEMM without its epilogue). */

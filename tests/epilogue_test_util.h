@@ -20,6 +20,26 @@ static inline ft_epilogue *parse_ok_at(const char *text, int line) {
 }
 #define parse_ok(text) parse_ok_at((text), __LINE__)
 
+#include "space.h"
+
+/* The variants of kind for text's epilogue on (m, n, 64) in math on sm_90, of scope (FT_SPACE_PRUNED
+ * or FT_SPACE_FULL); a kind no family serves for it is FT_ERR_UNSUPPORTED with none. *count is
+ * how many; the array is malloc'd (free it), NULL when there are none. */
+static inline ft_variant *enumerate_scope(const char *text, ft_variant_kind kind, int64_t m, int64_t n, ft_math math,
+                                          int scope, int *count) {
+  ft_epilogue *ep = parse_ok(text);
+  ft_device_limits lim;
+  ft_variant *v = NULL;
+  *count = 0;
+  ft_err e;
+  if (ep && ft_limits_for_arch("sm_90", &lim, &e) == FT_OK) {
+    const ft_status s = ft_space_enumerate_ep(kind, m, n, 64, math, (ft_space_scope)scope, ep, &lim, &v, NULL, count, &e);
+    ASSERT_TRUE(s == FT_OK || (s == FT_ERR_UNSUPPORTED && *count == 0));
+  }
+  ft_ep_free(ep);
+  return v;
+}
+
 /* The parse must fail with FT_ERR_PARSE at column col, the message (one line) containing what. */
 static inline void expect_reject_at(const char *text, int col, const char *what, int line) {
   ft_epilogue *ep = NULL;

@@ -68,9 +68,10 @@ static void test_epilogue_cmd(void) {
   ASSERT_TRUE(access("fusedtune.db", F_OK) != 0);
   ASSERT_EQ_INT(run("epilogue 'x + bias + r where mat r' --json"), 0);
   ASSERT_CONTAINS(R.out, "{\"slot\":1,\"name\":\"r\",\"kind\":\"matrix\",\"default\":null}");
-  /* x2 (a gated pair) parses, but nothing computes it: refused before any device or database. */
-  ASSERT_EQ_INT(run("--db x2.db tune --shape 64x64x64 --epilogue 'silu(x) * x2' --math bf16"), 1);
-  ASSERT_CONTAINS(R.out, "fusedtune: epilogue uses x2 (a gated pair's second product)");
+  /* x2 (a gated pair) at an n the interleaved weight has no whole groups for: refused before any
+   * device or database. */
+  ASSERT_EQ_INT(run("--db x2.db tune --shape 64x100x64 --epilogue 'silu(x) * x2' --math bf16"), 2);
+  ASSERT_CONTAINS(R.out, "n 100: an epilogue with x2 (a gated pair) needs n a multiple of 8");
   ASSERT_EQ_INT(lines(R.out), 1);
   ASSERT_TRUE(access("x2.db", F_OK) != 0);
 }

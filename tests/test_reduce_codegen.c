@@ -14,19 +14,9 @@ static const char *const k_kinds[] = {
 };
 #define N_KINDS (sizeof k_kinds / sizeof k_kinds[0])
 
-/* The pruned space of kind for text; a kind no family serves for it is FT_ERR_UNSUPPORTED (none). */
+/* The pruned space of kind for text. */
 static ft_variant *enumerate(const char *text, ft_variant_kind kind, int64_t m, int64_t n, ft_math math, int *count) {
-  ft_epilogue *ep = parse_ok(text);
-  ft_device_limits lim;
-  ft_variant *v = NULL;
-  *count = 0;
-  ft_err e;
-  if (ep && ft_limits_for_arch("sm_90", &lim, &e) == FT_OK) {
-    const ft_status s = ft_space_enumerate_ep(kind, m, n, 64, math, FT_SPACE_PRUNED, ep, &lim, &v, NULL, count, &e);
-    ASSERT_TRUE(s == FT_OK || (s == FT_ERR_UNSUPPORTED && *count == 0));
-  }
-  ft_ep_free(ep);
-  return v;
+  return enumerate_scope(text, kind, m, n, math, FT_SPACE_PRUNED, count);
 }
 
 static void test_enumeration(void) {

@@ -348,12 +348,6 @@ int cmd_tune(cli *c, int argc, char **argv) {
     if ((rc = cli_problem("tune", one, t.epi, &t.p))) return rc;
     if (!t.auto_math && (rc = cli_problem_math("tune", &t.p, math))) return rc;
   }
-  ft_epilogue_info *info = NULL; /* parses: cli_problem checked it */
-  const int gated = ft_epilogue_inspect(t.epi, &info, NULL, 0) == FT_OK && info->uses_x2;
-  ft_epilogue_info_free(info);
-  if (gated)
-    return fail_status(FT_ERR_UNSUPPORTED, "epilogue uses x2 (a gated pair's second product): no strategy of this "
-                                           "version computes it yet; nothing was tuned");
   const int n_ms = ft_shape_range_values(lo, hi, ms, FT_SHAPE_RANGE_MAX);
   t.p.math = math;
   progress_view view = {isatty(2)};

@@ -1,0 +1,52 @@
+// fusedtune gated pass: Y [M, N] = E(x, x2) from G [M, 2N], cuBLAS's product of x with the
+// interleaved weight (src/gated.h): output column c's x is G's column 16 (c / 8) + c % 8, its x2
+// the column 8 further. The "cuBLAS GEMM, then one pass" strategy of a gated pair.
+//
+// Variant defines: FT_BLOCK, FT_VEC (outputs per access: 1, 2, 4, or 8 with 16-bit elements) and
+// FT_EPT (outputs per thread, a multiple of FT_VEC). N is a multiple of 8 and a vector starts at
+// a multiple of FT_VEC, so it lies inside one group of 8 columns, and so do its x and x2. E runs
+// in fp32; 16-bit outputs are rounded once, at the store.
+
+__device__ __forceinline__ float ft_apply_gated(float x, float x2, int row, int col, const FtEpArgs &ep) {
+  (void)row;
+  (void)col;
+  (void)ep;
+  return (float)(FT_EPILOGUE_EXPR);
+}
+
+#if FT_EPT % FT_VEC != 0
+#error "fusedtune: FT_EPT must be a multiple of FT_VEC"
+#endif
+
+// FT_VEC elements as one access of the matching width.
+template <int BYTES> struct FtGateWord;
+template <> struct FtGateWord<2> { typedef unsigned short T; };
+template <> struct FtGateWord<4> { typedef unsigned T; };
+template <> struct FtGateWord<8> { typedef uint2 T; };
+template <> struct FtGateWord<16> { typedef uint4 T; };
+union FtGatePack {
+  typedef typename FtGateWord<sizeof(ft_elem_t) * FT_VEC>::T word;
+  word w;
+  ft_elem_t e[FT_VEC];
+};
+
+extern "C" __global__ void __launch_bounds__(FT_BLOCK)
+ft_gated_pass(const ft_elem_t *__restrict__ G, ft_elem_t *__restrict__ Y, int M, int N, FtEpArgs ep) {
+  const size_t total = (size_t)M * (size_t)N;
+  const size_t block_base = (size_t)blockIdx.x * (size_t)(FT_BLOCK * FT_EPT);
+#pragma unroll
+  for (int c = 0; c < FT_EPT / FT_VEC; c++) {
+    const size_t i = block_base + ((size_t)c * FT_BLOCK + threadIdx.x) * FT_VEC;
+    if (i >= total) return;
+    int row, col;
+    ft_rowcol(i, total, N, row, col);
+    const ft_elem_t *g = G + (size_t)row * 2 * (size_t)N + 16 * (col / 8) + col % 8;
+    FtGatePack a, b, o;
+    a.w = *reinterpret_cast<const FtGatePack::word *>(g);
+    b.w = *reinterpret_cast<const FtGatePack::word *>(g + 8);
+#pragma unroll
+    for (int l = 0; l < FT_VEC; l++)
+      o.e[l] = ft_from_float(ft_apply_gated(ft_to_float(a.e[l]), ft_to_float(b.e[l]), row, col + l, ep));
+    *reinterpret_cast<FtGatePack::word *>(Y + i) = o.w;
+  }
+}

@@ -1,0 +1,167 @@
+/* Gated pairs (E with x2) without a GPU: the interleaved weight's helper (ft_gated_interleave on
+ * host memory, its refusals), the column pairing the reference and the kernels share, the problem
+ * rule (n a multiple of 8, no fp8), which families enumerate for a pair (the gated pass alone),
+ * its names, JSON and geometry, codegen's refusals, and NVRTC compiling the gated passes (no
+ * spills: ft_compile_many rejects a spilling kernel). */
+#include <stdint.h>
+
+#include "codegen.h"
+#include "compile.h"
+#include "epilogue_test_util.h"
+#include "family.h"
+#include "fusedtune.h"
+#include "gated.h"
+
+/* Element (r, c) of an [n, k] weight of elem-byte elements, marked by which weight it is. */
+static void fill(unsigned char *w, int which, int n, int k, size_t elem) {
+  for (int r = 0; r < n; r++)
+    for (int c = 0; c < k; c++)
+      for (size_t b = 0; b < elem; b++) w[((size_t)r * k + c) * elem + b] = (unsigned char)(which * 128 + (r * 7 + c + (int)b) % 127);
+}
+
+static void test_interleave(void) {
+  enum { N = 24, K = 5 };
+  static const size_t elems[] = {1, 2, 4};
+  for (size_t e = 0; e < 3; e++) {
+    const size_t elem = elems[e];
+    static unsigned char w1[N * K * 4], w2[N * K * 4], d[2 * N * K * 4], ref1[N * K * 4], ref2[N * K * 4];
+    fill(w1, 0, N, K, elem), fill(w2, 1, N, K, elem);
+    memcpy(ref1, w1, sizeof w1), memcpy(ref2, w2, sizeof w2);
+    char msg[200] = "";
+    ASSERT_OK(ft_gated_interleave(w1, w2, d, N, K, elem, 0, msg, sizeof msg));
+    /* Row 16j + i of dst: W1's 8j + i for i < 8, W2's 8j + i - 8 after. */
+    int bad = 0;
+    const size_t row = (size_t)K * elem;
+    for (int r = 0; r < 2 * N; r++) {
+      const int j = r / 16, i = r % 16;
+      const unsigned char *src = i < 8 ? ref1 + (size_t)(8 * j + i) * row : ref2 + (size_t)(8 * j + i - 8) * row;
+      bad += memcmp(d + (size_t)r * row, src, row) != 0;
+    }
+    ASSERT_EQ_INT(bad, 0);
+    /* The reference's pairing: output column c's x is the product's column ft_gated_x_col(c). */
+    for (int c = 0; c < N; c++) {
+      const int64_t xc = ft_gated_x_col(c);
+      bad += memcmp(d + (size_t)xc * row, ref1 + (size_t)c * row, row) != 0;
+      bad += memcmp(d + (size_t)(xc + FT_GATED_GROUP) * row, ref2 + (size_t)c * row, row) != 0;
+    }
+    ASSERT_EQ_INT(bad, 0);
+  }
+  static unsigned char a[64 * 4], b[64 * 4], d[128 * 4];
+  char msg[200];
+  ASSERT_EQ_INT(ft_gated_interleave(a, b, d, 12, 4, 2, 0, msg, sizeof msg), FT_ERR_INVALID_ARG);
+  ASSERT_CONTAINS(msg, "n must be a positive multiple of 8");
+  ASSERT_EQ_INT(ft_gated_interleave(a, b, d, 8, 4, 3, 0, msg, sizeof msg), FT_ERR_INVALID_ARG);
+  ASSERT_CONTAINS(msg, "element size 3: must be 1, 2 or 4 bytes");
+  ASSERT_EQ_INT(ft_gated_interleave(a, NULL, d, 8, 4, 2, 0, msg, sizeof msg), FT_ERR_INVALID_ARG);
+  ASSERT_CONTAINS(msg, "must not be NULL");
+  ASSERT_EQ_INT(ft_gated_interleave(a, b, a + 2, 8, 4, 2, 0, msg, sizeof msg), FT_ERR_INVALID_ARG);
+  ASSERT_CONTAINS(msg, "dst overlaps w1");
+  ASSERT_EQ_INT(ft_gated_interleave(a, b, d, 8, 0, 2, 0, NULL, 0), FT_ERR_INVALID_ARG); /* msg may be NULL */
+}
+
+static void test_problem_rule(void) {
+  char msg[256];
+  ft_problem p = {.m = 16, .n = 100, .k = 64, .epilogue = "silu(x) * x2", .math = FT_MATH_BF16};
+  ASSERT_EQ_INT(ft_check_problem(&p, msg, sizeof msg), FT_ERR_INVALID_ARG);
+  ASSERT_CONTAINS(msg, "n 100: an epilogue with x2 (a gated pair) needs n a multiple of 8");
+  p.n = 104;
+  ASSERT_OK(ft_check_problem(&p, msg, sizeof msg));
+  p.math = FT_MATH_FP8, p.k = 64;
+  ASSERT_TRUE(ft_check_problem(&p, msg, sizeof msg) != FT_OK);
+}
+
+static void test_enumeration(void) {
+  int count = 0;
+  /* No fused GEMM family computes a pair yet; the gated pass alone does, and nothing else. */
+  ft_variant *v = enumerate_scope("silu(x) * x2", FT_VK_GEMM, 64, 512, FT_MATH_BF16, FT_SPACE_PRUNED, &count);
+  ASSERT_EQ_INT(count, 0);
+  free(v);
+  v = enumerate_scope("relu(x)", FT_VK_EPILOGUE, 64, 512, FT_MATH_BF16, FT_SPACE_FULL, &count);
+  for (int i = 0; i < count; i++) ASSERT_TRUE(v[i].layout != 2);
+  free(v);
+  v = enumerate_scope("silu(x) * x2", FT_VK_EPILOGUE, 100, 520, FT_MATH_BF16, FT_SPACE_PRUNED, &count);
+  ASSERT_EQ_INT(count, 6); /* 3 blocks x ept 8, 16 at vec 8 */
+  for (int i = 0; i < count; i++) {
+    ASSERT_EQ_INT(v[i].layout, 2);
+    ASSERT_EQ_INT(v[i].vec, 8);
+    ft_launch_geom g;
+    ft_variant_geometry(&v[i], 100, 520, 64, &g);
+    ASSERT_EQ_INT(g.gated, 1);
+    ASSERT_EQ_INT(g.workspace_bytes, 100 * 2 * 520 * 2);
+    ASSERT_EQ_INT(g.grid[0], (100 * 520 + v[i].pass.block * v[i].pass.ept - 1) / (v[i].pass.block * v[i].pass.ept));
+    char name[96], json[256];
+    ft_variant_name(&v[i], name, sizeof name);
+    ft_variant_json(&v[i], json, sizeof json);
+    ft_variant back;
+    ft_err e;
+    ASSERT_OK(ft_variant_from_json(json, &back, &e));
+    ASSERT_TRUE(memcmp(&back, &v[i], sizeof back) == 0);
+    if (i == 0) ASSERT_EQ_STR(name, "gate_b256_v8_e8_bf16");
+  }
+  free(v);
+  /* n not a multiple of 8: nothing applies. */
+  v = enumerate_scope("silu(x) * x2", FT_VK_EPILOGUE, 100, 100, FT_MATH_FP32, FT_SPACE_FULL, &count);
+  ASSERT_EQ_INT(count, 0);
+  free(v);
+}
+
+static void test_codegen(void) {
+  ft_epilogue *gated = parse_ok("silu(x) * x2"), *plain = parse_ok("silu(x)");
+  const ft_variant gate = {.kind = FT_VK_EPILOGUE, .layout = 2, .math = FT_MATH_BF16, .vec = 8, .pass = {.block = 256, .ept = 8}};
+  const ft_variant pass = {.kind = FT_VK_EPILOGUE, .math = FT_MATH_BF16, .vec = 4, .pass = {.block = 256, .ept = 8}};
+  ft_kernel_src k;
+  ft_err e;
+  if (gated && plain) {
+    ASSERT_OK(ft_codegen_variant(&gate, gated, &k, &e));
+    ASSERT_EQ_STR(k.kernel, "ft_gated_pass");
+    ASSERT_TRUE(k.text && strstr(k.text, "#define FT_EPILOGUE_EXPR ((ft_silu(x) * x2))"));
+    ft_kernel_src_free(&k);
+    ASSERT_EQ_INT(ft_codegen_variant(&gate, plain, &k, &e), FT_ERR_INVALID_ARG);
+    ASSERT_CONTAINS(e.msg, "compute gated pairs only");
+    ASSERT_EQ_INT(ft_codegen_variant(&pass, gated, &k, &e), FT_ERR_UNSUPPORTED);
+    ASSERT_CONTAINS(e.msg, "x2");
+  }
+  ft_ep_free(gated), ft_ep_free(plain);
+}
+
+/* The gated passes through NVRTC: the full space of one expression in fp32 and bf16, the default
+ * space of two in every mode the family serves. */
+static void test_compiles(void) {
+  static const char *const texts[] = {"silu(x) * x2", "gelu_tanh(x + b1) * (x2 + b2) + r where col b1, col b2, mat r"};
+  static const ft_math maths[] = {FT_MATH_FP32, FT_MATH_TF32, FT_MATH_BF16, FT_MATH_FP16, FT_MATH_3XTF32};
+  enum { MAX = 256 };
+  static ft_kernel_src src[MAX];
+  static ft_compile_job jobs[MAX];
+  int n = 0;
+  ft_err e;
+  for (size_t t = 0; t < 2; t++)
+    for (size_t m = 0; m < sizeof maths / sizeof maths[0]; m++) {
+      int count = 0;
+      const int full = t == 0 && (maths[m] == FT_MATH_FP32 || maths[m] == FT_MATH_BF16);
+      ft_variant *v = enumerate_scope(texts[t], FT_VK_EPILOGUE, 64, 1024, maths[m], full ? FT_SPACE_FULL : FT_SPACE_PRUNED, &count);
+      ft_epilogue *ep = parse_ok(texts[t]);
+      ASSERT_TRUE(count > 0);
+      for (int i = 0; ep && i < count && n < MAX; i++) ASSERT_OK(ft_codegen_variant(&v[i], ep, &src[n++], &e));
+      free(v);
+      ft_ep_free(ep);
+    }
+  memset(jobs, 0, sizeof jobs);
+  for (int i = 0; i < n; i++) jobs[i] = (ft_compile_job){.src = src[i].text, .hash = src[i].hash};
+  ASSERT_TRUE(n < MAX);
+  ASSERT_OK(ft_compile_many(NULL, "sm_90", jobs, n, 2, &e));
+  for (int i = 0; i < n; i++) {
+    if (jobs[i].status != FT_OK) FT_FAIL_AT_("source %d does not compile: %.2000s", i, jobs[i].log ? jobs[i].log : "");
+    ft_compile_job_clear(&jobs[i]);
+    ft_kernel_src_free(&src[i]);
+  }
+  printf("%d gated pass sources compiled\n", n);
+}
+
+int main(void) {
+  test_interleave();
+  test_problem_rule();
+  test_enumeration();
+  test_codegen();
+  test_compiles();
+  return FT_TEST_DONE();
+}
