@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "api_internal.h"
+#include "gated.h"
 #include "baseline.h"
 #include "bench.h"
 #include "best.h"
@@ -185,7 +186,7 @@ ft_status ft_bench_problem(ft_ctx *ctx, const ft_problem *p, int repeats, ft_ben
     snprintf(out->device_name, sizeof out->device_name, "%s", ft_gpu_info(g)->name);
     snprintf(out->epilogue, sizeof out->epilogue, "%s", ft_ep_canonical(own));
     out->repeats = repeats;
-    out->flops = 2.0 * (double)p->m * (double)p->n * (double)p->k;
+    out->flops = 2.0 * (double)p->m * (double)ft_gemm_cols(own, p->n) * (double)p->k; /* a gated pair's: 2n */
     out->peak_flops = 2.0 * 8192.0 * 8192.0 * 8192.0;
     ft__fill_config(&out->best, &r->best, 1);
     r->b.g = g;

@@ -11,7 +11,7 @@
 #include "compile.h"
 #include "family.h"
 #include "ft_test.h"
-#include "gpu_launch_check.h"
+#include "gpu_sample_check.h"
 #include "launch.h"
 #include "verify.h"
 
@@ -23,69 +23,6 @@ typedef struct shape {
 static const shape k_shapes[] = {{129, 264, 520}, {17, 77, 64}, {300, 1000, 136}};
 static const char *const k_epilogues[] = {"x + bias + r where mat r", "(x + r) * sigmoid(r) + g where mat g, mat r"};
 static const ft_math k_modes[] = {FT_MATH_FP32, FT_MATH_TF32, FT_MATH_BF16, FT_MATH_FP16, FT_MATH_3XTF32};
-
-/* Indices of a sample of at most cap of n variants: evenly spaced, plus each family's first and
- * last (a family's variants are consecutive in the enumeration). */
-static int sample(const ft_variant *vs, int n, int cap, int *out) {
-  int c = 0;
-  for (int i = 0; i < n; i++) {
-    const int edge = i == 0 || i == n - 1 || ft_family_of(&vs[i]) != ft_family_of(&vs[i - 1]) ||
-                     ft_family_of(&vs[i]) != ft_family_of(&vs[i + 1]);
-    const int spaced = n <= cap || (long long)i * cap / n != (long long)(i + 1) * cap / n;
-    if (edge || spaced) out[c++] = i;
-  }
-  return c;
-}
-
-static int run_kind(ft_gpu *g, ft_variant_kind kind, const shape *sh, const ft_epilogue *ep, ft_math math, ft_pdata *d,
-                    double tol, int cap, const char *what) {
-  ft_err e;
-  ft_variant *vs = NULL;
-  int nv = 0, ok = 0;
-  if (ft_space_enumerate_ep(kind, sh->m, sh->n, sh->k, math, FT_SPACE_PRUNED, ep, ft_gpu_limits(g), &vs, NULL, &nv,
-                            &e) != FT_OK) {
-    FT_FAIL_AT_("%s: enumerate: %s", what, e.msg);
-    return 0;
-  }
-  int *pick = calloc((size_t)nv + 1, sizeof *pick);
-  const int np = pick ? sample(vs, nv, cap, pick) : 0;
-  ft_kernel_src *src = calloc((size_t)np + 1, sizeof *src);
-  ft_compile_job *jobs = calloc((size_t)np + 1, sizeof *jobs);
-  for (int j = 0; src && jobs && j < np; j++) {
-    if (ft_codegen_variant(&vs[pick[j]], ep, &src[j], &e) != FT_OK) FT_FAIL_AT_("%s: codegen: %s", what, e.msg);
-    jobs[j].src = src[j].text, jobs[j].hash = src[j].hash, jobs[j].arch_suffix = src[j].arch_suffix;
-  }
-  if (src && jobs && ft_compile_many(NULL, ft_gpu_arch(g), jobs, np, 0, &e) != FT_OK)
-    FT_FAIL_AT_("%s: compile: %s", what, e.msg);
-  for (int j = 0; src && jobs && j < np; j++) {
-    char name[128];
-    ft_variant_name(&vs[pick[j]], name, sizeof name);
-    ft_check c = {0};
-    ft_status s = jobs[j].status;
-    if (s == FT_OK) s = ft_test_launch_check(g, &vs[pick[j]], &jobs[j], &src[j], d, &c, &e);
-    /* As in gpu_test_tc: 3xtf32 chunks over 4 k tiles may miss SGEMM's accuracy (the tuner then
-     * rejects them as wrong results), never fp32's bound. */
-    const double vtol =
-        math == FT_MATH_3XTF32 && vs[pick[j]].tc.chunk > 4 ? (tol > FT_TOL_FP32 ? tol : FT_TOL_FP32) : tol;
-    if (s != FT_OK || c.bad || !(c.rel_err <= vtol)) {
-      FT_FAIL_AT_("%s %s: %s rel_err %.3g (tolerance %.3g), %lld non-finite", what, name,
-                  s != FT_OK ? (jobs[j].status != FT_OK && jobs[j].log ? jobs[j].log : e.msg) : "", c.rel_err, vtol,
-                  (long long)c.bad);
-    } else {
-      ok++;
-    }
-    ft_compile_job_clear(&jobs[j]);
-    ft_kernel_src_free(&src[j]);
-  }
-  printf("%-60s %s: %d of %d sampled (%d enumerated) correct\n", what, kind == FT_VK_GEMM ? "fused" : "passes", ok, np,
-         nv);
-  fflush(stdout);
-  free(src);
-  free(jobs);
-  free(pick);
-  free(vs);
-  return ok;
-}
 
 int main(void) {
   ft_gpu *g = NULL;
@@ -109,8 +46,8 @@ int main(void) {
             ft_pdata_tolerance(g, d, &tol, &cublas_err, &e) != FT_OK) {
           FT_FAIL_AT_("%s: setup: %s", what, e.msg);
         } else {
-          fused_ok += run_kind(g, FT_VK_GEMM, sh, ep, k_modes[mi], d, tol, cap, what);
-          pass_ok += run_kind(g, FT_VK_EPILOGUE, sh, ep, k_modes[mi], d, tol, cap, what);
+          fused_ok += run_kind(g, FT_VK_GEMM, FT_SPACE_PRUNED, sh->m, sh->n, sh->k, ep, k_modes[mi], d, tol, cap, what);
+          pass_ok += run_kind(g, FT_VK_EPILOGUE, FT_SPACE_PRUNED, sh->m, sh->n, sh->k, ep, k_modes[mi], d, tol, cap, what);
         }
         ft_pdata_free(d);
         ft_ep_free(ep);
