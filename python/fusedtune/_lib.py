@@ -173,6 +173,7 @@ _SIGNATURES = {
     "ft_errmsg": (_cp, [_vp]),
     "ft_check_problem": (_st, [_P(ft_problem)] + _msg),
     "ft_output_shape": (_st, [_P(ft_problem), _P(ctypes.c_int), _P(ctypes.c_int64)] + _msg),
+    "ft_gated_interleave": (_st, [_vp, _vp, _vp, ctypes.c_int64, ctypes.c_int64, ctypes.c_size_t, _vp] + _msg),
     "ft_lookup": (_st, [_vp, _P(ft_problem), _uint, _P(ft_config)]),
     "ft_lookup_within": (_st, [_vp, _P(ft_problem), ctypes.c_double, _P(ft_config)]),
     "ft_lookup_entry_within": (_st, [_vp, _cp, _P(ft_problem), ctypes.c_double, _P(ft_best_entry)]),

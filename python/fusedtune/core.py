@@ -120,7 +120,7 @@ class Epilogue:
     hash: str
     cuda: str       # the generated CUDA float expression
     params: tuple   # Param in kernel slot order (bias included, sorted by name)
-    uses_x2: bool = False  # reads x2, a gated pair's second product (no strategy computes it yet)
+    uses_x2: bool = False  # reads x2, a gated pair's second product (its weight: the interleaved [2N, K])
 
     def param(self, name):
         return next((p for p in self.params if p.name == name), None)

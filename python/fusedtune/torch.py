@@ -6,7 +6,9 @@
         y = layer(x)            # one tuned kernel (or cuBLAS + one fused pass) on torch's stream
 
 y = E(x W^T) with E in fusedtune's expression language (docs/EPILOGUE.md); `bias` in E is the
-layer's bias. docs/PYTHON.md describes the module, its errors and how results are looked up.
+layer's bias. A gated pair (SwiGLU's silu(gate(h)) * up(h)): FusedLinear.from_gated(gate, up,
+"silu(x) * x2"), its weight the two interleaved once (interleave_gated). docs/PYTHON.md describes
+the module, its errors and how results are looked up.
 """
 import ctypes
 import math as _math
@@ -85,6 +87,29 @@ class FusedLinear(nn.Module):
         self._setup(epilogue, math, params, db, nearest, autotune)
 
     @classmethod
+    def from_gated(cls, gate, up, epilogue="silu(x) * x2", *, math=None, params=None, db=None, nearest=True,
+                   autotune=False):
+        """A gated pair's layer: y = E(x, x2) with x = h gate.weight^T and x2 = h up.weight^T (Hugging
+        Face's SwiGLU MLP: gate_proj and up_proj, E = "silu(x) * x2"; GeGLU: "gelu_tanh(x) * x2").
+        The layer's weight is the two interleaved once (interleave_gated: a new [2N, K] tensor,
+        2N x K elements); out_features is N, a multiple of 8. Biases are not taken from the layers:
+        with biases, name them in E as col vectors and pass them in params (E =
+        "silu(x + b1) * (x2 + b2) where col b1, col b2", params={"b1": gate.bias, "b2": up.bias})."""
+        for name, lin in (("gate", gate), ("up", up)):
+            if not isinstance(lin, nn.Linear):
+                raise InvalidArgumentError(f"from_gated takes two nn.Linear, and {name} is {type(lin).__name__}")
+        if (gate.bias is not None or up.bias is not None) and params is None:
+            raise InvalidArgumentError("from_gated: gate or up has a bias, which E must name: E = \"silu(x + b1) * "
+                                       "(x2 + b2) where col b1, col b2\" with params={\"b1\": gate.bias, \"b2\": up.bias}")
+        self = cls.__new__(cls)
+        nn.Module.__init__(self)
+        self.in_features, self.out_features = gate.in_features, gate.out_features
+        self.weight = nn.Parameter(interleave_gated(gate.weight.detach(), up.weight.detach()), requires_grad=False)
+        self.register_parameter("bias", None)
+        self._setup(epilogue, math, params, db, nearest, autotune, gated=True)
+        return self
+
+    @classmethod
     def from_linear(cls, linear, epilogue=None, *, math=None, params=None, db=None, nearest=True, autotune=False):
         """A FusedLinear over linear's weight and bias: the same storage (no copy), as parameters
         that do not require grad."""
@@ -112,13 +137,17 @@ class FusedLinear(nn.Module):
         from .fp8 import FP8Linear
         return FP8Linear(weight, weight_scale, bias, epilogue, db)
 
-    def _setup(self, epilogue, math, params, db, nearest, autotune):
+    def _setup(self, epilogue, math, params, db, nearest, autotune, gated=False):
         text = epilogue if epilogue is not None else ("x + bias" if self.bias is not None else "none")
         self.epilogue = core.inspect_epilogue(text)
-        if self.epilogue.uses_x2:
-            raise InvalidArgumentError(f"epilogue '{self.epilogue.canonical}' uses x2, the product with a second "
-                                       f"weight, but this layer has one weight: no strategy of this version "
-                                       f"computes gated pairs yet")
+        if self.epilogue.uses_x2 != gated:
+            raise InvalidArgumentError(
+                f"epilogue '{self.epilogue.canonical}' uses x2, the product with a second weight, but this layer "
+                f"has one weight: FusedLinear.from_gated(gate, up, E) makes a gated pair's layer" if not gated else
+                f"from_gated: epilogue '{self.epilogue.canonical}' does not use x2 (up's product), e.g. "
+                f"'silu(x) * x2'")
+        # The weight's rows: a gated pair's interleaved weight has two per output column.
+        self._w_rows = 2 * self.out_features if gated else self.out_features
         scalars, vectors = {}, {}
         for name, v in (params or {}).items():
             (vectors if isinstance(v, torch.Tensor) and v.dim() > 0 else scalars)[name] = v
@@ -288,7 +317,7 @@ class FusedLinear(nn.Module):
             raise InvalidArgumentError(f"x has shape {list(x.shape)}, expected [..., {self.in_features}] "
                                        f"(in_features)")
         mode = self._mode()
-        check_tensor("weight", w, dtype=mode.dtype, device=None, shape=(self.out_features, self.in_features))
+        check_tensor("weight", w, dtype=mode.dtype, device=None, shape=(self._w_rows, self.in_features))
         lead = tuple(x.shape[:-1])
         m = _math.prod(lead)
         check_tensor("x", x, dtype=mode.dtype, device=dev, shape=tuple(x.shape))
@@ -378,7 +407,7 @@ class FusedLinear(nn.Module):
         check_no_grad("weight", weight, grad)
         n, k = self.out_features, self.in_features
         mode = self._mode()
-        check_tensor("weight", weight, dtype=mode.dtype, device=None, shape=(n, k))
+        check_tensor("weight", weight, dtype=mode.dtype, device=None, shape=(self._w_rows, k))
         dev = weight.device
         check_tensor("x", x, dtype=mode.dtype, device=dev, shape=(*x.shape[:-1], k))
         lead = tuple(x.shape[:-1])
@@ -415,6 +444,24 @@ class FusedLinear(nn.Module):
         return y
 
 
+def interleave_gated(w1, w2):
+    """One [2N, K] weight from a gated pair's two [N, K] weights (gate and up), as fusedtune's gated
+    kernels read it: rows 16j .. 16j + 7 are w1's 8j .. 8j + 7, rows 16j + 8 .. 16j + 15 w2's
+    (docs/EPILOGUE.md, "Gated pairs"; the C library's ft_gated_interleave). A new tensor on w1's
+    device; N must be a multiple of 8."""
+    for name, w in (("w1", w1), ("w2", w2)):
+        if not isinstance(w, torch.Tensor) or w.dim() != 2:
+            raise InvalidArgumentError(f"interleave_gated: {name} must be a 2-D tensor [N, K]")
+    if w1.shape != w2.shape or w1.dtype != w2.dtype or w1.device != w2.device:
+        raise InvalidArgumentError(f"interleave_gated: w1 {list(w1.shape)} {w1.dtype} on {w1.device} and w2 "
+                                   f"{list(w2.shape)} {w2.dtype} on {w2.device} must match")
+    n, k = w1.shape
+    if n % 8 or n == 0:
+        raise InvalidArgumentError(f"interleave_gated: N = {n} must be a positive multiple of 8 (the rows alternate "
+                                   f"in groups of 8)")
+    return torch.stack((w1.reshape(n // 8, 8, k), w2.reshape(n // 8, 8, k)), dim=1).reshape(2 * n, k).contiguous()
+
+
 def _op_fail(message):
     """Raises InvalidArgumentError(message) from the traced forward: outside Dynamo's trace, which
     cannot build the exception (with fullgraph=True Dynamo reports the call instead; without it
@@ -448,4 +495,4 @@ class _FastState:
         self.vecs, self.scalars, self.keep = ctypes.addressof(va), ctypes.addressof(sa), (va, sa)
 
 
-__all__ = ["FusedLinear", "NearestShapeWarning"]
+__all__ = ["FusedLinear", "NearestShapeWarning", "interleave_gated"]

@@ -17,7 +17,8 @@ except ImportError:
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import fusedtune  # noqa: E402
-from fusedtune.torch import FusedLinear  # noqa: E402
+from fusedtune._lib import lib  # noqa: E402
+from fusedtune.torch import FusedLinear, interleave_gated  # noqa: E402
 
 
 class FusedLinearCpuTest(unittest.TestCase):
@@ -77,6 +78,44 @@ class FusedLinearCpuTest(unittest.TestCase):
         with torch.no_grad():
             y = meta(torch.empty(3, 2, 16, device="meta"), r=torch.empty(3, 2, 8, device="meta"))
         self.assertEqual(tuple(y.shape), (3, 2, 8))
+
+    def test_gated(self):
+        # interleave_gated: rows 16j .. 16j + 7 from w1's 8j .., the next 8 from w2's, as the C helper writes them
+        w1, w2 = torch.randn(24, 5), torch.randn(24, 5)
+        w = interleave_gated(w1, w2)
+        self.assertEqual(tuple(w.shape), (48, 5))
+        for r in range(48):
+            j, i = divmod(r, 16)
+            self.assertTrue(torch.equal(w[r], (w1 if i < 8 else w2)[8 * j + i % 8]))
+        out = (ctypes.c_float * (48 * 5))()
+        msg = ctypes.create_string_buffer(200)
+        st = lib().ft_gated_interleave(ctypes.c_void_p(w1.data_ptr()), ctypes.c_void_p(w2.data_ptr()), out, 24, 5, 4,
+                                       None, msg, 200)
+        self.assertEqual(st, 0, msg.value)
+        self.assertTrue(torch.equal(torch.tensor(list(out)).reshape(48, 5), w))
+        self.assertRejects("N = 12 must be a positive multiple of 8", interleave_gated, torch.ones(12, 4),
+                           torch.ones(12, 4))
+        self.assertRejects("must match", interleave_gated, torch.ones(16, 4), torch.ones(16, 8))
+        # from_gated: out_features N, the weight [2N, K] interleaved once; SwiGLU halves without biases
+        gate, up = nn.Linear(16, 24, bias=False), nn.Linear(16, 24, bias=False)
+        layer = FusedLinear.from_gated(gate, up)
+        self.assertEqual((layer.in_features, layer.out_features), (16, 24))
+        self.assertEqual(layer.epilogue.canonical, "silu(x) * x2")
+        self.assertTrue(torch.equal(layer.weight, interleave_gated(gate.weight, up.weight)))
+        self.assertFalse(layer.weight.requires_grad)
+        self.assertRejects("gate or up has a bias", FusedLinear.from_gated, nn.Linear(16, 24), up)
+        self.assertRejects("does not use x2", FusedLinear.from_gated, gate, up, "silu(x)")
+        self.assertRejects("N = 20 must be a positive multiple of 8", FusedLinear.from_gated, nn.Linear(16, 20, bias=False),
+                           nn.Linear(16, 20, bias=False))
+        with_b = FusedLinear.from_gated(nn.Linear(16, 24), nn.Linear(16, 24), "silu(x + b1) * (x2 + b2) where col b1, col b2",
+                                        params={"b1": torch.zeros(24), "b2": torch.zeros(24)})
+        self.assertIn("b1", with_b.state_dict())
+        # through the torch op on meta tensors: y is [..., N]
+        meta = FusedLinear.from_gated(nn.Linear(16, 24, bias=False, device="meta"), nn.Linear(16, 24, bias=False,
+                                                                                               device="meta"))
+        with torch.no_grad():
+            y = meta(torch.empty(3, 16, device="meta"))
+        self.assertEqual(tuple(y.shape), (3, 24))
 
     def test_output_shape_of_reductions(self):
         # y's trailing dimensions come from ft_output_shape before any launch.
