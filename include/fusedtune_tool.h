@@ -335,8 +335,8 @@ typedef struct ft_epilogue_info {
   const char *cuda;      /* the generated CUDA float expression; "" for a reduction */
   int n_params;
   ft_epilogue_param params[FT_EPILOGUE_MAX_PARAMS]; /* in kernel slot order */
-  int uses_x2; /* reads x2, a gated pair's second product, which no strategy computes yet (a tune of
-                * it fails with FT_ERR_UNSUPPORTED); added in 0.3, after the fields above */
+  int uses_x2; /* reads x2, a gated pair's second product: its plans take w = the interleaved [2n, k]
+                * weight (ft_gated_interleave); added in 0.3, after the fields above */
 } ft_epilogue_info;
 
 /* Parses an expression or preset name. *out (strings included) is the caller's:
