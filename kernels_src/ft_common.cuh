@@ -70,14 +70,21 @@ struct FtEpArgs {
 
 // ft_apply_epilogue is defined by this macro, expanded in a template *after* codegen has
 // written `#define FT_EPILOGUE_EXPR (...)`: a function body here would be preprocessed before
-// the expression exists. It reads x, row, col and ep (the names ft_ep_cuda() uses).
+// the expression exists. It reads x, row, col and ep (the names ft_ep_cuda() uses), and x2, a
+// gated pair's second product, in ft_apply_epilogue2 (the gated kernels'; ft_apply_epilogue
+// gives an E without x2 none).
 #define FT_DEFINE_APPLY_EPILOGUE()                                                           \
-  __device__ __forceinline__ float ft_apply_epilogue(float x, int row, int col,              \
-                                                     const FtEpArgs &ep) {                   \
+  __device__ __forceinline__ float ft_apply_epilogue2(float x, float x2, int row, int col,   \
+                                                      const FtEpArgs &ep) {                  \
+    (void)x2;                                                                                \
     (void)row;                                                                               \
     (void)col;                                                                               \
     (void)ep;                                                                                \
     return (float)(FT_EPILOGUE_EXPR);                                                        \
+  }                                                                                          \
+  __device__ __forceinline__ float ft_apply_epilogue(float x, int row, int col,              \
+                                                     const FtEpArgs &ep) {                   \
+    return ft_apply_epilogue2(x, 0.0f, row, col, ep);                                        \
   }
 
 // Index -> (row, column) of a rows x cols grid of tiles, G rows walked column by column, so

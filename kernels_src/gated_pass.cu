@@ -7,12 +7,7 @@
 // a multiple of FT_VEC, so it lies inside one group of 8 columns, and so do its x and x2. E runs
 // in fp32; 16-bit outputs are rounded once, at the store.
 
-__device__ __forceinline__ float ft_apply_gated(float x, float x2, int row, int col, const FtEpArgs &ep) {
-  (void)row;
-  (void)col;
-  (void)ep;
-  return (float)(FT_EPILOGUE_EXPR);
-}
+FT_DEFINE_APPLY_EPILOGUE()
 
 #if FT_EPT % FT_VEC != 0
 #error "fusedtune: FT_EPT must be a multiple of FT_VEC"
@@ -46,7 +41,7 @@ ft_gated_pass(const ft_elem_t *__restrict__ G, ft_elem_t *__restrict__ Y, int M,
     b.w = *reinterpret_cast<const FtGatePack::word *>(g + 8);
 #pragma unroll
     for (int l = 0; l < FT_VEC; l++)
-      o.e[l] = ft_from_float(ft_apply_gated(ft_to_float(a.e[l]), ft_to_float(b.e[l]), row, col + l, ep));
+      o.e[l] = ft_from_float(ft_apply_epilogue2(ft_to_float(a.e[l]), ft_to_float(b.e[l]), row, col + l, ep));
     *reinterpret_cast<FtGatePack::word *>(Y + i) = o.w;
   }
 }

@@ -21,6 +21,8 @@
 //   tma_store      the epilogue through shared-memory boxes and TMA stores, else direct stores
 //   staged         (tma_store) a box's raw sums staged in shared memory, E by a rolled loop
 //   late           (cooperative tma_store) E box by box, not on the whole tile first
+//   gated          a gated pair: the tile's chunks 2p and 2p + 1 are x and x2 of one output column
+//                  (tc_gated.cuh); N is the GEMM's, y has N / 2 columns
 //   small_bytes, box_bytes, staging_bytes, colv_bytes, smem_bytes   the shared-memory regions
 //                  (colv_bytes per consumer) and the launch's total, as the host sized them
 
@@ -85,6 +87,9 @@ struct FtTc : Cfg {
   static_assert(!Cfg::tma_store || Cfg::split_k == 1, "fusedtune: the TMA-store epilogue excludes split-K");
   static_assert(!Cfg::staged || (Cfg::tma_store && !Cfg::stream_k), "fusedtune: the staged epilogue needs TMA stores");
   static_assert(!Cfg::aregs || (Cfg::split3x && Cfg::bn <= 64), "fusedtune: x in registers is 3xtf32's, BN <= 64");
+  static_assert(!Cfg::gated || (Cfg::bn % 16 == 0 && !Cfg::tma_store && Cfg::split_k == 1 && !Cfg::stream_k &&
+                                !Cfg::split3x && !Cfg::fp8),
+                "fusedtune: a gated pair pairs 16-column groups with direct stores (no split-K, stream-K, 3xtf32, fp8)");
   static_assert(!Cfg::split3x || Cfg::chunk >= 1, "fusedtune: 3xtf32 needs chunk >= 1");
   static_assert(!Cfg::fp8 || (Cfg::chunk >= 1 && Cfg::dtype == 1 && !Cfg::split3x && !Cfg::aregs && !Cfg::pingpong &&
                               !Cfg::stream_k && Cfg::bn <= 128),

@@ -12,7 +12,8 @@
 template <class C>
 __device__ __forceinline__ void ft_mat_prefetch(const FtEpArgs &ep, int m0, int n0, int M, int N) {
   if constexpr (C::kMatMask != 0u && C::split_k == 1) { /* split-K: E runs in ft_tc_splitk_reduce */
-    const int rows = min(m0 + C::kBM, M) - m0, cols = min(n0 + C::bn, N) - n0;
+    n0 /= 1 + C::gated, N /= 1 + C::gated; /* a gated pair's tile covers bn / 2 output columns */
+    const int rows = min(m0 + C::kBM, M) - m0, cols = min(n0 + C::bn / (1 + C::gated), N) - n0;
     if (rows <= 0 || cols <= 0) return;
     const unsigned bytes = (unsigned)cols * C::kEsize;
     /* In few registers: the producer runs in kProducerRegs (setmaxnreg.dec). The slots unrolled

@@ -185,11 +185,13 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
   char why[160];
   if (!ft_variant_valid(v, why, sizeof why)) return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: %s", why);
   const ft_family *fam = ft_family_of(v);
-  const int pairs = ep && ft_ep_uses_x2(ep);
-  if (fam->pairs != 2 && fam->pairs != pairs)
-    return ft__fail(err, pairs ? FT_ERR_UNSUPPORTED : FT_ERR_INVALID_ARG, pairs ? "codegen: the epilogue uses x2 (a gated "
-                    "pair's second product), which family %s does not compute" : "codegen: the %s kernels compute gated "
-                    "pairs only (an epilogue with x2)", fam->name);
+  const int pairs = ep && ft_ep_uses_x2(ep), v_pair = fam->pair && fam->pair(v);
+  if (pairs && !fam->pair)
+    return ft__fail(err, FT_ERR_UNSUPPORTED, "codegen: the epilogue uses x2 (a gated pair's second product), which "
+                    "family %s does not compute", fam->name);
+  if (pairs != v_pair)
+    return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: this %s variant computes %s, and the epilogue %s x2", fam->name,
+                    v_pair ? "a gated pair" : "E of x alone", pairs ? "uses" : "does not use");
   /* NULL epilogue: the identity, for a plain GEMM (tests, references). After cuBLASLt's bias GEMM
    * (an epilogue pass's lt) the pass applies E with its `x + bias` already done. */
   const int reduces = ep && ft_ep_reduction(ep, NULL) != FT_RED_NONE;

@@ -78,9 +78,10 @@ typedef struct ft_family {
    * than cuBLAS's (0). NULL: always cuBLAS's. */
   int (*lt_prefix)(const ft_variant *v, int *bias_slot, ft_ep_lt_act *act);
   int reduces;        /* 1: it serves the reductions ft_ep_check_kernels accepts, and nothing else */
-  /* Gated pairs (E with x2, w the interleaved [2n, k] weight, src/gated.h): 0 = E of x alone, 1 =
-   * only E with x2, 2 = either. */
-  int pairs;
+  /* Whether v computes a gated pair (E with x2, w the interleaved [2n, k] weight, src/gated.h): its
+   * kernel then reads x2, and only E with x2 runs in it (codegen). NULL: the family computes E of x
+   * alone, and does not enumerate for an E with x2. */
+  int (*pair)(const ft_variant *v);
   /* 1: codegen writes FT_EP_COLV_SLOT, the epilogue's first column-vector slot (-1: none), for
    * a kernel that stages that vector's tile slice in shared memory, and FT_EP_MAT_MASK, a bit per
    * matrix-operand slot, for one that prefetches their tiles. */

@@ -100,6 +100,11 @@ static ft_status gate_kernel_args(const ft_variant *v, const ft_launch_io *io, f
   return ft_arg_push(st, io->ep, sizeof(ft_ep_args_dev), err);
 }
 
+static int gate_pair(const ft_variant *v) {
+  (void)v;
+  return 1;
+}
+
 /* "gate_b256_v8_e8_bf16". */
 static int gate_name(const ft_variant *v, char *buf, size_t len) {
   return snprintf(buf, len, "gate_b%d_v%d_e%d%s%s", v->pass.block, v->vec, v->pass.ept, v->math ? "_" : "",
@@ -129,7 +134,7 @@ const ft_family ft_family_gated_pass = {
     .sources = k_gate_sources,
     .kernel = "ft_gated_pass",
     .after_cublas = 1,
-    .pairs = 1,
+    .pair = gate_pair,
     .keys = k_gate_keys,
     .opt_keys = k_gate_opt_keys,
     .variant_name = gate_name,

@@ -63,13 +63,22 @@ static int tc_valid(const ft_variant *v, char *why, size_t whylen) {
   if (v->tc.late && (!v->tc.tstore || v->tc.pingpong || v->tc.streamk || v->tc.staged))
     FT_WHY("tc: late (E box by box) is a form of the cooperative TMA-store epilogue (not pingpong, streamk, staged)");
   if (v->bm || v->vec) FT_WHY("tc: bm and vec are not tensor-core parameters (bm is 64 x consumers)");
+  if (v->tc.gated != 0 && v->tc.gated != 1) FT_WHY("tc: gated %d must be 0 or 1", v->tc.gated);
+  /* A pair's x and x2 are a thread's chunks 2p and 2p + 1: whole 16-column groups, stored directly. */
+  if (v->tc.gated && (v->bn % 16 || v->tc.tstore || v->split_k > 1 || v->tc.streamk || promoted(v)))
+    FT_WHY("tc: gated needs bn a multiple of 16 and direct stores (no tstore, split_k, streamk, 3xtf32 or fp8)");
   return 1;
 }
+
+/* The GEMM's columns for the problem's n: a gated pair computes 2n (the interleaved weight's rows). */
+static int64_t gemm_n(const ft_variant *v, int64_t n) { return v->tc.gated ? 2 * n : n; }
 
 /* Hopper's wgmma and TMA (sm_90a); TMA rows must be whole 16-byte units. */
 static int tc_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k, const ft_device_limits *lim,
                          char *why, size_t whylen) {
   (void)m;
+  if (v->tc.gated && n % 8) FT_WHY("tc: gated: n %lld is not a multiple of 8 (the interleave's groups)", (long long)n);
+  n = gemm_n(v, n);
   if (lim->cc_major != 9 || lim->cc_minor != 0)
     FT_WHY("tc: needs compute capability 9.0 (wgmma, TMA), device has %d.%d", lim->cc_major, lim->cc_minor);
   if ((k * esize(v)) % 16)
@@ -103,6 +112,7 @@ static int tc_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k, c
 static void tc_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_launch_geom *g) {
   (void)k;
   if (v->tc.consumers <= 0 || v->bn <= 0 || v->tc.cluster <= 0) return;
+  n = gemm_n(v, n);
   int64_t blocks = tc_units(v, m, n) * tc_slices(v) * v->tc.cluster; /* no block without a unit of its own */
   if (blocks > v->tc.grid) blocks = v->tc.grid;
   g->grid[0] = (unsigned)blocks;
@@ -139,8 +149,8 @@ static void tc_defines(const ft_variant *v, ft_strbuf *b) {
                v->tc.aregs);
   ft_sb_printf(b, "    bn = %d, consumers = %d, stages = %d, cluster = %d, group = %d,\n", v->bn, v->tc.consumers, v->stages,
                v->tc.cluster, v->swizzle);
-  ft_sb_printf(b, "    pingpong = %d, split_k = %d, stream_k = %d, tma_store = %d, staged = %d, late = %d,\n", v->tc.pingpong,
-               tc_slices(v), v->tc.streamk, v->tc.tstore, v->tc.staged, v->tc.late);
+  ft_sb_printf(b, "    pingpong = %d, split_k = %d, stream_k = %d, tma_store = %d, staged = %d, late = %d, gated = %d,\n",
+               v->tc.pingpong, tc_slices(v), v->tc.streamk, v->tc.tstore, v->tc.staged, v->tc.late, v->tc.gated);
   ft_sb_printf(b, "    small_bytes = %zu, box_bytes = %zu, staging_bytes = %zu, colv_bytes = %zu, smem_bytes = %zu\n", r.small,
                r.boxes, r.staging, tc_colv_bytes(v), tc_smem(v));
   ft_sb_puts(b, "  };\n};\n");
@@ -175,8 +185,10 @@ static int map_kind_y(const ft_variant *v) { return fp32_storage(v) ? 0 : fp8(v)
 
 /* ft_gemm_tc(tma_x, tma_w, tma_y, Y, WS, FL, M, N, K, ep): the maps are encoded for the launch's
  * pointers (the launch path keeps them while the pointers stay); tma_y, over Y in the storage
- * type (no tf32 rounding on a store), only for tstore, else zeros. */
+ * type (no tf32 rounding on a store), only for tstore, else zeros. A gated pair's N is the GEMM's
+ * (2n: W the interleaved weight); the kernel writes y [M, N / 2]. */
 static ft_status tc_kernel_args(const ft_variant *v, const ft_launch_io *io, ft_arg_store *st, ft_err *err) {
+  const int n = (int)gemm_n(v, io->n);
   ft_tensormap tx, tw, ty;
   memset(&ty, 0, sizeof ty);
   if (v->tc.tstore)
@@ -184,7 +196,7 @@ static ft_status tc_kernel_args(const ft_variant *v, const ft_launch_io *io, ft_
                            err));
   FT_TRY(ft_tensormap_2d(&tx, io->x, map_kind(v), (uint64_t)io->m, (uint64_t)io->k, (uint32_t)tc_bm(v),
                          (uint32_t)v->bk, err));
-  FT_TRY(ft_tensormap_2d(&tw, io->w, map_kind(v), (uint64_t)io->n, (uint64_t)io->k, (uint32_t)(v->bn / v->tc.cluster),
+  FT_TRY(ft_tensormap_2d(&tw, io->w, map_kind(v), (uint64_t)n, (uint64_t)io->k, (uint32_t)(v->bn / v->tc.cluster),
                          (uint32_t)v->bk, err));
   FT_TRY(ft_arg_push(st, tx.bytes, sizeof tx.bytes, err));
   FT_TRY(ft_arg_push(st, tw.bytes, sizeof tw.bytes, err));
@@ -193,7 +205,7 @@ static ft_status tc_kernel_args(const ft_variant *v, const ft_launch_io *io, ft_
   FT_TRY(ft_arg_push(st, &io->ws, sizeof io->ws, err));
   FT_TRY(ft_arg_push(st, &io->flags, sizeof io->flags, err));
   FT_TRY(ft_arg_push(st, &io->m, sizeof io->m, err));
-  FT_TRY(ft_arg_push(st, &io->n, sizeof io->n, err));
+  FT_TRY(ft_arg_push(st, &n, sizeof n, err));
   FT_TRY(ft_arg_push(st, &io->k, sizeof io->k, err));
   return ft_arg_push(st, io->ep, sizeof(ft_ep_args_dev), err);
 }
@@ -203,12 +215,14 @@ static int tc_name(const ft_variant *v, char *buf, size_t len) {
   char chunk[24] = "", slices[16] = "";
   if (v->tc.chunk) snprintf(chunk, sizeof chunk, "_h%d%s", v->tc.chunk, v->tc.aregs ? "r" : "");
   if (v->split_k > 1) snprintf(slices, sizeof slices, "_k%d", v->split_k);
-  return snprintf(buf, len, "tc_bm%d_bn%d_bk%d_s%d_c%d_z%d_p%d%s%s%s%s%s%s%s_%s", tc_bm(v), v->bn, v->bk, v->stages,
+  return snprintf(buf, len, "tc_bm%d_bn%d_bk%d_s%d_c%d_z%d_p%d%s%s%s%s%s%s%s%s_%s", tc_bm(v), v->bn, v->bk, v->stages,
                   v->tc.cluster, v->swizzle, v->tc.grid, chunk, slices, v->tc.streamk ? "_sk" : "", v->tc.pingpong ? "_pp" : "",
-                  v->tc.tstore ? "_ts" : "", v->tc.staged ? "_se" : "", v->tc.late ? "_lt" : "", ft_math_name((ft_math)v->math));
+                  v->tc.tstore ? "_ts" : "", v->tc.staged ? "_se" : "", v->tc.late ? "_lt" : "", v->tc.gated ? "_g" : "",
+                  ft_math_name((ft_math)v->math));
 }
 
 static int tc_stream_k(const ft_variant *v) { return v->tc.streamk; }
+static int tc_pair(const ft_variant *v) { return v->tc.gated; }
 
 static const ft_json_key k_tc_keys[] = {{"bn", offsetof(ft_variant, bn)},
                                         {"bk", offsetof(ft_variant, bk)},
@@ -229,12 +243,14 @@ static const ft_json_key k_tc_opt_keys[] = {
     {"pingpong", offsetof(ft_variant, tc.pingpong)},
     {"staged", offsetof(ft_variant, tc.staged)},
     {"late", offsetof(ft_variant, tc.late)},
+    {"gated", offsetof(ft_variant, tc.gated)},
     {NULL, 0}};
 
 static const char *const k_tc_sources[] = {
     "kernels_src/tc_config.cuh",   "kernels_src/wgmma_sm90.cuh",     "kernels_src/tc_ptx.cuh",
     "kernels_src/tc_sched.cuh",    "kernels_src/tc_matrix.cuh",    "kernels_src/tc_mainloop.cuh",
-    "kernels_src/tc_epilogue.cuh", "kernels_src/tc_epilogue_tma.cuh", "kernels_src/gemm_tc.cu", NULL};
+    "kernels_src/tc_epilogue.cuh", "kernels_src/tc_epilogue_tma.cuh", "kernels_src/tc_gated.cuh",
+    "kernels_src/gemm_tc.cu",      NULL};
 
 const ft_family ft_family_tc = {
     .name = "tc",
@@ -249,6 +265,7 @@ const ft_family ft_family_tc = {
              (1u << FT_MATH_FP8),
     .sources = k_tc_sources,
     .wants_colv_slot = 1,
+    .pair = tc_pair,
     .kernel = "ft_gemm_tc",
     .keys = k_tc_keys,
     .opt_keys = k_tc_opt_keys,

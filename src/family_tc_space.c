@@ -130,7 +130,7 @@ static size_t tc_widths(int64_t m, int64_t n, int bm, int slots, const int std_b
  * built so far, sets its axis to each of its values (skipping what its rule excludes) and hands
  * every result to the next axis; the last one pushes. */
 typedef struct tc_gen {
-  int64_t m, n, k;
+  int64_t m, n, k; /* the GEMM's: a gated pair's n is twice the output's (the interleaved weight's rows) */
   const ft_device_limits *lim;
   ft_space_sink *sink;
   int full;      /* FT_SPACE_FULL: also the forms the default space leaves out */
@@ -207,7 +207,8 @@ static ft_status axis_group(const tc_gen *g, tc_point p, int axis, ft_err *err) 
  * stores was the best of all (H200, 2026-12-02). The deepest ring that fits the form is found
  * here; axis_stages takes it and fewer. */
 static ft_status axis_form(const tc_gen *g, tc_point p, int axis, ft_err *err) {
-  const int ts_ok = (g->n * osize(&p.v)) % 16 == 0; /* a BN past whole boxes stores the rest directly */
+  /* A BN past whole boxes stores the rest directly; a gated pair stores directly. */
+  const int ts_ok = (g->n * osize(&p.v)) % 16 == 0 && !p.v.tc.gated;
   for (int form = 0; form < 2 * 3 * 2; form++) {
     const int ts = form < 6, pp = (int[]){0, 2, 1}[form / 2 % 3], staged = form % 2;
     if (!g->full && (pp == 1 || (staged && !split(&p.v)))) continue;
@@ -268,7 +269,7 @@ static ft_status axis_aregs(const tc_gen *g, tc_point p, int axis, ft_err *err) 
  * with TMA stores or ping-pong). */
 static ft_status axis_split_k(const tc_gen *g, tc_point p, int axis, ft_err *err) {
   const int64_t tile_units = tc_units(&p.v, g->m, g->n);
-  for (int sk = 1; sk <= (p.v.tc.tstore || p.v.tc.pingpong ? 1 : 8); sk *= 2) {
+  for (int sk = 1; sk <= (p.v.tc.tstore || p.v.tc.pingpong || p.v.tc.gated ? 1 : 8); sk *= 2) {
     if (sk > 1 && tile_units * p.v.tc.cluster * sk / 2 >= g->lim->sm_count) break;
     p.v.split_k = sk > 1 ? sk : 0;
     p.slices = sk;
@@ -300,11 +301,11 @@ static ft_status axis_stream_k(const tc_gen *g, tc_point p, int axis, ft_err *er
  * were 6-13 % behind the best, which was never one of them. */
 static ft_status axis_emit(const tc_gen *g, tc_point p, int axis, ft_err *err) {
   (void)axis;
-  if (!ft_variant_applicable(&p.v, g->m, g->n, g->k, g->lim, NULL, 0)) return FT_OK;
+  if (!ft_variant_applicable(&p.v, g->m, g->n / (1 + p.v.tc.gated), g->k, g->lim, NULL, 0)) return FT_OK; /* the problem's n */
   FT_TRY(ft_space_push(g->sink, &p.v, tc_cost(&p.v, g->m, g->n, g->k, g->ec), err));
   if (g->full && p.v.tc.tstore && !p.v.tc.pingpong && !p.v.tc.staged && !p.v.tc.streamk && p.v.bn >= 192) {
     p.v.tc.late = 1;
-    if (ft_variant_applicable(&p.v, g->m, g->n, g->k, g->lim, NULL, 0))
+    if (ft_variant_applicable(&p.v, g->m, g->n / (1 + p.v.tc.gated), g->k, g->lim, NULL, 0))
       FT_TRY(ft_space_push(g->sink, &p.v, tc_cost(&p.v, g->m, g->n, g->k, g->ec), err));
   }
   return FT_OK;
@@ -319,9 +320,12 @@ static ft_status tc_next(const tc_gen *g, const tc_point *p, int axis, ft_err *e
 
 ft_status ft__tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,
                               ft_space_sink *sink, ft_err *err) {
-  const tc_gen g = {m, n, k, lim, sink, ft_space_full(sink), ft_space_epilogue_cost(sink)};
+  const ft_epilogue *ep = ft_space_epilogue(sink);
+  const int pair = ep && ft_ep_uses_x2(ep); /* tiles of the [2n, k] interleaved weight's product */
+  const tc_gen g = {m, pair ? 2 * n : n, k, lim, sink, ft_space_full(sink), ft_space_epilogue_cost(sink)};
   tc_point p;
   memset(&p, 0, sizeof p);
+  p.v.tc.gated = pair;
   p.v.kind = FT_VK_GEMM;
   p.v.layout = 4;
   p.v.math = (int)math;

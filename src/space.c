@@ -212,7 +212,7 @@ static ft_status collect(ft_variant_kind kind, int64_t m, int64_t n, int64_t k, 
   const int reduces = ft_ep_reduction(ep, NULL) != FT_RED_NONE, pairs = ep && ft_ep_uses_x2(ep);
   for (const ft_family *const *f = ft_families(); *f && s == FT_OK; f++)
     if ((*f)->kind == kind && ((*f)->maths & (1u << math)) && (*f)->reduces == reduces &&
-        ((*f)->pairs == 2 || (*f)->pairs == pairs))
+        (!pairs || (*f)->pair))
       s = (*f)->enumerate(m, n, k, math, lim, b, err);
   if (s != FT_OK) {
     free(b->a);

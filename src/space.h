@@ -44,6 +44,9 @@ typedef struct ft_tc_params {
                   * fit the registers; named "_lt" */
   int streamk;   /* 1 = the last, partial wave of tiles shared k tile by k tile by all blocks of the
                   * persistent grid, which add each other's partial sums (named "_sk") */
+  int gated;     /* 1 = a gated pair (E with x2): tiles of the interleaved [2n, k] weight's product, each
+                  * thread pairing its chunks 2p and 2p + 1 into one output column of y [m, n] (direct
+                  * stores; src/gated.h), named "_g" */
 } ft_tc_params;
 
 /* The epilogue pass (src/family_epilogue.c). */

@@ -1,7 +1,7 @@
 /* Gated pairs (E with x2) without a GPU: the interleaved weight's helper (ft_gated_interleave on
  * host memory, its refusals), the column pairing the reference and the kernels share, the problem
- * rule (n a multiple of 8, no fp8), which families enumerate for a pair (the gated pass alone),
- * its names, JSON and geometry, codegen's refusals, and NVRTC compiling the gated passes (no
+ * rule (n a multiple of 8, no fp8), which families enumerate for a pair (the gated pass and the
+ * tensor-core family's gated variants, nothing else), their names, JSON and geometry, codegen's refusals, and NVRTC compiling the gated passes (no
  * spills: ft_compile_many rejects a spilling kernel). */
 #include <stdint.h>
 
@@ -72,9 +72,35 @@ static void test_problem_rule(void) {
 
 static void test_enumeration(void) {
   int count = 0;
-  /* No fused GEMM family computes a pair yet; the gated pass alone does, and nothing else. */
-  ft_variant *v = enumerate_scope("silu(x) * x2", FT_VK_GEMM, 64, 512, FT_MATH_BF16, FT_SPACE_PRUNED, &count);
-  ASSERT_EQ_INT(count, 0);
+  /* The tensor-core family's gated variants alone among the fused ones: 16-column groups, direct
+   * stores, tiles over the GEMM's 2n columns. */
+  ft_variant *v = enumerate_scope("silu(x) * x2", FT_VK_GEMM, 64, 512, FT_MATH_BF16, FT_SPACE_FULL, &count);
+  ASSERT_TRUE(count > 0);
+  for (int i = 0; i < count; i++) {
+    ASSERT_TRUE(v[i].layout == 4 && v[i].tc.gated == 1 && v[i].bn % 16 == 0 && !v[i].tc.tstore && v[i].split_k == 0 &&
+                !v[i].tc.streamk);
+    ft_launch_geom g, plain;
+    ft_variant_geometry(&v[i], 64, 512, 64, &g);
+    ft_variant u = v[i];
+    u.tc.gated = 0;
+    ft_variant_geometry(&u, 64, 1024, 64, &plain); /* the same tiles as the plain GEMM of 2n columns */
+    ASSERT_EQ_INT(g.grid[0], plain.grid[0]);
+    char name[128], json[512];
+    ft_variant_name(&v[i], name, sizeof name);
+    ASSERT_CONTAINS(name, "_g_bf16");
+    ft_variant_json(&v[i], json, sizeof json);
+    ASSERT_CONTAINS(json, "\"gated\":1");
+    ft_variant back;
+    ft_err e;
+    ASSERT_OK(ft_variant_from_json(json, &back, &e));
+    ASSERT_TRUE(memcmp(&back, &v[i], sizeof back) == 0);
+  }
+  free(v);
+  v = enumerate_scope("silu(x) * x2", FT_VK_GEMM, 64, 512, FT_MATH_3XTF32, FT_SPACE_FULL, &count);
+  ASSERT_EQ_INT(count, 0); /* no gated form in 3xtf32: its passes serve it */
+  free(v);
+  v = enumerate_scope("silu(x)", FT_VK_GEMM, 64, 512, FT_MATH_BF16, FT_SPACE_FULL, &count);
+  for (int i = 0; i < count; i++) ASSERT_EQ_INT(v[i].tc.gated, 0);
   free(v);
   v = enumerate_scope("relu(x)", FT_VK_EPILOGUE, 64, 512, FT_MATH_BF16, FT_SPACE_FULL, &count);
   for (int i = 0; i < count; i++) ASSERT_TRUE(v[i].layout != 2);
@@ -105,6 +131,40 @@ static void test_enumeration(void) {
   free(v);
 }
 
+/* A sample of the tensor-core family's gated variants through NVRTC for sm_90a: the first and
+ * last of the default space in bf16, fp16 and tf32 (ptxas's spills are rejections). */
+static void test_compiles_tc(void) {
+  static const ft_math maths[] = {FT_MATH_BF16, FT_MATH_FP16, FT_MATH_TF32};
+  static ft_kernel_src src[8];
+  static ft_compile_job jobs[8];
+  int n = 0;
+  ft_err e;
+  ft_epilogue *ep = parse_ok("gelu_tanh(x + b1) * (x2 + b2) + r where col b1, col b2, mat r");
+  for (size_t m = 0; ep && m < sizeof maths / sizeof maths[0]; m++) {
+    int count = 0;
+    ft_device_limits lim;
+    ft_variant *v = NULL;
+    ASSERT_OK(ft_limits_for_arch("sm_90", &lim, &e));
+    ASSERT_OK(ft_space_enumerate_ep(FT_VK_GEMM, 4096, 14336, 4096, maths[m], FT_SPACE_PRUNED, ep, &lim, &v, NULL, &count, &e));
+    ASSERT_TRUE(count > 1);
+    for (int i = 0; i < count && n < 8; i += count - 1 > 0 ? count - 1 : 1) {
+      ASSERT_TRUE(v[i].tc.gated == 1);
+      ASSERT_OK(ft_codegen_variant(&v[i], ep, &src[n], &e));
+      jobs[n] = (ft_compile_job){.src = src[n].text, .hash = src[n].hash, .arch_suffix = src[n].arch_suffix};
+      n++;
+    }
+    free(v);
+  }
+  ft_ep_free(ep);
+  ASSERT_OK(ft_compile_many(NULL, "sm_90", jobs, n, 2, &e));
+  for (int i = 0; i < n; i++) {
+    if (jobs[i].status != FT_OK) FT_FAIL_AT_("tc source %d does not compile: %.2000s", i, jobs[i].log ? jobs[i].log : "");
+    ft_compile_job_clear(&jobs[i]);
+    ft_kernel_src_free(&src[i]);
+  }
+  printf("%d gated tc sources compiled\n", n);
+}
+
 static void test_codegen(void) {
   ft_epilogue *gated = parse_ok("silu(x) * x2"), *plain = parse_ok("silu(x)");
   const ft_variant gate = {.kind = FT_VK_EPILOGUE, .layout = 2, .math = FT_MATH_BF16, .vec = 8, .pass = {.block = 256, .ept = 8}};
@@ -117,7 +177,7 @@ static void test_codegen(void) {
     ASSERT_TRUE(k.text && strstr(k.text, "#define FT_EPILOGUE_EXPR ((ft_silu(x) * x2))"));
     ft_kernel_src_free(&k);
     ASSERT_EQ_INT(ft_codegen_variant(&gate, plain, &k, &e), FT_ERR_INVALID_ARG);
-    ASSERT_CONTAINS(e.msg, "compute gated pairs only");
+    ASSERT_CONTAINS(e.msg, "computes a gated pair, and the epilogue does not use x2");
     ASSERT_EQ_INT(ft_codegen_variant(&pass, gated, &k, &e), FT_ERR_UNSUPPORTED);
     ASSERT_CONTAINS(e.msg, "x2");
   }
@@ -163,5 +223,6 @@ int main(void) {
   test_enumeration();
   test_codegen();
   test_compiles();
+  test_compiles_tc();
   return FT_TEST_DONE();
 }
