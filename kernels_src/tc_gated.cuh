@@ -6,25 +6,27 @@
 // (N the GEMM's columns). N / 2 is a multiple of 8 and the column even, so a pair of adjacent
 // outputs is inside y or outside it whole.
 
-// E of a group of kEpiW 16-column groups first, then their stores, as ft_tile_store_direct does.
+// E of a group of 16-column groups first, then their stores, as ft_tile_store_direct does: kEpiW
+// of them, one where a consumer holds two m64 accumulators (ping-pong; more spilled at BN 128).
 template <class C>
 __device__ __forceinline__ void ft_tile_store_gated(float (&acc)[C::kAcc], ft_elem_t *__restrict__ Y, int r0, int n0,
                                                     int M, int N, int warp, int lane, const FtEpArgs &ep) {
   if constexpr (C::gated) {
+    constexpr int W = C::kMsub > 1 ? 1 : C::kEpiW;
     const int out_n = N / 2;
     const int row = r0 + warp * 16 + lane / 4;
     const int colb = n0 / 2 + 2 * (lane % 4);
 #pragma unroll
-    for (int p0 = 0; p0 < C::bn / 16; p0 += C::kEpiW) {
-      float y[4 * C::kEpiW];
+    for (int p0 = 0; p0 < C::bn / 16; p0 += W) {
+      float y[4 * W];
 #pragma unroll
-      for (int p = p0; p < p0 + C::kEpiW && p < C::bn / 16; p++)
+      for (int p = p0; p < p0 + W && p < C::bn / 16; p++)
 #pragma unroll
         for (int k = 0; k < 4; k++)
           y[4 * (p - p0) + k] = ft_apply_epilogue2(acc[8 * p + k], acc[8 * p + 4 + k], row + 8 * (k >> 1),
                                                    colb + 8 * p + (k & 1), ep);
 #pragma unroll
-      for (int p = p0; p < p0 + C::kEpiW && p < C::bn / 16; p++) {
+      for (int p = p0; p < p0 + W && p < C::bn / 16; p++) {
         const int col = colb + 8 * p;
         if (col >= out_n) continue;
         if (row < M) ft_store2_inside<C>(Y, y[4 * (p - p0)], y[4 * (p - p0) + 1], row, col, out_n);
