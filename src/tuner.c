@@ -328,7 +328,8 @@ static ft_status op_check_stop(void *user, ft_err *err) { return check_stop(user
  * reached on this problem in this run. Without that baseline the eager one stands in; only
  * the order and the ratios matter to the search, so any common scale would do. */
 static double predicted_ms(const tuner *t, const cand *c) {
-  const double mnk = (double)t->p->m * (double)t->p->n * (double)t->p->k;
+  /* cuBLAS's GEMM of a gated pair is the stacked one: 2n columns, as the fused costs count them. */
+  const double mnk = (double)t->p->m * (double)ft_gemm_cols(t->p->ep, t->p->n) * (double)t->p->k;
   const double ref = t->gemm_ms > 0 ? t->gemm_ms : t->sum->eager_ms > 0 ? t->sum->eager_ms : 1.0;
   return c->cost * t->dev.limits.sm_count * ref / mnk;
 }
