@@ -1,11 +1,12 @@
 /* Gated pairs (E with x2) on the GPU: in every mode that serves them (fp32, tf32, bf16, fp16,
- * 3xtf32), on ragged M (N a multiple of 16, as the tensor-core family's pairs need, and of 8 for
- * the passes), every gated pass (of the full space on the first shape, the default one after) and
- * a sample of the tensor-core family's gated variants (16 and each family's edges per case) launched through the library's launch path with the output
- * NaN-poisoned first, each against the float64 reference of E(x W1^T, x W2^T) within the mode's
- * tolerance; the baselines (eager: two GEMMs + the eager plan; the stacked GEMM alone) checked
- * the same way; ft_gated_interleave on device pointers rebuilds the problem's weight bit for bit
- * from its halves. The second epilogue (biases and a matrix) runs on the first shape. */
+ * 3xtf32), on ragged M and N multiples of 8 (88: not of 16), every gated pass (of the full space
+ * on the first shape, the default one after) and a sample of the tensor-core family's gated
+ * variants (16 and each family's edges per case), launched through the library's launch path
+ * with the output NaN-poisoned first, each against the float64 reference of E(x W1^T, x W2^T)
+ * within the mode's tolerance; the baselines (eager: two GEMMs + the eager plan; the stacked GEMM
+ * alone) checked the same way; ft_gated_interleave on device pointers rebuilds the problem's
+ * weight bit for bit from its halves. The second epilogue (biases and a matrix) runs on the first
+ * shape. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "baseline.h"
