@@ -1,6 +1,6 @@
-"""GPU test of fusedtune.torch.FusedLinear against float64: three epilogues, every math mode the
-library has, ragged shapes, the default and a non-default stream, and the checks that must stop
-a call before its launch. Exits 77 (skipped) without torch, CUDA or a GPU the library can use.
+"""GPU test of fusedtune.torch.FusedLinear against float64: three epilogues and a gated pair
+(FusedLinear.from_gated), every math mode the library has, ragged shapes, the default and a
+non-default stream, and the checks that must stop a call before its launch. Exits 77 (skipped) without torch, CUDA or a GPU the library can use.
 
     python3 tests/python/gpu_test_torch.py [--db PATH] [--keep]
 
@@ -267,6 +267,37 @@ def check_fp8(db, gen):
     record(y.dtype == torch.bfloat16 and err <= 0.08, f"fp8    {m}x{n}x{k} relu(x + bias) from a bf16 layer: rel {err:.2e} (bound 8e-2)")
 
 
+def check_gated(db, mode, gen):
+    """FusedLinear.from_gated (SwiGLU halves without biases) at a ragged M, N a multiple of 8 but
+    not of 16, and a 3-d input, tuned on first use, against float64 within the eager chain's error."""
+    dtype = getattr(torch, mode.dtype)
+    n, k = 264, 264
+    gate = torch.nn.Linear(k, n, bias=False, device="cuda", dtype=dtype)
+    up = torch.nn.Linear(k, n, bias=False, device="cuda", dtype=dtype)
+    layer = FusedLinear.from_gated(gate, up, "silu(x) * x2", math=mode.name, db=db,
+                                   autotune={"max_candidates": 4, "budget_s": 120})
+    for in_shape in ((37, k), (2, 3, k)):
+        x = torch.rand(in_shape, generator=gen, device="cuda").to(dtype)
+        x2 = x.reshape(-1, k)
+        ref = F.silu(x2.double() @ gate.weight.double().T) * (x2.double() @ up.weight.double().T)
+        with torch.no_grad():
+            prev = torch.backends.cuda.matmul.allow_tf32
+            torch.backends.cuda.matmul.allow_tf32 = mode.name == "tf32"
+            eager = F.silu(F.linear(x2, gate.weight)) * F.linear(x2, up.weight)
+            torch.backends.cuda.matmul.allow_tf32 = prev
+        eager_err = rel_l2(eager, ref)
+        tol = 1e-5 if mode.name == "fp32" else 2 * eager_err + UNIT.get(mode.name, 2.0 ** -8)
+        with torch.inference_mode():
+            poison(x2.shape[0] * n, dtype)
+            y = layer(x)
+            torch.cuda.synchronize()
+        err = rel_l2(y, ref)
+        shape = "x".join(map(str, in_shape)) + f"->{n}"
+        record(tuple(y.shape) == tuple(in_shape[:-1]) + (n,) and err <= tol,
+               f"gated  {mode.name:5s} {shape:14s} rel {err:.2e} (eager {eager_err:.2e}, tol {tol:.2e}) "
+               f"{layer.plan_for(x2.shape[0]).config.name}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--db", help="database to tune into and read (default: a scratch file, removed after)")
@@ -301,6 +332,10 @@ def main():
             check_fast_path(path, mode, gen)
         except fusedtune.FusedtuneError as e:
             record(False, f"fast   {mode.name:5s}: {type(e).__name__}: {e}")
+        try:
+            check_gated(path, mode, gen)
+        except fusedtune.FusedtuneError as e:
+            record(False, f"gated  {mode.name:5s}: {type(e).__name__}: {e}")
     try:
         check_fp8(path, gen)
     except fusedtune.FusedtuneError as e:
