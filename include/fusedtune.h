@@ -198,14 +198,16 @@ FT_API const char *ft_errmsg(const ft_ctx *ctx);
 
 /* Checks p without touching a device or a database: p not NULL, 1 <= m, n, k <= 2^30, an
  * epilogue that parses and applies to p's N (groupnorm's G divides N, a pool's window fits), a
- * math mode that exists, fp8's rules (K a multiple of 16, x scaled once by sx and sw; no reduction
- * or matrix operand in fp8), and a reduction some kernel serves. Every ft_ function taking a
+ * math mode that exists, fp8's rules (K a multiple of 16, x scaled once by sx and sw; no reduction,
+ * matrix operand or x2 in fp8), a gated pair's N (with x2: a multiple of 8), and a reduction some
+ * kernel serves. Every ft_ function taking a
  * problem makes this same check first. On failure, when msg is not NULL, writes a one-line reason naming what is
  * wrong ("shape 0x8x8: m, n and k must be positive") into msg (truncated to msg_size bytes,
  * always NUL-terminated when msg_size > 0).
  * Returns FT_OK, FT_ERR_INVALID_ARG (p or its epilogue NULL, shape out of range, G or a window
- * that does not fit N, fp8's K or scales), FT_ERR_PARSE, FT_ERR_UNSUPPORTED (math mode, a
- * reduction no kernel serves, a reduction or matrix operand in fp8), FT_ERR_NOMEM. Thread-safe. */
+ * that does not fit N, fp8's K or scales, a gated pair's N), FT_ERR_PARSE, FT_ERR_UNSUPPORTED (math
+ * mode, a reduction no kernel serves, a reduction, matrix operand or x2 in fp8), FT_ERR_NOMEM.
+ * Thread-safe. */
 FT_API ft_status ft_check_problem(const ft_problem *p, char *msg, size_t msg_size);
 
 /* The shape of y for p, known before anything is launched: *ndim 2 and shape {M, N} for an
@@ -290,7 +292,8 @@ typedef struct ft_scalar_arg {
  * say what an fp8 plan binds: those take ft_typed_args (ft_plan_launch refuses them). */
 typedef struct ft_args {
   const void *x; /* [m, k] row-major */
-  const void *w; /* [n, k] row-major */
+  const void *w; /* [n, k] row-major; with x2 in the epilogue (a gated pair) the interleaved [2n, k]
+                  * weight (ft_gated_interleave) */
   void *y;       /* [m, n] row-major, written */
   const ft_vec_arg *vecs; /* the epilogue's vectors and matrices, by name */
   int n_vecs;
