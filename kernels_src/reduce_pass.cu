@@ -3,7 +3,7 @@
 // reductions of docs/EPILOGUE.md, and the eager chain's reduction steps).
 //
 // Codegen defines FT_RED_KIND (the ft_ep_red value: 1 rowsum, 2 rowmean, 3 rowmax, 4 rowmin,
-// 5 logsumexp, 6 softmax, 7 log_softmax, 8 groupnorm), FT_RED_ARG (groupnorm's G, else 0),
+// 5 logsumexp, 6 softmax, 7 log_softmax, 8 groupnorm, 9 batchnorm), FT_RED_ARG (groupnorm's G, else 0),
 // FT_BLOCK (threads), FT_VEC (elements per access), FT_RED_INNER (the reduction's argument: x,
 // row, col, ep) and FT_RED_POST (the rest of E: IN0 the reduction's value, row, col, ep).
 //
@@ -14,15 +14,17 @@
 // columns) take the row's max and sum of exp, then read the row again and write y[row, col]: src
 // may be y (the row is read whole before the block writes it). Groupnorm (8, in place too) takes
 // each group's mean, then its variance from the values again (two passes: never negative), then
-// writes the group normalized. Every sum is thread-sequential
+// writes the group normalized. Batchnorm (9, in place too) works by columns instead: a block takes
+// 32 columns at a time (block b the groups b, b + gridDim.x, ...), its warps share the M rows, and
+// mean, variance (again two passes) and the normalized values follow as for a group. Every sum is thread-sequential
 // then a fixed tree, so results are deterministic; exponentials are max-subtracted.
 
-#if FT_RED_KIND < 1 || FT_RED_KIND > 8
-#error "fusedtune: FT_RED_KIND must be a row or group reduction (1..8)"
+#if FT_RED_KIND < 1 || FT_RED_KIND > 9
+#error "fusedtune: FT_RED_KIND must be a row, group or column reduction (1..9)"
 #endif
 
 constexpr int kRedKind = FT_RED_KIND;
-constexpr bool kRedRowwise = kRedKind >= 6;                 // softmax, log_softmax, groupnorm: y is [M, N]
+constexpr bool kRedRowwise = kRedKind >= 6;                 // softmax, log_softmax, groupnorm, batchnorm: [M, N]
 constexpr bool kRedExp = kRedKind >= 5 && kRedKind <= 7;    // a running max and sum of exp
 constexpr float kRedNormEps = 1e-5f;                        // torch's GroupNorm default
 constexpr int kRedWarps = FT_BLOCK / 32;
@@ -148,9 +150,51 @@ __device__ __forceinline__ void ft_red_groups(const ft_elem_t *in, ft_elem_t *ou
   }
 }
 
+// Batchnorm: columns in groups of 32 (a lane each), the M rows shared by the block's warps in a
+// fixed order; the warps' partial sums added by warp 0 in order, so the bits are the same every run.
+__device__ __forceinline__ float ft_red_column_sum(float v, float (*part)[32]) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  __syncthreads(); // a previous call's readers of part are done
+  part[warp][lane] = v;
+  __syncthreads();
+  if (warp == 0) {
+    float s = 0.0f;
+    for (int w = 0; w < kRedWarps; w++) s += part[w][lane];
+    part[0][lane] = s;
+  }
+  __syncthreads();
+  return part[0][lane];
+}
+
+__device__ __forceinline__ void ft_red_columns(const ft_elem_t *src, ft_elem_t *y, int M, int N, const FtEpArgs &ep) {
+  __shared__ float part[kRedWarps][32];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (int c0 = blockIdx.x * 32; c0 < N; c0 += gridDim.x * 32) { // the same trip count in every thread
+    const int col = c0 + lane;
+    const bool in = col < N;
+    float s = 0.0f;
+    for (int r = warp; in && r < M; r += kRedWarps) s += ft_red_inner(ft_to_float(src[(size_t)r * N + col]), r, col, ep);
+    const float mean = ft_red_column_sum(s, part) / (float)M;
+    float q = 0.0f;
+    for (int r = warp; in && r < M; r += kRedWarps) {
+      const float d = ft_red_inner(ft_to_float(src[(size_t)r * N + col]), r, col, ep) - mean;
+      q = fmaf(d, d, q);
+    }
+    const float rstd = 1.0f / sqrtf(ft_red_column_sum(q, part) / (float)M + kRedNormEps);
+    for (int r = warp; in && r < M; r += kRedWarps) {
+      const float v = (ft_red_inner(ft_to_float(src[(size_t)r * N + col]), r, col, ep) - mean) * rstd;
+      y[(size_t)r * N + col] = ft_from_float(ft_red_post(v, r, col, ep));
+    }
+  }
+}
+
 extern "C" __global__ void __launch_bounds__(FT_BLOCK)
 ft_reduce_pass(const ft_elem_t *src, int ld, ft_elem_t *y, float2 *stats, int M, int N, int col0, int ncols,
                FtEpArgs ep) {
+  if constexpr (kRedKind == 9) { // src is y or a copy of it (ld N): every column of every row
+    ft_red_columns(src, y, M, N, ep);
+    return;
+  }
   const int row = blockIdx.x;
   if (row >= M) return;
   const ft_elem_t *in = src + (size_t)row * (size_t)ld;

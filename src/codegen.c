@@ -143,10 +143,10 @@ static ft_status codegen_reduce(const ft_variant *v, const ft_family *fam, const
   ft_ep_cuda_reduce(ep, &inner, &post);
   int arg = 0;
   const ft_ep_red r = ft_ep_reduction(ep, &arg);
-  const int rowwise = r == FT_RED_SOFTMAX || r == FT_RED_LOG_SOFTMAX || r == FT_RED_GROUPNORM;
+  const int rowwise = r == FT_RED_SOFTMAX || r == FT_RED_LOG_SOFTMAX || r == FT_RED_GROUPNORM || r == FT_RED_BATCHNORM;
   if (rowwise != (v->red.cols == 0))
     return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: cols %d cannot compute '%s' (one-value reductions run in column "
-                    "chunks, softmax, log_softmax and groupnorm in place with cols 0)", v->red.cols, ft_ep_red_name(r));
+                    "chunks, softmax, log_softmax, groupnorm and batchnorm in place with cols 0)", v->red.cols, ft_ep_red_name(r));
   ft_strbuf b = {0};
   ft_sb_puts(&b, "// fusedtune generated\n");
   fam->defines(v, &b);
@@ -164,7 +164,7 @@ static ft_status codegen_reduce(const ft_variant *v, const ft_family *fam, const
 ft_status ft_codegen_eager_reduce(const ft_ep_step *step, ft_math math, int vec, ft_kernel_src *out, ft_err *err) {
   if (!step || !out) return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: NULL argument");
   memset(out, 0, sizeof *out);
-  if (step->reduce < FT_RED_ROWSUM || step->reduce > FT_RED_GROUPNORM)
+  if (step->reduce < FT_RED_ROWSUM || step->reduce > FT_RED_BATCHNORM)
     return ft__fail(err, FT_ERR_UNSUPPORTED, "codegen: no eager kernel for '%s'", ft_ep_red_name(step->reduce));
   ft_strbuf b = {0};
   ft_sb_printf(&b, "// fusedtune generated\n#define FT_BLOCK %d\n#define FT_VEC %d\n", FT_AUX_BLOCK, vec);

@@ -140,7 +140,7 @@ ft_ep_red ft_ep_reduction(const ft_epilogue *ep, int *arg);
 ft_status ft_ep_output_shape(const ft_epilogue *ep, int64_t m, int64_t n, int *ndim, int64_t *rows, int64_t *cols,
                              ft_err *err);
 /* FT_OK when a kernel serves E: every elementwise E, and the row reductions (rowsum, rowmean,
- * rowmax, rowmin, logsumexp, softmax, log_softmax) and groupnorm without a pool, which the cuBLAS
+ * rowmax, rowmin, logsumexp, softmax, log_softmax), groupnorm and batchnorm without a pool, which the cuBLAS
  * + reduction pass strategy computes (src/family_reduce.c). Else FT_ERR_UNSUPPORTED naming the reduction:
  * tunes, plans and benches refuse it. */
 ft_status ft_ep_check_kernels(const ft_epilogue *ep, ft_err *err);

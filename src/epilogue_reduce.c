@@ -212,10 +212,10 @@ ft_status ft_ep_output_shape(const ft_epilogue *ep, int64_t m, int64_t n, int *n
   return FT_OK;
 }
 
-/* The kinds the cuBLAS + reduction pass serves: over the row or its groups, no pool. */
+/* The kinds the cuBLAS + reduction pass serves: over the row, its groups or the column; no pool. */
 static int served(const ft_epilogue *ep, int outer, int pool) {
   const red_class c = outer >= 0 ? k_reds[ep->nodes[outer].fn].cls : RC_POOL;
-  return pool < 0 && (c == RC_ROW || c == RC_ROWWISE || c == RC_GROUP);
+  return pool < 0 && (c == RC_ROW || c == RC_ROWWISE || c == RC_GROUP || c == RC_COLUMN);
 }
 
 ft_status ft_ep_check_kernels(const ft_epilogue *ep, ft_err *err) {
@@ -223,8 +223,8 @@ ft_status ft_ep_check_kernels(const ft_epilogue *ep, ft_err *err) {
   if (outer < 0 || served(ep, outer, pool)) return FT_OK;
   const char *name = k_reds[ep->nodes[pool >= 0 ? pool : outer].fn].name;
   return ft__fail(err, FT_ERR_UNSUPPORTED,
-                  "epilogue: no kernel serves '%s' yet (row reductions, softmax, log_softmax and groupnorm "
-                  "without a pool do; ft_output_shape and the float64 reference serve every reduction)",
+                  "epilogue: no kernel serves '%s' yet (row reductions, softmax, log_softmax, groupnorm and "
+                  "batchnorm without a pool do; ft_output_shape and the float64 reference serve every reduction)",
                   name);
 }
 

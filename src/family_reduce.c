@@ -3,8 +3,9 @@
  * reduction (rowsum, rowmean, rowmax, rowmin, logsumexp: y is [M]) runs in column chunks of
  * `cols`: cuBLAS writes a chunk of x W^T into the plan's workspace, the pass folds it into each
  * row's statistic, the last chunk writes y; so no M x N buffer exists unless a chunk is all of N
- * (which width is fastest is the tune's choice). Softmax, log_softmax and groupnorm (y is [M, N])
- * run in place on y after cuBLAS's GEMM into it (cols 0). GPU-free. */
+ * (which width is fastest is the tune's choice). Softmax, log_softmax, groupnorm and batchnorm (y
+ * is [M, N]) run in place on y after cuBLAS's GEMM into it (cols 0; batchnorm's blocks take
+ * columns, not rows). GPU-free. */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -43,7 +44,7 @@ static ft_status red_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, co
   int groups = 0;
   const ft_ep_red r = ep ? ft_ep_reduction(ep, &groups) : FT_RED_NONE;
   if (r == FT_RED_NONE || ft_ep_check_kernels(ep, NULL) != FT_OK) return FT_OK;
-  const int rowwise = r == FT_RED_SOFTMAX || r == FT_RED_LOG_SOFTMAX || r == FT_RED_GROUPNORM;
+  const int rowwise = r == FT_RED_SOFTMAX || r == FT_RED_LOG_SOFTMAX || r == FT_RED_GROUPNORM || r == FT_RED_BATCHNORM;
   /* The span each access must divide: the row, or a group of it. */
   const int64_t span = r == FT_RED_GROUPNORM && groups > 0 ? n / groups : n;
   static const int blocks[] = {256, 512, 128, 1024};

@@ -1,4 +1,4 @@
-/* GPU: the row reductions and groupnorm (docs/EPILOGUE.md, "Reductions") after cuBLAS's GEMM
+/* GPU: the row reductions, groupnorm and batchnorm (docs/EPILOGUE.md, "Reductions") after cuBLAS's GEMM
  * (groupnorm where G divides N: 1 group always, 7 of 143 at N = 1001, 16 of 256 at 4096). Every kind, in
  * every math mode on a ragged N (not a multiple of 2), in fp32 and bf16 also at M = 1 and on an
  * aligned shape: each
@@ -25,6 +25,8 @@ static const char *const k_exprs[] = {
     "silu(groupnorm(x + bias, 1) * g + b) where col g, col b",
     "groupnorm(x * 2, 7)",
     "groupnorm(x, 16) + bias",
+    "silu(batchnorm(x + bias) * g + b) where col g, col b",
+    "batchnorm(x * 2) + bias",
 };
 #define N_EXPRS (sizeof k_exprs / sizeof k_exprs[0])
 

@@ -54,14 +54,18 @@ static void test_canonical(void) {
     ft_ep_cuda_reduce(a, &inner, &post);
     ASSERT_EQ_STR(inner, "x");
     ASSERT_EQ_STR(post, "IN0");
-    ft_epilogue *bn = parse_ok("batchnorm(x)");
-    if (bn) {
-      ASSERT_EQ_INT(ft_ep_check_kernels(bn, &err), FT_ERR_UNSUPPORTED);
-      ASSERT_CONTAINS(err.msg, "epilogue: no kernel serves 'batchnorm' yet");
+    ft_epilogue *bn = parse_ok("batchnorm(x * 2) * g where col g"), *pool = parse_ok("avgpool(x, 4)");
+    if (bn && pool) {
+      ASSERT_OK(ft_ep_check_kernels(bn, &err)); /* batchnorm too */
       ft_ep_cuda_reduce(bn, &inner, &post);
+      ASSERT_EQ_STR(inner, "(x * 2.0f)");
+      ASSERT_EQ_STR(post, "(IN0 * ep.v[0][col])");
+      ASSERT_EQ_INT(ft_ep_check_kernels(pool, &err), FT_ERR_UNSUPPORTED);
+      ASSERT_CONTAINS(err.msg, "epilogue: no kernel serves 'avgpool' yet");
+      ft_ep_cuda_reduce(pool, &inner, &post);
       ASSERT_TRUE(inner == NULL && post == NULL);
     }
-    ft_ep_free(bn);
+    ft_ep_free(bn), ft_ep_free(pool);
     ASSERT_TRUE(isnan(ft_ep_eval(a, 1.0, NULL))); /* a row's value: ft_ep_eval_matrix */
   }
   ft_epilogue *e = parse_ok("relu(x + bias)");
@@ -401,8 +405,10 @@ static void test_api(void) {
   ASSERT_OK(ft_check_problem(&p, msg, sizeof msg));
   p.epilogue = "batchnorm(x)";
   ASSERT_OK(ft_output_shape(&p, &ndim, shape, msg, sizeof msg));
+  ASSERT_OK(ft_check_problem(&p, msg, sizeof msg));
+  p.epilogue = "rowsum(maxpool(x, 2))";
   ASSERT_EQ_INT(ft_check_problem(&p, msg, sizeof msg), FT_ERR_UNSUPPORTED);
-  ASSERT_CONTAINS(msg, "no kernel serves 'batchnorm' yet");
+  ASSERT_CONTAINS(msg, "no kernel serves 'maxpool' yet");
   p.epilogue = "maxpool(x, 16)";
   ASSERT_OK(ft_output_shape(&p, &ndim, shape, msg, sizeof msg));
   ASSERT_EQ_INT(ndim, 2);

@@ -85,8 +85,13 @@ static void test_enumeration(void) {
   ASSERT_EQ_INT(count, 2);
   for (int i = 0; i < count; i++) ASSERT_TRUE(v[i].red.cols == 0 && v[i].vec == 2);
   free(v);
-  /* The reductions no kernel serves enumerate nothing. */
+  /* batchnorm: in place (cols 0), as the row-wise kinds. */
   v = enumerate("batchnorm(x)", FT_VK_EPILOGUE, 8, 64, FT_MATH_FP32, &count);
+  ASSERT_EQ_INT(count, 2);
+  for (int i = 0; i < count; i++) ASSERT_TRUE(v[i].red.cols == 0);
+  free(v);
+  /* The reductions no kernel serves enumerate nothing. */
+  v = enumerate("maxpool(x, 2)", FT_VK_EPILOGUE, 8, 64, FT_MATH_FP32, &count);
   ASSERT_EQ_INT(count, 0);
   free(v);
 }
