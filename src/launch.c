@@ -89,7 +89,8 @@ static void plain_lt_init(ft_launchable *t) {
   void *h = NULL;
   ft_err e;
   if (ft_gpu_cublaslt(t->g, &h, &e) != FT_OK) return;
-  if (ft_lt_gemm_init(&t->lt, (cublasLtHandle_t)h, math, t->m, t->n, t->k, CUBLASLT_EPILOGUE_DEFAULT, NULL,
+  const int n = t->geom.gated ? 2 * t->n : t->n; /* a gated pair's GEMM: the interleaved [2n, k] weight */
+  if (ft_lt_gemm_init(&t->lt, (cublasLtHandle_t)h, math, t->m, n, t->k, CUBLASLT_EPILOGUE_DEFAULT, NULL,
                       FT_LAUNCH_LT_WORKSPACE, 16, &e) != FT_OK)
     return;
   if (cudaMalloc(&t->lt_ws, FT_LAUNCH_LT_WORKSPACE) != cudaSuccess) {
@@ -220,19 +221,20 @@ ft_status ft_launchable_enqueue(ft_launchable *L, const void *x, const void *w, 
                                 cudaStream_t stream, ft_err *err) {
   if (!L->fam) return ft__fail(err, FT_ERR_INTERNAL, "launch: nothing loaded");
   if (L->fam->after_cublas && L->geom.chunk_cols > 0) return enqueue_chunks(L, x, w, y, ep, stream, err);
-  const int lt_aligned = !L->lt_plain || ((uintptr_t)x % 16 == 0 && (uintptr_t)w % 16 == 0 && (uintptr_t)y % 16 == 0);
+  /* A gated pair's GEMM writes the interleaved [m, 2n] product into the workspace, the pass y. */
+  if (L->geom.gated && !L->ws) return ft__fail(err, FT_ERR_INTERNAL, "launch: a gated pass without its workspace");
+  void *gemm_y = L->geom.gated ? L->ws : y;
+  const int lt_aligned =
+      !L->lt_plain || ((uintptr_t)x % 16 == 0 && (uintptr_t)w % 16 == 0 && (uintptr_t)gemm_y % 16 == 0);
   if (L->fam->after_cublas && L->lt_handle && lt_aligned) {
     /* cuBLASLt's bias GEMM: its algorithms read the bias in 16-byte units. */
     const void *bias = L->lt_bias_slot >= 0 ? ep->v[L->lt_bias_slot] : NULL;
     if (L->lt_bias_slot >= 0 && (!bias || (uintptr_t)bias % 16))
       return ft__fail(err, FT_ERR_INVALID_ARG, "the epilogue's bias (vector slot %d) must be bound and 16-byte aligned: "
                       "this configuration (\"lt\") adds it in cuBLASLt's GEMM", L->lt_bias_slot);
-    FT_TRY(ft_lt_gemm_run(&L->lt, L->lt_handle, x, w, y, bias, L->lt_ws, stream, err));
-  } else if (L->fam->after_cublas && L->geom.gated) { /* the interleaved [2n, k] weight's product, kept apart from y */
-    if (!L->ws) return ft__fail(err, FT_ERR_INTERNAL, "launch: a gated pass without its workspace");
-    FT_TRY(ft_cublas_gemm(L->g, (ft_math)L->v.math, x, w, L->ws, L->m, 2 * L->n, L->k, stream, err));
+    FT_TRY(ft_lt_gemm_run(&L->lt, L->lt_handle, x, w, gemm_y, bias, L->lt_ws, stream, err));
   } else if (L->fam->after_cublas) {
-    FT_TRY(ft_cublas_gemm(L->g, (ft_math)L->v.math, x, w, y, L->m, L->n, L->k, stream, err));
+    FT_TRY(ft_cublas_gemm(L->g, (ft_math)L->v.math, x, w, gemm_y, L->m, L->geom.gated ? 2 * L->n : L->n, L->k, stream, err));
   }
   if (!L->loaded.main) return FT_OK; /* the identity after cuBLAS: y is done */
   const ft_launch_io io = {x, w, y, L->ws, L->flags, L->m, L->n, L->k, ep, 0, L->n};
