@@ -1,6 +1,7 @@
 #!/bin/bash
-# Gated pairs on the GPU machine, in one batch: gpu_test_gated, bf16 tunes of the SwiGLU halves
-# (16x14336x4096, 4096x14336x4096, 'silu(x) * x2') and their CUDA-graph benchmark.
+# Gated pairs on the GPU machine, in one batch: gpu_test_gated, FusedLinear.from_gated in every
+# mode (gpu_test_torch.py --gated-only), bf16 tunes of the SwiGLU halves (16x14336x4096,
+# 4096x14336x4096, 'silu(x) * x2') and their CUDA-graph benchmark.
 #   scripts/gpu/gated.sh BUILD OUT [BUDGET_S]
 # BUILD: a build tree of this checkout; OUT: where logs and the database go.
 set -u
@@ -10,6 +11,8 @@ export FUSEDTUNE_LIBRARY=$B/libfusedtune.so PYTHONUNBUFFERED=1
 t0=$(date +%s)
 (cd "$B" && ./tests/gpu_test_gated) > "$OUT/gpu_test_gated.log" 2>&1
 echo "gpu_test_gated rc=$? ($(( $(date +%s) - t0 )) s)"; grep -E "FAIL|gated pairs:" "$OUT/gpu_test_gated.log" | head -20
+timeout 90 python3 tests/python/gpu_test_torch.py --gated-only > "$OUT/gpu_test_torch_gated.log" 2>&1
+echo "gpu_test_torch --gated-only rc=$? ($(( $(date +%s) - t0 )) s)"; grep -E "FAIL|gated |passed" "$OUT/gpu_test_torch_gated.log" | head -20
 for shape in 16x14336x4096 4096x14336x4096; do
   "$B/fusedtune" --db "$DB" tune --shape $shape --epilogue 'silu(x) * x2' --math bf16 --budget "$BUDGET" >> "$OUT/tune.log" 2>&1
   echo "tune $shape rc=$? ($(( $(date +%s) - t0 )) s)"

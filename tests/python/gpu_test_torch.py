@@ -2,7 +2,7 @@
 (FusedLinear.from_gated), every math mode the library has, ragged shapes, the default and a
 non-default stream, and the checks that must stop a call before its launch. Exits 77 (skipped) without torch, CUDA or a GPU the library can use.
 
-    python3 tests/python/gpu_test_torch.py [--db PATH] [--keep]
+    python3 tests/python/gpu_test_torch.py [--db PATH] [--keep] [--gated-only]
 
 Needs nothing tuned beforehand: for each (epilogue, mode) the first shape is tuned on first use
 into a scratch database (autotune, 4 candidates), the other shapes run the nearest tuned result
@@ -302,6 +302,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--db", help="database to tune into and read (default: a scratch file, removed after)")
     ap.add_argument("--keep", action="store_true", help="keep the scratch database")
+    ap.add_argument("--gated-only", action="store_true", help="only the gated pairs (FusedLinear.from_gated)")
     args = ap.parse_args()
     try:
         fusedtune.devices()
@@ -320,7 +321,7 @@ def main():
             record(False, f"mode {mode.name}: torch has no dtype {mode.dtype}")
             continue
         last = None
-        for name in EPILOGUES:
+        for name in () if args.gated_only else EPILOGUES:
             for i, (in_shape, n) in enumerate(SHAPES):
                 try:
                     last = run_case(path, name, mode, in_shape, n, i == 0, gen)
@@ -329,7 +330,8 @@ def main():
         if last:
             check_errors(path, *last, mode)
         try:
-            check_fast_path(path, mode, gen)
+            if not args.gated_only:
+                check_fast_path(path, mode, gen)
         except fusedtune.FusedtuneError as e:
             record(False, f"fast   {mode.name:5s}: {type(e).__name__}: {e}")
         try:
@@ -337,7 +339,8 @@ def main():
         except fusedtune.FusedtuneError as e:
             record(False, f"gated  {mode.name:5s}: {type(e).__name__}: {e}")
     try:
-        check_fp8(path, gen)
+        if not args.gated_only:
+            check_fp8(path, gen)
     except fusedtune.FusedtuneError as e:
         record(False, f"fp8: {type(e).__name__}: {e}")
     if not args.db and not args.keep:
