@@ -2,7 +2,8 @@
 # Gated pairs on the GPU machine, in one batch: gpu_test_gated, FusedLinear.from_gated in every
 # mode (gpu_test_torch.py --gated-only), bf16 tunes of the SwiGLU halves (16x14336x4096,
 # 4096x14336x4096, 'silu(x) * x2') and their CUDA-graph benchmark.
-#   scripts/gpu/gated.sh BUILD OUT [BUDGET_S]
+#   scripts/gpu/gated.sh BUILD OUT [BUDGET_S]   (MATOP_S=N: then gpu_test_matop for at most N s, a
+#   sample of 3 variants per case: the shared sampling helper and the kernels' common prelude)
 # BUILD: a build tree of this checkout; OUT: where logs and the database go.
 set -u
 B=$1 OUT=$2 BUDGET=${3:-25}
@@ -20,3 +21,6 @@ done
 python3 tests/python/bench_gated.py --db "$DB" --math bf16 --rounds 15 > "$OUT/bench.log" 2>&1
 echo "bench rc=$? ($(( $(date +%s) - t0 )) s)"
 cat "$OUT/bench.log"
+[ "${MATOP_S:-0}" = 0 ] && exit 0
+(cd "$B" && FT_TEST_SAMPLE=3 timeout "$MATOP_S" ./tests/gpu_test_matop) > "$OUT/gpu_test_matop.log" 2>&1
+echo "gpu_test_matop rc=$? (124: stopped at ${MATOP_S} s) ($(( $(date +%s) - t0 )) s)"; grep -E "FAIL|matrix operands" "$OUT/gpu_test_matop.log" | head
