@@ -97,15 +97,17 @@ static void add_family_best(report_mode *m, const ft_stored_result *res) {
   m->n_fam++;
 }
 
-/* x [m, k], W [n, k] and each vector (matrix) read once, y [m, n] written once, in the mode's element
- * types: the least any strategy moves. */
-static double compulsory_bytes(const ft_stored_problem *p) {
+/* x [m, k], W [n, k] (a gated pair's [2n, k]) and each vector (matrix) read once, y [m, n] written
+ * once, in the mode's element types: the least any strategy moves. *gemm_n gets W's rows. */
+static double compulsory_bytes(const ft_stored_problem *p, double *gemm_n) {
   const ft_dtype in = ft_math_dtype(p->math);
   const double elem = ft_math_out_dtype(p->math) == FT_DTYPE_F32 ? 4 : 2;
   const double in_elem = in == FT_DTYPE_E4M3 ? 1 : elem;
-  double elems = (double)p->m * p->n + ((double)p->m * p->k + (double)p->n * p->k) * in_elem / elem;
   ft_epilogue_info *info = NULL;
-  if (ft_epilogue_inspect(p->epilogue, &info, NULL, 0) == FT_OK) {
+  const int parsed = ft_epilogue_inspect(p->epilogue, &info, NULL, 0) == FT_OK;
+  *gemm_n = (double)p->n * (parsed && info->uses_x2 ? 2 : 1);
+  double elems = (double)p->m * p->n + ((double)p->m * p->k + *gemm_n * p->k) * in_elem / elem;
+  if (parsed) {
     for (int i = 0; i < info->n_params; i++)
       elems += info->params[i].type == FT_PARAM_TYPE_COLVEC ? (double)p->n
                : info->params[i].type == FT_PARAM_TYPE_ROWVEC ? (double)p->m
@@ -118,8 +120,9 @@ static double compulsory_bytes(const ft_stored_problem *p) {
 static void derive_mode(report_mode *m, const ft_stored_problem *p) {
   memset(m, 0, sizeof *m);
   m->p = p;
-  m->flops = 2.0 * (double)p->m * (double)p->n * (double)p->k;
-  m->bytes = compulsory_bytes(p);
+  double gemm_n = (double)p->n;
+  m->bytes = compulsory_bytes(p, &gemm_n);
+  m->flops = 2.0 * (double)p->m * gemm_n * (double)p->k;
   for (int i = 0; i < p->n_results; i++) {
     const ft_stored_result *res = &p->results[i];
     if (res->is_best) m->best = res;
