@@ -116,8 +116,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (reduces == (whole != NULL)) fail("a CUDA text for a reduction, or none for an elementwise E", text);
     if ((inner != NULL) != (reduces && ft_ep_check_kernels(ep, NULL) == FT_OK) || (inner == NULL) != (post == NULL))
       fail("a served reduction without its CUDA parts, or parts for another", text);
-    const char *texts[3] = {whole, inner, post};
-    for (int i = 0; i < 3; i++)
+    const char *pool_arg = NULL;
+    if ((ft_ep_pool(ep, NULL, &pool_arg) != FT_RED_NONE && inner) != (pool_arg != NULL))
+      fail("a served pool without its argument's CUDA text, or a text without one", text);
+    const char *texts[4] = {whole, inner, post, pool_arg};
+    for (int i = 0; i < 4; i++)
       if (texts[i] && (!cuda_chars_ok(texts[i]) || strstr(texts[i], "--"))) fail("unexpected CUDA text", text);
     check_round_trip(ep, text);
     check_eager(ep, text);

@@ -3,9 +3,12 @@
 // reductions of docs/EPILOGUE.md, and the eager chain's reduction steps).
 //
 // Codegen defines FT_RED_KIND (the ft_ep_red value: 1 rowsum, 2 rowmean, 3 rowmax, 4 rowmin,
-// 5 logsumexp, 6 softmax, 7 log_softmax, 8 groupnorm), FT_RED_ARG (groupnorm's G, else 0),
-// FT_BLOCK (threads), FT_VEC (elements per access), FT_RED_INNER (the reduction's argument: x,
-// row, col, ep) and FT_RED_POST (the rest of E: IN0 the reduction's value, row, col, ep).
+// 5 logsumexp, 6 softmax, 7 log_softmax, 8 groupnorm, 9 batchnorm, 10 maxpool, 11 avgpool),
+// FT_RED_ARG (groupnorm's G, a pool's w, else 0), FT_BLOCK (threads), FT_VEC (elements per access),
+// FT_RED_INNER (the reduction's argument: x, row, col, ep; with a pool, of a window's value IN0)
+// and FT_RED_POST (the rest of E: IN0 the reduction's value, row, col, ep); FT_RED_POOL (0, or the
+// pool's kind: E's outermost reduction, or inside a row reduction), FT_RED_POOL_W (its window) and
+// FT_RED_POOL_ARG (the windows' argument: x, row, col, ep).
 //
 // The block reads columns [col0, col0 + ncols) of its row from src (row stride ld). A one-value
 // reduction (kinds 1-5) folds them into the row's running statistic, kept in stats between the
@@ -14,15 +17,24 @@
 // columns) take the row's max and sum of exp, then read the row again and write y[row, col]: src
 // may be y (the row is read whole before the block writes it). Groupnorm (8, in place too) takes
 // each group's mean, then its variance from the values again (two passes: never negative), then
-// writes the group normalized. Every sum is thread-sequential
+// writes the group normalized. Batchnorm (9, in place too) works by columns instead: a block takes
+// 32 columns at a time (block b the groups b, b + gridDim.x, ...), its warps share the M rows, and
+// mean, variance (again two passes) and the normalized values follow as for a group. With a pool
+// (chunks of whole windows), a thread takes whole windows: max (NaN-propagating) or mean of the
+// windows' argument, written as y[row, window] (10, 11) or folded into the row's statistic as a
+// one-value reduction's values (a partial window at the row's end is dropped, as torch's pools
+// do). Every sum is thread-sequential
 // then a fixed tree, so results are deterministic; exponentials are max-subtracted.
 
-#if FT_RED_KIND < 1 || FT_RED_KIND > 8
-#error "fusedtune: FT_RED_KIND must be a row or group reduction (1..8)"
+#if FT_RED_KIND < 1 || FT_RED_KIND > 11
+#error "fusedtune: FT_RED_KIND must be a row, group, column or window reduction (1..11)"
 #endif
 
 constexpr int kRedKind = FT_RED_KIND;
-constexpr bool kRedRowwise = kRedKind >= 6;                 // softmax, log_softmax, groupnorm: y is [M, N]
+constexpr bool kRedRowwise = kRedKind >= 6 && kRedKind <= 9; // softmax, log_softmax, groupnorm, batchnorm: [M, N]
+constexpr int kRedPool = FT_RED_POOL;                        // 10 maxpool, 11 avgpool, 0 none
+constexpr int kRedPoolW = FT_RED_POOL_W;
+constexpr bool kRedTopPool = kRedKind >= 10;                 // y is [M, N / w]
 constexpr bool kRedExp = kRedKind >= 5 && kRedKind <= 7;    // a running max and sum of exp
 constexpr float kRedNormEps = 1e-5f;                        // torch's GroupNorm default
 constexpr int kRedWarps = FT_BLOCK / 32;
@@ -30,8 +42,24 @@ constexpr int kRedWarps = FT_BLOCK / 32;
 __device__ __forceinline__ float ft_red_inf() { return __int_as_float(0x7f800000); }
 
 __device__ __forceinline__ float ft_red_inner(float x, int row, int col, const FtEpArgs &ep) {
-  (void)x; (void)row; (void)col; (void)ep;
+  const float IN0 = x; // with a pool, the window's value
+  (void)x; (void)IN0; (void)row; (void)col; (void)ep;
   return (float)(FT_RED_INNER);
+}
+
+__device__ __forceinline__ float ft_red_pool_arg(float x, int row, int col, const FtEpArgs &ep) {
+  (void)x; (void)row; (void)col; (void)ep;
+  return (float)(FT_RED_POOL_ARG);
+}
+
+// One window's max (NaN-propagating, as torch) or mean of the pool's argument; p is its first value.
+__device__ __forceinline__ float ft_red_window(const ft_elem_t *p, int row, int col, const FtEpArgs &ep) {
+  float r = ft_red_pool_arg(ft_to_float(p[0]), row, col, ep);
+  for (int k = 1; k < kRedPoolW; k++) {
+    const float v = ft_red_pool_arg(ft_to_float(p[k]), row, col + k, ep);
+    r = kRedPool == 10 ? ((v > r || v != v) ? v : r) : r + v;
+  }
+  return kRedPool == 10 ? r : r / (float)kRedPoolW;
 }
 
 __device__ __forceinline__ float ft_red_post(float IN0, int row, int col, const FtEpArgs &ep) {
@@ -148,9 +176,67 @@ __device__ __forceinline__ void ft_red_groups(const ft_elem_t *in, ft_elem_t *ou
   }
 }
 
+// Batchnorm: columns in groups of 32 (a lane each), the M rows shared by the block's warps in a
+// fixed order; the warps' partial sums added by warp 0 in order, so the bits are the same every run.
+__device__ __forceinline__ float ft_red_column_sum(float v, float (*part)[32]) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  __syncthreads(); // a previous call's readers of part are done
+  part[warp][lane] = v;
+  __syncthreads();
+  if (warp == 0) {
+    float s = 0.0f;
+    for (int w = 0; w < kRedWarps; w++) s += part[w][lane];
+    part[0][lane] = s;
+  }
+  __syncthreads();
+  return part[0][lane];
+}
+
+__device__ __forceinline__ void ft_red_columns(const ft_elem_t *src, ft_elem_t *y, int M, int N, const FtEpArgs &ep) {
+  __shared__ float part[kRedWarps][32];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (int c0 = blockIdx.x * 32; c0 < N; c0 += gridDim.x * 32) { // the same trip count in every thread
+    const int col = c0 + lane;
+    const bool in = col < N;
+    float s = 0.0f;
+    for (int r = warp; in && r < M; r += kRedWarps) s += ft_red_inner(ft_to_float(src[(size_t)r * N + col]), r, col, ep);
+    const float mean = ft_red_column_sum(s, part) / (float)M;
+    float q = 0.0f;
+    for (int r = warp; in && r < M; r += kRedWarps) {
+      const float d = ft_red_inner(ft_to_float(src[(size_t)r * N + col]), r, col, ep) - mean;
+      q = fmaf(d, d, q);
+    }
+    const float rstd = 1.0f / sqrtf(ft_red_column_sum(q, part) / (float)M + kRedNormEps);
+    for (int r = warp; in && r < M; r += kRedWarps) {
+      const float v = (ft_red_inner(ft_to_float(src[(size_t)r * N + col]), r, col, ep) - mean) * rstd;
+      y[(size_t)r * N + col] = ft_from_float(ft_red_post(v, r, col, ep));
+    }
+  }
+}
+
+// A one-value reduction's block statistic after a chunk: kept in stats for the next chunk, or (the
+// last) combined into y[row]; count: the values a row mean divides by.
+__device__ __forceinline__ void ft_red_finish(FtRedState s, int row, int col0, bool last, int count, float2 *stats,
+                                              ft_elem_t *y, const FtEpArgs &ep) {
+  if (threadIdx.x != 0) return;
+  if (col0 > 0) s = ft_red_merge({stats[row].x, stats[row].y}, s); // the earlier chunks first
+  if (!last) {
+    stats[row] = make_float2(s.a, s.b);
+    return;
+  }
+  float r = s.a;
+  if constexpr (kRedKind == 2) r = s.a / (float)count;
+  if constexpr (kRedKind == 5) r = s.a + ft_logf(s.b);
+  y[row] = ft_from_float(ft_red_post(r, row, 0, ep));
+}
+
 extern "C" __global__ void __launch_bounds__(FT_BLOCK)
 ft_reduce_pass(const ft_elem_t *src, int ld, ft_elem_t *y, float2 *stats, int M, int N, int col0, int ncols,
                FtEpArgs ep) {
+  if constexpr (kRedKind == 9) { // src is y or a copy of it (ld N): every column of every row
+    ft_red_columns(src, y, M, N, ep);
+    return;
+  }
   const int row = blockIdx.x;
   if (row >= M) return;
   const ft_elem_t *in = src + (size_t)row * (size_t)ld;
@@ -159,19 +245,20 @@ ft_reduce_pass(const ft_elem_t *src, int ld, ft_elem_t *y, float2 *stats, int M,
     return;
   }
   FtRedState s = ft_red_identity();
+  if constexpr (kRedPool != 0) { // whole windows of the chunk (col0 is a multiple of the window)
+    const int nout = N / kRedPoolW, q0 = col0 / kRedPoolW, nwin = ncols / kRedPoolW;
+    for (int p = threadIdx.x; p < nwin; p += FT_BLOCK) {
+      const float v = ft_red_inner(ft_red_window(in + p * kRedPoolW, row, col0 + p * kRedPoolW, ep), row, q0 + p, ep);
+      if constexpr (kRedTopPool) y[(size_t)row * (size_t)nout + q0 + p] = ft_from_float(ft_red_post(v, row, q0 + p, ep));
+      else s = ft_red_add(s, v);
+    }
+    if constexpr (!kRedTopPool) ft_red_finish(ft_red_block(s), row, col0, col0 + ncols >= N, nout, stats, y, ep);
+    return;
+  }
   ft_red_row(in, ncols, [&](int j, float x) { s = ft_red_add(s, ft_red_inner(x, row, col0 + j, ep)); });
   s = ft_red_block(s);
   if constexpr (!kRedRowwise) {
-    if (threadIdx.x != 0) return;
-    if (col0 > 0) s = ft_red_merge({stats[row].x, stats[row].y}, s); // the earlier chunks first
-    if (col0 + ncols < N) {
-      stats[row] = make_float2(s.a, s.b);
-      return;
-    }
-    float r = s.a;
-    if constexpr (kRedKind == 2) r = s.a / (float)N;
-    if constexpr (kRedKind == 5) r = s.a + ft_logf(s.b);
-    y[row] = ft_from_float(ft_red_post(r, row, 0, ep));
+    ft_red_finish(s, row, col0, col0 + ncols >= N, N, stats, y, ep);
   } else {
     // The row's values again (src may be y: every read of the row came before the barrier in
     // ft_red_block), each as its softmax or log_softmax.

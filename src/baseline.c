@@ -247,6 +247,15 @@ const char *ft_baseline_describe(const ft_baselines *b, ft_baseline_kind kind) {
   }
 }
 
+/* The columns of an eager step's buffer of shape (ft_ep_shape): N, 1, or N / w after the pool. */
+static int eager_cols(const ft_baselines *b, int shape) {
+  if (shape == FT_EP_SHAPE_M) return 1;
+  if (shape != FT_EP_SHAPE_POOLED) return b->d->n;
+  for (int j = 0; j < b->plan.nsteps; j++)
+    if (b->plan.steps[j].shape == FT_EP_SHAPE_POOLED && b->plan.steps[j].reduce) return b->d->n / b->plan.steps[j].arg;
+  return b->d->n;
+}
+
 static ft_status run_eager(ft_baselines *b, cudaStream_t stream, ft_err *err) {
   ft_pdata *d = b->d;
   if (!b->has_eager) return ft__fail(err, FT_ERR_UNSUPPORTED, "no cuBLASLt GEMM+BIAS algorithm for this problem");
@@ -256,13 +265,14 @@ static ft_status run_eager(ft_baselines *b, cudaStream_t stream, ft_err *err) {
     const ft_ep_step *s = &b->plan.steps[j];
     const void *in[3] = {NULL, NULL, NULL};
     for (int i = 0; i < s->nin && i < 3; i++) in[i] = b->tmp[s->in[i]];
-    if (s->reduce) {
-      FT_TRY(ft_eager_reduce_launch(&b->steps[j], in[0], b->tmp[j + 1], d->m, d->n, &d->args, stream, err));
+    if (s->reduce) { /* over its operand's columns */
+      const int from = s->in[0] > 0 && s->in[0] <= j ? (int)b->plan.steps[s->in[0] - 1].shape : (int)FT_EP_SHAPE_MN;
+      FT_TRY(ft_eager_reduce_launch(&b->steps[j], in[0], b->tmp[j + 1], d->m, eager_cols(b, from), &d->args, stream, err));
       continue;
     }
-    /* After a one-value reduction the steps run over its M values. */
-    FT_TRY(ft_eager_step_launch(&b->steps[j], in[0], in[1], in[2], b->tmp[j + 1], d->m,
-                                s->shape == FT_EP_SHAPE_M ? 1 : d->n, &d->args, stream, err));
+    /* After a one-value reduction the steps run over its M values, after a pool over its windows. */
+    FT_TRY(ft_eager_step_launch(&b->steps[j], in[0], in[1], in[2], b->tmp[j + 1], d->m, eager_cols(b, s->shape),
+                                &d->args, stream, err));
   }
   return FT_OK;
 }

@@ -125,14 +125,17 @@ static int first_colvec_slot(const ft_epilogue *ep) {
 /* A reduction pass's text after its #defines: the ABI, the prelude, the reduction's kind and E's
  * two parts (kernels_src/reduce_pass.cu), rebuilt from the AST as every expression is. */
 static ft_status reduce_body(ft_strbuf *b, ft_math math, ft_ep_red r, int arg, const char *inner, const char *post,
-                             ft_err *err) {
+                             ft_ep_red pool, int pool_w, const char *pool_arg, ft_err *err) {
   FT_TRY(check_expr(inner, FT_EP_MAX_TEXT * 8, "reduction argument", err));
   FT_TRY(check_expr(post, FT_EP_MAX_TEXT * 8, "post-reduction", err));
+  if (pool != FT_RED_NONE) FT_TRY(check_expr(pool_arg, FT_EP_MAX_TEXT * 8, "pool argument", err));
   abi_defines(b, math);
   FT_TRY(sb_embedded(b, "kernels_src/ft_common.cuh", err));
   FT_TRY(sb_embedded(b, "kernels_src/ft_math.cuh", err));
   ft_sb_printf(b, "#define FT_RED_KIND %d\n#define FT_RED_ARG %d\n#define FT_RED_INNER (%s)\n#define FT_RED_POST (%s)\n",
                (int)r, arg, inner, post);
+  ft_sb_printf(b, "#define FT_RED_POOL %d\n#define FT_RED_POOL_W %d\n#define FT_RED_POOL_ARG (%s)\n", (int)pool,
+               pool != FT_RED_NONE ? pool_w : 1, pool != FT_RED_NONE ? pool_arg : "0.0f");
   return sb_embedded(b, "kernels_src/reduce_pass.cu", err);
 }
 
@@ -141,16 +144,21 @@ static ft_status codegen_reduce(const ft_variant *v, const ft_family *fam, const
   FT_TRY(ft_ep_check_kernels(ep, err));
   const char *inner = NULL, *post = NULL;
   ft_ep_cuda_reduce(ep, &inner, &post);
-  int arg = 0;
-  const ft_ep_red r = ft_ep_reduction(ep, &arg);
-  const int rowwise = r == FT_RED_SOFTMAX || r == FT_RED_LOG_SOFTMAX || r == FT_RED_GROUPNORM;
+  int arg = 0, pool_w = 0;
+  const char *pool_arg = NULL;
+  const ft_ep_red r = ft_ep_reduction(ep, &arg), pool = ft_ep_pool(ep, &pool_w, &pool_arg);
+  const int rowwise = r == FT_RED_SOFTMAX || r == FT_RED_LOG_SOFTMAX || r == FT_RED_GROUPNORM || r == FT_RED_BATCHNORM;
   if (rowwise != (v->red.cols == 0))
-    return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: cols %d cannot compute '%s' (one-value reductions run in column "
-                    "chunks, softmax, log_softmax and groupnorm in place with cols 0)", v->red.cols, ft_ep_red_name(r));
+    return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: cols %d cannot compute '%s' (one-value reductions and pools run "
+                    "in column chunks, softmax, log_softmax, groupnorm and batchnorm in place with cols 0)", v->red.cols,
+                    ft_ep_red_name(r));
+  if (pool != FT_RED_NONE && v->red.cols % pool_w)
+    return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: cols %d is not a multiple of %s's window %d", v->red.cols,
+                    ft_ep_red_name(pool), pool_w);
   ft_strbuf b = {0};
   ft_sb_puts(&b, "// fusedtune generated\n");
   fam->defines(v, &b);
-  const ft_status s = reduce_body(&b, (ft_math)v->math, r, arg, inner, post, err);
+  const ft_status s = reduce_body(&b, (ft_math)v->math, r, arg, inner, post, pool, pool_w, pool_arg, err);
   if (s != FT_OK) {
     free(b.p);
     return s;
@@ -164,11 +172,14 @@ static ft_status codegen_reduce(const ft_variant *v, const ft_family *fam, const
 ft_status ft_codegen_eager_reduce(const ft_ep_step *step, ft_math math, int vec, ft_kernel_src *out, ft_err *err) {
   if (!step || !out) return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: NULL argument");
   memset(out, 0, sizeof *out);
-  if (step->reduce < FT_RED_ROWSUM || step->reduce > FT_RED_GROUPNORM)
+  if (step->reduce < FT_RED_ROWSUM || step->reduce > FT_RED_AVGPOOL)
     return ft__fail(err, FT_ERR_UNSUPPORTED, "codegen: no eager kernel for '%s'", ft_ep_red_name(step->reduce));
+  const int pool = step->reduce == FT_RED_MAXPOOL || step->reduce == FT_RED_AVGPOOL;
   ft_strbuf b = {0};
   ft_sb_printf(&b, "// fusedtune generated\n#define FT_BLOCK %d\n#define FT_VEC %d\n", FT_AUX_BLOCK, vec);
-  const ft_status s = reduce_body(&b, math, step->reduce, step->arg, "x", "IN0", err);
+  /* A pool step: the windows of its operand as they are (IN0), y [M, n / w]. */
+  const ft_status s = reduce_body(&b, math, step->reduce, step->arg, pool ? "IN0" : "x", "IN0",
+                                  pool ? step->reduce : FT_RED_NONE, step->arg, "x", err);
   if (s != FT_OK) {
     free(b.p);
     return s;
@@ -204,6 +215,9 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
     if (red < FT_RED_ROWSUM || red > FT_RED_LOGSUMEXP)
       return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: the %s kernels reduce each row to one value (rowsum, rowmean, "
                       "rowmax, rowmin, logsumexp), not '%s'", fam->name, ft_ep_red_name(red));
+    if (ft_ep_pool(ep, NULL, NULL) != FT_RED_NONE)
+      return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: the %s kernels reduce elements, not the windows of '%s'",
+                      fam->name, ft_ep_red_name(ft_ep_pool(ep, NULL, NULL)));
     ft_ep_cuda_reduce(ep, &expr, &post);
     FT_TRY(check_expr(post, FT_EP_MAX_TEXT * 8, "post-reduction", err));
   }

@@ -51,6 +51,7 @@ void ft_ep_free(ft_epilogue *ep) {
   free(ep->cuda_folded);
   free(ep->red_inner);
   free(ep->red_post);
+  free(ep->red_pool_arg);
   free(ep->cuda_lt_act);
   free(ep);
 }

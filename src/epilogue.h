@@ -140,14 +140,21 @@ ft_ep_red ft_ep_reduction(const ft_epilogue *ep, int *arg);
 ft_status ft_ep_output_shape(const ft_epilogue *ep, int64_t m, int64_t n, int *ndim, int64_t *rows, int64_t *cols,
                              ft_err *err);
 /* FT_OK when a kernel serves E: every elementwise E, and the row reductions (rowsum, rowmean,
- * rowmax, rowmin, logsumexp, softmax, log_softmax) and groupnorm without a pool, which the cuBLAS
+ * rowmax, rowmin, logsumexp, softmax, log_softmax), groupnorm, batchnorm, the pools and a row
+ * reduction of a pool (not softmax or log_softmax of one), which the cuBLAS
  * + reduction pass strategy computes (src/family_reduce.c). Else FT_ERR_UNSUPPORTED naming the reduction:
  * tunes, plans and benches refuse it. */
 ft_status ft_ep_check_kernels(const ft_epilogue *ep, ft_err *err);
 /* A served reduction's two CUDA expressions (NULL for an elementwise E): *inner the reduction's
  * argument, per element of the GEMM result (reads x, row, col, ep); *post the rest of E, reading
- * the reduction's value as IN0 (and row, col, ep; col only where y is [M, N]). Owned by ep. */
+ * the reduction's value as IN0 (and row, col, ep; col only where y is [M, N]). Owned by ep.
+ * With a pool (ft_ep_pool), *inner reads a window's value as IN0 instead of x ("IN0" when the
+ * pool is E's outermost reduction). */
 void ft_ep_cuda_reduce(const ft_epilogue *ep, const char **inner, const char **post);
+/* E's pool (FT_RED_MAXPOOL or FT_RED_AVGPOOL: outermost, or inside a row reduction), else
+ * FT_RED_NONE; *w its window, *arg (a served E; else NULL) its windows' argument in CUDA, per
+ * element of the GEMM result (reads x, row, col, ep). Any output may be NULL. */
+ft_ep_red ft_ep_pool(const ft_epilogue *ep, int *w, const char **arg);
 
 /* The float64 reference of the whole output: x is the m x n GEMM result (row-major), params[slot]
  * the parameter values (a scalar: params[slot][0]; a col vector: n values; a row vector: m), y

@@ -212,20 +212,21 @@ ft_status ft_ep_output_shape(const ft_epilogue *ep, int64_t m, int64_t n, int *n
   return FT_OK;
 }
 
-/* The kinds the cuBLAS + reduction pass serves: over the row or its groups, no pool. */
+/* The kinds the cuBLAS + reduction pass serves: over the row, its groups, the column or windows of
+ * the row, and a row reduction of pooled values (not softmax or log_softmax of them). */
 static int served(const ft_epilogue *ep, int outer, int pool) {
-  const red_class c = outer >= 0 ? k_reds[ep->nodes[outer].fn].cls : RC_POOL;
-  return pool < 0 && (c == RC_ROW || c == RC_ROWWISE || c == RC_GROUP);
+  const red_class c = outer >= 0 ? k_reds[ep->nodes[outer].fn].cls : RC_ROWWISE;
+  return pool < 0 ? outer >= 0 : c == RC_ROW;
 }
 
 ft_status ft_ep_check_kernels(const ft_epilogue *ep, ft_err *err) {
   int pool, outer = ft__ep_outer_reduction(ep, &pool);
   if (outer < 0 || served(ep, outer, pool)) return FT_OK;
-  const char *name = k_reds[ep->nodes[pool >= 0 ? pool : outer].fn].name;
+  const char *name = k_reds[ep->nodes[outer].fn].name, *of = pool >= 0 ? k_reds[ep->nodes[pool].fn].name : "";
   return ft__fail(err, FT_ERR_UNSUPPORTED,
-                  "epilogue: no kernel serves '%s' yet (row reductions, softmax, log_softmax and groupnorm "
-                  "without a pool do; ft_output_shape and the float64 reference serve every reduction)",
-                  name);
+                  "epilogue: no kernel serves '%s' of '%s' yet (row reductions, softmax, log_softmax, groupnorm, "
+                  "batchnorm, pools and row reductions of a pool do; ft_output_shape and the float64 reference serve every reduction)",
+                  name, of);
 }
 
 ft_status ft__ep_reduce_texts(ft_epilogue *ep, ft_err *err) {
@@ -234,15 +235,35 @@ ft_status ft__ep_reduce_texts(ft_epilogue *ep, ft_err *err) {
   int *in_of = malloc((size_t)ep->nnodes * sizeof *in_of);
   if (!in_of) return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
   for (int i = 0; i < ep->nnodes; i++) in_of[i] = -1;
+  const int top_pool = k_reds[ep->nodes[outer].fn].cls == RC_POOL;
+  if (top_pool) { /* the windows' argument, and each window's value as it is */
+    ep->red_pool_arg = ft__ep_print_cuda(ep, ep->nodes[outer].kid[0], NULL);
+    ep->red_inner = strdup("IN0");
+  } else if (pool >= 0) { /* the windows' argument; the reduction's, of a window's value (IN0) */
+    ep->red_pool_arg = ft__ep_print_cuda(ep, ep->nodes[pool].kid[0], NULL);
+    in_of[pool] = 0;
+    ep->red_inner = ft__ep_print_cuda(ep, ep->nodes[outer].kid[0], in_of);
+    in_of[pool] = -1;
+  } else {
+    ep->red_inner = ft__ep_print_cuda(ep, ep->nodes[outer].kid[0], NULL);
+  }
   in_of[outer] = 0; /* the reduction's value: IN0 */
-  ep->red_inner = ft__ep_print_cuda(ep, ep->nodes[outer].kid[0], NULL);
   ep->red_post = ft__ep_print_cuda(ep, ep->root, in_of);
   free(in_of);
-  if (!ep->red_inner || !ep->red_post) return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
+  if (!ep->red_inner || !ep->red_post || (pool >= 0 || top_pool) != (ep->red_pool_arg != NULL))
+    return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
   return FT_OK;
 }
 
 void ft_ep_cuda_reduce(const ft_epilogue *ep, const char **inner, const char **post) {
   if (inner) *inner = ep ? ep->red_inner : NULL;
   if (post) *post = ep ? ep->red_post : NULL;
+}
+
+ft_ep_red ft_ep_pool(const ft_epilogue *ep, int *w, const char **arg) {
+  int pool, outer = ep ? ft__ep_outer_reduction(ep, &pool) : -1;
+  if (outer >= 0 && pool < 0 && k_reds[ep->nodes[outer].fn].cls == RC_POOL) pool = outer;
+  if (w) *w = pool >= 0 ? (int)ep->nodes[pool].num : 0;
+  if (arg) *arg = pool >= 0 ? ep->red_pool_arg : NULL;
+  return pool >= 0 ? (ft_ep_red)ep->nodes[pool].fn : FT_RED_NONE;
 }

@@ -3,8 +3,10 @@
  * reduction (rowsum, rowmean, rowmax, rowmin, logsumexp: y is [M]) runs in column chunks of
  * `cols`: cuBLAS writes a chunk of x W^T into the plan's workspace, the pass folds it into each
  * row's statistic, the last chunk writes y; so no M x N buffer exists unless a chunk is all of N
- * (which width is fastest is the tune's choice). Softmax, log_softmax and groupnorm (y is [M, N])
- * run in place on y after cuBLAS's GEMM into it (cols 0). GPU-free. */
+ * (which width is fastest is the tune's choice); the pools too (chunks of whole windows; y is
+ * [M, N / w], or [M] for a row reduction of one). Softmax, log_softmax, groupnorm and batchnorm (y
+ * is [M, N]) run in place on y after cuBLAS's GEMM into it (cols 0; batchnorm's blocks take
+ * columns, not rows). GPU-free. */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -43,15 +45,20 @@ static ft_status red_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, co
   int groups = 0;
   const ft_ep_red r = ep ? ft_ep_reduction(ep, &groups) : FT_RED_NONE;
   if (r == FT_RED_NONE || ft_ep_check_kernels(ep, NULL) != FT_OK) return FT_OK;
-  const int rowwise = r == FT_RED_SOFTMAX || r == FT_RED_LOG_SOFTMAX || r == FT_RED_GROUPNORM;
+  const int rowwise = r == FT_RED_SOFTMAX || r == FT_RED_LOG_SOFTMAX || r == FT_RED_GROUPNORM || r == FT_RED_BATCHNORM;
   /* The span each access must divide: the row, or a group of it. */
   const int64_t span = r == FT_RED_GROUPNORM && groups > 0 ? n / groups : n;
+  /* A pool's chunks are whole windows (wide 1024 or more), the last one too, so that codegen can
+   * check it; its windows are read value by value (vec 1). */
+  int w = 1;
+  const int pooled = ft_ep_pool(ep, &w, NULL) != FT_RED_NONE;
   static const int blocks[] = {256, 512, 128, 1024};
   const size_t nblocks = ft_space_full(sink) ? 4 : 2;
   ft_variant v = {0};
   v.kind = FT_VK_EPILOGUE, v.layout = 1, v.math = (int)math;
-  v.vec = ft_math_dtype(math) == FT_DTYPE_F32 ? 4 : 8; /* 16 bytes, or the widest that divides */
+  v.vec = pooled ? 1 : ft_math_dtype(math) == FT_DTYPE_F32 ? 4 : 8; /* 16 bytes, or the widest that divides */
   while (v.vec > 1 && (n % v.vec || span % v.vec)) v.vec /= 2;
+  const int64_t unit = pooled ? w : v.vec, first = (1024 + unit - 1) / unit * unit;
   for (size_t b = 0; b < nblocks; b++) {
     v.red.block = blocks[b];
     if (rowwise) {
@@ -59,8 +66,8 @@ static ft_status red_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, co
       if (ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) FT_TRY(ft_space_push(sink, &v, (double)b, err));
       continue;
     }
-    for (int64_t cols = 1024;; cols *= 4) {
-      v.red.cols = cols >= n ? (int)((n + v.vec - 1) / v.vec * v.vec) : (int)cols;
+    for (int64_t cols = first;; cols *= 4) {
+      v.red.cols = cols >= n ? (int)((n + unit - 1) / unit * unit) : (int)cols;
       /* Wider chunks: fewer GEMM calls, each nearer cuBLAS's whole-matrix speed. */
       if (ft_variant_applicable(&v, m, n, k, lim, NULL, 0))
         FT_TRY(ft_space_push(sink, &v, (double)b + 1.0 / (double)(v.red.cols / 1024 + 1), err));

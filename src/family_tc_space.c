@@ -341,6 +341,9 @@ ft_status ft__tc_enumerate_reduce(int64_t m, int64_t n, int64_t k, ft_math math,
                                   ft_space_sink *sink, ft_err *err) {
   const ft_epilogue *ep = ft_space_epilogue(sink);
   const ft_ep_red r = ep ? ft_ep_reduction(ep, NULL) : FT_RED_NONE;
-  if (r < FT_RED_ROWSUM || r > FT_RED_LOGSUMEXP || ft_ep_check_kernels(ep, NULL) != FT_OK) return FT_OK;
+  /* A pool inside the reduction folds windows, not elements: the reduction pass's alone. */
+  if (r < FT_RED_ROWSUM || r > FT_RED_LOGSUMEXP || ft_ep_pool(ep, NULL, NULL) != FT_RED_NONE ||
+      ft_ep_check_kernels(ep, NULL) != FT_OK)
+    return FT_OK;
   return tc_enumerate_as(m, n, k, math, lim, sink, 1, err);
 }

@@ -79,6 +79,28 @@ static ft_status check_coresident(ft_launchable *t, ft_err *err) {
   return FT_OK;
 }
 
+/* The plain GEMM before a pass (16-bit modes) as cuBLASLt's with its algorithm chosen here, once:
+ * cublasGemmEx chooses on every call, host time a decode step pays. Launches whose x, W and y are
+ * 16-byte aligned take it, others cublasGemmEx. Where cuBLASLt has no algorithm (or memory is
+ * short) it is simply not offered: nothing fails. */
+static void plain_lt_init(ft_launchable *t) {
+  const ft_math math = (ft_math)t->v.math;
+  if (math != FT_MATH_BF16 && math != FT_MATH_FP16) return;
+  void *h = NULL;
+  ft_err e;
+  if (ft_gpu_cublaslt(t->g, &h, &e) != FT_OK) return;
+  if (ft_lt_gemm_init(&t->lt, (cublasLtHandle_t)h, math, t->m, t->n, t->k, CUBLASLT_EPILOGUE_DEFAULT, NULL,
+                      FT_LAUNCH_LT_WORKSPACE, 16, &e) != FT_OK)
+    return;
+  if (cudaMalloc(&t->lt_ws, FT_LAUNCH_LT_WORKSPACE) != cudaSuccess) {
+    (void)cudaGetLastError();
+    t->lt_ws = NULL;
+    ft_lt_gemm_free(&t->lt);
+    return;
+  }
+  t->lt_handle = (cublasLtHandle_t)h, t->lt_plain = 1, t->lt_bias_slot = -1;
+}
+
 /* cuBLASLt's epilogue adding a bias (has_bias) and applying act. */
 static cublasLtEpilogue_t lt_epilogue(int has_bias, ft_ep_lt_act act) {
   switch (act) {
@@ -146,6 +168,7 @@ ft_status ft_launchable_init(ft_launchable *L, ft_gpu *g, const ft_variant *v, i
       ft_launchable_free(&t);
       return s;
     }
+    if (!after_lt && t.geom.chunk_cols == 0) plain_lt_init(&t);
   }
   *L = t;
   return FT_OK;
@@ -197,7 +220,8 @@ ft_status ft_launchable_enqueue(ft_launchable *L, const void *x, const void *w, 
                                 cudaStream_t stream, ft_err *err) {
   if (!L->fam) return ft__fail(err, FT_ERR_INTERNAL, "launch: nothing loaded");
   if (L->fam->after_cublas && L->geom.chunk_cols > 0) return enqueue_chunks(L, x, w, y, ep, stream, err);
-  if (L->fam->after_cublas && L->lt_handle) {
+  const int lt_aligned = !L->lt_plain || ((uintptr_t)x % 16 == 0 && (uintptr_t)w % 16 == 0 && (uintptr_t)y % 16 == 0);
+  if (L->fam->after_cublas && L->lt_handle && lt_aligned) {
     /* cuBLASLt's bias GEMM: its algorithms read the bias in 16-byte units. */
     const void *bias = L->lt_bias_slot >= 0 ? ep->v[L->lt_bias_slot] : NULL;
     if (L->lt_bias_slot >= 0 && (!bias || (uintptr_t)bias % 16))

@@ -21,6 +21,7 @@ typedef struct ft_launchable {
   cublasLtHandle_t lt_handle; /* the device's (ft_gpu_cublaslt), not owned */
   int lt_bias_slot;           /* with lt_handle: the vector slot its epilogue adds, or -1 */
   ft_ep_lt_act lt_act;        /* with lt_handle: the activation it applies */
+  int lt_plain;               /* with lt_handle: cuBLAS's plain GEMM as cuBLASLt's, for aligned operands */
   void *lt_ws;   /* its workspace, owned */
   int m, n, k;
   /* The main kernel's argument list of the last launch and what it was built from: a launch

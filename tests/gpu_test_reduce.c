@@ -1,4 +1,5 @@
-/* GPU: the row reductions and groupnorm (docs/EPILOGUE.md, "Reductions") after cuBLAS's GEMM
+/* GPU: the row reductions, groupnorm, batchnorm and the pools (alone and inside a row reduction;
+ * docs/EPILOGUE.md, "Reductions") after cuBLAS's GEMM
  * (groupnorm where G divides N: 1 group always, 7 of 143 at N = 1001, 16 of 256 at 4096). Every kind, in
  * every math mode on a ragged N (not a multiple of 2), in fp32 and bf16 also at M = 1 and on an
  * aligned shape: each
@@ -26,6 +27,12 @@ static const char *const k_exprs[] = {
     "silu(groupnorm(x + bias, 1) * g + b) where col g, col b",
     "groupnorm(x * 2, 7)",
     "groupnorm(x, 16) + bias",
+    "silu(batchnorm(x + bias) * g + b) where col g, col b",
+    "batchnorm(x * 2) + bias",
+    "relu(maxpool(x + bias, 3)) * r where row r",
+    "avgpool(x, 4) * 2",
+    "logsumexp(avgpool(x * g, 4) * r) where col g, row r",
+    "rowmean(sigmoid(maxpool(x, 5)))",
 };
 #define N_EXPRS (sizeof k_exprs / sizeof k_exprs[0])
 

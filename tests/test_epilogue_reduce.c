@@ -54,29 +54,49 @@ static void test_canonical(void) {
     ft_ep_cuda_reduce(a, &inner, &post);
     ASSERT_EQ_STR(inner, "x");
     ASSERT_EQ_STR(post, "IN0");
-    ft_epilogue *bn = parse_ok("batchnorm(x)");
-    if (bn) {
-      ASSERT_EQ_INT(ft_ep_check_kernels(bn, &err), FT_ERR_UNSUPPORTED);
-      ASSERT_CONTAINS(err.msg, "epilogue: no kernel serves 'batchnorm' yet");
+    ft_epilogue *bn = parse_ok("batchnorm(x * 2) * g where col g"), *pool = parse_ok("softmax(avgpool(x, 4))");
+    if (bn && pool) {
+      ASSERT_OK(ft_ep_check_kernels(bn, &err)); /* batchnorm too */
       ft_ep_cuda_reduce(bn, &inner, &post);
+      ASSERT_EQ_STR(inner, "(x * 2.0f)");
+      ASSERT_EQ_STR(post, "(IN0 * ep.v[0][col])");
+      ASSERT_EQ_INT(ft_ep_check_kernels(pool, &err), FT_ERR_UNSUPPORTED);
+      ASSERT_CONTAINS(err.msg, "epilogue: no kernel serves 'softmax' of 'avgpool' yet");
+      ft_ep_cuda_reduce(pool, &inner, &post);
       ASSERT_TRUE(inner == NULL && post == NULL);
     }
-    ft_ep_free(bn);
+    ft_ep_free(bn), ft_ep_free(pool);
     ASSERT_TRUE(isnan(ft_ep_eval(a, 1.0, NULL))); /* a row's value: ft_ep_eval_matrix */
   }
   ft_epilogue *e = parse_ok("relu(x + bias)");
   ft_epilogue *f = parse_ok("exp(logsumexp(clamp(2 * (x + bias), -10, 10)) * r) where row r"),
-              *g = parse_ok("rowsum(maxpool(x, 2))");
+              *g = parse_ok("rowsum(exp(maxpool(x * 2, 2)) * r) where row r"), *h = parse_ok("maxpool(x * 2, 2) + 1");
   if (f && g) {
     const char *inner = NULL, *post = NULL;
     ft_ep_cuda_reduce(f, &inner, &post);
     ASSERT_EQ_STR(inner, "ft_clamp(2.0f * (x + ep.v[0][col]), -10.0f, 10.0f)");
     ASSERT_EQ_STR(post, "ft_exp(IN0 * ep.v[1][row])");
     ft_err err;
-    ASSERT_EQ_INT(ft_ep_check_kernels(g, &err), FT_ERR_UNSUPPORTED); /* a pool inside */
-    ASSERT_CONTAINS(err.msg, "no kernel serves 'maxpool' yet");
+    ASSERT_OK(ft_ep_check_kernels(g, &err)); /* a pool inside: its windows' argument, the row's of a window */
+    const char *arg = NULL;
+    int w = 0;
+    ASSERT_EQ_INT(ft_ep_pool(g, &w, &arg), FT_RED_MAXPOOL);
+    ASSERT_EQ_INT(w, 2);
+    ASSERT_EQ_STR(arg, "(x * 2.0f)");
+    ft_ep_cuda_reduce(g, &inner, &post);
+    ASSERT_EQ_STR(inner, "(ft_exp(IN0) * ep.v[0][row])");
+    ASSERT_EQ_STR(post, "IN0");
+    ASSERT_EQ_INT(ft_ep_pool(f, &w, &arg), FT_RED_NONE); /* no pool */
+    ASSERT_TRUE(w == 0 && arg == NULL);
+    if (h) { /* the pool outermost: each window's value as it is */
+      ASSERT_EQ_INT(ft_ep_pool(h, &w, &arg), FT_RED_MAXPOOL);
+      ASSERT_EQ_STR(arg, "(x * 2.0f)");
+      ft_ep_cuda_reduce(h, &inner, &post);
+      ASSERT_EQ_STR(inner, "IN0");
+      ASSERT_EQ_STR(post, "(IN0 + 1.0f)");
+    }
   }
-  ft_ep_free(f), ft_ep_free(g);
+  ft_ep_free(f), ft_ep_free(g), ft_ep_free(h);
   if (e) {
     ASSERT_EQ_INT(ft_ep_reduction(e, NULL), FT_RED_NONE);
     ASSERT_OK(ft_ep_check_kernels(e, NULL));
@@ -401,8 +421,12 @@ static void test_api(void) {
   ASSERT_OK(ft_check_problem(&p, msg, sizeof msg));
   p.epilogue = "batchnorm(x)";
   ASSERT_OK(ft_output_shape(&p, &ndim, shape, msg, sizeof msg));
+  ASSERT_OK(ft_check_problem(&p, msg, sizeof msg));
+  p.epilogue = "rowsum(maxpool(x, 2))";
+  ASSERT_OK(ft_check_problem(&p, msg, sizeof msg));
+  p.epilogue = "log_softmax(maxpool(x, 2))";
   ASSERT_EQ_INT(ft_check_problem(&p, msg, sizeof msg), FT_ERR_UNSUPPORTED);
-  ASSERT_CONTAINS(msg, "no kernel serves 'batchnorm' yet");
+  ASSERT_CONTAINS(msg, "no kernel serves 'log_softmax' of 'maxpool' yet");
   p.epilogue = "maxpool(x, 16)";
   ASSERT_OK(ft_output_shape(&p, &ndim, shape, msg, sizeof msg));
   ASSERT_EQ_INT(ndim, 2);

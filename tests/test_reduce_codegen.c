@@ -11,6 +11,8 @@ static const char *const k_kinds[] = {
     "rowsum(sigmoid(x))", "rowmean(x + bias)", "rowmax(x) * 2", "-rowmin(x * r) where row r",
     "logsumexp(clamp(2 * (x + bias), -10, 10))", "gelu(softmax(x + bias))", "log_softmax(x) * g where col g",
     "silu(groupnorm(x + bias, 3) * g + b) where col g, col b",
+    "batchnorm(x * 2) * g where col g", "relu(maxpool(x + bias, 3)) * r where row r",
+    "logsumexp(avgpool(x * g, 4) * r) where col g, row r",
 };
 #define N_KINDS (sizeof k_kinds / sizeof k_kinds[0])
 
@@ -89,8 +91,18 @@ static void test_enumeration(void) {
   ASSERT_EQ_INT(count, 2);
   for (int i = 0; i < count; i++) ASSERT_TRUE(v[i].red.cols == 0 && v[i].vec == 2);
   free(v);
-  /* The reductions no kernel serves enumerate nothing. */
+  /* batchnorm: in place (cols 0), as the row-wise kinds. */
   v = enumerate("batchnorm(x)", FT_VK_EPILOGUE, 8, 64, FT_MATH_FP32, &count);
+  ASSERT_EQ_INT(count, 2);
+  for (int i = 0; i < count; i++) ASSERT_TRUE(v[i].red.cols == 0);
+  free(v);
+  /* A pool: chunks of whole windows (the last one too), read value by value. */
+  v = enumerate("rowsum(maxpool(x, 3))", FT_VK_EPILOGUE, 8, 5000, FT_MATH_BF16, &count);
+  ASSERT_EQ_INT(count, 6); /* 2 blocks x chunks of 1026, 4104 and all 5000 (5001) */
+  for (int i = 0; i < count; i++) ASSERT_TRUE(v[i].vec == 1 && v[i].red.cols % 3 == 0);
+  free(v);
+  /* The reductions no kernel serves enumerate nothing: softmax of pooled values. */
+  v = enumerate("softmax(maxpool(x, 2))", FT_VK_EPILOGUE, 8, 64, FT_MATH_FP32, &count);
   ASSERT_EQ_INT(count, 0);
   free(v);
 }
@@ -110,6 +122,11 @@ static void test_codegen_refusals(void) {
     ASSERT_CONTAINS(e.msg, "compute reductions only");
     red.red.cols = 1024;
     ASSERT_EQ_INT(ft_codegen_variant(&red, sm, &k, &e), FT_ERR_INVALID_ARG);
+    ft_epilogue *pool = parse_ok("avgpool(x, 3)");
+    red.red.cols = 1024; /* not whole windows of 3 */
+    if (pool) ASSERT_EQ_INT(ft_codegen_variant(&red, pool, &k, &e), FT_ERR_INVALID_ARG);
+    ASSERT_CONTAINS(e.msg, "cols 1024 is not a multiple of avgpool's window 3");
+    ft_ep_free(pool);
     const ft_variant pass = {.kind = FT_VK_EPILOGUE, .vec = 4, .pass = {.block = 256, .ept = 8}};
     ASSERT_EQ_INT(ft_codegen_variant(&pass, lse, &k, &e), FT_ERR_INVALID_ARG);
     ASSERT_CONTAINS(e.msg, "this one reduces");

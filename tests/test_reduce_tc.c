@@ -1,6 +1,6 @@
 /* The row reductions fused into the tensor-core GEMM (src/family_tc_reduce.c,
  * kernels_src/tc_reduce.cuh, tc_reduce_final.cu) without a GPU: what enumerates them (one-value
- * reductions in bf16, fp16 and tf32 only) and in which forms, validity, names, JSON, geometry
+ * reductions in bf16, fp16 and tf32 only, no pool) and in which forms, validity, names, JSON, geometry
  * (the workspace of statistics, the finalize kernel), what codegen writes and refuses, and NVRTC
  * compiles for sm_90a of each mode with no spill. */
 #include "codegen.h"
@@ -42,7 +42,8 @@ static void test_enumeration(void) {
       free(v);
     }
   /* Rowwise outputs, fp32, 3xtf32 and fp8: no fused variant. */
-  static const char *const none[] = {"softmax(x)", "log_softmax(x + bias)", "groupnorm(x, 4)"};
+  static const char *const none[] = {"softmax(x)", "log_softmax(x + bias)", "groupnorm(x, 4)", "batchnorm(x)",
+                                     "maxpool(x, 2)", "rowsum(maxpool(x, 2))", "logsumexp(avgpool(x + bias, 4))"};
   int count = 0;
   for (size_t i = 0; i < sizeof none / sizeof none[0]; i++) {
     free(enumerate(none[i], 300, 4096, 256, FT_MATH_BF16, &count));
@@ -87,7 +88,8 @@ static void test_variant(void) {
 }
 
 static void test_codegen(void) {
-  ft_epilogue *lse = parse_ok("logsumexp(x + bias) * 2"), *sm = parse_ok("softmax(x)"), *relu = parse_ok("relu(x)");
+  ft_epilogue *lse = parse_ok("logsumexp(x + bias) * 2"), *sm = parse_ok("softmax(x)"), *relu = parse_ok("relu(x)"),
+              *pool = parse_ok("rowmax(maxpool(x, 2))");
   ft_variant v = tcr_variant(), tc = tcr_variant();
   tc.layout = 4;
   ft_kernel_src k;
@@ -101,6 +103,10 @@ static void test_codegen(void) {
     ft_kernel_src_free(&k);
     ASSERT_EQ_INT(ft_codegen_variant(&v, sm, &k, &e), FT_ERR_INVALID_ARG);
     ASSERT_CONTAINS(e.msg, "not 'softmax'");
+    if (pool) {
+      ASSERT_EQ_INT(ft_codegen_variant(&v, pool, &k, &e), FT_ERR_INVALID_ARG);
+      ASSERT_CONTAINS(e.msg, "not the windows of 'maxpool'");
+    }
     ASSERT_EQ_INT(ft_codegen_variant(&v, relu, &k, &e), FT_ERR_INVALID_ARG);
     ASSERT_CONTAINS(e.msg, "compute reductions only");
     ASSERT_EQ_INT(ft_codegen_variant(&tc, lse, &k, &e), FT_ERR_INVALID_ARG);
@@ -110,7 +116,7 @@ static void test_codegen(void) {
     ASSERT_CONTAINS(k.text, "#define FT_EP_RED_KIND 0\n");
     ft_kernel_src_free(&k);
   }
-  ft_ep_free(lse), ft_ep_free(sm), ft_ep_free(relu);
+  ft_ep_free(lse), ft_ep_free(sm), ft_ep_free(relu), ft_ep_free(pool);
 }
 
 /* The first variant of three kinds, one per mode, through NVRTC and ptxas for sm_90a. */

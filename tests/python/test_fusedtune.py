@@ -214,8 +214,8 @@ class ApiTest(unittest.TestCase):
         self.assertEqual(fusedtune.Problem(4, 100, 8, "gelu(maxpool(x, 16))").output_shape, (4, 6))
         lm_head.check()
         with self.assertRaises(fusedtune.UnsupportedError) as cm:
-            fusedtune.Problem(4, 100, 8, "batchnorm(x)").check()  # the shape is known, a tune refuses
-        self.assertIn("no kernel serves 'batchnorm' yet", str(cm.exception))
+            fusedtune.Problem(4, 100, 8, "softmax(avgpool(x, 4))").check()  # the shape is known, a tune refuses
+        self.assertIn("no kernel serves 'softmax' of 'avgpool' yet", str(cm.exception))
         with self.assertRaises(fusedtune.InvalidArgumentError) as cm:
             fusedtune.Problem(4, 100, 8, "groupnorm(x, 3)").output_shape
         self.assertEqual(str(cm.exception), "epilogue: groupnorm(..., 3) needs N divisible by 3, N is 100")
