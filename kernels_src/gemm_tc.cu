@@ -3,7 +3,8 @@
 // applied to the fp32 accumulator in registers, one rounding at the store. Compiled by NVRTC for
 // sm_90a. It composes the layers: tc_config.cuh (FtTc), tc_ptx.cuh, tc_sched.cuh (FtTiles),
 // tc_matrix.cuh (E's matrix operands prefetched by the producer), tc_mainloop.cuh (the producer and
-// the mainloops), tc_epilogue.cuh, tc_epilogue_tma.cuh and tc_gated.cuh (a gated pair's stores).
+// the mainloops), tc_epilogue.cuh, tc_epilogue_tma.cuh, tc_gated.cuh (a gated pair's stores) and
+// tc_reduce.cuh (a row reduction's tile).
 //
 // Structure: TMA (128-byte swizzle) fills a ring of stages guarded by full/empty mbarriers;
 // warpgroup `consumers` is the producer (one thread issues TMA, setmaxnreg.dec); warpgroups
@@ -108,7 +109,9 @@ __device__ __forceinline__ void ft_consumer(const FtTiles<C> &ts, const FtSmemMa
 #pragma unroll
     for (int h = 0; h < C::kMsub; h++) { /* ping-pong: the tile's blocks; else this consumer's 64 rows */
       const int r0 = m0 + (C::pingpong ? 64 * h : 64 * wg);
-      if constexpr (C::tma_store)
+      if constexpr (C::kRedKind)
+        ft_tile_reduce<C>(dd[h], WS, r0, n0, M, N, warp, lane, ep);
+      else if constexpr (C::tma_store)
         ft_tile_store_tma<C>(dd[h], my_cbuf, sm.sbuf + (unsigned)wg * (C::staging_bytes / C::consumers), tma_y, Y, r0,
                              n0, M, N, wg, warp, lane, nbox, ep, my_colv, pt);
       else if constexpr (C::gated)

@@ -209,8 +209,22 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
   if (reduces != fam->reduces)
     return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: the %s kernels %s", fam->name,
                     reduces ? "compute elementwise epilogues, and this one reduces" : "compute reductions only");
-  if (reduces) return codegen_reduce(v, fam, ep, out, err);
-  const char *expr = ep ? ft_ep_cuda(ep) : "x";
+  if (reduces && fam->after_cublas) return codegen_reduce(v, fam, ep, out, err);
+  const char *expr = ep ? ft_ep_cuda(ep) : "x", *post = NULL;
+  /* A reduction fused into a GEMM family's tile: E's argument is its epilogue expression, the rest
+   * of E (FT_RED_POST) the second kernel's. */
+  const ft_ep_red red = reduces ? ft_ep_reduction(ep, NULL) : FT_RED_NONE;
+  if (reduces) {
+    FT_TRY(ft_ep_check_kernels(ep, err));
+    if (red < FT_RED_ROWSUM || red > FT_RED_LOGSUMEXP)
+      return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: the %s kernels reduce each row to one value (rowsum, rowmean, "
+                      "rowmax, rowmin, logsumexp), not '%s'", fam->name, ft_ep_red_name(red));
+    if (ft_ep_pool(ep, NULL, NULL) != FT_RED_NONE)
+      return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: the %s kernels reduce elements, not the windows of '%s'",
+                      fam->name, ft_ep_red_name(ft_ep_pool(ep, NULL, NULL)));
+    ft_ep_cuda_reduce(ep, &expr, &post);
+    FT_TRY(check_expr(post, FT_EP_MAX_TEXT * 8, "post-reduction", err));
+  }
   int lt_slot = -1;
   ft_ep_lt_act lt_act = FT_EP_LT_NONE;
   const int after_lt = fam->lt_prefix && fam->lt_prefix(v, &lt_slot, &lt_act);
@@ -244,6 +258,7 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
   if (fam->wants_colv_slot) {
     ft_sb_printf(&b, "#define FT_EP_COLV_SLOT %d\n", first_colvec_slot(ep));
     ft_sb_printf(&b, "#define FT_EP_MAT_MASK %uu\n", matrix_mask(ep));
+    ft_sb_printf(&b, "#define FT_EP_RED_KIND %d\n", (int)red);
   }
   abi_defines(&b, (ft_math)v->math);
   ft_status s = sb_embedded(&b, "kernels_src/ft_common.cuh", err);
@@ -252,6 +267,11 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
     ft_sb_puts(&b, "#define FT_EPILOGUE_EXPR (");
     put_expr(&b, expr, (ft_math)v->math, ep);
     ft_sb_puts(&b, ")\n");
+    if (post) {
+      ft_sb_puts(&b, "#define FT_RED_POST (");
+      put_expr(&b, post, (ft_math)v->math, ep);
+      ft_sb_puts(&b, ")\n");
+    }
     for (const char *const *f = fam->sources; s == FT_OK && *f; f++) s = sb_embedded(&b, *f, err);
   }
   if (s != FT_OK) {

@@ -1,6 +1,6 @@
 /* Family tc: the Hopper tensor-core GEMM (layout 4, names "tc_..."; kernel in layers:
  * kernels_src/tc_config.cuh, wgmma_sm90.cuh, tc_ptx.cuh, tc_sched.cuh, tc_matrix.cuh,
- * tc_mainloop.cuh, tc_epilogue.cuh, tc_epilogue_tma.cuh, gemm_tc.cu): TMA loads into a ring of stages, wgmma from
+ * tc_mainloop.cuh, tc_epilogue.cuh, tc_epilogue_tma.cuh, tc_reduce.cuh, gemm_tc.cu): TMA loads into a ring of stages, wgmma from
  * shared memory, a producer warpgroup and one or two consumer warpgroups (cooperative on one tile,
  * or ping-pong: two taking turns on whole tiles), a persistent grid walking tiles in a grouped
  * order, clusters of 2 multicasting the W tile, the epilogue applied to the accumulator in
@@ -224,7 +224,7 @@ static int tc_name(const ft_variant *v, char *buf, size_t len) {
 static int tc_stream_k(const ft_variant *v) { return v->tc.streamk; }
 static int tc_pair(const ft_variant *v) { return v->tc.gated; }
 
-static const ft_json_key k_tc_keys[] = {{"bn", offsetof(ft_variant, bn)},
+const ft_json_key ft__tc_keys[] = {{"bn", offsetof(ft_variant, bn)},
                                         {"bk", offsetof(ft_variant, bk)},
                                         {"stages", offsetof(ft_variant, stages)},
                                         {"consumers", offsetof(ft_variant, tc.consumers)},
@@ -232,7 +232,7 @@ static const ft_json_key k_tc_keys[] = {{"bn", offsetof(ft_variant, bn)},
                                         {"swizzle", offsetof(ft_variant, swizzle)},
                                         {"grid", offsetof(ft_variant, tc.grid)},
                                         {NULL, 0}};
-static const ft_json_key k_tc_opt_keys[] = {
+const ft_json_key ft__tc_opt_keys[] = {
     {"layout", offsetof(ft_variant, layout)},
     {"math", offsetof(ft_variant, math)},
     {"chunk", offsetof(ft_variant, tc.chunk)},
@@ -250,6 +250,7 @@ static const char *const k_tc_sources[] = {
     "kernels_src/tc_config.cuh",   "kernels_src/wgmma_sm90.cuh",     "kernels_src/tc_ptx.cuh",
     "kernels_src/tc_sched.cuh",    "kernels_src/tc_matrix.cuh",    "kernels_src/tc_mainloop.cuh",
     "kernels_src/tc_epilogue.cuh", "kernels_src/tc_epilogue_tma.cuh", "kernels_src/tc_gated.cuh",
+    "kernels_src/tc_reduce.cuh",
     "kernels_src/gemm_tc.cu",      NULL};
 
 const ft_family ft_family_tc = {
@@ -267,8 +268,8 @@ const ft_family ft_family_tc = {
     .wants_colv_slot = 1,
     .pair = tc_pair,
     .kernel = "ft_gemm_tc",
-    .keys = k_tc_keys,
-    .opt_keys = k_tc_opt_keys,
+    .keys = ft__tc_keys,
+    .opt_keys = ft__tc_opt_keys,
     .variant_name = tc_name,
     .valid = tc_valid,
     .applicable = tc_applicable,

@@ -135,6 +135,7 @@ typedef struct tc_gen {
   ft_space_sink *sink;
   int full;      /* FT_SPACE_FULL: also the forms the default space leaves out */
   ft_ep_cost ec; /* the epilogue's cost per element */
+  int reduce;    /* family tc_reduce: no form that stores y through TMA or in split-K slabs */
 } tc_gen;
 
 typedef struct tc_point {
@@ -207,8 +208,8 @@ static ft_status axis_group(const tc_gen *g, tc_point p, int axis, ft_err *err) 
  * stores was the best of all (H200, 2026-12-02). The deepest ring that fits the form is found
  * here; axis_stages takes it and fewer. */
 static ft_status axis_form(const tc_gen *g, tc_point p, int axis, ft_err *err) {
-  /* A BN past whole boxes stores the rest directly; a gated pair stores directly. */
-  const int ts_ok = (g->n * osize(&p.v)) % 16 == 0 && !p.v.tc.gated;
+  /* A BN past whole boxes stores the rest directly; a gated pair and a reduction store directly. */
+  const int ts_ok = !g->reduce && !p.v.tc.gated && (g->n * osize(&p.v)) % 16 == 0;
   for (int form = 0; form < 2 * 3 * 2; form++) {
     const int ts = form < 6, pp = (int[]){0, 2, 1}[form / 2 % 3], staged = form % 2;
     if (!g->full && (pp == 1 || (staged && !split(&p.v)))) continue;
@@ -269,7 +270,7 @@ static ft_status axis_aregs(const tc_gen *g, tc_point p, int axis, ft_err *err) 
  * with TMA stores or ping-pong). */
 static ft_status axis_split_k(const tc_gen *g, tc_point p, int axis, ft_err *err) {
   const int64_t tile_units = tc_units(&p.v, g->m, g->n);
-  for (int sk = 1; sk <= (p.v.tc.tstore || p.v.tc.pingpong || p.v.tc.gated ? 1 : 8); sk *= 2) {
+  for (int sk = 1; sk <= (p.v.tc.tstore || p.v.tc.pingpong || p.v.tc.gated || g->reduce ? 1 : 8); sk *= 2) {
     if (sk > 1 && tile_units * p.v.tc.cluster * sk / 2 >= g->lim->sm_count) break;
     p.v.split_k = sk > 1 ? sk : 0;
     p.slices = sk;
@@ -318,19 +319,35 @@ static ft_status tc_next(const tc_gen *g, const tc_point *p, int axis, ft_err *e
   return k_tc_axes[axis + 1](g, *p, axis + 1, err);
 }
 
-ft_status ft__tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,
-                              ft_space_sink *sink, ft_err *err) {
+static ft_status tc_enumerate_as(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,
+                                 ft_space_sink *sink, int reduce, ft_err *err) {
   const ft_epilogue *ep = ft_space_epilogue(sink);
   const int pair = ep && ft_ep_uses_x2(ep); /* tiles of the [2n, k] interleaved weight's product */
-  const tc_gen g = {m, pair ? 2 * n : n, k, lim, sink, ft_space_full(sink), ft_space_epilogue_cost(sink)};
+  const tc_gen g = {m, pair ? 2 * n : n, k, lim, sink, ft_space_full(sink), ft_space_epilogue_cost(sink), reduce};
   tc_point p;
   memset(&p, 0, sizeof p);
   p.v.tc.gated = pair;
   p.v.kind = FT_VK_GEMM;
-  p.v.layout = 4;
+  p.v.layout = reduce ? TC_REDUCE_LAYOUT : 4;
   p.v.math = (int)math;
   p.v.bk = 128 / esize(&p.v);
   p.slices = 1;
   return k_tc_axes[0](&g, p, 0, err);
 }
 
+
+ft_status ft__tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,
+                           ft_space_sink *sink, ft_err *err) {
+  return tc_enumerate_as(m, n, k, math, lim, sink, 0, err);
+}
+
+ft_status ft__tc_enumerate_reduce(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,
+                                  ft_space_sink *sink, ft_err *err) {
+  const ft_epilogue *ep = ft_space_epilogue(sink);
+  const ft_ep_red r = ep ? ft_ep_reduction(ep, NULL) : FT_RED_NONE;
+  /* A pool inside the reduction folds windows, not elements: the reduction pass's alone. */
+  if (r < FT_RED_ROWSUM || r > FT_RED_LOGSUMEXP || ft_ep_pool(ep, NULL, NULL) != FT_RED_NONE ||
+      ft_ep_check_kernels(ep, NULL) != FT_OK)
+    return FT_OK;
+  return tc_enumerate_as(m, n, k, math, lim, sink, 1, err);
+}
