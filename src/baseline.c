@@ -32,6 +32,7 @@ struct ft_baselines {
   int has_lt_epilogue;
   char lt_name[64];
   ft_ep_eager plan;
+  int pooled_cols; /* the columns after E's pool (N / w), N without one */
   int has_eager; /* 0 when cuBLASLt has no GEMM+BIAS algorithm for this problem */
   ft_loaded steps[FT_EP_MAX_STEPS];
   void *tmp[FT_EP_BUF_X2 + 1]; /* tmp[0] = GEMM output, tmp[j] = step j output, tmp[FT_EP_BUF_X2] = x2's GEMM */
@@ -185,6 +186,8 @@ ft_status ft_baselines_create(ft_gpu *g, ft_db *db, const ft_epilogue *ep, ft_pd
   FT_CUDA_TRY(err, cudaMalloc(&b->lt_ws, FT_LT_WORKSPACE));
   FT_TRY(ft_ep_check_kernels(ep, err)); /* a reduction step is a kernel the reduction pass serves */
   FT_TRY(ft_ep_eager_plan(ep, &b->plan, err));
+  int window = 1;
+  b->pooled_cols = ft_ep_pool(ep, &window, NULL) != FT_RED_NONE ? d->n / window : d->n;
   /* "SGEMM" in fp32 (as before modes existed) and 3xtf32 (cuBLAS's fp32-accurate GEMM), else
    * "BF16 GEMM"; mode: "" or "BF16 ". */
   const int sgemm = d->math == FT_MATH_FP32 || d->math == FT_MATH_3XTF32;
@@ -272,10 +275,7 @@ const char *ft_baseline_describe(const ft_baselines *b, ft_baseline_kind kind) {
 /* The columns of an eager step's buffer of shape (ft_ep_shape): N, 1, or N / w after the pool. */
 static int eager_cols(const ft_baselines *b, int shape) {
   if (shape == FT_EP_SHAPE_M) return 1;
-  if (shape != FT_EP_SHAPE_POOLED) return b->d->n;
-  for (int j = 0; j < b->plan.nsteps; j++)
-    if (b->plan.steps[j].shape == FT_EP_SHAPE_POOLED && b->plan.steps[j].reduce) return b->d->n / b->plan.steps[j].arg;
-  return b->d->n;
+  return shape == FT_EP_SHAPE_POOLED ? b->pooled_cols : b->d->n;
 }
 
 static ft_status run_eager(ft_baselines *b, cudaStream_t stream, ft_err *err) {

@@ -79,6 +79,9 @@ static ft_status check_coresident(ft_launchable *t, ft_err *err) {
   return FT_OK;
 }
 
+/* The columns of the GEMM before a pass: a gated pair's is the interleaved [2n, k] weight's. */
+static int gemm_cols(const ft_launchable *t) { return t->geom.gated ? 2 * t->n : t->n; }
+
 /* The plain GEMM before a pass (16-bit modes) as cuBLASLt's with its algorithm chosen here, once:
  * cublasGemmEx chooses on every call, host time a decode step pays. Launches whose x, W and y are
  * 16-byte aligned take it, others cublasGemmEx. Where cuBLASLt has no algorithm (or memory is
@@ -89,8 +92,7 @@ static void plain_lt_init(ft_launchable *t) {
   void *h = NULL;
   ft_err e;
   if (ft_gpu_cublaslt(t->g, &h, &e) != FT_OK) return;
-  const int n = t->geom.gated ? 2 * t->n : t->n; /* a gated pair's GEMM: the interleaved [2n, k] weight */
-  if (ft_lt_gemm_init(&t->lt, (cublasLtHandle_t)h, math, t->m, n, t->k, CUBLASLT_EPILOGUE_DEFAULT, NULL,
+  if (ft_lt_gemm_init(&t->lt, (cublasLtHandle_t)h, math, t->m, gemm_cols(t), t->k, CUBLASLT_EPILOGUE_DEFAULT, NULL,
                       FT_LAUNCH_LT_WORKSPACE, 16, &e) != FT_OK)
     return;
   if (cudaMalloc(&t->lt_ws, FT_LAUNCH_LT_WORKSPACE) != cudaSuccess) {
@@ -234,7 +236,7 @@ ft_status ft_launchable_enqueue(ft_launchable *L, const void *x, const void *w, 
                       "this configuration (\"lt\") adds it in cuBLASLt's GEMM", L->lt_bias_slot);
     FT_TRY(ft_lt_gemm_run(&L->lt, L->lt_handle, x, w, gemm_y, bias, L->lt_ws, stream, err));
   } else if (L->fam->after_cublas) {
-    FT_TRY(ft_cublas_gemm(L->g, (ft_math)L->v.math, x, w, gemm_y, L->m, L->geom.gated ? 2 * L->n : L->n, L->k, stream, err));
+    FT_TRY(ft_cublas_gemm(L->g, (ft_math)L->v.math, x, w, gemm_y, L->m, gemm_cols(L), L->k, stream, err));
   }
   if (!L->loaded.main) return FT_OK; /* the identity after cuBLAS: y is done */
   const ft_launch_io io = {x, w, y, L->ws, L->flags, L->m, L->n, L->k, ep, 0, L->n};
