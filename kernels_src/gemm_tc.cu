@@ -78,13 +78,17 @@ __device__ __forceinline__ void ft_consumer(const FtTiles<C> &ts, const FtSmemMa
       ft_mainloop_3x_aregs<C>(d, ring, prev, wk.nk, sm.ring, wg, warp, lane, tid);
     } else if constexpr (C::split3x) {
       ft_mainloop_3x<C>(d, ring, prev, wk.nk, sm.ring, wg, tid);
-    } else if constexpr (C::fp8) {
-      ft_mainloop_fp8<C>(d, ring, prev, wk.nk, sm.ring, wg, tid);
     } else {
-      ft_mainloop_ss<C>(dd, ring, prev, wk.nk, sm.ring, wg, tid, [&] {
+      auto store_box = [&] { /* the store overlap: a box of the previous tile after a k tile's wgmma */
         if constexpr (C::kStoreOverlap)
           if (pt.boxes) ft_pending_box<C>(pt, my_cbuf, tma_y, warp, lane, tid, wg, nbox);
-      });
+      };
+      if constexpr (C::fp8 && C::dual)
+        ft_mainloop_fp8_dual<C>(d, ring, prev, wk.nk, sm.ring, wg, tid, store_box);
+      else if constexpr (C::fp8)
+        ft_mainloop_fp8<C>(d, ring, prev, wk.nk, sm.ring, wg, tid, store_box);
+      else
+        ft_mainloop_ss<C>(dd, ring, prev, wk.nk, sm.ring, wg, tid, store_box);
     }
     if constexpr (C::pingpong) { /* this loop done: the other's turn, if it has item j + 1 (arrivals match waits) */
       FtWork next;

@@ -12,6 +12,9 @@
 //   fp8            e4m3 x and W (1-byte elements, k32 wgmma), bf16 y: partial sums promoted every chunk
 //   chunk, aregs   3xtf32 and fp8: k tiles per tensor-core partial sum; 3xtf32: x split in registers
 //                  (BN <= 64)
+//   dual           fp8: two partial sums taking turns by chunk, one added into the fp32 sums while
+//                  the other's wgmma run (BN <= 128: three accumulators in a consumer's 232
+//                  registers; one partial sum: BN <= 192)
 //   bn, consumers, stages, cluster, group   tile width, consumer warpgroups, ring depth, cluster
 //                  size along the shared operand, tile rows per group of the persistent order
 //   pingpong       0 cooperative (the consumers split a tile of 64 consumers rows); 1 or 2: each
@@ -69,13 +72,13 @@ struct FtTc : Cfg {
     kColvStage = Cfg::colv_bytes > 0 && kColvSlot >= 0 && Cfg::tma_store && kEarly && !Cfg::staged && !Cfg::pingpong && !Cfg::stream_k && Cfg::split_k == 1
   };
   /* The early E's tile kept packed (16-bit storage, BN / 4 registers) and stored box by box during
-   * the next tile's k loop (the cooperative plain k loop only); not where one consumer holds the
+   * the next tile's k loop (the cooperative plain and fp8 k loops); not where one consumer holds the
    * tile and E reads a matrix operand: with `x + bias + r` its loads beside the packed tile made
-   * ptxas spill at 64 x 256 in fp16. */
+   * ptxas spill at 64 x 256 in fp16; nor beside fp8's two partial sums (the registers). */
   enum : int {
     kStoreOverlap = Cfg::tma_store && kEarly && !Cfg::staged && kEsize == 2 && Cfg::bn % kCols == 0 &&
                     !Cfg::split3x && !Cfg::pingpong && !Cfg::stream_k && Cfg::split_k == 1 &&
-                    !(kMatMask != 0u && Cfg::consumers == 1)
+                    !(kMatMask != 0u && Cfg::consumers == 1) && !Cfg::dual
   };
 
   static_assert(Cfg::dtype == FT_DTYPE, "fusedtune: configuration and math mode disagree on the storage type");
@@ -98,8 +101,10 @@ struct FtTc : Cfg {
                 "fusedtune: a gated pair pairs 16-column groups with direct stores (no split-K, stream-K, 3xtf32, fp8)");
   static_assert(!Cfg::split3x || Cfg::chunk >= 1, "fusedtune: 3xtf32 needs chunk >= 1");
   static_assert(!Cfg::fp8 || (Cfg::chunk >= 1 && Cfg::dtype == 1 && !Cfg::split3x && !Cfg::aregs && !Cfg::pingpong &&
-                              !Cfg::stream_k && Cfg::bn <= 128),
-                "fusedtune: fp8 promotes every chunk >= 1 k tiles, bf16 y, cooperative, no stream-K, BN <= 128");
+                              !Cfg::stream_k && Cfg::bn <= (Cfg::dual ? 128 : 192)),
+                "fusedtune: fp8 promotes every chunk >= 1 k tiles, bf16 y, cooperative, no stream-K, BN <= 192 "
+                "(two partial sums: 128)");
+  static_assert(!Cfg::dual || Cfg::fp8, "fusedtune: two partial sums are fp8's");
 
   /* The host's regions, checked against what each use needs. */
   static_assert(Cfg::small_bytes == (!Cfg::split3x ? 0 : 3 * (Cfg::aregs ? kB : kStage)),

@@ -1,7 +1,7 @@
 // fusedtune tensor-core GEMM, layer 3: the mainloops. One consumer warpgroup's k tiles of one
 // work item: wait for a stage of the ring, issue its wgmma, release the stage once they are done.
-// Four forms: both operands from shared memory (tf32, bf16, fp16); fp8 with its partial sums
-// promoted; 3xtf32 with each stage split
+// Five forms: both operands from shared memory (tf32, bf16, fp16); fp8 with its partial sums
+// promoted, one sum or two taking turns; 3xtf32 with each stage split
 // into big and small tf32 parts in shared memory; 3xtf32 with x split in registers (aregs).
 //
 // 3xtf32: once a stage is full, all consumer threads split its raw fp32 tiles into big =
@@ -159,27 +159,84 @@ __device__ __forceinline__ void ft_mainloop_3x(float (&d)[C::kAcc], FtRing<C> &r
 }
 
 // fp8 (e4m3, k32 per wgmma): both operands from shared memory as ft_mainloop_ss, but the tensor
-// core's fp8 sums keep fewer bits than fp32, so the partial sum p restarts every chunk k tiles and
-// is added into d with fp32 adds (ft_partial_done, as 3xtf32; DeepSeek-V3 promotes every 128 k).
+// core's fp8 sums keep fewer bits than fp32, so a partial sum restarts every chunk k tiles and is
+// added into d with fp32 adds (DeepSeek-V3 promotes every 128 k). One k tile's wgmma into p
+// (fresh: the chunk's first, which overwrites p).
 template <class C>
+__device__ __forceinline__ void ft_fp8_issue(float (&p)[C::kAcc], const FtRing<C> &ring, const FtRingSmem &rs, int wg,
+                                             int fresh) {
+  ft_mbar_wait(rs.full + 8 * ring.stage, ring.phase);
+  const unsigned long long da = ft_desc(rs.sA + ring.stage * C::kA + wg * (64 * 128));
+  const unsigned long long db = ft_desc(rs.sB + ring.stage * C::kB);
+  ft_wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < C::kKsteps; kk++) ft_wgmma(p, da + 2 * kk, db + 2 * kk, !(fresh && kk == 0));
+  ft_wgmma_commit();
+}
+
+// One partial sum p (dual 0): the end of a chunk waits for all its wgmma before the adds
+// (ft_partial_done), so the tensor core idles while the pipeline drains and refills.
+// after_issue() as in ft_mainloop_ss.
+template <class C, class AfterIssue>
 __device__ __forceinline__ void ft_mainloop_fp8(float (&d)[C::kAcc], FtRing<C> &ring, int &prev, int nk,
-                                                const FtRingSmem &rs, int wg, int tid) {
+                                                const FtRingSmem &rs, int wg, int tid, AfterIssue after_issue) {
   float p[C::kAcc];
 #pragma unroll
   for (int i = 0; i < C::kAcc; i++) d[i] = 0.0f;
   for (int kt = 0; kt < nk; kt++) {
-    ft_mbar_wait(rs.full + 8 * ring.stage, ring.phase);
-    const unsigned long long da = ft_desc(rs.sA + ring.stage * C::kA + wg * (64 * 128));
-    const unsigned long long db = ft_desc(rs.sB + ring.stage * C::kB);
-    const int fresh = kt % C::chunk == 0, flush = (kt + 1) % C::chunk == 0 || kt + 1 == nk;
-    ft_wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < C::kKsteps; kk++) ft_wgmma(p, da + 2 * kk, db + 2 * kk, !(fresh && kk == 0));
-    ft_wgmma_commit();
+    const int flush = (kt + 1) % C::chunk == 0 || kt + 1 == nk;
+    ft_fp8_issue<C>(p, ring, rs, wg, kt % C::chunk == 0);
+    after_issue();
     ft_partial_done(p, d, flush, kt);
     if (kt > 0 && tid == 0) ft_mbar_release<C::cluster>(rs.empty + 8 * prev);
     prev = ring.stage;
     ring.advance();
+  }
+}
+
+// Two partial sums taking turns by chunk (dual 1): a chunk's sum is added into d once the next
+// chunk's first k tile is issued (wait_group 1 then leaves only that k tile in flight), so the
+// adds run beside the tensor core and nothing drains. The loop goes two chunks at a time so that
+// each sum is named statically and stays in registers (3 x BN / 2 accumulator registers).
+template <class C, class AfterIssue>
+__device__ __forceinline__ void ft_mainloop_fp8_dual(float (&d)[C::kAcc], FtRing<C> &ring, int &prev, int nk,
+                                                     const FtRingSmem &rs, int wg, int tid, AfterIssue after_issue) {
+  float p0[C::kAcc], p1[C::kAcc];
+#pragma unroll
+  for (int i = 0; i < C::kAcc; i++) d[i] = 0.0f;
+  int kt = 0;
+  auto chunk = [&](float(&p)[C::kAcc], float(&q)[C::kAcc]) { /* p this chunk's sum, q the previous one's */
+    const int k0 = kt, end = min(kt + (int)C::chunk, nk);
+    for (; kt < end; kt++) {
+      ft_fp8_issue<C>(p, ring, rs, wg, kt == k0);
+      after_issue();
+      if (kt > 0) {
+        ft_wgmma_wait<1>();
+        if (kt == k0) {
+          ft_reg_fence(q);
+#pragma unroll
+          for (int i = 0; i < C::kAcc; i++) d[i] += q[i];
+        }
+        if (tid == 0) ft_mbar_release<C::cluster>(rs.empty + 8 * prev);
+      }
+      prev = ring.stage;
+      ring.advance();
+    }
+  };
+  int last = 0; /* the sum of the last chunk */
+  while (kt < nk) {
+    chunk(p0, p1), last = 0;
+    if (kt < nk) chunk(p1, p0), last = 1;
+  }
+  ft_wgmma_wait<0>();
+  if (last) {
+    ft_reg_fence(p1);
+#pragma unroll
+    for (int i = 0; i < C::kAcc; i++) d[i] += p1[i];
+  } else {
+    ft_reg_fence(p0);
+#pragma unroll
+    for (int i = 0; i < C::kAcc; i++) d[i] += p0[i];
   }
 }
 

@@ -36,11 +36,18 @@ static int tc_valid(const ft_variant *v, char *why, size_t whylen) {
   if (promoted(v) && (v->tc.chunk < 1 || v->tc.chunk > TC_MAX_CHUNK))
     FT_WHY("tc: chunk %d (k tiles per partial sum) must be 1..%d in %s", v->tc.chunk, TC_MAX_CHUNK,
            ft_math_name((ft_math)v->math));
-  /* Two accumulators (d, p) must fit the 168 registers ptxas allots every thread before setmaxnreg. */
-  if (promoted(v) && v->bn > 128)
+  /* Two accumulators (d, p) in a consumer's registers: 3xtf32's beside its split operands at BN
+   * <= 128; fp8's within the 232 of setmaxnreg at BN <= 192 (NVRTC for sm_90a: no spill where E is
+   * applied box by box), three of them with dual at BN <= 128. */
+  if (split(v) && v->bn > 128)
     FT_WHY("tc: bn %d > 128 in %s (two accumulators in registers)", v->bn, ft_math_name((ft_math)v->math));
+  if (fp8(v) && v->bn > (v->tc.dual ? 128 : 192))
+    FT_WHY("tc: bn %d > %d in fp8 (%s accumulators in registers)", v->bn, v->tc.dual ? 128 : 192,
+           v->tc.dual ? "three" : "two");
   if (!promoted(v) && v->tc.chunk)
     FT_WHY("tc: chunk is a 3xtf32 and fp8 dimension, not of %s", ft_math_name((ft_math)v->math));
+  if (v->tc.dual != 0 && v->tc.dual != 1) FT_WHY("tc: dual %d must be 0 or 1", v->tc.dual);
+  if (v->tc.dual && !fp8(v)) FT_WHY("tc: dual (two partial sums) is fp8's, not %s", ft_math_name((ft_math)v->math));
   if (v->tc.aregs != 0 && v->tc.aregs != 1) FT_WHY("tc: aregs %d must be 0 or 1", v->tc.aregs);
   if (v->tc.aregs && (!split(v) || v->bn > 64)) FT_WHY("tc: aregs (x in registers) needs 3xtf32 and bn <= 64");
   if (v->split_k == 1 || v->split_k < 0 || v->split_k > TC_MAX_SPLIT)
@@ -144,9 +151,9 @@ static int tc_reg_cap(const ft_variant *v) {
 static void tc_defines(const ft_variant *v, ft_strbuf *b) {
   const tc_smem_regions r = tc_regions(v);
   ft_sb_puts(b, "struct FtTcCfg {\n  enum : int {\n");
-  ft_sb_printf(b, "    dtype = %d, split3x = %d, fp8 = %d, chunk = %d, aregs = %d,\n",
+  ft_sb_printf(b, "    dtype = %d, split3x = %d, fp8 = %d, chunk = %d, aregs = %d, dual = %d,\n",
                fp32_storage(v) ? 0 : v->math == FT_MATH_FP16 ? 2 : 1, split(v), fp8(v), promoted(v) ? v->tc.chunk : 0,
-               v->tc.aregs);
+               v->tc.aregs, v->tc.dual);
   ft_sb_printf(b, "    bn = %d, consumers = %d, stages = %d, cluster = %d, group = %d,\n", v->bn, v->tc.consumers, v->stages,
                v->tc.cluster, v->swizzle);
   ft_sb_printf(b, "    pingpong = %d, split_k = %d, stream_k = %d, tma_store = %d, staged = %d, late = %d, gated = %d,\n",
@@ -213,7 +220,7 @@ static ft_status tc_kernel_args(const ft_variant *v, const ft_launch_io *io, ft_
 /* "tc_bm128_bn256_bk64_s4_c1_z8_p132_bf16", "tc_bm128_bn128_bk32_s4_c1_z8_p132_h16_3xtf32" */
 static int tc_name(const ft_variant *v, char *buf, size_t len) {
   char chunk[24] = "", slices[16] = "";
-  if (v->tc.chunk) snprintf(chunk, sizeof chunk, "_h%d%s", v->tc.chunk, v->tc.aregs ? "r" : "");
+  if (v->tc.chunk) snprintf(chunk, sizeof chunk, "_h%d%s", v->tc.chunk, v->tc.aregs ? "r" : v->tc.dual ? "d" : "");
   if (v->split_k > 1) snprintf(slices, sizeof slices, "_k%d", v->split_k);
   return snprintf(buf, len, "tc_bm%d_bn%d_bk%d_s%d_c%d_z%d_p%d%s%s%s%s%s%s%s%s_%s", tc_bm(v), v->bn, v->bk, v->stages,
                   v->tc.cluster, v->swizzle, v->tc.grid, chunk, slices, v->tc.streamk ? "_sk" : "", v->tc.pingpong ? "_pp" : "",
@@ -237,6 +244,7 @@ const ft_json_key ft__tc_opt_keys[] = {
     {"math", offsetof(ft_variant, math)},
     {"chunk", offsetof(ft_variant, tc.chunk)},
     {"aregs", offsetof(ft_variant, tc.aregs)},
+    {"dual", offsetof(ft_variant, tc.dual)},
     {"split_k", offsetof(ft_variant, split_k)},
     {"tstore", offsetof(ft_variant, tc.tstore)},
     {"streamk", offsetof(ft_variant, tc.streamk)},

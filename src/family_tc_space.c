@@ -72,7 +72,9 @@ static double tc_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_e
   if (v->stages < 4) cost *= 1.05;     /* too few loads in flight */
   if (v->swizzle == 16) cost *= 1.001; /* g8 and g16 measured alike: keep g8 first */
   if (split(v)) cost *= 3.0 * (1.0 + 0.5 / v->tc.chunk); /* three products; a pipeline drain per chunk */
-  if (fp8(v)) cost *= 1.0 + 0.1 / v->tc.chunk;           /* a drain and the fp32 adds per promotion */
+  /* fp8: a drain and the fp32 adds per promotion; with two partial sums the adds run beside the
+   * next chunk's wgmma. */
+  if (fp8(v)) cost *= 1.0 + (v->tc.dual ? 0.02 : 0.1) / v->tc.chunk;
   /* A third less shared-memory traffic, but BN 64: measured 7 % slower than BN 128 from shared
    * memory at biasrelu 1024x8192x8192 on the H200 (2026-12-01). */
   if (v->tc.aregs) cost *= 1.07;
@@ -99,26 +101,29 @@ static int64_t tc_waves(int64_t m, int64_t n, int bm, int bn, int slots) {
 
 #define TC_MAX_FITTED 3
 
-/* The widths to enumerate for tiles of bm rows: the standard four, then up to TC_MAX_FITTED
- * wave-fitted ones: for w whole waves (from BN 256's count on), the narrowest multiple of 8 whose
+/* The widths to enumerate for tiles of bm rows: the standard four up to `widest` (256; fp8: 192,
+ * tc_valid), then up to TC_MAX_FITTED wave-fitted ones: for w whole waves (from the widest's
+ * count on), the narrowest multiple of 8 whose
  * tiles still fit in w waves, kept where w x BN (a block's columns of work) is at least 3 %
  * below the best standard width's. cuBLAS runs 168-column tiles at 512x11008x4096 (ncu on the
  * H200, 2026-12-02): 264 tiles of 128 x 168, exactly two waves, where our widths made 1.3 (BN
  * 256), 1.76 (192) and 2.6 (128) waves. */
-static size_t tc_widths(int64_t m, int64_t n, int bm, int slots, const int std_bns[4], int out[4 + TC_MAX_FITTED]) {
+static size_t tc_widths(int64_t m, int64_t n, int bm, int slots, int widest, const int std_bns[4],
+                        int out[4 + TC_MAX_FITTED]) {
   size_t k = 0;
-  for (int i = 0; i < 4; i++) out[k++] = std_bns[i];
+  for (int i = 0; i < 4; i++)
+    if (std_bns[i] <= widest) out[k++] = std_bns[i];
   if (slots < 1) return k; /* no waves to fit */
   int64_t best = -1;
-  for (int i = 0; i < 4; i++) {
-    const int64_t work = tc_waves(m, n, bm, std_bns[i], slots) * std_bns[i];
+  for (size_t i = 0; i < k; i++) {
+    const int64_t work = tc_waves(m, n, bm, out[i], slots) * out[i];
     if (best < 0 || work < best) best = work;
   }
-  const int64_t w0 = tc_waves(m, n, bm, 256, slots);
+  const int64_t w0 = tc_waves(m, n, bm, widest, slots);
   for (int64_t w = w0; w < w0 + TC_MAX_FITTED; w++) {
-    int bn = 256;
+    int bn = widest;
     while (bn - 8 >= 64 && tc_waves(m, n, bm, bn - 8, slots) <= w) bn -= 8;
-    if ((double)(w * bn) > 0.97 * (double)best) continue; /* BN 256 fits w0 waves, so bn fits w */
+    if ((double)(w * bn) > 0.97 * (double)best) continue; /* the widest fits w0 waves, so bn fits w */
     int dup = 0;
     for (size_t i = 0; i < k; i++) dup |= out[i] == bn;
     if (!dup) out[k++] = bn;
@@ -161,10 +166,13 @@ static ft_status axis_consumers(const tc_gen *g, tc_point p, int axis, ft_err *e
 static ft_status axis_width(const tc_gen *g, tc_point p, int axis, ft_err *err) {
   static const int k_bns[] = {256, 192, 128, 64};
   int bns[4 + TC_MAX_FITTED];
-  const size_t nbn = tc_widths(g->m, g->n, 64 * p.v.tc.consumers, g->lim->sm_count, k_bns, bns);
+  const int widest = fp8(&p.v) ? 192 : 256; /* fp8: d and p in a consumer's registers (tc_valid) */
+  size_t nstd = 0; /* tc_widths puts the standard widths first */
+  for (size_t i = 0; i < sizeof k_bns / sizeof k_bns[0]; i++) nstd += k_bns[i] <= widest;
+  const size_t nbn = tc_widths(g->m, g->n, 64 * p.v.tc.consumers, g->lim->sm_count, widest, k_bns, bns);
   for (size_t b = 0; b < nbn; b++) {
     p.v.bn = bns[b];
-    p.fitted = b >= sizeof k_bns / sizeof k_bns[0]; /* tc_widths puts them last */
+    p.fitted = b >= nstd;
     FT_TRY(tc_next(g, &p, axis, err));
   }
   return FT_OK;
@@ -222,7 +230,7 @@ static ft_status axis_form(const tc_gen *g, tc_point p, int axis, ft_err *err) {
     if (!g->full && pp && !p.fitted && (ts != ts_ok || p.v.bn != 128)) continue;
     if (pp && (tc_bm(&p.v) >= 2 * g->m || (g->m + tc_bm(&p.v) - 1) / tc_bm(&p.v) < p.v.tc.cluster)) continue; /* padding */
     p.most = 0;
-    p.v.tc.aregs = 0, p.v.tc.chunk = 0, p.v.split_k = 0; /* the ring is sized with shared-memory small buffers */
+    p.v.tc.aregs = 0, p.v.tc.chunk = 0, p.v.tc.dual = 0, p.v.split_k = 0; /* the ring is sized with shared-memory small buffers */
     for (int st = 2; st <= TC_MAX_STAGES; st++) {
       p.v.stages = st;
       if (tc_smem(&p.v) <= (size_t)g->lim->max_smem_per_block) p.most = st;
@@ -252,6 +260,15 @@ static ft_status axis_chunk(const tc_gen *g, tc_point p, int axis, ft_err *err) 
   const size_t n = split(&p.v) ? 4 : fp8(&p.v) ? 3 : 1;
   for (size_t h = 0; h < n; h++) {
     p.v.tc.chunk = promoted(&p.v) ? list[h] : 0;
+    FT_TRY(tc_next(g, &p, axis, err));
+  }
+  return FT_OK;
+}
+
+/* fp8: two partial sums taking turns (the promotion beside the tensor core), then one. */
+static ft_status axis_dual(const tc_gen *g, tc_point p, int axis, ft_err *err) {
+  for (int d = fp8(&p.v) && p.v.bn <= 128; d >= 0; d--) {
+    p.v.tc.dual = d;
     FT_TRY(tc_next(g, &p, axis, err));
   }
   return FT_OK;
@@ -302,9 +319,16 @@ static ft_status axis_stream_k(const tc_gen *g, tc_point p, int axis, ft_err *er
  * were 6-13 % behind the best, which was never one of them. */
 static ft_status axis_emit(const tc_gen *g, tc_point p, int axis, ft_err *err) {
   (void)axis;
+  /* fp8 past BN 128 (d and p: BN registers): the late form only, in every space. E on the whole
+   * tile first spilled at BN 168-192, direct stores at 168-192 with gelu (NVRTC for sm_90a). */
+  if (fp8(&p.v) && p.v.bn > 128) {
+    if (!p.v.tc.tstore || p.v.tc.staged) return FT_OK;
+    p.v.tc.late = 1;
+  }
   if (!ft_variant_applicable(&p.v, g->m, g->n / (1 + p.v.tc.gated), g->k, g->lim, NULL, 0)) return FT_OK; /* the problem's n */
   FT_TRY(ft_space_push(g->sink, &p.v, tc_cost(&p.v, g->m, g->n, g->k, g->ec), err));
-  if (g->full && p.v.tc.tstore && !p.v.tc.pingpong && !p.v.tc.staged && !p.v.tc.streamk && p.v.bn >= 192) {
+  if (g->full && p.v.tc.tstore && !p.v.tc.pingpong && !p.v.tc.staged && !p.v.tc.streamk && !p.v.tc.late &&
+      p.v.bn >= 192) {
     p.v.tc.late = 1;
     if (ft_variant_applicable(&p.v, g->m, g->n / (1 + p.v.tc.gated), g->k, g->lim, NULL, 0))
       FT_TRY(ft_space_push(g->sink, &p.v, tc_cost(&p.v, g->m, g->n, g->k, g->ec), err));
@@ -312,8 +336,8 @@ static ft_status axis_emit(const tc_gen *g, tc_point p, int axis, ft_err *err) {
   return FT_OK;
 }
 
-static const tc_axis k_tc_axes[] = {axis_consumers, axis_width,  axis_cluster,  axis_group,    axis_form, axis_stages,
-                                    axis_chunk,     axis_aregs, axis_split_k, axis_stream_k, axis_emit};
+static const tc_axis k_tc_axes[] = {axis_consumers, axis_width, axis_cluster, axis_group,   axis_form,     axis_stages,
+                                    axis_chunk,     axis_dual,  axis_aregs,   axis_split_k, axis_stream_k, axis_emit};
 
 static ft_status tc_next(const tc_gen *g, const tc_point *p, int axis, ft_err *err) {
   return k_tc_axes[axis + 1](g, *p, axis + 1, err);

@@ -28,10 +28,13 @@ typedef struct ft_tc_params {
   int cluster;   /* thread-block cluster size along the shared operand */
   int consumers; /* consumer warpgroups (block rows = 64 consumers, or 64 pingpong) */
   int grid;      /* persistent grid size in blocks */
-  int chunk;     /* 3xtf32: k tiles per tensor-core partial sum before it is added into the fp32
-                  * accumulator (0 in other modes) */
+  int chunk;     /* 3xtf32 and fp8: k tiles per tensor-core partial sum before it is added into the
+                  * fp32 accumulator (0 in other modes) */
   int aregs;     /* 3xtf32: 1 = x split in registers (wgmma A from registers, BN <= 64), 0 = split in
                   * shared memory */
+  int dual;      /* fp8: 1 = two partial sums taking turns by chunk, each added into the fp32 sums while
+                  * the next chunk's wgmma run (BN <= 128), named "_h<chunk>d"; 0 = one, the pipeline
+                  * drained at each promotion */
   int tstore;    /* 1 = epilogue through shared memory and TMA stores, 0 = each thread stores its outputs */
   int pingpong;  /* 0 = cooperative (the consumers split a tile of 64 consumers rows); 1 or 2 = ping-pong
                   * (two consumers, each owning whole tiles of 64 pingpong rows, one's epilogue beside

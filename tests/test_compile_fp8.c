@@ -35,6 +35,9 @@ static int compile_shape(const shape *sh, const ft_device_limits *lim, int strid
   int all = 0, n = 0;
   ASSERT_OK(ft_space_enumerate_math(FT_VK_GEMM, sh->m, sh->n, sh->k, FT_MATH_FP8, lim, &v, &all, &e));
   ASSERT_TRUE(all >= 4);
+  int duals = 0, singles = 0; /* both promotion forms enumerated */
+  for (int i = 0; i < all; i++) duals += v[i].tc.dual, singles += !v[i].tc.dual;
+  ASSERT_TRUE(duals > 0 && singles > 0);
   unsigned char *keep = calloc((size_t)all + 1, 1);
   if (keep) ft_sample_pick(v, all, stride, keep);
   for (int i = 0; keep && i < all; i++)
@@ -44,7 +47,10 @@ static int compile_shape(const shape *sh, const ft_device_limits *lim, int strid
   ft_compile_job *jobs = calloc((size_t)n + 1, sizeof *jobs);
   const ft_family *tc = ft_family_named("tc");
   for (int i = 0; src && jobs && i < n; i++) {
-    ASSERT_TRUE(ft_family_of(&v[i]) == tc && v[i].tc.chunk >= 1 && v[i].bk == 128 && v[i].bn <= 128);
+    /* Past BN 128 only the late form (E box by box; E on the whole tile first spills) and one
+     * partial sum. */
+    ASSERT_TRUE(ft_family_of(&v[i]) == tc && v[i].tc.chunk >= 1 && v[i].bk == 128 && v[i].bn <= 192);
+    ASSERT_TRUE(v[i].bn <= 128 || (v[i].tc.late && !v[i].tc.dual));
     ASSERT_OK(ft_codegen_variant(&v[i], ep, &src[i], &e));
     jobs[i].src = src[i].text, jobs[i].hash = src[i].hash, jobs[i].arch_suffix = src[i].arch_suffix;
   }
@@ -92,9 +98,19 @@ static void test_rules(const ft_device_limits *lim) {
   ASSERT_CONTAINS(why, "chunk 0 (k tiles per partial sum) must be 1..4096 in fp8");
   b = v, b.bk = 64;
   ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
-  b = v, b.bn = 192;
+  b = v, b.bn = 192, b.tc.late = 1; /* d and p: 192 registers */
+  ASSERT_TRUE(ft_variant_valid(&b, why, sizeof why));
+  b.bn = 256;
   ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
-  ASSERT_CONTAINS(why, "bn 192 > 128 in fp8");
+  ASSERT_CONTAINS(why, "bn 256 > 192 in fp8 (two accumulators in registers)");
+  b = v, b.tc.dual = 1; /* two partial sums: three accumulators */
+  ASSERT_TRUE(ft_variant_valid(&b, why, sizeof why));
+  b.bn = 136;
+  ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
+  ASSERT_CONTAINS(why, "bn 136 > 128 in fp8 (three accumulators in registers)");
+  b = v, b.math = FT_MATH_BF16, b.bk = 64, b.tc.chunk = 0, b.tc.dual = 1;
+  ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
+  ASSERT_CONTAINS(why, "dual (two partial sums) is fp8's, not bf16");
   b = v, b.tc.pingpong = 2;
   ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
   ASSERT_TRUE(ft_variant_applicable(&v, 100, 1000, 1008, lim, why, sizeof why));
@@ -105,6 +121,9 @@ static void test_rules(const ft_device_limits *lim) {
   char name[128];
   ft_variant_name(&v, name, sizeof name);
   ASSERT_EQ_STR(name, "tc_bm128_bn128_bk128_s4_c1_z8_p132_h1_ts_fp8");
+  v.tc.dual = 1;
+  ft_variant_name(&v, name, sizeof name);
+  ASSERT_EQ_STR(name, "tc_bm128_bn128_bk128_s4_c1_z8_p132_h1d_ts_fp8");
 }
 
 int main(int argc, char **argv) {
