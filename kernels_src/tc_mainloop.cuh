@@ -194,49 +194,59 @@ __device__ __forceinline__ void ft_mainloop_fp8(float (&d)[C::kAcc], FtRing<C> &
   }
 }
 
-// Two partial sums taking turns by chunk (dual 1): a chunk's sum is added into d once the next
-// chunk's first k tile is issued (wait_group 1 then leaves only that k tile in flight), so the
-// adds run beside the tensor core and nothing drains. The loop goes two chunks at a time so that
-// each sum is named statically and stays in registers (3 x BN / 2 accumulator registers).
+// Two partial sums taking turns by chunk (dual 1): a chunk's sum q is added into d once the next
+// chunk's first k tile is issued into p (wait_group 1 then leaves only that k tile in flight), so
+// the adds run beside the tensor core and nothing drains. Each sum is named statically (the loop
+// goes two chunks at a time) and stays in registers: 3 x BN / 2 accumulator registers. The first
+// chunk is peeled so that wherever q is read, every path has left the same wgmma group in flight
+// (with a run-time first-k-tile branch inside the loop ptxas serialized every wgmma, C7514).
 template <class C, class AfterIssue>
 __device__ __forceinline__ void ft_mainloop_fp8_dual(float (&d)[C::kAcc], FtRing<C> &ring, int &prev, int nk,
                                                      const FtRingSmem &rs, int wg, int tid, AfterIssue after_issue) {
   float p0[C::kAcc], p1[C::kAcc];
+  int kt = 0;
+  /* One k tile into p: its wgmma issued, the previous k tile's waited for and its stage freed. */
+  auto ktile = [&](float(&p)[C::kAcc], int fresh, int wait) {
+    ft_fp8_issue<C>(p, ring, rs, wg, fresh);
+    after_issue();
+    if (wait) {
+      ft_wgmma_wait<1>();
+      if (tid == 0) ft_mbar_release<C::cluster>(rs.empty + 8 * prev);
+    }
+    prev = ring.stage;
+    ring.advance();
+    kt++;
+  };
+  /* A chunk after the first: its first k tile into p, then q (the previous chunk's) into d. */
+  auto chunk = [&](float(&p)[C::kAcc], float(&q)[C::kAcc]) {
+    const int end = min(kt + (int)C::chunk, nk);
+    ktile(p, 1, 1);
+    ft_reg_fence(q);
+#pragma unroll
+    for (int i = 0; i < C::kAcc; i++) d[i] += q[i];
+    while (kt < end) ktile(p, 0, 1);
+  };
 #pragma unroll
   for (int i = 0; i < C::kAcc; i++) d[i] = 0.0f;
-  int kt = 0;
-  auto chunk = [&](float(&p)[C::kAcc], float(&q)[C::kAcc]) { /* p this chunk's sum, q the previous one's */
-    const int k0 = kt, end = min(kt + (int)C::chunk, nk);
-    for (; kt < end; kt++) {
-      ft_fp8_issue<C>(p, ring, rs, wg, kt == k0);
-      after_issue();
-      if (kt > 0) {
-        ft_wgmma_wait<1>();
-        if (kt == k0) {
-          ft_reg_fence(q);
+  ktile(p0, 1, 0);
+  while (kt < min((int)C::chunk, nk)) ktile(p0, 0, 1);
+  for (;;) {
+    if (kt >= nk) {
+      ft_wgmma_wait<0>();
+      ft_reg_fence(p0);
 #pragma unroll
-          for (int i = 0; i < C::kAcc; i++) d[i] += q[i];
-        }
-        if (tid == 0) ft_mbar_release<C::cluster>(rs.empty + 8 * prev);
-      }
-      prev = ring.stage;
-      ring.advance();
+      for (int i = 0; i < C::kAcc; i++) d[i] += p0[i];
+      return;
     }
-  };
-  int last = 0; /* the sum of the last chunk */
-  while (kt < nk) {
-    chunk(p0, p1), last = 0;
-    if (kt < nk) chunk(p1, p0), last = 1;
-  }
-  ft_wgmma_wait<0>();
-  if (last) {
-    ft_reg_fence(p1);
+    chunk(p1, p0);
+    if (kt >= nk) {
+      ft_wgmma_wait<0>();
+      ft_reg_fence(p1);
 #pragma unroll
-    for (int i = 0; i < C::kAcc; i++) d[i] += p1[i];
-  } else {
-    ft_reg_fence(p0);
-#pragma unroll
-    for (int i = 0; i < C::kAcc; i++) d[i] += p0[i];
+      for (int i = 0; i < C::kAcc; i++) d[i] += p1[i];
+      return;
+    }
+    chunk(p0, p1);
   }
 }
 

@@ -104,6 +104,12 @@ static void test_rejection(void) {
                                     "instructions are serialized\n",
                                     why, sizeof why));
   ASSERT_CONTAINS(why, "C7515");
+  ASSERT_TRUE(ft__compile_rejection("ptxas info    : (C7514) Potential Performance Loss: wgmma.mma_async "
+                                    "instructions are serialized due to non wgmma instructions reading accumulator "
+                                    "registers of  a wgmma between start and end of the pipeline stage in the "
+                                    "function 'ft_gemm_tc'\n",
+                                    why, sizeof why));
+  ASSERT_CONTAINS(why, "C7514");
 }
 
 /* Of the bf16 GEMM variants enumerated for (m, n, k): how many satisfy pred (*total: all of them). */
