@@ -230,22 +230,16 @@ __device__ __forceinline__ void ft_mainloop_fp8_dual(float (&d)[C::kAcc], FtRing
   for (int i = 0; i < C::kAcc; i++) d[i] = 0.0f;
   ktile(p0, 1, 0);
   while (kt < min((int)C::chunk, nk)) ktile(p0, 0, 1);
+  auto last = [&](float(&p)[C::kAcc]) { /* the last chunk's sum, once its wgmma are done */
+    ft_wgmma_wait<0>();
+    ft_reg_fence(p);
+#pragma unroll
+    for (int i = 0; i < C::kAcc; i++) d[i] += p[i];
+  };
   for (;;) {
-    if (kt >= nk) {
-      ft_wgmma_wait<0>();
-      ft_reg_fence(p0);
-#pragma unroll
-      for (int i = 0; i < C::kAcc; i++) d[i] += p0[i];
-      return;
-    }
+    if (kt >= nk) return last(p0);
     chunk(p1, p0);
-    if (kt >= nk) {
-      ft_wgmma_wait<0>();
-      ft_reg_fence(p1);
-#pragma unroll
-      for (int i = 0; i < C::kAcc; i++) d[i] += p1[i];
-      return;
-    }
+    if (kt >= nk) return last(p1);
     chunk(p0, p1);
   }
 }
