@@ -103,29 +103,27 @@ static int64_t tc_waves(int64_t m, int64_t n, int bm, int bn, int slots) {
 
 /* The widths to enumerate for tiles of bm rows: the standard four up to `widest` (256; fp8: 192,
  * tc_valid), then up to TC_MAX_FITTED wave-fitted ones: for w whole waves (from the widest's
- * count on), the narrowest multiple of 8 whose tiles still fit in w waves, kept where w x BN (a
- * block's columns of work) is at least 3 % below the best standard width's. cuBLAS runs
- * 168-column tiles at 512x11008x4096 (ncu on the H200, 2026-12-02): 264 tiles of 128 x 168,
- * exactly two waves, where our widths made 1.3 (BN 256), 1.76 (192) and 2.6 (128) waves. With
- * `weigh` (fp8, whose widest is 192) the work is over tc_width_eff: counted in columns alone, BN
- * 64's many narrow waves looked best and hid 184 at 4096x14336 and 168 at 1024x8192. */
-static size_t tc_widths(int64_t m, int64_t n, int bm, int slots, int widest, int weigh, const int std_bns[4],
+ * count on), the narrowest multiple of 8 whose
+ * tiles still fit in w waves, kept where w x BN (a block's columns of work) is at least 3 %
+ * below the best standard width's. cuBLAS runs 168-column tiles at 512x11008x4096 (ncu on the
+ * H200, 2026-12-02): 264 tiles of 128 x 168, exactly two waves, where our widths made 1.3 (BN
+ * 256), 1.76 (192) and 2.6 (128) waves. */
+static size_t tc_widths(int64_t m, int64_t n, int bm, int slots, int widest, const int std_bns[4],
                         int out[4 + TC_MAX_FITTED]) {
   size_t k = 0;
   for (int i = 0; i < 4; i++)
     if (std_bns[i] <= widest) out[k++] = std_bns[i];
   if (slots < 1) return k; /* no waves to fit */
-  double best = -1;
+  int64_t best = -1;
   for (size_t i = 0; i < k; i++) {
-    const double work = (double)(tc_waves(m, n, bm, out[i], slots) * out[i]) / (weigh ? tc_width_eff(out[i]) : 1.0);
+    const int64_t work = tc_waves(m, n, bm, out[i], slots) * out[i];
     if (best < 0 || work < best) best = work;
   }
   const int64_t w0 = tc_waves(m, n, bm, widest, slots);
   for (int64_t w = w0; w < w0 + TC_MAX_FITTED; w++) {
     int bn = widest;
     while (bn - 8 >= 64 && tc_waves(m, n, bm, bn - 8, slots) <= w) bn -= 8;
-    /* the widest fits w0 waves, so bn fits w */
-    if ((double)(w * bn) / (weigh ? tc_width_eff(bn) : 1.0) > 0.97 * best) continue;
+    if ((double)(w * bn) > 0.97 * (double)best) continue; /* the widest fits w0 waves, so bn fits w */
     int dup = 0;
     for (size_t i = 0; i < k; i++) dup |= out[i] == bn;
     if (!dup) out[k++] = bn;
@@ -171,7 +169,7 @@ static ft_status axis_width(const tc_gen *g, tc_point p, int axis, ft_err *err) 
   const int widest = fp8(&p.v) ? 192 : 256; /* fp8: d and p in a consumer's registers (tc_valid) */
   size_t nstd = 0; /* tc_widths puts the standard widths first */
   for (size_t i = 0; i < sizeof k_bns / sizeof k_bns[0]; i++) nstd += k_bns[i] <= widest;
-  const size_t nbn = tc_widths(g->m, g->n, 64 * p.v.tc.consumers, g->lim->sm_count, widest, fp8(&p.v), k_bns, bns);
+  const size_t nbn = tc_widths(g->m, g->n, 64 * p.v.tc.consumers, g->lim->sm_count, widest, k_bns, bns);
   for (size_t b = 0; b < nbn; b++) {
     p.v.bn = bns[b];
     p.fitted = b >= nstd;
