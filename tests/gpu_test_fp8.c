@@ -1,11 +1,13 @@
 /* GPU: the fp8 mode. The quantizer's kernels against its host model (src/e4m3.c), byte for byte
  * and scale for scale, per row and per tensor, bf16, fp16 and fp32 sources, on every path the
  * host picks (16-byte chunks held in registers or read twice, one element at a time for ragged
- * rows and unaligned pointers; k_qcases); its argument checks. Every enumerated fp8 tensor-core
- * variant on ragged shapes (K and N multiples of 16) with four scaled epilogues, output
- * NaN-poisoned, against the float64 reference of the e4m3 values and scales: within twice the error of the exact result rounded to bf16, plus 2^-12;
- * the end-to-end error against the unquantized bf16 layer printed per scaling. A plan launched
- * through ft_plan_launch_typed, and its refusals. FT_TEST_QUICK=1 leaves out the variants' run. */
+ * rows and unaligned pointers; k_qcases), with zero rows, -0, tiny values and scales far from
+ * 1 among the data; its argument checks. Every enumerated fp8 tensor-core variant on ragged
+ * shapes (K and N multiples of 16) with four scaled epilogues, output NaN-poisoned, against the
+ * float64 reference of the e4m3 values and scales: within twice the error of the exact result
+ * rounded to bf16, plus 2^-12; the end-to-end error against the unquantized bf16 layer printed
+ * per scaling. A plan launched through ft_plan_launch_typed, and its refusals. FT_TEST_QUICK=1
+ * leaves out the variants' run. */
 #include <unistd.h>
 
 #include "e4m3.h"
@@ -54,7 +56,13 @@ static void test_quantizer(ft_ctx *ctx) {
       float *ws = malloc((size_t)r * sizeof *ws), *gs = malloc((size_t)r * sizeof *gs);
       ft_fill_uniform(f, n, -3.0f, 3.0f, &seed);
       for (size_t i = 0; i < n; i++) {
-        const float v = f[i] * (float)(1 + i % 7); /* rows of different amax */
+        /* Rows of different amax, all-zero rows, rows far from 1 (fp16: within its range), -0 and
+         * tiny values among the others. */
+        const float wide[] = {1.0f, 0x1p-100f, 0x1p100f, 0.0f, 0x1p-40f}, narrow[] = {1.0f, 0x1p-10f, 0x1p5f, 0.0f, 1.0f};
+        const size_t row = i / (size_t)c;
+        float v = f[i] * (float)(1 + i % 7) * (qc.dt == FT_DTYPE_F16 ? narrow : wide)[row % 5];
+        if (i % 97 == 5) v = -0.0f;
+        if (i % 89 == 3) v *= 1e-30f;
         if (qc.dt == FT_DTYPE_F32) ((float *)h)[i] = v;
         else ((uint16_t *)h)[i] = qc.dt == FT_DTYPE_BF16 ? ft_f32_to_bf16(v) : ft_f32_to_f16(v);
       }

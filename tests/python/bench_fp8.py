@@ -15,7 +15,9 @@ interleaved rounds (warm-up first) and the median ms per call is reported:
   quant_x       the library's quantizer alone: x per token into e4m3 codes and fp32 scales (what
                 layer_fp8 adds to fused_fp8)
 Then eager_bf16 and layer_fp8 call by call (no graph: each call's Python and launches count),
---calls calls between two events, interleaved rounds (bench_torch.interleaved_ms).
+--calls calls between two events, interleaved rounds (bench_torch.interleaved_ms), and the host
+microseconds each such call takes (bench_graphs.host_us: Python and launches, the GPU's queue
+absorbing them).
 Errors (relative L2 against float64 of the bf16 layer): eager bf16, torch per-tensor fp8 (+ bias,
 relu in bf16), fusedtune fp8 per-token x per-channel.
 
@@ -83,11 +85,14 @@ def main():
     import torch
     import torch.nn.functional as F
     from fusedtune.torch import FusedLinear
+    from fusedtune import Database
     from fusedtune import fp8 as f8
     sys.path.insert(0, HERE)
     from bench_torch import interleaved_ms
+    from bench_graphs import host_us
     shapes = [tuple(int(v) for v in s.split("x")) for s in a.shapes.split(",")] if a.shapes else SHAPES
     torch.manual_seed(0)
+    q = f8.Quantizer(Database(a.db, create=True))  # quant_x needs nothing tuned
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, {a.rounds} rounds x {a.calls} calls per graph")
     for (m, n, k) in shapes:
         lin = torch.nn.Linear(k, n, bias=True, dtype=torch.bfloat16, device="cuda")
@@ -118,21 +123,20 @@ def main():
             fns["scaled_row"] = row
         except Exception as e:  # noqa: BLE001 - reported, the rest measured
             print(f"  scaled_row: {type(e).__name__}: {e}")
+        fxq, fsx = q.quantize(x, per_row=True)
+        qxq, qsx = torch.empty_like(fxq), torch.empty_like(fsx)
+        fns["quant_x"] = lambda: q.quantize(x, per_row=True, out=qxq, scales=qsx)
         try:
             layer = FusedLinear.from_linear(lin, "relu(x + bias)", math="fp8", db=a.db)
             with torch.no_grad():
                 y = layer(x)
             errs["fusedtune_fp8_row"] = rel(torch, y, ref)
-            q = f8.Quantizer(layer._db)
-            fxq, fsx = q.quantize(x, per_row=True)
             plan = layer.plan_for(m)
             yk = torch.empty(m, n, dtype=torch.bfloat16, device="cuda")
             vecs = {"sx": fsx, "sw": layer.weight_scale, "bias": layer.bias}
             fns["fused_fp8"] = lambda: f8.launch_typed(plan, fxq, layer.weight, yk, vecs,
                                                         stream=torch.cuda.current_stream().cuda_stream)
             fns["layer_fp8"] = lambda: layer(x)
-            qxq, qsx = torch.empty_like(fxq), torch.empty_like(fsx)
-            fns["quant_x"] = lambda: q.quantize(x, per_row=True, out=qxq, scales=qsx)
             print(f"  {m}x{n}x{k}: fused plan {plan.config.name}")
         except Exception as e:  # noqa: BLE001
             print(f"  fusedtune fp8 at {m}x{n}x{k}: {type(e).__name__}: {e}")
@@ -143,6 +147,7 @@ def main():
             t = time_graphs(torch, graphs, a.rounds, a.calls)
             by_call = [k_ for k_ in ("eager_bf16", "layer_fp8") if k_ in fns]
             calls = dict(zip(by_call, interleaved_ms([fns[k_] for k_ in by_call], reps=a.rounds, batch=a.calls)))
+            host = {k_: host_us(fns[k_]) for k_ in by_call}
         line = " ".join(f"{k_} {v:.4f}" for k_, v in t.items())
         print(f"{m}x{n}x{k} ms: {line}")
         if all(k_ in t for k_ in ("scaled_mm", "fused_fp8", "eager_bf16", "layer_fp8", "mm_bf16")):
@@ -151,7 +156,8 @@ def main():
                   f"mm_bf16/fused_fp8 {t['mm_bf16'] / t['fused_fp8']:.3f}, "
                   f"layer_fp8-fused_fp8 {t['layer_fp8'] - t['fused_fp8']:.4f}")
         print(f"{m}x{n}x{k} call by call ms: " + " ".join(f"{k_} {v:.4f}" for k_, v in calls.items()) +
-              (f", eager_bf16/layer_fp8 {calls['eager_bf16'] / calls['layer_fp8']:.3f}" if "layer_fp8" in calls else ""))
+              (f", eager_bf16/layer_fp8 {calls['eager_bf16'] / calls['layer_fp8']:.3f}" if "layer_fp8" in calls else "") +
+              "; host us per call: " + " ".join(f"{k_} {v:.1f}" for k_, v in host.items()))
         print(f"{m}x{n}x{k} rel err: " + " ".join(f"{k_} {v:.3g}" for k_, v in errs.items()))
 
 
