@@ -199,7 +199,8 @@ extern "C" __global__ void __launch_bounds__(1024)
 
 // Per tensor, step 1: the amax's bits into *amax (zeroed before).
 extern "C" __global__ void ft_quant_amax(const void *src, int dtype, int vec, unsigned long long n, unsigned *amax) {
-  ft_q_pick<ft_q_tensor>::with(dtype, vec, [&](auto body) { body.amax(static_cast<const unsigned char *>(src), n, amax); });
+  ft_q_pick<ft_q_tensor>::with(dtype, vec,
+                               [&](auto body) { body.amax(static_cast<const unsigned char *>(src), n, amax); });
 }
 
 // Per tensor, step 2: the codes, with the scale of *amax.

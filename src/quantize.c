@@ -86,7 +86,8 @@ ft_status ft_quantize_e4m3(ft_quantizer *q, const void *src, ft_dtype src_dtype,
     return ft__fail(err, FT_ERR_INVALID_ARG, "ft_quantize_e4m3: scaling %d: FT_SCALE_TENSOR or FT_SCALE_ROW", (int)scaling);
   const int esz = src_dtype == FT_DTYPE_F32 ? 4 : 2, vw = 16 / esz; /* elements per 16-byte chunk */
   if ((uintptr_t)src % (uintptr_t)esz)
-    return ft__fail(err, FT_ERR_INVALID_ARG, "ft_quantize_e4m3: src %p is not aligned to its %d-byte elements", src, esz);
+    return ft__fail(err, FT_ERR_INVALID_ARG, "ft_quantize_e4m3: src %p is not aligned to its %d-byte elements", src,
+                    esz);
   int dt = (int)src_dtype;
   long long r = rows, c = cols;
   unsigned long long n = (unsigned long long)rows * (unsigned long long)cols;

@@ -58,7 +58,8 @@ static void test_quantizer(ft_ctx *ctx) {
       for (size_t i = 0; i < n; i++) {
         /* Rows of different amax, all-zero rows, rows far from 1 (fp16: within its range), -0 and
          * tiny values among the others. */
-        const float wide[] = {1.0f, 0x1p-100f, 0x1p100f, 0.0f, 0x1p-40f}, narrow[] = {1.0f, 0x1p-10f, 0x1p5f, 0.0f, 1.0f};
+        const float wide[] = {1.0f, 0x1p-100f, 0x1p100f, 0.0f, 0x1p-40f};
+        const float narrow[] = {1.0f, 0x1p-10f, 0x1p5f, 0.0f, 1.0f};
         const size_t row = i / (size_t)c;
         float v = f[i] * (float)(1 + i % 7) * (qc.dt == FT_DTYPE_F16 ? narrow : wide)[row % 5];
         if (i % 97 == 5) v = -0.0f;
@@ -69,7 +70,8 @@ static void test_quantizer(ft_ctx *ctx) {
       ft_e4m3_quantize_model(h, qc.dt, r, c, per_row, want, ws);
       char *dsrc = NULL, *ddst = NULL;
       float *dsc = NULL;
-      ASSERT_TRUE(cudaMalloc((void **)&dsrc, (n + 8) * esz) == cudaSuccess && cudaMalloc((void **)&ddst, n + 8) == cudaSuccess &&
+      ASSERT_TRUE(cudaMalloc((void **)&dsrc, (n + 8) * esz) == cudaSuccess &&
+                  cudaMalloc((void **)&ddst, n + 8) == cudaSuccess &&
                   cudaMalloc((void **)&dsc, (size_t)r * sizeof *dsc) == cudaSuccess);
       char *src = dsrc + (size_t)qc.src_off * esz, *dst = ddst + qc.dst_off;
       cudaMemcpy(src, h, n * esz, cudaMemcpyHostToDevice);
@@ -95,7 +97,8 @@ static void test_quantizer(ft_ctx *ctx) {
   ASSERT_CONTAINS(ft_errmsg(ctx), "src is e4m3: bf16, fp16 or fp32 only");
   ASSERT_EQ_INT(ft_quantize_e4m3(q, dsc, FT_DTYPE_BF16, 0, 16, FT_SCALE_ROW, dsc, dsc, 0), FT_ERR_INVALID_ARG);
   ASSERT_EQ_INT(ft_quantize_e4m3(q, NULL, FT_DTYPE_BF16, 1, 16, FT_SCALE_ROW, dsc, dsc, 0), FT_ERR_INVALID_ARG);
-  ASSERT_EQ_INT(ft_quantize_e4m3(q, (char *)dsc + 1, FT_DTYPE_BF16, 1, 16, FT_SCALE_ROW, dsc, dsc, 0), FT_ERR_INVALID_ARG);
+  ASSERT_EQ_INT(ft_quantize_e4m3(q, (char *)dsc + 1, FT_DTYPE_BF16, 1, 16, FT_SCALE_ROW, dsc, dsc, 0),
+                FT_ERR_INVALID_ARG);
   ASSERT_CONTAINS(ft_errmsg(ctx), "is not aligned to its 2-byte elements");
   cudaFree(dsc);
   ft_quantizer_destroy(q);

@@ -96,27 +96,31 @@ def launch_typed(plan, x, w, y, vecs, scalars=None, stream=0):
 
 class _Launch:
     """A plan's ft_typed_args built once (names, element types, the arrays): each call sets the
-    addresses (x's codes, W, y, the vectors in the order given) and launches."""
+    addresses (x's codes, W, y, sx, sw and the bias where the layer has one) and launches."""
 
-    def __init__(self, plan, names):
+    def __init__(self, plan, has_bias):
+        names = ("sx", "sw", "bias") if has_bias else ("sx", "sw")
         self.plan, self._names = plan, [core._cstr("argument name", n) for n in names]
         a = self._args = _lib.ft_typed_args()
         a.struct_size = ctypes.sizeof(_lib.ft_typed_args)
         a.x = _lib.ft_tensor_arg(None, None, _lib.FT_DTYPE_E4M3)
         a.w = _lib.ft_tensor_arg(None, None, _lib.FT_DTYPE_E4M3)
         a.y = _lib.ft_tensor_arg(None, None, _lib.FT_DTYPE_BF16)
-        dtypes = {"sx": _lib.FT_DTYPE_F32, "sw": _lib.FT_DTYPE_F32, "bias": _lib.FT_DTYPE_BF16}
-        self._vecs = (_lib.ft_tensor_arg * len(names))(*[_lib.ft_tensor_arg(c, None, dtypes[n])
-                                                          for c, n in zip(self._names, names)])
+        dtypes = (_lib.FT_DTYPE_F32, _lib.FT_DTYPE_F32, _lib.FT_DTYPE_BF16)
+        self._vecs = (_lib.ft_tensor_arg * len(names))(*[_lib.ft_tensor_arg(c, None, d)
+                                                          for c, d in zip(self._names, dtypes)])
         a.vecs, a.n_vecs = ctypes.cast(self._vecs, ctypes.POINTER(_lib.ft_tensor_arg)), len(names)
         a.scalars, a.n_scalars = None, 0
+        self._sx, self._sw = self._vecs[0], self._vecs[1]
+        self._bias = self._vecs[2] if has_bias else None
         self._ref = ctypes.byref(a)
 
-    def __call__(self, x, w, y, vecs, stream):
+    def __call__(self, x, w, y, sx, sw, bias, stream):
         a, plan = self._args, self.plan
         a.x.data, a.w.data, a.y.data = x, w, y
-        for i, v in enumerate(vecs):
-            self._vecs[i].data = v
+        self._sx.data, self._sw.data = sx, sw
+        if self._bias is not None:
+            self._bias.data = bias
         with plan.db._lock:
             if plan._handle is None:
                 raise InvalidArgumentError("the plan was destroyed")
@@ -147,7 +151,6 @@ class FP8Linear(nn.Module):
         self.math = "fp8"
         self._db = db if isinstance(db, core.Database) else core.Database(db, readonly=True)
         self._quantizer, self._plans, self._launches = None, {}, {}
-        self._vec_names = ("sx", "sw") + (("bias",) if bias is not None else ())
 
     @classmethod
     def from_linear(cls, linear, epilogue=None, db=None):
@@ -177,7 +180,9 @@ class FP8Linear(nn.Module):
 
     def forward(self, x):
         check_no_grad("x", x, torch.is_grad_enabled())
-        dev = self.weight.device
+        buf = self._buffers  # read once: nn.Module's attribute lookup of a buffer is slow
+        w, bias = buf["weight"], buf["bias"]
+        dev = w.device
         check_tensor("x", x, dtype="bfloat16", device=dev, shape=tuple(x.shape[:-1]) + (self.in_features,))
         lead = tuple(x.shape[:-1])
         m = _math.prod(lead)
@@ -186,9 +191,9 @@ class FP8Linear(nn.Module):
             return y
         k = self.in_features
         with torch.cuda.device(dev):
-            launch = self._launches.get(m)
+            launch = self._launches.get((m, bias is not None))
             if launch is None:
-                launch = self._launches[m] = _Launch(self.plan_for(m), self._vec_names)
+                launch = self._launches[(m, bias is not None)] = _Launch(self.plan_for(m), bias is not None)
             if self._quantizer is None:
                 self._quantizer = Quantizer(self._db)
             # Codes and scales per call (eager frees them; a CUDA graph keeps its pool's).
@@ -196,9 +201,8 @@ class FP8Linear(nn.Module):
             sx = torch.empty(m, dtype=torch.float32, device=dev)
             stream = _stream(dev)
             self._quantizer._run(x.data_ptr(), _lib.FT_DTYPE_BF16, m, k, True, xq.data_ptr(), sx.data_ptr(), stream)
-            vecs = (sx.data_ptr(), self.weight_scale.data_ptr()) + (
-                (self.bias.data_ptr(),) if self.bias is not None else ())
-            launch(xq.data_ptr(), self.weight.data_ptr(), y.data_ptr(), vecs, stream)
+            launch(xq.data_ptr(), w.data_ptr(), y.data_ptr(), sx.data_ptr(), buf["weight_scale"].data_ptr(),
+                   bias.data_ptr() if bias is not None else None, stream)
         return y
 
 

@@ -11,11 +11,13 @@ OUT=$1 OLD=$2
 export PYTHONUNBUFFERED=1
 t0=$(date +%s); el() { echo "$(( $(date +%s) - t0 ))s"; }
 cfg() {
-  cmake -S "$1" -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSQLite3_INCLUDE_DIR="${SQLITE_INCLUDE:-$PWD/.device/include}" \
+  cmake -S "$1" -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DSQLite3_INCLUDE_DIR="${SQLITE_INCLUDE:-$PWD/.device/include}" \
     -DSQLite3_LIBRARY=/usr/lib/x86_64-linux-gnu/libsqlite3.so.0
 }
 [ -n "$OLD" ] && { cfg "$OLD" /tmp/b0 && cmake --build /tmp/b0 --target fusedtune -j4; } > "$OUT/build_old.log" 2>&1 &
-{ cfg . /tmp/b && cmake --build /tmp/b -j12 --target fusedtune fusedtune_cli fusedtune_worker gpu_test_fp8 fusedtune_pyext; } \
+{ cfg . /tmp/b &&
+  cmake --build /tmp/b -j12 --target fusedtune fusedtune_cli fusedtune_worker gpu_test_fp8 fusedtune_pyext; } \
   > "$OUT/build.log" 2>&1 || { grep -B2 -A6 error "$OUT/build.log" | head -40; exit 1; }
 echo "built $(el)"
 export FUSEDTUNE_LIBRARY=/tmp/b

@@ -155,9 +155,11 @@ def main():
                   f"eager_bf16/layer_fp8 {t['eager_bf16'] / t['layer_fp8']:.3f}, "
                   f"mm_bf16/fused_fp8 {t['mm_bf16'] / t['fused_fp8']:.3f}, "
                   f"layer_fp8-fused_fp8 {t['layer_fp8'] - t['fused_fp8']:.4f}")
-        print(f"{m}x{n}x{k} call by call ms: " + " ".join(f"{k_} {v:.4f}" for k_, v in calls.items()) +
-              (f", eager_bf16/layer_fp8 {calls['eager_bf16'] / calls['layer_fp8']:.3f}" if "layer_fp8" in calls else "") +
-              "; host us per call: " + " ".join(f"{k_} {v:.1f}" for k_, v in host.items()))
+        if calls:
+            ratio = calls["eager_bf16"] / calls["layer_fp8"] if "layer_fp8" in calls and "eager_bf16" in calls else None
+            print(f"{m}x{n}x{k} call by call ms: " + " ".join(f"{k_} {v:.4f}" for k_, v in calls.items()) +
+                  (f", eager_bf16/layer_fp8 {ratio:.3f}" if ratio else "") + "; host us per call: " +
+                  " ".join(f"{k_} {v:.1f}" for k_, v in host.items()))
         print(f"{m}x{n}x{k} rel err: " + " ".join(f"{k_} {v:.3g}" for k_, v in errs.items()))
 
 
