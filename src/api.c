@@ -564,7 +564,11 @@ ft_status ft_tune(ft_ctx *ctx, const ft_problem *p, const ft_tune_options *opt, 
   if (!best) return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune: best is NULL");
   ft_tune_summary sum;
   ft_status s = ft__tune_summary(ctx, p, opt, &sum);
-  if (s == FT_OK && !sum.has_best) s = fail(ctx, FT_ERR_NOT_FOUND, "no candidate was correct; nothing to choose");
+  if (s == FT_OK && !sum.has_best && sum.n_measured + sum.n_skipped_known == 0)
+    s = fail(ctx, FT_ERR_NOT_FOUND, sum.budget_exhausted ? "no candidate was measured: the budget ran out first (give it more)"
+                                                         : "no candidate was measured; nothing to choose");
+  else if (s == FT_OK && !sum.has_best)
+    s = fail(ctx, FT_ERR_NOT_FOUND, "no candidate was correct; nothing to choose");
   if (s == FT_OK) ft__fill_config(best, &sum.best, 1);
   ft_tune_summary_free(&sum);
   return s;

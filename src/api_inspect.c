@@ -129,8 +129,7 @@ ft_status ft_variants_v2(const ft_problem *p, const char *arch, unsigned flags, 
   if (s == FT_OK) snprintf(l->epilogue, sizeof l->epilogue, "%s", ft_ep_canonical(ep));
   const ft_space_scope scope = flags & FT_VARIANTS_FULL ? FT_SPACE_FULL : FT_SPACE_PRUNED;
   if (s == FT_OK) s = add_kind(l, FT_VK_GEMM, p, &lim, scope, ep, &srcs, keep, &err);
-  /* fp8: no epilogue pass serves it yet (it would follow cuBLASLt's FP8 GEMM). */
-  if (s == FT_OK && p->math != FT_MATH_FP8) s = add_kind(l, FT_VK_EPILOGUE, p, &lim, scope, ep, &srcs, keep, &err);
+  if (s == FT_OK) s = add_kind(l, FT_VK_EPILOGUE, p, &lim, scope, ep, &srcs, keep, &err);
   if (s == FT_OK && keep) s = compile_list(l, srcs, progress, user, &err);
   for (int i = 0; keep && srcs && l && i < l->count; i++) ft_kernel_src_free(&srcs[i]);
   free(srcs);

@@ -2,7 +2,8 @@
  * (strategy "cublas+epilogue"; kernels_src/epilogue_pass.cu, names "epi_..."), or, where E adds
  * a bias to x as nn.Linear does, after cuBLASLt's GEMM with that bias folded in (its BIAS
  * epilogue: the GEMM PyTorch eager runs), the pass applying the rest (`lt`, "_lt"): never slower
- * than eager by more than eager's own GEMM. GPU-free. */
+ * than eager by more than eager's own GEMM. In fp8 the GEMM is cuBLASLt's FP8 GEMM of the e4m3
+ * codes (scales 1, bf16 y) and the pass applies all of E, the scales included. GPU-free. */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -38,6 +39,8 @@ static int epi_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k, 
                           char *why, size_t whylen) {
   (void)m;
   if (v->pass.block > lim->max_threads_per_block) FT_WHY("block %d > device limit %d", v->pass.block, lim->max_threads_per_block);
+  /* cuBLASLt's FP8 GEMM scales after the sum; E's scales are per row and column: nothing folds. */
+  if (v->math == FT_MATH_FP8 && after_lt(v)) FT_WHY("lt: not in fp8 (E's scales come before its bias)");
   /* cuBLASLt's bias GEMM: rows of whole 16-byte units, as its algorithms take them. */
   const int64_t elem = ft_math_dtype((ft_math)v->math) == FT_DTYPE_F32 ? 4 : 2;
   if (after_lt(v) && ((n * elem) % 16 || (k * elem) % 16))
@@ -68,7 +71,7 @@ static ft_status epi_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, co
   ft_variant v = {0};
   v.kind = FT_VK_EPILOGUE;
   v.math = (int)math;
-  for (int f = 0; f < 3; f++) {
+  for (int f = 0; f < (math == FT_MATH_FP8 ? 1 : 3); f++) {
     if (!form[f].rest) continue;
     const int lt_only_gemm = f > 0 && strcmp(form[f].rest, "x") == 0;
     int pushed = 0;
@@ -112,13 +115,14 @@ static const char *epi_reduce_kernel(const ft_variant *v) {
 }
 
 /* cuBLAS reads x and W; the pass reads and writes y with vec-element accesses (4 * vec bytes
- * in fp32 and tf32, 2 * vec bytes of bf16 or fp16). */
+ * in fp32 and tf32, 2 * vec bytes of bf16 or fp16, fp8's y included). */
 static void epi_alignment(const ft_variant *v, int m, int n, int k, size_t need[3]) {
   (void)m, (void)n, (void)k;
-  const size_t elem = ft_math_dtype((ft_math)v->math) == FT_DTYPE_F32 ? sizeof(float) : 2;
-  need[0] = need[1] = after_lt(v) ? 16 : elem; /* cuBLASLt: 16-byte aligned operands */
+  const size_t elem = ft_math_out_dtype((ft_math)v->math) == FT_DTYPE_F32 ? sizeof(float) : 2;
+  const int lt = after_lt(v) || v->math == FT_MATH_FP8; /* cuBLASLt: 16-byte aligned operands */
+  need[0] = need[1] = lt ? 16 : elem;
   need[2] = (size_t)(v->vec > 0 ? v->vec : 1) * elem;
-  if (after_lt(v) && need[2] < 16) need[2] = 16;
+  if (lt && need[2] < 16) need[2] = 16;
 }
 
 /* ft_epilogue_pass(Y, M, N, ep) */
@@ -160,7 +164,7 @@ const ft_family ft_family_epilogue_pass = {
     .revision = 1,
     .arch_suffix = "",
     .maths = (1u << FT_MATH_FP32) | (1u << FT_MATH_TF32) | (1u << FT_MATH_BF16) | (1u << FT_MATH_FP16) |
-             (1u << FT_MATH_3XTF32),
+             (1u << FT_MATH_3XTF32) | (1u << FT_MATH_FP8),
     .sources = k_epi_sources,
     .kernel = "ft_epilogue_pass",
     .after_cublas = 1,

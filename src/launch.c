@@ -82,26 +82,33 @@ static ft_status check_coresident(ft_launchable *t, ft_err *err) {
 /* The columns of the GEMM before a pass: a gated pair's is the interleaved [2n, k] weight's. */
 static int gemm_cols(const ft_launchable *t) { return t->geom.gated ? 2 * t->n : t->n; }
 
-/* The plain GEMM before a pass (16-bit modes) as cuBLASLt's with its algorithm chosen here, once:
- * cublasGemmEx chooses on every call, host time a decode step pays. Launches whose x, W and y are
- * 16-byte aligned take it, others cublasGemmEx. Where cuBLASLt has no algorithm (or memory is
- * short) it is simply not offered: nothing fails. */
-static void plain_lt_init(ft_launchable *t) {
+/* The plain GEMM before a pass (16-bit modes, fp8) as cuBLASLt's with its algorithm chosen here,
+ * once: cublasGemmEx chooses on every call, host time a decode step pays. In 16-bit modes launches
+ * whose x, W and y are 16-byte aligned take it, others cublasGemmEx, and where cuBLASLt has no
+ * algorithm (or memory is short) it is simply not offered. fp8's GEMM is cuBLASLt's alone (its
+ * codes with scales 1, bf16 y; the pass applies E's scales): there a failure is the plan's. */
+static ft_status plain_lt_init(ft_launchable *t, ft_err *err) {
   const ft_math math = (ft_math)t->v.math;
-  if (math != FT_MATH_BF16 && math != FT_MATH_FP16) return;
+  if (math != FT_MATH_BF16 && math != FT_MATH_FP16 && math != FT_MATH_FP8) return FT_OK;
+  ft_err mine;
+  ft_err *e = math == FT_MATH_FP8 ? err : &mine;
   void *h = NULL;
-  ft_err e;
-  if (ft_gpu_cublaslt(t->g, &h, &e) != FT_OK) return;
-  if (ft_lt_gemm_init(&t->lt, (cublasLtHandle_t)h, math, t->m, gemm_cols(t), t->k, CUBLASLT_EPILOGUE_DEFAULT, NULL,
-                      FT_LAUNCH_LT_WORKSPACE, 16, &e) != FT_OK)
-    return;
-  if (cudaMalloc(&t->lt_ws, FT_LAUNCH_LT_WORKSPACE) != cudaSuccess) {
-    (void)cudaGetLastError();
-    t->lt_ws = NULL;
-    ft_lt_gemm_free(&t->lt);
-    return;
+  ft_status s = ft_gpu_cublaslt(t->g, &h, e);
+  if (s == FT_OK)
+    s = ft_lt_gemm_init(&t->lt, (cublasLtHandle_t)h, math, t->m, gemm_cols(t), t->k, CUBLASLT_EPILOGUE_DEFAULT, NULL,
+                        FT_LAUNCH_LT_WORKSPACE, 16, e);
+  if (s == FT_OK) {
+    const cudaError_t ce = cudaMalloc(&t->lt_ws, FT_LAUNCH_LT_WORKSPACE);
+    if (ce != cudaSuccess) {
+      (void)cudaGetLastError();
+      s = ft_cuda_fail(e, ce, "cudaMalloc (cuBLASLt workspace)");
+      t->lt_ws = NULL;
+      ft_lt_gemm_free(&t->lt);
+    }
   }
+  if (s != FT_OK) return math == FT_MATH_FP8 ? s : FT_OK;
   t->lt_handle = (cublasLtHandle_t)h, t->lt_plain = 1, t->lt_bias_slot = -1;
+  return FT_OK;
 }
 
 /* cuBLASLt's epilogue adding a bias (has_bias) and applying act. */
@@ -171,7 +178,13 @@ ft_status ft_launchable_init(ft_launchable *L, ft_gpu *g, const ft_variant *v, i
       ft_launchable_free(&t);
       return s;
     }
-    if (!after_lt && t.geom.chunk_cols == 0) plain_lt_init(&t);
+    if (!after_lt && t.geom.chunk_cols == 0) {
+      s = plain_lt_init(&t, err);
+      if (s != FT_OK) {
+        ft_launchable_free(&t);
+        return s;
+      }
+    }
   }
   *L = t;
   return FT_OK;
@@ -228,6 +241,8 @@ ft_status ft_launchable_enqueue(ft_launchable *L, const void *x, const void *w, 
   void *gemm_y = L->geom.gated ? L->ws : y;
   const int lt_aligned =
       !L->lt_plain || ((uintptr_t)x % 16 == 0 && (uintptr_t)w % 16 == 0 && (uintptr_t)gemm_y % 16 == 0);
+  if (L->fam->after_cublas && L->v.math == FT_MATH_FP8 && !(L->lt_plain && lt_aligned))
+    return ft__fail(err, FT_ERR_INVALID_ARG, "fp8: x, W and y must be 16-byte aligned for cuBLASLt's FP8 GEMM");
   if (L->fam->after_cublas && L->lt_handle && lt_aligned) {
     /* cuBLASLt's bias GEMM: its algorithms read the bias in 16-byte units. */
     const void *bias = L->lt_bias_slot >= 0 ? ep->v[L->lt_bias_slot] : NULL;

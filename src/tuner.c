@@ -170,8 +170,7 @@ static ft_status add_candidates(tuner *t, ft_variant_kind kind, int *cap, ft_err
                                       &costs, &n, err);
   /* No fused GEMM for the mode on this shape or device (the tensor-core family needs sm_90 and
    * K in 16-byte rows): cuBLAS + the epilogue pass serves it. */
-  /* fp8 has no epilogue pass (a safe strategy) yet: its fused kernels and baselines only. */
-  if (s == FT_ERR_UNSUPPORTED && (kind == FT_VK_GEMM || t->p->math == FT_MATH_FP8)) s = FT_OK, n = 0;
+  if (s == FT_ERR_UNSUPPORTED && kind == FT_VK_GEMM) s = FT_OK, n = 0;
   FT_TRY(s);
   if (t->nc + n + 3 > *cap) { /* + room for the test hook's planted candidates */
     int ncap = t->nc + n + 8;

@@ -2,12 +2,13 @@
  * and scale for scale, per row and per tensor, bf16, fp16 and fp32 sources, on every path the
  * host picks (16-byte chunks held in registers or read twice, one element at a time for ragged
  * rows and unaligned pointers; k_qcases), with zero rows, -0, tiny values and scales far from
- * 1 among the data; its argument checks. Every enumerated fp8 tensor-core variant on ragged
- * shapes (K and N multiples of 16) with four scaled epilogues, output NaN-poisoned, against the
- * float64 reference of the e4m3 values and scales: within twice the error of the exact result
- * rounded to bf16, plus 2^-12; the end-to-end error against the unquantized bf16 layer printed
- * per scaling. A plan launched through ft_plan_launch_typed, and its refusals. FT_TEST_QUICK=1
- * leaves out the variants' run. */
+ * 1 among the data; its argument checks. Every enumerated fp8 variant (tensor-core kernels,
+ * epilogue passes after cuBLASLt's FP8 GEMM) on ragged shapes (K and N multiples of 16) with
+ * four scaled epilogues, output NaN-poisoned, against the float64 reference of the e4m3 values
+ * and scales: within twice the error of the exact result rounded to bf16, plus 2^-12; the
+ * end-to-end error against the unquantized bf16 layer printed per scaling. A plan of each kind
+ * launched through ft_plan_launch_typed, and its refusals. FT_TEST_QUICK=1 leaves out the
+ * variants' run. */
 #include <unistd.h>
 
 #include "e4m3.h"
@@ -124,6 +125,20 @@ static double ideal_error(const ft_pdata *d) {
   return r2 > 0 ? sqrt(e2 / r2) : 0;
 }
 
+/* The fused tensor-core variants, then the epilogue passes after cuBLASLt's FP8 GEMM. */
+static ft_status enumerate_fp8(const shape *sh, ft_gpu *g, ft_variant **out, int *count, ft_err *e) {
+  ft_variant *v[2] = {NULL, NULL};
+  int n[2] = {0, 0};
+  ft_status st = ft_space_enumerate_math(FT_VK_GEMM, sh->m, sh->n, sh->k, FT_MATH_FP8, ft_gpu_limits(g), &v[0], &n[0], e);
+  if (st == FT_OK)
+    st = ft_space_enumerate_math(FT_VK_EPILOGUE, sh->m, sh->n, sh->k, FT_MATH_FP8, ft_gpu_limits(g), &v[1], &n[1], e);
+  ft_variant *all = st == FT_OK ? realloc(v[0], (size_t)(n[0] + n[1] + 1) * sizeof *all) : NULL;
+  if (all) memcpy(all + n[0], v[1], (size_t)n[1] * sizeof *all), v[0] = NULL;
+  free(v[0]), free(v[1]);
+  *out = all, *count = all ? n[0] + n[1] : 0;
+  return st != FT_OK ? st : all ? FT_OK : FT_ERR_NOMEM;
+}
+
 static void test_kernels(ft_gpu *g, ft_db *db) {
   int ok = 0, failed = 0;
   double worst = 0;
@@ -139,7 +154,7 @@ static void test_kernels(ft_gpu *g, ft_db *db) {
       if (st != FT_OK) FT_FAIL_AT_("pdata %dx%dx%d: %s", sh.m, sh.n, sh.k, e.msg);
       ft_variant *v = NULL;
       int n = 0;
-      if (st == FT_OK) ASSERT_OK(ft_space_enumerate_math(FT_VK_GEMM, sh.m, sh.n, sh.k, FT_MATH_FP8, ft_gpu_limits(g), &v, &n, &e));
+      if (st == FT_OK) ASSERT_OK(enumerate_fp8(&sh, g, &v, &n, &e));
       ft_kernel_src *src = calloc((size_t)n + 1, sizeof *src);
       ft_compile_job *jobs = calloc((size_t)n + 1, sizeof *jobs);
       for (int i = 0; i < n; i++) {
@@ -184,7 +199,7 @@ static void test_kernels(ft_gpu *g, ft_db *db) {
 
 /* The public path: a plan of an fp8 configuration, launched with ft_plan_launch_typed on e4m3 x
  * and W, bf16 y and bias, fp32 scales; every mismatch refused before a launch. */
-static void test_plan(ft_ctx *ctx, ft_gpu *g) {
+static void test_plan(ft_ctx *ctx, ft_gpu *g, ft_variant_kind kind) {
   const char *epi = k_epilogues[0];
   const ft_problem p = {127, 1008, 1008, epi, FT_MATH_FP8};
   ft_err e;
@@ -194,11 +209,11 @@ static void test_plan(ft_ctx *ctx, ft_gpu *g) {
   int n = 0;
   ASSERT_OK(ft_ep_parse(epi, &ep, &e));
   ASSERT_OK(ft_pdata_create(g, (int)p.m, (int)p.n, (int)p.k, ep, FT_MATH_FP8, 7, &d, &e));
-  ASSERT_OK(ft_space_enumerate_math(FT_VK_GEMM, p.m, p.n, p.k, FT_MATH_FP8, ft_gpu_limits(g), &v, &n, &e));
+  ASSERT_OK(ft_space_enumerate_math(kind, p.m, p.n, p.k, FT_MATH_FP8, ft_gpu_limits(g), &v, &n, &e));
   if (!d || n < 1) return;
   ft_config cfg;
   memset(&cfg, 0, sizeof cfg);
-  strcpy(cfg.strategy, "fused");
+  strcpy(cfg.strategy, kind == FT_VK_GEMM ? "fused" : "cublas+epilogue");
   ft_variant_name(&v[0], cfg.name, sizeof cfg.name);
   ft_variant_json(&v[0], cfg.config, sizeof cfg.config);
   cfg.math = FT_MATH_FP8;
@@ -267,7 +282,8 @@ int main(void) {
   ft_gpu *g = NULL;
   ft_err e;
   ASSERT_OK(ft_gpu_open(0, &g, &e));
-  if (g) test_plan(ctx, g);
+  if (g) test_plan(ctx, g, FT_VK_GEMM);
+  if (g) test_plan(ctx, g, FT_VK_EPILOGUE);
   if (g && !getenv("FT_TEST_QUICK")) test_kernels(g, NULL); /* FT_TEST_QUICK=1: the quantizer and the plan only */
   ft_gpu_close(g);
   ft_close(ctx);

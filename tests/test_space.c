@@ -163,18 +163,12 @@ static void test_enumerate(const ft_device_limits *lim) {
 }
 
 /* The epilogue pass: the default space keeps vec 4 (9 passes), the full one all 36, and every
- * default pass is in the full space, in every mode but fp8 (no pass follows cuBLASLt's fp8 GEMM
- * yet: none enumerated). */
+ * default pass is in the full space, in every mode (fp8's follows cuBLASLt's FP8 GEMM). */
 static void test_pass_scopes(const ft_device_limits *lim) {
   for (int math = 0; math < FT_MATH_COUNT; math++) {
     ft_variant *pr = NULL, *fu = NULL;
     int np = 0, nf = 0;
     ft_err e;
-    if (math == FT_MATH_FP8) {
-      ASSERT_EQ_INT(ft_space_enumerate_scope(FT_VK_EPILOGUE, 1000, 1001, 992, FT_MATH_FP8, FT_SPACE_PRUNED, lim, &pr, NULL,
-                                             &np, &e), FT_ERR_UNSUPPORTED);
-      continue;
-    }
     ASSERT_OK(ft_space_enumerate_scope(FT_VK_EPILOGUE, 1000, 1001, 999, (ft_math)math, FT_SPACE_PRUNED, lim, &pr, NULL,
                                        &np, &e));
     ASSERT_OK(ft_space_enumerate_scope(FT_VK_EPILOGUE, 1000, 1001, 999, (ft_math)math, FT_SPACE_FULL, lim, &fu, NULL,
@@ -566,7 +560,20 @@ static void test_lt_passes(const ft_device_limits *lim) {
                                     &n, &e));
     for (int i = 0; i < n; i++) ASSERT_TRUE(v[i].pass.lt == 0 && v[i].pass.lt_act == 0);
     free(v);
+    /* fp8: the pass applies all of E after cuBLASLt's FP8 GEMM (E's scales come first). */
+    ASSERT_OK(ft_space_enumerate_ep(FT_VK_EPILOGUE, 1024, 4096, 4096, FT_MATH_FP8, FT_SPACE_PRUNED, ep, lim, &v, NULL,
+                                    &n, &e));
+    ASSERT_EQ_INT(n, 9);
+    for (int i = 0; i < n; i++) ASSERT_TRUE(v[i].pass.lt == 0 && v[i].pass.lt_act == 0);
+    free(v);
     ft_ep_free(ep);
+  }
+  {
+    ft_variant f = {0};
+    char why[160];
+    f.kind = FT_VK_EPILOGUE, f.math = FT_MATH_FP8, f.pass.block = 256, f.vec = 4, f.pass.ept = 8, f.pass.lt = 1;
+    ASSERT_TRUE(!ft_variant_applicable(&f, 1024, 4096, 4096, lim, why, sizeof why));
+    ASSERT_CONTAINS(why, "not in fp8");
   }
   ft_variant p = {0};
   p.kind = FT_VK_EPILOGUE, p.pass.block = 256, p.vec = 4, p.pass.ept = 8, p.pass.lt = FT_EP_SLOTS + 1;

@@ -250,7 +250,10 @@ static void on_done(batch *b, int c, const char *line) {
               tmp.best_ms, tmp.eager_ms / tmp.best_ms, tmp.measured, tmp.known, tmp.tune_s);
     else
       fprintf(stderr, "[#%d] %s: done, %s, %.1f s\n", k->ordinal, label,
-              tmp.has_best ? "best found" : "no candidate was correct", tmp.tune_s);
+              tmp.has_best                 ? "best found"
+              : tmp.measured + tmp.known ? "no candidate was correct"
+                                         : "no candidate was measured (budget?)",
+              tmp.tune_s);
   }
 }
 

@@ -223,7 +223,9 @@ static void print_summary(const tune_cli *t, const ft_tune_report *s) {
     if (s->best.eager_ms > 0) printf("  (%.3fx vs eager %.4f ms)", s->best.eager_ms / s->best.median_ms, s->best.eager_ms);
     printf("\n");
   } else {
-    printf("best: none (no candidate was correct)\n");
+    printf("best: none (%s)\n", s->n_measured + s->n_known ? "no candidate was correct"
+                                : s->budget_exhausted ? "the budget ran out before any candidate was measured: raise --budget"
+                                                      : "no candidate was measured");
   }
 }
 

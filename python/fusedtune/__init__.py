@@ -12,9 +12,10 @@ folder, the build tree, then the system loader; fusedtune.library_path says whic
 loaded and fusedtune.library_source by which rule (docs/PYTHON.md).
 """
 from . import errors
-from .core import (BestEntry, Config, Database, Device, Epilogue, MathMode, Param, Plan, Problem, TuneProgress,
-                   Variant, default_worker, devices, inspect_epilogue, math_mode, math_modes, presets,
-                   remove_database, slot_arrays, variants)
+from .core import (BestEntry, Config, Database, Device, Epilogue, MathMode, Param, Problem, TuneProgress, Variant,
+                   default_worker, devices, inspect_epilogue, math_mode, math_modes, presets, remove_database,
+                   variants)
+from .plan import Plan, slot_arrays
 from .errors import *  # noqa: F401,F403  (the exception classes)
 from ._lib import LibraryNotFound
 

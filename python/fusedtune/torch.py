@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from . import _launch, core, torch_op
+from .plan import slot_arrays
 from ._binding import Binding, check_no_grad, check_tensor, dtype_name
 from ._lib import lib
 from .errors import InvalidArgumentError, NotFoundError, UnsupportedError, error_for
@@ -336,9 +337,9 @@ class FusedLinear(nn.Module):
         return y
 
     def _slot_arrays(self, vec_ptrs, scalars):
-        """ft_plan_launch_ptrs's arrays (core.slot_arrays) from {name: pointer} and {name: value}
+        """ft_plan_launch_ptrs's arrays (fusedtune.plan.slot_arrays) from {name: pointer} and {name: value}
         (a scalar not given: its default)."""
-        return core.slot_arrays(self._slots, [vec_ptrs[n] for n, kind, _ in self._slots if kind != "scalar"],
+        return slot_arrays(self._slots, [vec_ptrs[n] for n, kind, _ in self._slots if kind != "scalar"],
                                 [scalars.get(n) for n, kind, _ in self._slots if kind == "scalar"])
 
     def _launch(self, launch, plan, x_ptr, w_ptr, y_ptr, va, sa, dev, current):

@@ -272,6 +272,16 @@ def host_us(fn, calls=200):
     return dt / calls * 1e6
 
 
+def host_us_best(fns, runs=5, calls=200):
+    """host_us of each of fns, the best of runs interleaved runs (one run of each in turn per
+    round, so that a host's drift falls on all of them alike)."""
+    best = [float("inf")] * len(fns)
+    for _ in range(runs):
+        for i, fn in enumerate(fns):
+            best[i] = min(best[i], host_us(fn, calls))
+    return best
+
+
 def pipelined(fn, calls):
     def run():
         for _ in range(calls):

@@ -2,7 +2,8 @@
 in one process, against eager PyTorch (F.linear, then the epilogue's torch ops):
   synced     each call timed alone after a synchronization (the call's host cost is on the clock)
   pipelined  --calls calls back to back per timing (the host running ahead: call by call, no graphs)
-  host us    host microseconds per call, F.linear alone, eager and FusedLinear (200 calls, then a sync)
+  host us    host microseconds per call, F.linear alone, eager and FusedLinear (200 calls, then a
+             sync; the best of 5 such runs, interleaved)
   graphs     --calls calls captured into a CUDAGraph each, replayed
 Interleaved rounds, median ms per call, "x" = eager / fused (> 1: FusedLinear faster). Then, with
 --sweep, the M sweep: FusedLinear(4096 -> 14336, 'silu(x)') at each M of --ms against float64,
@@ -67,7 +68,7 @@ def measure(args, name, m, n, k, expr, post, FusedLinear, fusedtune):
     s_e, s_f = bg.interleaved_ms([eager, fused], args.rounds, 1)
     p_e, p_f = bg.interleaved_ms([bg.pipelined(eager, args.calls), bg.pipelined(fused, args.calls)], args.rounds,
                                  args.calls)
-    h_lin, h_e, h_f = bg.host_us(linear), bg.host_us(eager), bg.host_us(fused)
+    h_lin, h_e, h_f = bg.host_us_best([linear, eager, fused])
     graphs = [bg.capture(eager, args.calls), bg.capture(fused, args.calls)]
     g_e, g_f = bg.interleaved_ms([g.replay for g in graphs], args.rounds, args.calls)
     for g in graphs:
