@@ -10,7 +10,6 @@
 // The element of ft_dtype DT (0 fp32, 1 bf16, 2 fp16): its width and its value as a float.
 template <int DT> struct ft_q_elem {
   static constexpr int bytes = DT == 0 ? 4 : 2;
-  typedef unsigned bits; // the element's bits, zero-extended
   static __device__ __forceinline__ float value(unsigned b) {
     if constexpr (DT == 0) return __uint_as_float(b);
     if constexpr (DT == 1) return __uint_as_float(b << 16);
