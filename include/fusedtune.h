@@ -383,8 +383,10 @@ typedef struct ft_quantizer ft_quantizer;
  * which has no e4m3 conversion), FT_ERR_COMPILE, FT_ERR_CUDA, FT_ERR_NOMEM. */
 FT_API ft_status ft_quantizer_create(ft_ctx *ctx, ft_quantizer **out);
 /* src of src_dtype (FT_DTYPE_BF16, F16 or F32), dst rows * cols bytes, scales rows (FT_SCALE_ROW)
- * or 1 floats, all device pointers. Returns FT_OK, FT_ERR_INVALID_ARG (NULL pointers, a
- * dimension < 1, another dtype), FT_ERR_CUDA. */
+ * or 1 floats, all device pointers (src aligned to its element size; 16-byte aligned src, dst
+ * aligned to 8 codes (4 for fp32) and cols a multiple of 8 (4) take the fastest path). Returns
+ * FT_OK, FT_ERR_INVALID_ARG (NULL pointers, a dimension < 1, another dtype, src unaligned),
+ * FT_ERR_CUDA. */
 FT_API ft_status ft_quantize_e4m3(ft_quantizer *q, const void *src, ft_dtype src_dtype, int64_t rows, int64_t cols,
                                   ft_scaling scaling, void *dst, float *scales, cudaStream_t stream);
 FT_API void ft_quantizer_destroy(ft_quantizer *q); /* NULL is a no-op */

@@ -1,5 +1,6 @@
 /* The fp8 quantizer (ft_quantizer_create, ft_quantize_e4m3): kernels_src/quantize.cu compiled
  * once per quantizer, then a launch per call (src/e4m3.c is its host model). */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,6 +59,18 @@ ft_status ft_quantizer_create(ft_ctx *ctx, ft_quantizer **out) {
   return FT_OK;
 }
 
+/* Threads per row: a power of two up to 1024, enough for a chunk each; then, while the rows'
+ * threads exceed what the SMs hold at once (about 1024 each at the row kernel's registers),
+ * fewer threads holding more chunks each (at most 8, what the kernel keeps in registers), which
+ * keeps more loads in flight per thread. Rows of more than 8192 chunks are read twice. */
+static int row_group(int64_t rows, int64_t chunks, int sms) {
+  int g = 1;
+  while (g < 1024 && g < chunks) g *= 2;
+  const int64_t resident = 1024 * (int64_t)(sms > 0 ? sms : 132);
+  while (g > 1 && rows * g > resident && (chunks + g / 2 - 1) / (g / 2) <= 8) g /= 2;
+  return g;
+}
+
 ft_status ft_quantize_e4m3(ft_quantizer *q, const void *src, ft_dtype src_dtype, int64_t rows, int64_t cols,
                            ft_scaling scaling, void *dst, float *scales, cudaStream_t stream) {
   if (!q) return FT_ERR_INVALID_ARG;
@@ -71,20 +84,31 @@ ft_status ft_quantize_e4m3(ft_quantizer *q, const void *src, ft_dtype src_dtype,
                     ft_dtype_name(src_dtype));
   if (scaling != FT_SCALE_TENSOR && scaling != FT_SCALE_ROW)
     return ft__fail(err, FT_ERR_INVALID_ARG, "ft_quantize_e4m3: scaling %d: FT_SCALE_TENSOR or FT_SCALE_ROW", (int)scaling);
+  const int esz = src_dtype == FT_DTYPE_F32 ? 4 : 2, vw = 16 / esz; /* elements per 16-byte chunk */
+  if ((uintptr_t)src % (uintptr_t)esz)
+    return ft__fail(err, FT_ERR_INVALID_ARG, "ft_quantize_e4m3: src %p is not aligned to its %d-byte elements", src,
+                    esz);
   int dt = (int)src_dtype;
   long long r = rows, c = cols;
   unsigned long long n = (unsigned long long)rows * (unsigned long long)cols;
-  const dim3 block = {256, 1, 1};
+  /* 16-byte chunks where src is 16-byte aligned and dst to the chunk's codes; per row also cols
+   * a multiple of the chunk (each row starts aligned). Else one element at a time. */
+  const int aligned = (uintptr_t)src % 16 == 0 && (uintptr_t)dst % (uintptr_t)vw == 0;
   if (scaling == FT_SCALE_ROW) {
-    void *args[] = {(void *)&src, &dt, &r, &c, &dst, &scales};
-    const dim3 grid = {(unsigned)(rows < 65535 ? rows : 65535), 1, 1};
+    int vec = aligned && cols % vw == 0;
+    int group = row_group(rows, vec ? cols / vw : cols, q->sms);
+    const unsigned threads = group > 256 ? (unsigned)group : 256, per_block = threads / (unsigned)group;
+    const dim3 grid = {(unsigned)((rows + per_block - 1) / per_block), 1, 1}, block = {threads, 1, 1};
+    void *args[] = {(void *)&src, &dt, &vec, &r, &c, &group, &dst, &scales};
     FT_CUDA_TRY(err, cudaLaunchKernel((const void *)q->mod.main, grid, block, args, 0, stream));
     return FT_OK;
   }
-  const unsigned long long want = (n + 255) / 256, most = 8ull * (unsigned long long)(q->sms > 0 ? q->sms : 132);
-  const dim3 grid = {(unsigned)(want < most ? want : most), 1, 1}, one = {1, 1, 1};
-  void *amax_args[] = {(void *)&src, &dt, &n, &scales};
-  void *apply_args[] = {(void *)&src, &dt, &n, &scales, &dst};
+  int vec = aligned;
+  const unsigned long long chunks = vec ? n / (unsigned long long)vw + (unsigned long long)vw : n;
+  const unsigned long long want = (chunks + 255) / 256, most = 8ull * (unsigned long long)(q->sms > 0 ? q->sms : 132);
+  const dim3 grid = {(unsigned)(want < most ? want : most), 1, 1}, block = {256, 1, 1}, one = {1, 1, 1};
+  void *amax_args[] = {(void *)&src, &dt, &vec, &n, &scales};
+  void *apply_args[] = {(void *)&src, &dt, &vec, &n, &scales, &dst};
   void *finish_args[] = {&scales};
   FT_CUDA_TRY(err, cudaMemsetAsync(scales, 0, sizeof(float), stream));
   FT_CUDA_TRY(err, cudaLaunchKernel((const void *)q->mod.reduce, grid, block, amax_args, 0, stream));

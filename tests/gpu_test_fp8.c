@@ -1,11 +1,14 @@
 /* GPU: the fp8 mode. The quantizer's kernels against its host model (src/e4m3.c), byte for byte
- * and scale for scale, per row and per tensor, on ragged shapes, bf16 and fp32 sources; its
- * argument checks. Every enumerated fp8 variant (tensor-core kernels, epilogue passes after
- * cuBLASLt's FP8 GEMM) on ragged shapes (K and N multiples of 16) with four scaled epilogues,
- * output NaN-poisoned, against the float64 reference of the e4m3 values and scales: within twice
- * the error of the exact result rounded to bf16, plus 2^-12; the end-to-end error against the
- * unquantized bf16 layer printed per scaling. A plan of each kind launched through
- * ft_plan_launch_typed, and its refusals. FT_TEST_QUICK=1 leaves out the variants' run. */
+ * and scale for scale, per row and per tensor, bf16, fp16 and fp32 sources, on every path the
+ * host picks (16-byte chunks held in registers or read twice, one element at a time for ragged
+ * rows and unaligned pointers; k_qcases), with zero rows, -0, tiny values and scales far from
+ * 1 among the data; its argument checks. Every enumerated fp8 variant (tensor-core kernels,
+ * epilogue passes after cuBLASLt's FP8 GEMM) on ragged shapes (K and N multiples of 16) with
+ * four scaled epilogues, output NaN-poisoned, against the float64 reference of the e4m3 values
+ * and scales: within twice the error of the exact result rounded to bf16, plus 2^-12; the
+ * end-to-end error against the unquantized bf16 layer printed per scaling. A plan of each kind
+ * launched through ft_plan_launch_typed, and its refusals. FT_TEST_QUICK=1 leaves out the
+ * variants' run. */
 #include <unistd.h>
 
 #include "e4m3.h"
@@ -13,50 +16,81 @@
 #include "gpu_launch_check.h"
 #include "numbers.h"
 
+/* A quantizer case: the source's dtype, and src / dst that many elements / bytes past an aligned
+ * allocation (1: the one-element path, whatever cols is). */
+typedef struct qcase {
+  int64_t rows, cols;
+  ft_dtype dt;
+  int src_off, dst_off;
+} qcase;
+
+/* Each case per row and per tensor, byte for byte and scale for scale against the host model.
+ * Per row with 16-byte chunks: a chunk a thread (16x4096), two (128x16384), eight (4096x4096,
+ * 1024x8192: the rows' threads past what the SMs hold), rows read twice (65544 bf16 / 32772 fp32
+ * columns: over 8192 chunks), many short rows (a few threads per row), fp16. One element at a
+ * time: cols not a multiple of the chunk (ragged, rows of one column), unaligned src or dst, and
+ * rows read twice (100003). */
+static const qcase k_qcases[] = {
+    {16, 4096, FT_DTYPE_BF16, 0, 0},    {128, 16384, FT_DTYPE_BF16, 0, 0}, {4096, 4096, FT_DTYPE_BF16, 0, 0},
+    {1024, 8192, FT_DTYPE_F16, 0, 0},   {2, 65544, FT_DTYPE_BF16, 0, 0},   {3, 32772, FT_DTYPE_F32, 0, 0},
+    {300, 4096, FT_DTYPE_F32, 0, 0},    {70001, 16, FT_DTYPE_BF16, 0, 0},  {5000, 8, FT_DTYPE_F32, 0, 0},
+    {1, 16, FT_DTYPE_BF16, 0, 0},       {37, 129, FT_DTYPE_BF16, 0, 0},    {1024, 1000, FT_DTYPE_F32, 0, 0},
+    {3000, 1, FT_DTYPE_BF16, 0, 0},     {5, 1, FT_DTYPE_F32, 0, 0},        {2, 100003, FT_DTYPE_BF16, 0, 0},
+    {64, 4096, FT_DTYPE_BF16, 1, 0},    {64, 4096, FT_DTYPE_F32, 0, 1},    {33, 1040, FT_DTYPE_F16, 3, 5},
+    {3, 16384, FT_DTYPE_F32, 0, 0}};
+
 static void test_quantizer(ft_ctx *ctx) {
   ft_quantizer *q = NULL;
   ft_status st = ft_quantizer_create(ctx, &q);
   if (st != FT_OK) fprintf(stderr, "ft_quantizer_create: %s\n", ft_errmsg(ctx));
   ASSERT_OK(st);
   if (!q) return;
-  static const int64_t shapes[][2] = {{1, 16}, {37, 129}, {300, 4096}, {2, 100003}, {1024, 1000}, {3, 16384}};
   uint64_t seed = 5;
-  for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++)
-    for (int dti = 0; dti < 2; dti++)
-      for (int per_row = 0; per_row < 2; per_row++) {
-        const int64_t r = shapes[si][0], c = shapes[si][1];
-        const size_t n = (size_t)(r * c);
-        const ft_dtype dt = dti ? FT_DTYPE_F32 : FT_DTYPE_BF16;
-        const size_t esz = dti ? 4 : 2;
-        float *f = malloc(n * sizeof *f);
-        void *h = malloc(n * esz);
-        uint8_t *want = malloc(n), *got = malloc(n);
-        float *ws = malloc((size_t)r * sizeof *ws), *gs = malloc((size_t)r * sizeof *gs);
-        ft_fill_uniform(f, n, -3.0f, 3.0f, &seed);
-        for (size_t i = 0; i < n; i++) {
-          if (dti) ((float *)h)[i] = f[i] * (float)(1 + i % 7);
-          else ((uint16_t *)h)[i] = ft_f32_to_bf16(f[i]);
-        }
-        ft_e4m3_quantize_model(h, dt, r, c, per_row, want, ws);
-        void *dsrc = NULL, *ddst = NULL;
-        float *dsc = NULL;
-        ASSERT_TRUE(cudaMalloc(&dsrc, n * esz) == cudaSuccess && cudaMalloc(&ddst, n) == cudaSuccess &&
-                    cudaMalloc((void **)&dsc, (size_t)r * sizeof *dsc) == cudaSuccess);
-        cudaMemcpy(dsrc, h, n * esz, cudaMemcpyHostToDevice);
-        cudaMemset(ddst, 0xff, n); /* poisoned: NaN codes */
-        ASSERT_OK(ft_quantize_e4m3(q, dsrc, dt, r, c, per_row ? FT_SCALE_ROW : FT_SCALE_TENSOR, ddst, dsc, 0));
-        ASSERT_TRUE(cudaDeviceSynchronize() == cudaSuccess);
-        cudaMemcpy(got, ddst, n, cudaMemcpyDeviceToHost);
-        cudaMemcpy(gs, dsc, (size_t)(per_row ? r : 1) * sizeof *gs, cudaMemcpyDeviceToHost);
-        size_t diff = 0, sdiff = 0;
-        for (size_t i = 0; i < n; i++) diff += got[i] != want[i];
-        for (int64_t i = 0; i < (per_row ? r : 1); i++) sdiff += memcmp(&gs[i], &ws[i], sizeof *gs) != 0;
-        if (diff || sdiff)
-          FT_FAIL_AT_("quantizer %lldx%lld %s %s: %zu codes and %zu scales differ from the model", (long long)r,
-                      (long long)c, ft_dtype_name(dt), per_row ? "per row" : "per tensor", diff, sdiff);
-        cudaFree(dsrc), cudaFree(ddst), cudaFree(dsc);
-        free(f), free(h), free(want), free(got), free(ws), free(gs);
+  for (size_t ci = 0; ci < sizeof k_qcases / sizeof *k_qcases; ci++)
+    for (int per_row = 0; per_row < 2; per_row++) {
+      const qcase qc = k_qcases[ci];
+      const int64_t r = qc.rows, c = qc.cols;
+      const size_t n = (size_t)(r * c), esz = qc.dt == FT_DTYPE_F32 ? 4 : 2;
+      float *f = malloc(n * sizeof *f);
+      void *h = malloc(n * esz);
+      uint8_t *want = malloc(n), *got = malloc(n);
+      float *ws = malloc((size_t)r * sizeof *ws), *gs = malloc((size_t)r * sizeof *gs);
+      ft_fill_uniform(f, n, -3.0f, 3.0f, &seed);
+      for (size_t i = 0; i < n; i++) {
+        /* Rows of different amax, all-zero rows, rows far from 1 (fp16: within its range), -0 and
+         * tiny values among the others. */
+        const float wide[] = {1.0f, 0x1p-100f, 0x1p100f, 0.0f, 0x1p-40f};
+        const float narrow[] = {1.0f, 0x1p-10f, 0x1p5f, 0.0f, 1.0f};
+        const size_t row = i / (size_t)c;
+        float v = f[i] * (float)(1 + i % 7) * (qc.dt == FT_DTYPE_F16 ? narrow : wide)[row % 5];
+        if (i % 97 == 5) v = -0.0f;
+        if (i % 89 == 3) v *= 1e-30f;
+        if (qc.dt == FT_DTYPE_F32) ((float *)h)[i] = v;
+        else ((uint16_t *)h)[i] = qc.dt == FT_DTYPE_BF16 ? ft_f32_to_bf16(v) : ft_f32_to_f16(v);
       }
+      ft_e4m3_quantize_model(h, qc.dt, r, c, per_row, want, ws);
+      char *dsrc = NULL, *ddst = NULL;
+      float *dsc = NULL;
+      ASSERT_TRUE(cudaMalloc((void **)&dsrc, (n + 8) * esz) == cudaSuccess &&
+                  cudaMalloc((void **)&ddst, n + 8) == cudaSuccess &&
+                  cudaMalloc((void **)&dsc, (size_t)r * sizeof *dsc) == cudaSuccess);
+      char *src = dsrc + (size_t)qc.src_off * esz, *dst = ddst + qc.dst_off;
+      cudaMemcpy(src, h, n * esz, cudaMemcpyHostToDevice);
+      cudaMemset(ddst, 0xff, n + 8); /* poisoned: NaN codes */
+      ASSERT_OK(ft_quantize_e4m3(q, src, qc.dt, r, c, per_row ? FT_SCALE_ROW : FT_SCALE_TENSOR, dst, dsc, 0));
+      ASSERT_TRUE(cudaDeviceSynchronize() == cudaSuccess);
+      cudaMemcpy(got, dst, n, cudaMemcpyDeviceToHost);
+      cudaMemcpy(gs, dsc, (size_t)(per_row ? r : 1) * sizeof *gs, cudaMemcpyDeviceToHost);
+      size_t diff = 0, sdiff = 0;
+      for (size_t i = 0; i < n; i++) diff += got[i] != want[i];
+      for (int64_t i = 0; i < (per_row ? r : 1); i++) sdiff += memcmp(&gs[i], &ws[i], sizeof *gs) != 0;
+      if (diff || sdiff)
+        FT_FAIL_AT_("quantizer %lldx%lld %s (src +%d, dst +%d) %s: %zu codes and %zu scales differ from the model",
+                    (long long)r, (long long)c, ft_dtype_name(qc.dt), qc.src_off, qc.dst_off,
+                    per_row ? "per row" : "per tensor", diff, sdiff);
+      cudaFree(dsrc), cudaFree(ddst), cudaFree(dsc);
+      free(f), free(h), free(want), free(got), free(ws), free(gs);
+    }
   /* Refusals name what is wrong, launch nothing. */
   float *dsc = NULL;
   cudaMalloc((void **)&dsc, 64);
@@ -64,6 +98,9 @@ static void test_quantizer(ft_ctx *ctx) {
   ASSERT_CONTAINS(ft_errmsg(ctx), "src is e4m3: bf16, fp16 or fp32 only");
   ASSERT_EQ_INT(ft_quantize_e4m3(q, dsc, FT_DTYPE_BF16, 0, 16, FT_SCALE_ROW, dsc, dsc, 0), FT_ERR_INVALID_ARG);
   ASSERT_EQ_INT(ft_quantize_e4m3(q, NULL, FT_DTYPE_BF16, 1, 16, FT_SCALE_ROW, dsc, dsc, 0), FT_ERR_INVALID_ARG);
+  ASSERT_EQ_INT(ft_quantize_e4m3(q, (char *)dsc + 1, FT_DTYPE_BF16, 1, 16, FT_SCALE_ROW, dsc, dsc, 0),
+                FT_ERR_INVALID_ARG);
+  ASSERT_CONTAINS(ft_errmsg(ctx), "is not aligned to its 2-byte elements");
   cudaFree(dsc);
   ft_quantizer_destroy(q);
 }

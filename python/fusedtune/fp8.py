@@ -56,11 +56,16 @@ class Quantizer:
             check_tensor("scales", scales, dtype="float32", device=t.device, shape=(rows if per_row else 1,))
         out = torch.empty((rows, cols), dtype=torch.float8_e4m3fn, device=t.device) if out is None else out
         scales = torch.empty(rows if per_row else 1, dtype=torch.float32, device=t.device) if scales is None else scales
-        with self.db._lock:
-            self.db._check(lib().ft_quantize_e4m3(self._q, t.data_ptr(), _FT_DTYPES[t.dtype], rows, cols,
-                                                  _lib.FT_SCALE_ROW if per_row else _lib.FT_SCALE_TENSOR,
-                                                  out.data_ptr(), scales.data_ptr(), _stream(t.device)))
+        self._run(t.data_ptr(), _FT_DTYPES[t.dtype], rows, cols, per_row, out.data_ptr(), scales.data_ptr(),
+                  _stream(t.device))
         return out, scales
+
+    def _run(self, src, dtype, rows, cols, per_row, out, scales, stream):
+        """ft_quantize_e4m3 on addresses its caller checked."""
+        with self.db._lock:
+            self.db._check(lib().ft_quantize_e4m3(self._q, src, dtype, rows, cols,
+                                                  _lib.FT_SCALE_ROW if per_row else _lib.FT_SCALE_TENSOR,
+                                                  out, scales, stream))
 
     def close(self):
         if self._q.value:
@@ -89,6 +94,39 @@ def launch_typed(plan, x, w, y, vecs, scalars=None, stream=0):
         plan.db._check(lib().ft_plan_launch_typed(plan._handle, ctypes.byref(a), stream or None))
 
 
+class _Launch:
+    """A plan's ft_typed_args built once (names, element types, the arrays): each call sets the
+    addresses (x's codes, W, y, sx, sw and the bias where the layer has one) and launches."""
+
+    def __init__(self, plan, has_bias):
+        names = ("sx", "sw", "bias") if has_bias else ("sx", "sw")
+        self.plan, self._names = plan, [core._cstr("argument name", n) for n in names]
+        a = self._args = _lib.ft_typed_args()
+        a.struct_size = ctypes.sizeof(_lib.ft_typed_args)
+        a.x = _lib.ft_tensor_arg(None, None, _lib.FT_DTYPE_E4M3)
+        a.w = _lib.ft_tensor_arg(None, None, _lib.FT_DTYPE_E4M3)
+        a.y = _lib.ft_tensor_arg(None, None, _lib.FT_DTYPE_BF16)
+        dtypes = (_lib.FT_DTYPE_F32, _lib.FT_DTYPE_F32, _lib.FT_DTYPE_BF16)
+        self._vecs = (_lib.ft_tensor_arg * len(names))(*[_lib.ft_tensor_arg(c, None, d)
+                                                          for c, d in zip(self._names, dtypes)])
+        a.vecs, a.n_vecs = ctypes.cast(self._vecs, ctypes.POINTER(_lib.ft_tensor_arg)), len(names)
+        a.scalars, a.n_scalars = None, 0
+        self._sx, self._sw = self._vecs[0], self._vecs[1]
+        self._bias = self._vecs[2] if has_bias else None
+        self._ref = ctypes.byref(a)
+
+    def __call__(self, x, w, y, sx, sw, bias, stream):
+        a, plan = self._args, self.plan
+        a.x.data, a.w.data, a.y.data = x, w, y
+        self._sx.data, self._sw.data = sx, sw
+        if self._bias is not None:
+            self._bias.data = bias
+        with plan.db._lock:
+            if plan._handle is None:
+                raise InvalidArgumentError("the plan was destroyed")
+            plan.db._check(lib().ft_plan_launch_typed(plan._handle, self._ref, stream or None))
+
+
 class FP8Linear(nn.Module):
     """A bf16 linear layer y = E(x W^T) run in fp8 (see the module's text). weight e4m3 [N, K],
     weight_scale fp32 [N], bias bf16 [N] or None; the fp8 problem's epilogue is
@@ -112,7 +150,7 @@ class FP8Linear(nn.Module):
         self.epilogue = core.inspect_epilogue(fp8_epilogue(text))
         self.math = "fp8"
         self._db = db if isinstance(db, core.Database) else core.Database(db, readonly=True)
-        self._quantizer, self._plans = None, {}
+        self._quantizer, self._plans, self._launches = None, {}, {}
 
     @classmethod
     def from_linear(cls, linear, epilogue=None, db=None):
@@ -142,21 +180,29 @@ class FP8Linear(nn.Module):
 
     def forward(self, x):
         check_no_grad("x", x, torch.is_grad_enabled())
-        dev = self.weight.device
+        buf = self._buffers  # read once: nn.Module's attribute lookup of a buffer is slow
+        w, bias = buf["weight"], buf["bias"]
+        dev = w.device
         check_tensor("x", x, dtype="bfloat16", device=dev, shape=tuple(x.shape[:-1]) + (self.in_features,))
         lead = tuple(x.shape[:-1])
         m = _math.prod(lead)
         y = torch.empty(lead + (self.out_features,), dtype=torch.bfloat16, device=dev)
         if m == 0:
             return y
+        k = self.in_features
         with torch.cuda.device(dev):
+            launch = self._launches.get((m, bias is not None))
+            if launch is None:
+                launch = self._launches[(m, bias is not None)] = _Launch(self.plan_for(m), bias is not None)
             if self._quantizer is None:
                 self._quantizer = Quantizer(self._db)
-            xq, sx = self._quantizer.quantize(x.reshape(m, self.in_features), per_row=True)  # per token
-            vecs = {"sx": sx, "sw": self.weight_scale}
-            if self.bias is not None:
-                vecs["bias"] = self.bias
-            launch_typed(self.plan_for(m), xq, self.weight, y, vecs, stream=_stream(dev))
+            # Codes and scales per call (eager frees them; a CUDA graph keeps its pool's).
+            xq = torch.empty((m, k), dtype=torch.float8_e4m3fn, device=dev)
+            sx = torch.empty(m, dtype=torch.float32, device=dev)
+            stream = _stream(dev)
+            self._quantizer._run(x.data_ptr(), _lib.FT_DTYPE_BF16, m, k, True, xq.data_ptr(), sx.data_ptr(), stream)
+            launch(xq.data_ptr(), w.data_ptr(), y.data_ptr(), sx.data_ptr(), buf["weight_scale"].data_ptr(),
+                   bias.data_ptr() if bias is not None else None, stream)
         return y
 
 

@@ -12,10 +12,19 @@ interleaved rounds (warm-up first) and the median ms per call is reported:
                 on pre-quantized x (the kernel alone)
   layer_fp8     FusedLinear.from_linear(lin, "relu(x + bias)", math="fp8"): x quantized per token
                 by the library's quantizer on every call, then the fused kernel
+  quant_x       the library's quantizer alone: x per token into e4m3 codes and fp32 scales (what
+                layer_fp8 adds to fused_fp8)
+Then eager_bf16 and layer_fp8 call by call (no graph: each call's Python and launches count),
+--calls calls between two events, interleaved rounds (bench_torch.interleaved_ms), and the host
+microseconds each such call takes (bench_graphs.host_us: Python and launches, the GPU's queue
+absorbing them).
 Errors (relative L2 against float64 of the bf16 layer): eager bf16, torch per-tensor fp8 (+ bias,
 relu in bf16), fusedtune fp8 per-token x per-channel.
 
-    python3 tests/python/bench_fp8.py --db DB [--rounds N] [--calls N] [--shapes MxNxK,...]
+    python3 tests/python/bench_fp8.py --db DB [--rounds N] [--calls N] [--shapes MxNxK,...] [--only a,b]
+
+--only keeps the candidates named (e.g. eager_bf16,fused_fp8,layer_fp8,quant_x: another library's
+quantizer against the same database, FUSEDTUNE_LIBRARY); the ratios of those left out are not printed.
 """
 import argparse
 import os
@@ -71,13 +80,19 @@ def main():
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--shapes", default="")
+    ap.add_argument("--only", default="", help="comma-separated candidates to time (default: all)")
     a = ap.parse_args()
     import torch
     import torch.nn.functional as F
     from fusedtune.torch import FusedLinear
+    from fusedtune import Database
     from fusedtune import fp8 as f8
+    sys.path.insert(0, HERE)
+    from bench_torch import interleaved_ms
+    from bench_graphs import host_us
     shapes = [tuple(int(v) for v in s.split("x")) for s in a.shapes.split(",")] if a.shapes else SHAPES
     torch.manual_seed(0)
+    q = f8.Quantizer(Database(a.db, create=True))  # quant_x needs nothing tuned
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, {a.rounds} rounds x {a.calls} calls per graph")
     for (m, n, k) in shapes:
         lin = torch.nn.Linear(k, n, bias=True, dtype=torch.bfloat16, device="cuda")
@@ -108,13 +123,14 @@ def main():
             fns["scaled_row"] = row
         except Exception as e:  # noqa: BLE001 - reported, the rest measured
             print(f"  scaled_row: {type(e).__name__}: {e}")
+        fxq, fsx = q.quantize(x, per_row=True)
+        qxq, qsx = torch.empty_like(fxq), torch.empty_like(fsx)
+        fns["quant_x"] = lambda: q.quantize(x, per_row=True, out=qxq, scales=qsx)
         try:
             layer = FusedLinear.from_linear(lin, "relu(x + bias)", math="fp8", db=a.db)
             with torch.no_grad():
                 y = layer(x)
             errs["fusedtune_fp8_row"] = rel(torch, y, ref)
-            q = f8.Quantizer(layer._db)
-            fxq, fsx = q.quantize(x, per_row=True)
             plan = layer.plan_for(m)
             yk = torch.empty(m, n, dtype=torch.bfloat16, device="cuda")
             vecs = {"sx": fsx, "sw": layer.weight_scale, "bias": layer.bias}
@@ -124,15 +140,26 @@ def main():
             print(f"  {m}x{n}x{k}: fused plan {plan.config.name}")
         except Exception as e:  # noqa: BLE001
             print(f"  fusedtune fp8 at {m}x{n}x{k}: {type(e).__name__}: {e}")
+        if a.only:
+            fns = {k_: f for k_, f in fns.items() if k_ in a.only.split(",")}
         with torch.no_grad():
             graphs = {k_: graph_of(torch, f, a.calls) for k_, f in fns.items()}
             t = time_graphs(torch, graphs, a.rounds, a.calls)
+            by_call = [k_ for k_ in ("eager_bf16", "layer_fp8") if k_ in fns]
+            calls = dict(zip(by_call, interleaved_ms([fns[k_] for k_ in by_call], reps=a.rounds, batch=a.calls)))
+            host = {k_: host_us(fns[k_]) for k_ in by_call}
         line = " ".join(f"{k_} {v:.4f}" for k_, v in t.items())
         print(f"{m}x{n}x{k} ms: {line}")
-        if "fused_fp8" in t:
+        if all(k_ in t for k_ in ("scaled_mm", "fused_fp8", "eager_bf16", "layer_fp8", "mm_bf16")):
             print(f"{m}x{n}x{k} ratios: scaled_mm/fused_fp8 {t['scaled_mm'] / t['fused_fp8']:.3f}, "
                   f"eager_bf16/layer_fp8 {t['eager_bf16'] / t['layer_fp8']:.3f}, "
-                  f"mm_bf16/fused_fp8 {t['mm_bf16'] / t['fused_fp8']:.3f}")
+                  f"mm_bf16/fused_fp8 {t['mm_bf16'] / t['fused_fp8']:.3f}, "
+                  f"layer_fp8-fused_fp8 {t['layer_fp8'] - t['fused_fp8']:.4f}")
+        if calls:
+            ratio = calls["eager_bf16"] / calls["layer_fp8"] if "layer_fp8" in calls and "eager_bf16" in calls else None
+            print(f"{m}x{n}x{k} call by call ms: " + " ".join(f"{k_} {v:.4f}" for k_, v in calls.items()) +
+                  (f", eager_bf16/layer_fp8 {ratio:.3f}" if ratio else "") + "; host us per call: " +
+                  " ".join(f"{k_} {v:.1f}" for k_, v in host.items()))
         print(f"{m}x{n}x{k} rel err: " + " ".join(f"{k_} {v:.3g}" for k_, v in errs.items()))
 
 

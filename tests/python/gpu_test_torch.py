@@ -2,7 +2,7 @@
 (FusedLinear.from_gated), every math mode the library has, ragged shapes, the default and a
 non-default stream, and the checks that must stop a call before its launch. Exits 77 (skipped) without torch, CUDA or a GPU the library can use.
 
-    python3 tests/python/gpu_test_torch.py [--db PATH] [--keep] [--gated-only]
+    python3 tests/python/gpu_test_torch.py [--db PATH] [--keep] [--gated-only | --fp8-only]
 
 Needs nothing tuned beforehand: for each (epilogue, mode) the first shape is tuned on first use
 into a scratch database (autotune, 4 candidates), the other shapes run the nearest tuned result
@@ -303,7 +303,10 @@ def main():
     ap.add_argument("--db", help="database to tune into and read (default: a scratch file, removed after)")
     ap.add_argument("--keep", action="store_true", help="keep the scratch database")
     ap.add_argument("--gated-only", action="store_true", help="only the gated pairs (FusedLinear.from_gated)")
+    ap.add_argument("--fp8-only", action="store_true", help="only the fp8 layer (FusedLinear.from_linear, math fp8)")
     args = ap.parse_args()
+    if args.gated_only and args.fp8_only:
+        ap.error("--gated-only and --fp8-only exclude each other")
     try:
         fusedtune.devices()
     except fusedtune.NoDeviceError as e:
@@ -315,7 +318,7 @@ def main():
     fusedtune.Database(path, create=True).close()
     gen = torch.Generator(device="cuda").manual_seed(1234)
     for mode in fusedtune.math_modes().values():
-        if mode.name == "fp8":  # a bf16 layer quantized: check_fp8 below
+        if mode.name == "fp8" or args.fp8_only:  # fp8: a bf16 layer quantized, check_fp8 below
             continue
         if not hasattr(torch, mode.dtype):
             record(False, f"mode {mode.name}: torch has no dtype {mode.dtype}")

@@ -146,6 +146,28 @@ class FusedLinearCpuTest(unittest.TestCase):
         self.assertRejects("math mode tf32 computes on float32 tensors, but weight is float16", layer,
                            torch.zeros(2, 16, dtype=torch.float16))
 
+    def test_fp8_launch_args(self):
+        """FP8Linear's per-call launch: the typed arguments built once, every address of a call in
+        its place with its element type; a destroyed plan refused before the library is called."""
+        import threading
+        import types
+        from fusedtune import _lib
+        from fusedtune.fp8 import _Launch
+        db = types.SimpleNamespace(_lock=threading.Lock(), _check=lambda st: self.fail("launched a destroyed plan"))
+        plan = types.SimpleNamespace(db=db, _handle=None)
+        for has_bias in (True, False):
+            launch = _Launch(plan, has_bias)
+            self.assertRejects("the plan was destroyed", launch, 0x100, 0x200, 0x300, 0x400, 0x500, 0x600, 0)
+            a = launch._args
+            self.assertEqual((a.x.data, a.w.data, a.y.data), (0x100, 0x200, 0x300))
+            self.assertEqual((a.x.dtype, a.w.dtype, a.y.dtype),
+                             (_lib.FT_DTYPE_E4M3, _lib.FT_DTYPE_E4M3, _lib.FT_DTYPE_BF16))
+            want = [(b"sx", 0x400, _lib.FT_DTYPE_F32), (b"sw", 0x500, _lib.FT_DTYPE_F32),
+                    (b"bias", 0x600, _lib.FT_DTYPE_BF16)][:3 if has_bias else 2]
+            self.assertEqual(a.n_vecs, len(want))
+            self.assertEqual([(a.vecs[i].name, a.vecs[i].data, a.vecs[i].dtype) for i in range(a.n_vecs)], want)
+            self.assertEqual((a.n_scalars, a.struct_size), (0, ctypes.sizeof(_lib.ft_typed_args)))
+
     def test_checks_before_any_launch(self):
         layer = FusedLinear(16, 8)
         with torch.no_grad():
