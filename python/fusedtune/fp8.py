@@ -15,6 +15,7 @@ from ._lib import lib
 from .errors import InvalidArgumentError, NotFoundError
 
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+_current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
 _TORCH_DTYPES = {_lib.FT_DTYPE_F32: torch.float32, _lib.FT_DTYPE_BF16: torch.bfloat16,
                  _lib.FT_DTYPE_F16: torch.float16, _lib.FT_DTYPE_E4M3: torch.float8_e4m3fn}
 _FT_DTYPES = {v: k for k, v in _TORCH_DTYPES.items()}
@@ -189,21 +190,31 @@ class FP8Linear(nn.Module):
         y = torch.empty(lead + (self.out_features,), dtype=torch.bfloat16, device=dev)
         if m == 0:
             return y
-        k = self.in_features
-        with torch.cuda.device(dev):
-            launch = self._launches.get((m, bias is not None))
-            if launch is None:
-                launch = self._launches[(m, bias is not None)] = _Launch(self.plan_for(m), bias is not None)
-            if self._quantizer is None:
-                self._quantizer = Quantizer(self._db)
-            # Codes and scales per call (eager frees them; a CUDA graph keeps its pool's).
-            xq = torch.empty((m, k), dtype=torch.float8_e4m3fn, device=dev)
-            sx = torch.empty(m, dtype=torch.float32, device=dev)
-            stream = _stream(dev)
-            self._quantizer._run(x.data_ptr(), _lib.FT_DTYPE_BF16, m, k, True, xq.data_ptr(), sx.data_ptr(), stream)
-            launch(xq.data_ptr(), w.data_ptr(), y.data_ptr(), sx.data_ptr(), buf["weight_scale"].data_ptr(),
-                   bias.data_ptr() if bias is not None else None, stream)
+        if dev.index == _current_device():
+            self._run(x, m, w, bias, y, dev)
+        else:
+            with torch.cuda.device(dev):
+                self._run(x, m, w, bias, y, dev)
         return y
+
+    def _run(self, x, m, w, bias, y, dev):
+        """The quantizer on x, then the plan of m rows, on dev (the current device) and its stream."""
+        k = self.in_features
+        launch = self._launches.get((m, bias is not None))
+        if launch is None:
+            launch = self._launches[(m, bias is not None)] = _Launch(self.plan_for(m), bias is not None)
+        if self._quantizer is None:
+            self._quantizer = Quantizer(self._db)
+        # x's codes and scales in one allocation per call (eager frees it once the stream is past
+        # both launches; a CUDA graph keeps its pool's): the codes, then the scales 16-byte aligned.
+        codes = (m * k + 15) // 16 * 16
+        scratch = torch.empty(codes + 4 * m, dtype=torch.uint8, device=dev)
+        xq = scratch.data_ptr()
+        sx = xq + codes
+        stream = _stream(dev)
+        self._quantizer._run(x.data_ptr(), _lib.FT_DTYPE_BF16, m, k, True, xq, sx, stream)
+        launch(xq, w.data_ptr(), y.data_ptr(), sx, self._buffers["weight_scale"].data_ptr(),
+               bias.data_ptr() if bias is not None else None, stream)
 
 
 __all__ = ["fp8_epilogue", "Quantizer", "launch_typed", "FP8Linear"]
