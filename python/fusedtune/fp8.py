@@ -9,7 +9,7 @@ import math as _math
 import torch
 from torch import nn
 
-from . import _lib, core
+from . import _launch, _lib, core
 from ._binding import check_no_grad, check_tensor
 from ._lib import lib
 from .errors import InvalidArgumentError, NotFoundError
@@ -41,6 +41,7 @@ class Quantizer:
 
     def __init__(self, db):
         self.db, self._q = db, ctypes.c_void_p()
+        self._call = _launch.quantizer_call(db._lock)
         with db._lock:
             db._check(lib().ft_quantizer_create(db._handle(), ctypes.byref(self._q)))
 
@@ -62,11 +63,14 @@ class Quantizer:
         return out, scales
 
     def _run(self, src, dtype, rows, cols, per_row, out, scales, stream):
-        """ft_quantize_e4m3 on addresses its caller checked."""
-        with self.db._lock:
-            self.db._check(lib().ft_quantize_e4m3(self._q, src, dtype, rows, cols,
-                                                  _lib.FT_SCALE_ROW if per_row else _lib.FT_SCALE_TENSOR,
-                                                  out, scales, stream))
+        """ft_quantize_e4m3 on addresses its caller checked (the compiled path where built)."""
+        if not self._q.value:
+            raise InvalidArgumentError("the quantizer was closed")
+        st = self._call(self._q.value, src, dtype, rows, cols, _lib.FT_SCALE_ROW if per_row else _lib.FT_SCALE_TENSOR,
+                        out, scales, stream or 0)
+        if st:
+            with self.db._lock:
+                self.db._check(st)
 
     def close(self):
         if self._q.value:
@@ -114,7 +118,8 @@ class _Launch:
         a.scalars, a.n_scalars = None, 0
         self._sx, self._sw = self._vecs[0], self._vecs[1]
         self._bias = self._vecs[2] if has_bias else None
-        self._ref = ctypes.byref(a)
+        self._addr = ctypes.addressof(a)
+        self._launch = _launch.typed_launcher(plan.db._lock)
 
     def __call__(self, x, w, y, sx, sw, bias, stream):
         a, plan = self._args, self.plan
@@ -122,10 +127,13 @@ class _Launch:
         self._sx.data, self._sw.data = sx, sw
         if self._bias is not None:
             self._bias.data = bias
-        with plan.db._lock:
-            if plan._handle is None:
-                raise InvalidArgumentError("the plan was destroyed")
-            plan.db._check(lib().ft_plan_launch_typed(plan._handle, self._ref, stream or None))
+        handle = plan._handle
+        if handle is None:
+            raise InvalidArgumentError("the plan was destroyed")
+        st = self._launch(handle.value, self._addr, stream or 0)
+        if st:
+            with plan.db._lock:
+                plan.db._check(st)
 
 
 class FP8Linear(nn.Module):
