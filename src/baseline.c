@@ -54,7 +54,7 @@ static ft_status lt_gemm_init(ft_baselines *b, ft_lt_gemm *l, cublasLtEpilogue_t
 }
 
 static ft_status lt_gemm_run(ft_baselines *b, ft_lt_gemm *l, void *Y, cudaStream_t stream, ft_err *err) {
-  return ft_lt_gemm_run(l, b->lt, b->d->dX, b->d->dW, Y, NULL, b->lt_ws, stream, err);
+  return ft_lt_gemm_run(l, b->lt, b->d->dX, b->d->dW, Y, NULL, NULL, b->lt_ws, stream, err);
 }
 
 /* The fp8 problem of form (a text without declarations; ft_fp8_epilogue's body) with row and col

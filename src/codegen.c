@@ -225,10 +225,16 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
     ft_ep_cuda_reduce(ep, &expr, &post);
     FT_TRY(check_expr(post, FT_EP_MAX_TEXT * 8, "post-reduction", err));
   }
-  int lt_slot = -1;
+  int lt_slot = -1, lt_c = -1;
   ft_ep_lt_act lt_act = FT_EP_LT_NONE;
-  const int after_lt = fam->lt_prefix && fam->lt_prefix(v, &lt_slot, &lt_act);
-  if (after_lt && lt_act) {
+  const int after_lt = fam->lt_prefix && fam->lt_prefix(v, &lt_slot, &lt_act, &lt_c);
+  if (after_lt && lt_c >= 0) {
+    int mat = -1, slot = -1;
+    expr = ep ? ft_ep_cuda_resid(ep, &mat, &slot) : NULL;
+    if (!expr || mat != lt_c || slot != lt_slot)
+      return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: lt_c %d with lt %d, but the epilogue does not add matrix slot "
+                      "%d to x%s", lt_c + 1, lt_slot + 1, lt_c, lt_slot >= 0 ? " + bias" : "");
+  } else if (after_lt && lt_act) {
     int slot = -1;
     ft_ep_lt_act act = FT_EP_LT_NONE;
     expr = ep ? ft_ep_cuda_lt_act(ep, &slot, &act) : NULL;
@@ -254,6 +260,7 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
   if (no_pass) ft_sb_puts(&b, "#define FT_PASS_NOT_LAUNCHED 1\n");
   if (after_lt && lt_slot >= 0) ft_sb_puts(&b, "#define FT_PASS_AFTER_LT_BIAS 1\n");
   if (after_lt && lt_act) ft_sb_printf(&b, "#define FT_PASS_AFTER_LT_ACT %d\n", (int)lt_act);
+  if (after_lt && lt_c >= 0) ft_sb_printf(&b, "#define FT_PASS_AFTER_LT_C %d\n", lt_c);
   fam->defines(v, &b);
   if (fam->wants_colv_slot) {
     ft_sb_printf(&b, "#define FT_EP_COLV_SLOT %d\n", first_colvec_slot(ep));

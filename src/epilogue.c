@@ -53,6 +53,7 @@ void ft_ep_free(ft_epilogue *ep) {
   free(ep->red_post);
   free(ep->red_pool_arg);
   free(ep->cuda_lt_act);
+  free(ep->cuda_resid);
   free(ep);
 }
 
@@ -79,6 +80,9 @@ static ft_status finish(ft_epilogue *ep, ft_err *err) {
     return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
   const int act = reduces ? -1 : ft__ep_act_fold(ep, &ep->lt_act_slot, &ep->lt_act);
   if (act >= 0 && !(ep->cuda_lt_act = cuda_reading_as_x(ep, act)))
+    return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
+  const int resid = reduces ? -1 : ft__ep_resid_fold(ep, &ep->resid_slot, &ep->resid_bias_slot);
+  if (resid >= 0 && !(ep->cuda_resid = cuda_reading_as_x(ep, resid)))
     return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
   /* The canonical text is what the database stores and parses again (imports, lookups): it must
    * be accepted input itself. It can outgrow the input ("--x" is written "- -x"). */
@@ -110,7 +114,7 @@ ft_status ft_ep_parse(const char *text, ft_epilogue **out, ft_err *err) {
     return ft__fail(err, FT_ERR_PARSE, "epilogue: col %d: text longer than %d bytes", FT_EP_MAX_TEXT + 1,
                     FT_EP_MAX_TEXT);
   ft_epilogue *ep = calloc(1, sizeof *ep);
-  if (ep) ep->fold_slot = ep->lt_act_slot = -1;
+  if (ep) ep->fold_slot = ep->lt_act_slot = ep->resid_slot = ep->resid_bias_slot = -1;
   if (!ep) return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
   parser p = {0};
   p.src = expand_preset(text);
@@ -133,6 +137,11 @@ const char *ft_ep_cuda(const ft_epilogue *ep) { return ep->cuda; }
 const char *ft_ep_cuda_folded(const ft_epilogue *ep, int *slot) {
   if (slot) *slot = ep->fold_slot;
   return ep->cuda_folded;
+}
+const char *ft_ep_cuda_resid(const ft_epilogue *ep, int *mat, int *bias) {
+  if (mat) *mat = ep->resid_slot;
+  if (bias) *bias = ep->resid_bias_slot;
+  return ep->cuda_resid;
 }
 const char *ft_ep_cuda_lt_act(const ft_epilogue *ep, int *slot, ft_ep_lt_act *act) {
   if (slot) *slot = ep->lt_act_slot;

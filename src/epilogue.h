@@ -79,6 +79,12 @@ typedef enum ft_ep_lt_act { FT_EP_LT_NONE = 0, FT_EP_LT_RELU = 1, FT_EP_LT_GELU_
  * bias's slot or -1 when none is added. NULL (*act FT_EP_LT_NONE, *slot -1) when E has no such
  * prefix. Owned by ep. */
 const char *ft_ep_cuda_lt_act(const ft_epilogue *ep, int *slot, ft_ep_lt_act *act);
+/* The CUDA text of E after a GEMM that already added a residual, addmm's form (cuBLASLt's C = r,
+ * beta 1, with its BIAS epilogue where E adds the bias first): E with its `x + r` or
+ * `x + bias + r` (x occurring once, r a matrix operand, either order) read as x; *mat (may be
+ * NULL) gets r's slot, *bias the bias's or -1. NULL (*mat and *bias -1) when E has no such sum.
+ * Owned by ep. */
+const char *ft_ep_cuda_resid(const ft_epilogue *ep, int *mat, int *bias);
 
 /* What E costs per output element (src/epilogue_cost.c): FP32-pipe and special-function (ex2, lg2,
  * rcp) instructions, in the fast function forms (fast != 0: tf32, bf16, fp16) or the precise ones;

@@ -62,6 +62,28 @@ int ft__ep_act_fold(const ft_epilogue *ep, int *slot, int *act) {
   return -1;
 }
 
+int ft__ep_resid_fold(const ft_epilogue *ep, int *mat, int *bias) {
+  int xs = 0, xnode = -1;
+  *mat = *bias = -1;
+  for (int i = 0; i < ep->nnodes; i++) {
+    if (ep->nodes[i].kind == N_X) xs++, xnode = i;
+    if (ep->nodes[i].kind == N_X2) return -1; /* a gated pair: its GEMM is not y's shape */
+  }
+  if (xs != 1) return -1;
+  int bias_slot;
+  const int fold = ft__ep_bias_fold(ep, &bias_slot);
+  const int inner = fold >= 0 ? fold : xnode;
+  for (int i = 0; i < ep->nnodes; i++) {
+    const ep_node *nd = &ep->nodes[i];
+    if (nd->kind != N_ADD || (nd->kid[0] != inner && nd->kid[1] != inner)) continue;
+    const ep_node *other = &ep->nodes[nd->kid[0] == inner ? nd->kid[1] : nd->kid[0]];
+    if (other->kind != N_PARAM || ep->params[other->slot].kind != FT_PARAM_MATRIX) return -1;
+    *mat = other->slot, *bias = fold >= 0 ? bias_slot : -1;
+    return i;
+  }
+  return -1;
+}
+
 /* nn.Linear's addmm: the one `x + colvec` (either order) becomes the GEMM's own output. */
 static void fold_bias(eager_ctx *c) {
   for (int i = 0; i < c->ep->nnodes; i++)

@@ -55,6 +55,8 @@ struct ft_epilogue {
   int fold_slot;     /* that bias's slot, or -1 */
   char *cuda_lt_act; /* the CUDA text with the activation cuBLASLt applies read as x (ft_ep_cuda_lt_act), or NULL */
   int lt_act, lt_act_slot; /* that activation (ft_ep_lt_act) and the bias it wraps (slot, or -1) */
+  char *cuda_resid;  /* the CUDA text with the residual `x + r` read as x (ft_ep_cuda_resid), or NULL */
+  int resid_slot, resid_bias_slot; /* that matrix's slot and the bias added before it (or -1) */
   int uses_x2;       /* E reads x2 (a gated pair's second product) */
   char hash[17];
 };
@@ -134,6 +136,10 @@ int ft__ep_bias_fold(const ft_epilogue *ep, int *slot);
 /* The node relu(K) or gelu_tanh(K), K being x (occurring once) or that `x + bias`, or -1; *act gets
  * the ft_ep_lt_act, *slot the bias's slot or -1 (epilogue_eager.c). */
 int ft__ep_act_fold(const ft_epilogue *ep, int *slot, int *act);
+/* The node `K + r`, K being x (occurring once) or that `x + bias` and r a matrix operand, which
+ * addmm's form computes in its GEMM (C = r, beta 1), or -1; *mat gets r's slot, *bias the bias's
+ * or -1 (epilogue_eager.c). */
+int ft__ep_resid_fold(const ft_epilogue *ep, int *mat, int *bias);
 
 /* Printers (epilogue_print.c); both return malloc'd text, NULL when out of memory. The CUDA
  * text of node n reads IN<in_of[k]> for each node k with in_of[k] >= 0, and x for a node with

@@ -74,9 +74,9 @@ typedef struct ft_family {
   const char *kernel; /* the main entry point */
   int after_cublas;   /* 1: the kernel runs on y after cuBLAS SGEMM wrote x W^T there */
   /* With after_cublas: whether v's GEMM is cuBLASLt's applying E's first steps itself (returns 1;
-   * *bias_slot the column vector its epilogue adds, or -1; *act the activation it applies) rather
-   * than cuBLAS's (0). NULL: always cuBLAS's. */
-  int (*lt_prefix)(const ft_variant *v, int *bias_slot, ft_ep_lt_act *act);
+   * *bias_slot the column vector its epilogue adds, or -1; *act the activation it applies; *c_slot
+   * the matrix operand it adds as its C, or -1) rather than cuBLAS's (0). NULL: always cuBLAS's. */
+  int (*lt_prefix)(const ft_variant *v, int *bias_slot, ft_ep_lt_act *act, int *c_slot);
   int reduces;        /* 1: it serves the reductions ft_ep_check_kernels accepts, and nothing else */
   /* Whether v computes a gated pair (E with x2, w the interleaved [2n, k] weight, src/gated.h): its
    * kernel then reads x2, and only E with x2 runs in it (codegen). NULL: the family computes E of x

@@ -2,7 +2,8 @@
  * (strategy "cublas+epilogue"; kernels_src/epilogue_pass.cu, names "epi_..."), or, where E adds
  * a bias to x as nn.Linear does, after cuBLASLt's GEMM with that bias folded in (its BIAS
  * epilogue: the GEMM PyTorch eager runs), the pass applying the rest (`lt`, "_lt"): never slower
- * than eager by more than eager's own GEMM. In fp8 the GEMM is cuBLASLt's FP8 GEMM of the e4m3
+ * than eager by more than eager's own GEMM; where E adds a residual matrix r to x, after
+ * cuBLASLt's GEMM adding it as its C (addmm's form, `lt_c`, "_ltc"). In fp8 the GEMM is cuBLASLt's FP8 GEMM of the e4m3
  * codes (scales 1, bf16 y) and the pass applies all of E, the scales included. GPU-free. */
 #include <stddef.h>
 #include <stdio.h>
@@ -11,11 +12,11 @@
 #include "family.h"
 #include "kernel_abi.h"
 
-/* After cuBLASLt's GEMM (with a bias, an activation or both), not cuBLAS's. */
-static int after_lt(const ft_variant *v) { return v->pass.lt || v->pass.lt_act; }
+/* After cuBLASLt's GEMM (with a bias, an activation, a residual as its C), not cuBLAS's. */
+static int after_lt(const ft_variant *v) { return v->pass.lt || v->pass.lt_act || v->pass.lt_c; }
 
-static int epi_lt_prefix(const ft_variant *v, int *bias_slot, ft_ep_lt_act *act) {
-  *bias_slot = v->pass.lt - 1, *act = (ft_ep_lt_act)v->pass.lt_act;
+static int epi_lt_prefix(const ft_variant *v, int *bias_slot, ft_ep_lt_act *act, int *c_slot) {
+  *bias_slot = v->pass.lt - 1, *act = (ft_ep_lt_act)v->pass.lt_act, *c_slot = v->pass.lt_c - 1;
   return after_lt(v);
 }
 
@@ -30,6 +31,8 @@ static int epi_valid(const ft_variant *v, char *why, size_t whylen) {
   if (v->pass.lt < 0 || v->pass.lt > FT_EP_SLOTS) FT_WHY("lt %d: must be 0 (cuBLAS) or 1 + a bias slot below %d", v->pass.lt, FT_EP_SLOTS);
   if (v->pass.lt_act < FT_EP_LT_NONE || v->pass.lt_act > FT_EP_LT_GELU_TANH)
     FT_WHY("lt_act %d: must be 0 (none), 1 (relu) or 2 (gelu_tanh)", v->pass.lt_act);
+  if (v->pass.lt_c < 0 || v->pass.lt_c > FT_EP_SLOTS) FT_WHY("lt_c %d: must be 0 or 1 + a matrix slot below %d", v->pass.lt_c, FT_EP_SLOTS);
+  if (v->pass.lt_c && v->pass.lt_act) FT_WHY("lt_c with lt_act: cuBLASLt's residual form applies no activation here");
   return 1;
 }
 
@@ -61,19 +64,21 @@ static ft_status epi_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, co
    * search runs first. The full space (exhaustive search) keeps them all. */
   const size_t nvec = ft_space_full(sink) ? 3 : 1;
   /* After cuBLAS's GEMM; after cuBLASLt's bias GEMM where E adds a bias to x; after cuBLASLt's
-   * GEMM applying E's relu or gelu_tanh of x (or of x + bias). When nothing of E is left after
+   * GEMM applying E's relu or gelu_tanh of x (or of x + bias); after cuBLASLt's GEMM adding E's
+   * residual r to x (or to x + bias) as its C, addmm's form. When nothing of E is left after
    * cuBLASLt's, one variant of that form (no pass runs). */
   const ft_epilogue *ep = ft_space_epilogue(sink);
-  struct { const char *rest; int slot; ft_ep_lt_act act; } form[3] = {{"", -1, FT_EP_LT_NONE}};
-  if (ep) form[1].rest = ft_ep_cuda_folded(ep, &form[1].slot), form[1].act = FT_EP_LT_NONE;
-  if (ep) form[2].rest = ft_ep_cuda_lt_act(ep, &form[2].slot, &form[2].act);
+  struct { const char *rest; int slot, c_slot; ft_ep_lt_act act; } form[4] = {{"", -1, -1, FT_EP_LT_NONE}};
+  if (ep) form[1].rest = ft_ep_cuda_folded(ep, &form[1].slot), form[1].act = FT_EP_LT_NONE, form[1].c_slot = -1;
+  if (ep) form[2].rest = ft_ep_cuda_lt_act(ep, &form[2].slot, &form[2].act), form[2].c_slot = -1;
+  if (ep) form[3].rest = ft_ep_cuda_resid(ep, &form[3].c_slot, &form[3].slot), form[3].act = FT_EP_LT_NONE;
   /* A matrix operand is one more load in flight per element: at 16 elements per thread, in the
    * registers full occupancy leaves, ptxas spilled (3xtf32, x + bias + r, sm_90a). */
   const int max_ept = ep && ft_ep_has_matrix(ep) ? 8 : 16;
   ft_variant v = {0};
   v.kind = FT_VK_EPILOGUE;
   v.math = (int)math;
-  for (int f = 0; f < (math == FT_MATH_FP8 ? 1 : 3); f++) {
+  for (int f = 0; f < (math == FT_MATH_FP8 ? 1 : 4); f++) {
     if (!form[f].rest) continue;
     const int lt_only_gemm = f > 0 && strcmp(form[f].rest, "x") == 0;
     int pushed = 0;
@@ -81,7 +86,7 @@ static ft_status epi_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, co
       for (size_t j = 0; j < nvec; j++)
         for (int ept = vecs[j]; ept <= max_ept && !(lt_only_gemm && pushed); ept *= 2) {
           v.pass.block = blocks[i], v.vec = vecs[j], v.pass.ept = ept;
-          v.pass.lt = form[f].slot + 1, v.pass.lt_act = (int)form[f].act;
+          v.pass.lt = form[f].slot + 1, v.pass.lt_act = (int)form[f].act, v.pass.lt_c = form[f].c_slot + 1;
           if (!ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) continue;
           /* Wide accesses and 8 elements per thread are what elementwise kernels like; what
            * cuBLASLt's GEMM does saves the pass work. */
@@ -137,11 +142,12 @@ static ft_status epi_kernel_args(const ft_variant *v, const ft_launch_io *io, ft
 }
 
 /* "epi_b256_v4_e8", "_lt" after cuBLASLt's bias GEMM ("_ltr" / "_ltg" after its relu / gelu_tanh, "_ltbr" /
- * "_ltbg" with the bias), with "_bf16" (the mode) outside fp32. */
+ * "_ltbg" with the bias; "_ltc" / "_ltbc" after its GEMM adding a residual), with "_bf16" (the mode)
+ * outside fp32. */
 static int epi_name(const ft_variant *v, char *buf, size_t len) {
   static const char *const acts[] = {"", "r", "g"};
-  const char *act = v->pass.lt_act >= 0 && v->pass.lt_act <= 2 ? acts[v->pass.lt_act] : "?";
-  const char *lt = !after_lt(v) ? "" : v->pass.lt_act && v->pass.lt ? "_ltb" : "_lt";
+  const char *act = v->pass.lt_c ? "c" : v->pass.lt_act >= 0 && v->pass.lt_act <= 2 ? acts[v->pass.lt_act] : "?";
+  const char *lt = !after_lt(v) ? "" : (v->pass.lt_act || v->pass.lt_c) && v->pass.lt ? "_ltb" : "_lt";
   return snprintf(buf, len, "epi_b%d_v%d_e%d%s%s%s%s", v->pass.block, v->vec, v->pass.ept, lt, act, v->math ? "_" : "",
                   v->math ? ft_math_name((ft_math)v->math) : "");
 }
@@ -152,7 +158,7 @@ static const ft_json_key k_epi_keys[] = {{"block", offsetof(ft_variant, pass.blo
                                          {NULL, 0}};
 static const ft_json_key k_epi_opt_keys[] = {
     {"math", offsetof(ft_variant, math)}, {"lt", offsetof(ft_variant, pass.lt)},
-    {"lt_act", offsetof(ft_variant, pass.lt_act)}, {NULL, 0}};
+    {"lt_act", offsetof(ft_variant, pass.lt_act)}, {"lt_c", offsetof(ft_variant, pass.lt_c)}, {NULL, 0}};
 
 static const char *const k_epi_sources[] = {"kernels_src/epilogue_pass.cu", NULL};
 

@@ -116,7 +116,7 @@ static cublasLtEpilogue_t lt_epilogue(int has_bias, ft_ep_lt_act act) {
   switch (act) {
     case FT_EP_LT_RELU: return has_bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
     case FT_EP_LT_GELU_TANH: return has_bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
-    default: return CUBLASLT_EPILOGUE_BIAS;
+    default: return has_bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
   }
 }
 
@@ -164,7 +164,7 @@ ft_status ft_launchable_init(ft_launchable *L, ft_gpu *g, const ft_variant *v, i
     ft_status s = ft_gpu_cublas(g, &h, err);
     /* cuBLASLt's GEMM with its bias and/or activation epilogue (the family's lt_prefix); the bias
      * pointer comes with each launch. */
-    const int after_lt = fam->lt_prefix && fam->lt_prefix(v, &t.lt_bias_slot, &t.lt_act);
+    const int after_lt = fam->lt_prefix && fam->lt_prefix(v, &t.lt_bias_slot, &t.lt_act, &t.lt_c_slot);
     if (s == FT_OK && after_lt) s = ft_gpu_cublaslt(g, &h, err);
     if (s == FT_OK && after_lt) t.lt_handle = (cublasLtHandle_t)h;
     if (s == FT_OK && after_lt)
@@ -178,6 +178,7 @@ ft_status ft_launchable_init(ft_launchable *L, ft_gpu *g, const ft_variant *v, i
       ft_launchable_free(&t);
       return s;
     }
+    if (!after_lt) t.lt_bias_slot = t.lt_c_slot = -1;
     if (!after_lt && t.geom.chunk_cols == 0) {
       s = plain_lt_init(&t, err);
       if (s != FT_OK) {
@@ -249,7 +250,16 @@ ft_status ft_launchable_enqueue(ft_launchable *L, const void *x, const void *w, 
     if (L->lt_bias_slot >= 0 && (!bias || (uintptr_t)bias % 16))
       return ft__fail(err, FT_ERR_INVALID_ARG, "the epilogue's bias (vector slot %d) must be bound and 16-byte aligned: "
                       "this configuration (\"lt\") adds it in cuBLASLt's GEMM", L->lt_bias_slot);
-    FT_TRY(ft_lt_gemm_run(&L->lt, L->lt_handle, x, w, gemm_y, bias, L->lt_ws, stream, err));
+    const void *c = L->lt_c_slot >= 0 ? ep->v[L->lt_c_slot] : NULL;
+    if (L->lt_c_slot >= 0 && (!c || (uintptr_t)c % 16))
+      return ft__fail(err, FT_ERR_INVALID_ARG, "the epilogue's matrix (slot %d) must be bound and 16-byte aligned: "
+                      "this configuration (\"ltc\") adds it in cuBLASLt's GEMM", L->lt_c_slot);
+    int pitch = 0; /* the matrix's row pitch, int bits in its scalar word: cuBLASLt's C is laid out as y */
+    if (L->lt_c_slot >= 0) memcpy(&pitch, &ep->s[L->lt_c_slot], sizeof pitch);
+    if (L->lt_c_slot >= 0 && pitch != L->n)
+      return ft__fail(err, FT_ERR_INVALID_ARG, "the epilogue's matrix (slot %d) has rows %d elements apart, not %d: "
+                      "this configuration (\"ltc\") reads it as cuBLASLt's C, laid out as y", L->lt_c_slot, pitch, L->n);
+    FT_TRY(ft_lt_gemm_run(&L->lt, L->lt_handle, x, w, gemm_y, bias, c, L->lt_ws, stream, err));
   } else if (L->fam->after_cublas) {
     FT_TRY(ft_cublas_gemm(L->g, (ft_math)L->v.math, x, w, gemm_y, L->m, gemm_cols(L), L->k, stream, err));
   }
@@ -295,7 +305,7 @@ ft_status ft_cublas_gemm(ft_gpu *g, ft_math math, const void *X, const void *W, 
     void *ws = NULL, *lt = NULL;
     FT_TRY(ft_gpu_fp8_gemm(g, m, n, k, &l, &ws, err));
     FT_TRY(ft_gpu_cublaslt(g, &lt, err));
-    return ft_lt_gemm_run(l, lt, X, W, Y, NULL, ws, stream, err);
+    return ft_lt_gemm_run(l, lt, X, W, Y, NULL, NULL, ws, stream, err);
   }
   void *hv;
   FT_TRY(ft_gpu_cublas(g, &hv, err));

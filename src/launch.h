@@ -17,10 +17,11 @@ typedef struct ft_launchable {
   void *ws; /* geom.workspace_bytes of device memory, owned */
   unsigned *flags; /* geom.flag_bytes of device memory, zeroed at init, owned */
   ft_gpu *g; /* for the cuBLAS GEMM a family that runs after cuBLAS needs (not owned) */
-  ft_lt_gemm lt; /* the family's lt_prefix: cuBLASLt's GEMM with a bias and/or an activation */
+  ft_lt_gemm lt; /* the family's lt_prefix: cuBLASLt's GEMM with a bias, an activation or a residual */
   cublasLtHandle_t lt_handle; /* the device's (ft_gpu_cublaslt), not owned */
   int lt_bias_slot;           /* with lt_handle: the vector slot its epilogue adds, or -1 */
   ft_ep_lt_act lt_act;        /* with lt_handle: the activation it applies */
+  int lt_c_slot;              /* with lt_handle: the matrix slot it adds as its C (beta 1), or -1 */
   int lt_plain;               /* with lt_handle: cuBLAS's plain GEMM as cuBLASLt's, for aligned operands */
   void *lt_ws;   /* its workspace, owned */
   int m, n, k;

@@ -106,11 +106,11 @@ ft_status ft_lt_gemm_init_fp8(ft_lt_gemm *l, cublasLtHandle_t h, int m, int n, i
 }
 
 ft_status ft_lt_gemm_run(ft_lt_gemm *l, cublasLtHandle_t h, const void *x, const void *w, void *y, const void *bias,
-                         void *ws, cudaStream_t stream, ft_err *err) {
+                         const void *c, void *ws, cudaStream_t stream, ft_err *err) {
   if (!l->ready) return ft__fail(err, FT_ERR_INTERNAL, "cuBLASLt GEMM not initialised");
   if (bias && bias != l->bias) FT_TRY(set_bias(l, bias, err));
   const float one = 1.0f, zero = 0.0f;
-  FT_CUBLAS_TRY(err, cublasLtMatmul(h, l->op, &one, w, l->la, x, l->lb, &zero, y, l->lc, y, l->lc, &l->algo, ws,
-                                    l->ws_bytes, stream));
+  FT_CUBLAS_TRY(err, cublasLtMatmul(h, l->op, &one, w, l->la, x, l->lb, c ? &one : &zero, c ? c : y, l->lc, y, l->lc,
+                                    &l->algo, ws, l->ws_bytes, stream));
   return FT_OK;
 }

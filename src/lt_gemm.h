@@ -28,10 +28,11 @@ typedef struct ft_lt_gemm {
  * FT_ERR_CUBLAS. On failure *l is freed. */
 ft_status ft_lt_gemm_init(ft_lt_gemm *l, cublasLtHandle_t h, ft_math math, int m, int n, int k, cublasLtEpilogue_t epi,
                           const void *bias, size_t ws_bytes, uint32_t min_align, ft_err *err);
-/* Enqueues y = epilogue(x W^T) on stream (ws: the ws_bytes it was built with); bias, when not NULL, replaces
- * the descriptor's (so one GEMM must not be enqueued from two threads at once). */
+/* Enqueues y = epilogue(x W^T + c) on stream (ws: the ws_bytes it was built with; c NULL: no C
+ * term, else an [m, n] matrix laid out as y, addmm's residual); bias, when not NULL, replaces the
+ * descriptor's (so one GEMM must not be enqueued from two threads at once). */
 ft_status ft_lt_gemm_run(ft_lt_gemm *l, cublasLtHandle_t h, const void *x, const void *w, void *y, const void *bias,
-                         void *ws, cudaStream_t stream, ft_err *err);
+                         const void *c, void *ws, cudaStream_t stream, ft_err *err);
 void ft_lt_gemm_free(ft_lt_gemm *l); /* safe on a zeroed struct */
 
 /* fp8 (e4m3 x and W, bf16 y and bias, fp32 accumulate): as ft_lt_gemm_init with cuBLASLt's

@@ -63,6 +63,9 @@ typedef struct ft_pass_params {
   int lt_act; /* 1 (relu) or 2 (gelu_tanh), an ft_ep_lt_act: after cuBLASLt's GEMM applying that
               * activation itself (its RELU or GELU epilogue; RELU_BIAS or GELU_BIAS with lt's bias),
               * the pass applying the rest of E; named "_ltr", "_ltg" ("_ltbr", "_ltbg" with the bias) */
+  int lt_c;   /* s + 1: cuBLASLt's GEMM also adds the matrix operand of slot s as its C (beta 1, E's
+              * `x + r` or `x + bias + r` in addmm's form; lt the bias), the pass applying the rest;
+              * named "_ltc" ("_ltbc" with the bias) */
 } ft_pass_params;
 
 /* The reduction pass (src/family_reduce.c). */

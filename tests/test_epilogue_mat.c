@@ -114,6 +114,42 @@ static void test_matrix_eager(void) {
   ft_ep_free(ep);
 }
 
+/* addmm's form (ft_ep_cuda_resid): `x + r` or `x + bias + r` (r a matrix, either order) read as
+ * x, the slots of r and of the bias; nothing where x is not added to r first. */
+static void test_matrix_resid(void) {
+  static const struct {
+    const char *text, *rest;
+    int mat, bias;
+  } cases[] = {
+      {"x + r where mat r", "x", 0, -1},
+      {"r + x where mat r", "x", 0, -1},
+      {"x + bias + r where mat r", "x", 1, 0},
+      {"relu(x + r) where mat r", "ft_relu(x)", 0, -1},
+      {"(x + r) * sigmoid(r) where mat r", "(x * ft_sigmoid(ep.v[0][(long long)row * __float_as_int(ep.s[0]) + col]))", 0,
+       -1},
+      {"x + r + bias where mat r", "(x + ep.v[0][col])", 1, -1},
+      {"2 * x + r where mat r", NULL, -1, -1},
+      {"x * r where mat r", NULL, -1, -1},
+      {"x + g where row g", NULL, -1, -1},
+      {"x + r + x where mat r", NULL, -1, -1},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ft_epilogue *ep = parse_ok(cases[i].text);
+    if (!ep) continue;
+    int mat = 7, bias = 7;
+    const char *rest = ft_ep_cuda_resid(ep, &mat, &bias);
+    if (cases[i].rest) {
+      ASSERT_TRUE(rest != NULL);
+      if (rest) ASSERT_EQ_STR(rest, cases[i].rest);
+    } else {
+      ASSERT_TRUE(rest == NULL);
+    }
+    ASSERT_EQ_INT(mat, cases[i].mat);
+    ASSERT_EQ_INT(bias, cases[i].bias);
+    ft_ep_free(ep);
+  }
+}
+
 static void test_gated(void) {
   ft_epilogue *ep = parse_ok("silu(x) * x2");
   if (ep) {
@@ -247,6 +283,7 @@ int main(void) {
   test_matrix_parse();
   test_matrix_rejections();
   test_matrix_eager();
+  test_matrix_resid();
   test_gated();
   return FT_TEST_DONE();
 }

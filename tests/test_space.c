@@ -1,4 +1,5 @@
 /* The variant space: enumeration bounds, applicability, names, strict JSON, geometry, shapes. */
+#include "codegen.h"
 #include "epilogue.h"
 #include "ft_test.h"
 #include "family.h"
@@ -602,6 +603,74 @@ static void test_lt_passes(const ft_device_limits *lim) {
   free(g);
 }
 
+/* The pass after cuBLASLt's GEMM adding a residual as its C (addmm's form, lt_c): enumerated where
+ * E adds a matrix to x or to x + bias (one variant when nothing else is left), not in fp8, not
+ * with rows cuBLASLt cannot take; names, JSON and the rules; codegen refuses a mismatch. */
+static void test_resid_passes(const ft_device_limits *lim) {
+  static const struct {
+    const char *ep;
+    int count; /* lt_c variants; -1: some */
+    int lt;    /* the bias's lt */
+    const char *suffix;
+  } cases[] = {{"x + r where mat r", 1, 0, "_ltc_bf16"},
+               {"x + bias + r where mat r", 1, 1, "_ltbc_bf16"},
+               {"relu(x + r) * 2 where mat r", -1, 0, "_ltc_bf16"},
+               {"x * r where mat r", 0, 0, NULL},
+               {"x + bias", 0, 0, NULL}};
+  ft_err e;
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    ft_epilogue *ep = NULL;
+    ASSERT_OK(ft_ep_parse(cases[c].ep, &ep, &e));
+    ft_variant *v = NULL;
+    int n = 0, found = 0;
+    ASSERT_OK(ft_space_enumerate_ep(FT_VK_EPILOGUE, 1024, 4096, 4096, FT_MATH_BF16, FT_SPACE_PRUNED, ep, lim, &v, NULL,
+                                    &n, &e));
+    for (int i = 0; i < n; i++) {
+      if (!v[i].pass.lt_c) continue;
+      found++;
+      ASSERT_EQ_INT(v[i].pass.lt, cases[c].lt);
+      ASSERT_EQ_INT(v[i].pass.lt_act, 0);
+      char name[128], json[256];
+      ft_variant_name(&v[i], name, sizeof name);
+      ASSERT_TRUE(cases[c].suffix && strstr(name, cases[c].suffix) != NULL);
+      ft_variant_json(&v[i], json, sizeof json);
+      ASSERT_TRUE(strstr(json, "\"lt_c\":") != NULL);
+      ft_variant back;
+      ASSERT_OK(ft_variant_from_json(json, &back, &e));
+      ASSERT_TRUE(memcmp(&back, &v[i], sizeof back) == 0);
+      ft_kernel_src src;
+      ASSERT_OK(ft_codegen_variant(&v[i], ep, &src, &e));
+      ASSERT_CONTAINS(src.text, "#define FT_PASS_AFTER_LT_C");
+      ft_kernel_src_free(&src);
+    }
+    if (cases[c].count < 0) ASSERT_TRUE(found > 1 && found < n);
+    else ASSERT_EQ_INT(found, cases[c].count);
+    free(v);
+    /* Rows cuBLASLt cannot take (n * 2 bytes not a multiple of 16), and fp8: no residual form. */
+    ASSERT_OK(ft_space_enumerate_ep(FT_VK_EPILOGUE, 1024, 4095, 4096, FT_MATH_BF16, FT_SPACE_PRUNED, ep, lim, &v, NULL,
+                                    &n, &e));
+    for (int i = 0; i < n; i++) ASSERT_EQ_INT(v[i].pass.lt_c, 0);
+    free(v);
+    ft_ep_free(ep);
+  }
+  ft_variant p = {0};
+  p.kind = FT_VK_EPILOGUE, p.pass.block = 256, p.vec = 4, p.pass.ept = 8, p.pass.lt_c = FT_EP_SLOTS + 1;
+  char why[160];
+  ASSERT_TRUE(!ft_variant_valid(&p, why, sizeof why));
+  ASSERT_CONTAINS(why, "lt_c");
+  p.pass.lt_c = 1, p.pass.lt_act = 1;
+  ASSERT_TRUE(!ft_variant_valid(&p, why, sizeof why));
+  ASSERT_CONTAINS(why, "lt_c with lt_act");
+  /* A variant whose matrix slot is not E's residual: codegen refuses it. */
+  ft_epilogue *ep = NULL;
+  ASSERT_OK(ft_ep_parse("x + bias + r where mat r", &ep, &e));
+  p.pass.lt_act = 0, p.pass.lt_c = 1, p.pass.lt = 0, p.math = FT_MATH_BF16; /* slot 0 is the bias */
+  ft_kernel_src src;
+  ASSERT_EQ_INT(ft_codegen_variant(&p, ep, &src, &e), FT_ERR_INVALID_ARG);
+  ASSERT_CONTAINS(e.msg, "does not add matrix slot 0");
+  ft_ep_free(ep);
+}
+
 int main(void) {
   ft_device_limits lim;
   ft_err e;
@@ -621,5 +690,6 @@ int main(void) {
   test_epilogue_cost(&lim);
   test_tc_axes(&lim);
   test_lt_passes(&lim);
+  test_resid_passes(&lim);
   return FT_TEST_DONE();
 }
