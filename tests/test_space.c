@@ -502,6 +502,19 @@ static void test_tc_axes(const ft_device_limits *lim) {
       }
 }
 
+/* v's name holds suffix, its JSON the key, and the JSON reads back as v. */
+static void check_name_json(const ft_variant *v, const char *suffix, const char *key) {
+  char name[128], json[256];
+  ft_err e;
+  ft_variant_name(v, name, sizeof name);
+  ASSERT_TRUE(suffix && strstr(name, suffix) != NULL);
+  ft_variant_json(v, json, sizeof json);
+  ASSERT_TRUE(strstr(json, key) != NULL);
+  ft_variant back;
+  ASSERT_OK(ft_variant_from_json(json, &back, &e));
+  ASSERT_TRUE(memcmp(&back, v, sizeof back) == 0);
+}
+
 /* The epilogue pass after cuBLASLt's bias GEMM: enumerated beside the plain passes where E adds a
  * bias to x (one variant when nothing else is left), never otherwise; after its relu / gelu_tanh
  * epilogues where E begins with one of x or of x + bias; slot, name, JSON and rules; the GEMM
@@ -531,25 +544,11 @@ static void test_lt_passes(const ft_device_limits *lim) {
     for (int i = 0; i < n; i++)
       if (v[i].pass.lt_act) {
         act++;
-        char name[128], json[256];
-        ft_variant_name(&v[i], name, sizeof name);
-        ASSERT_TRUE(cases[c].act_suffix && strstr(name, cases[c].act_suffix) != NULL);
-        ft_variant_json(&v[i], json, sizeof json);
-        ASSERT_TRUE(strstr(json, "\"lt_act\":") != NULL);
-        ft_variant back;
-        ASSERT_OK(ft_variant_from_json(json, &back, &e));
-        ASSERT_TRUE(memcmp(&back, &v[i], sizeof back) == 0);
+        check_name_json(&v[i], cases[c].act_suffix, "\"lt_act\":");
       } else if (v[i].pass.lt) {
         lt++;
         ASSERT_EQ_INT(v[i].pass.lt, 1);
-        char name[128], json[256];
-        ft_variant_name(&v[i], name, sizeof name);
-        ASSERT_TRUE(strstr(name, "_lt_bf16") != NULL);
-        ft_variant_json(&v[i], json, sizeof json);
-        ASSERT_TRUE(strstr(json, "\"lt\":1") != NULL);
-        ft_variant back;
-        ASSERT_OK(ft_variant_from_json(json, &back, &e));
-        ASSERT_TRUE(memcmp(&back, &v[i], sizeof back) == 0);
+        check_name_json(&v[i], "_lt_bf16", "\"lt\":1");
       }
     if (cases[c].lt_variants < 0) ASSERT_TRUE(lt > 0 && lt < n);
     else ASSERT_EQ_INT(lt, cases[c].lt_variants);
@@ -630,14 +629,7 @@ static void test_resid_passes(const ft_device_limits *lim) {
       found++;
       ASSERT_EQ_INT(v[i].pass.lt, cases[c].lt);
       ASSERT_EQ_INT(v[i].pass.lt_act, 0);
-      char name[128], json[256];
-      ft_variant_name(&v[i], name, sizeof name);
-      ASSERT_TRUE(cases[c].suffix && strstr(name, cases[c].suffix) != NULL);
-      ft_variant_json(&v[i], json, sizeof json);
-      ASSERT_TRUE(strstr(json, "\"lt_c\":") != NULL);
-      ft_variant back;
-      ASSERT_OK(ft_variant_from_json(json, &back, &e));
-      ASSERT_TRUE(memcmp(&back, &v[i], sizeof back) == 0);
+      check_name_json(&v[i], cases[c].suffix, "\"lt_c\":");
       ft_kernel_src src;
       ASSERT_OK(ft_codegen_variant(&v[i], ep, &src, &e));
       ASSERT_CONTAINS(src.text, "#define FT_PASS_AFTER_LT_C");
