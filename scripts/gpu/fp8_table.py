@@ -1,6 +1,7 @@
 """Per fp8 tune in a results CSV (fusedtune export --format csv; scripts/gpu/fp8.sh): the
 baselines, the best fused kernel, and the best of each kernel form (one partial sum or two,
-ping-pong with 64- or 128-row tiles per consumer, BN > 128), each as median ms and its ratio to cuBLASLt's fp8 GEMM alone timed beside it.
+ping-pong with 64- or 128-row tiles per consumer, BN > 128), each as median ms and its ratio to
+cuBLASLt's fp8 GEMM alone timed beside it.
 
     python3 scripts/gpu/fp8_table.py RESULTS.csv
 """
