@@ -66,6 +66,10 @@ static double tc_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_e
   /* Measured at 128 x 128; other widths scaled as the cooperative ones are. */
   if (v->tc.pingpong == 2) eff = 1.01 * tc_width_eff(v->bn) / tc_width_eff(128);
   if (v->tc.pingpong == 1) eff *= 0.85;
+  /* fp8's 128 x 64 ping-pong tiles (BN <= 96: the partial sums' registers) measured 11-36 % behind
+   * the best cooperative kernel, its 64-row ones 4-10 % (H200, 2026-12-04, docs/BENCHMARKS.md (u));
+   * scaled from BN 128 they would lead the model's order. */
+  if (fp8(v) && v->tc.pingpong == 2) eff *= 0.8;
   const int64_t kt = (k + v->bk - 1) / v->bk, kp = (kt + tc_slices(v) - 1) / tc_slices(v) * v->bk;
   double cost = per_block * v->tc.cluster * tc_bm(v) * v->bn * (double)kp / eff / v->tc.cluster;
   if (v->tc.cluster == 2) cost *= 0.98;   /* W multicast: +0-3 % where tiles share a column */
@@ -213,8 +217,10 @@ static ft_status axis_group(const tc_gen *g, tc_point p, int axis, ft_err *err) 
  * gelu at 4096^3, 0.7 % with silu at 512x11008x4096, 0.6 % slower with the light ones, and the best
  * of the exhaustive search at both heavy ones (H200, 2026-12-02). A wave-fitted width takes
  * ping-pong in both store forms: at 512x11008x4096 silu bf16, 128 x 112 ping-pong with direct
- * stores was the best of all (H200, 2026-12-02). The deepest ring that fits the form is found
- * here; axis_stages takes it and fewer. */
+ * stores was the best of all (H200, 2026-12-02). fp8 takes its widest ping-pong tiles here too
+ * (64 x 128, 64 x 192, 128 x 64: the partial sums' registers): 4-36 % behind the best cooperative
+ * kernel at three shapes (H200, 2026-12-04), so tc_cost ranks them after it; kept for the shapes
+ * not measured. The deepest ring that fits the form is found here; axis_stages takes it and fewer. */
 static ft_status axis_form(const tc_gen *g, tc_point p, int axis, ft_err *err) {
   /* A BN past whole boxes stores the rest directly; a gated pair and a reduction store directly. */
   const int ts_ok = !g->reduce && !p.v.tc.gated && (g->n * osize(&p.v)) % 16 == 0;
