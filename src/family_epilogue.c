@@ -41,6 +41,8 @@ static int epi_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k, 
   if (v->pass.block > lim->max_threads_per_block) FT_WHY("block %d > device limit %d", v->pass.block, lim->max_threads_per_block);
   /* cuBLASLt's FP8 GEMM scales after the sum; E's scales are per row and column: nothing folds. */
   if (v->math == FT_MATH_FP8 && after_lt(v)) FT_WHY("lt: not in fp8 (E's scales come before its bias)");
+  if (v->math == FT_MATH_FP8 && lim->cc_major * 10 + lim->cc_minor < 89)
+    FT_WHY("fp8: cuBLASLt's FP8 GEMM needs sm_89 or newer, not sm_%d%d", lim->cc_major, lim->cc_minor);
   /* cuBLASLt's bias GEMM: rows of whole 16-byte units, as its algorithms take them. */
   const int64_t elem = ft_math_dtype((ft_math)v->math) == FT_DTYPE_F32 ? 4 : 2;
   if (after_lt(v) && ((n * elem) % 16 || (k * elem) % 16))

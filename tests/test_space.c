@@ -574,6 +574,15 @@ static void test_lt_passes(const ft_device_limits *lim) {
     f.kind = FT_VK_EPILOGUE, f.math = FT_MATH_FP8, f.pass.block = 256, f.vec = 4, f.pass.ept = 8, f.pass.lt = 1;
     ASSERT_TRUE(!ft_variant_applicable(&f, 1024, 4096, 4096, lim, why, sizeof why));
     ASSERT_CONTAINS(why, "not in fp8");
+    /* fp8's GEMM is cuBLASLt's FP8 GEMM: sm_89 (Ada) has it, sm_80 not. */
+    ft_device_limits ada, ampere;
+    ft_err e2;
+    ASSERT_OK(ft_limits_for_arch("sm_89", &ada, &e2));
+    ASSERT_OK(ft_limits_for_arch("sm_80", &ampere, &e2));
+    f.pass.lt = 0;
+    ASSERT_TRUE(ft_variant_applicable(&f, 1024, 4096, 4096, &ada, NULL, 0));
+    ASSERT_TRUE(!ft_variant_applicable(&f, 1024, 4096, 4096, &ampere, why, sizeof why));
+    ASSERT_CONTAINS(why, "needs sm_89 or newer, not sm_80");
   }
   ft_variant p = {0};
   p.kind = FT_VK_EPILOGUE, p.pass.block = 256, p.vec = 4, p.pass.ept = 8, p.pass.lt = FT_EP_SLOTS + 1;

@@ -1,8 +1,11 @@
 """The per-call launch of a plan by pointers (ft_plan_launch_ptrs), through the compiled extension
-_fusedtune_ext where it was built (python/ext/launch.c: one C call), else through ctypes.
+_fusedtune_ext where it was built (python/ext/launch.c: one C call), else through ctypes; the
+same for an fp8 layer's two calls (ft_quantize_e4m3, ft_plan_launch_typed).
 
     fn = launcher(db)          # fn(plan, x, w, y, vecs, scalars, stream) -> ft_status
     fn(plan_handle, x_ptr, w_ptr, y_ptr, vecs_addr, scalars_addr, stream)
+    typed_launcher(lock)(plan_handle, typed_args_addr, stream) -> ft_status
+    quantizer_call(lock)(q, src, dtype, rows, cols, scaling, dst, scales, stream) -> ft_status
 
 Every argument is an int address (vecs: a void *[] in the epilogue's slot order, scalars: a
 float[]; 0 for NULL). The extension is looked for beside the loaded library (a build tree, an
@@ -41,7 +44,10 @@ def _load_ext():
             spec = importlib.util.spec_from_file_location(EXT_NAME, path)
             mod = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(mod)
-            mod.bind(_lib.ctypes.cast(_lib.lib().ft_plan_launch_ptrs, _lib.ctypes.c_void_p).value)
+            address = lambda fn: _lib.ctypes.cast(fn, _lib.ctypes.c_void_p).value  # noqa: E731
+            lib = _lib.lib()
+            mod.bind(address(lib.ft_plan_launch_ptrs))
+            mod.bind_fp8(address(lib.ft_plan_launch_typed), address(lib.ft_quantize_e4m3))
             return mod, ""
         except (ImportError, OSError, AttributeError, ValueError) as e:
             return None, f"{path}: {e}"
@@ -79,3 +85,33 @@ def launcher(lock):
         with lock:
             return raw(plan, x, w, y, vecs, scalars, stream)
     return launch
+
+
+def typed_launcher(lock):
+    """fn(plan, args, stream) -> ft_status of ft_plan_launch_typed, args an ft_typed_args's address;
+    as launcher(): the extension's call holds the GIL, the ctypes one takes lock."""
+    if KIND is None:
+        use()
+    if _ext is not None:
+        return _ext.launch_typed
+    raw, ptr = _lib.lib().ft_plan_launch_typed, _lib.ctypes.POINTER(_lib.ft_typed_args)
+
+    def launch(plan, args, stream):
+        with lock:
+            return raw(plan, _lib.ctypes.cast(args, ptr), stream)
+    return launch
+
+
+def quantizer_call(lock):
+    """fn(q, src, dtype, rows, cols, scaling, dst, scales, stream) -> ft_status of
+    ft_quantize_e4m3 (addresses and ints); as launcher()."""
+    if KIND is None:
+        use()
+    if _ext is not None:
+        return _ext.quantize
+    raw = _lib.lib().ft_quantize_e4m3
+
+    def quantize(*args):
+        with lock:
+            return raw(*args)
+    return quantize

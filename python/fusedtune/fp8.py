@@ -9,12 +9,13 @@ import math as _math
 import torch
 from torch import nn
 
-from . import _lib, core
+from . import _launch, _lib, core
 from ._binding import check_no_grad, check_tensor
 from ._lib import lib
 from .errors import InvalidArgumentError, NotFoundError
 
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+_current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
 _TORCH_DTYPES = {_lib.FT_DTYPE_F32: torch.float32, _lib.FT_DTYPE_BF16: torch.bfloat16,
                  _lib.FT_DTYPE_F16: torch.float16, _lib.FT_DTYPE_E4M3: torch.float8_e4m3fn}
 _FT_DTYPES = {v: k for k, v in _TORCH_DTYPES.items()}
@@ -40,6 +41,7 @@ class Quantizer:
 
     def __init__(self, db):
         self.db, self._q = db, ctypes.c_void_p()
+        self._call = _launch.quantizer_call(db._lock)
         with db._lock:
             db._check(lib().ft_quantizer_create(db._handle(), ctypes.byref(self._q)))
 
@@ -61,11 +63,14 @@ class Quantizer:
         return out, scales
 
     def _run(self, src, dtype, rows, cols, per_row, out, scales, stream):
-        """ft_quantize_e4m3 on addresses its caller checked."""
-        with self.db._lock:
-            self.db._check(lib().ft_quantize_e4m3(self._q, src, dtype, rows, cols,
-                                                  _lib.FT_SCALE_ROW if per_row else _lib.FT_SCALE_TENSOR,
-                                                  out, scales, stream))
+        """ft_quantize_e4m3 on addresses its caller checked (the compiled path where built)."""
+        if not self._q.value:
+            raise InvalidArgumentError("the quantizer was closed")
+        st = self._call(self._q.value, src, dtype, rows, cols, _lib.FT_SCALE_ROW if per_row else _lib.FT_SCALE_TENSOR,
+                        out, scales, stream or 0)
+        if st:
+            with self.db._lock:
+                self.db._check(st)
 
     def close(self):
         if self._q.value:
@@ -113,7 +118,8 @@ class _Launch:
         a.scalars, a.n_scalars = None, 0
         self._sx, self._sw = self._vecs[0], self._vecs[1]
         self._bias = self._vecs[2] if has_bias else None
-        self._ref = ctypes.byref(a)
+        self._addr = ctypes.addressof(a)
+        self._launch = _launch.typed_launcher(plan.db._lock)
 
     def __call__(self, x, w, y, sx, sw, bias, stream):
         a, plan = self._args, self.plan
@@ -121,10 +127,13 @@ class _Launch:
         self._sx.data, self._sw.data = sx, sw
         if self._bias is not None:
             self._bias.data = bias
-        with plan.db._lock:
-            if plan._handle is None:
-                raise InvalidArgumentError("the plan was destroyed")
-            plan.db._check(lib().ft_plan_launch_typed(plan._handle, self._ref, stream or None))
+        handle = plan._handle
+        if handle is None:
+            raise InvalidArgumentError("the plan was destroyed")
+        st = self._launch(handle.value, self._addr, stream or 0)
+        if st:
+            with plan.db._lock:
+                plan.db._check(st)
 
 
 class FP8Linear(nn.Module):
@@ -189,21 +198,31 @@ class FP8Linear(nn.Module):
         y = torch.empty(lead + (self.out_features,), dtype=torch.bfloat16, device=dev)
         if m == 0:
             return y
-        k = self.in_features
-        with torch.cuda.device(dev):
-            launch = self._launches.get((m, bias is not None))
-            if launch is None:
-                launch = self._launches[(m, bias is not None)] = _Launch(self.plan_for(m), bias is not None)
-            if self._quantizer is None:
-                self._quantizer = Quantizer(self._db)
-            # Codes and scales per call (eager frees them; a CUDA graph keeps its pool's).
-            xq = torch.empty((m, k), dtype=torch.float8_e4m3fn, device=dev)
-            sx = torch.empty(m, dtype=torch.float32, device=dev)
-            stream = _stream(dev)
-            self._quantizer._run(x.data_ptr(), _lib.FT_DTYPE_BF16, m, k, True, xq.data_ptr(), sx.data_ptr(), stream)
-            launch(xq.data_ptr(), w.data_ptr(), y.data_ptr(), sx.data_ptr(), buf["weight_scale"].data_ptr(),
-                   bias.data_ptr() if bias is not None else None, stream)
+        if dev.index == _current_device():
+            self._run(x, m, w, bias, y, dev)
+        else:
+            with torch.cuda.device(dev):
+                self._run(x, m, w, bias, y, dev)
         return y
+
+    def _run(self, x, m, w, bias, y, dev):
+        """The quantizer on x, then the plan of m rows, on dev (the current device) and its stream."""
+        k = self.in_features
+        launch = self._launches.get((m, bias is not None))
+        if launch is None:
+            launch = self._launches[(m, bias is not None)] = _Launch(self.plan_for(m), bias is not None)
+        if self._quantizer is None:
+            self._quantizer = Quantizer(self._db)
+        # x's codes and scales in one allocation per call (eager frees it once the stream is past
+        # both launches; a CUDA graph keeps its pool's): the codes, then the scales 16-byte aligned.
+        codes = (m * k + 15) // 16 * 16
+        scratch = torch.empty(codes + 4 * m, dtype=torch.uint8, device=dev)
+        xq = scratch.data_ptr()
+        sx = xq + codes
+        stream = _stream(dev)
+        self._quantizer._run(x.data_ptr(), _lib.FT_DTYPE_BF16, m, k, True, xq, sx, stream)
+        launch(xq, w.data_ptr(), y.data_ptr(), sx, self._buffers["weight_scale"].data_ptr(),
+               bias.data_ptr() if bias is not None else None, stream)
 
 
 __all__ = ["fp8_epilogue", "Quantizer", "launch_typed", "FP8Linear"]

@@ -459,16 +459,26 @@ class DatabaseTest(unittest.TestCase):
 
 class LaunchPathTest(unittest.TestCase):
     """The per-call launch (fusedtune._launch): the compiled extension where the build made it
-    (FT_EXPECT_EXT=1), and ctypes; both reach the library's ft_plan_launch_ptrs (a NULL plan:
+    (FT_EXPECT_EXT=1), and ctypes; both reach the library's ft_plan_launch_ptrs, and an fp8
+    layer's ft_plan_launch_typed and ft_quantize_e4m3 (a NULL plan or quantizer:
     FT_ERR_INVALID_ARG, no GPU needed)."""
 
     def tearDown(self):
         _launch.use()
 
+    def check_fp8_calls(self):
+        """An fp8 layer's two calls reach the library: a NULL plan or quantizer is refused."""
+        lock = threading.RLock()
+        invalid = fusedtune.InvalidArgumentError.status
+        self.assertEqual(_launch.typed_launcher(lock)(0, 0, 0), invalid)
+        self.assertEqual(_launch.quantizer_call(lock)(0, 16, _lib.FT_DTYPE_BF16, 1, 16, _lib.FT_SCALE_ROW, 16, 16, 0),
+                         invalid)
+
     def test_ctypes(self):
         self.assertEqual(_launch.use("ctypes"), "ctypes")
         launch = _launch.launcher(threading.RLock())
         self.assertEqual(launch(0, 16, 16, 16, 0, 0, 0), fusedtune.InvalidArgumentError.status)
+        self.check_fp8_calls()
 
     def test_extension(self):
         if os.environ.get("FT_EXPECT_EXT") != "1":
@@ -481,6 +491,11 @@ class LaunchPathTest(unittest.TestCase):
             launch(0, 16, 16, 16, 0, 0)
         with self.assertRaisesRegex(TypeError, "argument 2 must be an int address, not str"):
             launch(0, "x", 16, 16, 0, 0, 0)
+        self.check_fp8_calls()
+        with self.assertRaisesRegex(TypeError, "takes 9 arguments"):
+            _launch.quantizer_call(threading.RLock())(0, 16)
+        with self.assertRaisesRegex(TypeError, "launch_typed: argument 1 must be an int address, not NoneType"):
+            _launch.typed_launcher(threading.RLock())(None, 0, 0)
         os.environ[_launch.ENV_NO_EXT] = "1"
         try:
             self.assertEqual(_launch.use(), "ctypes")
