@@ -84,9 +84,9 @@ __device__ __forceinline__ void ft_consumer(const FtTiles<C> &ts, const FtSmemMa
           if (pt.boxes) ft_pending_box<C>(pt, my_cbuf, tma_y, warp, lane, tid, wg, nbox);
       };
       if constexpr (C::fp8 && C::dual)
-        ft_mainloop_fp8_dual<C>(d, ring, prev, wk.nk, sm.ring, wg, tid, store_box);
+        ft_mainloop_fp8_dual<C>(dd, ring, prev, wk.nk, sm.ring, wg, tid, store_box);
       else if constexpr (C::fp8)
-        ft_mainloop_fp8<C>(d, ring, prev, wk.nk, sm.ring, wg, tid, store_box);
+        ft_mainloop_fp8<C>(dd, ring, prev, wk.nk, sm.ring, wg, tid, store_box);
       else
         ft_mainloop_ss<C>(dd, ring, prev, wk.nk, sm.ring, wg, tid, store_box);
     }

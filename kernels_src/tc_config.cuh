@@ -13,8 +13,8 @@
 //   chunk, aregs   3xtf32 and fp8: k tiles per tensor-core partial sum; 3xtf32: x split in registers
 //                  (BN <= 64)
 //   dual           fp8: two partial sums taking turns by chunk, one added into the fp32 sums while
-//                  the other's wgmma run (BN <= 128: three accumulators in a consumer's 232
-//                  registers; one partial sum: BN <= 192)
+//                  the other's wgmma run (m64 blocks x BN <= 128: three accumulators in a consumer's
+//                  232 registers; one partial sum: <= 192)
 //   bn, consumers, stages, cluster, group   tile width, consumer warpgroups, ring depth, cluster
 //                  size along the shared operand, tile rows per group of the persistent order
 //   pingpong       0 cooperative (the consumers split a tile of 64 consumers rows); 1 or 2: each
@@ -100,9 +100,9 @@ struct FtTc : Cfg {
                                 !Cfg::split3x && !Cfg::fp8),
                 "fusedtune: a gated pair pairs 16-column groups with direct stores (no split-K, stream-K, 3xtf32, fp8)");
   static_assert(!Cfg::split3x || Cfg::chunk >= 1, "fusedtune: 3xtf32 needs chunk >= 1");
-  static_assert(!Cfg::fp8 || (Cfg::chunk >= 1 && Cfg::dtype == 1 && !Cfg::split3x && !Cfg::aregs && !Cfg::pingpong &&
-                              !Cfg::stream_k && Cfg::bn <= (Cfg::dual ? 128 : 192)),
-                "fusedtune: fp8 promotes every chunk >= 1 k tiles, bf16 y, cooperative, no stream-K, BN <= 192 "
+  static_assert(!Cfg::fp8 || (Cfg::chunk >= 1 && Cfg::dtype == 1 && !Cfg::split3x && !Cfg::aregs && !Cfg::stream_k &&
+                              kMsub * Cfg::bn <= (Cfg::dual ? 128 : 192)),
+                "fusedtune: fp8 promotes every chunk >= 1 k tiles, bf16 y, no stream-K, m64 blocks x BN <= 192 "
                 "(two partial sums: 128)");
   static_assert(!Cfg::dual || Cfg::fp8, "fusedtune: two partial sums are fp8's");
 

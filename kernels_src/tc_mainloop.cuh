@@ -160,34 +160,54 @@ __device__ __forceinline__ void ft_mainloop_3x(float (&d)[C::kAcc], FtRing<C> &r
 
 // fp8 (e4m3, k32 per wgmma): both operands from shared memory as ft_mainloop_ss, but the tensor
 // core's fp8 sums keep fewer bits than fp32, so a partial sum restarts every chunk k tiles and is
-// added into d with fp32 adds (DeepSeek-V3 promotes every 128 k). One k tile's wgmma into p
-// (fresh: the chunk's first, which overwrites p).
+// added into d with fp32 adds (DeepSeek-V3 promotes every 128 k). Every sum holds the kMsub m64
+// blocks (ping-pong: the tile's, 64 rows apart in the stage; cooperative: this consumer's 64 rows).
+// One k tile's wgmma into p (fresh: the chunk's first, which overwrites p).
 template <class C>
-__device__ __forceinline__ void ft_fp8_issue(float (&p)[C::kAcc], const FtRing<C> &ring, const FtRingSmem &rs, int wg,
-                                             int fresh) {
+__device__ __forceinline__ void ft_fp8_issue(float (&p)[C::kMsub][C::kAcc], const FtRing<C> &ring,
+                                             const FtRingSmem &rs, int wg, int fresh) {
   ft_mbar_wait(rs.full + 8 * ring.stage, ring.phase);
-  const unsigned long long da = ft_desc(rs.sA + ring.stage * C::kA + wg * (64 * 128));
+  const unsigned long long da = ft_desc(rs.sA + ring.stage * C::kA + (C::pingpong ? 0 : wg * (64 * 128)));
   const unsigned long long db = ft_desc(rs.sB + ring.stage * C::kB);
   ft_wgmma_fence();
 #pragma unroll
-  for (int kk = 0; kk < C::kKsteps; kk++) ft_wgmma(p, da + 2 * kk, db + 2 * kk, !(fresh && kk == 0));
+  for (int kk = 0; kk < C::kKsteps; kk++)
+#pragma unroll
+    for (int h = 0; h < C::kMsub; h++) ft_wgmma(p[h], da + 512 * h + 2 * kk, db + 2 * kk, !(fresh && kk == 0));
   ft_wgmma_commit();
 }
 
-// One partial sum p (dual 0): the end of a chunk waits for all its wgmma before the adds
-// (ft_partial_done), so the tensor core idles while the pipeline drains and refills.
-// after_issue() as in ft_mainloop_ss.
-template <class C, class AfterIssue>
-__device__ __forceinline__ void ft_mainloop_fp8(float (&d)[C::kAcc], FtRing<C> &ring, int &prev, int nk,
-                                                const FtRingSmem &rs, int wg, int tid, AfterIssue after_issue) {
-  float p[C::kAcc];
+// A partial sum q added into d, once its wgmma are done.
+template <class C>
+__device__ __forceinline__ void ft_fp8_promote(float (&q)[C::kMsub][C::kAcc], float (&d)[C::kMsub][C::kAcc]) {
 #pragma unroll
-  for (int i = 0; i < C::kAcc; i++) d[i] = 0.0f;
+  for (int h = 0; h < C::kMsub; h++) {
+    ft_reg_fence(q[h]);
+#pragma unroll
+    for (int i = 0; i < C::kAcc; i++) d[h][i] += q[h][i];
+  }
+}
+
+// One partial sum p (dual 0): the end of a chunk waits for all its wgmma before the adds, so the
+// tensor core idles while the pipeline drains and refills. after_issue() as in ft_mainloop_ss.
+template <class C, class AfterIssue>
+__device__ __forceinline__ void ft_mainloop_fp8(float (&d)[C::kMsub][C::kAcc], FtRing<C> &ring, int &prev, int nk,
+                                                const FtRingSmem &rs, int wg, int tid, AfterIssue after_issue) {
+  float p[C::kMsub][C::kAcc];
+#pragma unroll
+  for (int h = 0; h < C::kMsub; h++)
+#pragma unroll
+    for (int i = 0; i < C::kAcc; i++) d[h][i] = 0.0f;
   for (int kt = 0; kt < nk; kt++) {
     const int flush = (kt + 1) % C::chunk == 0 || kt + 1 == nk;
     ft_fp8_issue<C>(p, ring, rs, wg, kt % C::chunk == 0);
     after_issue();
-    ft_partial_done(p, d, flush, kt);
+    if (flush) {
+      ft_wgmma_wait<0>();
+      ft_fp8_promote<C>(p, d);
+    } else if (kt > 0) {
+      ft_wgmma_wait<1>();
+    }
     if (kt > 0 && tid == 0) ft_mbar_release<C::cluster>(rs.empty + 8 * prev);
     prev = ring.stage;
     ring.advance();
@@ -197,16 +217,16 @@ __device__ __forceinline__ void ft_mainloop_fp8(float (&d)[C::kAcc], FtRing<C> &
 // Two partial sums taking turns by chunk (dual 1): a chunk's sum q is added into d once the next
 // chunk's first k tile is issued into p (wait_group 1 then leaves only that k tile in flight), so
 // the adds run beside the tensor core and nothing drains. Each sum is named statically (the loop
-// goes two chunks at a time) and stays in registers: 3 x BN / 2 accumulator registers. The first
-// chunk is peeled so that wherever q is read, every path has left the same wgmma group in flight
-// (with a run-time first-k-tile branch inside the loop ptxas serialized every wgmma, C7514).
+// goes two chunks at a time) and stays in registers: 3 x kMsub x BN / 2 accumulator registers. The
+// first chunk is peeled so that wherever q is read, every path has left the same wgmma group in
+// flight (with a run-time first-k-tile branch inside the loop ptxas serialized every wgmma, C7514).
 template <class C, class AfterIssue>
-__device__ __forceinline__ void ft_mainloop_fp8_dual(float (&d)[C::kAcc], FtRing<C> &ring, int &prev, int nk,
+__device__ __forceinline__ void ft_mainloop_fp8_dual(float (&d)[C::kMsub][C::kAcc], FtRing<C> &ring, int &prev, int nk,
                                                      const FtRingSmem &rs, int wg, int tid, AfterIssue after_issue) {
-  float p0[C::kAcc], p1[C::kAcc];
+  float p0[C::kMsub][C::kAcc], p1[C::kMsub][C::kAcc];
   int kt = 0;
   /* One k tile into p: its wgmma issued, the previous k tile's waited for and its stage freed. */
-  auto ktile = [&](float(&p)[C::kAcc], int fresh, int wait) {
+  auto ktile = [&](float(&p)[C::kMsub][C::kAcc], int fresh, int wait) {
     ft_fp8_issue<C>(p, ring, rs, wg, fresh);
     after_issue();
     if (wait) {
@@ -218,23 +238,21 @@ __device__ __forceinline__ void ft_mainloop_fp8_dual(float (&d)[C::kAcc], FtRing
     kt++;
   };
   /* A chunk after the first: its first k tile into p, then q (the previous chunk's) into d. */
-  auto chunk = [&](float(&p)[C::kAcc], float(&q)[C::kAcc]) {
+  auto chunk = [&](float(&p)[C::kMsub][C::kAcc], float(&q)[C::kMsub][C::kAcc]) {
     const int end = min(kt + (int)C::chunk, nk);
     ktile(p, 1, 1);
-    ft_reg_fence(q);
-#pragma unroll
-    for (int i = 0; i < C::kAcc; i++) d[i] += q[i];
+    ft_fp8_promote<C>(q, d);
     while (kt < end) ktile(p, 0, 1);
   };
 #pragma unroll
-  for (int i = 0; i < C::kAcc; i++) d[i] = 0.0f;
+  for (int h = 0; h < C::kMsub; h++)
+#pragma unroll
+    for (int i = 0; i < C::kAcc; i++) d[h][i] = 0.0f;
   ktile(p0, 1, 0);
   while (kt < min((int)C::chunk, nk)) ktile(p0, 0, 1);
-  auto last = [&](float(&p)[C::kAcc]) { /* the last chunk's sum, once its wgmma are done */
+  auto last = [&](float(&p)[C::kMsub][C::kAcc]) { /* the last chunk's sum, once its wgmma are done */
     ft_wgmma_wait<0>();
-    ft_reg_fence(p);
-#pragma unroll
-    for (int i = 0; i < C::kAcc; i++) d[i] += p[i];
+    ft_fp8_promote<C>(p, d);
   };
   for (;;) {
     if (kt >= nk) return last(p0);

@@ -38,12 +38,14 @@ static int tc_valid(const ft_variant *v, char *why, size_t whylen) {
            ft_math_name((ft_math)v->math));
   /* Two accumulators (d, p) in a consumer's registers: 3xtf32's beside its split operands at BN
    * <= 128; fp8's within the 232 of setmaxnreg at BN <= 192 (NVRTC for sm_90a: no spill where E is
-   * applied box by box), three of them with dual at BN <= 128. */
+   * applied box by box), three of them with dual at BN <= 128; ping-pong 2 holds two m64 blocks of
+   * each, so half the width. */
   if (split(v) && v->bn > 128)
     FT_WHY("tc: bn %d > 128 in %s (two accumulators in registers)", v->bn, ft_math_name((ft_math)v->math));
-  if (fp8(v) && v->bn > (v->tc.dual ? 128 : 192))
-    FT_WHY("tc: bn %d > %d in fp8 (%s accumulators in registers)", v->bn, v->tc.dual ? 128 : 192,
-           v->tc.dual ? "three" : "two");
+  const int msub = v->tc.pingpong == 2 ? 2 : 1;
+  if (fp8(v) && msub * v->bn > (v->tc.dual ? 128 : 192))
+    FT_WHY("tc: bn %d > %d in fp8 (%s accumulators of %d m64 block%s in registers)", v->bn,
+           (v->tc.dual ? 128 : 192) / msub, v->tc.dual ? "three" : "two", msub, msub > 1 ? "s" : "");
   if (!promoted(v) && v->tc.chunk)
     FT_WHY("tc: chunk is a 3xtf32 and fp8 dimension, not of %s", ft_math_name((ft_math)v->math));
   if (v->tc.dual != 0 && v->tc.dual != 1) FT_WHY("tc: dual %d must be 0 or 1", v->tc.dual);
@@ -59,8 +61,8 @@ static int tc_valid(const ft_variant *v, char *why, size_t whylen) {
     FT_WHY("tc: streamk excludes split_k, 3xtf32 and fp8");
   if (v->tc.pingpong < 0 || v->tc.pingpong > 2) FT_WHY("tc: pingpong %d must be 0, 1 or 2", v->tc.pingpong);
   if (v->tc.pingpong && v->tc.consumers != 2) FT_WHY("tc: pingpong needs 2 consumers, not %d", v->tc.consumers);
-  if (v->tc.pingpong && (v->split_k > 1 || v->tc.streamk || promoted(v)))
-    FT_WHY("tc: pingpong excludes split_k, streamk, 3xtf32 and fp8");
+  if (v->tc.pingpong && (v->split_k > 1 || v->tc.streamk || split(v)))
+    FT_WHY("tc: pingpong excludes split_k, streamk and 3xtf32");
   /* A consumer's accumulators in the 168 registers ptxas allots every thread. */
   if (v->tc.pingpong * v->bn > 256) FT_WHY("tc: pingpong %d with bn %d: more than 128 accumulator registers", v->tc.pingpong, v->bn);
   if (v->tc.staged != 0 && v->tc.staged != 1) FT_WHY("tc: staged %d must be 0 or 1", v->tc.staged);

@@ -66,6 +66,10 @@ static double tc_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_e
   /* Measured at 128 x 128; other widths scaled as the cooperative ones are. */
   if (v->tc.pingpong == 2) eff = 1.01 * tc_width_eff(v->bn) / tc_width_eff(128);
   if (v->tc.pingpong == 1) eff *= 0.85;
+  /* fp8's 128 x 64 ping-pong tiles (BN <= 96: the partial sums' registers) measured 11-36 % behind
+   * the best cooperative kernel, its 64-row ones 4-10 % (H200, 2026-12-04, docs/BENCHMARKS.md (u));
+   * scaled from BN 128 they would lead the model's order. */
+  if (fp8(v) && v->tc.pingpong == 2) eff *= 0.8;
   const int64_t kt = (k + v->bk - 1) / v->bk, kp = (kt + tc_slices(v) - 1) / tc_slices(v) * v->bk;
   double cost = per_block * v->tc.cluster * tc_bm(v) * v->bn * (double)kp / eff / v->tc.cluster;
   if (v->tc.cluster == 2) cost *= 0.98;   /* W multicast: +0-3 % where tiles share a column */
@@ -213,21 +217,27 @@ static ft_status axis_group(const tc_gen *g, tc_point p, int axis, ft_err *err) 
  * gelu at 4096^3, 0.7 % with silu at 512x11008x4096, 0.6 % slower with the light ones, and the best
  * of the exhaustive search at both heavy ones (H200, 2026-12-02). A wave-fitted width takes
  * ping-pong in both store forms: at 512x11008x4096 silu bf16, 128 x 112 ping-pong with direct
- * stores was the best of all (H200, 2026-12-02). The deepest ring that fits the form is found
- * here; axis_stages takes it and fewer. */
+ * stores was the best of all (H200, 2026-12-02). fp8 takes its widest ping-pong tiles here too
+ * (64 x 128, 64 x 192, 128 x 64: the partial sums' registers): 4-36 % behind the best cooperative
+ * kernel at three shapes (H200, 2026-12-04), so tc_cost ranks them after it; kept for the shapes
+ * not measured. The deepest ring that fits the form is found here; axis_stages takes it and fewer. */
 static ft_status axis_form(const tc_gen *g, tc_point p, int axis, ft_err *err) {
   /* A BN past whole boxes stores the rest directly; a gated pair and a reduction store directly. */
   const int ts_ok = !g->reduce && !p.v.tc.gated && (g->n * osize(&p.v)) % 16 == 0;
   for (int form = 0; form < 2 * 3 * 2; form++) {
     const int ts = form < 6, pp = (int[]){0, 2, 1}[form / 2 % 3], staged = form % 2;
-    if (!g->full && (pp == 1 || (staged && !split(&p.v)))) continue;
-    if (pp && (p.v.tc.consumers != 2 || promoted(&p.v))) continue;
+    if (!g->full && ((pp == 1 && !fp8(&p.v)) || (staged && !split(&p.v)))) continue;
+    if (pp && (p.v.tc.consumers != 2 || split(&p.v))) continue;
     if (ts && !ts_ok) continue;
     if (staged && !ts) continue;
     p.v.tc.tstore = ts, p.v.tc.pingpong = pp, p.v.tc.staged = staged;
     if (pp * p.v.bn > 256) continue; /* a consumer's accumulators in its registers */
+    if (fp8(&p.v) && (pp == 2 ? 2 : 1) * p.v.bn > 192) continue; /* and fp8's partial sums (tc_valid) */
     if (!g->full && pp && p.v.swizzle != 8) continue;
-    if (!g->full && pp && !p.fitted && (ts != ts_ok || p.v.bn != 128)) continue;
+    /* fp8's widest ping-pong tiles (128 x BN <= 96 or 64 x BN <= 192, the partial sums in the
+     * registers) in the preferred store form; the other modes' 128 x 128. */
+    if (!g->full && pp && !p.fitted && (ts != ts_ok || (fp8(&p.v) ? pp * p.v.bn < 128 : p.v.bn != 128)))
+      continue;
     if (pp && (tc_bm(&p.v) >= 2 * g->m || (g->m + tc_bm(&p.v) - 1) / tc_bm(&p.v) < p.v.tc.cluster)) continue; /* padding */
     p.most = 0;
     p.v.tc.aregs = 0, p.v.tc.chunk = 0, p.v.tc.dual = 0, p.v.split_k = 0; /* the ring is sized with shared-memory small buffers */
@@ -267,7 +277,7 @@ static ft_status axis_chunk(const tc_gen *g, tc_point p, int axis, ft_err *err) 
 
 /* fp8: two partial sums taking turns (the promotion beside the tensor core), then one. */
 static ft_status axis_dual(const tc_gen *g, tc_point p, int axis, ft_err *err) {
-  for (int d = fp8(&p.v) && p.v.bn <= 128; d >= 0; d--) {
+  for (int d = fp8(&p.v) && (p.v.tc.pingpong == 2 ? 2 : 1) * p.v.bn <= 128; d >= 0; d--) {
     p.v.tc.dual = d;
     FT_TRY(tc_next(g, &p, axis, err));
   }
@@ -319,11 +329,12 @@ static ft_status axis_stream_k(const tc_gen *g, tc_point p, int axis, ft_err *er
  * were 6-13 % behind the best, which was never one of them. */
 static ft_status axis_emit(const tc_gen *g, tc_point p, int axis, ft_err *err) {
   (void)axis;
-  /* fp8 past BN 128 (d and p: BN registers): the late form only, in every space. E on the whole
-   * tile first spilled at BN 168-192, direct stores at 168-192 with gelu (NVRTC for sm_90a). */
+  /* fp8 past BN 128 (d and p: BN registers): E box by box only (the late form; ping-pong's is
+   * always), in every space. E on the whole tile first spilled at BN 168-192, direct stores at
+   * 168-192 with gelu (NVRTC for sm_90a). */
   if (fp8(&p.v) && p.v.bn > 128) {
     if (!p.v.tc.tstore || p.v.tc.staged) return FT_OK;
-    p.v.tc.late = 1;
+    p.v.tc.late = !p.v.tc.pingpong;
   }
   if (!ft_variant_applicable(&p.v, g->m, g->n / (1 + p.v.tc.gated), g->k, g->lim, NULL, 0)) return FT_OK; /* the problem's n */
   FT_TRY(ft_space_push(g->sink, &p.v, tc_cost(&p.v, g->m, g->n, g->k, g->ec), err));

@@ -40,6 +40,16 @@ static int compile_shape(const shape *sh, const ft_device_limits *lim, int strid
   ASSERT_TRUE(duals > 0 && singles > 0);
   unsigned char *keep = calloc((size_t)all + 1, 1);
   if (keep) ft_sample_pick(v, all, stride, keep);
+  /* Ping-pong where the tiles allow it (two tile rows), and the first of each ping-pong form with
+   * each promotion form compiled (pingpong 1 or 2, one or two partial sums). */
+  int pp_first[3][2] = {{0}}, pps = 0;
+  for (int i = 0; i < all; i++) {
+    const int pp = v[i].tc.pingpong, d = v[i].tc.dual;
+    pps += pp != 0;
+    if (pp && !pp_first[pp][d] && keep) keep[i] = 1;
+    if (pp) pp_first[pp][d] = 1;
+  }
+  ASSERT_TRUE(sh->m < 128 || (pps > 0 && pp_first[1][0] && pp_first[1][1] && pp_first[2][0] && pp_first[2][1]));
   for (int i = 0; keep && i < all; i++)
     if (keep[i]) v[n++] = v[i];
   free(keep);
@@ -50,7 +60,10 @@ static int compile_shape(const shape *sh, const ft_device_limits *lim, int strid
     /* Past BN 128 only the late form (E box by box; E on the whole tile first spills) and one
      * partial sum. */
     ASSERT_TRUE(ft_family_of(&v[i]) == tc && v[i].tc.chunk >= 1 && v[i].bk == 128 && v[i].bn <= 192);
-    ASSERT_TRUE(v[i].bn <= 128 || (v[i].tc.late && !v[i].tc.dual));
+    /* The partial sums' registers: m64 blocks x BN <= 192 (two partial sums: 128). */
+    const int msub = v[i].tc.pingpong == 2 ? 2 : 1;
+    ASSERT_TRUE(msub * v[i].bn <= (v[i].tc.dual ? 128 : 192));
+    ASSERT_TRUE(v[i].bn <= 128 || ((v[i].tc.late || v[i].tc.pingpong) && v[i].tc.tstore && !v[i].tc.dual));
     ASSERT_OK(ft_codegen_variant(&v[i], ep, &src[i], &e));
     jobs[i].src = src[i].text, jobs[i].hash = src[i].hash, jobs[i].arch_suffix = src[i].arch_suffix;
   }
@@ -83,8 +96,8 @@ static int compile_shape(const shape *sh, const ft_device_limits *lim, int strid
   return n;
 }
 
-/* The family's fp8 rules: bk 128 (128 bytes of e4m3), chunk >= 1, BN <= 128, no ping-pong or
- * stream-K; K a multiple of 16, N of 8 with TMA stores (bf16 y). */
+/* The family's fp8 rules: bk 128 (128 bytes of e4m3), chunk >= 1, m64 blocks x BN <= 192 (two
+ * partial sums: 128), no stream-K; K a multiple of 16, N of 8 with TMA stores (bf16 y). */
 static void test_rules(const ft_device_limits *lim) {
   ft_variant v;
   memset(&v, 0, sizeof v);
@@ -102,17 +115,38 @@ static void test_rules(const ft_device_limits *lim) {
   ASSERT_TRUE(ft_variant_valid(&b, why, sizeof why));
   b.bn = 256;
   ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
-  ASSERT_CONTAINS(why, "bn 256 > 192 in fp8 (two accumulators in registers)");
+  ASSERT_CONTAINS(why, "bn 256 > 192 in fp8 (two accumulators of 1 m64 block in registers)");
   b = v, b.tc.dual = 1; /* two partial sums: three accumulators */
   ASSERT_TRUE(ft_variant_valid(&b, why, sizeof why));
   b.bn = 136;
   ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
-  ASSERT_CONTAINS(why, "bn 136 > 128 in fp8 (three accumulators in registers)");
+  ASSERT_CONTAINS(why, "bn 136 > 128 in fp8 (three accumulators of 1 m64 block in registers)");
   b = v, b.math = FT_MATH_BF16, b.bk = 64, b.tc.chunk = 0, b.tc.dual = 1;
   ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
   ASSERT_CONTAINS(why, "dual (two partial sums) is fp8's, not bf16");
+  /* Ping-pong: one m64 block per tile as the cooperative consumer's; two at half the width. */
+  b = v, b.tc.pingpong = 1, b.tc.dual = 1;
+  ASSERT_TRUE(ft_variant_valid(&b, why, sizeof why));
+  b.bn = 192, b.tc.dual = 0;
+  ASSERT_TRUE(ft_variant_valid(&b, why, sizeof why));
   b = v, b.tc.pingpong = 2;
   ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
+  ASSERT_CONTAINS(why, "bn 128 > 96 in fp8 (two accumulators of 2 m64 blocks in registers)");
+  b.bn = 96;
+  ASSERT_TRUE(ft_variant_valid(&b, why, sizeof why));
+  b.tc.dual = 1;
+  ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
+  ASSERT_CONTAINS(why, "bn 96 > 64 in fp8 (three accumulators of 2 m64 blocks in registers)");
+  b.bn = 64;
+  ASSERT_TRUE(ft_variant_valid(&b, why, sizeof why));
+  b.tc.consumers = 1;
+  ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
+  ASSERT_CONTAINS(why, "pingpong needs 2 consumers");
+  b = v, b.tc.pingpong = 1, b.tc.streamk = 1, b.tc.cluster = 2;
+  ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
+  b = v, b.tc.pingpong = 1, b.bn = 192, b.tc.late = 1; /* the late form is the cooperative one's */
+  ASSERT_TRUE(!ft_variant_valid(&b, why, sizeof why));
+  ASSERT_CONTAINS(why, "late (E box by box)");
   ASSERT_TRUE(ft_variant_applicable(&v, 100, 1000, 1008, lim, why, sizeof why));
   ASSERT_TRUE(!ft_variant_applicable(&v, 100, 1000, 1000, lim, why, sizeof why));
   ASSERT_CONTAINS(why, "not a multiple of 16 (TMA rows of 16 bytes in fp8)");
@@ -124,6 +158,9 @@ static void test_rules(const ft_device_limits *lim) {
   v.tc.dual = 1;
   ft_variant_name(&v, name, sizeof name);
   ASSERT_EQ_STR(name, "tc_bm128_bn128_bk128_s4_c1_z8_p132_h1d_ts_fp8");
+  v.tc.pingpong = 2, v.bn = 64;
+  ft_variant_name(&v, name, sizeof name);
+  ASSERT_EQ_STR(name, "tc_bm128_bn64_bk128_s4_c1_z8_p132_h1d_pp_ts_fp8");
 }
 
 int main(int argc, char **argv) {

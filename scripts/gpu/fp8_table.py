@@ -1,6 +1,7 @@
 """Per fp8 tune in a results CSV (fusedtune export --format csv; scripts/gpu/fp8.sh): the
 baselines, the best fused kernel, and the best of each kernel form (one partial sum or two,
-BN > 128), each as median ms and its ratio to cuBLASLt's fp8 GEMM alone timed beside it.
+ping-pong with 64- or 128-row tiles per consumer, BN > 128), each as median ms and its ratio to
+cuBLASLt's fp8 GEMM alone timed beside it.
 
     python3 scripts/gpu/fp8_table.py RESULTS.csv
 """
@@ -13,7 +14,8 @@ def form(variant):
     if variant.startswith("tc_"):
         bn = int(re.search(r"_bn(\d+)_", variant).group(1))
         two = re.search(r"_h\d+d", variant) is not None
-        return ("dual" if two else "single") + (" bn>128" if bn > 128 else "")
+        pp = "" if "_pp_" not in variant else " pp" + ("1" if variant.startswith("tc_bm64_") else "2")
+        return ("dual" if two else "single") + pp + (" bn>128" if bn > 128 else "")
     return None
 
 
