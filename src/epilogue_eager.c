@@ -24,14 +24,21 @@ static void mark_xdep(eager_ctx *c) {
   }
 }
 
-int ft__ep_bias_fold(const ft_epilogue *ep, int *slot) {
+/* The node of E's one x, or -1: x used more than once, or a gated pair (its GEMM has 2N columns,
+ * so nothing of y's shape folds into it). What cuBLASLt's epilogues can take over starts there. */
+static int single_x(const ft_epilogue *ep) {
   int xs = 0, xnode = -1;
-  *slot = -1;
   for (int i = 0; i < ep->nnodes; i++) {
     if (ep->nodes[i].kind == N_X) xs++, xnode = i;
-    if (ep->nodes[i].kind == N_X2) return -1; /* a gated pair's GEMM has 2N columns: no [N] bias to fold */
+    if (ep->nodes[i].kind == N_X2) return -1;
   }
-  if (xs != 1) return -1;
+  return xs == 1 ? xnode : -1;
+}
+
+int ft__ep_bias_fold(const ft_epilogue *ep, int *slot) {
+  const int xnode = single_x(ep);
+  *slot = -1;
+  if (xnode < 0) return -1;
   for (int i = 0; i < ep->nnodes; i++) {
     const ep_node *nd = &ep->nodes[i];
     if (nd->kind != N_ADD || (nd->kid[0] != xnode && nd->kid[1] != xnode)) continue;
@@ -44,11 +51,10 @@ int ft__ep_bias_fold(const ft_epilogue *ep, int *slot) {
 }
 
 int ft__ep_act_fold(const ft_epilogue *ep, int *slot, int *act) {
-  int xs = 0, xnode = -1, bias_slot;
+  const int xnode = single_x(ep);
+  int bias_slot;
   *slot = -1, *act = FT_EP_LT_NONE;
-  for (int i = 0; i < ep->nnodes; i++)
-    if (ep->nodes[i].kind == N_X) xs++, xnode = i;
-  if (xs != 1) return -1;
+  if (xnode < 0) return -1;
   const int fold = ft__ep_bias_fold(ep, &bias_slot);
   const int inner = fold >= 0 ? fold : xnode;
   for (int i = 0; i < ep->nnodes; i++) {
@@ -63,13 +69,9 @@ int ft__ep_act_fold(const ft_epilogue *ep, int *slot, int *act) {
 }
 
 int ft__ep_resid_fold(const ft_epilogue *ep, int *mat, int *bias) {
-  int xs = 0, xnode = -1;
+  const int xnode = single_x(ep);
   *mat = *bias = -1;
-  for (int i = 0; i < ep->nnodes; i++) {
-    if (ep->nodes[i].kind == N_X) xs++, xnode = i;
-    if (ep->nodes[i].kind == N_X2) return -1; /* a gated pair: its GEMM is not y's shape */
-  }
-  if (xs != 1) return -1;
+  if (xnode < 0) return -1;
   int bias_slot;
   const int fold = ft__ep_bias_fold(ep, &bias_slot);
   const int inner = fold >= 0 ? fold : xnode;

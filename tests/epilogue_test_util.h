@@ -40,6 +40,29 @@ static inline ft_variant *enumerate_scope(const char *text, ft_variant_kind kind
   return v;
 }
 
+#include "codegen.h"
+#include "compile.h"
+
+/* src[0..n) through NVRTC for sm_90 (sm_90a where a source asks), two threads: each one must
+ * compile without spilling (ft_compile_many rejects that); then frees them and says how many
+ * `what` sources compiled. */
+static inline void compile_sources(ft_kernel_src *src, int n, const char *what) {
+  ft_compile_job *jobs = calloc((size_t)n + 1, sizeof *jobs);
+  ft_err e;
+  ASSERT_TRUE(jobs != NULL);
+  if (!jobs) return;
+  for (int i = 0; i < n; i++) jobs[i] = (ft_compile_job){.src = src[i].text, .hash = src[i].hash, .arch_suffix = src[i].arch_suffix};
+  ASSERT_OK(ft_compile_many(NULL, "sm_90", jobs, n, 2, &e));
+  for (int i = 0; i < n; i++) {
+    if (jobs[i].status != FT_OK)
+      FT_FAIL_AT_("%s source %d does not compile: %.2000s", what, i, jobs[i].log ? jobs[i].log : "");
+    ft_compile_job_clear(&jobs[i]);
+    ft_kernel_src_free(&src[i]);
+  }
+  free(jobs);
+  printf("%d %s sources compiled\n", n, what);
+}
+
 /* The parse must fail with FT_ERR_PARSE at column col, the message (one line) containing what. */
 static inline void expect_reject_at(const char *text, int col, const char *what, int line) {
   ft_epilogue *ep = NULL;

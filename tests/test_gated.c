@@ -136,7 +136,6 @@ static void test_enumeration(void) {
 static void test_compiles_tc(void) {
   static const ft_math maths[] = {FT_MATH_BF16, FT_MATH_FP16, FT_MATH_TF32};
   static ft_kernel_src src[8];
-  static ft_compile_job jobs[8];
   int n = 0;
   ft_err e;
   ft_epilogue *ep = parse_ok("gelu_tanh(x + b1) * (x2 + b2) + r where col b1, col b2, mat r");
@@ -149,20 +148,12 @@ static void test_compiles_tc(void) {
     ASSERT_TRUE(count > 1);
     for (int i = 0; i < count && n < 8; i += count - 1 > 0 ? count - 1 : 1) {
       ASSERT_TRUE(v[i].tc.gated == 1);
-      ASSERT_OK(ft_codegen_variant(&v[i], ep, &src[n], &e));
-      jobs[n] = (ft_compile_job){.src = src[n].text, .hash = src[n].hash, .arch_suffix = src[n].arch_suffix};
-      n++;
+      ASSERT_OK(ft_codegen_variant(&v[i], ep, &src[n++], &e));
     }
     free(v);
   }
   ft_ep_free(ep);
-  ASSERT_OK(ft_compile_many(NULL, "sm_90", jobs, n, 2, &e));
-  for (int i = 0; i < n; i++) {
-    if (jobs[i].status != FT_OK) FT_FAIL_AT_("tc source %d does not compile: %.2000s", i, jobs[i].log ? jobs[i].log : "");
-    ft_compile_job_clear(&jobs[i]);
-    ft_kernel_src_free(&src[i]);
-  }
-  printf("%d gated tc sources compiled\n", n);
+  compile_sources(src, n, "gated tc");
 }
 
 static void test_codegen(void) {
@@ -191,7 +182,6 @@ static void test_compiles(void) {
   static const ft_math maths[] = {FT_MATH_FP32, FT_MATH_TF32, FT_MATH_BF16, FT_MATH_FP16, FT_MATH_3XTF32};
   enum { MAX = 256 };
   static ft_kernel_src src[MAX];
-  static ft_compile_job jobs[MAX];
   int n = 0;
   ft_err e;
   for (size_t t = 0; t < 2; t++)
@@ -205,16 +195,8 @@ static void test_compiles(void) {
       free(v);
       ft_ep_free(ep);
     }
-  memset(jobs, 0, sizeof jobs);
-  for (int i = 0; i < n; i++) jobs[i] = (ft_compile_job){.src = src[i].text, .hash = src[i].hash};
   ASSERT_TRUE(n < MAX);
-  ASSERT_OK(ft_compile_many(NULL, "sm_90", jobs, n, 2, &e));
-  for (int i = 0; i < n; i++) {
-    if (jobs[i].status != FT_OK) FT_FAIL_AT_("source %d does not compile: %.2000s", i, jobs[i].log ? jobs[i].log : "");
-    ft_compile_job_clear(&jobs[i]);
-    ft_kernel_src_free(&src[i]);
-  }
-  printf("%d gated pass sources compiled\n", n);
+  compile_sources(src, n, "gated pass");
 }
 
 int main(void) {

@@ -127,8 +127,6 @@ static void test_codegen_refusals(void) {
 /* Every kind in fp32 and bf16, the chain's reduction steps too, through NVRTC for sm_90. */
 static void test_compiles(void) {
   ft_kernel_src src[64];
-  ft_compile_job jobs[64];
-  memset(jobs, 0, sizeof jobs);
   int n = 0;
   ft_err e;
   for (int math = 0; math < 2; math++)
@@ -146,14 +144,7 @@ static void test_compiles(void) {
       free(v);
       ft_ep_free(ep);
     }
-  for (int i = 0; i < n; i++) jobs[i] = (ft_compile_job){.src = src[i].text, .hash = src[i].hash};
-  ASSERT_OK(ft_compile_many(NULL, "sm_90", jobs, n, 2, &e));
-  for (int i = 0; i < n; i++) {
-    if (jobs[i].status != FT_OK) FT_FAIL_AT_("source %d does not compile: %.2000s", i, jobs[i].log ? jobs[i].log : "");
-    ft_compile_job_clear(&jobs[i]);
-    ft_kernel_src_free(&src[i]);
-  }
-  printf("%d reduction sources compiled\n", n);
+  compile_sources(src, n, "reduction");
 }
 
 int main(void) {
