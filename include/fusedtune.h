@@ -146,6 +146,8 @@ typedef struct ft_problem {
 /* Flags of ft_lookup. */
 #define FT_LOOKUP_NEAREST 0x1u /* fall back to the nearest tuned shape on this device */
 #define FT_LOOKUP_EXACT 0x2u   /* the exact key only: no M bucket (excludes FT_LOOKUP_NEAREST) */
+#define FT_LOOKUP_MODE_ONLY 0x4u /* p->math's own results only: fp32 means FFMA kernels and cuBLAS SGEMM
+                                  * (without it, fp32 is served at fp32 accuracy: see ft_lookup) */
 
 /* Values of ft_config.exact: how the configuration came to serve the problem asked for. The
  * field keeps its type and place (ft_config has no size field, so it cannot grow): 2 is new in
@@ -223,6 +225,12 @@ FT_API ft_status ft_check_problem(const ft_problem *p, char *msg, size_t msg_siz
 FT_API ft_status ft_output_shape(const ft_problem *p, int *ndim, int64_t shape[2], char *msg, size_t msg_size);
 
 /* Looks up the best configuration for p on the current CUDA device.
+ * fp32 (the default mode, math 0) means fp32 tensors at fp32 accuracy: unless flags has
+ * FT_LOOKUP_MODE_ONLY, p in fp32 is served by the better of its fp32 and 3xtf32 results (each
+ * found as below; the closer match wins, then the lower ratio to cuBLAS SGEMM, which both modes
+ * are timed beside), since a 3xtf32 result is stored as correct only when its error is at most
+ * cuBLAS SGEMM's own on the problem (docs/MODES.md). out->math says which mode serves; plan it
+ * with p as it is (ft_plan_create takes a 3xtf32 configuration for an fp32 problem).
  * Exact key (device, shape, epilogue, math) with a current kernel source -> FT_OK, out->exact=1.
  * Else, unless flags has FT_LOOKUP_EXACT, the M bucket that covers p->m: of the shapes tuned on
  * this device with p's N, K, epilogue and math, the smallest tuned M >= p->m (beyond the largest
@@ -265,6 +273,8 @@ FT_API ft_status ft_lookup_within(ft_ctx *ctx, const ft_problem *p, double toler
  * NVRTC only on a miss (then storing it unless the database is read-only), loads it on the
  * current device and allocates what it needs (split-K and stream-K workspace, stream-K's flags).
  * *plan is owned by the caller: ft_plan_destroy() it before ft_close(ctx).
+ * cfg must compute in p->math, except that an fp32 problem takes a 3xtf32 configuration (both
+ * bind fp32 tensors; ft_lookup serves fp32 so).
  * Returns FT_OK, FT_ERR_INVALID_ARG, FT_ERR_PARSE, FT_ERR_UNSUPPORTED (cfg not applicable to p,
  * or a stream-K configuration whose grid does not fit on this device at once),
  * FT_ERR_NO_DEVICE, FT_ERR_COMPILE, FT_ERR_CUDA, FT_ERR_DB, FT_ERR_NOMEM. */
@@ -440,14 +450,22 @@ typedef struct ft_tune_options {
                            * fusedtune_tool.h); NULL: $FUSEDTUNE_WORKER, else fusedtune-worker
                            * found from the library's folder (../libexec/fusedtune/ installed) */
   int max_candidates;   /* measure at most this many candidates; 0 = all */
+  int mode_only;        /* 1: tune p->math alone. 0 (default): a problem in fp32 (the default mode)
+                         * is tuned at fp32 accuracy, in 3xtf32 (on devices of compute capability
+                         * 9.0 and newer) and then in fp32, whose FFMA kernels are not compiled
+                         * where the stored 3xtf32 best is faster than FFMA can be (ft_tune);
+                         * added in 0.3 */
 } ft_tune_options;
 
 #define FT_TUNE_OPTIONS_V1_SIZE (offsetof(ft_tune_options, seed) + sizeof(uint64_t))
 #define FT_TUNE_OPTIONS_INIT \
-  {sizeof(ft_tune_options), "fast", 0.0, 30, 0, 0, 1, 0, NULL, NULL, NULL, NULL, 0}
+  {sizeof(ft_tune_options), "fast", 0.0, 30, 0, 0, 1, 0, NULL, NULL, NULL, NULL, 0, 0}
 
 /* Tunes p on the current device, storing every measured candidate, and writes the best
- * launchable configuration to *best. Needs a writable database and a GPU.
+ * launchable configuration to *best. Needs a writable database and a GPU. p in fp32 without
+ * opt->mode_only is tuned in 3xtf32 (compute capability >= 9.0) and in fp32, each stored under
+ * its own mode, and *best is what ft_lookup then serves (best->math says which); the budget
+ * applies to each.
  * Candidates run in a worker process (opt->worker_exe, else the executable named by
  * $FUSEDTUNE_WORKER, else fusedtune-worker, found from the library's folder: installed in
  * ../libexec/fusedtune/, beside it in a build tree), so a faulting or hanging kernel costs one

@@ -473,7 +473,15 @@ typedef struct ft_tune_report {
   ft_tune_phases phases;   /* where total_s went */
 } ft_tune_report;
 
-/* ft_tune with everything the run found: *report is the caller's (ft_tune_report_free), set on
+/* The modes ft_tune covers for p, in the order it tunes them: p->math alone, or for p in fp32 (the
+ * default mode) without mode_only, fp32 accuracy: 3xtf32 (where the current device's compute
+ * capability is 9.0 or newer), then fp32. Writes up to 2 modes and *n. Reads the current device
+ * only for fp32. Returns FT_OK, FT_ERR_INVALID_ARG (an argument NULL), FT_ERR_NO_DEVICE,
+ * FT_ERR_CUDA. */
+FT_API ft_status ft_tune_modes(ft_ctx *ctx, const ft_problem *p, int mode_only, ft_math modes[2], int *n);
+
+/* ft_tune with everything the run found (one mode: p->math; ft_tune_modes says which modes ft_tune
+ * runs, and opt->mode_only 0 lets an fp32 tune leave out the FFMA kernels as ft_tune's does): *report is the caller's (ft_tune_report_free), set on
  * FT_OK only. Unlike ft_tune, a run where no candidate was correct is FT_OK with has_best = 0.
  * Returns what ft_tune returns, except FT_ERR_NOT_FOUND. */
 FT_API ft_status ft_tune_ex(ft_ctx *ctx, const ft_problem *p, const ft_tune_options *opt,

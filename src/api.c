@@ -314,12 +314,10 @@ static ft_status find_lookup_dev(ft_ctx *ctx, const char *name, lookup_dev *d) {
   return FT_OK;
 }
 
-/* ft__lookup_best; on FT_ERR_NOT_FOUND *stale is 1 when only results of an older kernel source
- * were found, -1 when no device is stored under device_name. */
-static ft_status lookup_best(ft_ctx *ctx, const char *device_name, const ft_problem *p, unsigned flags, ft_best *out,
+/* One mode's lookup (p->math alone); on FT_ERR_NOT_FOUND *stale is 1 when only results of an older
+ * kernel source were found, -1 when no device is stored under device_name. */
+static ft_status lookup_mode(ft_ctx *ctx, const char *device_name, const ft_problem *p, unsigned flags, ft_best *out,
                              int *exact, int *stale) {
-  if (flags & ~(FT_LOOKUP_NEAREST | FT_LOOKUP_EXACT) || flags == (FT_LOOKUP_NEAREST | FT_LOOKUP_EXACT))
-    return ft__fail(&ctx->err, FT_ERR_INVALID_ARG, "ft_lookup: flags 0x%x: unknown, or EXACT with NEAREST", flags);
   const ft_epilogue *ep = NULL;
   FT_TRY(check_problem(ctx, p, &ep));
   ft_problem_key key;
@@ -358,6 +356,51 @@ static ft_status lookup_best(ft_ctx *ctx, const char *device_name, const ft_prob
   return ft__fail(&ctx->err, FT_ERR_NOT_FOUND, "nothing tuned for %lldx%lldx%lld, epilogue '%s', %s on %s%s",
                   (long long)p->m, (long long)p->n, (long long)p->k, key.epilogue, key.math, d.name,
                   flags & FT_LOOKUP_NEAREST ? " (nor a nearby applicable shape)" : "");
+}
+
+/* How closely a match serves the problem asked: exact, then an M bucket, then the nearest shape. */
+static int match_rank(int exact) { return exact == FT_MATCH_EXACT ? 2 : exact == FT_MATCH_BUCKET ? 1 : 0; }
+
+/* Of two matches of one fp32-tensor problem in different modes, whether b serves it better than a:
+ * the closer match; at the same tuned shape the faster, by the ratio to cuBLAS SGEMM that both
+ * modes are ranked by (docs/FORMAT.md, "best"), else by the stored medians; a tighter bucket. */
+static int serves_better(const ft_best *b, int b_exact, const ft_best *a, int a_exact) {
+  if (match_rank(b_exact) != match_rank(a_exact)) return match_rank(b_exact) > match_rank(a_exact);
+  if (b->key.m == a->key.m && b->key.n == a->key.n && b->key.k == a->key.k) {
+    if (b->gemm_ratio > 0 && a->gemm_ratio > 0) return b->gemm_ratio < a->gemm_ratio;
+    return b->median_ms < a->median_ms;
+  }
+  return b_exact == FT_MATCH_BUCKET && b->key.m < a->key.m;
+}
+
+/* ft__lookup_best. A problem in fp32 (the default mode) is served at fp32 accuracy unless
+ * FT_LOOKUP_MODE_ONLY: by the better of its fp32 and 3xtf32 results, since every stored 3xtf32
+ * result was held to cuBLAS SGEMM's own error on the problem (docs/MODES.md). */
+static ft_status lookup_best(ft_ctx *ctx, const char *device_name, const ft_problem *p, unsigned flags, ft_best *out,
+                             int *exact, int *stale) {
+  const unsigned known = FT_LOOKUP_NEAREST | FT_LOOKUP_EXACT | FT_LOOKUP_MODE_ONLY;
+  if (flags & ~known || (flags & (FT_LOOKUP_NEAREST | FT_LOOKUP_EXACT)) == (FT_LOOKUP_NEAREST | FT_LOOKUP_EXACT))
+    return ft__fail(&ctx->err, FT_ERR_INVALID_ARG, "ft_lookup: flags 0x%x: unknown, or EXACT with NEAREST", flags);
+  const unsigned mode_flags = flags & ~FT_LOOKUP_MODE_ONLY;
+  ft_status s = lookup_mode(ctx, device_name, p, mode_flags, out, exact, stale);
+  if ((flags & FT_LOOKUP_MODE_ONLY) || !p || p->math != FT_MATH_FP32 || (s != FT_OK && s != FT_ERR_NOT_FOUND) ||
+      *stale < 0)
+    return s;
+  ft_problem q = *p;
+  q.math = FT_MATH_3XTF32;
+  ft_best alt;
+  int alt_exact = 0, alt_stale = 0;
+  char first_msg[sizeof ctx->err.msg];
+  snprintf(first_msg, sizeof first_msg, "%s", ctx->err.msg);
+  const ft_status s3 = lookup_mode(ctx, device_name, &q, mode_flags, &alt, &alt_exact, &alt_stale);
+  if (s3 == FT_OK && (s != FT_OK || serves_better(&alt, alt_exact, out, *exact))) {
+    *out = alt;
+    *exact = alt_exact;
+    return FT_OK;
+  }
+  if (s3 != FT_OK && s3 != FT_ERR_NOT_FOUND) return s3;
+  if (s != FT_OK) snprintf(ctx->err.msg, sizeof ctx->err.msg, "%s", first_msg); /* the fp32 message names the tune */
+  return s;
 }
 
 ft_status ft__lookup_best(ft_ctx *ctx, const char *device_name, const ft_problem *p, unsigned flags, ft_best *out,
@@ -411,7 +454,7 @@ ft_status ft__lookup_within(ft_ctx *ctx, const char *device_name, const ft_probl
     if (bf16 && i && q.math != FT_MATH_FP8) continue;
     ft_best best;
     int exact = 0, stale = 0;
-    ft_status s = lookup_best(ctx, device_name, &q, FT_LOOKUP_EXACT, &best, &exact, &stale);
+    ft_status s = lookup_mode(ctx, device_name, &q, FT_LOOKUP_EXACT, &best, &exact, &stale);
     const ft_epilogue *ep = NULL;
     if (s == FT_ERR_NOT_FOUND) {
       if (stale < 0) return s; /* the named device is not stored: its message says so */
@@ -477,7 +520,9 @@ ft_status ft_plan_create(ft_ctx *ctx, const ft_problem *p, const ft_config *cfg,
   FT_TRY(check_problem(ctx, p, &ep));
   ft_variant v;
   FT_TRY(ft_variant_from_json(cfg->config, &v, &ctx->err));
-  if (v.math != (int)p->math)
+  /* fp32, the default mode, is served at fp32 accuracy: by a 3xtf32 configuration too (ft_lookup). */
+  const int fp32_served = p->math == FT_MATH_FP32 && v.math == FT_MATH_3XTF32;
+  if (v.math != (int)p->math && !fp32_served)
     return ft__fail(&ctx->err, FT_ERR_INVALID_ARG, "configuration %s computes in %s, the problem asks for %s",
                     cfg->name, ft_math_name((ft_math)v.math), ft_math_name(p->math));
   FT_TRY(need_gpu(ctx));
@@ -549,7 +594,8 @@ ft_status ft__tune_summary(ft_ctx *ctx, const ft_problem *p, const ft_tune_optio
                      .max_candidates = max_cand,
                      .stop = FT_OPT_HAS(opt, stop) ? opt->stop : NULL,
                      .worker_exe = worker,
-                     .device = ft__current_device()};
+                     .device = ft__current_device(),
+                     .prune_ffma = p->math == FT_MATH_FP32 && !(FT_OPT_HAS(opt, mode_only) && opt->mode_only)};
   if (!opt->quiet && FT_OPT_HAS(opt, progress_user)) {
     req.progress = opt->progress;
     req.progress_user = opt->progress_user;
@@ -559,9 +605,8 @@ ft_status ft__tune_summary(ft_ctx *ctx, const ft_problem *p, const ft_tune_optio
   return s;
 }
 
-ft_status ft_tune(ft_ctx *ctx, const ft_problem *p, const ft_tune_options *opt, ft_config *best) {
-  if (!ctx) return FT_ERR_INVALID_ARG;
-  if (!best) return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune: best is NULL");
+/* One mode's tune, as ft_tune reports it. */
+static ft_status tune_mode(ft_ctx *ctx, const ft_problem *p, const ft_tune_options *opt, ft_config *best) {
   ft_tune_summary sum;
   ft_status s = ft__tune_summary(ctx, p, opt, &sum);
   if (s == FT_OK && !sum.has_best && sum.n_measured + sum.n_skipped_known == 0)
@@ -572,4 +617,55 @@ ft_status ft_tune(ft_ctx *ctx, const ft_problem *p, const ft_tune_options *opt, 
   if (s == FT_OK) ft__fill_config(best, &sum.best, 1);
   ft_tune_summary_free(&sum);
   return s;
+}
+
+static int fp32_accuracy_modes(const ft_problem *p, const ft_device_limits *lim, ft_math modes[2]) {
+  if (p->math != FT_MATH_FP32) {
+    modes[0] = p->math;
+    return 1;
+  }
+  int n = 0;
+  /* 3xtf32 first: the fp32 tune then skips FFMA kernels its stored best has outrun. */
+  if (lim->cc_major >= 9) modes[n++] = FT_MATH_3XTF32;
+  modes[n++] = FT_MATH_FP32;
+  return n;
+}
+
+ft_status ft_tune_modes(ft_ctx *ctx, const ft_problem *p, int mode_only, ft_math modes[2], int *n) {
+  if (!ctx) return FT_ERR_INVALID_ARG;
+  if (!p || !modes || !n) return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune_modes: NULL argument");
+  *n = 0;
+  if (mode_only || p->math != FT_MATH_FP32) {
+    modes[0] = p->math;
+    *n = 1;
+    return FT_OK;
+  }
+  FT_TRY(need_device(ctx));
+  *n = fp32_accuracy_modes(p, &ctx->lim, modes);
+  return FT_OK;
+}
+
+ft_status ft_tune(ft_ctx *ctx, const ft_problem *p, const ft_tune_options *opt, ft_config *best) {
+  if (!ctx) return FT_ERR_INVALID_ARG;
+  if (!best) return fail(ctx, FT_ERR_INVALID_ARG, "ft_tune: best is NULL");
+  const int mode_only = opt && opt->struct_size >= FT_TUNE_OPTIONS_V1_SIZE && FT_OPT_HAS(opt, mode_only) && opt->mode_only;
+  if (mode_only || !p || p->math != FT_MATH_FP32) return tune_mode(ctx, p, opt, best);
+  ft_math modes[2];
+  int n = 0;
+  /* No device to ask: the fp32 tune alone, whose own checks (options, worker, device) say what is wrong. */
+  if (ft_tune_modes(ctx, p, 0, modes, &n) != FT_OK) return tune_mode(ctx, p, opt, best);
+  ft_status s = FT_OK;
+  for (int i = 0; i < n; i++) {
+    ft_problem q = *p;
+    q.math = modes[i];
+    ft_config one;
+    s = tune_mode(ctx, &q, opt, &one);
+    if (s != FT_OK && s != FT_ERR_NOT_FOUND) return s;
+  }
+  /* What a lookup serves now, across both modes. */
+  ft_best b;
+  int exact = 0;
+  ft_status ls = ft__lookup_best(ctx, NULL, p, FT_LOOKUP_EXACT, &b, &exact);
+  if (ls == FT_OK) ft__fill_config(best, &b, exact);
+  return ls == FT_ERR_NOT_FOUND ? s : ls;
 }

@@ -190,7 +190,10 @@ ft_status ft_bench_problem(ft_ctx *ctx, const ft_problem *p, int repeats, ft_ben
     out->peak_flops = 2.0 * 8192.0 * 8192.0 * 8192.0;
     ft__fill_config(&out->best, &r->best, 1);
     r->b.g = g;
-    st = ft_pdata_create(g, (int)p->m, (int)p->n, (int)p->k, own, p->math, 0, &r->b.d, err);
+    /* fp32 may be served by 3xtf32 (ft_lookup): the data and its tolerance are the served mode's. */
+    ft_math served = p->math;
+    if (!ft_math_from_name(r->best.key.math, &served)) served = p->math;
+    st = ft_pdata_create(g, (int)p->m, (int)p->n, (int)p->k, own, served, 0, &r->b.d, err);
   }
   if (st == FT_OK) st = bench_body(ctx, g, own, repeats, r, out);
   free_call(&r->b);

@@ -45,6 +45,8 @@ int ft_search_cannot_win(double pred_ms, double ratio_lo, double best_ms, double
   return pred_ms * ratio_lo / (1.0 + slack) > best_ms;
 }
 
+int ft_search_ffma_outrun(double ratio) { return ratio > 0 && ratio * 1.05 < FT_FFMA_RATIO_FLOOR; }
+
 /* z with 0.5 erfc(z / sqrt 2) = q, for 0 < q < 0.5, by bisection. */
 static double upper_quantile(double q) {
   double lo = 0, hi = 40;

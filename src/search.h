@@ -104,6 +104,15 @@ ft_status ft_search_run(ft_search_item *items, int n, const ft_search_cfg *cfg, 
  * errs more than (1 + slack) times further in its favour. */
 int ft_search_cannot_win(double pred_ms, double ratio_lo, double best_ms, double slack);
 
+/* An FFMA kernel does the GEMM's multiply-adds at best at the FFMA peak, where cuBLAS SGEMM
+ * already runs at about 3/4 of it on Hopper (51 of 67 TFLOP/s): none takes less than this share of
+ * SGEMM's time. */
+#define FT_FFMA_RATIO_FLOOR 0.75
+
+/* Whether no FFMA kernel can beat a result whose time is ratio times cuBLAS SGEMM's (measured in
+ * another run: 5 % for the clocks of the two); 0 for an unknown ratio (<= 0, NaN). */
+int ft_search_ffma_outrun(double ratio);
+
 /* The ratio_lo to expect of `remaining` more items, from n measured ones whose log(measured /
  * predicted) have mean mu and standard deviation sd and whose lowest ratio was min_ratio: the
  * lower of min_ratio and exp(mu - z sd), z the normal quantile with upper tail risk / remaining

@@ -432,10 +432,42 @@ static ft_status plant_test_candidates(tuner *t, int n_gemm, ft_err *err) {
 }
 #endif
 
+/* Whether a tune at fp32 accuracy can leave out every FFMA kernel: the stored, current 3xtf32 best
+ * of this problem on this device (tuned first) ranks below what FFMA can reach, both ratios to the
+ * same cuBLAS SGEMM. *ratio: that best's ratio (0: none). */
+static ft_status ffma_outrun(tuner *t, double *ratio, int *outrun, ft_err *err) {
+  *ratio = 0;
+  *outrun = 0;
+  if (!t->req->prune_ffma || t->p->math != FT_MATH_FP32 || ft_search_takes_full_space(t->search)) return FT_OK;
+  ft_problem_key key;
+  ft_problem_key_set(&key, t->p->m, t->p->n, t->p->k, FT_MATH_3XTF32, ft_ep_canonical(t->p->ep), ft_ep_hash(t->p->ep));
+  ft_best b;
+  int stale = 0;
+  ft_err quiet;
+  ft_status s = ft_best_current(t->db, t->device_id, &key, t->p->ep, NULL, NULL, &b, &stale, &quiet);
+  if (s == FT_ERR_NOT_FOUND) return FT_OK;
+  if (s != FT_OK) return ft__fail(err, s, "%s", quiet.msg);
+  *ratio = b.gemm_ratio;
+  *outrun = ft_search_ffma_outrun(b.gemm_ratio);
+  return FT_OK;
+}
+
 static ft_status enumerate_all(tuner *t, ft_err *err) {
   int cap = 0;
   FT_TRY(add_candidates(t, FT_VK_GEMM, &cap, err));
   int n_gemm = t->nc;
+  double ratio3 = 0;
+  int outrun = 0;
+  FT_TRY(ffma_outrun(t, &ratio3, &outrun, err));
+  if (outrun && n_gemm > 0) {
+    char line[240];
+    snprintf(line, sizeof line, "%d FFMA kernel(s) left out: the stored 3xtf32 best runs at %.3f of cuBLAS SGEMM's time, "
+             "below the %.2f no FFMA kernel reaches (--strategy exhaustive times them)", n_gemm, ratio3,
+             FT_FFMA_RATIO_FLOOR);
+    report_step(t, "preparing", line);
+    t->sum->n_early_stopped += n_gemm;
+    t->nc = n_gemm = 0;
+  }
   FT_TRY(add_candidates(t, FT_VK_EPILOGUE, &cap, err));
   if (t->req->max_candidates > 0 && t->nc > t->req->max_candidates) {
     /* Keep the head of both kinds (each list is ordered likely-good first). */

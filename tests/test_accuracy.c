@@ -67,11 +67,13 @@ static void build_fixture(void) {
   ASSERT_OK(ft_db_upsert_device(db, &d, &dev, &err));
   ASSERT_OK(ft_db_begin_run(db, dev, "{\"strategy\":\"exhaustive\"}", 150, &run, &err));
   /* Problem 128: fp32 2.0 ms (1e-7); 3xtf32 0.8 ms (1.2e-6); tf32 0.5 ms (3e-4) and a slower
-   * tf32 result 0.55 ms (2.5e-4). Problem 256: fp32 and tf32 tie at 1.0 ms. Problem 512: bf16. */
+   * tf32 result 0.55 ms (2.5e-4). Problem 256: fp32 and tf32 tie at 1.0 ms. Problem 512: bf16.
+   * Problem 64: 3xtf32 alone. */
   const row rows[] = {{128, FT_MATH_FP32, 2.0, 1e-7},     {128, FT_MATH_3XTF32, 0.8, 1.2e-6},
                       {128, FT_MATH_TF32, 0.5, 3e-4},     {128, FT_MATH_TF32, 0.55, 2.5e-4},
                       {256, FT_MATH_FP32, 1.0, 1e-7},     {256, FT_MATH_TF32, 1.0, 3e-4},
-                      {512, FT_MATH_BF16, 0.3, 2e-3},     {512, FT_MATH_FP32, 0.9, 1e-7}};
+                      {512, FT_MATH_BF16, 0.3, 2e-3},     {512, FT_MATH_FP32, 0.9, 1e-7},
+                      {64, FT_MATH_3XTF32, 0.4, 1e-6}};
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) add_row(db, dev, run, ep, &rows[i], (int)(i % 3));
   FILE *f = fopen(json, "wb");
   ASSERT_TRUE(f != NULL);
@@ -140,14 +142,34 @@ static void test_selection(void) {
   ASSERT_EQ_INT(pick(128, FT_MATH_FP32, 0, e, msg, sizeof msg), FT_ERR_INVALID_ARG);
   ASSERT_EQ_INT(pick(128, FT_MATH_FP32, NAN, e, msg, sizeof msg), FT_ERR_INVALID_ARG);
   ASSERT_EQ_INT(pick(128, FT_MATH_FP32, INFINITY, e, msg, sizeof msg), FT_ERR_INVALID_ARG);
-  /* Without a tolerance nothing changes: the exact mode asked. */
+  /* Without a tolerance, fp32 (the default) is served at fp32 accuracy: the faster of fp32 and
+   * 3xtf32 (stored only within SGEMM's error), never tf32. */
   ft_ctx *ctx = NULL;
   ASSERT_OK(ft_open(g_import, FT_OPEN_READONLY, &ctx));
   ft_problem p = {128, 4096, 4096, EPI, FT_MATH_FP32};
   ASSERT_OK(ft_lookup_entry(ctx, DEV, &p, 0, e));
+  ASSERT_EQ_STR(e->math, "3xtf32");
+  ASSERT_NEAR(e->config.median_ms, 0.8, 1e-12);
+  ASSERT_EQ_INT(e->config.math, FT_MATH_3XTF32);
+  /* FT_LOOKUP_MODE_ONLY: the mode asked alone. */
+  ASSERT_OK(ft_lookup_entry(ctx, DEV, &p, FT_LOOKUP_MODE_ONLY, e));
   ASSERT_EQ_STR(e->math, "fp32");
   ASSERT_NEAR(e->config.median_ms, 2.0, 1e-12);
   ASSERT_NEAR(e->config.rel_err, 1e-7, 1e-20);
+  /* An fp32 shape with no 3xtf32 result is served by fp32; one with only 3xtf32, by it. */
+  ft_problem p256 = {256, 4096, 4096, EPI, FT_MATH_FP32};
+  ASSERT_OK(ft_lookup_entry(ctx, DEV, &p256, FT_LOOKUP_EXACT, e));
+  ASSERT_EQ_STR(e->math, "fp32");
+  ft_problem p64 = {64, 4096, 4096, EPI, FT_MATH_FP32};
+  ASSERT_OK(ft_lookup_entry(ctx, DEV, &p64, FT_LOOKUP_EXACT, e));
+  ASSERT_EQ_STR(e->math, "3xtf32");
+  ASSERT_EQ_INT(ft_lookup_entry(ctx, DEV, &p64, FT_LOOKUP_EXACT | FT_LOOKUP_MODE_ONLY, e), FT_ERR_NOT_FOUND);
+  ASSERT_CONTAINS(ft_errmsg(ctx), "fp32");
+  /* Other modes are never widened, and unknown flags are refused. */
+  ft_problem pt = {128, 4096, 4096, EPI, FT_MATH_TF32};
+  ASSERT_OK(ft_lookup_entry(ctx, DEV, &pt, 0, e));
+  ASSERT_EQ_STR(e->math, "tf32");
+  ASSERT_EQ_INT(ft_lookup_entry(ctx, DEV, &p, 0x80, e), FT_ERR_INVALID_ARG);
   ft_close(ctx);
   free(e);
 }
@@ -172,7 +194,8 @@ static void test_cli(void) {
       {"--tolerance abc", 2, "not a positive number"},
       {"--tolerance 1e-5 --nearest", 2, "do not combine"},
       {"--tolerance 1e-5 --tolerance 1e-3", 2, "twice"},
-      {"", 0, "rel_err 1e-07"},
+      {"", 0, "3xtf32, epilogue"},         /* fp32 at fp32 accuracy: the 3xtf32 result serves */
+      {"--math fp32", 0, "rel_err 1e-07"}, /* --math fp32: FFMA and SGEMM alone */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     snprintf(cmd, sizeof cmd, "'%s' --db '%s' query --shape 128x4096x4096 --epilogue '%s' --device-name '%s' %s 2>&1",

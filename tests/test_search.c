@@ -243,6 +243,13 @@ static void test_bound(void) {
   ASSERT_TRUE(!ft_search_cannot_win(1.6, 1.0, 1.5, 0.1)); /* 1.45 < 1.5: could win */
   ASSERT_TRUE(!ft_search_cannot_win(2.0, 0.8, 1.5, 0.1)); /* the model was 20 % pessimistic once */
   ASSERT_TRUE(!ft_search_cannot_win(2.0, -1, 1.5, 0.1));  /* no error measured yet */
+  /* fp32 accuracy: FFMA kernels are left out only below what they can reach, with 5 % to spare. */
+  ASSERT_TRUE(ft_search_ffma_outrun(0.58)); /* 3xtf32 at the founding job: 1.72x eager */
+  ASSERT_TRUE(ft_search_ffma_outrun(0.70));
+  ASSERT_TRUE(!ft_search_ffma_outrun(0.72)); /* 0.756 > 0.75: an FFMA kernel might still win */
+  ASSERT_TRUE(!ft_search_ffma_outrun(1.0));
+  ASSERT_TRUE(!ft_search_ffma_outrun(0));   /* unknown */
+  ASSERT_TRUE(!ft_search_ffma_outrun(NAN));
   ASSERT_TRUE(!ft_search_cannot_win(INFINITY, 1.0, 1.5, 0.1));
   ASSERT_TRUE(!ft_search_cannot_win(2.0, 1.0, INFINITY, 0.1)); /* nothing to beat */
   /* the floor: no spread -> the lowest ratio; spread -> lower with more items left */

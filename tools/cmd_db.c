@@ -330,7 +330,10 @@ static const char *query_help =
     "              and the fp8 layer of E with x * sx * sw, row sx, col sw, whose error is against the bf16\n"
     "              layer; fp16: that mode only); prints the mode and epilogue it picked and its error.\n"
     "              Exact shapes only.\n"
-    "              Without it the mode is --math (default fp32), whatever its error.\n";
+    "              Without it the mode is --math, whatever its error; without --math, fp32 tensors at fp32\n"
+    "              accuracy: the faster of the fp32 result (FFMA kernels, cuBLAS SGEMM + a pass) and the\n"
+    "              3xtf32 one, which is stored only within cuBLAS SGEMM's own error (`--math fp32`: FFMA\n"
+    "              and SGEMM alone). The mode printed is the one that serves.\n";
 
 int cmd_query(cli *c, int argc, char **argv) {
   if (wants_help(argc, argv, query_help)) return 0;
@@ -362,6 +365,7 @@ int cmd_query(cli *c, int argc, char **argv) {
       if (!v) return EXIT_USAGE;
       if (!parse_math(v, &math))
         return usage_error("query", "unknown --math '%s' (fp32, tf32, bf16, fp16, 3xtf32, fp8)", v);
+      flags |= FT_LOOKUP_MODE_ONLY; /* --math fp32: FFMA and SGEMM alone */
       continue;
     } else if (!strncmp(a, "--tolerance", 11) && (a[11] == 0 || a[11] == '=')) {
       const char *v = opt_value(&it, a);
@@ -376,7 +380,7 @@ int cmd_query(cli *c, int argc, char **argv) {
   if (!epi) return usage_error("query", "--epilogue is required");
   if (tolerance > 0 && (flags & FT_LOOKUP_NEAREST))
     return usage_error("query", "--tolerance and --nearest do not combine (a tolerance picks among exact shapes)");
-  if (flags == (FT_LOOKUP_NEAREST | FT_LOOKUP_EXACT))
+  if ((flags & (FT_LOOKUP_NEAREST | FT_LOOKUP_EXACT)) == (FT_LOOKUP_NEAREST | FT_LOOKUP_EXACT))
     return usage_error("query", "--exact and --nearest exclude each other");
   if (devname && !devname[0]) return usage_error("query", "--device-name is empty (name a device as 'list' shows it)");
   if (devname && strlen(devname) > 255)

@@ -22,7 +22,11 @@ static const char *tune_help =
     "                       powers of two 1, 2, ..., 4096), one after the other. A lookup of an M not tuned then\n"
     "                       takes the smallest tuned M >= M of the same N, K, epilogue and math (beyond B, B's)\n"
     "  --epilogue E         expression or preset (default: none); see 'fusedtune epilogue --help'\n"
-    "  --math M             math mode: fp32 (FFMA, error <= 1e-5 vs float64; default), tf32, bf16, fp16\n"
+    "  --math M             math mode. Without it, fp32 tensors are tuned at fp32 accuracy: 3xtf32 (on\n"
+    "                       compute capability 9.0+), then fp32, whose FFMA kernels are not compiled where the\n"
+    "                       3xtf32 best is faster than FFMA can be; a lookup serves the faster of the two\n"
+    "                       (3xtf32 is stored only within cuBLAS SGEMM's own error). Modes: fp32 (FFMA and\n"
+    "                       cuBLAS SGEMM alone, error <= 1e-5 vs float64), tf32, bf16, fp16\n"
     "                       (tensor cores; correct = within 2x cuBLAS's own error in that mode), 3xtf32\n"
     "                       (fp32 tensors on tensor cores, held to cuBLAS SGEMM's own error, or the fp32\n"
     "                       eager chain's where the epilogue makes that larger; docs/MODES.md), fp8 (e4m3\n"
@@ -326,6 +330,26 @@ static void show_progress(void *user, const ft_tune_progress *u) {
   }
 }
 
+/* After a tune at fp32 accuracy: what a lookup of the problem (fp32, the default) now serves. */
+static void print_served(ft_ctx *ctx, const tune_cli *t, const int64_t *ms, int n_ms) {
+  printf("\nserved at fp32 accuracy (fp32 FFMA and cuBLAS SGEMM, or 3xtf32 held to SGEMM's error; "
+         "--math fp32 for FFMA alone):\n");
+  for (int j = 0; j < n_ms; j++) {
+    ft_problem q = t->p;
+    q.m = ms[j];
+    q.math = FT_MATH_FP32;
+    ft_config cfg;
+    if (ft_lookup(ctx, &q, FT_LOOKUP_EXACT, &cfg) != FT_OK) {
+      printf("  M %-6lld nothing correct stored\n", (long long)ms[j]);
+      continue;
+    }
+    printf("  M %-6lld %-7s %s %s  %.4f ms  rel_err %.3g", (long long)ms[j], ft_math_name(cfg.math), cfg.strategy,
+           cfg.name, cfg.median_ms, cfg.rel_err);
+    if (cfg.eager_ms > 0) printf("  (%.3fx vs fp32 eager)", cfg.eager_ms / cfg.median_ms);
+    printf("\n");
+  }
+}
+
 int cmd_tune(cli *c, int argc, char **argv) {
   if (wants_help(argc, argv, tune_help)) return 0;
   char exe[4096];
@@ -373,10 +397,18 @@ int cmd_tune(cli *c, int argc, char **argv) {
   /* Candidates run in worker processes of this same executable: a fault or a hang costs one
    * candidate and a restart. */
   t.opt.worker_exe = cli_self_exe(exe, sizeof exe);
-  /* --math auto: the most accurate first, so a Ctrl-C leaves the fp32 results. An M range: the
-   * smallest M first. */
-  static const ft_math auto_modes[] = {FT_MATH_FP32, FT_MATH_3XTF32, FT_MATH_TF32};
-  const int nmodes = t.auto_math ? 3 : 1, many = t.auto_math || n_ms > 1;
+  /* --math auto: the most accurate first, so a Ctrl-C leaves the fp32 results. No --math on fp32
+   * tensors: fp32 accuracy (ft_tune_modes: 3xtf32, then fp32 without the FFMA kernels 3xtf32 has
+   * outrun). An M range: the smallest M first. */
+  ft_math modes[3] = {FT_MATH_FP32, FT_MATH_3XTF32, FT_MATH_TF32};
+  int nmodes = 3;
+  t.opt.mode_only = t.math_set;
+  if (!t.auto_math && (st = ft_tune_modes(ctx, &t.p, t.math_set, modes, &nmodes)) != FT_OK) {
+    rc = fail_ctx(st, ctx);
+    ft_close(ctx);
+    return rc;
+  }
+  const int accuracy = nmodes > 1 && !t.auto_math, many = nmodes > 1 || n_ms > 1;
   ft_config *best = calloc((size_t)n_ms * 3, sizeof *best);
   int *has_best = calloc((size_t)n_ms * 3, sizeof *has_best);
   if (!best || !has_best) {
@@ -387,7 +419,7 @@ int cmd_tune(cli *c, int argc, char **argv) {
   for (int j = 0; j < n_ms && !rc; j++) {
     t.p.m = ms[j];
     for (int i = 0; i < nmodes; i++) {
-      if (t.auto_math) t.p.math = auto_modes[i];
+      t.p.math = modes[i];
       ft_tune_report *r = NULL;
       st = ft_tune_ex(ctx, &t.p, &t.opt, &r);
       if (st != FT_OK) {
@@ -403,14 +435,15 @@ int cmd_tune(cli *c, int argc, char **argv) {
     }
   }
   if (t.json && many) printf("]\n");
+  if (accuracy && !t.json) print_served(ctx, &t, ms, n_ms);
   if (t.auto_math && n_ms == 1 && !t.json) {
     printf("\nper mode (pick by error with 'fusedtune query --shape %s --epilogue '...' --tolerance T'):\n", t.shape);
     for (int i = 0; i < nmodes; i++)
       if (has_best[i])
-        printf("  %-7s %10.4f ms  rel_err %.3g  max_abs_err %.3g  %s\n", ft_math_name(auto_modes[i]), best[i].median_ms,
+        printf("  %-7s %10.4f ms  rel_err %.3g  max_abs_err %.3g  %s\n", ft_math_name(modes[i]), best[i].median_ms,
                best[i].rel_err, best[i].max_abs_err, best[i].name);
       else
-        printf("  %-7s no correct configuration\n", ft_math_name(auto_modes[i]));
+        printf("  %-7s no correct configuration\n", ft_math_name(modes[i]));
   }
   if (n_ms > 1 && !t.json) {
     printf("\nM buckets of %lldx%lld (a lookup of M takes the smallest tuned M >= M; beyond %lld, %lld's):\n",
@@ -419,11 +452,11 @@ int cmd_tune(cli *c, int argc, char **argv) {
       for (int i = 0; i < nmodes; i++) {
         const ft_config *b = &best[j * 3 + i];
         if (has_best[j * 3 + i])
-          printf("  M %-6lld %-7s %10.4f ms  %s\n", (long long)ms[j], ft_math_name(t.auto_math ? auto_modes[i] : math),
+          printf("  M %-6lld %-7s %10.4f ms  %s\n", (long long)ms[j], ft_math_name(modes[i]),
                  b->median_ms, b->name);
         else
           printf("  M %-6lld %-7s no correct configuration\n", (long long)ms[j],
-                 ft_math_name(t.auto_math ? auto_modes[i] : math));
+                 ft_math_name(modes[i]));
       }
   }
   free(best), free(has_best);

@@ -17,6 +17,7 @@ FT_OPEN_READONLY = 0x1
 FT_OPEN_CREATE = 0x2
 FT_LOOKUP_NEAREST = 0x1
 FT_LOOKUP_EXACT = 0x2
+FT_LOOKUP_MODE_ONLY = 0x4
 FT_MATCH_NEAREST, FT_MATCH_EXACT, FT_MATCH_BUCKET = 0, 1, 2
 FT_VARIANTS_COMPILE = 0x1
 FT_VARIANTS_FULL = 0x2
@@ -85,7 +86,7 @@ class ft_tune_options(ctypes.Structure):
                 ("repeats", ctypes.c_int), ("retune", ctypes.c_int), ("flush_l2", ctypes.c_int),
                 ("quiet", ctypes.c_int), ("seed", ctypes.c_uint64), ("progress", ft_tune_progress_fn),
                 ("progress_user", ctypes.c_void_p), ("stop", ctypes.POINTER(ctypes.c_int)),
-                ("worker_exe", ctypes.c_char_p), ("max_candidates", ctypes.c_int)]
+                ("worker_exe", ctypes.c_char_p), ("max_candidates", ctypes.c_int), ("mode_only", ctypes.c_int)]
 
 
 def tune_options_init():

@@ -205,11 +205,13 @@ class Problem:
         return " ".join(shlex.quote(w) for w in words)
 
 
-def _lookup_flags(nearest, buckets):
-    """ft_lookup's flags: FT_LOOKUP_NEAREST, or FT_LOOKUP_EXACT (no M bucket); not both."""
+def _lookup_flags(nearest, buckets, mode_only=False):
+    """ft_lookup's flags: FT_LOOKUP_NEAREST, or FT_LOOKUP_EXACT (no M bucket); not both; and
+    FT_LOOKUP_MODE_ONLY (fp32: FFMA and SGEMM alone, not fp32 accuracy)."""
     if nearest and not buckets:
         raise InvalidArgumentError("nearest=True needs buckets=True (the nearest shape comes after the M bucket)")
-    return (_lib.FT_LOOKUP_NEAREST if nearest else 0) | (0 if buckets else _lib.FT_LOOKUP_EXACT)
+    return ((_lib.FT_LOOKUP_NEAREST if nearest else 0) | (0 if buckets else _lib.FT_LOOKUP_EXACT) |
+            (_lib.FT_LOOKUP_MODE_ONLY if mode_only else 0))
 
 
 @dataclass(frozen=True)
@@ -400,15 +402,16 @@ class Database(_Owned):
         if st != 0:
             _raise(st, _s(lib().ft_errmsg(self._ctx)), cls)
 
-    def lookup(self, problem, *, nearest=False, buckets=True):
+    def lookup(self, problem, *, nearest=False, buckets=True, mode_only=False):
         """The best configuration for problem on the current CUDA device (needs the GPU: the
         device is part of the key). An M not tuned is served by its M bucket (Config.bucket,
         Config.tuned_m the bucket's M) unless buckets=False (the exact key only). nearest: fall back
-        to the nearest tuned shape of another N or K (exact and bucket False). NotFoundError when
-        nothing applies."""
+        to the nearest tuned shape of another N or K (exact and bucket False). A problem in fp32
+        (the default) is served at fp32 accuracy, by its fp32 or 3xtf32 result (Config.math says
+        which) unless mode_only. NotFoundError when nothing applies."""
         p, out = problem._c(), _lib.ft_config()
         with self._lock:
-            self._check(lib().ft_lookup(self._handle(), ctypes.byref(p), _lookup_flags(nearest, buckets),
+            self._check(lib().ft_lookup(self._handle(), ctypes.byref(p), _lookup_flags(nearest, buckets, mode_only),
                                         ctypes.byref(out)))
         return Config._from_c(out)
 
@@ -430,13 +433,14 @@ class Database(_Owned):
                                                      ctypes.byref(p), float(tolerance), ctypes.byref(out)))
         return BestEntry._from_c(out)
 
-    def lookup_entry(self, problem, device_name=None, *, nearest=False, buckets=True):
+    def lookup_entry(self, problem, device_name=None, *, nearest=False, buckets=True, mode_only=False):
         """lookup that also names the device; device_name reads results stored for that device
         without touching a GPU. A BestEntry."""
         p, out = problem._c(), _lib.ft_best_entry()
         with self._lock:
             self._check(lib().ft_lookup_entry(self._handle(), _cstr("device name", device_name) if device_name else None,
-                                              ctypes.byref(p), _lookup_flags(nearest, buckets), ctypes.byref(out)))
+                                              ctypes.byref(p), _lookup_flags(nearest, buckets, mode_only),
+                                              ctypes.byref(out)))
         return BestEntry._from_c(out)
 
     def best_entries(self):
@@ -497,9 +501,11 @@ class Database(_Owned):
         return plan
 
     def tune(self, problem, *, budget_s=None, strategy=None, repeats=None, retune=False, flush_l2=False,
-             seed=None, max_candidates=None, worker=None, progress=None):
+             seed=None, max_candidates=None, worker=None, progress=None, mode_only=False):
         """Tunes problem on the current CUDA device (a writable database and a GPU needed) and
-        returns the best Config. Blocks up to budget_s (default 150 s). progress(TuneProgress)
+        returns the best Config. A problem in fp32 (the default) is tuned at fp32 accuracy, in
+        3xtf32 then fp32 (the budget applies to each; Config.math says which serves), unless
+        mode_only. Blocks up to budget_s (default 150 s). progress(TuneProgress)
         is called on the tuning thread. Ctrl-C ends the tune after the candidate in flight
         (Interrupted; what was measured stays stored). worker: the executable that runs
         candidates (default: $FUSEDTUNE_WORKER, else the fusedtune-worker the library finds from
@@ -513,7 +519,7 @@ class Database(_Owned):
             opt.budget_s = float(budget_s)
         if repeats is not None:
             opt.repeats = _cint("repeats", int(repeats))
-        opt.retune, opt.flush_l2 = int(bool(retune)), int(bool(flush_l2))
+        opt.retune, opt.flush_l2, opt.mode_only = int(bool(retune)), int(bool(flush_l2)), int(bool(mode_only))
         if seed is not None:
             if not 0 <= int(seed) < (1 << 64):
                 raise InvalidArgumentError(f"seed {seed} is out of range (0 to 2**64 - 1)")

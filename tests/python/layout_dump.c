@@ -27,7 +27,7 @@ int main(void) {
   S(ft_tune_options) F(ft_tune_options, struct_size) F(ft_tune_options, strategy) F(ft_tune_options, budget_s)
   F(ft_tune_options, repeats) F(ft_tune_options, retune) F(ft_tune_options, flush_l2) F(ft_tune_options, quiet)
   F(ft_tune_options, seed) F(ft_tune_options, progress) F(ft_tune_options, progress_user) F(ft_tune_options, stop)
-  F(ft_tune_options, worker_exe) F(ft_tune_options, max_candidates)
+  F(ft_tune_options, worker_exe) F(ft_tune_options, max_candidates) F(ft_tune_options, mode_only)
   S(ft_import_counts) F(ft_import_counts, devices) F(ft_import_counts, problems) F(ft_import_counts, runs)
   F(ft_import_counts, results) F(ft_import_counts, cubins) F(ft_import_counts, devices_in)
   F(ft_import_counts, problems_in) F(ft_import_counts, runs_in) F(ft_import_counts, results_in)
