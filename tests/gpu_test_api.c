@@ -36,6 +36,24 @@ int main(void) {
   ASSERT_OK(ft_lookup(ctx, &p, 0, &cfg));
   ASSERT_EQ_INT(cfg.exact, 1);
   ASSERT_EQ_STR(cfg.name, best.name);
+  /* fp32 at fp32 accuracy: both modes were tuned (3xtf32 on sm_90+); the lookup serves the faster
+   * of them, FT_LOOKUP_MODE_ONLY the fp32 one, and a lookup of the 3xtf32 problem its own. */
+  ASSERT_TRUE(cfg.math == FT_MATH_FP32 || cfg.math == FT_MATH_3XTF32);
+  ft_config only, other;
+  ASSERT_OK(ft_lookup(ctx, &p, FT_LOOKUP_MODE_ONLY, &only));
+  ASSERT_EQ_INT(only.math, FT_MATH_FP32);
+  int cc = 0;
+  ASSERT_OK(cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, 0));
+  if (cc >= 9) {
+    ft_problem p3 = p;
+    p3.math = FT_MATH_3XTF32;
+    ASSERT_OK(ft_lookup(ctx, &p3, 0, &other));
+    ASSERT_EQ_INT(other.math, FT_MATH_3XTF32);
+    ASSERT_TRUE(!strcmp(cfg.name, only.name) || !strcmp(cfg.name, other.name));
+    ASSERT_TRUE(other.rel_err <= 1e-5);
+  }
+  printf("served at fp32 accuracy: %s %s (%.4f ms); fp32 alone: %s (%.4f ms)\n", ft_math_name(cfg.math), cfg.name,
+         cfg.median_ms, only.name, only.median_ms);
   const int N = 20000;
   double t0 = now_s();
   for (int i = 0; i < N; i++) ft_lookup(ctx, &p, 0, &cfg);
