@@ -266,6 +266,8 @@ def capture_graph(gm, math=None, m_range=None):
     for r in found:
         records.append(r.record(m_range))
         left += r.left
+    taken = {name for p in records for name in p.nodes}  # an op another epilogue took is not left
+    left = [x for x in left if x.node not in taken]
     left.sort(key=lambda x: order.get(_node_named(gm, x.node), 0))
     return Capture(records, left, gm)
 
@@ -569,7 +571,7 @@ class _Region:
             outside = [(c, u) for c in region if c is not o for u in c.users if u not in region]
             if outside:
                 c, u = min(outside, key=lambda cu: self.order[cu[1]])
-                self.reasons.setdefault(o, f"{c.name}, inside it, is also used by {u.name}")
+                self.reasons.setdefault(o, f"{c.name}, the epilogue's value before it, is also used by {u.name}")
                 continue
             kinds = {k: t for k, t in self.kinds.items() if E.params_of(v.e).get(k)}
             why = E.check(v.e, kinds)

@@ -216,9 +216,10 @@ def _all(e):
 
 
 def evaluate(e, x, x2=None, params=None):
-    """E evaluated with torch on x (the GEMM result, [..., N]) and x2; params {name: tensor or number},
-    a row vector shaped [..., 1]-broadcastable, a matrix like x. Follows the float64 reference's
-    definitions (docs/EPILOGUE.md) in x's dtype; for tests."""
+    """E evaluated with torch on x (the GEMM result, [..., N]) and x2; params {name: tensor or number}:
+    a col vector [N], a row vector [..., 1], a matrix like x. A one-value row reduction keeps its
+    dimension ([..., 1]). The definitions of the float64 reference (docs/EPILOGUE.md) in x's dtype;
+    the CPU tests compare a captured epilogue with the model's own ops through it."""
     import torch
     import torch.nn.functional as F
     params = params or {}
@@ -261,15 +262,15 @@ def evaluate(e, x, x2=None, params=None):
             return unary[op](t(a[0]))
         v = a[0]
         if op == "rowsum":
-            return v.sum(-1)
+            return v.sum(-1, keepdim=True)
         if op == "rowmean":
-            return v.mean(-1)
+            return v.mean(-1, keepdim=True)
         if op == "rowmax":
-            return v.amax(-1)
+            return v.amax(-1, keepdim=True)
         if op == "rowmin":
-            return v.amin(-1)
+            return v.amin(-1, keepdim=True)
         if op == "logsumexp":
-            return torch.logsumexp(v, -1)
+            return torch.logsumexp(v, -1, keepdim=True)
         if op == "softmax":
             return torch.softmax(v, -1)
         if op == "log_softmax":

@@ -85,7 +85,8 @@ def fuse(model, *example_inputs, db=None, autotune=False, math=None, nearest=Fal
                     f"any device")
     gm = export(model, example_inputs)
     found = capture_graph(gm, math=math)
-    by_name = {n.name: n for n in gm.graph.nodes}
+    original = {n.name: n for n in gm.graph.nodes}
+    by_name = dict(original)
     attrs = {n.target: n for n in gm.graph.nodes if n.op == "get_attr"}
     aten = torch.ops.aten
     layers = []
@@ -95,7 +96,7 @@ def fuse(model, *example_inputs, db=None, autotune=False, math=None, nearest=Fal
         gm.add_submodule(name, layer)
         layers.append((p, layer))
         out = by_name[p.output]
-        x = by_name[p.input]
+        x = by_name[p.input]  # perhaps an earlier layer's output, replaced by its call
         lead = list(x.meta["val"].shape[:-1])
         with gm.graph.inserting_before(out):
             kwargs = {}
@@ -114,8 +115,10 @@ def fuse(model, *example_inputs, db=None, autotune=False, math=None, nearest=Fal
             out_dtype = out.meta["val"].dtype
             if out_dtype != x.meta["val"].dtype:
                 y = gm.graph.call_function(aten._to_copy.default, (y,), {"dtype": out_dtype})
+        y.meta["val"] = out.meta["val"]
         out.replace_all_uses_with(y)
-        for n in sorted((by_name[k] for k in p.nodes), key=lambda n: -list(gm.graph.nodes).index(n)):
+        by_name[p.output] = y
+        for n in sorted((original[k] for k in p.nodes), key=lambda n: -list(gm.graph.nodes).index(n)):
             if not n.users:
                 gm.graph.erase_node(n)
     gm.graph.eliminate_dead_code()
