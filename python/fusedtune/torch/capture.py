@@ -611,7 +611,7 @@ class _Grown:
         for u in sorted(output.users, key=region.order.get):
             if u.op == "output" or _is_gemm(u):  # a GEMM after this one is a problem of its own
                 continue
-            why = region.reasons.get(u)
+            why = region.reasons.get(u) or next((region.reasons[i] for i in u.users if i in region.reasons), None)
             if why is None:
                 ins = [a for a in u.all_input_nodes if a in region.vals and a not in nodes]
                 why = (f"{ins[0].name}, which it reads, is also used outside the epilogue" if ins else
@@ -705,7 +705,7 @@ def _unary(f):
     return h
 
 
-def _binary(f, swap=False, commutes=False):
+def _binary(f, swap=False, commutes=False, doubles=False):
     def h(n, r):
         a, b = n.args[0], n.args[1]
         if swap:
@@ -716,6 +716,8 @@ def _binary(f, swap=False, commutes=False):
         va, vb = r.region(a), r.region(b)
         out = tuple(int(d) for d in _val(n).shape)
         if va is not None and va.tuple_of is None and vb is not None and vb.tuple_of is None:
+            if doubles and a is b:  # v + v is v * 2 exactly, and reads v (a reduction's result) once
+                return _V(va.e * 2, out, va.reduced)
             return _V(f(va.e, vb.e), out, va.reduced and vb.reduced)
         if va is not None and va.tuple_of is None:
             return _V(f(va.e, r.operand(b, va, out)), out, va.reduced)
@@ -1012,7 +1014,7 @@ def _max(a, b):
 
 _HANDLERS = {}
 for _names, _h in [
-    (("add.Tensor", "add.Scalar", "add_.Tensor", "add_.Scalar"), _binary(lambda a, b: a + b, commutes=True)),
+    (("add.Tensor", "add.Scalar", "add_.Tensor", "add_.Scalar"), _binary(lambda a, b: a + b, commutes=True, doubles=True)),
     (("sub.Tensor", "sub.Scalar", "sub_.Tensor", "sub_.Scalar"), _binary(lambda a, b: a - b)),
     (("rsub.Scalar", "rsub.Tensor"), _binary(lambda a, b: a - b, swap=True)),
     (("mul.Tensor", "mul.Scalar", "mul_.Tensor", "mul_.Scalar"), _binary(lambda a, b: a * b, commutes=True)),
