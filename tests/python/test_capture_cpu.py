@@ -513,6 +513,34 @@ class CaptureCpuTest(unittest.TestCase):
         self.assertIn("matmul (matmul", text)
         self.assertIn("mat add = node add", text)
 
+    def test_tune_on_a_cluster_writes_the_problem_file(self):
+        # tune(scheduler=...) hands the problem file to python3 -m fusedtune.cluster tune (its own
+        # tests run it on a real Dask cluster); here its command line and file, cluster.main recorded.
+        from fusedtune import cluster
+        from fusedtune.torch import tune
+        seen = []
+
+        def main(argv):
+            with open(argv[argv.index("--problems") + 1]) as f:
+                seen.append((argv, f.read()))
+            return 0
+        saved, cluster.main = cluster.main, main
+        try:
+            tune(MLP(), torch.randn(M, K), db="out.db", scheduler="tcp://h:8786", budget_s=30, max_candidates=4)
+            with self.assertRaises(fusedtune.InvalidArgumentError):
+                tune(MLP(), torch.randn(M, K), db="out.db", scheduler="local", worker="w")
+            cluster.main = lambda argv: 1
+            with self.assertRaises(fusedtune.FusedtuneError):
+                tune(MLP(), torch.randn(M, K), db="out.db", scheduler="local")
+        finally:
+            cluster.main = saved
+        argv, text = seen[0]
+        self.assertEqual(argv[:2], ["tune", "--problems"])
+        self.assertEqual(argv[3:], ["--db", "out.db", "--scheduler", "tcp://h:8786", "--budget", "30",
+                                    "--max-candidates", "4"])
+        self.assertEqual(text.splitlines()[1:], ["8x64x32,relu(x + bias),fp32", "8x64x64,relu(x + bias),fp32",
+                                                 "8x16x64,x + bias,fp32"])
+
     def test_fuse_refuses_cpu(self):
         with self.assertRaises(fusedtune.InvalidArgumentError) as cm:
             fuse(MinSub(), torch.randn(M, K))

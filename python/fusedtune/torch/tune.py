@@ -25,14 +25,22 @@ def _m_values(m_range):
     return ms
 
 
-def tune(model, *example_inputs, db=None, math=None, m_range=None, budget_s=None, out=sys.stdout, **options):
+def tune(model, *example_inputs, db=None, math=None, m_range=None, budget_s=None, out=sys.stdout, scheduler=None,
+         **options):
     """Tunes each problem of model (problems(model, *example_inputs, math=, m_range=)) not yet in
     db (a path, default $FUSEDTUNE_DB else ./fusedtune.db, created if missing; or a Database),
     printing a line per problem to out (None: silent). math="auto" tunes fp32, 3xtf32 and tf32 of
     a float32 model. budget_s and the other options go to Database.tune (strategy, max_candidates,
     repeats, ...). Returns [(CapturedProblem, fusedtune.Problem, Config, tuned)] in order, tuned
-    False for what the database already held."""
+    False for what the database already held.
+
+    scheduler: a Dask scheduler's address ("tcp://HOST:8786", or "local": one worker per GPU of this
+    host) tunes the problem file on the cluster's GPUs instead (python3 -m fusedtune.cluster tune,
+    docs/CLUSTER.md; db a path; options max_candidates, strategy, repeats, seed); returns its exit
+    status, FusedtuneError when not 0."""
     found = capture(model, *example_inputs, math=math, m_range=m_range)
+    if scheduler is not None:
+        return _on_cluster(found, db, scheduler, budget_s, options)
     work = []
     for p in found.unique():
         modes = ("fp32", "3xtf32", "tf32") if p.mode == "auto" else (p.mode,)
@@ -66,6 +74,35 @@ def tune(model, *example_inputs, db=None, math=None, m_range=None, budget_s=None
         if own:
             database.close()
     return results
+
+
+def _on_cluster(found, db, scheduler, budget_s, options):
+    import os
+    import tempfile
+    from .. import cluster
+    from ..errors import FusedtuneError, InvalidArgumentError
+    if db is None or isinstance(db, core.Database):
+        raise InvalidArgumentError("tune(scheduler=...): db must be the path the cluster's results are imported into")
+    flags = {"max_candidates": "--max-candidates", "strategy": "--strategy", "repeats": "--repeats",
+             "seed": "--seed"}
+    unknown = sorted(set(options) - set(flags))
+    if unknown:
+        raise InvalidArgumentError(f"tune(scheduler=...): option {unknown[0]!r} is not one fusedtune.cluster takes "
+                                   f"({', '.join(sorted(flags))}, budget_s)")
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "problems.csv")
+        found.to_problems_file(path)
+        argv = ["tune", "--problems", path, "--db", os.fspath(db)]
+        argv += ["--local"] if scheduler == "local" else ["--scheduler", scheduler]
+        if budget_s is not None:
+            argv += ["--budget", str(budget_s)]
+        for k, v in options.items():
+            argv += [flags[k], str(v)]
+        status = cluster.main(argv)
+    if status:
+        raise FusedtuneError(f"tune(scheduler={scheduler!r}): python3 -m fusedtune.cluster {' '.join(argv)} "
+                             f"exited with {status}")
+    return status
 
 
 __all__ = ["tune"]
