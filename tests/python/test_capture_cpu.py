@@ -180,6 +180,15 @@ class WeightKN(nn.Module):  # x @ W with W stored [K, N], and addmm
         return torch.tanh(x @ self.w), torch.addmm(self.b, x, self.w)
 
 
+class StridedInput(nn.Module):  # a GEMM of a transposed (non-contiguous) activation, a strided residual
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(K, N)
+
+    def forward(self, xt, r):
+        return self.fc(xt.t()) + r.t()
+
+
 class ResidualRow(nn.Module):  # a residual matrix and a row vector computed in the graph
     def __init__(self):
         super().__init__()
@@ -311,6 +320,8 @@ CASES = {
     "residual_row": (ResidualRow, lambda: (torch.randn(M, K), torch.randn(M, N)),
                      [("8x64x32", "leaky_relu((x + bias) * sum_1, 0.1) + r where mat r, row sum_1", "fp32", "fc")],
                      {}),
+    "strided": (StridedInput, lambda: (torch.randn(K, M), torch.randn(N, M)),
+                [("8x64x32", "x + bias + t_1 where mat t_1", "fp32", "fc")], {}),
     "mlp": (MLP, lambda: (torch.randn(M, K),),
             [("8x64x32", "relu(x + bias)", "fp32", "network.0"), ("8x64x64", "relu(x + bias)", "fp32", "network.2"),
              ("8x16x64", "x + bias", "fp32", "network.4")], {}),
@@ -353,6 +364,8 @@ class TorchLayer(nn.Module):
 
     def forward(self, x, **operands):
         self.calls += 1
+        if not x.is_contiguous() or not all(t.is_contiguous() for t in operands.values()):
+            raise AssertionError("FusedLinear takes contiguous x and operands")
         p = self.p
         env = dict(self.fixed)
         for b in p.bindings:

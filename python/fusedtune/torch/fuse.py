@@ -97,23 +97,26 @@ def fuse(model, *example_inputs, db=None, autotune=False, math=None, nearest=Fal
         layers.append((p, layer))
         out = by_name[p.output]
         x = by_name[p.input]  # perhaps an earlier layer's output, replaced by its call
-        lead = list(x.meta["val"].shape[:-1])
+        lead, in_dtype = list(x.meta["val"].shape[:-1]), x.meta["val"].dtype
         with gm.graph.inserting_before(out):
+            if not x.meta["val"].is_contiguous():  # FusedLinear reads x and matrices row-major
+                x = gm.graph.call_function(aten.clone.default, (x,), {"memory_format": torch.contiguous_format})
             kwargs = {}
             for b in p.bindings:
                 if b.source == "attr" and b.kind != "mat":
                     continue
                 node = attrs[b.target] if b.source == "attr" else by_name[b.target]
                 shape = {"col": [p.n], "row": [p.m], "mat": lead + [p.n]}[b.kind]
-                if list(node.meta["val"].shape) != shape:
+                if list(node.meta["val"].shape) != shape or not node.meta["val"].is_contiguous():
                     node = gm.graph.call_function(aten.reshape.default, (node, shape))
+                    node = gm.graph.call_function(aten.clone.default, (node,), {"memory_format": torch.contiguous_format})
                 kwargs[b.name] = node
             y = gm.graph.call_module(name, (x,), kwargs)
             fused_shape = lead + list(_tail(p))
             if list(p.out_shape) != fused_shape:
                 y = gm.graph.call_function(aten.reshape.default, (y, list(p.out_shape)))
             out_dtype = out.meta["val"].dtype
-            if out_dtype != x.meta["val"].dtype:
+            if out_dtype != in_dtype:
                 y = gm.graph.call_function(aten._to_copy.default, (y,), {"dtype": out_dtype})
         y.meta["val"] = out.meta["val"]
         out.replace_all_uses_with(y)
