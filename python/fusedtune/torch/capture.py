@@ -140,9 +140,8 @@ class Capture(list):
         gemms = sum(2 if p.gated else 1 for p in self)
         lines = [f"{gemms} GEMM{'s' if gemms != 1 else ''} captured in {len(self)} layer{'s' if len(self) != 1 else ''}, "
                  f"{len(self.unique())} problem{'s' if len(self.unique()) != 1 else ''} to tune:"]
-        lines += [f"  {p}" for p in self]
         for p in self:
-            lines += [f"      {b}" for b in p.bindings] + [f"      note: {n}" for n in p.notes]
+            lines += [f"  {p}"] + [f"      {b}" for b in p.bindings] + [f"      note: {n}" for n in p.notes]
         if self.left:
             lines.append(f"left in PyTorch ({len(self.left)}):")
             lines += [f"  {x}" for x in self.left]
