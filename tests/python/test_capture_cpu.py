@@ -554,6 +554,15 @@ class CaptureCpuTest(unittest.TestCase):
         self.assertEqual(text.splitlines()[1:], ["8x64x32,relu(x + bias),fp32", "8x64x64,relu(x + bias),fp32",
                                                  "8x16x64,x + bias,fp32"])
 
+    def test_fused_model_keeps_the_example_shapes(self):
+        # fuse() specializes to the example's shapes (torch.export's); another is refused in one line,
+        # by fuse's own check (torch.export's slower checks are taken out).
+        fused = fuse(MinSub(), torch.randn(M, K), _layer_for=TorchLayer)
+        self.assertFalse(any(n.op == "call_module" and n.target == "_guards_fn" for n in fused.graph.nodes))
+        with self.assertRaises(fusedtune.InvalidArgumentError) as cm:
+            fused(torch.randn(M + 1, K))
+        self.assertIn("input 0 has shape [9, 32], the example's was [8, 32]", str(cm.exception))
+
     def test_fuse_refuses_cpu(self):
         with self.assertRaises(fusedtune.InvalidArgumentError) as cm:
             fuse(MinSub(), torch.randn(M, K))
