@@ -415,7 +415,6 @@ class _Region:
         first = self.seeds[0]
         self.n, self.m, self.lead, self.dtype = first.n, first.m, first.lead, first.dtype
         self.names, self.kinds, self.sources = {}, {}, {}
-        self.bias_names = {}
         self.notes = {}
         self.vals, self.reasons = {}, {}
         self.dtypes = {self.dtype}  # float32 too after an upcast (logits.float())
@@ -431,7 +430,6 @@ class _Region:
                 self.kinds[name] = "col"
                 self.sources[name] = ("attr", g.bias)
                 e = x + E.param(name)
-                self.bias_names[g.node] = name
             self.vals[node] = _V(e, _val(node).shape)
         self.desc = set()
         for node in seeds:
@@ -620,9 +618,8 @@ class _Grown:
     def record(self, m_range):
         r, g = self.region, self.seeds[0]
         g2 = self.seeds[1] if self.gated else None
-        params = set(self.kinds)
         text = E.epilogue_text(self.expr, self.kinds)
-        bindings = tuple(Binding(name, self.kinds[name], *r.sources[name]) for name in sorted(params)
+        bindings = tuple(Binding(name, self.kinds[name], *r.sources[name]) for name in sorted(self.kinds)
                          if not (name == "bias" and not self.gated))
         notes = tuple(msg for node, msg in r.notes.items() if node in self.nodes)
         return CapturedProblem(
@@ -643,11 +640,7 @@ def _grow(gm, order, seeds, claimed):
         o, nodes, kinds = region.choose()
     except AssertionError:
         return None  # a gated pair whose products never meet
-    grown = _Grown(region, o, nodes, kinds)
-    if len(seeds) > 1:
-        # The pair's biases are named parameters of E (FusedLinear.from_gated's params).
-        grown.region.bias_names = region.bias_names
-    return grown
+    return _Grown(region, o, nodes, kinds)
 
 
 # ---------------------------------------------------------------------------------------------

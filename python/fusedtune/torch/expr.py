@@ -28,6 +28,7 @@ class Expr:
         self.op, self.args, self.value = op, args, value
 
     # Building, as torch writes it: a + b, a * 2, -a.
+    @staticmethod
     def _wrap(v):
         return v if isinstance(v, Expr) else num(v)
 
