@@ -192,7 +192,7 @@ class FusedLinearCpuTest(unittest.TestCase):
         # stands for the current device): a call whose state matches the recorded one launches
         # with x's and y's new addresses; any change the checks look at sends it to the checked
         # path, which refuses CPU tensors ("weight is on cpu").
-        import fusedtune.torch as ft
+        import fusedtune.torch.layer as ft  # the module whose globals forward reads
         launches = []
 
         class FakePlan:

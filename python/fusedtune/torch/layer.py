@@ -1,4 +1,4 @@
-"""fusedtune.torch: FusedLinear, an inference-only nn.Module for nn.Linear + an elementwise epilogue.
+"""fusedtune.torch.layer: FusedLinear, an inference-only nn.Module for nn.Linear + an elementwise epilogue.
 
     from fusedtune.torch import FusedLinear
     layer = FusedLinear.from_linear(lin, "min(x + bias, c) - c where c = 2").cuda()
@@ -17,11 +17,12 @@ import warnings
 import torch
 from torch import nn
 
-from . import _launch, core, torch_op
-from .plan import slot_arrays
-from ._binding import Binding, check_no_grad, check_tensor, dtype_name
-from ._lib import lib
-from .errors import InvalidArgumentError, NotFoundError, UnsupportedError, error_for
+from .. import _launch, core
+from . import op as torch_op
+from ..plan import slot_arrays
+from .._binding import Binding, check_no_grad, check_tensor, dtype_name
+from .._lib import lib
+from ..errors import InvalidArgumentError, NotFoundError, UnsupportedError, error_for
 
 
 # The current stream's cudaStream_t of a device index and the current device, without building a
@@ -117,7 +118,7 @@ class FusedLinear(nn.Module):
         if not isinstance(linear, nn.Linear):
             raise InvalidArgumentError(f"from_linear takes an nn.Linear, not {type(linear).__name__}")
         if math == "fp8":  # W quantized per output channel once, x per token on every call
-            from .fp8 import FP8Linear
+            from ..fp8 import FP8Linear
             return FP8Linear.from_linear(linear, epilogue, db)
         self = cls.__new__(cls)
         nn.Module.__init__(self)
@@ -135,7 +136,7 @@ class FusedLinear(nn.Module):
         """An fp8 layer of float8_e4m3fn weight [N, K] with its fp32 per-channel weight_scale [N]
         and a bf16 bias: y = E(x W^T) in bf16, x bf16 quantized per token on every call
         (fusedtune.fp8.FP8Linear)."""
-        from .fp8 import FP8Linear
+        from ..fp8 import FP8Linear
         return FP8Linear(weight, weight_scale, bias, epilogue, db)
 
     def _setup(self, epilogue, math, params, db, nearest, autotune, gated=False):

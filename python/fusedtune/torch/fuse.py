@@ -1,0 +1,182 @@
+"""Rewrite: the model with each captured GEMM + epilogue served by a FusedLinear (docs/PYTHON.md,
+"Whole models").
+
+    from fusedtune.torch import fuse
+    fast = fuse(model, x, db="fusedtune.db")      # an fx GraphModule; the rest of the model unchanged
+    with torch.inference_mode():
+        y = fast(x)
+
+Every captured problem must be tuned in db (at its M or an M bucket), else NotTunedError names the
+`fusedtune tune` command; autotune=True tunes what is missing instead. fusedtune runs on CUDA:
+a model on the CPU is refused.
+"""
+import torch
+from torch import nn
+
+from ..errors import InvalidArgumentError, NotFoundError, NotTunedError
+from .capture import capture_graph, export
+
+
+def _shell(weight, bias=None):
+    """An nn.Linear over weight [N, K] and bias (no copy, no initialization), for FusedLinear's
+    from_linear and from_gated."""
+    lin = nn.Linear.__new__(nn.Linear)
+    nn.Module.__init__(lin)
+    lin.out_features, lin.in_features = weight.shape
+    lin.weight = nn.Parameter(weight.detach(), requires_grad=False)
+    if bias is not None:
+        lin.bias = nn.Parameter(bias.detach(), requires_grad=False)
+    else:
+        lin.register_parameter("bias", None)
+    return lin
+
+
+def _tensor(gm, target):
+    mod, _, name = target.rpartition(".")
+    owner = gm.get_submodule(mod) if mod else gm
+    return getattr(owner, name)
+
+
+def layer_for(p, gm, db=None, autotune=False, nearest=False):
+    """The FusedLinear serving captured problem p of the exported module gm: its weight (a
+    transposed copy where the model stores W [K, N]), bias and parameters from gm's attributes;
+    operands the graph computes are given per call (fuse)."""
+    from .layer import FusedLinear
+    weight = _tensor(gm, p.weight)
+    if p.weight_transposed:
+        weight = weight.detach().t().contiguous()
+    params = {}
+    for b in p.bindings:
+        if b.source != "attr" or b.kind == "mat":
+            continue
+        t = _tensor(gm, b.target).detach()
+        params[b.name] = float(t.reshape(())) if b.kind == "scalar" else t.reshape(-1)
+    options = dict(math=p.math, db=db, nearest=nearest, autotune=autotune)
+    if p.gated:
+        w2 = _tensor(gm, p.weight2)
+        if p.weight_transposed:
+            w2 = w2.detach().t().contiguous()
+        return FusedLinear.from_gated(_shell(weight), _shell(w2), p.epilogue, params=params or None, **options)
+    bias = _tensor(gm, p.bias) if p.bias is not None else None
+    return FusedLinear.from_linear(_shell(weight, bias), p.epilogue, params=params or None, **options)
+
+
+def fuse(model, *example_inputs, db=None, autotune=False, math=None, nearest=False, _layer_for=None):
+    """model with every GEMM + epilogue fusedtune.torch.problems() captures served by a FusedLinear
+    (gated pairs by one from_gated layer): a torch.fx GraphModule (torch.export's, on these example
+    inputs: their shapes are fixed), the other ops as they were. Inference only.
+
+    db        the database (path or fusedtune.Database) holding the tunes; autotune: True or a dict
+              of Database.tune options tunes what is missing (a writable db, the GPU's time);
+    math      the mode (default: the dtype's; "tf32" or "3xtf32" for float32 models);
+    nearest   serve a shape not tuned by the nearest tuned shape (with a warning) instead of refusing.
+
+    Refused: a model whose parameters are not on a CUDA device (InvalidArgumentError), and a layer
+    whose problem is not tuned at its M or an M bucket (NotTunedError, .command the tune command),
+    unless autotune or nearest."""
+    if not isinstance(model, nn.Module):
+        raise InvalidArgumentError(f"fuse: model must be a torch.nn.Module, not {type(model).__name__}")
+    if _layer_for is None:
+        for name, t in list(model.named_parameters()) + list(model.named_buffers()):
+            if t.is_floating_point() and t.device.type != "cuda":
+                raise InvalidArgumentError(
+                    f"fuse: {name} is on {t.device}: fusedtune's kernels run on CUDA devices; move the model and "
+                    f"the example inputs there (model.cuda()). fusedtune.torch.problems(model, ...) captures on "
+                    f"any device")
+    gm = export(model, example_inputs)
+    found = capture_graph(gm, math=math)
+    original = {n.name: n for n in gm.graph.nodes}
+    by_name = dict(original)
+    attrs = {n.target: n for n in gm.graph.nodes if n.op == "get_attr"}
+    aten = torch.ops.aten
+    layers = []
+    for i, p in enumerate(found):
+        layer = (_layer_for or layer_for)(p, gm, db=db, autotune=autotune, nearest=nearest)
+        name = f"fused{i}_" + (p.where.replace(".", "_") or "model")
+        gm.add_submodule(name, layer)
+        layers.append((p, layer))
+        out = by_name[p.output]
+        x = by_name[p.input]  # perhaps an earlier layer's output, replaced by its call
+        lead, in_dtype = list(x.meta["val"].shape[:-1]), x.meta["val"].dtype
+        with gm.graph.inserting_before(out):
+            if not x.meta["val"].is_contiguous():  # FusedLinear reads x and matrices row-major
+                x = gm.graph.call_function(aten.clone.default, (x,), {"memory_format": torch.contiguous_format})
+            kwargs = {}
+            for b in p.bindings:
+                if b.source == "attr" and b.kind != "mat":
+                    continue
+                node = attrs[b.target] if b.source == "attr" else by_name[b.target]
+                shape = {"col": [p.n], "row": [p.m], "mat": lead + [p.n]}[b.kind]
+                if list(node.meta["val"].shape) != shape or not node.meta["val"].is_contiguous():
+                    node = gm.graph.call_function(aten.reshape.default, (node, shape))
+                    node = gm.graph.call_function(aten.clone.default, (node,), {"memory_format": torch.contiguous_format})
+                kwargs[b.name] = node
+            y = gm.graph.call_module(name, (x,), kwargs)
+            fused_shape = lead + list(_tail(p))
+            if list(p.out_shape) != fused_shape:
+                y = gm.graph.call_function(aten.reshape.default, (y, list(p.out_shape)))
+            out_dtype = out.meta["val"].dtype
+            if out_dtype != in_dtype:
+                y = gm.graph.call_function(aten._to_copy.default, (y,), {"dtype": out_dtype})
+        y.meta["val"] = out.meta["val"]
+        out.replace_all_uses_with(y)
+        by_name[p.output] = y
+        for n in sorted((original[k] for k in p.nodes), key=lambda n: -list(gm.graph.nodes).index(n)):
+            if not n.users:
+                gm.graph.erase_node(n)
+    gm.graph.eliminate_dead_code()
+    # torch.export's input checks (_guards_fn, a pre-hook) cost ~45 us a call on the host (measured on
+    # this project's CPU host: 74 us for a module whose layer alone takes 18), more than a small layer's
+    # GPU time: one comparison of the inputs' shapes with the example's does their work here.
+    for n in list(gm.graph.nodes):
+        if n.op == "call_module" and n.target == "_guards_fn" and not n.users:
+            gm.graph.erase_node(n)
+    inputs = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    shapes = tuple(tuple(n.meta["val"].shape) if isinstance(n.meta.get("val"), torch.Tensor) else None
+                   for n in inputs)
+    if inputs:
+        with gm.graph.inserting_after(inputs[-1]):
+            gm.graph.call_function(check_shapes, tuple(inputs), {"shapes": shapes})
+        for key, hook in list(gm._forward_pre_hooks.items()):  # its other input check (~30 us a call)
+            if getattr(hook, "__name__", "") == "_check_input_constraints_pre_hook":
+                del gm._forward_pre_hooks[key]
+    gm.delete_all_unused_submodules()
+    gm.recompile()
+    gm.fused = found
+    if _layer_for is None:
+        for p, layer in layers:
+            try:
+                layer.plan_for(p.m)
+            except NotTunedError as e:
+                raise NotTunedError(
+                    f"fuse: {p.where or 'the model'} ({p.node}): {p.shape} '{p.epilogue}' {p.mode} is not tuned in "
+                    f"{db or 'the default database'}: run `{e.command}`, or fusedtune.torch.tune(model, *inputs, "
+                    f"db=...) for every layer, or fuse(..., autotune=True)", command=e.command,
+                    status=NotTunedError.status) from None
+            except NotFoundError as e:
+                raise NotTunedError(f"fuse: {p.where or 'the model'} ({p.node}): {e}",
+                                    command=p.tune_command(db), status=NotTunedError.status) from None
+    return gm
+
+
+def check_shapes(*inputs, shapes):
+    """The fused model's inputs against the example's shapes, which fuse() specialized to."""
+    for i, (t, shape) in enumerate(zip(inputs, shapes)):
+        if shape is not None and t.shape != shape:
+            raise InvalidArgumentError(f"fused model: input {i} has shape {list(t.shape)}, the example's was "
+                                       f"{list(shape)}: fuse() keeps the example's shapes; fuse again for this one")
+
+
+def _tail(p):
+    """The FusedLinear's output shape after the rows."""
+    from .expr import POOLS, REDUCTIONS, ROW_ONE, _all
+    reds = [n for n in _all(p.expr) if n.op in REDUCTIONS]
+    if any(n.op in ROW_ONE for n in reds):
+        return ()
+    pools = [n for n in reds if n.op in POOLS]
+    if pools:
+        return (p.n // int(pools[0].args[1].value),)
+    return (p.n,)
+
+
+__all__ = ["fuse", "layer_for"]

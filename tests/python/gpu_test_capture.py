@@ -1,0 +1,145 @@
+"""GPU test of the model path: small models (tests/python/test_capture_cpu.py's, at GPU-sized
+widths) tuned whole with fusedtune.torch.tune (a few candidates each, into a scratch database),
+rewritten with fusedtune.torch.fuse, and their outputs checked against the model run in float64
+(relative to the output's largest magnitude: fp32 1e-4, bf16 3e-2); one model also under
+torch.compile and captured into a CUDA graph; a model not tuned refused with the tune command.
+Prints eager and fused ms per call (CUDA events, 50 calls) for each model. Exits 77 (skipped)
+without torch, CUDA or a GPU.
+
+    python3 tests/python/gpu_test_capture.py [--db PATH] [--only minsub,batchnorm,swiglu,lmhead,minigpt]
+"""
+import argparse
+import copy
+import os
+import sys
+import tempfile
+import time
+
+try:
+    import torch
+except ImportError:
+    print("SKIP: torch is not installed for this python3")
+    sys.exit(77)
+if not torch.cuda.is_available():
+    print("SKIP: torch sees no CUDA device")
+    sys.exit(77)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+sys.path.insert(0, HERE)
+import fusedtune  # noqa: E402
+from fusedtune.torch import fuse, problems, tune  # noqa: E402
+import test_capture_cpu as models  # noqa: E402  (the model classes)
+
+models.K, models.N = 256, 512  # the classes read these when built
+failures, passes = [], 0
+
+
+def record(ok, line):
+    global passes
+    print(("ok    " if ok else "FAIL  ") + line, flush=True)
+    if ok:
+        passes += 1
+    else:
+        failures.append(line)
+
+
+def rel_err(y, ref):
+    y, ref = y.double(), ref.double()
+    return float((y - ref).abs().max() / ref.abs().max().clamp_min(1e-30))
+
+
+def ms_per_call(fn, args, calls=50):
+    with torch.no_grad():
+        for _ in range(3):
+            fn(*args)
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(calls):
+            fn(*args)
+        end.record()
+        torch.cuda.synchronize()
+    return start.elapsed_time(end) / calls
+
+
+CASES = {
+    # name: (model class, dtype, inputs)
+    "minsub": (models.MinSub, torch.float32, lambda: (torch.randn(64, models.K),)),
+    "batchnorm": (models.ScaleBatchNorm, torch.float32, lambda: (torch.randn(64, models.K),)),
+    "swiglu": (lambda: models.SwiGLU(models.K, models.N), torch.bfloat16, lambda: (torch.randn(2, 32, models.K),)),
+    "lmhead": (lambda: models.LMHeadLSE(vocab=2048), torch.bfloat16, lambda: (torch.randn(64, models.K),)),
+    "minigpt": (lambda: models.MiniGPTBlock(n_embd=models.K, n_head=4, seqlen=32), torch.bfloat16,
+                lambda: (torch.randn(2, 32, models.K),)),
+}
+TOL = {torch.float32: 1e-4, torch.bfloat16: 3e-2}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--db", help="database (default: a scratch one)")
+    ap.add_argument("--only", help="comma-separated case names")
+    ap.add_argument("--max-candidates", type=int, default=3)
+    a = ap.parse_args()
+    scratch = tempfile.TemporaryDirectory()
+    db = a.db or os.path.join(scratch.name, "capture.db")
+    names = a.only.split(",") if a.only else list(CASES)
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    for name in names:
+        cls, dtype, inputs = CASES[name]
+        torch.manual_seed(0)
+        model = cls().cuda().to(dtype)
+        args = tuple(t.cuda().to(dtype) for t in inputs())
+        found = problems(model, *args)
+        print(found)
+        t0 = time.monotonic()
+        tune(model, *args, db=db, max_candidates=a.max_candidates)
+        tuned_s = time.monotonic() - t0
+        fused = fuse(model, *args, db=db)
+        ref_model = copy.deepcopy(model).double()
+        with torch.no_grad():
+            ref = ref_model(*(t.double() for t in args))
+            eager = model(*args)
+            got = fused(*args)
+        err, eager_err = rel_err(got, ref), rel_err(eager, ref)
+        record(err <= TOL[dtype], f"{name}: {len(found)} layers, tuned in {tuned_s:.0f} s; fused error {err:.2e}, "
+                                  f"eager's {eager_err:.2e} (tolerance {TOL[dtype]:.0e})")
+        t_eager, t_fused = ms_per_call(model, args), ms_per_call(fused, args)
+        print(f"      {name}: eager {t_eager:.4f} ms, fused {t_fused:.4f} ms per call ({t_eager / t_fused:.2f}x), "
+              f"{torch.cuda.get_device_name()}", flush=True)
+        if name == "swiglu":
+            compiled = torch.compile(fused)
+            with torch.no_grad():
+                y = compiled(*args)
+            record(rel_err(y, ref) <= TOL[dtype], f"{name}: under torch.compile, error {rel_err(y, ref):.2e}")
+            static = tuple(t.clone() for t in args)
+            with torch.no_grad():
+                fused(*static)  # warm: plans looked up before the capture
+                torch.cuda.synchronize()
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    out = fused(*static)
+                fresh = tuple(torch.randn_like(t) for t in args)
+                for s, f in zip(static, fresh):
+                    s.copy_(f)
+                graph.replay()
+                torch.cuda.synchronize()
+                want = ref_model(*(t.double() for t in fresh))
+            record(rel_err(out, want) <= TOL[dtype], f"{name}: a CUDA graph replayed on new inputs, error "
+                                                     f"{rel_err(out, want):.2e}")
+    # Not tuned: refused with the command that tunes it.
+    other = os.path.join(scratch.name, "empty.db")
+    fusedtune.Database(other, create=True).close()
+    model = models.MinSub().cuda()
+    try:
+        fuse(model, torch.randn(48, models.K, device="cuda"), db=other)
+        record(False, "fuse of a model not tuned: no error")
+    except fusedtune.NotTunedError as e:
+        record("tune --shape 48x512x256" in (e.command or "") and "is not tuned" in str(e),
+               f"fuse of a model not tuned: {str(e).splitlines()[0][:160]}")
+    print(f"{passes} passed, {len(failures)} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
