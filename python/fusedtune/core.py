@@ -201,7 +201,10 @@ class Problem:
     def tune_command(self, db=None):
         """The `fusedtune tune` command line that tunes this problem (into db when given)."""
         words = ["fusedtune"] + (["--db", os.fspath(db)] if db else [])
-        words += ["tune", "--shape", self.shape, "--epilogue", self.epilogue, "--math", math_mode(self.math).name]
+        words += ["tune", "--shape", self.shape, "--epilogue", self.epilogue]
+        name = math_mode(self.math).name
+        if name != "fp32":  # fp32 without --math: fp32 accuracy (3xtf32 and fp32), as lookups serve it
+            words += ["--math", name]
         return " ".join(shlex.quote(w) for w in words)
 
 

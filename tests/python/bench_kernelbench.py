@@ -92,6 +92,17 @@ def kb_times(torch, fns, trials):
     return [sum(v) / len(v) for v in times]
 
 
+def served_by(fused):
+    """The modes and strategies of the plans the fused model's layers ran ("3xtf32 fused", ...)."""
+    from fusedtune.torch import FusedLinear
+    seen = set()
+    for m in fused.modules():
+        if isinstance(m, FusedLinear):
+            for plan in m._plans.values():
+                seen.add(f"{plan.config.math} {'fused' if plan.config.strategy == 'fused' else 'pass'}")
+    return ",".join(sorted(seen)) or "-"
+
+
 def main(argv=None):
     args = parse_args(argv)
     import torch
@@ -120,7 +131,6 @@ def main(argv=None):
                 rows.append(row)
                 print(f"{name}: {row['error']}", flush=True)
                 continue
-            row["served"] = getattr(fused, "fusedtune_summary", lambda: "")()
             ok = True
             for c in range(args.checks):
                 torch.manual_seed(1000 + c)
@@ -132,6 +142,7 @@ def main(argv=None):
                 ok = ok and bool(torch.allclose(out, ref, atol=tol, rtol=tol))
                 row["max_diff"] = max(row.get("max_diff", 0.0), float((out.float() - ref.float()).abs().max()))
             row["correct"] = ok
+            row["served"] = served_by(fused)
             bad += not ok
             fns = [lambda: model(*inputs), lambda: fused(*inputs)]
             if not args.no_compile:
@@ -145,7 +156,7 @@ def main(argv=None):
               f"compile {row['compile']:.4f} ms, correct {row['correct']} (max |diff| {row['max_diff']:.2e})", flush=True)
     print(f"\n{torch.cuda.get_device_name()}  dtype {args.dtype}  tol {tol:g}  trials {args.trials}  "
           f"torch {torch.__version__}")
-    print(f"{'problem':<58} {'eager ms':>9} {'compile':>9} {'fused':>9} {'x eager':>8} {'x compile':>9}  ok")
+    print(f"{'problem':<58} {'eager ms':>9} {'compile':>9} {'fused':>9} {'x eager':>8} {'x compile':>9}  ok  served by")
     speed, vs_compile = [], []
     for r in rows:
         if "error" in r:
@@ -156,7 +167,7 @@ def main(argv=None):
         if not math.isnan(sc):
             vs_compile.append(sc)
         print(f"{r['name']:<58} {r['eager']:9.4f} {r['compile']:9.4f} {r['fused']:9.4f} {se:8.3f} {sc:9.3f}  "
-              f"{'yes' if r['correct'] else 'NO'}")
+              f"{'yes' if r['correct'] else 'NO '} {r['served']}")
     if speed:
         geo = math.exp(sum(math.log(s) for s in speed) / len(speed))
         print(f"geometric mean x eager {geo:.3f} over {len(speed)}; min {min(speed):.3f}"

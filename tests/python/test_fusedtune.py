@@ -379,7 +379,11 @@ class DatabaseTest(unittest.TestCase):
             err = db.not_tuned(fusedtune.Problem(128, 256, 512, e.epilogue), "nothing tuned")
             self.assertIsInstance(err, fusedtune.NotFoundError)
             self.assertIn("fusedtune --db", err.command)
-            self.assertIn("--shape 128x256x512 --epilogue 'min(x + bias, c) - c where c = 2' --math fp32", str(err))
+            # fp32 tunes without --math: fp32 accuracy, as a lookup serves it (3xtf32 and fp32)
+            self.assertIn("--shape 128x256x512 --epilogue 'min(x + bias, c) - c where c = 2'", str(err))
+            self.assertNotIn("--math", str(err))
+            bf = db.not_tuned(fusedtune.Problem(128, 256, 512, e.epilogue, "bf16"), "nothing tuned")
+            self.assertIn("--math bf16", str(bf))
 
     def test_launch_arguments(self):
         # What Plan.launch hands ft_plan_launch (built without a GPU: no plan handle needed).

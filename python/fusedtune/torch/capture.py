@@ -96,8 +96,10 @@ class CapturedProblem:
     def tune_command(self, db=None):
         """The `fusedtune tune` command for this problem."""
         import shlex
+        # No math: the float32 default, fp32 accuracy (3xtf32 and fp32), which --math fp32 is not.
         return " ".join(["fusedtune"] + (["--db", shlex.quote(str(db))] if db else []) +
-                        ["tune", "--shape", self.shape, "--epilogue", shlex.quote(self.epilogue), "--math", self.mode])
+                        ["tune", "--shape", self.shape, "--epilogue", shlex.quote(self.epilogue)] +
+                        (["--math", self.mode] if self.math is not None else []))
 
     def __str__(self):
         pair = f" + {self.weight2.rsplit('.', 1)[0]}" if self.gated else ""

@@ -48,8 +48,10 @@ class FusedLinear(nn.Module):
 
     epilogue  the expression (default: "x + bias", or "x" without bias); x is the GEMM result,
               bias the layer's bias. With a bias, the expression must use it.
-    math      the math mode; default from the dtype: float32 -> "fp32", bfloat16 -> "bf16",
-              float16 -> "fp16". "tf32" (fp32 tensors, tensor cores) must be asked for.
+    math      the math mode; default from the dtype: float32 -> fp32 accuracy (served by the fp32
+              or the 3xtf32 result, whichever is faster; both within cuBLAS SGEMM's error),
+              bfloat16 -> "bf16", float16 -> "fp16". math="fp32" means FFMA kernels and cuBLAS
+              SGEMM alone; "tf32" (fp32 tensors, tensor cores) must be asked for.
     params    {name: value} for the epilogue's other parameters: a number for a scalar, a tensor
               for a col / row vector (registered as a buffer of that name). forward(x, name=...)
               overrides either; scalars with a default in the expression need neither. A matrix
@@ -243,12 +245,14 @@ class FusedLinear(nn.Module):
         with torch.cuda.device(index):
             db = self._db_for(index)
             try:
-                config = db.lookup(problem, nearest=self._nearest and not self._autotune)
+                # No math given: fp32 tensors at fp32 accuracy (fp32 or 3xtf32, whichever serves).
+                config = db.lookup(problem, nearest=self._nearest and not self._autotune,
+                                   mode_only=self.math is not None)
             except NotFoundError as e:
                 if not self._autotune:
                     raise db.not_tuned(problem, str(e)) from None
                 options = self._autotune if isinstance(self._autotune, dict) else {}
-                config = db.tune(problem, **options)
+                config = db.tune(problem, **{"mode_only": self.math is not None, **options})
             if not config.exact and not config.bucket and key not in self._warned:
                 self._warned.add(key)
                 warnings.warn(f"fusedtune: nothing tuned for {problem.shape} ({mode.name}, "
