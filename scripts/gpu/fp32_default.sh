@@ -30,7 +30,7 @@ if [ -n "${KB:-}" ]; then
     --trials ${KB_TRIALS:-50} > "$OUT/kernelbench.txt" 2>&1; echo "rc=$? $(el)" | tee -a "$T"
   sed -n '/^NVIDIA\|^problem/,$p' "$OUT/kernelbench.txt" | tee -a "$T"
 fi
-if [ -n "${TORCH_BENCH:-1}" ]; then
+if [ -n "${TORCH_BENCH-1}" ]; then
   $ft tune --shape 128x16384x16384 --epilogue 'min(x + bias, c) - c where c = 2' --quiet > "$OUT/t1.txt" 2>&1
   $ft tune --shape 1024x8192x8192 --epilogue 'relu(x + bias)' --quiet > "$OUT/t2.txt" 2>&1
   echo "FusedLinear fp32 (default: fp32 accuracy) vs eager $(el)" | tee -a "$T"
