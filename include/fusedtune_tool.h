@@ -83,6 +83,12 @@ FT_API int ft_schema_version(void);
  * FT_ERR_DB, FT_ERR_IO, FT_ERR_NOMEM. */
 FT_API ft_status ft_export(ft_ctx *ctx, FILE *out, unsigned flags);
 
+/* ft_export into the file at path, written as ft_out_open writes (refusing the database itself,
+ * its side files, symbolic links and what is not a regular file; the file replaced only when the
+ * export is complete). Returns FT_OK, FT_ERR_INVALID_ARG (path NULL or empty, unknown flags),
+ * FT_ERR_IO (a refused path: why in ft_errmsg; a write that failed), FT_ERR_DB, FT_ERR_NOMEM. */
+FT_API ft_status ft_export_file(ft_ctx *ctx, const char *path, unsigned flags);
+
 /* Rows an import added (rows already present are not counted) and rows the file held. cubins
  * is always 0: imported cubins are checked, never stored (see ft_import_file). */
 typedef struct ft_import_counts {
@@ -518,6 +524,30 @@ FT_API ft_status ft_bench_problem(ft_ctx *ctx, const ft_problem *p, int repeats,
  * '"' and '\\' escaped, valid UTF-8 copied, each invalid byte written as U+FFFD. NULL s writes
  * null. Write errors show in ferror(out). Thread-safe (as far as out is). */
 FT_API void ft_write_json_string(FILE *out, const char *s);
+
+/* An output file written safely: what a tool writes (an export, a report) goes to a new temporary
+ * file in the path's folder and is renamed over the path only when complete, so a failure never
+ * leaves half a file and an existing file keeps its mode. Refused before anything is written: a
+ * path that is a symbolic link or not a regular file (a directory, device, FIFO: never opened,
+ * so never waited on), the database db_path itself (also through a hard link), and a file SQLite
+ * keeps beside it (-wal, -shm, -journal; also those of a hard or symbolic link to it), which
+ * SQLite would remove or overwrite. */
+typedef struct ft_out ft_out;
+
+/* Opens an output for path; db_path is the database whose files are refused (NULL: none). what
+ * starts every message ("export: x.db is the database being exported: ..."; any what but
+ * "export" says "being read"). *out is the caller's: ft_out_close(). Thread-safe.
+ * Returns FT_OK, FT_ERR_INVALID_ARG (path NULL or empty, out NULL), FT_ERR_IO (refused, or the
+ * temporary file cannot be made: why in msg), FT_ERR_NOMEM. */
+FT_API ft_status ft_out_open(const char *path, const char *db_path, const char *what, ft_out **out, char *msg,
+                             size_t msg_size);
+/* The stream to write to; owned by o (closed by ft_out_close). */
+FT_API FILE *ft_out_stream(ft_out *o);
+/* Closes o and frees it. commit nonzero: the temporary file, when its stream shows no write
+ * error and closes cleanly, is renamed over the path; else (or commit 0) it is removed and the
+ * path left as it was. NULL is a no-op. Returns FT_OK, FT_ERR_IO (a write or the rename failed,
+ * nothing replaced: why in msg). */
+FT_API ft_status ft_out_close(ft_out *o, int commit, char *msg, size_t msg_size);
 
 /* ---- the worker ---- */
 

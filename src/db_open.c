@@ -425,3 +425,5 @@ void ft_db_remove_files(const char *path) {
 }
 
 int ft_db_readonly(const ft_db *db) { return db ? db->readonly : 1; }
+
+const char *ft_db_path(const ft_db *db) { return db ? db->path : NULL; }

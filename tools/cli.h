@@ -78,23 +78,6 @@ const char *cli_self_exe(char *buf, size_t size);
 int cli_open(const cli *c, int write, ft_ctx **ctx);
 const char *cli_db_path(const cli *c);
 
-/* A command's output file (export --out, report -o), written through a temporary file beside
- * it and renamed over it only when complete, so a failed command never leaves half a file. */
-typedef struct out_file {
-  int dir_fd;       /* the folder of the path, or AT_FDCWD */
-  const char *base; /* the last component of the path */
-  char tmp[64];     /* the temporary file's name in that folder */
-  FILE *f;
-} out_file;
-/* Refuses a path that is not a regular file (a symbolic link, directory, device, FIFO) or that
- * is the database db_path itself (or a hard link to it), and opens a temporary file in its folder
- * with the mode an existing file has. Returns 0, or 1 after printing "fusedtune: CMD: why"; call
- * out_close(o, 0) either way. */
-int out_open(out_file *o, const char *path, const char *db_path, const char *cmd);
-/* Closes o; renames the temporary file over the path when ok, else removes it. Returns 0 when
- * the file is in place. */
-int out_close(out_file *o, int ok);
-
 int cmd_init(cli *c, int argc, char **argv);
 int cmd_list(cli *c, int argc, char **argv);
 int cmd_query(cli *c, int argc, char **argv);

@@ -461,26 +461,19 @@ int cmd_export(cli *c, int argc, char **argv) {
   ft_ctx *ctx = NULL;
   int rc = cli_open(c, 0, &ctx);
   if (rc) return rc;
-  out_file o = {AT_FDCWD, NULL, "", NULL};
-  FILE *f = stdout;
+  const unsigned flags = (csv ? FT_EXPORT_CSV : 0) | (cubins ? FT_EXPORT_CUBINS : 0);
   if (out) {
-    if ((rc = out_open(&o, out, cli_db_path(c), "export")) != 0) {
-      out_close(&o, 0);
-      ft_close(ctx);
-      return rc;
-    }
-    f = o.f;
+    /* The library's safe output: the database, its side files, links and devices refused. */
+    ft_status st = ft_export_file(ctx, out, flags);
+    if (st != FT_OK) return fail_ctx(st, ctx);
+    ft_close(ctx);
+    return 0;
   }
-  ft_status st = ft_export(ctx, f, (csv ? FT_EXPORT_CSV : 0) | (cubins ? FT_EXPORT_CUBINS : 0));
-  int werr = ferror(f);
-  if (out) {
-    werr |= out_close(&o, st == FT_OK && !werr) != 0;
-  } else {
-    werr |= fflush(f) != 0;
-  }
+  ft_status st = ft_export(ctx, stdout, flags);
+  int werr = ferror(stdout) || fflush(stdout) != 0;
   if (st != FT_OK) return fail_ctx(st, ctx);
   ft_close(ctx);
-  if (werr) return fail_msg("writing %s failed: %s", out ? out : "standard output", strerror(errno));
+  if (werr) return fail_msg("writing standard output failed: %s", strerror(errno));
   return 0;
 }
 

@@ -189,7 +189,7 @@ _SIGNATURES = {
     "ft_strategy_name": (_cp, [_st]),
     "ft_schema_version": (_int, []),
     "ft_import_file": (_st, [_vp, _cp, _P(ft_import_counts)]),
-    "ft_export": (_st, [_vp, _vp, _uint]),  # (ctx, FILE *, flags)
+    "ft_export_file": (_st, [_vp, _cp, _uint]),
     "ft_problem_list_load": (_st, [_cp, _P(_P(ft_problem_list))] + _msg),
     "ft_problem_list_free": (None, [_P(ft_problem_list)]),
     "ft_remove_database": (None, [_cp]),
@@ -318,20 +318,6 @@ def _mapped(prefix):
     except OSError:
         pass
     return None
-
-
-_libc = None
-
-
-def libc():
-    """The C library, with fopen / fclose declared (ft_export writes to a FILE *)."""
-    global _libc
-    if _libc is None:
-        c = ctypes.CDLL(None, use_errno=True)
-        c.fopen.restype, c.fopen.argtypes = ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_char_p]
-        c.fclose.restype, c.fclose.argtypes = ctypes.c_int, [ctypes.c_void_p]
-        _libc = c
-    return _libc
 
 
 _cudart = None

@@ -466,21 +466,12 @@ class Database(_Owned):
         return {name: getattr(counts, name) for name, _ in counts._fields_}
 
     def export_file(self, path):
-        """Writes the whole database to path as a JSON export (docs/FORMAT.md): import_file's input."""
-        c = _lib.libc()
-        f = c.fopen(_cpath(path), b"wb")
-        if not f:
-            raise InputOutputError(f"export: cannot write {os.fspath(path)}: {os.strerror(ctypes.get_errno())}")
-        try:
-            with self._lock:
-                st = lib().ft_export(self._handle(), f, 0)
-                msg = _s(lib().ft_errmsg(self._ctx)) if st else ""
-        finally:
-            closed = c.fclose(f)
-        if st != 0:
-            _raise(st, msg)
-        if closed != 0:
-            raise InputOutputError(f"export: writing {os.fspath(path)} failed: {os.strerror(ctypes.get_errno())}")
+        """Writes the whole database to path as a JSON export (docs/FORMAT.md): import_file's input.
+        Written as the CLI's export --out writes (ft_export_file): the database itself, its -wal,
+        -shm and -journal files, symbolic links and what is not a regular file (a FIFO, a device)
+        are refused with InputOutputError; path is replaced only by a complete export."""
+        with self._lock:
+            self._check(lib().ft_export_file(self._handle(), _cpath(path), 0))
 
     def plan(self, problem, config=None, *, nearest=True):
         """A launchable Plan of config for problem (config None: looked up here, nearest shape

@@ -455,6 +455,68 @@ class DatabaseTest(unittest.TestCase):
             self.assertEqual(db.best_entries(), [])
 
 
+class SafeOutputTest(unittest.TestCase):
+    """export_file writes as the CLI's export --out does (one implementation: ft_export_file):
+    issue 58 items 1 and 2 (d57500e truncated the database it exported into a 57-byte stub)."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(dir=SCRATCH)
+        self.db_path = os.path.join(self.dir, "b.db")
+        export = os.path.join(self.dir, "fixture.json")
+        fixture_export(export, fusedtune.Problem(64, 256, 512, "relu(x + bias)", "fp32"))
+        with fusedtune.Database(self.db_path, create=True) as db:
+            db.import_file(export)
+
+    def assert_database_intact(self):
+        with open(self.db_path, "rb") as f:
+            self.assertEqual(f.read(16), b"SQLite format 3\0")
+        with fusedtune.Database(self.db_path, readonly=True) as db:
+            self.assertEqual(len(db.best_entries()), 1)
+
+    def test_the_database_itself_is_refused(self):
+        link = os.path.join(self.dir, "link.db")
+        os.symlink(self.db_path, link)
+        hard = os.path.join(self.dir, "hard.db")
+        os.link(self.db_path, hard)
+        for readonly in (False, True):
+            with fusedtune.Database(self.db_path, readonly=readonly) as db:
+                for target, why in ((self.db_path, "is the database being exported"), (link, "symbolic link"),
+                                    (hard, "is the database being exported")):
+                    with self.assertRaises(fusedtune.InputOutputError) as cm:
+                        db.export_file(target)
+                    self.assertIn(why, str(cm.exception))
+            self.assert_database_intact()
+
+    def test_side_files_and_special_files_are_refused(self):
+        fifo = os.path.join(self.dir, "fifo")
+        os.mkfifo(fifo)
+        with fusedtune.Database(self.db_path) as db:
+            for suffix in ("-wal", "-shm", "-journal"):
+                with self.assertRaises(fusedtune.InputOutputError) as cm:
+                    db.export_file(self.db_path + suffix)
+                self.assertIn("is a file SQLite keeps beside the database", str(cm.exception))
+            # A FIFO is refused, not opened (opening it would wait for a reader forever).
+            with self.assertRaises(fusedtune.InputOutputError) as cm:
+                db.export_file(fifo)
+            self.assertIn("not a regular file", str(cm.exception))
+            with self.assertRaises(fusedtune.InputOutputError):
+                db.export_file(self.dir)
+        self.assertFalse(os.path.exists(self.db_path + "-journal"))
+        self.assert_database_intact()
+
+    def test_replaces_whole_keeping_the_mode(self):
+        out = os.path.join(self.dir, "out.json")
+        with open(out, "w") as f:
+            f.write("old")
+        os.chmod(out, 0o640)
+        with fusedtune.Database(self.db_path) as db:
+            db.export_file(out)
+        self.assertEqual(os.stat(out).st_mode & 0o777, 0o640)
+        with open(out) as f:
+            self.assertEqual(len(json.load(f)["results"]), 2)
+        self.assertEqual(sorted(n for n in os.listdir(self.dir) if n.startswith(".fusedtune")), [])
+
+
 # ---- FusedLinear's checks, on fakes: what a torch tensor offers them ----
 
 class LaunchPathTest(unittest.TestCase):
