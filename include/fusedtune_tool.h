@@ -106,9 +106,16 @@ typedef struct ft_import_counts {
  * FT_ERR_VERSION (an export of a newer format), FT_ERR_DB, FT_ERR_NOMEM. */
 FT_API ft_status ft_import_file(ft_ctx *ctx, const char *path, ft_import_counts *stats);
 
-/* Deletes the database file at path and its -wal and -shm side files where they exist. For a
- * closed database only (no ft_ctx open on it); errors are ignored. NULL is a no-op. */
+/* Deletes the database file at path and its -wal and -shm side files where they exist, whatever
+ * the file holds. For a closed database only (no ft_ctx open on it); errors are ignored. NULL is
+ * a no-op. ft_remove_database_v2 checks first. */
 FT_API void ft_remove_database(const char *path);
+/* ft_remove_database of a fusedtune database only: a file that is not one (not SQLite, another
+ * program's SQLite file, an export, a directory) and a database open through an ft_ctx of this
+ * process (by any name) are refused, nothing removed; a missing path is FT_OK. Thread-safe.
+ * Returns FT_OK, FT_ERR_INVALID_ARG (path NULL or empty), FT_ERR_DB (not a fusedtune database),
+ * FT_ERR_IO (open in this process, a directory, unreadable), FT_ERR_NOMEM; why in msg. */
+FT_API ft_status ft_remove_database_v2(const char *path, char *msg, size_t msg_size);
 
 /* One stored best: a (device, problem) and its best-ranked launchable configuration (docs/FORMAT.md,
  * "best"). Plain data. */

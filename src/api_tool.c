@@ -18,6 +18,32 @@ void ft_remove_database(const char *path) {
   if (path) ft_db_remove_files(path);
 }
 
+ft_status ft_remove_database_v2(const char *path, char *msg, size_t msg_size) {
+  ft_err e;
+  ft__err_clear(&e);
+  struct stat sb;
+  ft_status st = FT_OK;
+  if (!path || !*path) st = ft__fail(&e, FT_ERR_INVALID_ARG, "ft_remove_database_v2: no path given");
+  else if (lstat(path, &sb) != 0 && errno == ENOENT) st = FT_OK; /* nothing to remove */
+  else if (ft_db_is_open(path))
+    st = ft__fail(&e, FT_ERR_IO, "cannot remove %s: the database is open in this process (close it first)", path);
+  else {
+    /* Only what opens as a fusedtune database (any schema version) is removed. */
+    ft_db *db = NULL;
+    st = ft_db_open(path, FT_DB_READONLY, &db, &e);
+    ft_db_close(db);
+    if (st == FT_ERR_VERSION) st = FT_OK;
+    if (st == FT_OK) ft_db_remove_files(path);
+    else if (st != FT_ERR_NOMEM) {
+      char why[sizeof e.msg];
+      snprintf(why, sizeof why, "%s", e.msg);
+      st = ft__fail(&e, st, "not removing %s: %s", path, why);
+    }
+  }
+  if (msg && msg_size) snprintf(msg, msg_size, "%s", e.msg);
+  return st;
+}
+
 ft_status ft_export(ft_ctx *ctx, FILE *out, unsigned flags) {
   if (!ctx) return FT_ERR_INVALID_ARG;
   ft_err *err = ft__ctx_err(ctx);

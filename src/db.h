@@ -33,6 +33,10 @@ const char *ft_db_path(const ft_db *db);
  * database only; errors ignored: what is missing needs no removing). */
 void ft_db_remove_files(const char *path);
 
+/* 1 when the file at path (by identity: any name, a hard or symbolic link) is open through an
+ * ft_db of this process, else 0. Thread-safe. */
+int ft_db_is_open(const char *path);
+
 /* 1 when db was opened with FT_DB_READONLY (every write function then fails with FT_ERR_DB
  * without touching the file), else 0. NULL counts as read-only. */
 int ft_db_readonly(const ft_db *db);

@@ -192,7 +192,7 @@ _SIGNATURES = {
     "ft_export_file": (_st, [_vp, _cp, _uint]),
     "ft_problem_list_load": (_st, [_cp, _P(_P(ft_problem_list))] + _msg),
     "ft_problem_list_free": (None, [_P(ft_problem_list)]),
-    "ft_remove_database": (None, [_cp]),
+    "ft_remove_database_v2": (_st, [_cp] + _msg),
     "ft_each_best": (_st, [_vp, ft_best_entry_fn, _vp]),
     "ft_lookup_entry": (_st, [_vp, _cp, _P(ft_problem), _uint, _P(ft_best_entry)]),
     "ft_device_count": (_st, [_P(_int)] + _msg),

@@ -325,8 +325,13 @@ def devices():
 
 
 def remove_database(path):
-    """Deletes a closed database file and its -wal / -shm files."""
-    lib().ft_remove_database(_cpath(path))
+    """Deletes a closed fusedtune database file and its -wal / -shm files (nothing when path does
+    not exist). A file that is not a fusedtune database raises DatabaseError (InputOutputError
+    for a directory), a database open in this process InputOutputError; nothing is removed."""
+    msg = _msgbuf()
+    st = lib().ft_remove_database_v2(_cpath(path), msg, len(msg))
+    if st != 0:
+        _raise(st, _s(msg.value))
 
 
 # ---- the database ----

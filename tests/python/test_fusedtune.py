@@ -517,6 +517,43 @@ class SafeOutputTest(unittest.TestCase):
         self.assertEqual(sorted(n for n in os.listdir(self.dir) if n.startswith(".fusedtune")), [])
 
 
+class RemoveDatabaseTest(unittest.TestCase):
+    """remove_database deletes fusedtune databases only, and none this process has open (issue 58
+    item 4: d57500e deleted a JSON export, a text file and an open database)."""
+
+    def test_refuses_what_is_not_a_closed_fusedtune_database(self):
+        d = tempfile.mkdtemp(dir=SCRATCH)
+        export, text, db_path = (os.path.join(d, n) for n in ("e.json", "notes.txt", "r.db"))
+        fixture_export(export, fusedtune.Problem(64, 256, 512, "relu(x + bias)", "fp32"))
+        with open(text, "w") as f:
+            f.write("keep me\n")
+        other = os.path.join(d, "other.sqlite")
+        import sqlite3
+        con = sqlite3.connect(other)
+        con.execute("create table t(x)")
+        con.commit()
+        con.close()
+        for path, cls in ((export, fusedtune.DatabaseError), (text, fusedtune.DatabaseError),
+                          (other, fusedtune.DatabaseError), (d, fusedtune.InputOutputError)):
+            with self.assertRaises(cls) as cm:
+                fusedtune.remove_database(path)
+            self.assertIn("not removing", str(cm.exception))
+            self.assertTrue(os.path.exists(path), path)
+        db = fusedtune.Database(db_path, create=True)
+        link = os.path.join(d, "link.db")
+        os.link(db_path, link)
+        for path in (db_path, link):
+            with self.assertRaises(fusedtune.InputOutputError) as cm:
+                fusedtune.remove_database(path)
+            self.assertIn("open in this process", str(cm.exception))
+        self.assertEqual(db.best_entries(), [])
+        db.close()
+        os.unlink(link)
+        fusedtune.remove_database(db_path)
+        self.assertFalse(os.path.exists(db_path))
+        fusedtune.remove_database(db_path)  # a missing path: nothing to do
+
+
 # ---- FusedLinear's checks, on fakes: what a torch tensor offers them ----
 
 class LaunchPathTest(unittest.TestCase):
