@@ -532,6 +532,13 @@ FT_API ft_status ft_bench_problem(ft_ctx *ctx, const ft_problem *p, int repeats,
  * null. Write errors show in ferror(out). Thread-safe (as far as out is). */
 FT_API void ft_write_json_string(FILE *out, const char *s);
 
+/* Makes text safe to print, in place: each character that steers a terminal rather than shows
+ * (C0 and C1 controls, newline and tab included, DEL, the bidi embeddings, overrides and isolates
+ * U+202A-U+202E and U+2066-U+2069) and each byte that is not UTF-8 becomes '?'. The library's
+ * messages (ft_errmsg, every msg buffer) already are; a tool runs its own messages that echo user
+ * or file text through it. NULL is a no-op. Thread-safe. */
+FT_API void ft_text_printable(char *text);
+
 /* An output file written safely: what a tool writes (an export, a report) goes to a new temporary
  * file in the path's folder and is renamed over the path only when complete, so a failure never
  * leaves half a file and an existing file keeps its mode. Refused before anything is written: a

@@ -44,6 +44,8 @@ ft_status ft_remove_database_v2(const char *path, char *msg, size_t msg_size) {
   return st;
 }
 
+void ft_text_printable(char *text) { ft__printable(text); }
+
 ft_status ft_export(ft_ctx *ctx, FILE *out, unsigned flags) {
   if (!ctx) return FT_ERR_INVALID_ARG;
   ft_err *err = ft__ctx_err(ctx);

@@ -50,6 +50,10 @@ void cli_cell(char *out, size_t out_size, const char *s, int width);
 int cli_columns(const char *s);
 /* Prints text and returns 1 when argv holds -h or --help. */
 int wants_help(int argc, char **argv, const char *text);
+/* Messages: each formats its text, makes it printable (ft_text_printable: control characters,
+ * bidi overrides and bytes that are not UTF-8 echoed from argv or a file become '?') and ends it
+ * with a newline. cli_line writes to f; fail_msg writes "fusedtune: text" to stderr and returns 1. */
+int cli_line(FILE *f, const char *fmt, ...) CLI_PRINTF(2, 3);
 int fail_msg(const char *fmt, ...) CLI_PRINTF(1, 2);
 /* Prints "fusedtune: msg" and returns the exit code for status s (2 for bad input, else 1). */
 int fail_status(ft_status s, const char *msg);

@@ -34,7 +34,7 @@ int cmd_init(cli *c, int argc, char **argv) {
   }
   if (s != FT_OK) return fail_ctx(s, ctx);
   ft_close(ctx);
-  printf("database %s ready (schema version %d%s)\n", cli_db_path(c), ft_schema_version(), note);
+  cli_line(stdout, "database %s ready (schema version %d%s)", cli_db_path(c), ft_schema_version(), note);
   return 0;
 }
 
@@ -297,7 +297,7 @@ int cmd_list(cli *c, int argc, char **argv) {
   if (st == FT_OK) st = ft_each_best(ctx, list_one, &s);
   if (st == FT_OK) {
     if (s.json) printf("%s]\n", s.count ? "\n" : "");
-    else if (!s.count) printf("nothing tuned yet in %s\n", cli_db_path(c));
+    else if (!s.count) cli_line(stdout, "nothing tuned yet in %s", cli_db_path(c));
     else print_buckets(&s.buckets);
   }
   if (st == FT_OK && !s.json && s.n_stale) {
@@ -394,12 +394,12 @@ int cmd_query(cli *c, int argc, char **argv) {
   ft_status st = tolerance > 0 ? ft_lookup_entry_within(ctx, devname, &p, tolerance, e)
                                 : ft_lookup_entry(ctx, devname, &p, flags, e);
   if (st == FT_ERR_NOT_FOUND) {
-    fprintf(stderr, "fusedtune: %s\n", ft_errmsg(ctx));
+    cli_line(stderr, "fusedtune: %s", ft_errmsg(ctx));
     rc = EXIT_NOT_TUNED;
   } else if (st == FT_ERR_NO_DEVICE && !devname) {
     /* The device is part of the key; a stored one can be named instead of present. */
-    fprintf(stderr, "fusedtune: %s; to read the results stored for a device without it, add --device-name NAME "
-            "(the device column of 'fusedtune list')\n", ft_errmsg(ctx));
+    cli_line(stderr, "fusedtune: %s; to read the results stored for a device without it, add --device-name NAME "
+             "(the device column of 'fusedtune list')", ft_errmsg(ctx));
     rc = 1;
   } else if (st != FT_OK) {
     rc = fail_status(st, ft_errmsg(ctx));
@@ -414,11 +414,14 @@ int cmd_query(cli *c, int argc, char **argv) {
     else if (b->exact != FT_MATCH_EXACT)
       snprintf(near, sizeof near, " (nearest tuned shape %lldx%lldx%lld)", (long long)b->tuned_m,
                (long long)b->tuned_n, (long long)b->tuned_k);
-    printf("device     %s\nproblem    %lldx%lldx%lld %s, epilogue %s%s\nstrategy   %s\nvariant    %s\n"
-           "config     %s\nmedian     %.4f ms\n",
-           e->device_name, (long long)p.m, (long long)p.n, (long long)p.k, ft_math_name(b->math), e->epilogue, near,
-           b->strategy, b->name,
-           b->config, b->median_ms);
+    /* Stored text (an imported device name) is shown printable. */
+    cli_line(stdout, "device     %s", e->device_name);
+    cli_line(stdout, "problem    %lldx%lldx%lld %s, epilogue %s%s", (long long)p.m, (long long)p.n, (long long)p.k,
+             ft_math_name(b->math), e->epilogue, near);
+    cli_line(stdout, "strategy   %s", b->strategy);
+    cli_line(stdout, "variant    %s", b->name);
+    cli_line(stdout, "config     %s", b->config);
+    printf("median     %.4f ms\n", b->median_ms);
     printf("error      rel_err %.3g, max_abs_err %.3g (measured against float64 when tuned)\n", b->rel_err,
            b->max_abs_err);
     if (b->eager_ms > 0) printf("eager      %.4f ms (speedup %.3fx)\n", b->eager_ms, speedup(b));
@@ -501,7 +504,7 @@ int cmd_import(cli *c, int argc, char **argv) {
     ft_remove_database(path);
   }
   if (st != FT_OK) return fail_status(st, msg);
-  printf("imported %s into %s\n", argv[0], cli_db_path(c));
+  cli_line(stdout, "imported %s into %s", argv[0], cli_db_path(c));
   if (counts.cubins_in > 0)
     printf("%lld cubin%s ignored: GPU code is never imported, kernels are compiled here from their source\n",
            (long long)counts.cubins_in, counts.cubins_in == 1 ? "" : "s");

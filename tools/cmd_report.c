@@ -121,12 +121,12 @@ int cmd_report(cli *c, int argc, char **argv) {
   rc = write_out(c, &a, s, filter, stale);
   free(stale);
   if (!rc && !s->n_problems) {
-    fprintf(stderr, "fusedtune: report: nothing is stored %s%s%sin %s: %s says so, with no charts\n",
+    cli_line(stderr, "fusedtune: report: nothing is stored %s%s%sin %s: %s says so, with no charts",
             filter[0] ? "for " : "", filter, filter[0] ? " " : "", cli_db_path(c), a.out);
     rc = EXIT_NOT_TUNED;
   } else if (!rc) {
     int devices = s->n_devices;
-    printf("wrote %s: %d problem%s (by math mode) on %d device%s\n", a.out, s->n_problems,
+    cli_line(stdout, "wrote %s: %d problem%s (by math mode) on %d device%s", a.out, s->n_problems,
            s->n_problems == 1 ? "" : "s", devices, devices == 1 ? "" : "s");
     if (n_stale)
       printf("%d of them stale (best measured with an older kernel source): marked on the page, each with the "

@@ -303,7 +303,7 @@ typedef struct progress_view {
 static void show_progress(void *user, const ft_tune_progress *u) {
   const progress_view *v = user;
   if (u->total <= 0) {
-    fprintf(stderr, "%s\n", u->message);
+    cli_line(stderr, "%s", u->message);
     return;
   }
   /* The best so far against the eager-style chain timed first in the same run. */
@@ -585,7 +585,7 @@ int cmd_epilogue(cli *c, int argc, char **argv) {
   char msg[2048];
   ft_epilogue_info *ep = NULL;
   if (ft_epilogue_inspect(text, &ep, msg, sizeof msg) != FT_OK) {
-    fprintf(stderr, "fusedtune: %s\n", msg);
+    cli_line(stderr, "fusedtune: %s", msg);
     return EXIT_USAGE;
   }
   static const char *kinds[] = {"scalar", "column vector", "row vector", "matrix [M, N]"};

@@ -517,6 +517,24 @@ class SafeOutputTest(unittest.TestCase):
         self.assertEqual(sorted(n for n in os.listdir(self.dir) if n.startswith(".fusedtune")), [])
 
 
+class PrintableMessagesTest(unittest.TestCase):
+    """The library's messages show control characters and bidi overrides as '?' (issue 58 item 3)."""
+
+    def test_echoed_text_is_printable(self):
+        evil = "x\x1b]0;pwned\x07\u202e\x1b[2J\n"
+        with fusedtune.Database(scratch("printable.db"), create=True) as db:
+            with self.assertRaises(fusedtune.NotFoundError) as cm:
+                db.lookup_entry(fusedtune.Problem(8, 8, 8), evil)
+        with self.assertRaises(fusedtune.ParseError) as pe:
+            fusedtune.inspect_epilogue("relu(x) + " + evil)
+        with self.assertRaises(fusedtune.NotFoundError) as nf:
+            fusedtune.Database(os.path.join(SCRATCH, evil + ".db"))
+        for e in (cm.exception, pe.exception, nf.exception):
+            text = str(e)
+            self.assertFalse(any(ord(ch) < 0x20 or 0x7f <= ord(ch) <= 0x9f or ch in "\u202a\u202b\u202c\u202d\u202e"
+                                 for ch in text), repr(text))
+
+
 class RemoveDatabaseTest(unittest.TestCase):
     """remove_database deletes fusedtune databases only, and none this process has open (issue 58
     item 4: d57500e deleted a JSON export, a text file and an open database)."""
