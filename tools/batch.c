@@ -97,6 +97,7 @@ static int parse_devices(const char *text, int count, int *out, int *n_out) {
     out[(*n_out)++] = 0; /* the device a plain tune uses */
     return count > 0 ? 0 : -1;
   }
+  if (!*text) return usage_error("tune", "--devices is empty: give 'all' or ordinals like 0,2");
   if (!strcmp(text, "all")) {
     for (int d = 0; d < count && d < MAX_DEVICES; d++) out[(*n_out)++] = d;
     return 0;
