@@ -539,6 +539,14 @@ FT_API void ft_write_json_string(FILE *out, const char *s);
  * or file text through it. NULL is a no-op. Thread-safe. */
 FT_API void ft_text_printable(char *text);
 
+/* The command line that tunes (m, n, k, epilogue, math) into the database at db_path (NULL or
+ * "": none named, so the default database): "fusedtune --db 'PATH' tune --shape MxNxK --epilogue
+ * 'E' --math MODE", each text quoted for a POSIX shell. Writes it to out (truncated,
+ * NUL-terminated when out_size > 0; out may be NULL) and returns its full length, as snprintf
+ * does. The library's own advice ("tune it again: ...") is written by it. Thread-safe. */
+FT_API size_t ft_tune_command(const char *db_path, int64_t m, int64_t n, int64_t k, const char *epilogue,
+                              const char *math, char *out, size_t out_size);
+
 /* An output file written safely: what a tool writes (an export, a report) goes to a new temporary
  * file in the path's folder and is renamed over the path only when complete, so a failure never
  * leaves half a file and an existing file keeps its mode. Refused before anything is written: a

@@ -9,6 +9,7 @@
 #include "api_internal.h"
 #include "fusedtune_tool.h"
 #include "json.h"
+#include "strbuf.h"
 
 #define FT_IMPORT_MAX_BYTES ((size_t)1 << 30)
 
@@ -45,6 +46,35 @@ ft_status ft_remove_database_v2(const char *path, char *msg, size_t msg_size) {
 }
 
 void ft_text_printable(char *text) { ft__printable(text); }
+
+/* s in single quotes for a POSIX shell (each ' as '\''), appended to b. */
+static void shell_quote(ft_strbuf *b, const char *s) {
+  ft_sb_puts(b, "'");
+  for (const char *q; (q = strchr(s, '\'')); s = q + 1) {
+    ft_sb_putn(b, s, (size_t)(q - s));
+    ft_sb_puts(b, "'\\''");
+  }
+  ft_sb_puts(b, s);
+  ft_sb_puts(b, "'");
+}
+
+size_t ft_tune_command(const char *db_path, int64_t m, int64_t n, int64_t k, const char *epilogue, const char *math,
+                       char *out, size_t out_size) {
+  ft_strbuf b = {0};
+  ft_sb_puts(&b, "fusedtune ");
+  if (db_path && *db_path) {
+    ft_sb_puts(&b, "--db ");
+    shell_quote(&b, db_path);
+    ft_sb_puts(&b, " ");
+  }
+  ft_sb_printf(&b, "tune --shape %lldx%lldx%lld --epilogue ", (long long)m, (long long)n, (long long)k);
+  shell_quote(&b, epilogue ? epilogue : "none");
+  ft_sb_printf(&b, " --math %s", math ? math : "fp32");
+  size_t len = b.oom ? 0 : b.len;
+  if (out && out_size) snprintf(out, out_size, "%s", b.p && !b.oom ? b.p : "");
+  free(b.p);
+  return len;
+}
 
 ft_status ft_export(ft_ctx *ctx, FILE *out, unsigned flags) {
   if (!ctx) return FT_ERR_INVALID_ARG;

@@ -113,15 +113,15 @@ typedef struct list_state {
   int count;
   int n_stale;
   ft_ctx *ctx; /* to tell stale entries: measured with an older kernel source */
+  const char *db_path; /* named in the command that tunes a stale entry again */
   bucket_set buckets;
 } list_state;
 
 /* The command that measures a problem again with today's kernels (results are keyed by kernel
  * source, so a plain tune does). */
-static void print_tune_command(FILE *f, const ft_best_entry *e) {
+static void tune_command(char *out, size_t cap, const char *db_path, const ft_best_entry *e) {
   const ft_config *b = &e->config;
-  fprintf(f, "fusedtune tune --shape %lldx%lldx%lld --epilogue '%s' --math %s", (long long)b->tuned_m,
-          (long long)b->tuned_n, (long long)b->tuned_k, e->epilogue, e->math);
+  ft_tune_command(db_path, b->tuned_m, b->tuned_n, b->tuned_k, e->epilogue, e->math, out, cap);
 }
 
 /* eager over median; 0 when either is unknown, not finite (1e308 / 1e-300 overflows) included. */
@@ -139,7 +139,8 @@ static void json_double(const char *fmt, double v) {
 /* stale: measured with an older kernel source (list shows such entries; query never returns one).
  * asked_m: query's M (a bucket or the nearest shape says it); ms, n_ms: list's M buckets of the
  * entry's (device, math, epilogue, N, K). */
-static void best_json(const ft_best_entry *b, int stale, int64_t asked_m, const bucket_row *ms, size_t n_ms) {
+static void best_json(const ft_best_entry *b, const char *stale_db, int stale, int64_t asked_m, const bucket_row *ms,
+                      size_t n_ms) {
   const ft_config *c = &b->config;
   printf("{\"device\":");
   ft_write_json_string(stdout, b->device_name);
@@ -181,9 +182,8 @@ static void best_json(const ft_best_entry *b, int stale, int64_t asked_m, const 
   printf(",\"stale\":%s", stale ? "true" : "false");
   if (stale) {
     /* The command is built from stored text, so it goes through the JSON escaper. */
-    char cmd[4400];
-    snprintf(cmd, sizeof cmd, "fusedtune tune --shape %lldx%lldx%lld --epilogue '%s' --math %s",
-             (long long)c->tuned_m, (long long)c->tuned_n, (long long)c->tuned_k, b->epilogue, b->math);
+    char cmd[8800];
+    tune_command(cmd, sizeof cmd, stale_db, b);
     printf(",\"tune_again\":");
     ft_write_json_string(stdout, cmd);
   }
@@ -200,7 +200,7 @@ static int list_one(void *user, const ft_best_entry *e) {
     printf("%s\n  ", s->count ? "," : "");
     size_t first = 0, n = 0;
     bucket_group(&s->buckets, e, &first, &n);
-    best_json(e, !current, 0, s->buckets.rows + first, n);
+    best_json(e, s->db_path, !current, 0, s->buckets.rows + first, n);
   } else {
     /* The epilogue goes last and whole: cut, it would read as another expression. */
     if (!s->count)
@@ -232,11 +232,8 @@ static int list_stale_command(void *user, const ft_best_entry *e) {
   int current = 0;
   ft_source_current(s->ctx, e->epilogue, e->config.config, e->config.source_hash, &current);
   if (current) return 0;
-  char cell[4 * 4400 + 1], cmd[4400];
-  FILE *m = fmemopen(cmd, sizeof cmd, "w");
-  if (!m) return 1;
-  print_tune_command(m, e);
-  fclose(m);
+  char cell[4 * 8800 + 1], cmd[8800];
+  tune_command(cmd, sizeof cmd, s->db_path, e);
   cli_cell(cell, sizeof cell, cmd, cli_columns(cmd)); /* stored text: no control reaches the terminal */
   printf("  %s\n", cell);
   return 0;
@@ -276,7 +273,7 @@ int cmd_list(cli *c, int argc, char **argv) {
                  "(`tune --shape A..BxNxK`): after the table, each such group as \"M 1..4096 (13 buckets: ...)\"\n"
                  "(JSON: \"buckets\", the tuned M values of the entry's group, its own included).\n"))
     return 0;
-  list_state s = {0, 0, 0, NULL, {NULL, 0, 0, 0}};
+  list_state s = {0, 0, 0, NULL, NULL, {NULL, 0, 0, 0}};
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--json") && s.json) return usage_error("list", "option --json given twice (each option at most once)");
     if (!strcmp(argv[i], "--json")) s.json = 1;
@@ -286,6 +283,7 @@ int cmd_list(cli *c, int argc, char **argv) {
   int rc = cli_open(c, 0, &ctx);
   if (rc) return rc;
   s.ctx = ctx;
+  s.db_path = cli_db_path(c);
   ft_status st = ft_each_best(ctx, collect_bucket, &s.buckets);
   if (st == FT_OK && s.buckets.oom) {
     bucket_set_free(&s.buckets);
@@ -404,7 +402,7 @@ int cmd_query(cli *c, int argc, char **argv) {
   } else if (st != FT_OK) {
     rc = fail_status(st, ft_errmsg(ctx));
   } else if (json) {
-    best_json(e, 0, p.m, NULL, 0);
+    best_json(e, NULL, 0, p.m, NULL, 0);
     printf("\n");
   } else {
     const ft_config *b = &e->config;
