@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from . import _lib
 from ._lib import lib
-from .errors import (FusedtuneError, InputOutputError, InvalidArgumentError, Interrupted, NotTunedError, ParseError,
-                     UnsupportedError, error_for)
+from .errors import (ArgumentTypeError, FusedtuneError, InputOutputError, InvalidArgumentError, Interrupted,
+                     NotTunedError, ParseError, UnsupportedError, error_for)
 
 
 def _s(b):
@@ -22,11 +22,18 @@ def _s(b):
     return "" if b is None else b.decode("utf-8", "replace")
 
 
+def _typed(what, value, cls, need):
+    """value when it is a cls; else ArgumentTypeError (a TypeError) naming the argument and the
+    type it needs, before anything reaches the library."""
+    if not isinstance(value, cls) or (cls is int and isinstance(value, bool)):
+        raise ArgumentTypeError(f"{what} must be {need}, not {type(value).__name__}")
+    return value
+
+
 def _cstr(what, text):
     """text (a str) as a C string. C reads up to the first NUL, so a str holding one would reach
     the library cut short: refused with ValueError, as open() refuses such a path."""
-    if not isinstance(text, str):
-        raise InvalidArgumentError(f"{what} must be a str, not {type(text).__name__}")
+    _typed(what, text, str, "a str")
     b = text.encode()
     if b"\0" in b:
         raise InvalidArgumentError(f"{what} {text!r} contains a NUL character (at {text.index(chr(0))})")
@@ -44,8 +51,7 @@ def _cpath(path):
 def _cint(what, v, bits=32):
     """v as a signed C integer of bits bits: ctypes would wrap a larger one silently, so that
     2**64 + 128 became 128."""
-    if not isinstance(v, int) or isinstance(v, bool):
-        raise InvalidArgumentError(f"{what} must be an int, not {type(v).__name__}")
+    _typed(what, v, int, "an int")
     if not -(1 << (bits - 1)) <= v < (1 << (bits - 1)):
         raise InvalidArgumentError(f"{what} {v} is out of range (a {bits}-bit signed integer)")
     return v
@@ -205,6 +211,11 @@ class Problem:
         return " ".join(shlex.quote(w) for w in words)
 
 
+def _cproblem(problem):
+    """problem (a Problem) as an ft_problem; ArgumentTypeError for anything else."""
+    return _typed("problem", problem, Problem, "a fusedtune.Problem")._c()
+
+
 def _lookup_flags(nearest, buckets):
     """ft_lookup's flags: FT_LOOKUP_NEAREST, or FT_LOOKUP_EXACT (no M bucket); not both."""
     if nearest and not buckets:
@@ -296,7 +307,7 @@ def variants(problem, arch=None, compile=False, full=False):
     exhaustive search takes. No GPU needed; compile=True compiles each with NVRTC."""
     L, out, msg = lib(), ctypes.POINTER(_lib.ft_variant_list)(), _msgbuf()
     flags = (_lib.FT_VARIANTS_COMPILE if compile else 0) | (_lib.FT_VARIANTS_FULL if full else 0)
-    st = L.ft_variants(ctypes.byref(problem._c()), _cstr("arch", arch) if arch else None,
+    st = L.ft_variants(ctypes.byref(_cproblem(problem)), _cstr("arch", arch) if arch else None,
                        flags, ctypes.byref(out), msg, len(msg))
     if st != 0:
         _raise(st, _s(msg.value))
@@ -411,7 +422,7 @@ class Database(_Owned):
         Config.tuned_m the bucket's M) unless buckets=False (the exact key only). nearest: fall back
         to the nearest tuned shape of another N or K (exact and bucket False). NotFoundError when
         nothing applies."""
-        p, out = problem._c(), _lib.ft_config()
+        p, out = _cproblem(problem), _lib.ft_config()
         with self._lock:
             self._check(lib().ft_lookup(self._handle(), ctypes.byref(p), _lookup_flags(nearest, buckets),
                                         ctypes.byref(out)))
@@ -422,14 +433,14 @@ class Database(_Owned):
         3xtf32 and tf32 for fp32 tensors (bf16: bf16 and the layer's fp8 form, fp8.fp8_epilogue, its
         error against the bf16 layer; fp16: that mode); Config.math says which mode.
         NotFoundError (naming the smallest error stored) when none is within it."""
-        p, out = problem._c(), _lib.ft_config()
+        p, out = _cproblem(problem), _lib.ft_config()
         with self._lock:
             self._check(lib().ft_lookup_within(self._handle(), ctypes.byref(p), float(tolerance), ctypes.byref(out)))
         return Config._from_c(out)
 
     def lookup_entry_within(self, problem, tolerance, device_name=None):
         """lookup_within by device name (no GPU needed for a stored device). A BestEntry."""
-        p, out = problem._c(), _lib.ft_best_entry()
+        p, out = _cproblem(problem), _lib.ft_best_entry()
         with self._lock:
             self._check(lib().ft_lookup_entry_within(self._handle(), _cstr("device name", device_name) if device_name else None,
                                                      ctypes.byref(p), float(tolerance), ctypes.byref(out)))
@@ -438,7 +449,7 @@ class Database(_Owned):
     def lookup_entry(self, problem, device_name=None, *, nearest=False, buckets=True):
         """lookup that also names the device; device_name reads results stored for that device
         without touching a GPU. A BestEntry."""
-        p, out = problem._c(), _lib.ft_best_entry()
+        p, out = _cproblem(problem), _lib.ft_best_entry()
         with self._lock:
             self._check(lib().ft_lookup_entry(self._handle(), _cstr("device name", device_name) if device_name else None,
                                               ctypes.byref(p), _lookup_flags(nearest, buckets), ctypes.byref(out)))
@@ -484,7 +495,8 @@ class Database(_Owned):
         from .plan import Plan  # plan.py builds on this module
         if config is None:
             config = self.lookup(problem, nearest=nearest)
-        p, handle = problem._c(), ctypes.c_void_p()
+        _typed("config", config, Config, "a fusedtune.Config (from lookup)")
+        p, handle = _cproblem(problem), ctypes.c_void_p()
         with self._lock:
             self._check(lib().ft_plan_create(self._handle(), ctypes.byref(p), ctypes.byref(config.raw),
                                              ctypes.byref(handle)))
@@ -535,7 +547,7 @@ class Database(_Owned):
             opt.progress = _lib.ft_tune_progress_fn(report)
             opt.quiet = 0
             keep.append(opt.progress)
-        p, best, result = problem._c(), _lib.ft_config(), {}
+        p, best, result = _cproblem(problem), _lib.ft_config(), {}
 
         # The tune runs on a thread of its own, so that Ctrl-C reaches Python meanwhile, on the
         # caller's current CUDA device (a per-thread setting): without the runtime to set it
@@ -572,7 +584,7 @@ class Database(_Owned):
 
     def tune_command(self, problem):
         """The `fusedtune tune` command that tunes problem into this database."""
-        return problem.tune_command(self.path)
+        return _typed("problem", problem, Problem, "a fusedtune.Problem").tune_command(self.path)
 
     def not_tuned(self, problem, detail):
         """NotTunedError for problem, naming the command that tunes it."""

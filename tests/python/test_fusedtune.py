@@ -535,6 +535,44 @@ class PrintableMessagesTest(unittest.TestCase):
                                  for ch in text), repr(text))
 
 
+class ArgumentTypesTest(unittest.TestCase):
+    """An argument of the wrong type is a TypeError naming it and the type it needs (issue 58 item
+    10: d57500e raised AttributeError "'str' object has no attribute '_c'" and took a dict's keys
+    for device pointers)."""
+
+    def test_wrong_types_name_the_argument(self):
+        calls = [(lambda: fusedtune.variants("8x8x8"), "problem must be a fusedtune.Problem, not str")]
+        with fusedtune.Database(scratch("types.db"), create=True) as db:
+            p = fusedtune.Problem(8, 8, 8)
+            calls += [(lambda: db.lookup_entry("8x8x8", "NVIDIA H200"), "problem must be a fusedtune.Problem, not str"),
+                      (lambda: db.lookup_entry(p, 7), "device name must be a str, not int"),
+                      (lambda: db.lookup((8, 8, 8)), "problem must be a fusedtune.Problem, not tuple"),
+                      (lambda: db.lookup_within("p", 1e-3), "problem must be a fusedtune.Problem"),
+                      (lambda: db.lookup_entry_within(None, 1e-3), "problem must be a fusedtune.Problem, not NoneType"),
+                      (lambda: db.plan(p, config="tc_128x128"), "config must be a fusedtune.Config"),
+                      (lambda: db.tune("8x8x8"), "problem must be a fusedtune.Problem"),
+                      (lambda: db.tune_command("8x8x8"), "problem must be a fusedtune.Problem"),
+                      (lambda: fusedtune.Problem("8", 8, 8).check(), "problem m must be an int, not str")]
+            for call, text in calls:
+                with self.assertRaises(TypeError) as cm:
+                    call()
+                self.assertIsInstance(cm.exception, fusedtune.InvalidArgumentError)
+                self.assertIn(text, str(cm.exception))
+
+    def test_slot_arrays_take_sequences_in_slot_order(self):
+        slots = [("bias", "row", None), ("g", "col", None), ("s", "scalar", 2.0)]
+        va, sa = fusedtune.slot_arrays(slots, (0x4000, 0x5000), [None])
+        self.assertEqual((list(va), sa[2]), ([0x4000, 0x5000, None], 2.0))
+        for vecs, scalars, text in (({"bias": 0x4000, "g": 0x5000}, (), "vecs must be a list or tuple"),
+                                    ({0x4000, 0x5000}, (), "not set"), ("ab", (), "not str"),
+                                    ([0x4000, 0x5000], {"s": 1.0}, "scalars must be a list or tuple"),
+                                    (["0x4000", 0x5000], (), "row vector bias's pointer must be an int"),
+                                    ([0x4000, 0x5000], ["1.5"], "scalar s must be a number, not str")):
+            with self.assertRaises(TypeError) as cm:
+                fusedtune.slot_arrays(slots, vecs, scalars)
+            self.assertIn(text, str(cm.exception))
+
+
 class RemoveDatabaseTest(unittest.TestCase):
     """remove_database deletes fusedtune databases only, and none this process has open (issue 58
     item 4: d57500e deleted a JSON export, a text file and an open database)."""
