@@ -195,6 +195,28 @@ static void test_small_messages(void) {
   ASSERT_CONTAINS(out, "a repeated option is a usage error");
 }
 
+/* Issue 58 item 11, the smaller things: each failed on d57500e. */
+static void test_small_items_58(void) {
+  /* An empty FILE is a usage error, as export --out '' is. */
+  ASSERT_EQ_INT(run("--db s58.db import ''"), 2);
+  ASSERT_CONTAINS(out, "FILE is empty");
+  ASSERT_EQ_INT(run("--db s58.db export --out ''"), 2);
+  /* The limit a message names is accepted. */
+  ASSERT_EQ_INT(run("epilogue 'x * 1.17549435e-38'"), 0);
+  ASSERT_EQ_INT(run("epilogue 'x * 1e-39'"), 2);
+  ASSERT_CONTAINS(out, "(smallest 1.17549435e-38)");
+  /* --help gives the range --repeats takes (1001 is refused). */
+  ASSERT_EQ_INT(run("tune --help"), 0);
+  ASSERT_CONTAINS(out, "--repeats N          timed repeats per candidate, 20..1000");
+  ASSERT_EQ_INT(run("tune --shape 8x8x8 --repeats 1001"), 2);
+  ASSERT_CONTAINS(out, "20..1000");
+  ASSERT_EQ_INT(run("bench --help"), 0);
+  ASSERT_CONTAINS(out, "--repeats N: timed calls per configuration, 20..1000");
+  /* variants' summary names the math mode. */
+  ASSERT_EQ_INT(run("variants --shape 16x16x16 --math bf16"), 0);
+  ASSERT_CONTAINS(out, " variant(s) for 16x16x16, epilogue 'x', bf16, sm_90\n");
+}
+
 /* Reads everything the child writes on the pseudo-terminal master, until it closes or the
  * deadline passes (then the child is killed). Returns the child's exit status, or -1. */
 static int read_pty(int master, pid_t pid, char *buf, size_t cap, int deadline_s) {
@@ -410,6 +432,7 @@ int main(void) {
   test_write_errors();
   test_no_driver();
   test_small_messages();
+  test_small_items_58();
   test_compile_progress();
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (!ft_test_failures && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

@@ -488,6 +488,7 @@ int cmd_import(cli *c, int argc, char **argv) {
                  "FILE must be a regular file of at most 1 GiB.\n"))
     return 0;
   if (argc != 1) return usage_error("import", argc ? "exactly one FILE expected" : "FILE is required");
+  if (!*argv[0]) return usage_error("import", "FILE is empty: name the export to import");
   const char *path = cli_db_path(c);
   int existed = access(path, F_OK) == 0;
   ft_ctx *ctx = NULL;

@@ -44,7 +44,7 @@ static const char *tune_help =
     "                         halving: every candidate screened, the best quarter of each kind re-timed\n"
     "  --budget SECONDS     bound on the whole tune, compilation included (default 150); what finished is stored\n"
     "                       (the safe candidates are always measured in full)\n"
-    "  --repeats N          timed repeats per candidate, >= 20 (default 30)\n"
+    "  --repeats N          timed repeats per candidate, 20..1000 (default 30)\n"
     "  --retune             measure again candidates already measured with the same kernel source\n"
     "  --flush-l2           overwrite L2 before every timed repeat\n"
     "  --seed N             input seed; 0, the default, is the fixed one (runs stay comparable;\n"
@@ -551,7 +551,8 @@ int cmd_variants(cli *c, int argc, char **argv) {
       else printf("%-52s %s %s\n", v->name, v->source_hash, v->config);
     }
     if (json) printf("\n]\n");
-    else printf("%d variant(s) for %s, epilogue '%s', %s\n", l->count, shape, l->epilogue, l->arch);
+    else printf("%d variant(s) for %s, epilogue '%s', %s, %s\n", l->count, shape, l->epilogue, ft_math_name(p.math),
+                l->arch);
   }
   ft_variant_list_free(l);
   return rc;

@@ -320,6 +320,18 @@ def _mapped(prefix):
     return None
 
 
+def import_torch(module):
+    """The torch module, for module ("fusedtune.fp8"); without PyTorch an ImportError that says
+    what needs it and what works without it, not only "No module named 'torch'"."""
+    try:
+        import torch
+    except ImportError as e:
+        raise ImportError(f"{module} needs PyTorch, which does not import here ({e}): install it (pip install torch). "
+                          f"The rest of fusedtune works without it: fusedtune.Database, Problem, lookups, tunes, "
+                          f"plans launched by device pointer, and the fusedtune command line") from e
+    return torch
+
+
 _cudart = None
 
 

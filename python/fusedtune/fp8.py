@@ -6,10 +6,12 @@ FusedLinear.from_linear(lin, E, math="fp8") or FusedLinear.from_fp8(weight, weig
 import ctypes
 import math as _math
 
-import torch
-from torch import nn
+from . import _lib
 
-from . import _launch, _lib, core
+torch = _lib.import_torch("fusedtune.fp8")
+nn = torch.nn
+
+from . import _launch, core  # noqa: E402 (after torch, whose absence is said first)
 from ._binding import Binding, check_no_grad, check_tensor
 from ._lib import lib
 from .errors import InvalidArgumentError, NotFoundError

@@ -573,6 +573,19 @@ class ArgumentTypesTest(unittest.TestCase):
             self.assertIn(text, str(cm.exception))
 
 
+class NoTorchTest(unittest.TestCase):
+    def test_fp8_without_torch_says_what_works(self):
+        """Without PyTorch, fusedtune.fp8 says what needs it and what works without it (issue 58
+        item 11: d57500e said only "No module named 'torch'")."""
+        code = ("import sys; sys.modules['torch'] = None; sys.path.insert(0, %r); import fusedtune; "
+                "import fusedtune.fp8" % os.path.join(HERE, "..", "..", "python"))
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("ImportError: fusedtune.fp8 needs PyTorch", r.stderr)
+        self.assertIn("pip install torch", r.stderr)
+        self.assertIn("works without it", r.stderr)
+
+
 class RemoveDatabaseTest(unittest.TestCase):
     """remove_database deletes fusedtune databases only, and none this process has open (issue 58
     item 4: d57500e deleted a JSON export, a text file and an open database)."""
