@@ -195,6 +195,21 @@ static void test_small_messages(void) {
   ASSERT_CONTAINS(out, "a repeated option is a usage error");
 }
 
+/* Issue 58 item 12: a command that needs a GPU, on a machine without one, says what works without
+ * (d57500e said only "no CUDA device: ..."). */
+static void test_no_device_hint(void) {
+  if (ft_test_have_gpu()) return;
+  ASSERT_EQ_INT(run("--db nd.db init"), 0);
+  const char *cmds[] = {"--db nd.db tune --shape 8x8x8", "devices", "--db nd.db bench --shape 8x8x8 --epilogue x"};
+  for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+    int code = run(cmds[i]);
+    if (code != 1 || !strstr(out, "no CUDA device") ||
+        !strstr(out, "without a GPU these still work: import, export, list, report, query --device-name NAME") ||
+        strchr(out, '\n') != out + strlen(out) - 1)
+      FT_FAIL_AT_("'%s': exit %d: %s", cmds[i], code, out);
+  }
+}
+
 /* Issue 58 item 11, the smaller things: each failed on d57500e. */
 static void test_small_items_58(void) {
   /* An empty FILE is a usage error, as export --out '' is. */
@@ -433,6 +448,7 @@ int main(void) {
   test_no_driver();
   test_small_messages();
   test_small_items_58();
+  test_no_device_hint();
   test_compile_progress();
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (!ft_test_failures && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

@@ -55,7 +55,8 @@ int wants_help(int argc, char **argv, const char *text);
  * with a newline. cli_line writes to f; fail_msg writes "fusedtune: text" to stderr and returns 1. */
 int cli_line(FILE *f, const char *fmt, ...) CLI_PRINTF(2, 3);
 int fail_msg(const char *fmt, ...) CLI_PRINTF(1, 2);
-/* Prints "fusedtune: msg" and returns the exit code for status s (2 for bad input, else 1). */
+/* Prints "fusedtune: msg" and returns the exit code for status s (2 for bad input, else 1); for
+ * FT_ERR_NO_DEVICE it adds what works without a GPU. */
 int fail_status(ft_status s, const char *msg);
 /* fail_status with ft_errmsg(ctx), then closes ctx. */
 int fail_ctx(ft_status s, ft_ctx *ctx);

@@ -69,7 +69,10 @@ int fail_msg(const char *fmt, ...) {
 }
 
 int fail_status(ft_status s, const char *msg) {
-  cli_line(stderr, "fusedtune: %s", msg && msg[0] ? msg : ft_status_string(s));
+  /* A machine with no GPU can still do all that needs none: say what. */
+  const char *cpu = s == FT_ERR_NO_DEVICE ? "; without a GPU these still work: import, export, list, report, query "
+                                            "--device-name NAME, variants, epilogue" : "";
+  cli_line(stderr, "fusedtune: %s%s", msg && msg[0] ? msg : ft_status_string(s), cpu);
   return s == FT_ERR_PARSE || s == FT_ERR_INVALID_ARG ? EXIT_USAGE : 1;
 }
 
