@@ -17,7 +17,7 @@ static int example_plan(const char *db_path, const ft_problem *p, ft_ctx **ctx, 
     return 1;
   }
   if ((s = ft_lookup(*ctx, p, FT_LOOKUP_NEAREST, cfg)) != FT_OK) {
-    fprintf(stderr, "ft_lookup: %s: %s\n", ft_status_string(s), ft_errmsg(*ctx));
+    fprintf(stderr, "ft_lookup: %s\n", ft_errmsg(*ctx)); /* the message names its status */
     return s == FT_ERR_NOT_FOUND ? 3 : 1;
   }
   printf("lookup: %s %s (%s, tuned at %lldx%lldx%lld)\n", cfg->strategy, cfg->name, cfg->exact ? "exact" : "nearest",

@@ -83,6 +83,12 @@ FT_API int ft_schema_version(void);
  * FT_ERR_DB, FT_ERR_IO, FT_ERR_NOMEM. */
 FT_API ft_status ft_export(ft_ctx *ctx, FILE *out, unsigned flags);
 
+/* ft_export into the file at path, written as ft_out_open writes (refusing the database itself,
+ * its side files, symbolic links and what is not a regular file; the file replaced only when the
+ * export is complete). Returns FT_OK, FT_ERR_INVALID_ARG (path NULL or empty, unknown flags),
+ * FT_ERR_IO (a refused path: why in ft_errmsg; a write that failed), FT_ERR_DB, FT_ERR_NOMEM. */
+FT_API ft_status ft_export_file(ft_ctx *ctx, const char *path, unsigned flags);
+
 /* Rows an import added (rows already present are not counted) and rows the file held. cubins
  * is always 0: imported cubins are checked, never stored (see ft_import_file). */
 typedef struct ft_import_counts {
@@ -100,9 +106,16 @@ typedef struct ft_import_counts {
  * FT_ERR_VERSION (an export of a newer format), FT_ERR_DB, FT_ERR_NOMEM. */
 FT_API ft_status ft_import_file(ft_ctx *ctx, const char *path, ft_import_counts *stats);
 
-/* Deletes the database file at path and its -wal and -shm side files where they exist. For a
- * closed database only (no ft_ctx open on it); errors are ignored. NULL is a no-op. */
+/* Deletes the database file at path and its -wal and -shm side files where they exist, whatever
+ * the file holds. For a closed database only (no ft_ctx open on it); errors are ignored. NULL is
+ * a no-op. ft_remove_database_v2 checks first. */
 FT_API void ft_remove_database(const char *path);
+/* ft_remove_database of a fusedtune database only: a file that is not one (not SQLite, another
+ * program's SQLite file, an export, a directory) and a database open through an ft_ctx of this
+ * process (by any name) are refused, nothing removed; a missing path is FT_OK. Thread-safe.
+ * Returns FT_OK, FT_ERR_INVALID_ARG (path NULL or empty), FT_ERR_DB (not a fusedtune database),
+ * FT_ERR_IO (open in this process, a directory, unreadable), FT_ERR_NOMEM; why in msg. */
+FT_API ft_status ft_remove_database_v2(const char *path, char *msg, size_t msg_size);
 
 /* One stored best: a (device, problem) and its best-ranked launchable configuration (docs/FORMAT.md,
  * "best"). Plain data. */
@@ -526,6 +539,45 @@ FT_API ft_status ft_bench_problem(ft_ctx *ctx, const ft_problem *p, int repeats,
  * '"' and '\\' escaped, valid UTF-8 copied, each invalid byte written as U+FFFD. NULL s writes
  * null. Write errors show in ferror(out). Thread-safe (as far as out is). */
 FT_API void ft_write_json_string(FILE *out, const char *s);
+
+/* Makes text safe to print, in place: each character that steers a terminal rather than shows
+ * (C0 and C1 controls, newline and tab included, DEL, the bidi embeddings, overrides and isolates
+ * U+202A-U+202E and U+2066-U+2069) and each byte that is not UTF-8 becomes '?'. The library's
+ * messages (ft_errmsg, every msg buffer) already are; a tool runs its own messages that echo user
+ * or file text through it. NULL is a no-op. Thread-safe. */
+FT_API void ft_text_printable(char *text);
+
+/* The command line that tunes (m, n, k, epilogue, math) into the database at db_path (NULL or
+ * "": none named, so the default database): "fusedtune --db 'PATH' tune --shape MxNxK --epilogue
+ * 'E' --math MODE", each text quoted for a POSIX shell. Writes it to out (truncated,
+ * NUL-terminated when out_size > 0; out may be NULL) and returns its full length, as snprintf
+ * does. The library's own advice ("tune it again: ...") is written by it. Thread-safe. */
+FT_API size_t ft_tune_command(const char *db_path, int64_t m, int64_t n, int64_t k, const char *epilogue,
+                              const char *math, char *out, size_t out_size);
+
+/* An output file written safely: what a tool writes (an export, a report) goes to a new temporary
+ * file in the path's folder and is renamed over the path only when complete, so a failure never
+ * leaves half a file and an existing file keeps its mode. Refused before anything is written: a
+ * path that is a symbolic link or not a regular file (a directory, device, FIFO: never opened,
+ * so never waited on), the database db_path itself (also through a hard link), and a file SQLite
+ * keeps beside it (-wal, -shm, -journal; also those of a hard or symbolic link to it), which
+ * SQLite would remove or overwrite. */
+typedef struct ft_out ft_out;
+
+/* Opens an output for path; db_path is the database whose files are refused (NULL: none). what
+ * starts every message ("export: x.db is the database being exported: ..."; any what but
+ * "export" says "being read"). *out is the caller's: ft_out_close(). Thread-safe.
+ * Returns FT_OK, FT_ERR_INVALID_ARG (path NULL or empty, out NULL), FT_ERR_IO (refused, or the
+ * temporary file cannot be made: why in msg), FT_ERR_NOMEM. */
+FT_API ft_status ft_out_open(const char *path, const char *db_path, const char *what, ft_out **out, char *msg,
+                             size_t msg_size);
+/* The stream to write to; owned by o (closed by ft_out_close). */
+FT_API FILE *ft_out_stream(ft_out *o);
+/* Closes o and frees it. commit nonzero: the temporary file, when its stream shows no write
+ * error and closes cleanly, is renamed over the path; else (or commit 0) it is removed and the
+ * path left as it was. NULL is a no-op. Returns FT_OK, FT_ERR_IO (a write or the rename failed,
+ * nothing replaced: why in msg). */
+FT_API ft_status ft_out_close(ft_out *o, int commit, char *msg, size_t msg_size);
 
 /* ---- the worker ---- */
 

@@ -9,6 +9,7 @@
 #include "compile.h"
 #include "launch.h"
 #include "api_internal.h"
+#include "fusedtune_tool.h"
 #include "best.h"
 #include "search.h"
 #include "tuner.h"
@@ -276,11 +277,13 @@ static int consider_nearest(void *user, const ft_best *best) {
  * skips only what was measured with today's source). */
 static ft_status stale_message(ft_ctx *ctx, const ft_problem *p, const char *canonical, const char *modes,
                                const char *device) {
+  char cmd[FT_EP_MAX_TEXT + 4096];
+  ft_tune_command(ft_db_path(ctx->db), p->m, p->n, p->k, canonical, strchr(modes, ' ') ? "auto" : modes, cmd,
+                  sizeof cmd);
   return ft__fail(&ctx->err, FT_ERR_NOT_FOUND,
                   "only a stale result for %lldx%lldx%lld, epilogue '%s', %s on %s (measured with an older "
-                  "kernel source): tune it again: fusedtune tune --shape %lldx%lldx%lld --epilogue '%s' --math %s",
-                  (long long)p->m, (long long)p->n, (long long)p->k, canonical, modes, device, (long long)p->m,
-                  (long long)p->n, (long long)p->k, canonical, strchr(modes, ' ') ? "auto" : modes);
+                  "kernel source): tune it again: %s",
+                  (long long)p->m, (long long)p->n, (long long)p->k, canonical, modes, device, cmd);
 }
 
 /* The device row and limits a lookup runs against: the current device, or the one stored under

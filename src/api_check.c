@@ -7,7 +7,10 @@
 #include "gated.h"
 
 void ft__copy_msg(char *msg, size_t msg_size, const char *text) {
-  if (msg && msg_size > 0) ft__fit_text(msg, msg_size, text, strlen(text));
+  if (msg && msg_size > 0) {
+    ft__fit_text(msg, msg_size, text, strlen(text));
+    ft__printable(msg);
+  }
 }
 
 ft_status ft__check_problem(const ft_problem *p, ft_err *err) {

@@ -9,6 +9,7 @@
 #include "api_internal.h"
 #include "fusedtune_tool.h"
 #include "json.h"
+#include "strbuf.h"
 
 #define FT_IMPORT_MAX_BYTES ((size_t)1 << 30)
 
@@ -16,6 +17,63 @@ int ft_schema_version(void) { return ft_db_schema_version(); }
 
 void ft_remove_database(const char *path) {
   if (path) ft_db_remove_files(path);
+}
+
+ft_status ft_remove_database_v2(const char *path, char *msg, size_t msg_size) {
+  ft_err e;
+  ft__err_clear(&e);
+  struct stat sb;
+  ft_status st = FT_OK;
+  if (!path || !*path) st = ft__fail(&e, FT_ERR_INVALID_ARG, "ft_remove_database_v2: no path given");
+  else if (lstat(path, &sb) != 0 && errno == ENOENT) st = FT_OK; /* nothing to remove */
+  else if (ft_db_is_open(path))
+    st = ft__fail(&e, FT_ERR_IO, "cannot remove %s: the database is open in this process (close it first)", path);
+  else {
+    /* Only what opens as a fusedtune database (any schema version) is removed. */
+    ft_db *db = NULL;
+    st = ft_db_open(path, FT_DB_READONLY, &db, &e);
+    ft_db_close(db);
+    if (st == FT_ERR_VERSION) st = FT_OK;
+    if (st == FT_OK) ft_db_remove_files(path);
+    else if (st != FT_ERR_NOMEM) {
+      char why[sizeof e.msg];
+      snprintf(why, sizeof why, "%s", e.msg);
+      st = ft__fail(&e, st, "not removing %s: %s", path, why);
+    }
+  }
+  if (msg && msg_size) snprintf(msg, msg_size, "%s", e.msg);
+  return st;
+}
+
+void ft_text_printable(char *text) { ft__printable(text); }
+
+/* s in single quotes for a POSIX shell (each ' as '\''), appended to b. */
+static void shell_quote(ft_strbuf *b, const char *s) {
+  ft_sb_puts(b, "'");
+  for (const char *q; (q = strchr(s, '\'')); s = q + 1) {
+    ft_sb_putn(b, s, (size_t)(q - s));
+    ft_sb_puts(b, "'\\''");
+  }
+  ft_sb_puts(b, s);
+  ft_sb_puts(b, "'");
+}
+
+size_t ft_tune_command(const char *db_path, int64_t m, int64_t n, int64_t k, const char *epilogue, const char *math,
+                       char *out, size_t out_size) {
+  ft_strbuf b = {0};
+  ft_sb_puts(&b, "fusedtune ");
+  if (db_path && *db_path) {
+    ft_sb_puts(&b, "--db ");
+    shell_quote(&b, db_path);
+    ft_sb_puts(&b, " ");
+  }
+  ft_sb_printf(&b, "tune --shape %lldx%lldx%lld --epilogue ", (long long)m, (long long)n, (long long)k);
+  shell_quote(&b, epilogue ? epilogue : "none");
+  ft_sb_printf(&b, " --math %s", math ? math : "fp32");
+  size_t len = b.oom ? 0 : b.len;
+  if (out && out_size) snprintf(out, out_size, "%s", b.p && !b.oom ? b.p : "");
+  free(b.p);
+  return len;
 }
 
 ft_status ft_export(ft_ctx *ctx, FILE *out, unsigned flags) {

@@ -6,6 +6,60 @@
 #include <string.h>
 #include <time.h>
 
+size_t ft__utf8_len(const unsigned char *s, size_t avail) {
+  unsigned c = s[0];
+  if (c < 0x80) return 1;
+  size_t n;
+  unsigned lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (avail < n) return 0;
+  if (s[1] < lo || s[1] > hi) return 0;
+  for (size_t i = 2; i < n; i++)
+    if (s[i] < 0x80 || s[i] > 0xBF) return 0;
+  return n;
+}
+
+/* Whether the well-formed n-byte UTF-8 sequence at s steers a terminal rather than shows: C0
+ * and C1 controls, DEL, the bidi embeddings, overrides and isolates (U+202A-U+202E,
+ * U+2066-U+2069). */
+static int steers_terminal(const unsigned char *s, size_t n) {
+  if (n == 1) return s[0] < 0x20 || s[0] == 0x7F;
+  if (n == 2) return s[0] == 0xC2 && s[1] <= 0x9F;
+  return n == 3 && s[0] == 0xE2 &&
+         ((s[1] == 0x80 && s[2] >= 0xAA && s[2] <= 0xAE) || (s[1] == 0x81 && s[2] >= 0xA6 && s[2] <= 0xA9));
+}
+
+void ft__printable(char *text) {
+  if (!text) return;
+  unsigned char *r = (unsigned char *)text, *w = r;
+  size_t left = strlen(text);
+  while (left > 0) {
+    size_t n = ft__utf8_len(r, left);
+    if (n == 0 || steers_terminal(r, n)) {
+      *w++ = '?';
+      n = n ? n : 1;
+    } else {
+      memmove(w, r, n);
+      w += n;
+    }
+    r += n;
+    left -= n;
+  }
+  *w = '\0';
+}
+
 /* A UTF-8 continuation byte (10xxxxxx): never the place to cut. */
 static int is_cont(unsigned char c) { return (c & 0xC0) == 0x80; }
 
@@ -51,6 +105,7 @@ ft_status ft__fail(ft_err *e, ft_status s, const char *fmt, ...) {
       e->msg[end] = '\0';
     }
     va_end(ap2);
+    ft__printable(e->msg);
     e->status = s;
   }
   return s;

@@ -27,6 +27,16 @@ ft_status ft__fail(ft_err *e, ft_status s, const char *fmt, ...) FT_PRINTF(3, 4)
  * its tail around "...", cut on UTF-8 character boundaries. */
 void ft__fit_text(char *dst, size_t cap, const char *src, size_t len);
 
+/* Length of the well-formed UTF-8 sequence at s (Unicode table 3-7: no overlongs, no
+ * surrogates, nothing above U+10FFFF), or 0 when s does not start one. */
+size_t ft__utf8_len(const unsigned char *s, size_t avail);
+
+/* Makes text safe to show, in place: each character that steers a terminal (C0 and C1 controls,
+ * newline and tab included, DEL, bidi overrides and isolates) and each byte that is not UTF-8
+ * becomes '?'. Every message ft__fail records goes through it, so no user or file text echoed in
+ * a message can move the cursor, retitle a terminal or reorder what it shows. */
+void ft__printable(char *text);
+
 /* Clears e to FT_OK with an empty message. */
 void ft__err_clear(ft_err *e);
 

@@ -108,6 +108,9 @@ static ft_status compile_with(const char *src, const char *arch, const char *ext
   r = nvrtcCompileProgram(prog, argc, argv);
   char *text = program_log(prog);
   if (r != NVRTC_SUCCESS) {
+    /* One line: a message shows no control character (ft__printable would make each a '?'). */
+    for (char *c = text; c && *c; c++)
+      if (*c == '\n' || *c == '\t') *c = ' ';
     s = ft__fail(err, FT_ERR_COMPILE, "NVRTC compile failed (%s): %.*s", nvrtcGetErrorString(r),
                  FT_LOG_HEAD, text ? text : "(no log)");
   } else if (cubin) {

@@ -26,10 +26,16 @@ int ft_db_schema_version(void);
  * opened read-write with PRAGMA query_only; the last connection to close removes them). */
 ft_status ft_db_open(const char *path, unsigned flags, ft_db **out, ft_err *err);
 void ft_db_close(ft_db *db); /* NULL is a no-op */
+/* The path db was opened with (NULL for NULL). */
+const char *ft_db_path(const ft_db *db);
 
 /* Deletes the database file at path and its -wal and -shm side files, where they exist (a closed
  * database only; errors ignored: what is missing needs no removing). */
 void ft_db_remove_files(const char *path);
+
+/* 1 when the file at path (by identity: any name, a hard or symbolic link) is open through an
+ * ft_db of this process, else 0. Thread-safe. */
+int ft_db_is_open(const char *path);
 
 /* 1 when db was opened with FT_DB_READONLY (every write function then fails with FT_ERR_DB
  * without touching the file), else 0. NULL counts as read-only. */

@@ -5,6 +5,7 @@
 #define FT_DB_INTERNAL_H
 
 #include <sqlite3.h>
+#include <sys/types.h>
 
 #include "db.h"
 
@@ -38,6 +39,10 @@ struct ft_db {
   char *path;    /* as given, for messages */
   int readonly;  /* FT_DB_READONLY: query_only is set as well */
   int immutable; /* opened with ?immutable=1 (read-only WAL database in a read-only place) */
+  int listed;            /* in the list of open databases (db_open.c), by dev and ino */
+  dev_t dev;
+  ino_t ino;
+  struct ft_db *next_open;
   sqlite3_stmt *stmt[FT_ST_COUNT];
 };
 

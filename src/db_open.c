@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -373,6 +374,44 @@ static ft_status open_connection(ft_db *db, int create, ft_err *err) {
   return prepare_writable(db, empty, err);
 }
 
+/* The databases open in this process, by file identity: ft_db_is_open (a database must not be
+ * removed under a connection of its own process). */
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+static ft_db *open_head;
+
+static void open_list_add(ft_db *db) {
+  struct stat sb;
+  if (stat(db->path, &sb) != 0) return;
+  db->dev = sb.st_dev;
+  db->ino = sb.st_ino;
+  pthread_mutex_lock(&open_lock);
+  db->next_open = open_head;
+  open_head = db;
+  db->listed = 1;
+  pthread_mutex_unlock(&open_lock);
+}
+
+static void open_list_remove(ft_db *db) {
+  if (!db->listed) return;
+  pthread_mutex_lock(&open_lock);
+  for (ft_db **p = &open_head; *p; p = &(*p)->next_open)
+    if (*p == db) {
+      *p = db->next_open;
+      break;
+    }
+  pthread_mutex_unlock(&open_lock);
+}
+
+int ft_db_is_open(const char *path) {
+  struct stat sb;
+  if (!path || stat(path, &sb) != 0) return 0;
+  int found = 0;
+  pthread_mutex_lock(&open_lock);
+  for (ft_db *d = open_head; d && !found; d = d->next_open) found = d->dev == sb.st_dev && d->ino == sb.st_ino;
+  pthread_mutex_unlock(&open_lock);
+  return found;
+}
+
 ft_status ft_db_open(const char *path, unsigned flags, ft_db **out, ft_err *err) {
   if (!out || !path || !path[0])
     return ft__fail(err, FT_ERR_INVALID_ARG, "ft_db_open: path and out must be given");
@@ -399,12 +438,14 @@ ft_status ft_db_open(const char *path, unsigned flags, ft_db **out, ft_err *err)
     ft_db_close(db);
     return s;
   }
+  if (!memory) open_list_add(db);
   *out = db;
   return FT_OK;
 }
 
 void ft_db_close(ft_db *db) {
   if (!db) return;
+  open_list_remove(db);
   close_handle(db);
   free(db->path);
   free(db);
@@ -425,3 +466,5 @@ void ft_db_remove_files(const char *path) {
 }
 
 int ft_db_readonly(const ft_db *db) { return db ? db->readonly : 1; }
+
+const char *ft_db_path(const ft_db *db) { return db ? db->path : NULL; }

@@ -32,7 +32,8 @@ int ft_ep_fp8_scales(const ft_epilogue *ep, int *sx_slot, int *sw_slot, char *wh
     snprintf(why, why_size, "fp8: the epilogue must scale x by sx and sw (%s): '%s' is missing", form, a < 0 ? "sx" : "sw");
     return 0;
   }
-  if (ep->params[a].kind == FT_PARAM_COLVEC || ep->params[b].kind == FT_PARAM_ROWVEC) {
+  const ft_param_kind ka = ep->params[a].kind, kb = ep->params[b].kind;
+  if ((ka != FT_PARAM_SCALAR && ka != FT_PARAM_ROWVEC) || (kb != FT_PARAM_SCALAR && kb != FT_PARAM_COLVEC)) {
     snprintf(why, why_size, "fp8: sx scales x's rows (scalar or row sx), sw W's rows, the output columns (scalar or col sw)");
     return 0;
   }

@@ -53,12 +53,14 @@ static ft_status lex_number(parser *p, int start) {
   char *end = NULL;
   double v = strtod(s + start, &end);
   if (end != s + i) return ft__ep_perr(p, start + 1, "malformed number");
-  if (!isfinite(v) || v > FLT_MAX) return ft__ep_perr(p, start + 1, "number out of float range");
+  /* Judged by the float the kernel computes with: a literal that rounds to FLT_MAX or FLT_MIN (as
+   * their printed forms 3.40282347e+38 and 1.17549435e-38 do) is that float. */
+  if (!isfinite(v) || !isfinite((float)v)) return ft__ep_perr(p, start + 1, "number out of float range");
   /* The kernel computes in float and the reference in double: a literal below float's normal
    * range would be 0 or a subnormal in one and itself in the other. */
   int nonzero_digit = 0; /* 1e-400 reads as 0 in double as well, but was not written as 0 */
   for (int j = start; j < i && s[j] != 'e' && s[j] != 'E'; j++) nonzero_digit |= s[j] >= '1' && s[j] <= '9';
-  if ((v != 0 || nonzero_digit) && v < FLT_MIN)
+  if ((v != 0 || nonzero_digit) && (float)v < FLT_MIN)
     return ft__ep_perr(p, start + 1, "number %.*s below float's normal range (smallest %.9g)", i - start, s + start,
                        (double)FLT_MIN);
   p->tok = (token){T_NUM, start, i - start, v};

@@ -65,31 +65,6 @@ const ft_json *ft_json_root(const ft_json_doc *doc) { return doc ? doc->root : N
 
 /* Length of the well-formed UTF-8 sequence at s (Unicode table 3-7: no overlongs, no
  * surrogates, nothing above U+10FFFF), or 0 when s does not start one. */
-size_t ft__json_utf8_len(const unsigned char *s, size_t avail) {
-  unsigned c = s[0];
-  if (c < 0x80) return 1;
-  size_t n;
-  unsigned lo = 0x80, hi = 0xBF;
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;
-  } else {
-    return 0;
-  }
-  if (avail < n) return 0;
-  if (s[1] < lo || s[1] > hi) return 0;
-  for (size_t i = 2; i < n; i++)
-    if (s[i] < 0x80 || s[i] > 0xBF) return 0;
-  return n;
-}
-
 static size_t utf8_encode(unsigned long cp, char *out) {
   if (cp < 0x80) {
     out[0] = (char)cp;
@@ -225,7 +200,7 @@ static ft_status parse_string(parser *ps, const char **s, size_t *len) {
     } else if (c < 0x20) {
       return syntax_error(ps, "control character in string (must be escaped)");
     } else {
-      size_t n = ft__json_utf8_len((const unsigned char *)ps->p, (size_t)(ps->end - ps->p));
+      size_t n = ft__utf8_len((const unsigned char *)ps->p, (size_t)(ps->end - ps->p));
       if (n == 0) return syntax_error(ps, "invalid UTF-8 in string");
       memcpy(buf + o, ps->p, n);
       o += n;

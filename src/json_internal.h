@@ -5,10 +5,6 @@
 
 #include <stddef.h>
 
-/* Length of the well-formed UTF-8 sequence at s (Unicode table 3-7: no overlongs, no
- * surrogates, nothing above U+10FFFF), or 0 when s does not start one. */
-size_t ft__json_utf8_len(const unsigned char *s, size_t avail);
-
 /* Length of the JSON number at s (RFC 8259 grammar), 0 if none; *integral tells whether it has
  * neither fraction nor exponent. */
 size_t ft__json_scan_number(const char *s, size_t avail, int *integral);

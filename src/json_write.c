@@ -25,7 +25,7 @@ void ft_json_write_string_n(FILE *f, const char *s, size_t len) {
         putc(hex[c & 15], f);
       }
     } else if (c >= 0x80) {
-      size_t n = ft__json_utf8_len(u + i, len - i);
+      size_t n = ft__utf8_len(u + i, len - i);
       if (n == 0) {
         /* U+FFFD as raw UTF-8, not as an escape: re-exporting what was imported must give the
          * same bytes, and an imported U+FFFD is written raw. */

@@ -15,7 +15,6 @@
 #include "best.h"
 #include "compile.h"
 #include "compile_pool.h"
-#include "embedded.h"
 #include "runner.h"
 #include "search.h"
 
@@ -196,11 +195,15 @@ static ft_status add_candidates(tuner *t, ft_variant_kind kind, int *cap, ft_err
 }
 
 #ifdef FT_TEST_HOOKS
-/* The test hook's faulting or hanging kernel (kernels_src/test_faults.cu). */
+/* The test hook's faulting or hanging kernel, read from the source tree (FT_TEST_FAULTS_CU: the
+ * test build's kernels_src/test_faults.cu; no installed library holds it). */
 static ft_status plant_faulty_source(cand *c, ft_err *err) {
-  size_t len = 0;
-  const char *body = ft__embedded("kernels_src/test_faults.cu", &len);
-  if (!body) return ft__fail(err, FT_ERR_INTERNAL, "kernels_src/test_faults.cu is not embedded");
+  FILE *f = fopen(FT_TEST_FAULTS_CU, "rb");
+  if (!f) return ft__fail(err, FT_ERR_IO, "test hook: cannot read %s", FT_TEST_FAULTS_CU);
+  char body[16384];
+  size_t len = fread(body, 1, sizeof body - 1, f);
+  fclose(f);
+  body[len] = 0;
   const char *def = c->injected == 2 ? "#define FT_TEST_FAULT 1\n" : "#define FT_TEST_HANG 1\n";
   memset(&c->src, 0, sizeof c->src);
   c->src.text = malloc(strlen(def) + len + 1);

@@ -60,8 +60,8 @@ typedef struct ft_tune_summary {
 ft_status ft_tune_run(ft_db *db, const ft_tune_req *req, ft_tune_summary *out, ft_err *err);
 void ft_tune_summary_free(ft_tune_summary *s);
 
-/* Test-only hook, compiled in only with -DFUSEDTUNE_TEST_HOOKS=ON (the default when the tests
- * are built, see CMakeLists.txt): FUSEDTUNE_TEST_INJECT, a comma list of "wrong" (a fused
+/* Test-only hook, compiled into the tests' archive (fusedtune_internal) and into the installed
+ * library only with -DFUSEDTUNE_TEST_HOOKS=ON (CMakeLists.txt): FUSEDTUNE_TEST_INJECT, a comma list of "wrong" (a fused
  * candidate whose epilogue is scaled by 1.01), "fault" (a kernel storing out of bounds) and
  * "hang" (a kernel that never returns), adds those candidates; each must be caught and never
  * chosen. Without the option the variable is ignored and ft_tune_test_hooks() is 0. */

@@ -128,7 +128,7 @@ int main(void) {
   ft_status st = ft_gpu_open(0, &g, &e);
   if (st == FT_ERR_NO_DEVICE) RETURN_SKIP(e.msg);
   /* Every check here needs the planted candidates. */
-  if (!ft_tune_test_hooks()) RETURN_SKIP("built without -DFUSEDTUNE_TEST_HOOKS=ON: no planted candidates");
+  if (!ft_tune_test_hooks()) RETURN_SKIP("linked without the tuner's test hook: no planted candidates");
   ASSERT_OK(st);
   char path[512];
   const char *tmp = getenv("FT_TEST_TMP");

@@ -268,6 +268,17 @@ static void test_rejections(void) {
   REJECT("x * 1e-46", 5, "below float's normal range");
   REJECT("x * 1e-39", 5, "below float's normal range");
   REJECT("x * c where c = 1e-40", 17, "below float's normal range");
+  REJECT("x * 1.1754942e-38", 5, "(smallest 1.17549435e-38)");
+  /* The limits as the messages print them are accepted (issue 58 item 11: d57500e refused
+   * 1.17549435e-38 as below "(smallest 1.17549435e-38)"): they round to FLT_MIN and FLT_MAX. */
+  const char *limits[] = {"x * 1.17549435e-38", "x * c where c = -1.17549435e-38", "x * 3.40282347e+38",
+                          "x / 1.1754943508222875e-38"};
+  for (size_t i = 0; i < sizeof limits / sizeof *limits; i++) {
+    ft_epilogue *lim = NULL;
+    ft_err lerr;
+    if (ft_ep_parse(limits[i], &lim, &lerr) != FT_OK) FT_FAIL_AT_("'%s' refused: %s", limits[i], lerr.msg);
+    ft_ep_free(lim);
+  }
   REJECT("x * 1e999", 5, "number out of float range");
   REJECT("x * c where c = inf", 17, "numbers must be finite");
   REJECT("x * c where c = -1e40", 18, "number out of float range");

@@ -195,6 +195,43 @@ static void test_small_messages(void) {
   ASSERT_CONTAINS(out, "a repeated option is a usage error");
 }
 
+/* Issue 58 item 12: a command that needs a GPU, on a machine without one, says what works without
+ * (d57500e said only "no CUDA device: ..."). */
+static void test_no_device_hint(void) {
+  if (ft_test_have_gpu()) return;
+  ASSERT_EQ_INT(run("--db nd.db init"), 0);
+  const char *cmds[] = {"--db nd.db tune --shape 8x8x8", "devices", "--db nd.db bench --shape 8x8x8 --epilogue x"};
+  for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+    int code = run(cmds[i]);
+    if (code != 1 || !strstr(out, "no CUDA device") ||
+        !strstr(out, "without a GPU these still work: import, export, list, report, query --device-name NAME") ||
+        strchr(out, '\n') != out + strlen(out) - 1)
+      FT_FAIL_AT_("'%s': exit %d: %s", cmds[i], code, out);
+  }
+}
+
+/* Issue 58 item 11, the smaller things: each failed on d57500e. */
+static void test_small_items_58(void) {
+  /* An empty FILE is a usage error, as export --out '' is. */
+  ASSERT_EQ_INT(run("--db s58.db import ''"), 2);
+  ASSERT_CONTAINS(out, "FILE is empty");
+  ASSERT_EQ_INT(run("--db s58.db export --out ''"), 2);
+  /* The limit a message names is accepted. */
+  ASSERT_EQ_INT(run("epilogue 'x * 1.17549435e-38'"), 0);
+  ASSERT_EQ_INT(run("epilogue 'x * 1e-39'"), 2);
+  ASSERT_CONTAINS(out, "(smallest 1.17549435e-38)");
+  /* --help gives the range --repeats takes (1001 is refused). */
+  ASSERT_EQ_INT(run("tune --help"), 0);
+  ASSERT_CONTAINS(out, "--repeats N          timed repeats per candidate, 20..1000");
+  ASSERT_EQ_INT(run("tune --shape 8x8x8 --repeats 1001"), 2);
+  ASSERT_CONTAINS(out, "20..1000");
+  ASSERT_EQ_INT(run("bench --help"), 0);
+  ASSERT_CONTAINS(out, "--repeats N: timed calls per configuration, 20..1000");
+  /* variants' summary names the math mode. */
+  ASSERT_EQ_INT(run("variants --shape 16x16x16 --math bf16"), 0);
+  ASSERT_CONTAINS(out, " variant(s) for 16x16x16, epilogue 'x', bf16, sm_90\n");
+}
+
 /* Reads everything the child writes on the pseudo-terminal master, until it closes or the
  * deadline passes (then the child is killed). Returns the child's exit status, or -1. */
 static int read_pty(int master, pid_t pid, char *buf, size_t cap, int deadline_s) {
@@ -275,6 +312,127 @@ static void test_compile_progress(void) {
   }
 }
 
+/* Runs the CLI with exactly argv (no shell: any byte can be passed), in the scratch folder, its
+ * stdout and stderr together in out. Returns the exit status. */
+static int run_argv(const char *const *args) {
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    dup2(fds[1], 2);
+    close(fds[0]);
+    if (chdir(dir) != 0) _exit(126);
+    unsetenv("FUSEDTUNE_DB");
+    char *argv[32] = {(char *)cli};
+    for (int i = 0; args[i] && i < 30; i++) argv[i + 1] = (char *)args[i];
+    execv(cli, argv);
+    _exit(127);
+  }
+  close(fds[1]);
+  size_t n = 0;
+  ssize_t got;
+  while (n < sizeof out - 1 && (got = read(fds[0], out + n, sizeof out - 1 - n)) > 0) n += (size_t)got;
+  out[n] = 0;
+  close(fds[0]);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* The first character of s that steers a terminal (C0 but newline, DEL, C1, bidi controls) or
+ * byte that is not UTF-8, or NULL. */
+static const char *first_unprintable(const char *s) {
+  const unsigned char *p = (const unsigned char *)s;
+  for (; *p; p++) {
+    if ((*p < 0x20 && *p != '\n') || *p == 0x7F) return (const char *)p;
+    if (p[0] == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F) return (const char *)p;
+    if (p[0] == 0xE2 && ((p[1] == 0x80 && p[2] >= 0xAA && p[2] <= 0xAE) || (p[1] == 0x81 && p[2] >= 0xA6 && p[2] <= 0xA9)))
+      return (const char *)p;
+  }
+  return valid_utf8(s) ? NULL : s;
+}
+
+/* s with every from replaced by to, malloc'd. */
+static char *replaced(const char *s, const char *from, const char *to) {
+  size_t nf = strlen(from), nt = strlen(to), n = 0;
+  for (const char *p = strstr(s, from); p; p = strstr(p + nf, from)) n++;
+  char *r = malloc(strlen(s) + n * nt + 1), *w = r;
+  if (!r) return NULL;
+  for (const char *p; (p = strstr(s, from)); s = p + nf) {
+    memcpy(w, s, (size_t)(p - s));
+    w += p - s;
+    memcpy(w, to, nt);
+    w += nt;
+  }
+  strcpy(w, s);
+  return r;
+}
+
+/* Issue 58 item 3: control characters and bidi overrides from argv, imported files, problem
+ * files and stored device names, through every message that echoes them: each shown as '?',
+ * each error one line (d57500e printed them raw: an import's error retitled the terminal). */
+static void test_messages_printable(void) {
+  char *pwned = replaced(k_evil, "\"strategy\":\"fused\"", "\"strategy\":\"\\u001b]0;pwned\\u0007\\u001b[2J\"");
+  char *two = replaced(k_evil, "00000000000000aa", "00000000000000bb");
+  char *bidi = two ? replaced(two, "EVIL", "EVIL\\u202e\\u2066") : NULL;
+  ASSERT_TRUE(pwned && bidi);
+  if (!pwned || !bidi) return;
+  write_file("pwned.json", pwned);
+  write_file("bidi.json", bidi);
+  write_file("bad.csv", "shape,epilogue,math\n8x8x8\x1b[2J,none,fp32\n");
+  write_file("badepi.csv", "shape,epilogue,math\n8x8x8,relu(x)\xe2\x80\xae\x1b]0;t\x07,fp32\n");
+  free(pwned), free(two), free(bidi);
+  ASSERT_EQ_INT(run("--db evil.db import bidi.json"), 0);
+  static const struct {
+    const char *args[12];
+    int code; /* the exit status expected; -1: any failure */
+  } cases[] = {
+      {{"tune", "--shape", "128x256x256\n"}, 2},
+      {{"tune", "--shape", "\xff\xfe\x1b[2J"}, 2},
+      {{"tune", "--shape", "8x8x8", "--epilogue", "relu(x)\x1b[2J"}, 2},
+      {{"tune", "--shape", "8x8x8", "--epilogue", "relu(x) + \xe2\x80\xae"}, 2},
+      {{"tune", "--shape", "8x8x8", "--math", "fp\x1b]0;t\x07"}, 2},
+      {{"tune", "--shape", "8x8x8", "--budget", "1\x1b[2J"}, 2},
+      {{"tune", "--shape", "8x8x8", "--strategy", "\x1b[2J"}, 2},
+      {{"tune", "--problems", "p\x1b[2J.csv"}, -1},
+      {{"tune", "--problems", "bad.csv"}, -1},
+      {{"tune", "--problems", "badepi.csv"}, -1},
+      {{"\x1b[2Jcmd"}, 2},
+      {{"--db", "evil.db", "list", "--bog\x1bus"}, 2},
+      {{"--db", "evil.db", "list", "extra\xe2\x80\xae"}, 2},
+      {{"--db", "no\x1b[2J.db", "list"}, -1},
+      {{"--db", "evil.db", "import", "no\x1b[2J.json"}, -1},
+      {{"--db", "evil.db", "import", "pwned.json"}, -1},
+      {{"--db", "evil.db", "export", "--out", "d\x1b[2J/x.json"}, -1},
+      {{"--db", "evil.db", "export", "--format", "x\x1b"}, 2},
+      {{"--db", "evil.db", "report", "-o", "d\xe2\x80\xae/x.html"}, -1},
+      {{"epilogue", "x\xe2\x80\xae\x1b[2J"}, 2},
+      {{"variants", "--shape", "8x8x8", "--arch", "sm\x1b[2J"}, -1},
+      {{"bench", "--shape", "8x8x8", "--repeats", "5\x1b[2J"}, 2},
+      {{"--db", "evil.db", "query", "--shape", "128x16384x16384", "--epilogue", "relu(x)", "--device-name",
+        "EVIL\xe2\x80\xae\x1b[2J"}, 3},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    int code = run_argv(cases[i].args);
+    const char *bad = first_unprintable(out);
+    const char *nl = strchr(out, '\n');
+    if (bad || (cases[i].code >= 0 ? code != cases[i].code : code == 0) || !nl || nl[1])
+      FT_FAIL_AT_("case %zu (%s %s %s): exit %d, %s at byte %td: \"%s\"", i, cases[i].args[0],
+                  cases[i].args[1] ? cases[i].args[1] : "", cases[i].args[2] ? cases[i].args[2] : "", code,
+                  bad ? "unprintable" : "lines", bad ? bad - out : (ptrdiff_t)-1, out);
+  }
+  /* The stored device name, echoed by query (nothing launchable is stored for it): printable. */
+  const char *exact[] = {"--db", "evil.db", "query", "--shape", "128x16384x16384", "--epilogue", "relu(x)",
+                         "--device-name",
+                         "\x1b[31mEVIL\xe2\x80\xae\xe2\x81\xa6\x1b]0;x\x07\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+                         "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9",
+                         NULL};
+  ASSERT_EQ_INT(run_argv(exact), 3);
+  ASSERT_TRUE(first_unprintable(out) == NULL);
+  ASSERT_CONTAINS(out, " on ?[31mEVIL???]0;x?\xc3\xa9");
+}
+
 int main(void) {
   cli = getenv("FT_CLI");
   const char *tmp = getenv("FT_TEST_TMP");
@@ -285,9 +443,12 @@ int main(void) {
   if (system(cmd) != 0) RETURN_FAIL("cannot make the scratch folder %s", dir);
   test_list_sanitizes();
   test_list_json_finite();
+  test_messages_printable();
   test_write_errors();
   test_no_driver();
   test_small_messages();
+  test_small_items_58();
+  test_no_device_hint();
   test_compile_progress();
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (!ft_test_failures && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

@@ -128,6 +128,18 @@ static void test_export_out(void) {
   }
   ASSERT_EQ_INT(run("--db e.db report -o e.db-wal"), 1);
   ASSERT_CONTAINS(R.out, "beside the database being read");
+  /* The side files of a hard or symbolic link to the database: opening the database by that
+   * name makes SQLite keep (and remove) them there (issue 58 item 8; d57500e wrote them, exit 0). */
+  ASSERT_EQ_INT(symlink("e.db", "soft.db"), 0);
+  const char *linked[] = {"export --out hard.db-wal", "export --out hard.db-journal", "report -o hard.db-shm",
+                          "export --out soft.db-wal"};
+  for (size_t i = 0; i < sizeof linked / sizeof *linked; i++) {
+    char a[256];
+    snprintf(a, sizeof a, "--db e.db %s", linked[i]);
+    ASSERT_EQ_INT(run(a), 1);
+    ASSERT_CONTAINS(R.out, "is a file SQLite keeps beside the database being");
+  }
+  ASSERT_TRUE(lstat("hard.db-wal", &sb) != 0 && lstat("hard.db-shm", &sb) != 0 && lstat("soft.db-wal", &sb) != 0);
   ASSERT_TRUE(lstat("e.db-wal", &sb) != 0 && lstat("e.db-journal", &sb) != 0);
   /* A name that only starts like one is an ordinary file. */
   ASSERT_EQ_INT(run("--db e.db export --out e.db-wal.json"), 0);

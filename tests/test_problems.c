@@ -7,7 +7,6 @@
 #include "cli_run.h"
 #include "ft_test.h"
 #include "fusedtune_tool.h"
-#include "tuner.h" /* ft_tune_test_hooks */
 
 static ft_problem_list *parse_ok(const char *text) {
   char msg[1024] = "";
@@ -300,12 +299,16 @@ static void test_cli(void) {
   ASSERT_EQ_INT(run("--db new.db tune --problems good.csv --shape 8x8x8"), 2);
   ASSERT_EQ_INT(run("--db new.db tune --shape 8x8x8 --devices all"), 2);
   ASSERT_CONTAINS(R.out, "--devices goes with --problems");
-  const char *bad_devices[] = {"0,0", "x", "0,", "-1", ",1", "1,,2"};
+  /* "" and "," name no device (issue 58 item 5: d57500e tuned "on 0 device(s)" and made the database). */
+  const char *bad_devices[] = {"0,0", "x", "0,", "-1", ",1", "1,,2", "", ","};
   for (size_t i = 0; i < sizeof bad_devices / sizeof bad_devices[0]; i++) {
     char a[128];
     snprintf(a, sizeof a, "--db new.db tune --problems good.csv --devices '%s'", bad_devices[i]);
     if (run(a) != 2) FT_FAIL_AT_("--devices '%s' gave %d: %s", bad_devices[i], R.code, R.out);
+    ASSERT_TRUE(access("new.db", F_OK) != 0);
   }
+  ASSERT_EQ_INT(run("--db new.db tune --problems good.csv --devices ''"), 2);
+  ASSERT_CONTAINS(R.out, "--devices is empty");
   /* a good file without a GPU: the device is missing, still no database */
   int count = 0;
   if (ft_device_count(&count, NULL, 0) != FT_OK) {
@@ -343,7 +346,7 @@ static void test_cli(void) {
   ASSERT_CONTAINS(R.out, "--devices all|0,2");
 }
 
-/* Test builds: the parent's processes on pretended devices (FT_TEST_BATCH_DEVICES: each child
+/* The test-hook CLI: the parent's processes on pretended devices (FT_TEST_BATCH_DEVICES: each child
  * "tunes" a problem in 0.6 s without CUDA): every problem done once, a device whose process dies
  * mid-problem costs that problem, which another device finishes; Ctrl-C stops and says how to go on. */
 static int count(const char *hay, const char *needle) {
@@ -355,13 +358,16 @@ static int count(const char *hay, const char *needle) {
 /* `ENV fusedtune --db fake.db tune --problems five.csv TAIL` in the scratch folder. */
 static int fake(const char *env, const char *tail) {
   char cmd[4096];
-  snprintf(cmd, sizeof cmd, "%s '%s' --db fake.db tune --problems five.csv %s", env, cli, tail);
+  snprintf(cmd, sizeof cmd, "%s '%s' --db fake.db tune --problems five.csv %s", env, getenv("FT_CLI_HOOKS"), tail);
   return capture(cmd);
 }
 
 static void test_fake_devices(void) {
   write_file("five.csv", "shape,epilogue,math\n64x256x128,biasrelu,bf16\n64x256x128,\"relu(x + bias)\",bf16\n"
                          "128x64x64,minsub,\n256x64x64,x,tf32\n512x64x64,x,fp16\n1024x64x64,x,fp32\n");
+  /* With devices present, an empty --devices is still a usage error, nothing created. */
+  ASSERT_EQ_INT(fake("FT_TEST_BATCH_DEVICES=2", "--devices ''"), 2);
+  ASSERT_TRUE(access("fake.db", F_OK) != 0);
   ASSERT_EQ_INT(fake("FT_TEST_BATCH_DEVICES=3", "--devices all --json 2>/dev/null"), 0);
   ASSERT_CONTAINS(R.out, "\"lost_problems\":0");
   ASSERT_CONTAINS(R.out, "{\"line\":3,\"same_as_line\":2,\"math\":\"bf16\"}");
@@ -396,7 +402,8 @@ int main(void) {
   test_shape_range();
   test_load();
   if (cli) test_cli();
-  if (cli && ft_tune_test_hooks()) test_fake_devices();
+  /* The CLI built with the hooks for the tests ($FT_CLI_HOOKS); the one for use has none. */
+  if (getenv("FT_CLI_HOOKS")) test_fake_devices();
   else FT_FAIL_AT_("FT_CLI is not set (run through ctest): the CLI's refusals untested");
   if (!ft_test_failures) leave_scratch();
   return FT_TEST_DONE();

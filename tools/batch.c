@@ -97,6 +97,7 @@ static int parse_devices(const char *text, int count, int *out, int *n_out) {
     out[(*n_out)++] = 0; /* the device a plain tune uses */
     return count > 0 ? 0 : -1;
   }
+  if (!*text) return usage_error("tune", "--devices is empty: give 'all' or ordinals like 0,2");
   if (!strcmp(text, "all")) {
     for (int d = 0; d < count && d < MAX_DEVICES; d++) out[(*n_out)++] = d;
     return 0;
@@ -194,7 +195,7 @@ static void lose_child(batch *b, int c, const char *why, int kill_it) {
     snprintf(k->why + n, sizeof k->why - n, " while tuning %s: %s", label,
              failed ? "that problem failed" : "it went back to the queue");
   }
-  fprintf(stderr, "fusedtune: device #%d lost: %s\n", k->ordinal, k->why);
+  cli_line(stderr, "fusedtune: device #%d lost: %s", k->ordinal, k->why);
   /* A child that exits on its own (a device error) is already going; one that talks nonsense is
    * ended here, with its candidate workers. */
   if (kill_it && k->pid > 0) kill(-k->pid, SIGKILL);
@@ -283,7 +284,7 @@ static void on_fail(batch *b, int c, const char *line) {
     bs_finish(&b->sched, c, now_s() - k->t0, 0);
     char label[256];
     job_label(b, j, label, sizeof label);
-    fprintf(stderr, "[#%d] %s: failed: %s\n", k->ordinal, label, msg);
+    cli_line(stderr, "[#%d] %s: failed: %s", k->ordinal, label, msg);
   }
 }
 
@@ -503,7 +504,7 @@ int batch_run(cli *c, const tune_cli *t, const char *exe) {
   /* The whole file is checked before any device or database is touched. */
   ft_status st = ft_problem_list_load(t->problems, &list, msg, sizeof msg);
   if (st != FT_OK) {
-    fprintf(stderr, "fusedtune tune: %s\n", msg);
+    cli_line(stderr, "fusedtune tune: %s", msg);
     return st == FT_ERR_FORMAT ? EXIT_USAGE : 1;
   }
   int devs[MAX_DEVICES], n_devs = 0, rc;
@@ -546,7 +547,10 @@ int batch_run(cli *c, const tune_cli *t, const char *exe) {
     return fail_msg("out of memory");
   }
   if (!t->quiet) {
-    fprintf(stderr, "%d problem(s) from %s", b.n_jobs, t->problems);
+    char path[1024];
+    snprintf(path, sizeof path, "%s", t->problems);
+    ft_text_printable(path);
+    fprintf(stderr, "%d problem(s) from %s", b.n_jobs, path);
     if (list->count > b.n_jobs) fprintf(stderr, " (%d repeated line(s) tuned once)", list->count - b.n_jobs);
     fprintf(stderr, " on %d device(s):", n_devs);
     for (int d = 0; d < n_devs; d++) fprintf(stderr, " #%d", devs[d]);

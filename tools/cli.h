@@ -50,8 +50,13 @@ void cli_cell(char *out, size_t out_size, const char *s, int width);
 int cli_columns(const char *s);
 /* Prints text and returns 1 when argv holds -h or --help. */
 int wants_help(int argc, char **argv, const char *text);
+/* Messages: each formats its text, makes it printable (ft_text_printable: control characters,
+ * bidi overrides and bytes that are not UTF-8 echoed from argv or a file become '?') and ends it
+ * with a newline. cli_line writes to f; fail_msg writes "fusedtune: text" to stderr and returns 1. */
+int cli_line(FILE *f, const char *fmt, ...) CLI_PRINTF(2, 3);
 int fail_msg(const char *fmt, ...) CLI_PRINTF(1, 2);
-/* Prints "fusedtune: msg" and returns the exit code for status s (2 for bad input, else 1). */
+/* Prints "fusedtune: msg" and returns the exit code for status s (2 for bad input, else 1); for
+ * FT_ERR_NO_DEVICE it adds what works without a GPU. */
 int fail_status(ft_status s, const char *msg);
 /* fail_status with ft_errmsg(ctx), then closes ctx. */
 int fail_ctx(ft_status s, ft_ctx *ctx);
@@ -77,23 +82,6 @@ const char *cli_self_exe(char *buf, size_t size);
  * after printing the error. */
 int cli_open(const cli *c, int write, ft_ctx **ctx);
 const char *cli_db_path(const cli *c);
-
-/* A command's output file (export --out, report -o), written through a temporary file beside
- * it and renamed over it only when complete, so a failed command never leaves half a file. */
-typedef struct out_file {
-  int dir_fd;       /* the folder of the path, or AT_FDCWD */
-  const char *base; /* the last component of the path */
-  char tmp[64];     /* the temporary file's name in that folder */
-  FILE *f;
-} out_file;
-/* Refuses a path that is not a regular file (a symbolic link, directory, device, FIFO) or that
- * is the database db_path itself (or a hard link to it), and opens a temporary file in its folder
- * with the mode an existing file has. Returns 0, or 1 after printing "fusedtune: CMD: why"; call
- * out_close(o, 0) either way. */
-int out_open(out_file *o, const char *path, const char *db_path, const char *cmd);
-/* Closes o; renames the temporary file over the path when ok, else removes it. Returns 0 when
- * the file is in place. */
-int out_close(out_file *o, int ok);
 
 int cmd_init(cli *c, int argc, char **argv);
 int cmd_list(cli *c, int argc, char **argv);

@@ -26,28 +26,53 @@ const char *opt_value(opt_iter *it, const char *name) {
   return it->argv[it->i++];
 }
 
-int usage_error(const char *cmd, const char *fmt, ...) {
+/* Writes prefix, the formatted text made printable (ft_text_printable: what it echoes of argv or
+ * a file cannot steer the terminal) and suffix to f. */
+static void put_printable(FILE *f, const char *prefix, const char *fmt, va_list ap, const char *suffix) {
+  char small[2048], *text = small;
+  va_list ap2;
+  va_copy(ap2, ap);
+  int n = vsnprintf(small, sizeof small, fmt, ap);
+  if (n >= (int)sizeof small && (text = malloc((size_t)n + 1)) != NULL) vsnprintf(text, (size_t)n + 1, fmt, ap2);
+  va_end(ap2);
+  if (!text) text = small;
+  ft_text_printable(text);
+  fprintf(f, "%s%s%s", prefix, text, suffix);
+  if (text != small) free(text);
+}
+
+int cli_line(FILE *f, const char *fmt, ...) {
   va_list ap;
-  fprintf(stderr, "fusedtune%s%s: ", cmd ? " " : "", cmd ? cmd : "");
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  put_printable(f, "", fmt, ap, "\n");
   va_end(ap);
-  fprintf(stderr, " (see 'fusedtune %s%s--help')\n", cmd ? cmd : "", cmd ? " " : "");
+  return 0;
+}
+
+int usage_error(const char *cmd, const char *fmt, ...) {
+  char prefix[64], suffix[64];
+  snprintf(prefix, sizeof prefix, "fusedtune%s%s: ", cmd ? " " : "", cmd ? cmd : "");
+  snprintf(suffix, sizeof suffix, " (see 'fusedtune %s%s--help')\n", cmd ? cmd : "", cmd ? " " : "");
+  va_list ap;
+  va_start(ap, fmt);
+  put_printable(stderr, prefix, fmt, ap, suffix);
+  va_end(ap);
   return EXIT_USAGE;
 }
 
 int fail_msg(const char *fmt, ...) {
   va_list ap;
-  fprintf(stderr, "fusedtune: ");
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  put_printable(stderr, "fusedtune: ", fmt, ap, "\n");
   va_end(ap);
-  fputc('\n', stderr);
   return 1;
 }
 
 int fail_status(ft_status s, const char *msg) {
-  fprintf(stderr, "fusedtune: %s\n", msg && msg[0] ? msg : ft_status_string(s));
+  /* A machine with no GPU can still do all that needs none: say what. */
+  const char *cpu = s == FT_ERR_NO_DEVICE ? "; without a GPU these still work: import, export, list, report, query "
+                                            "--device-name NAME, variants, epilogue" : "";
+  cli_line(stderr, "fusedtune: %s%s", msg && msg[0] ? msg : ft_status_string(s), cpu);
   return s == FT_ERR_PARSE || s == FT_ERR_INVALID_ARG ? EXIT_USAGE : 1;
 }
 
@@ -166,12 +191,6 @@ static long utf8_decode(const unsigned char *s, int *len) {
   return cp;
 }
 
-/* Characters that steer a terminal rather than show: C0 and C1 controls, DEL, bidi overrides. */
-static int is_control(long cp) {
-  return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || (cp >= 0x202A && cp <= 0x202E) ||
-         (cp >= 0x2066 && cp <= 0x2069);
-}
-
 /* Terminal columns a code point takes: 0 for combining marks and zero-width characters, 2 for
  * East Asian wide and full-width forms and emoji, else 1 (Unicode's EastAsianWidth W and F
  * blocks, coarsely: enough to keep a table's columns in line). */
@@ -188,34 +207,51 @@ static int cp_columns(long cp) {
   return 1;
 }
 
-int cli_columns(const char *s) {
-  const unsigned char *p = (const unsigned char *)(s ? s : "");
+/* s made printable (ft_text_printable), malloc'd; NULL when out of memory. */
+static char *printable_copy(const char *s) {
+  size_t n = strlen(s ? s : "");
+  char *t = malloc(n + 1);
+  if (t) memcpy(t, s ? s : "", n + 1), ft_text_printable(t);
+  return t;
+}
+
+/* The columns of t, text already printable (valid UTF-8 with no controls). */
+static int columns_of(const char *t) {
+  const unsigned char *p = (const unsigned char *)t;
   int cols = 0;
   while (*p) {
     int len;
     long cp = utf8_decode(p, &len);
-    cols += cp < 0 || is_control(cp) ? 1 : cp_columns(cp);
+    cols += cp < 0 ? 1 : cp_columns(cp);
     p += len;
   }
   return cols;
 }
 
+int cli_columns(const char *s) {
+  char *t = printable_copy(s);
+  int cols = t ? columns_of(t) : (int)strlen(s ? s : "");
+  free(t);
+  return cols;
+}
+
 void cli_cell(char *out, size_t out_size, const char *s, int width) {
-  const unsigned char *p = (const unsigned char *)(s ? s : "");
-  const int cut = cli_columns(s) > width; /* then the last column shows that text is missing */
+  char *t = printable_copy(s);
+  const unsigned char *p = (const unsigned char *)(t ? t : "");
+  const int cut = columns_of((const char *)p) > width; /* then the last column shows that text is missing */
   const int room = cut ? width - 1 : width;
   size_t o = 0;
   int shown = 0;
   while (*p && o + 5 < out_size) {
     int len;
     long cp = utf8_decode(p, &len);
-    const int bad = cp < 0 || is_control(cp), cols = bad ? 1 : cp_columns(cp);
+    const int cols = cp < 0 ? 1 : cp_columns(cp);
     if (shown + cols > room) break;
-    if (bad) out[o++] = '?';
-    else memcpy(out + o, p, (size_t)len), o += (size_t)len;
+    memcpy(out + o, p, (size_t)len), o += (size_t)len;
     p += len;
     shown += cols;
   }
+  free(t);
   if (cut && o + 4 < out_size) memcpy(out + o, "\xe2\x80\xa6", 3), o += 3, shown++; /* U+2026 */
   while (shown < width && o + 1 < out_size) out[o++] = ' ', shown++;
   out[o] = '\0';

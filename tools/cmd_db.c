@@ -34,7 +34,7 @@ int cmd_init(cli *c, int argc, char **argv) {
   }
   if (s != FT_OK) return fail_ctx(s, ctx);
   ft_close(ctx);
-  printf("database %s ready (schema version %d%s)\n", cli_db_path(c), ft_schema_version(), note);
+  cli_line(stdout, "database %s ready (schema version %d%s)", cli_db_path(c), ft_schema_version(), note);
   return 0;
 }
 
@@ -113,15 +113,15 @@ typedef struct list_state {
   int count;
   int n_stale;
   ft_ctx *ctx; /* to tell stale entries: measured with an older kernel source */
+  const char *db_path; /* named in the command that tunes a stale entry again */
   bucket_set buckets;
 } list_state;
 
 /* The command that measures a problem again with today's kernels (results are keyed by kernel
  * source, so a plain tune does). */
-static void print_tune_command(FILE *f, const ft_best_entry *e) {
+static void tune_command(char *out, size_t cap, const char *db_path, const ft_best_entry *e) {
   const ft_config *b = &e->config;
-  fprintf(f, "fusedtune tune --shape %lldx%lldx%lld --epilogue '%s' --math %s", (long long)b->tuned_m,
-          (long long)b->tuned_n, (long long)b->tuned_k, e->epilogue, e->math);
+  ft_tune_command(db_path, b->tuned_m, b->tuned_n, b->tuned_k, e->epilogue, e->math, out, cap);
 }
 
 /* eager over median; 0 when either is unknown, not finite (1e308 / 1e-300 overflows) included. */
@@ -139,7 +139,8 @@ static void json_double(const char *fmt, double v) {
 /* stale: measured with an older kernel source (list shows such entries; query never returns one).
  * asked_m: query's M (a bucket or the nearest shape says it); ms, n_ms: list's M buckets of the
  * entry's (device, math, epilogue, N, K). */
-static void best_json(const ft_best_entry *b, int stale, int64_t asked_m, const bucket_row *ms, size_t n_ms) {
+static void best_json(const ft_best_entry *b, const char *stale_db, int stale, int64_t asked_m, const bucket_row *ms,
+                      size_t n_ms) {
   const ft_config *c = &b->config;
   printf("{\"device\":");
   ft_write_json_string(stdout, b->device_name);
@@ -181,9 +182,8 @@ static void best_json(const ft_best_entry *b, int stale, int64_t asked_m, const 
   printf(",\"stale\":%s", stale ? "true" : "false");
   if (stale) {
     /* The command is built from stored text, so it goes through the JSON escaper. */
-    char cmd[4400];
-    snprintf(cmd, sizeof cmd, "fusedtune tune --shape %lldx%lldx%lld --epilogue '%s' --math %s",
-             (long long)c->tuned_m, (long long)c->tuned_n, (long long)c->tuned_k, b->epilogue, b->math);
+    char cmd[8800];
+    tune_command(cmd, sizeof cmd, stale_db, b);
     printf(",\"tune_again\":");
     ft_write_json_string(stdout, cmd);
   }
@@ -200,7 +200,7 @@ static int list_one(void *user, const ft_best_entry *e) {
     printf("%s\n  ", s->count ? "," : "");
     size_t first = 0, n = 0;
     bucket_group(&s->buckets, e, &first, &n);
-    best_json(e, !current, 0, s->buckets.rows + first, n);
+    best_json(e, s->db_path, !current, 0, s->buckets.rows + first, n);
   } else {
     /* The epilogue goes last and whole: cut, it would read as another expression. */
     if (!s->count)
@@ -232,11 +232,8 @@ static int list_stale_command(void *user, const ft_best_entry *e) {
   int current = 0;
   ft_source_current(s->ctx, e->epilogue, e->config.config, e->config.source_hash, &current);
   if (current) return 0;
-  char cell[4 * 4400 + 1], cmd[4400];
-  FILE *m = fmemopen(cmd, sizeof cmd, "w");
-  if (!m) return 1;
-  print_tune_command(m, e);
-  fclose(m);
+  char cell[4 * 8800 + 1], cmd[8800];
+  tune_command(cmd, sizeof cmd, s->db_path, e);
   cli_cell(cell, sizeof cell, cmd, cli_columns(cmd)); /* stored text: no control reaches the terminal */
   printf("  %s\n", cell);
   return 0;
@@ -276,7 +273,7 @@ int cmd_list(cli *c, int argc, char **argv) {
                  "(`tune --shape A..BxNxK`): after the table, each such group as \"M 1..4096 (13 buckets: ...)\"\n"
                  "(JSON: \"buckets\", the tuned M values of the entry's group, its own included).\n"))
     return 0;
-  list_state s = {0, 0, 0, NULL, {NULL, 0, 0, 0}};
+  list_state s = {0, 0, 0, NULL, NULL, {NULL, 0, 0, 0}};
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--json") && s.json) return usage_error("list", "option --json given twice (each option at most once)");
     if (!strcmp(argv[i], "--json")) s.json = 1;
@@ -286,6 +283,7 @@ int cmd_list(cli *c, int argc, char **argv) {
   int rc = cli_open(c, 0, &ctx);
   if (rc) return rc;
   s.ctx = ctx;
+  s.db_path = cli_db_path(c);
   ft_status st = ft_each_best(ctx, collect_bucket, &s.buckets);
   if (st == FT_OK && s.buckets.oom) {
     bucket_set_free(&s.buckets);
@@ -297,7 +295,7 @@ int cmd_list(cli *c, int argc, char **argv) {
   if (st == FT_OK) st = ft_each_best(ctx, list_one, &s);
   if (st == FT_OK) {
     if (s.json) printf("%s]\n", s.count ? "\n" : "");
-    else if (!s.count) printf("nothing tuned yet in %s\n", cli_db_path(c));
+    else if (!s.count) cli_line(stdout, "nothing tuned yet in %s", cli_db_path(c));
     else print_buckets(&s.buckets);
   }
   if (st == FT_OK && !s.json && s.n_stale) {
@@ -398,17 +396,17 @@ int cmd_query(cli *c, int argc, char **argv) {
   ft_status st = tolerance > 0 ? ft_lookup_entry_within(ctx, devname, &p, tolerance, e)
                                 : ft_lookup_entry(ctx, devname, &p, flags, e);
   if (st == FT_ERR_NOT_FOUND) {
-    fprintf(stderr, "fusedtune: %s\n", ft_errmsg(ctx));
+    cli_line(stderr, "fusedtune: %s", ft_errmsg(ctx));
     rc = EXIT_NOT_TUNED;
   } else if (st == FT_ERR_NO_DEVICE && !devname) {
     /* The device is part of the key; a stored one can be named instead of present. */
-    fprintf(stderr, "fusedtune: %s; to read the results stored for a device without it, add --device-name NAME "
-            "(the device column of 'fusedtune list')\n", ft_errmsg(ctx));
+    cli_line(stderr, "fusedtune: %s; to read the results stored for a device without it, add --device-name NAME "
+             "(the device column of 'fusedtune list')", ft_errmsg(ctx));
     rc = 1;
   } else if (st != FT_OK) {
     rc = fail_status(st, ft_errmsg(ctx));
   } else if (json) {
-    best_json(e, 0, p.m, NULL, 0);
+    best_json(e, NULL, 0, p.m, NULL, 0);
     printf("\n");
   } else {
     const ft_config *b = &e->config;
@@ -418,11 +416,14 @@ int cmd_query(cli *c, int argc, char **argv) {
     else if (b->exact != FT_MATCH_EXACT)
       snprintf(near, sizeof near, " (nearest tuned shape %lldx%lldx%lld)", (long long)b->tuned_m,
                (long long)b->tuned_n, (long long)b->tuned_k);
-    printf("device     %s\nproblem    %lldx%lldx%lld %s, epilogue %s%s\nstrategy   %s\nvariant    %s\n"
-           "config     %s\nmedian     %.4f ms\n",
-           e->device_name, (long long)p.m, (long long)p.n, (long long)p.k, ft_math_name(b->math), e->epilogue, near,
-           b->strategy, b->name,
-           b->config, b->median_ms);
+    /* Stored text (an imported device name) is shown printable. */
+    cli_line(stdout, "device     %s", e->device_name);
+    cli_line(stdout, "problem    %lldx%lldx%lld %s, epilogue %s%s", (long long)p.m, (long long)p.n, (long long)p.k,
+             ft_math_name(b->math), e->epilogue, near);
+    cli_line(stdout, "strategy   %s", b->strategy);
+    cli_line(stdout, "variant    %s", b->name);
+    cli_line(stdout, "config     %s", b->config);
+    printf("median     %.4f ms\n", b->median_ms);
     printf("error      rel_err %.3g, max_abs_err %.3g (measured against float64 when tuned)\n", b->rel_err,
            b->max_abs_err);
     if (b->eager_ms > 0) printf("eager      %.4f ms (speedup %.3fx)\n", b->eager_ms, speedup(b));
@@ -465,26 +466,19 @@ int cmd_export(cli *c, int argc, char **argv) {
   ft_ctx *ctx = NULL;
   int rc = cli_open(c, 0, &ctx);
   if (rc) return rc;
-  out_file o = {AT_FDCWD, NULL, "", NULL};
-  FILE *f = stdout;
+  const unsigned flags = (csv ? FT_EXPORT_CSV : 0) | (cubins ? FT_EXPORT_CUBINS : 0);
   if (out) {
-    if ((rc = out_open(&o, out, cli_db_path(c), "export")) != 0) {
-      out_close(&o, 0);
-      ft_close(ctx);
-      return rc;
-    }
-    f = o.f;
+    /* The library's safe output: the database, its side files, links and devices refused. */
+    ft_status st = ft_export_file(ctx, out, flags);
+    if (st != FT_OK) return fail_ctx(st, ctx);
+    ft_close(ctx);
+    return 0;
   }
-  ft_status st = ft_export(ctx, f, (csv ? FT_EXPORT_CSV : 0) | (cubins ? FT_EXPORT_CUBINS : 0));
-  int werr = ferror(f);
-  if (out) {
-    werr |= out_close(&o, st == FT_OK && !werr) != 0;
-  } else {
-    werr |= fflush(f) != 0;
-  }
+  ft_status st = ft_export(ctx, stdout, flags);
+  int werr = ferror(stdout) || fflush(stdout) != 0;
   if (st != FT_OK) return fail_ctx(st, ctx);
   ft_close(ctx);
-  if (werr) return fail_msg("writing %s failed: %s", out ? out : "standard output", strerror(errno));
+  if (werr) return fail_msg("writing standard output failed: %s", strerror(errno));
   return 0;
 }
 
@@ -498,6 +492,7 @@ int cmd_import(cli *c, int argc, char **argv) {
                  "FILE must be a regular file of at most 1 GiB.\n"))
     return 0;
   if (argc != 1) return usage_error("import", argc ? "exactly one FILE expected" : "FILE is required");
+  if (!*argv[0]) return usage_error("import", "FILE is empty: name the export to import");
   const char *path = cli_db_path(c);
   int existed = access(path, F_OK) == 0;
   ft_ctx *ctx = NULL;
@@ -512,7 +507,7 @@ int cmd_import(cli *c, int argc, char **argv) {
     ft_remove_database(path);
   }
   if (st != FT_OK) return fail_status(st, msg);
-  printf("imported %s into %s\n", argv[0], cli_db_path(c));
+  cli_line(stdout, "imported %s into %s", argv[0], cli_db_path(c));
   if (counts.cubins_in > 0)
     printf("%lld cubin%s ignored: GPU code is never imported, kernels are compiled here from their source\n",
            (long long)counts.cubins_in, counts.cubins_in == 1 ? "" : "s");

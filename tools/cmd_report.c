@@ -73,18 +73,17 @@ static int problem_of(const report_args *a, ft_problem *p, char *filter, size_t 
 /* Writes the page to a->out through a temporary file. */
 static int write_out(const cli *c, const report_args *a, const ft_stored *s, const char *filter,
                      const unsigned char *stale) {
-  out_file o = {AT_FDCWD, NULL, "", NULL};
-  int rc = out_open(&o, a->out, cli_db_path(c), "report");
-  if (rc) {
-    out_close(&o, 0);
-    return rc;
-  }
+  ft_out *o = NULL;
+  char msg[2048];
+  ft_status st = ft_out_open(a->out, cli_db_path(c), "report", &o, msg, sizeof msg);
+  if (st != FT_OK) return fail_status(st, msg);
   report_info info = {cli_db_path(c), filter[0] ? filter : NULL, stale};
-  const int bad = report_write(o.f, s, &info) != 0;
-  const int werr = ferror(o.f);
-  const int e = errno;
-  if (out_close(&o, !bad && !werr) != 0 || bad || werr)
-    return fail_msg("report: writing %s failed: %s", a->out, bad ? "out of memory" : strerror(werr ? e : errno));
+  const int bad = report_write(ft_out_stream(o), s, &info) != 0;
+  if (bad) {
+    ft_out_close(o, 0, NULL, 0);
+    return fail_msg("report: writing %s failed: out of memory", a->out);
+  }
+  if ((st = ft_out_close(o, 1, msg, sizeof msg)) != FT_OK) return fail_status(st, msg);
   return 0;
 }
 
@@ -122,12 +121,12 @@ int cmd_report(cli *c, int argc, char **argv) {
   rc = write_out(c, &a, s, filter, stale);
   free(stale);
   if (!rc && !s->n_problems) {
-    fprintf(stderr, "fusedtune: report: nothing is stored %s%s%sin %s: %s says so, with no charts\n",
+    cli_line(stderr, "fusedtune: report: nothing is stored %s%s%sin %s: %s says so, with no charts",
             filter[0] ? "for " : "", filter, filter[0] ? " " : "", cli_db_path(c), a.out);
     rc = EXIT_NOT_TUNED;
   } else if (!rc) {
     int devices = s->n_devices;
-    printf("wrote %s: %d problem%s (by math mode) on %d device%s\n", a.out, s->n_problems,
+    cli_line(stdout, "wrote %s: %d problem%s (by math mode) on %d device%s", a.out, s->n_problems,
            s->n_problems == 1 ? "" : "s", devices, devices == 1 ? "" : "s");
     if (n_stale)
       printf("%d of them stale (best measured with an older kernel source): marked on the page, each with the "

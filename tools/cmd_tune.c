@@ -48,7 +48,7 @@ static const char *tune_help =
     "                         halving: every candidate screened, the best quarter of each kind re-timed\n"
     "  --budget SECONDS     bound on the whole tune, compilation included (default 150); what finished is stored\n"
     "                       (the safe candidates are always measured in full)\n"
-    "  --repeats N          timed repeats per candidate, >= 20 (default 30)\n"
+    "  --repeats N          timed repeats per candidate, 20..1000 (default 30)\n"
     "  --retune             measure again candidates already measured with the same kernel source\n"
     "  --flush-l2           overwrite L2 before every timed repeat\n"
     "  --seed N             input seed; 0, the default, is the fixed one (runs stay comparable;\n"
@@ -307,7 +307,7 @@ typedef struct progress_view {
 static void show_progress(void *user, const ft_tune_progress *u) {
   const progress_view *v = user;
   if (u->total <= 0) {
-    fprintf(stderr, "%s\n", u->message);
+    cli_line(stderr, "%s", u->message);
     return;
   }
   /* The best so far against the eager-style chain timed first in the same run. */
@@ -584,7 +584,8 @@ int cmd_variants(cli *c, int argc, char **argv) {
       else printf("%-52s %s %s\n", v->name, v->source_hash, v->config);
     }
     if (json) printf("\n]\n");
-    else printf("%d variant(s) for %s, epilogue '%s', %s\n", l->count, shape, l->epilogue, l->arch);
+    else printf("%d variant(s) for %s, epilogue '%s', %s, %s\n", l->count, shape, l->epilogue, ft_math_name(p.math),
+                l->arch);
   }
   ft_variant_list_free(l);
   return rc;
@@ -618,7 +619,7 @@ int cmd_epilogue(cli *c, int argc, char **argv) {
   char msg[2048];
   ft_epilogue_info *ep = NULL;
   if (ft_epilogue_inspect(text, &ep, msg, sizeof msg) != FT_OK) {
-    fprintf(stderr, "fusedtune: %s\n", msg);
+    cli_line(stderr, "fusedtune: %s", msg);
     return EXIT_USAGE;
   }
   static const char *kinds[] = {"scalar", "column vector", "row vector", "matrix [M, N]"};

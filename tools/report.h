@@ -39,6 +39,7 @@ typedef struct report {
   FILE *f;
   const ft_stored *s;
   const unsigned char *stale; /* per problem of s: its best was measured with an older kernel source */
+  const char *db_path;        /* named in the command that tunes a stale best again */
   int n_families; /* every family the results name, sorted: the colour of a family is its place */
   char families[REPORT_MAX_FAMILIES][32];
 } report;

@@ -179,10 +179,12 @@ static void summary_table(report *r, const report_group *g) {
     if (!stale_best(r, m)) continue;
     fprintf(f, "<p class=\"stale\"><b>stale</b> (%s): this best was measured with an older kernel source, so "
                "<code>query</code> and <code>ft_lookup</code> skip it and its time is not today's kernel's. "
-               "Tune it again: <code>fusedtune tune --shape %lldx%lldx%lld --epilogue '",
-            ft_math_name(m->p->math), (long long)m->p->m, (long long)m->p->n, (long long)m->p->k);
-    html_esc(f, m->p->epilogue);
-    fprintf(f, "' --math %s</code></p>\n", ft_math_name(m->p->math));
+               "Tune it again: <code>",
+            ft_math_name(m->p->math));
+    char cmd[8800];
+    ft_tune_command(r->db_path, m->p->m, m->p->n, m->p->k, m->p->epilogue, ft_math_name(m->p->math), cmd, sizeof cmd);
+    html_esc(f, cmd);
+    fputs("</code></p>\n", f);
   }
 }
 
@@ -347,7 +349,7 @@ static void group_section(report *r, const report_group *g, int gi) {
 }
 
 int report_write(FILE *f, const ft_stored *s, const report_info *info) {
-  report r = {f, s, info->stale, 0, {{0}}};
+  report r = {f, s, info->stale, info->db_path, 0, {{0}}};
   report_group *groups = NULL;
   int ng = 0;
   if (report_groups(s, &groups, &ng) != 0) return -1;

@@ -69,10 +69,11 @@ class Binding:
     given at construction, forward() keyword arguments (which win), and scalar defaults.
 
     epilogue: core.Epilogue; has_bias: the layer has a bias; scalars: {name: float} given at
-    construction; buffers: names of vectors given at construction (held by the layer)."""
+    construction; buffers: names of vectors given at construction (held by the layer); own: names
+    the layer binds itself on every call (an fp8 layer's scales sx and sw), refused as bias is."""
 
-    def __init__(self, epilogue, has_bias, scalars=None, buffers=()):
-        self.epilogue = epilogue
+    def __init__(self, epilogue, has_bias, scalars=None, buffers=(), own=()):
+        self.epilogue, self.own = epilogue, frozenset(own)
         names = {p.name: p for p in epilogue.params}
         if "bias" in names and not has_bias:
             raise InvalidArgumentError(f"epilogue '{epilogue.canonical}' uses bias, but the layer has none "
@@ -99,21 +100,29 @@ class Binding:
 
     def _param(self, name, what):
         p = self.epilogue.param(name)
-        if p is None or name == "bias":
-            known = ", ".join(q.name for q in self.epilogue.params if q.name != "bias") or "none"
-            why = "bias is the layer's own parameter" if name == "bias" else "the epilogue has no parameter of that name"
-            raise InvalidArgumentError(f"{what} for {name!r}: {why} (its parameters besides bias: {known})")
+        if p is None or name == "bias" or name in self.own:
+            mine = {"bias"} | self.own
+            known = ", ".join(q.name for q in self.epilogue.params if q.name not in mine) or "none"
+            why = (f"{name} is the layer's own parameter" if name in mine
+                   else "the epilogue has no parameter of that name")
+            raise InvalidArgumentError(f"{what} for {name!r}: {why} (its parameters besides "
+                                       f"{', '.join(sorted(mine))}: {known})")
         return p
 
     def bind(self, m, n, get_buffer, kwargs, *, dtype, device, grad_enabled, lead=None):
         """({name: vector or matrix tensor}, {name: float}) for one call of m rows. get_buffer(name)
         gives the layer's tensor for bias and constructor vectors; kwargs are forward()'s; lead: x's
-        leading dimensions (a matrix operand has shape lead + (n,); default (m,))."""
+        leading dimensions (a matrix operand has shape lead + (n,); default (m,)). dtype: the
+        tensors' element type, or a function of the parameter's name giving it. The layer's own
+        names are left to it."""
         for name in kwargs:
-            if self.epilogue.param(name) is None or name == "bias":
+            if self.epilogue.param(name) is None or name == "bias" or name in self.own:
                 self._param(name, "forward() argument")
         vecs, scalars = {}, {}
+        dtype_of = dtype if callable(dtype) else (lambda _name: dtype)
         for p in self.epilogue.params:
+            if p.name in self.own:
+                continue
             if p.kind == "scalar":
                 if p.name in kwargs:
                     scalars[p.name] = as_scalar(p.name, kwargs[p.name])
@@ -135,13 +144,14 @@ class Binding:
                                            f"forward({p.name}=...)")
             if p.kind == "mat":
                 shape = tuple(lead if lead is not None else (m,)) + (n,)
-                check_tensor(p.name, t, dtype=dtype, device=device, shape=shape, hint=" (a matrix: the output's shape)")
+                check_tensor(p.name, t, dtype=dtype_of(p.name), device=device, shape=shape,
+                             hint=" (a matrix: the output's shape)")
                 check_no_grad(p.name, t, grad_enabled)
                 vecs[p.name] = t
                 continue
             length = n if p.kind == "col" else m
             hint = " (a col vector: out_features long)" if p.kind == "col" else " (a row vector: one per input row)"
-            check_tensor(p.name, t, dtype=dtype, device=device, shape=(length,), hint=hint)
+            check_tensor(p.name, t, dtype=dtype_of(p.name), device=device, shape=(length,), hint=hint)
             check_no_grad(p.name, t, grad_enabled)
             vecs[p.name] = t
         return vecs, scalars

@@ -190,10 +190,10 @@ _SIGNATURES = {
     "ft_strategy_name": (_cp, [_st]),
     "ft_schema_version": (_int, []),
     "ft_import_file": (_st, [_vp, _cp, _P(ft_import_counts)]),
-    "ft_export": (_st, [_vp, _vp, _uint]),  # (ctx, FILE *, flags)
+    "ft_export_file": (_st, [_vp, _cp, _uint]),
     "ft_problem_list_load": (_st, [_cp, _P(_P(ft_problem_list))] + _msg),
     "ft_problem_list_free": (None, [_P(ft_problem_list)]),
-    "ft_remove_database": (None, [_cp]),
+    "ft_remove_database_v2": (_st, [_cp] + _msg),
     "ft_each_best": (_st, [_vp, ft_best_entry_fn, _vp]),
     "ft_lookup_entry": (_st, [_vp, _cp, _P(ft_problem), _uint, _P(ft_best_entry)]),
     "ft_device_count": (_st, [_P(_int)] + _msg),
@@ -321,18 +321,16 @@ def _mapped(prefix):
     return None
 
 
-_libc = None
-
-
-def libc():
-    """The C library, with fopen / fclose declared (ft_export writes to a FILE *)."""
-    global _libc
-    if _libc is None:
-        c = ctypes.CDLL(None, use_errno=True)
-        c.fopen.restype, c.fopen.argtypes = ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_char_p]
-        c.fclose.restype, c.fclose.argtypes = ctypes.c_int, [ctypes.c_void_p]
-        _libc = c
-    return _libc
+def import_torch(module):
+    """The torch module, for module ("fusedtune.fp8"); without PyTorch an ImportError that says
+    what needs it and what works without it, not only "No module named 'torch'"."""
+    try:
+        import torch
+    except ImportError as e:
+        raise ImportError(f"{module} needs PyTorch, which does not import here ({e}): install it (pip install torch). "
+                          f"The rest of fusedtune works without it: fusedtune.Database, Problem, lookups, tunes, "
+                          f"plans launched by device pointer, and the fusedtune command line") from e
+    return torch
 
 
 _cudart = None

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from . import _lib
 from ._lib import lib
-from .errors import (FusedtuneError, InputOutputError, InvalidArgumentError, Interrupted, NotTunedError, ParseError,
-                     UnsupportedError, error_for)
+from .errors import (ArgumentTypeError, FusedtuneError, InputOutputError, InvalidArgumentError, Interrupted,
+                     NotTunedError, ParseError, UnsupportedError, error_for)
 
 
 def _s(b):
@@ -22,11 +22,18 @@ def _s(b):
     return "" if b is None else b.decode("utf-8", "replace")
 
 
+def _typed(what, value, cls, need):
+    """value when it is a cls; else ArgumentTypeError (a TypeError) naming the argument and the
+    type it needs, before anything reaches the library."""
+    if not isinstance(value, cls) or (cls is int and isinstance(value, bool)):
+        raise ArgumentTypeError(f"{what} must be {need}, not {type(value).__name__}")
+    return value
+
+
 def _cstr(what, text):
     """text (a str) as a C string. C reads up to the first NUL, so a str holding one would reach
     the library cut short: refused with ValueError, as open() refuses such a path."""
-    if not isinstance(text, str):
-        raise InvalidArgumentError(f"{what} must be a str, not {type(text).__name__}")
+    _typed(what, text, str, "a str")
     b = text.encode()
     if b"\0" in b:
         raise InvalidArgumentError(f"{what} {text!r} contains a NUL character (at {text.index(chr(0))})")
@@ -44,8 +51,7 @@ def _cpath(path):
 def _cint(what, v, bits=32):
     """v as a signed C integer of bits bits: ctypes would wrap a larger one silently, so that
     2**64 + 128 became 128."""
-    if not isinstance(v, int) or isinstance(v, bool):
-        raise InvalidArgumentError(f"{what} must be an int, not {type(v).__name__}")
+    _typed(what, v, int, "an int")
     if not -(1 << (bits - 1)) <= v < (1 << (bits - 1)):
         raise InvalidArgumentError(f"{what} {v} is out of range (a {bits}-bit signed integer)")
     return v
@@ -208,6 +214,11 @@ class Problem:
         return " ".join(shlex.quote(w) for w in words)
 
 
+def _cproblem(problem):
+    """problem (a Problem) as an ft_problem; ArgumentTypeError for anything else."""
+    return _typed("problem", problem, Problem, "a fusedtune.Problem")._c()
+
+
 def _lookup_flags(nearest, buckets, mode_only=False):
     """ft_lookup's flags: FT_LOOKUP_NEAREST, or FT_LOOKUP_EXACT (no M bucket); not both; and
     FT_LOOKUP_MODE_ONLY (fp32: FFMA and SGEMM alone, not fp32 accuracy)."""
@@ -301,7 +312,7 @@ def variants(problem, arch=None, compile=False, full=False):
     exhaustive search takes. No GPU needed; compile=True compiles each with NVRTC."""
     L, out, msg = lib(), ctypes.POINTER(_lib.ft_variant_list)(), _msgbuf()
     flags = (_lib.FT_VARIANTS_COMPILE if compile else 0) | (_lib.FT_VARIANTS_FULL if full else 0)
-    st = L.ft_variants(ctypes.byref(problem._c()), _cstr("arch", arch) if arch else None,
+    st = L.ft_variants(ctypes.byref(_cproblem(problem)), _cstr("arch", arch) if arch else None,
                        flags, ctypes.byref(out), msg, len(msg))
     if st != 0:
         _raise(st, _s(msg.value))
@@ -330,8 +341,13 @@ def devices():
 
 
 def remove_database(path):
-    """Deletes a closed database file and its -wal / -shm files."""
-    lib().ft_remove_database(_cpath(path))
+    """Deletes a closed fusedtune database file and its -wal / -shm files (nothing when path does
+    not exist). A file that is not a fusedtune database raises DatabaseError (InputOutputError
+    for a directory), a database open in this process InputOutputError; nothing is removed."""
+    msg = _msgbuf()
+    st = lib().ft_remove_database_v2(_cpath(path), msg, len(msg))
+    if st != 0:
+        _raise(st, _s(msg.value))
 
 
 # ---- the database ----
@@ -412,7 +428,7 @@ class Database(_Owned):
         to the nearest tuned shape of another N or K (exact and bucket False). A problem in fp32
         (the default) is served at fp32 accuracy, by its fp32 or 3xtf32 result (Config.math says
         which) unless mode_only. NotFoundError when nothing applies."""
-        p, out = problem._c(), _lib.ft_config()
+        p, out = _cproblem(problem), _lib.ft_config()
         with self._lock:
             self._check(lib().ft_lookup(self._handle(), ctypes.byref(p), _lookup_flags(nearest, buckets, mode_only),
                                         ctypes.byref(out)))
@@ -423,14 +439,14 @@ class Database(_Owned):
         3xtf32 and tf32 for fp32 tensors (bf16: bf16 and the layer's fp8 form, fp8.fp8_epilogue, its
         error against the bf16 layer; fp16: that mode); Config.math says which mode.
         NotFoundError (naming the smallest error stored) when none is within it."""
-        p, out = problem._c(), _lib.ft_config()
+        p, out = _cproblem(problem), _lib.ft_config()
         with self._lock:
             self._check(lib().ft_lookup_within(self._handle(), ctypes.byref(p), float(tolerance), ctypes.byref(out)))
         return Config._from_c(out)
 
     def lookup_entry_within(self, problem, tolerance, device_name=None):
         """lookup_within by device name (no GPU needed for a stored device). A BestEntry."""
-        p, out = problem._c(), _lib.ft_best_entry()
+        p, out = _cproblem(problem), _lib.ft_best_entry()
         with self._lock:
             self._check(lib().ft_lookup_entry_within(self._handle(), _cstr("device name", device_name) if device_name else None,
                                                      ctypes.byref(p), float(tolerance), ctypes.byref(out)))
@@ -439,7 +455,7 @@ class Database(_Owned):
     def lookup_entry(self, problem, device_name=None, *, nearest=False, buckets=True, mode_only=False):
         """lookup that also names the device; device_name reads results stored for that device
         without touching a GPU. A BestEntry."""
-        p, out = problem._c(), _lib.ft_best_entry()
+        p, out = _cproblem(problem), _lib.ft_best_entry()
         with self._lock:
             self._check(lib().ft_lookup_entry(self._handle(), _cstr("device name", device_name) if device_name else None,
                                               ctypes.byref(p), _lookup_flags(nearest, buckets, mode_only),
@@ -473,21 +489,12 @@ class Database(_Owned):
         return {name: getattr(counts, name) for name, _ in counts._fields_}
 
     def export_file(self, path):
-        """Writes the whole database to path as a JSON export (docs/FORMAT.md): import_file's input."""
-        c = _lib.libc()
-        f = c.fopen(_cpath(path), b"wb")
-        if not f:
-            raise InputOutputError(f"export: cannot write {os.fspath(path)}: {os.strerror(ctypes.get_errno())}")
-        try:
-            with self._lock:
-                st = lib().ft_export(self._handle(), f, 0)
-                msg = _s(lib().ft_errmsg(self._ctx)) if st else ""
-        finally:
-            closed = c.fclose(f)
-        if st != 0:
-            _raise(st, msg)
-        if closed != 0:
-            raise InputOutputError(f"export: writing {os.fspath(path)} failed: {os.strerror(ctypes.get_errno())}")
+        """Writes the whole database to path as a JSON export (docs/FORMAT.md): import_file's input.
+        Written as the CLI's export --out writes (ft_export_file): the database itself, its -wal,
+        -shm and -journal files, symbolic links and what is not a regular file (a FIFO, a device)
+        are refused with InputOutputError; path is replaced only by a complete export."""
+        with self._lock:
+            self._check(lib().ft_export_file(self._handle(), _cpath(path), 0))
 
     def plan(self, problem, config=None, *, nearest=True):
         """A launchable Plan of config for problem (config None: looked up here, nearest shape
@@ -495,7 +502,8 @@ class Database(_Owned):
         from .plan import Plan  # plan.py builds on this module
         if config is None:
             config = self.lookup(problem, nearest=nearest)
-        p, handle = problem._c(), ctypes.c_void_p()
+        _typed("config", config, Config, "a fusedtune.Config (from lookup)")
+        p, handle = _cproblem(problem), ctypes.c_void_p()
         with self._lock:
             self._check(lib().ft_plan_create(self._handle(), ctypes.byref(p), ctypes.byref(config.raw),
                                              ctypes.byref(handle)))
@@ -548,7 +556,7 @@ class Database(_Owned):
             opt.progress = _lib.ft_tune_progress_fn(report)
             opt.quiet = 0
             keep.append(opt.progress)
-        p, best, result = problem._c(), _lib.ft_config(), {}
+        p, best, result = _cproblem(problem), _lib.ft_config(), {}
 
         # The tune runs on a thread of its own, so that Ctrl-C reaches Python meanwhile, on the
         # caller's current CUDA device (a per-thread setting): without the runtime to set it
@@ -585,7 +593,7 @@ class Database(_Owned):
 
     def tune_command(self, problem):
         """The `fusedtune tune` command that tunes problem into this database."""
-        return problem.tune_command(self.path)
+        return _typed("problem", problem, Problem, "a fusedtune.Problem").tune_command(self.path)
 
     def not_tuned(self, problem, detail):
         """NotTunedError for problem, naming the command that tunes it."""

@@ -23,6 +23,11 @@ class InvalidArgumentError(FusedtuneError, ValueError):
     """FT_ERR_INVALID_ARG: a bad argument (shape, dtype, device, alignment, unbound name...)."""
 
 
+class ArgumentTypeError(InvalidArgumentError, TypeError):
+    """An argument of the wrong Python type ("problem must be a fusedtune.Problem, not str"): a
+    TypeError, and an InvalidArgumentError like every other bad argument."""
+
+
 class NotFoundError(FusedtuneError, LookupError):
     """FT_ERR_NOT_FOUND: nothing stored (a database file, a tuned result, a device)."""
 

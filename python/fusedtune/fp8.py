@@ -6,11 +6,13 @@ FusedLinear.from_linear(lin, E, math="fp8") or FusedLinear.from_fp8(weight, weig
 import ctypes
 import math as _math
 
-import torch
-from torch import nn
+from . import _lib
 
-from . import _launch, _lib, core
-from ._binding import check_no_grad, check_tensor
+torch = _lib.import_torch("fusedtune.fp8")
+nn = torch.nn
+
+from . import _launch, core  # noqa: E402 (after torch, whose absence is said first)
+from ._binding import Binding, check_no_grad, check_tensor
 from ._lib import lib
 from .errors import InvalidArgumentError, NotFoundError
 
@@ -101,32 +103,39 @@ def launch_typed(plan, x, w, y, vecs, scalars=None, stream=0):
 
 class _Launch:
     """A plan's ft_typed_args built once (names, element types, the arrays): each call sets the
-    addresses (x's codes, W, y, sx, sw and the bias where the layer has one) and launches."""
+    addresses (x's codes, W, y, sx, sw, then the epilogue's other vectors: the bias and any the
+    layer was given) and the scalars' values, and launches. vectors: ((name, FT_DTYPE_*), ...)
+    after sx and sw; scalars: the names of the scalars passed."""
 
-    def __init__(self, plan, has_bias):
-        names = ("sx", "sw", "bias") if has_bias else ("sx", "sw")
-        self.plan, self._names = plan, [core._cstr("argument name", n) for n in names]
+    def __init__(self, plan, vectors=(), scalars=()):
+        names = [("sx", _lib.FT_DTYPE_F32), ("sw", _lib.FT_DTYPE_F32)] + list(vectors)
+        self.plan = plan
+        self._names = [core._cstr("argument name", n) for n, _ in names]
+        self._scalar_names = [core._cstr("argument name", n) for n in scalars]
         a = self._args = _lib.ft_typed_args()
         a.struct_size = ctypes.sizeof(_lib.ft_typed_args)
         a.x = _lib.ft_tensor_arg(None, None, _lib.FT_DTYPE_E4M3)
         a.w = _lib.ft_tensor_arg(None, None, _lib.FT_DTYPE_E4M3)
         a.y = _lib.ft_tensor_arg(None, None, _lib.FT_DTYPE_BF16)
-        dtypes = (_lib.FT_DTYPE_F32, _lib.FT_DTYPE_F32, _lib.FT_DTYPE_BF16)
         self._vecs = (_lib.ft_tensor_arg * len(names))(*[_lib.ft_tensor_arg(c, None, d)
-                                                          for c, d in zip(self._names, dtypes)])
+                                                          for c, (_, d) in zip(self._names, names)])
         a.vecs, a.n_vecs = ctypes.cast(self._vecs, ctypes.POINTER(_lib.ft_tensor_arg)), len(names)
-        a.scalars, a.n_scalars = None, 0
-        self._sx, self._sw = self._vecs[0], self._vecs[1]
-        self._bias = self._vecs[2] if has_bias else None
+        self._scalars = (_lib.ft_scalar_arg * max(1, len(scalars)))(*[_lib.ft_scalar_arg(c, 0.0)
+                                                                     for c in self._scalar_names])
+        a.scalars = ctypes.cast(self._scalars, ctypes.POINTER(_lib.ft_scalar_arg)) if scalars else None
+        a.n_scalars = len(scalars)
         self._addr = ctypes.addressof(a)
         self._launch = _launch.typed_launcher(plan.db._lock)
 
-    def __call__(self, x, w, y, sx, sw, bias, stream):
+    def __call__(self, x, w, y, sx, sw, vectors=(), scalars=(), stream=0):
+        """vectors: the addresses of the vectors after sx and sw, in __init__'s order; scalars: the
+        values, in its order."""
         a, plan = self._args, self.plan
         a.x.data, a.w.data, a.y.data = x, w, y
-        self._sx.data, self._sw.data = sx, sw
-        if self._bias is not None:
-            self._bias.data = bias
+        for i, ptr in enumerate((sx, sw) + tuple(vectors)):
+            self._vecs[i].data = ptr
+        for i, v in enumerate(scalars):
+            self._scalars[i].value = v
         handle = plan._handle
         if handle is None:
             raise InvalidArgumentError("the plan was destroyed")
@@ -136,12 +145,21 @@ class _Launch:
                 plan.db._check(st)
 
 
+def _vector_dtype(name):
+    """The element type an fp8 plan reads for a vector (ft_vec_dtype): bf16 for the bias, fp32 for
+    every other (the scales and the epilogue's own vectors)."""
+    return "bfloat16" if name == "bias" else "float32"
+
+
 class FP8Linear(nn.Module):
     """A bf16 linear layer y = E(x W^T) run in fp8 (see the module's text). weight e4m3 [N, K],
     weight_scale fp32 [N], bias bf16 [N] or None; the fp8 problem's epilogue is
-    fp8_epilogue(E). Inference only; CUDA tensors; N and K multiples of 16."""
+    fp8_epilogue(E). E's other parameters as FusedLinear's: params {name: value} at construction
+    (a col vector: an fp32 [N] CUDA tensor, held by the layer; a scalar: a number), or per call
+    as forward(x, name=...) (a row vector: fp32 [M]). Inference only; CUDA tensors; N and K
+    multiples of 16."""
 
-    def __init__(self, weight, weight_scale, bias, epilogue, db):
+    def __init__(self, weight, weight_scale, bias, epilogue, db, params=None):
         super().__init__()
         if weight.dtype != torch.float8_e4m3fn or weight.dim() != 2:
             raise InvalidArgumentError(f"fp8 weight must be a 2-D float8_e4m3fn tensor, not {weight.dtype}")
@@ -158,11 +176,23 @@ class FP8Linear(nn.Module):
         text = epilogue if epilogue is not None else ("x + bias" if bias is not None else "none")
         self.epilogue = core.inspect_epilogue(fp8_epilogue(text))
         self.math = "fp8"
+        # E's own parameters: sx and sw are the layer's (bound on every call), the rest as
+        # FusedLinear binds them (a vector given here is held as a buffer).
+        scalars, vectors = {}, {}
+        for name, v in (params or {}).items():
+            (vectors if isinstance(v, torch.Tensor) and v.dim() > 0 else scalars)[name] = v
+        self._binding = Binding(self.epilogue, bias is not None, scalars, tuple(vectors), own=("sx", "sw"))
+        for name, t in vectors.items():
+            if name in ("weight", "weight_scale") or hasattr(self, name):
+                raise InvalidArgumentError(f"epilogue vector {name!r} would hide the module's attribute of that "
+                                           f"name: rename it in the expression")
+            self.register_buffer(name, t)
         self._db = db if isinstance(db, core.Database) else core.Database(db, readonly=True)
         self._quantizer, self._plans, self._launches = None, {}, {}
+        self._bound = None  # the last call's binding without arguments: reused while its tensors are the layer's
 
     @classmethod
-    def from_linear(cls, linear, epilogue=None, db=None):
+    def from_linear(cls, linear, epilogue=None, db=None, params=None):
         w = linear.weight.detach()
         if w.dtype != torch.bfloat16 or not w.is_cuda:
             raise InvalidArgumentError(f"fp8 from_linear takes a bf16 CUDA layer (weight is {w.dtype} on {w.device})")
@@ -174,7 +204,7 @@ class FP8Linear(nn.Module):
             finally:
                 quantizer.close()
         bias = linear.bias.detach() if linear.bias is not None else None
-        return cls(q, sw, bias, epilogue, db)
+        return cls(q, sw, bias, epilogue, db, params)
 
     def plan_for(self, m):
         plan = self._plans.get(m)
@@ -187,30 +217,49 @@ class FP8Linear(nn.Module):
             plan = self._plans[m] = self._db.plan(problem, config)
         return plan
 
-    def forward(self, x):
-        check_no_grad("x", x, torch.is_grad_enabled())
+    def forward(self, x, **params):
+        """y = E(x W^T) for bf16 x [..., K]; params: E's vectors and scalars for this call (those
+        not given at construction, or to override them)."""
+        grad = torch.is_grad_enabled()
+        check_no_grad("x", x, grad)
         buf = self._buffers  # read once: nn.Module's attribute lookup of a buffer is slow
-        w, bias = buf["weight"], buf["bias"]
+        w = buf["weight"]
         dev = w.device
         check_tensor("x", x, dtype="bfloat16", device=dev, shape=tuple(x.shape[:-1]) + (self.in_features,))
         lead = tuple(x.shape[:-1])
         m = _math.prod(lead)
+        bound = self._bound
+        if not params and bound is not None and all(buf.get(n) is t for n, t in bound[0].items()):
+            vecs, scalars = bound  # the same buffers as when they were checked: no check per call
+        else:
+            vecs, scalars = self._binding.bind(m, self.out_features, buf.get, params, dtype=_vector_dtype, device=dev,
+                                               grad_enabled=grad, lead=lead)
+            if not params:
+                self._bound = (vecs, scalars)
         y = torch.empty(lead + (self.out_features,), dtype=torch.bfloat16, device=dev)
         if m == 0:
             return y
         if dev.index == _current_device():
-            self._run(x, m, w, bias, y, dev)
+            self._run(x, m, w, vecs, scalars, y, dev)
         else:
             with torch.cuda.device(dev):
-                self._run(x, m, w, bias, y, dev)
+                self._run(x, m, w, vecs, scalars, y, dev)
         return y
 
-    def _run(self, x, m, w, bias, y, dev):
+    def _launch_for(self, m, vecs, scalars):
+        """The _Launch of m rows with these vectors and scalars bound (made once per key)."""
+        key = (m, tuple(vecs), tuple(scalars))
+        launch = self._launches.get(key)
+        if launch is None:
+            launch = self._launches[key] = _Launch(
+                self.plan_for(m), [(n, _lib.FT_DTYPE_BF16 if n == "bias" else _lib.FT_DTYPE_F32) for n in vecs],
+                list(scalars))
+        return launch
+
+    def _run(self, x, m, w, vecs, scalars, y, dev):
         """The quantizer on x, then the plan of m rows, on dev (the current device) and its stream."""
         k = self.in_features
-        launch = self._launches.get((m, bias is not None))
-        if launch is None:
-            launch = self._launches[(m, bias is not None)] = _Launch(self.plan_for(m), bias is not None)
+        launch = self._launch_for(m, vecs, scalars)
         if self._quantizer is None:
             self._quantizer = Quantizer(self._db)
         # x's codes and scales in one allocation per call (eager frees it once the stream is past
@@ -222,7 +271,7 @@ class FP8Linear(nn.Module):
         stream = _stream(dev)
         self._quantizer._run(x.data_ptr(), _lib.FT_DTYPE_BF16, m, k, True, xq, sx, stream)
         launch(xq, w.data_ptr(), y.data_ptr(), sx, self._buffers["weight_scale"].data_ptr(),
-               bias.data_ptr() if bias is not None else None, stream)
+               [t.data_ptr() for t in vecs.values()], list(scalars.values()), stream)
 
 
 __all__ = ["fp8_epilogue", "Quantizer", "launch_typed", "FP8Linear"]

@@ -1,11 +1,22 @@
 """Plans: a loaded configuration launched by device pointers (ft_plan, ft_plan_launch,
 ft_plan_launch_ptrs), made by core.Database.plan()."""
 import ctypes
+import numbers
 
 from . import _lib
 from ._lib import lib
-from .core import _Owned, _cstr, inspect_epilogue, math_mode
-from .errors import InvalidArgumentError
+from .core import _Owned, _cstr, _typed, inspect_epilogue, math_mode
+from .errors import ArgumentTypeError, InvalidArgumentError
+
+
+def _in_slot_order(what, values, need):
+    """values as a list: a list or tuple, in slot order. A dict (its keys would be taken for
+    values), a set (no order) or a str is refused with ArgumentTypeError."""
+    if not isinstance(values, (list, tuple)):
+        raise ArgumentTypeError(f"{what} must be a list or tuple of {need} in slot order, not "
+                                f"{type(values).__name__}" + (" (names go to Plan.make_args)" if isinstance(values, dict)
+                                                              else ""))
+    return list(values)
 
 
 def slot_arrays(slots, vecs=(), scalars=()):
@@ -15,19 +26,22 @@ def slot_arrays(slots, vecs=(), scalars=()):
     slot order without the other kind."""
     count = max(1, len(slots))
     va, sa = (ctypes.c_void_p * count)(), (ctypes.c_float * count)()
-    vi, si = iter(vecs), iter(scalars)
+    vi = iter(_in_slot_order("vecs", vecs, "device pointers (ints)"))
+    si = iter(_in_slot_order("scalars", scalars, "numbers (None: the default)"))
     for i, (name, kind, default) in enumerate(slots):
         if kind == "scalar":
             v = next(si, None)
             v = default if v is None else v
             if v is None:
                 raise InvalidArgumentError(f"scalar {name} has no default in the epilogue and no value")
+            if isinstance(v, bool) or not isinstance(v, numbers.Real):
+                raise ArgumentTypeError(f"scalar {name} must be a number, not {type(v).__name__}")
             sa[i] = float(v)
         else:
             v = next(vi, None)
             if not v:
                 raise InvalidArgumentError(f"{kind} vector {name} has no pointer")
-            va[i] = v
+            va[i] = _typed(f"{kind} vector {name}'s pointer", v, int, "an int (a device address)")
     if next(vi, None) is not None or next(si, None) is not None:
         raise InvalidArgumentError(f"more vectors or scalars than the epilogue's {len(slots)} parameters")
     return va, sa

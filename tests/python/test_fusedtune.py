@@ -459,6 +459,174 @@ class DatabaseTest(unittest.TestCase):
             self.assertEqual(db.best_entries(), [])
 
 
+class SafeOutputTest(unittest.TestCase):
+    """export_file writes as the CLI's export --out does (one implementation: ft_export_file):
+    issue 58 items 1 and 2 (d57500e truncated the database it exported into a 57-byte stub)."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(dir=SCRATCH)
+        self.db_path = os.path.join(self.dir, "b.db")
+        export = os.path.join(self.dir, "fixture.json")
+        fixture_export(export, fusedtune.Problem(64, 256, 512, "relu(x + bias)", "fp32"))
+        with fusedtune.Database(self.db_path, create=True) as db:
+            db.import_file(export)
+
+    def assert_database_intact(self):
+        with open(self.db_path, "rb") as f:
+            self.assertEqual(f.read(16), b"SQLite format 3\0")
+        with fusedtune.Database(self.db_path, readonly=True) as db:
+            self.assertEqual(len(db.best_entries()), 1)
+
+    def test_the_database_itself_is_refused(self):
+        link = os.path.join(self.dir, "link.db")
+        os.symlink(self.db_path, link)
+        hard = os.path.join(self.dir, "hard.db")
+        os.link(self.db_path, hard)
+        for readonly in (False, True):
+            with fusedtune.Database(self.db_path, readonly=readonly) as db:
+                for target, why in ((self.db_path, "is the database being exported"), (link, "symbolic link"),
+                                    (hard, "is the database being exported")):
+                    with self.assertRaises(fusedtune.InputOutputError) as cm:
+                        db.export_file(target)
+                    self.assertIn(why, str(cm.exception))
+            self.assert_database_intact()
+
+    def test_side_files_and_special_files_are_refused(self):
+        fifo = os.path.join(self.dir, "fifo")
+        os.mkfifo(fifo)
+        with fusedtune.Database(self.db_path) as db:
+            for suffix in ("-wal", "-shm", "-journal"):
+                with self.assertRaises(fusedtune.InputOutputError) as cm:
+                    db.export_file(self.db_path + suffix)
+                self.assertIn("is a file SQLite keeps beside the database", str(cm.exception))
+            # A FIFO is refused, not opened (opening it would wait for a reader forever).
+            with self.assertRaises(fusedtune.InputOutputError) as cm:
+                db.export_file(fifo)
+            self.assertIn("not a regular file", str(cm.exception))
+            with self.assertRaises(fusedtune.InputOutputError):
+                db.export_file(self.dir)
+        self.assertFalse(os.path.exists(self.db_path + "-journal"))
+        self.assert_database_intact()
+
+    def test_replaces_whole_keeping_the_mode(self):
+        out = os.path.join(self.dir, "out.json")
+        with open(out, "w") as f:
+            f.write("old")
+        os.chmod(out, 0o640)
+        with fusedtune.Database(self.db_path) as db:
+            db.export_file(out)
+        self.assertEqual(os.stat(out).st_mode & 0o777, 0o640)
+        with open(out) as f:
+            self.assertEqual(len(json.load(f)["results"]), 2)
+        self.assertEqual(sorted(n for n in os.listdir(self.dir) if n.startswith(".fusedtune")), [])
+
+
+class PrintableMessagesTest(unittest.TestCase):
+    """The library's messages show control characters and bidi overrides as '?' (issue 58 item 3)."""
+
+    def test_echoed_text_is_printable(self):
+        evil = "x\x1b]0;pwned\x07\u202e\x1b[2J\n"
+        with fusedtune.Database(scratch("printable.db"), create=True) as db:
+            with self.assertRaises(fusedtune.NotFoundError) as cm:
+                db.lookup_entry(fusedtune.Problem(8, 8, 8), evil)
+        with self.assertRaises(fusedtune.ParseError) as pe:
+            fusedtune.inspect_epilogue("relu(x) + " + evil)
+        with self.assertRaises(fusedtune.NotFoundError) as nf:
+            fusedtune.Database(os.path.join(SCRATCH, evil + ".db"))
+        for e in (cm.exception, pe.exception, nf.exception):
+            text = str(e)
+            self.assertFalse(any(ord(ch) < 0x20 or 0x7f <= ord(ch) <= 0x9f or ch in "\u202a\u202b\u202c\u202d\u202e"
+                                 for ch in text), repr(text))
+
+
+class ArgumentTypesTest(unittest.TestCase):
+    """An argument of the wrong type is a TypeError naming it and the type it needs (issue 58 item
+    10: d57500e raised AttributeError "'str' object has no attribute '_c'" and took a dict's keys
+    for device pointers)."""
+
+    def test_wrong_types_name_the_argument(self):
+        calls = [(lambda: fusedtune.variants("8x8x8"), "problem must be a fusedtune.Problem, not str")]
+        with fusedtune.Database(scratch("types.db"), create=True) as db:
+            p = fusedtune.Problem(8, 8, 8)
+            calls += [(lambda: db.lookup_entry("8x8x8", "NVIDIA H200"), "problem must be a fusedtune.Problem, not str"),
+                      (lambda: db.lookup_entry(p, 7), "device name must be a str, not int"),
+                      (lambda: db.lookup((8, 8, 8)), "problem must be a fusedtune.Problem, not tuple"),
+                      (lambda: db.lookup_within("p", 1e-3), "problem must be a fusedtune.Problem"),
+                      (lambda: db.lookup_entry_within(None, 1e-3), "problem must be a fusedtune.Problem, not NoneType"),
+                      (lambda: db.plan(p, config="tc_128x128"), "config must be a fusedtune.Config"),
+                      (lambda: db.tune("8x8x8"), "problem must be a fusedtune.Problem"),
+                      (lambda: db.tune_command("8x8x8"), "problem must be a fusedtune.Problem"),
+                      (lambda: fusedtune.Problem("8", 8, 8).check(), "problem m must be an int, not str")]
+            for call, text in calls:
+                with self.assertRaises(TypeError) as cm:
+                    call()
+                self.assertIsInstance(cm.exception, fusedtune.InvalidArgumentError)
+                self.assertIn(text, str(cm.exception))
+
+    def test_slot_arrays_take_sequences_in_slot_order(self):
+        slots = [("bias", "row", None), ("g", "col", None), ("s", "scalar", 2.0)]
+        va, sa = fusedtune.slot_arrays(slots, (0x4000, 0x5000), [None])
+        self.assertEqual((list(va), sa[2]), ([0x4000, 0x5000, None], 2.0))
+        for vecs, scalars, text in (({"bias": 0x4000, "g": 0x5000}, (), "vecs must be a list or tuple"),
+                                    ({0x4000, 0x5000}, (), "not set"), ("ab", (), "not str"),
+                                    ([0x4000, 0x5000], {"s": 1.0}, "scalars must be a list or tuple"),
+                                    (["0x4000", 0x5000], (), "row vector bias's pointer must be an int"),
+                                    ([0x4000, 0x5000], ["1.5"], "scalar s must be a number, not str")):
+            with self.assertRaises(TypeError) as cm:
+                fusedtune.slot_arrays(slots, vecs, scalars)
+            self.assertIn(text, str(cm.exception))
+
+
+class NoTorchTest(unittest.TestCase):
+    def test_fp8_without_torch_says_what_works(self):
+        """Without PyTorch, fusedtune.fp8 says what needs it and what works without it (issue 58
+        item 11: d57500e said only "No module named 'torch'")."""
+        code = ("import sys; sys.modules['torch'] = None; sys.path.insert(0, %r); import fusedtune; "
+                "import fusedtune.fp8" % os.path.join(HERE, "..", "..", "python"))
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("ImportError: fusedtune.fp8 needs PyTorch", r.stderr)
+        self.assertIn("pip install torch", r.stderr)
+        self.assertIn("works without it", r.stderr)
+
+
+class RemoveDatabaseTest(unittest.TestCase):
+    """remove_database deletes fusedtune databases only, and none this process has open (issue 58
+    item 4: d57500e deleted a JSON export, a text file and an open database)."""
+
+    def test_refuses_what_is_not_a_closed_fusedtune_database(self):
+        d = tempfile.mkdtemp(dir=SCRATCH)
+        export, text, db_path = (os.path.join(d, n) for n in ("e.json", "notes.txt", "r.db"))
+        fixture_export(export, fusedtune.Problem(64, 256, 512, "relu(x + bias)", "fp32"))
+        with open(text, "w") as f:
+            f.write("keep me\n")
+        other = os.path.join(d, "other.sqlite")
+        import sqlite3
+        con = sqlite3.connect(other)
+        con.execute("create table t(x)")
+        con.commit()
+        con.close()
+        for path, cls in ((export, fusedtune.DatabaseError), (text, fusedtune.DatabaseError),
+                          (other, fusedtune.DatabaseError), (d, fusedtune.InputOutputError)):
+            with self.assertRaises(cls) as cm:
+                fusedtune.remove_database(path)
+            self.assertIn("not removing", str(cm.exception))
+            self.assertTrue(os.path.exists(path), path)
+        db = fusedtune.Database(db_path, create=True)
+        link = os.path.join(d, "link.db")
+        os.link(db_path, link)
+        for path in (db_path, link):
+            with self.assertRaises(fusedtune.InputOutputError) as cm:
+                fusedtune.remove_database(path)
+            self.assertIn("open in this process", str(cm.exception))
+        self.assertEqual(db.best_entries(), [])
+        db.close()
+        os.unlink(link)
+        fusedtune.remove_database(db_path)
+        self.assertFalse(os.path.exists(db_path))
+        fusedtune.remove_database(db_path)  # a missing path: nothing to do
+
+
 # ---- FusedLinear's checks, on fakes: what a torch tensor offers them ----
 
 class LaunchPathTest(unittest.TestCase):

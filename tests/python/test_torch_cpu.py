@@ -155,18 +155,81 @@ class FusedLinearCpuTest(unittest.TestCase):
         from fusedtune.fp8 import _Launch
         db = types.SimpleNamespace(_lock=threading.Lock(), _check=lambda st: self.fail("launched a destroyed plan"))
         plan = types.SimpleNamespace(db=db, _handle=None)
-        for has_bias in (True, False):
-            launch = _Launch(plan, has_bias)
-            self.assertRejects("the plan was destroyed", launch, 0x100, 0x200, 0x300, 0x400, 0x500, 0x600, 0)
+        extra = [("bias", _lib.FT_DTYPE_BF16), ("v", _lib.FT_DTYPE_F32)]
+        for n_extra in (0, 1, 2):
+            launch = _Launch(plan, extra[:n_extra], ["c"] if n_extra == 2 else [])
+            self.assertRejects("the plan was destroyed", launch, 0x100, 0x200, 0x300, 0x400, 0x500,
+                               [0x600, 0x700][:n_extra], [1.5] if n_extra == 2 else [], 0)
             a = launch._args
             self.assertEqual((a.x.data, a.w.data, a.y.data), (0x100, 0x200, 0x300))
             self.assertEqual((a.x.dtype, a.w.dtype, a.y.dtype),
                              (_lib.FT_DTYPE_E4M3, _lib.FT_DTYPE_E4M3, _lib.FT_DTYPE_BF16))
             want = [(b"sx", 0x400, _lib.FT_DTYPE_F32), (b"sw", 0x500, _lib.FT_DTYPE_F32),
-                    (b"bias", 0x600, _lib.FT_DTYPE_BF16)][:3 if has_bias else 2]
+                    (b"bias", 0x600, _lib.FT_DTYPE_BF16), (b"v", 0x700, _lib.FT_DTYPE_F32)][:2 + n_extra]
             self.assertEqual(a.n_vecs, len(want))
             self.assertEqual([(a.vecs[i].name, a.vecs[i].data, a.vecs[i].dtype) for i in range(a.n_vecs)], want)
-            self.assertEqual((a.n_scalars, a.struct_size), (0, ctypes.sizeof(_lib.ft_typed_args)))
+            self.assertEqual(a.struct_size, ctypes.sizeof(_lib.ft_typed_args))
+            self.assertEqual([(a.scalars[i].name, a.scalars[i].value) for i in range(a.n_scalars)],
+                             [(b"c", 1.5)] if n_extra == 2 else [])
+
+    def test_fp8_binds_the_epilogues_own_vectors(self):
+        """An fp8 layer whose E reads a vector of its own besides the bias (issue 58 item 9:
+        d57500e bound only sx, sw and the bias, so every call failed "epilogue vector 'v' is not
+        bound"): v given at construction (a buffer) or per call reaches the launch as fp32, a
+        scalar as its value; sx and sw stay the layer's own. Built around the GPU parts: a fake
+        plan, CUDA-looking fake tensors; the GPU test (gpu_test_torch) is the launch itself."""
+        import threading
+        import types
+        from fusedtune import _lib
+        from fusedtune._binding import Binding
+        from fusedtune.fp8 import FP8Linear, _vector_dtype, fp8_epilogue
+
+        class Fake:
+            def __init__(self, shape, dtype, ptr):
+                self.shape, self.dtype, self._ptr = tuple(shape), f"torch.{dtype}", ptr
+                self.device, self.requires_grad = types.SimpleNamespace(type="cuda", index=0), False
+
+            def is_contiguous(self):
+                return True
+
+            def data_ptr(self):
+                return self._ptr
+
+            def element_size(self):
+                return 4 if self.dtype == "torch.float32" else 2
+
+        ep = fusedtune.inspect_epilogue(fp8_epilogue("relu(x * v + bias) * c where col v, scalar c"))
+        layer = FP8Linear.__new__(FP8Linear)
+        nn.Module.__init__(layer)
+        layer.out_features, layer.in_features, layer.epilogue = 32, 16, ep
+        layer._binding = Binding(ep, True, {"c": 0.5}, ("v",), own=("sx", "sw"))
+        db = types.SimpleNamespace(_lock=threading.Lock(), _check=lambda st: None)
+        layer._plans, layer._launches = {8: types.SimpleNamespace(db=db, _handle=None)}, {}
+        buffers = {"bias": Fake((32,), "bfloat16", 0x600), "v": Fake((32,), "float32", 0x700)}
+        dev = types.SimpleNamespace(type="cuda", index=0)
+        vecs, scalars = layer._binding.bind(8, 32, buffers.get, {}, dtype=_vector_dtype, device=dev,
+                                            grad_enabled=False)
+        self.assertEqual((list(vecs), scalars), (["v", "bias"] if ep.params[0].name == "v" else ["bias", "v"],
+                                                 {"c": 0.5}))
+        launch = layer._launch_for(8, vecs, scalars)
+        self.assertRejects("the plan was destroyed", launch, 0x100, 0x200, 0x300, 0x400, 0x500,
+                           [t.data_ptr() for t in vecs.values()], list(scalars.values()), 0)
+        a = launch._args
+        bound = {a.vecs[i].name: (a.vecs[i].data, a.vecs[i].dtype) for i in range(a.n_vecs)}
+        self.assertEqual(bound, {b"sx": (0x400, _lib.FT_DTYPE_F32), b"sw": (0x500, _lib.FT_DTYPE_F32),
+                                 b"bias": (0x600, _lib.FT_DTYPE_BF16), b"v": (0x700, _lib.FT_DTYPE_F32)})
+        self.assertEqual([(a.scalars[i].name, a.scalars[i].value) for i in range(a.n_scalars)], [(b"c", 0.5)])
+        # Per call: v overridden, c too; a v of the wrong type or length named; sx is the layer's.
+        vecs, scalars = layer._binding.bind(8, 32, buffers.get, {"v": Fake((32,), "float32", 0x800), "c": 2},
+                                            dtype=_vector_dtype, device=dev, grad_enabled=False)
+        self.assertEqual((vecs["v"].data_ptr(), scalars), (0x800, {"c": 2.0}))
+        self.assertRejects("v is bfloat16, expected float32", layer._binding.bind, 8, 32, buffers.get,
+                           {"v": Fake((32,), "bfloat16", 0x800)}, dtype=_vector_dtype, device=dev, grad_enabled=False)
+        self.assertRejects("'sx': sx is the layer's own parameter", layer._binding.bind, 8, 32, buffers.get,
+                           {"sx": Fake((8,), "float32", 0x900)}, dtype=_vector_dtype, device=dev, grad_enabled=False)
+        without = Binding(ep, True, {"c": 1.0}, (), own=("sx", "sw"))
+        self.assertRejects("col vector v has no value", without.bind, 8, 32, buffers.get, {}, dtype=_vector_dtype,
+                           device=dev, grad_enabled=False)
 
     def test_checks_before_any_launch(self):
         layer = FusedLinear(16, 8)
