@@ -586,6 +586,21 @@ FT_API ft_status ft_out_close(ft_out *o, int commit, char *msg, size_t msg_size)
  * fusedtune-worker does. Returns the process exit code (0 after a clean close). Call from a process of its own, on its main thread. */
 FT_API int ft_worker_serve(int fd);
 
+/* ---- messages between a program's own processes ---- */
+
+/* The library's framing between processes (its worker, `tune --problems`'s children), for a
+ * program's own messages: a message of type carrying n bytes, no fixed part. Sent whole on the
+ * stream socket fd, restarted after EINTR; a gone peer is -1, never SIGPIPE. 0 ok, -1 closed or
+ * error. Thread-safe per fd. */
+FT_API int ft_message_send(int fd, uint32_t type, const void *bytes, size_t n);
+
+/* The message at the start of buf[0, len), as ft_message_send framed it: 1 when it is whole (its
+ * bytes at buf + *at, *n of them, the whole message *size bytes), 0 when more must be read first,
+ * -1 when buf does not start with a message of type with no fixed part and at most max bytes
+ * (nothing more can be read). Pure. */
+FT_API int ft_message_parse(const void *buf, size_t len, uint32_t type, size_t max, size_t *at, size_t *n,
+                            size_t *size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -56,6 +56,18 @@ void ft_family_missing(ft_variant_kind kind, int layout, char *why, size_t whyle
   snprintf(why, whylen, "layout %d: no kernel family of this kind has it", layout);
 }
 
+void ft_arg_clear(ft_arg_store *st) { st->used = 0, st->n = 0, st->ntmaps = 0; }
+
+ft_status ft_arg_push_tmap(ft_arg_store *st, const ft_tmap_desc *d, ft_err *err) {
+  static const unsigned char none[128];
+  if (st->ntmaps == (int)(sizeof st->tmaps / sizeof st->tmaps[0]))
+    return ft__fail(err, FT_ERR_INTERNAL, "kernel arguments: more tensor maps than the argument store holds");
+  FT_TRY(ft_arg_push(st, none, sizeof none, err));
+  st->tmaps[st->ntmaps] = *d;
+  st->tmap_arg[st->ntmaps++] = st->n - 1;
+  return FT_OK;
+}
+
 ft_status ft_arg_push(ft_arg_store *st, const void *value, size_t size, ft_err *err) {
   /* 16-byte aligned offsets (64 for large structs such as tensor maps): enough for every
    * kernel parameter type. */

@@ -45,12 +45,25 @@ typedef struct ft_launch_io {
   int col0, ncols; /* geometry's chunk_cols: the chunk of columns this launch covers */
 } ft_launch_io;
 
+/* A Hopper TMA tensor map a kernel argument is to hold, described (GPU-free) by a family and
+ * encoded by the launch (src/launch.c through src/tensormap.c, which asks the driver): a row-major
+ * [rows, cols] matrix at base, read in box_rows x box_cols boxes; kind as ft_tensormap_2d's. */
+typedef struct ft_tmap_desc {
+  const void *base;
+  int kind;
+  uint64_t rows, cols;
+  uint32_t box_rows, box_cols;
+} ft_tmap_desc;
+
 /* Storage the argument pointers point into: lives for one launch. */
 typedef struct ft_arg_store {
   _Alignas(64) unsigned char bytes[1024];
   size_t used;
   void *ptrs[16];
   int n;
+  ft_tmap_desc tmaps[4]; /* the tensor maps to encode into arguments tmap_arg[i] before the launch */
+  int tmap_arg[4];
+  int ntmaps;
 } ft_arg_store;
 
 /* A JSON key of a variant and the int field of ft_variant it fills. */
@@ -136,6 +149,10 @@ const ft_family *const *ft_families(void);
 
 /* Appends one argument of size bytes to st (copied); FT_ERR_INTERNAL when st is full. */
 ft_status ft_arg_push(ft_arg_store *st, const void *value, size_t size, ft_err *err);
+/* Appends a tensor-map argument (128 bytes, 64-aligned) that the launch encodes from d. */
+ft_status ft_arg_push_tmap(ft_arg_store *st, const ft_tmap_desc *d, ft_err *err);
+/* Empties st for the next launch's arguments. */
+void ft_arg_clear(ft_arg_store *st);
 
 /* WHY(...) in a family or space rule: writes the reason when asked and returns 0. */
 #define FT_WHY(...)                                                \

@@ -7,15 +7,14 @@
  * registers, split-K and stream-K. tf32, bf16, fp16, 3xtf32 and fp8 modes; compiled for sm_90a. This
  * file: validity, applicability, geometry, the configuration the kernel is compiled with
  * (FtTcCfg) and its arguments; src/family_tc_space.c: the cost model and the enumeration;
- * src/family_tc.h: the rules both share. GPU-free but for the tensor maps of a launch
- * (src/tensormap.c). */
+ * src/family_tc.h: the rules both share. GPU-free: a launch's tensor maps are described here
+ * (ft_arg_push_tmap) and encoded by src/launch.c. */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "family_tc.h"
 #include "kernel_abi.h"
-#include "tensormap.h"
 
 static int is_pow2_between(int x, int lo, int hi) { return x >= lo && x <= hi && (x & (x - 1)) == 0; }
 
@@ -198,18 +197,14 @@ static int map_kind_y(const ft_variant *v) { return fp32_storage(v) ? 0 : fp8(v)
  * (2n: W the interleaved weight); the kernel writes y [M, N / 2]. */
 static ft_status tc_kernel_args(const ft_variant *v, const ft_launch_io *io, ft_arg_store *st, ft_err *err) {
   const int n = (int)gemm_n(v, io->n);
-  ft_tensormap tx, tw, ty;
-  memset(&ty, 0, sizeof ty);
-  if (v->tc.tstore)
-    FT_TRY(ft_tensormap_2d(&ty, io->y, map_kind_y(v), (uint64_t)io->m, (uint64_t)io->n, 64, (uint32_t)(128 / osize(v)),
-                           err));
-  FT_TRY(ft_tensormap_2d(&tx, io->x, map_kind(v), (uint64_t)io->m, (uint64_t)io->k, (uint32_t)tc_bm(v),
-                         (uint32_t)v->bk, err));
-  FT_TRY(ft_tensormap_2d(&tw, io->w, map_kind(v), (uint64_t)n, (uint64_t)io->k, (uint32_t)(v->bn / v->tc.cluster),
-                         (uint32_t)v->bk, err));
-  FT_TRY(ft_arg_push(st, tx.bytes, sizeof tx.bytes, err));
-  FT_TRY(ft_arg_push(st, tw.bytes, sizeof tw.bytes, err));
-  FT_TRY(ft_arg_push(st, ty.bytes, sizeof ty.bytes, err));
+  const ft_tmap_desc tx = {io->x, map_kind(v), (uint64_t)io->m, (uint64_t)io->k, (uint32_t)tc_bm(v), (uint32_t)v->bk};
+  const ft_tmap_desc tw = {io->w, map_kind(v), (uint64_t)n, (uint64_t)io->k, (uint32_t)(v->bn / v->tc.cluster),
+                           (uint32_t)v->bk};
+  const ft_tmap_desc ty = {io->y, map_kind_y(v), (uint64_t)io->m, (uint64_t)io->n, 64, (uint32_t)(128 / osize(v))};
+  static const unsigned char no_map[128];
+  FT_TRY(ft_arg_push_tmap(st, &tx, err));
+  FT_TRY(ft_arg_push_tmap(st, &tw, err));
+  FT_TRY(v->tc.tstore ? ft_arg_push_tmap(st, &ty, err) : ft_arg_push(st, no_map, sizeof no_map, err));
   FT_TRY(ft_arg_push(st, &io->y, sizeof io->y, err));
   FT_TRY(ft_arg_push(st, &io->ws, sizeof io->ws, err));
   FT_TRY(ft_arg_push(st, &io->flags, sizeof io->flags, err));

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "checks.h"
+#include "tensormap.h"
 
 /* The workspace of an epilogue pass's cuBLASLt GEMM (one per plan: plans may run on different
  * streams at once). */
@@ -214,6 +215,23 @@ ft_status ft_launchable_check(const ft_launchable *L, const void *x, const void 
   return FT_OK;
 }
 
+typedef ft_status (*args_fn)(const ft_variant *v, const ft_launch_io *io, ft_arg_store *st, ft_err *err);
+
+/* A family's arguments for io into st, with the tensor maps it described encoded: the families
+ * stay GPU-free, the driver is asked here. */
+static ft_status build_args(args_fn fill, const ft_variant *v, const ft_launch_io *io, ft_arg_store *st,
+                            ft_err *err) {
+  ft_arg_clear(st);
+  FT_TRY(fill(v, io, st, err));
+  for (int i = 0; i < st->ntmaps; i++) {
+    const ft_tmap_desc *d = &st->tmaps[i];
+    ft_tensormap map;
+    FT_TRY(ft_tensormap_2d(&map, d->base, d->kind, d->rows, d->cols, d->box_rows, d->box_cols, err));
+    memcpy(st->ptrs[st->tmap_arg[i]], map.bytes, sizeof map.bytes);
+  }
+  return FT_OK;
+}
+
 /* After cuBLAS in column chunks (geometry's chunk_cols, the reduction pass): cuBLAS's GEMM of each
  * chunk into the workspace, the kernel after it; chunks in order on one stream. */
 static ft_status enqueue_chunks(ft_launchable *L, const void *x, const void *w, void *y, const ft_ep_args_dev *ep,
@@ -226,8 +244,7 @@ static ft_status enqueue_chunks(ft_launchable *L, const void *x, const void *w, 
     FT_TRY(ft_cublas_gemm(L->g, (ft_math)L->v.math, x, wc, L->ws, L->m, nc, L->k, stream, err));
     const ft_launch_io io = {x, w, y, L->ws, L->flags, L->m, L->n, L->k, ep, c0, nc};
     ft_arg_store st;
-    st.used = 0, st.n = 0;
-    FT_TRY(L->fam->kernel_args(&L->v, &io, &st, err));
+    FT_TRY(build_args(L->fam->kernel_args, &L->v, &io, &st, err));
     FT_TRY(launch(L->loaded.main, L->geom.grid, L->geom.block, NULL, 0, NULL, st.ptrs, stream, err));
   }
   return FT_OK;
@@ -268,8 +285,7 @@ ft_status ft_launchable_enqueue(ft_launchable *L, const void *x, const void *w, 
   if (!L->have_args || L->args_x != x || L->args_w != w || L->args_y != y ||
       memcmp(&L->args_ep, ep, sizeof *ep) != 0) {
     L->have_args = 0;
-    L->args.used = 0, L->args.n = 0;
-    FT_TRY(L->fam->kernel_args(&L->v, &io, &L->args, err));
+    FT_TRY(build_args(L->fam->kernel_args, &L->v, &io, &L->args, err));
     L->args_x = x, L->args_w = w, L->args_y = y, L->args_ep = *ep;
     L->have_args = 1;
   }
@@ -279,8 +295,7 @@ ft_status ft_launchable_enqueue(ft_launchable *L, const void *x, const void *w, 
   ft_arg_store st;
   if (!L->loaded.reduce || !L->fam->reduce_args)
     return ft__fail(err, FT_ERR_INTERNAL, "split-K or stream-K variant without its second kernel");
-  st.used = 0, st.n = 0;
-  FT_TRY(L->fam->reduce_args(&L->v, &io, &st, err));
+  FT_TRY(build_args(L->fam->reduce_args, &L->v, &io, &st, err));
   return launch(L->loaded.reduce, L->geom.rgrid, L->geom.rblock, NULL, 0, NULL, st.ptrs, stream, err);
 }
 

@@ -1,6 +1,10 @@
 /* The framing between processes (wire.h). */
 #include "wire.h"
 
+#include <string.h>
+
+#include "fusedtune_tool.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -73,4 +77,30 @@ int ft_wire_recv(int fd, uint32_t type, void *fixed, uint32_t fixed_size, void *
     }
   }
   return 0;
+}
+
+int ft_message_send(int fd, uint32_t type, const void *bytes, size_t n) {
+  /* One send: head and bytes together, so that a reader never waits between them. */
+  const ft_wire_head h = {type, 0, (uint64_t)n};
+  if ((uint64_t)n > FT_WIRE_MAX_EXTRA || (n && !bytes)) return -1;
+  char *msg = malloc(sizeof h + n);
+  if (!msg) return -1;
+  memcpy(msg, &h, sizeof h);
+  if (n) memcpy(msg + sizeof h, bytes, n);
+  const int r = ft_wire_send_all(fd, msg, sizeof h + n);
+  free(msg);
+  return r;
+}
+
+int ft_message_parse(const void *buf, size_t len, uint32_t type, size_t max, size_t *at, size_t *n, size_t *size) {
+  ft_wire_head h;
+  if (!buf || len < sizeof h) return 0;
+  memcpy(&h, buf, sizeof h);
+  if (h.type != type || h.fixed != 0 || h.extra > max) return -1;
+  const size_t whole = sizeof h + (size_t)h.extra;
+  if (len < whole) return 0;
+  *at = sizeof h;
+  *n = (size_t)h.extra;
+  *size = whole;
+  return 1;
 }

@@ -1,5 +1,6 @@
 /* The public C API without a GPU: argument checks, open/close, lookup hit / miss / nearest /
  * stale on a pretended device, read-only databases, FT_ERR_NO_DEVICE where a GPU is needed. */
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -7,6 +8,7 @@
 #include "codegen.h"
 #include "device.h"
 #include "ft_test.h"
+#include "fusedtune_tool.h"
 
 static char path[512];
 
@@ -314,7 +316,38 @@ static void test_open(void) {
   ASSERT_EQ_STR(ft_status_string((ft_status)999), "unknown status");
 }
 
+/* A program's own messages in the library's framing (what `tune --problems` and its children
+ * send): whole, partial, another type, over the size asked for. */
+static void test_messages(void) {
+  int sv[2];
+  ASSERT_EQ_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  ASSERT_EQ_INT(ft_message_send(sv[0], 7u, "hello", 5), 0);
+  ASSERT_EQ_INT(ft_message_send(sv[0], 7u, "", 0), 0);
+  char buf[256];
+  size_t len = 0;
+  while (len < 2 * 16 + 5) {
+    ssize_t got = recv(sv[1], buf + len, sizeof buf - len, 0);
+    if (got <= 0) break;
+    len += (size_t)got;
+  }
+  size_t at = 0, n = 0, size = 0;
+  ASSERT_EQ_INT(ft_message_parse(buf, 3, 7u, 100, &at, &n, &size), 0); /* not even a head yet */
+  ASSERT_EQ_INT(ft_message_parse(buf, len, 7u, 100, &at, &n, &size), 1);
+  ASSERT_EQ_INT((int)n, 5);
+  ASSERT_TRUE(memcmp(buf + at, "hello", 5) == 0);
+  ASSERT_EQ_INT(ft_message_parse(buf, size - 1, 7u, 100, &at, &n, &size), 0); /* its bytes not all here */
+  const size_t first = at + 5;
+  ASSERT_EQ_INT(ft_message_parse(buf + first, len - first, 7u, 100, &at, &n, &size), 1);
+  ASSERT_EQ_INT((int)n, 0);
+  ASSERT_EQ_INT(ft_message_parse(buf, len, 8u, 100, &at, &n, &size), -1); /* another type */
+  ASSERT_EQ_INT(ft_message_parse(buf, len, 7u, 4, &at, &n, &size), -1);   /* longer than max */
+  close(sv[1]);
+  ASSERT_EQ_INT(ft_message_send(sv[0], 7u, "x", 1), -1); /* the peer gone: an error, no SIGPIPE */
+  close(sv[0]);
+}
+
 int main(void) {
+  test_messages();
   const char *tmp = getenv("FT_TEST_TMP");
   snprintf(path, sizeof path, "%s/test_api_%ld.db", tmp ? tmp : "/tmp", (long)getpid());
   unlink(path);

@@ -663,6 +663,36 @@ static void test_resid_passes(const ft_device_limits *lim) {
   ft_ep_free(ep);
 }
 
+/* A family describes a launch's tensor maps and the launch encodes them (src/launch.c): building
+ * the tensor-core kernel's arguments touches no driver, so it runs here, without a GPU. */
+static void test_tc_args_gpu_free(const ft_device_limits *lim) {
+  ft_variant *v = NULL;
+  int n = 0;
+  ft_err e;
+  ASSERT_OK(ft_space_enumerate_scope(FT_VK_GEMM, 256, 512, 1024, FT_MATH_BF16, FT_SPACE_FULL, lim, &v, NULL, &n, &e));
+  int checked = 0, tstore = 0;
+  static char x[64], w[64], y[64];
+  static const ft_ep_args_dev ep;
+  for (int j = 0; j < n; j++) {
+    const ft_family *f = ft_family_of(&v[j]);
+    if (!f || strcmp(f->name, "tc") != 0) continue;
+    const ft_launch_io io = {x, w, y, NULL, NULL, 256, 512, 1024, &ep, 0, 512};
+    ft_arg_store st;
+    ft_arg_clear(&st);
+    ASSERT_OK(f->kernel_args(&v[j], &io, &st, &e));
+    ASSERT_EQ_INT(st.ntmaps, v[j].tc.tstore ? 3 : 2);
+    ASSERT_TRUE(st.tmaps[0].base == x && st.tmaps[0].rows == 256 && st.tmaps[0].cols == 1024);
+    ASSERT_TRUE(st.tmaps[1].base == w && st.tmaps[1].rows == 512 && st.tmaps[1].cols == 1024);
+    ASSERT_EQ_INT(st.tmap_arg[0], 0);
+    ASSERT_EQ_INT(st.tmap_arg[1], 1);
+    if (st.ntmaps == 3) ASSERT_TRUE(st.tmaps[2].base == y && st.tmap_arg[2] == 2);
+    checked++;
+    tstore += v[j].tc.tstore;
+  }
+  ASSERT_TRUE(checked > 0 && tstore > 0);
+  free(v);
+}
+
 int main(void) {
   ft_device_limits lim;
   ft_err e;
@@ -683,5 +713,6 @@ int main(void) {
   test_tc_axes(&lim);
   test_lt_passes(&lim);
   test_resid_passes(&lim);
+  test_tc_args_gpu_free(&lim);
   return FT_TEST_DONE();
 }

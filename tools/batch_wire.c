@@ -1,5 +1,6 @@
 /* The text lines between `tune --problems` and its per-device children (batch.h), each one
- * message of the library's framing (src/wire.h): no fixed part, the text as the bytes that follow. */
+ * message of the library's framing (ft_message_send / ft_message_parse, fusedtune_tool.h): the
+ * text as its bytes. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -8,21 +9,18 @@
 #include <unistd.h>
 
 #include "batch.h"
-#include "wire.h"
+#include "fusedtune_tool.h"
 
 #define WIRE_LINE 0x46540101u /* a message that is one line of text */
 
 int wire_send(int fd, const char *fmt, ...) {
-  char msg[sizeof(ft_wire_head) + 20000];
-  char *line = msg + sizeof(ft_wire_head);
+  char line[20000];
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(line, sizeof msg - sizeof(ft_wire_head), fmt, ap);
+  int n = vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
-  if (n < 0 || (size_t)n >= sizeof msg - sizeof(ft_wire_head)) return -1;
-  const ft_wire_head h = {WIRE_LINE, 0, (uint64_t)n};
-  memcpy(msg, &h, sizeof h);
-  return ft_wire_send_all(fd, msg, sizeof h + (size_t)n); /* one send: head and text together */
+  if (n < 0 || (size_t)n >= sizeof line) return -1;
+  return ft_message_send(fd, WIRE_LINE, line, (size_t)n);
 }
 
 void wire_hex(const char *s, char *out, size_t out_size) {
@@ -56,22 +54,18 @@ char *wire_line(wire_reader *r, int block, int *eof) {
   char *line = r->line;
   *eof = 0;
   for (;;) {
-    ft_wire_head h;
-    if (r->len >= sizeof h) {
-      memcpy(&h, r->buf, sizeof h);
-      if (h.type != WIRE_LINE || h.fixed != 0 || h.extra >= sizeof r->line ||
-          h.extra > sizeof r->buf - sizeof h) { /* not our framing: nothing more can be read */
-        *eof = 1;
-        return NULL;
-      }
-      const size_t n = (size_t)h.extra, whole = sizeof h + n;
-      if (r->len >= whole) {
-        memcpy(line, r->buf + sizeof h, n);
-        line[n] = '\0';
-        memmove(r->buf, r->buf + whole, r->len - whole);
-        r->len -= whole;
-        return line;
-      }
+    size_t at = 0, n = 0, whole = 0;
+    const int st = ft_message_parse(r->buf, r->len, WIRE_LINE, sizeof r->line - 64, &at, &n, &whole); /* fits buf with its head */
+    if (st < 0) { /* not our framing: nothing more can be read */
+      *eof = 1;
+      return NULL;
+    }
+    if (st > 0) {
+      memcpy(line, r->buf + at, n);
+      line[n] = '\0';
+      memmove(r->buf, r->buf + whole, r->len - whole);
+      r->len -= whole;
+      return line;
     }
     ssize_t got = recv(r->fd, r->buf + r->len, sizeof r->buf - r->len, block ? 0 : MSG_DONTWAIT);
     if (got < 0 && errno == EINTR) {
