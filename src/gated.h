@@ -1,5 +1,5 @@
 /* Gated pairs (E with x2, docs/EPILOGUE.md "Gated pairs"): the interleaved weight's layout and the
- * problem rules every strategy shares. GPU-free but for ft_gated_interleave's copies. */
+ * problem rules every strategy shares. GPU-free (ft_gated_interleave is src/api_gated.c). */
 #ifndef FT_GATED_H
 #define FT_GATED_H
 
