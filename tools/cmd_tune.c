@@ -527,6 +527,24 @@ static void show_compile_progress(void *user, int done, int total) {
   if (done == total) fputc('\n', stderr);
 }
 
+/* Variants per family, the family read off the name's first word ("tc", "epi", "gemm", ...). */
+typedef struct family_count {
+  char name[16];
+  int n;
+} family_count;
+
+static const char *count_family(family_count *f, int *nf, int cap, const char *variant) {
+  char name[16];
+  const size_t len = strcspn(variant, "_");
+  snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), variant);
+  for (int i = 0; i < *nf; i++)
+    if (!strcmp(f[i].name, name)) return f[i].n++, f[i].name;
+  if (*nf == cap) return "?";
+  snprintf(f[*nf].name, sizeof f[*nf].name, "%s", name);
+  f[*nf].n = 1;
+  return f[(*nf)++].name;
+}
+
 int cmd_variants(cli *c, int argc, char **argv) {
   (void)c;
   const char *shape = NULL, *epi = "none", *arch = NULL, *math = "fp32";
@@ -577,15 +595,28 @@ int cmd_variants(cli *c, int argc, char **argv) {
     rc = print_compiled(l, json);
   } else {
     if (json) printf("[");
+    else printf("%-60s %-6s %s\n", "variant (its parameters in the name; --json: the configuration)", "family",
+                "source hash");
+    family_count fams[16];
+    int nfam = 0;
     for (int i = 0; i < l->count; i++) {
       const ft_variant_info *v = &l->items[i];
-      if (json) printf("%s\n  {\"name\":\"%s\",\"config\":%s,\"source_hash\":\"%s\"}", i ? "," : "", v->name,
-                       v->config, v->source_hash);
-      else printf("%-52s %s %s\n", v->name, v->source_hash, v->config);
+      if (json) {
+        printf("%s\n  {\"name\":\"%s\",\"config\":%s,\"source_hash\":\"%s\"}", i ? "," : "", v->name, v->config,
+               v->source_hash);
+        continue;
+      }
+      const char *fam = count_family(fams, &nfam, 16, v->name);
+      printf("%-60s %-6s %s\n", v->name, fam, v->source_hash);
     }
     if (json) printf("\n]\n");
-    else printf("%d variant(s) for %s, epilogue '%s', %s, %s\n", l->count, shape, l->epilogue, ft_math_name(p.math),
-                l->arch);
+    else {
+      printf("%d variant(s) for %s, epilogue '%s', %s, %s\n", l->count, shape, l->epilogue, ft_math_name(p.math),
+             l->arch);
+      printf("by family:");
+      for (int f = 0; f < nfam; f++) printf("%s %s %d", f ? "," : "", fams[f].name, fams[f].n);
+      printf("%s\n", full ? "" : " (the default search's space; --full: the exhaustive one's)");
+    }
   }
   ft_variant_list_free(l);
   return rc;
