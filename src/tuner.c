@@ -545,6 +545,17 @@ static ft_status tune_body(tuner *t, ft_err *err) {
   const double t_enum = ft__now_s();
   FT_TRY(setup(t, err));
   FT_TRY(enumerate_all(t, err));
+  int todo = 0;
+  for (int i = 0; i < t->nc; i++) todo += !t->c[i].known;
+  if (t->nc > 0 && todo == 0) {
+    /* A repeat of a finished tune: nothing to measure, so no data, reference or baselines either;
+     * the stored best stands (--retune measures again). */
+    t->sum->n_skipped_known = t->nc;
+    ph->enumerate_s = ft__now_s() - t_enum;
+    report_step(t, "compiled", "every candidate was measured before with today's kernel sources: nothing to do "
+                               "(--retune measures again)");
+    return FT_OK;
+  }
   FT_TRY(start_compiling(t, err));
   ph->enumerate_s = ft__now_s() - t_enum;
   char line[200];
