@@ -153,7 +153,7 @@ ft_status ft_launchable_init(ft_launchable *L, ft_gpu *g, const ft_variant *v, i
       return ft_cuda_fail(err, e, "stream-K flags (allocating and zeroing them)");
     }
     /* Blocks wait for others' partial sums: all must be resident at once. */
-    ft_status s = check_coresident(&t, err);
+    ft_status s = t.geom.flags_count_only ? FT_OK : check_coresident(&t, err);
     if (s != FT_OK) {
       ft_launchable_free(&t);
       return s;
@@ -332,9 +332,9 @@ ft_status ft_eager_reduce_launch(const ft_loaded *l, const void *in, void *out, 
                                  cudaStream_t stream, ft_err *err) {
   ft_ep_args_dev epv = *ep;
   const unsigned grid[3] = {(unsigned)m, 1, 1}, block[3] = {FT_AUX_BLOCK, 1, 1};
-  void *stats = NULL;
+  void *stats = NULL, *flags = NULL;
   int ld = n, col0 = 0;
-  void *args[] = {(void *)&in, &ld, &out, &stats, &m, &n, &col0, &n, &epv};
+  void *args[] = {(void *)&in, &ld, &out, &stats, &m, &n, &col0, &n, &epv, &flags};
   return launch(l->main, grid, block, NULL, 0, NULL, args, stream, err);
 }
 
