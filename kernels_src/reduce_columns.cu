@@ -15,9 +15,14 @@ static_assert(FT_RED_FORM != 2 || kRedKind == 9, "fusedtune: the column form com
 static_assert(FT_RED_FORM != 2 || (kColTile >= kRedWarps && kColTile % kRedWarps == 0),
               "fusedtune: a tile gives every warp the same number of rows");
 
-// (n, mean, m2) merged with (nb, mb, qb), Chan et al.; an empty side changes nothing.
+// (n, mean, m2) merged with (nb, mb, qb), Chan et al.; an empty side changes nothing (and an empty
+// first side takes the other as it is: no d * d * 0, which a huge mean would make inf * 0).
 __device__ __forceinline__ void ft_col_merge(float &n, float &mean, float &m2, float nb, float mb, float qb) {
   if (nb == 0.0f) return;
+  if (n == 0.0f) {
+    n = nb, mean = mb, m2 = qb;
+    return;
+  }
   const float t = n + nb, d = mb - mean, f = nb / t;
   m2 = m2 + qb + d * d * n * f;
   mean = fmaf(d, f, mean);
