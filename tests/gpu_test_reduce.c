@@ -218,28 +218,11 @@ static void check_deterministic(ft_gpu *g) {
     return;
   }
   const ft_variant v = {.kind = FT_VK_EPILOGUE, .layout = 1, .math = FT_MATH_BF16, .vec = 8, .red = {.block = 256, .cols = 1024}};
-  ft_kernel_src src = {0};
-  ft_compile_job job = {0};
-  ft_launchable run;
-  memset(&run, 0, sizeof run);
   uint16_t a[300], b[300];
-  ft_status st = ft_codegen_variant(&v, ep, &src, &e);
-  if (st == FT_OK) {
-    job = (ft_compile_job){.src = src.text, .hash = src.hash};
-    st = ft_compile_source(NULL, ft_gpu_arch(g), &job, "determinism", &e);
-  }
-  if (st == FT_OK) st = ft_launchable_init(&run, g, &v, 300, 5000, 256, job.cubin, job.cubin_size, src.kernel, "", &e);
-  for (int r = 0; r < 2 && st == FT_OK; r++) {
-    st = ft_pdata_poison(d, 0, &e);
-    if (st == FT_OK) st = ft_launchable_enqueue(&run, d->dX, d->dW, d->dY, &d->args, 0, &e);
-    if (st == FT_OK && cudaMemcpy(r ? b : a, d->dY, sizeof a, cudaMemcpyDeviceToHost) != cudaSuccess)
-      st = ft__fail(&e, FT_ERR_CUDA, "copy back");
-  }
+  ft_status st = run_variant(g, &v, ep, d, a, &e);
+  if (st == FT_OK) st = run_variant(g, &v, ep, d, b, &e);
   if (st != FT_OK) FT_FAIL_AT_("determinism: %s", e.msg);
   else ASSERT_TRUE(memcmp(a, b, sizeof a) == 0);
-  ft_launchable_free(&run);
-  ft_compile_job_clear(&job);
-  ft_kernel_src_free(&src);
   ft_pdata_free(d);
   ft_ep_free(ep);
 }
@@ -261,27 +244,11 @@ static void check_inf_rows(ft_gpu *g) {
   for (int i = 0; st == FT_OK && i < nv; i++) {
     char name[96];
     ft_variant_name(&v[i], name, sizeof name);
-    ft_kernel_src src = {0};
-    ft_compile_job job = {0};
-    ft_launchable run;
-    memset(&run, 0, sizeof run);
     float y[M];
-    st = ft_codegen_variant(&v[i], ep, &src, &e);
-    if (st == FT_OK) {
-      job = (ft_compile_job){.src = src.text, .hash = src.hash};
-      st = ft_compile_source(NULL, ft_gpu_arch(g), &job, "inf rows", &e);
-    }
-    if (st == FT_OK) st = ft_launchable_init(&run, g, &v[i], M, N, K, job.cubin, job.cubin_size, src.kernel, "", &e);
-    if (st == FT_OK) st = ft_pdata_poison(d, 0, &e);
-    if (st == FT_OK) st = ft_launchable_enqueue(&run, d->dX, d->dW, d->dY, &d->args, 0, &e);
-    if (st == FT_OK && cudaMemcpy(y, d->dY, sizeof y, cudaMemcpyDeviceToHost) != cudaSuccess)
-      st = ft__fail(&e, FT_ERR_CUDA, "copy back");
+    st = run_variant(g, &v[i], ep, d, y, &e);
     int not_inf = 0;
     for (int r = 0; st == FT_OK && r < M; r++) not_inf += !(isinf(y[r]) && y[r] > 0);
     if (st == FT_OK && not_inf) FT_FAIL_AT_("%s: %d of %d rows of +inf give %g, not +inf", name, not_inf, M, y[0]);
-    ft_launchable_free(&run);
-    ft_compile_job_clear(&job);
-    ft_kernel_src_free(&src);
   }
   if (st != FT_OK) FT_FAIL_AT_("inf rows: %s", e.msg);
   else printf("  logsumexp of +inf rows: +inf in %d pass variants\n", nv);
