@@ -149,6 +149,20 @@ static ft_status run_variant(ft_gpu *g, const ft_variant *v, const ft_epilogue *
   return st;
 }
 
+static double as_float(const void *p, size_t elem) {
+  float x;
+  uint32_t u = 0;
+  if (elem == 2) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    u = (uint32_t)h << 16;
+    memcpy(&x, &u, 4);
+  } else {
+    memcpy(&x, p, 4);
+  }
+  return x;
+}
+
 /* Two elements the same bits, or both NaN (of any payload). */
 static int same_value(const void *a, const void *b, size_t elem) {
   float x, y;
@@ -192,9 +206,12 @@ static void check_forms_bits(ft_gpu *g, const char *expr, int m, int n, int k, f
     if (memcmp(a, b, bytes) != 0) FT_FAIL_AT_("%s %dx%d: %s gives other bits on a second run", expr, m, n, name);
     if (same_as_first && !have_first) memcpy(first, a, bytes), have_first = 1;
     int differ = 0;
+    int64_t at = -1;
     for (int64_t j = 0; same_as_first && j < d->out_count; j++)
-      differ += !same_value(first + j * d->elem, a + j * d->elem, d->elem);
-    if (differ) FT_FAIL_AT_("%s %dx%d: %s differs from the first variant at %d elements", expr, m, n, name, differ);
+      if (!same_value(first + j * d->elem, a + j * d->elem, d->elem)) differ++, at = at < 0 ? j : at;
+    if (differ)
+      FT_FAIL_AT_("%s %dx%d: %s differs from the first variant at %d elements, first at %lld: %g, not %g", expr, m, n,
+                  name, differ, (long long)at, as_float(a + at * d->elem, d->elem), as_float(first + at * d->elem, d->elem));
     checked++;
   }
   if (st != FT_OK) FT_FAIL_AT_("%s %dx%d: %s", expr, m, n, e.msg);
