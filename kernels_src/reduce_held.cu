@@ -62,14 +62,17 @@ __device__ __forceinline__ void ft_red_held(ft_elem_t *y, int M, int N, const Ft
       for (int l = 0; l < FT_VEC; l++) v[c][l] = 0.0f;
     }
   }
-  float r[kHeld][FT_VEC];
+  // The statistics, then each output from the held value alone (no second array: a row of 32
+  // values a thread in blocks of 1024 threads fits the 64 registers such a block leaves).
+  float mean = 0.0f, rstd = 0.0f, inv = 0.0f, lse = 0.0f, m = -ft_red_inf();
+  bool finite = true;
   if constexpr (kRedKind == 8) {
     float s = 0.0f;
 #pragma unroll
     for (int c = 0; c < kHeld; c++)
 #pragma unroll
       for (int l = 0; l < FT_VEC; l++) s += in[c] ? v[c][l] : 0.0f;
-    const float mean = ft_held_team<false>(s) / (float)S;
+    mean = ft_held_team<false>(s) / (float)S;
     float q = 0.0f;
 #pragma unroll
     for (int c = 0; c < kHeld; c++)
@@ -78,46 +81,43 @@ __device__ __forceinline__ void ft_red_held(ft_elem_t *y, int M, int N, const Ft
         const float d = v[c][l] - mean;
         q = in[c] ? fmaf(d, d, q) : q;
       }
-    const float rstd = 1.0f / sqrtf(ft_held_team<false>(q) / (float)S + kRedNormEps);
-#pragma unroll
-    for (int c = 0; c < kHeld; c++)
-#pragma unroll
-      for (int l = 0; l < FT_VEC; l++) r[c][l] = (v[c][l] - mean) * rstd;
+    rstd = 1.0f / sqrtf(ft_held_team<false>(q) / (float)S + kRedNormEps);
   } else {
-    float m = -ft_red_inf();
 #pragma unroll
     for (int c = 0; c < kHeld; c++)
 #pragma unroll
       for (int l = 0; l < FT_VEC; l++) m = in[c] ? ft_max(m, v[c][l]) : m;
     m = ft_held_team<true>(m);
     // As the block-per-row form sums: a value equal to the max counts 1 without the exponential
-    // (two +inf), -inf counts 0; the exponentials are kept for the outputs.
+    // (two +inf), -inf counts 0. Softmax keeps each exponential in place of its value.
     float s = 0.0f;
 #pragma unroll
     for (int c = 0; c < kHeld; c++)
 #pragma unroll
       for (int l = 0; l < FT_VEC; l++) {
-        const float x = v[c][l];
-        r[c][l] = x == -ft_red_inf() ? 0.0f : x == m ? 1.0f : ft_expf(x - m);
-        s += in[c] ? r[c][l] : 0.0f;
+        const float x = v[c][l], e = x == -ft_red_inf() ? 0.0f : x == m ? 1.0f : ft_expf(x - m);
+        s += in[c] ? e : 0.0f;
+        if constexpr (kRedKind == 6) v[c][l] = e;
       }
     s = ft_held_team<false>(s);
-    const float inv = 1.0f / s, lse = m + ft_logf(s);
-    // A max of +-inf or NaN: exp(v - max) as the block-per-row form gives it (NaN where it is).
-    const bool finite = m == m && m != ft_red_inf() && m != -ft_red_inf();
-#pragma unroll
-    for (int c = 0; c < kHeld; c++)
-#pragma unroll
-      for (int l = 0; l < FT_VEC; l++)
-        r[c][l] = kRedKind == 7 ? v[c][l] - lse : (finite ? r[c][l] : ft_expf(v[c][l] - m)) * inv;
+    inv = 1.0f / s, lse = m + ft_logf(s);
+    finite = m == m && m != ft_red_inf() && m != -ft_red_inf();
   }
+  // Softmax's output where the max is not finite, as the block-per-row form's exp(v - max) / sum
+  // gives it: a max of +inf gives 0 where the value was below it (its exponential 0) and NaN at
+  // the +inf values; a max of -inf or NaN gives NaN everywhere.
+  const auto out = [&](float x) {
+    if constexpr (kRedKind == 8) return (x - mean) * rstd;
+    if constexpr (kRedKind == 7) return x - lse;
+    return finite ? x * inv : m == ft_red_inf() && x == 0.0f ? 0.0f : __int_as_float(0x7fffffff);
+  };
 #pragma unroll
   for (int c = 0; c < kHeld; c++) {
     const int j = (c * kHeldTeam + lane) * FT_VEC;
     if (!in[c]) continue;
     FtRedPack q;
 #pragma unroll
-    for (int l = 0; l < FT_VEC; l++) q.e[l] = ft_from_float(ft_red_post(r[c][l], row, c0 + j + l, ep));
+    for (int l = 0; l < FT_VEC; l++) q.e[l] = ft_from_float(ft_red_post(out(v[c][l]), row, c0 + j + l, ep));
     *reinterpret_cast<FtRedPack *>(p + j) = q;
   }
 }

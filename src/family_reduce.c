@@ -35,7 +35,7 @@ static int red_valid(const ft_variant *v, char *why, size_t whylen) {
     if (r->team > 32 ? r->team % 32 != 0 : (r->team & (r->team - 1)) != 0)
       FT_WHY("team %d: a power of two up to 32, or whole warps", r->team);
     if (r->block < r->team || r->block % r->team != 0) FT_WHY("team %d does not divide block %d", r->team, r->block);
-    if (r->held < 1 || r->held * v->vec > 32) FT_WHY("held %d: 1 to 32 elements a thread", r->held * v->vec);
+    if (r->held < 1 || r->held * v->vec > 64) FT_WHY("held %d: 1 to 64 elements a thread", r->held * v->vec);
     if (r->groups < 1 || r->groups > 65536) FT_WHY("groups %d: 1 to 65536", r->groups);
   }
   if (r->tile > 0 && (r->tile > 65536 || r->tile % (r->block / 32) != 0))
@@ -73,20 +73,24 @@ static int red_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k, 
   return 1;
 }
 
-/* The held form for a segment of seg values (the row, or a group) a row: for 1, 2 and 4 vector
+static int red_reg_cap(const ft_variant *v);
+
+/* The held form for a segment of seg values (the row, or a group) a row: for 1, 2, 4 and 8 vector
  * accesses a thread, the smallest team holding the segment (a power of two up to a warp, else whole
- * warps, at most 1024 threads), unless it would hold twice the segment or more; a team of up to 64
- * threads in blocks of 256, a wider one a block. */
+ * warps, at most 1024 threads), unless it would hold twice the segment or more, or hold more than
+ * half the registers its block leaves a thread; a team of up to 64 threads in blocks of 256, a
+ * wider one a block. */
 static ft_status push_held(ft_variant v, int64_t m, int64_t n, int64_t k, int64_t seg, int groups,
                            const ft_device_limits *lim, ft_space_sink *sink, ft_err *err) {
   v.red.groups = groups;
-  for (int held = 1; held <= 4; held *= 2) {
+  for (int held = 1; held <= 8; held *= 2) {
     const int64_t each = (int64_t)held * v.vec, need = (seg + each - 1) / each;
     int64_t team = 1;
     while (team < need && team < 32) team *= 2;
     if (team < need) team = (need + 31) / 32 * 32;
-    if (team > 1024 || team * each >= 2 * seg) continue;
+    if (team > 1024 || team * each >= 2 * seg || each > 64) continue;
     v.red.team = (int)team, v.red.held = held, v.red.block = team <= 64 ? 256 : (int)team;
+    if (2 * each > red_reg_cap(&v)) continue;
     if (ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) FT_TRY(ft_space_push(sink, &v, 0.01 * held, err));
   }
   return FT_OK;
