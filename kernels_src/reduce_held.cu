@@ -103,13 +103,11 @@ __device__ __forceinline__ void ft_red_held(ft_elem_t *y, int M, int N, const Ft
     inv = 1.0f / s, lse = m + ft_logf(s);
     finite = m == m && m != ft_red_inf() && m != -ft_red_inf();
   }
-  // Softmax's output where the max is not finite, as the block-per-row form's exp(v - max) / sum
-  // gives it: a max of +inf gives 0 where the value was below it (its exponential 0) and NaN at
-  // the +inf values; a max of -inf or NaN gives NaN everywhere.
+  // A max of +-inf or NaN gives NaN throughout, as torch and the float64 reference do (their sum
+  // holds exp(inf - inf)), and as the block-per-row form does.
   const auto out = [&](float x) {
     if constexpr (kRedKind == 8) return (x - mean) * rstd;
-    if constexpr (kRedKind == 7) return x - lse;
-    return finite ? x * inv : m == ft_red_inf() && x == 0.0f ? 0.0f : __int_as_float(0x7fffffff);
+    return !finite ? __int_as_float(0x7fffffff) : kRedKind == 7 ? x - lse : x * inv;
   };
 #pragma unroll
   for (int c = 0; c < kHeld; c++) {

@@ -275,10 +275,13 @@ __device__ __forceinline__ void ft_red_rows(const ft_elem_t *src, int ld, ft_ele
     // The row's values again (src may be y: every read of the row came before the barrier in
     // ft_red_block), each as its softmax or log_softmax.
     ft_elem_t *out = y + (size_t)row * (size_t)N + col0;
+    // A max of +-inf or NaN gives NaN throughout, as torch and the float64 reference do (their sum
+    // holds exp(inf - inf)).
     const float inv = 1.0f / s.b, lse = s.a + ft_logf(s.b);
+    const bool finite = s.a == s.a && s.a != ft_red_inf() && s.a != -ft_red_inf();
     ft_red_row(in, ncols, [&](int j, float x) {
       const float v = ft_red_inner(x, row, col0 + j, ep);
-      const float r = kRedKind == 6 ? ft_expf(v - s.a) * inv : v - lse;
+      const float r = !finite ? __int_as_float(0x7fffffff) : kRedKind == 6 ? ft_expf(v - s.a) * inv : v - lse;
       out[j] = ft_from_float(ft_red_post(r, row, col0 + j, ep));
     });
   }

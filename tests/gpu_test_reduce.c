@@ -182,8 +182,9 @@ static int same_value(const void *a, const void *b, size_t elem) {
 /* Every in-place variant of expr (the held and column forms among them) on an m x n problem: run
  * twice, the same bits each time; and, where same_as_first, the same values as the first variant
  * (the block-per-row form), NaN as NaN: rows of +-inf, whose results do not depend on the order of
- * the sums. */
-static void check_forms_bits(ft_gpu *g, const char *expr, int m, int n, int k, ft_math math, int same_as_first) {
+ * the sums; where all_nan, NaN everywhere (softmax of rows whose max is +inf, as torch gives). */
+static void check_forms_bits(ft_gpu *g, const char *expr, int m, int n, int k, ft_math math, int same_as_first,
+                             int all_nan) {
   ft_err e;
   ft_epilogue *ep = NULL;
   ft_pdata *d = NULL;
@@ -209,6 +210,9 @@ static void check_forms_bits(ft_gpu *g, const char *expr, int m, int n, int k, f
     int64_t at = -1;
     for (int64_t j = 0; same_as_first && j < d->out_count; j++)
       if (!same_value(first + j * d->elem, a + j * d->elem, d->elem)) differ++, at = at < 0 ? j : at;
+    int64_t finite = 0;
+    for (int64_t j = 0; all_nan && j < d->out_count; j++) finite += !isnan(as_float(a + j * d->elem, d->elem));
+    if (finite) FT_FAIL_AT_("%s %dx%d: %s gives %lld values not NaN (every row holds +inf)", expr, m, n, name, (long long)finite);
     if (differ)
       FT_FAIL_AT_("%s %dx%d: %s differs from the first variant at %d elements, first at %lld: %g, not %g", expr, m, n,
                   name, differ, (long long)at, as_float(a + at * d->elem, d->elem), as_float(first + at * d->elem, d->elem));
@@ -341,13 +345,13 @@ int main(void) {
   check_inf_rows(g);
   /* The held and column forms: deterministic (batchnorm's tiles merged in order whichever block
    * finishes last), and on rows of +-inf (x * 1e30 * 1e30 overflows) equal to the row form. */
-  check_forms_bits(g, "batchnorm(x + bias) * g where col g", 3000, 520, 32, FT_MATH_BF16, 0);
-  check_forms_bits(g, "batchnorm(x)", 1000, 77, 32, FT_MATH_FP32, 0);
-  check_forms_bits(g, "groupnorm(x + bias, 8)", 1000, 520, 32, FT_MATH_BF16, 0);
-  check_forms_bits(g, "softmax(x + bias)", 100, 5000, 32, FT_MATH_BF16, 0);
-  check_forms_bits(g, "softmax(x * 1e30 * 1e30)", 64, 1000, 16, FT_MATH_FP32, 1);
-  check_forms_bits(g, "log_softmax(x * 1e30 * 1e30)", 64, 1000, 16, FT_MATH_BF16, 1);
-  check_forms_bits(g, "groupnorm(x * 1e30 * 1e30, 8)", 64, 1024, 16, FT_MATH_BF16, 1);
+  check_forms_bits(g, "batchnorm(x + bias) * g where col g", 3000, 520, 32, FT_MATH_BF16, 0, 0);
+  check_forms_bits(g, "batchnorm(x)", 1000, 77, 32, FT_MATH_FP32, 0, 0);
+  check_forms_bits(g, "groupnorm(x + bias, 8)", 1000, 520, 32, FT_MATH_BF16, 0, 0);
+  check_forms_bits(g, "softmax(x + bias)", 100, 5000, 32, FT_MATH_BF16, 0, 0);
+  check_forms_bits(g, "softmax(x * 1e30 * 1e30)", 64, 1000, 16, FT_MATH_FP32, 1, 1);
+  check_forms_bits(g, "log_softmax(x * 1e30 * 1e30)", 64, 1000, 16, FT_MATH_BF16, 1, 1);
+  check_forms_bits(g, "groupnorm(x * 1e30 * 1e30, 8)", 64, 1024, 16, FT_MATH_BF16, 1, 0);
   char path[512];
   const char *tmp = getenv("FT_TEST_TMP");
   snprintf(path, sizeof path, "%s/gpu_reduce_%ld.db", tmp ? tmp : "/tmp", (long)getpid());
