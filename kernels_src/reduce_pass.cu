@@ -30,6 +30,18 @@
 #error "fusedtune: FT_RED_KIND must be a row, group, column or window reduction (1..11)"
 #endif
 
+// The form (src/family_reduce.c): 0 a block per row (this file), 1 a team of threads per row or group
+// holding it in registers (reduce_held.cu), 2 batchnorm's column partials over M tiles then an
+// apply kernel (reduce_columns.cu). The eager chain's steps use form 0 and write none of these.
+#ifndef FT_RED_FORM
+#define FT_RED_FORM 0
+#define FT_RED_TEAM 0
+#define FT_RED_HELD 0
+#define FT_RED_GROUPS 0
+#define FT_RED_TILE 0
+#endif
+constexpr int kRedForm = FT_RED_FORM;
+
 constexpr int kRedKind = FT_RED_KIND;
 constexpr bool kRedRowwise = kRedKind >= 6 && kRedKind <= 9; // softmax, log_softmax, groupnorm, batchnorm: [M, N]
 constexpr int kRedPool = FT_RED_POOL;                        // 10 maxpool, 11 avgpool, 0 none
@@ -230,9 +242,9 @@ __device__ __forceinline__ void ft_red_finish(FtRedState s, int row, int col0, b
   y[row] = ft_from_float(ft_red_post(r, row, 0, ep));
 }
 
-extern "C" __global__ void __launch_bounds__(FT_BLOCK)
-ft_reduce_pass(const ft_elem_t *src, int ld, ft_elem_t *y, float2 *stats, int M, int N, int col0, int ncols,
-               FtEpArgs ep) {
+// The block-per-row form (FT_RED_FORM 0): kernels_src/reduce_entry.cu calls it.
+__device__ __forceinline__ void ft_red_rows(const ft_elem_t *src, int ld, ft_elem_t *y, float2 *stats, int M, int N,
+                                            int col0, int ncols, const FtEpArgs &ep) {
   if constexpr (kRedKind == 9) { // src is y or a copy of it (ld N): every column of every row
     ft_red_columns(src, y, M, N, ep);
     return;
@@ -263,10 +275,13 @@ ft_reduce_pass(const ft_elem_t *src, int ld, ft_elem_t *y, float2 *stats, int M,
     // The row's values again (src may be y: every read of the row came before the barrier in
     // ft_red_block), each as its softmax or log_softmax.
     ft_elem_t *out = y + (size_t)row * (size_t)N + col0;
+    // A max of +-inf or NaN gives NaN throughout, as torch and the float64 reference do (their sum
+    // holds exp(inf - inf)).
     const float inv = 1.0f / s.b, lse = s.a + ft_logf(s.b);
+    const bool finite = s.a == s.a && s.a != ft_red_inf() && s.a != -ft_red_inf();
     ft_red_row(in, ncols, [&](int j, float x) {
       const float v = ft_red_inner(x, row, col0 + j, ep);
-      const float r = kRedKind == 6 ? ft_expf(v - s.a) * inv : v - lse;
+      const float r = !finite ? __int_as_float(0x7fffffff) : kRedKind == 6 ? ft_expf(v - s.a) * inv : v - lse;
       out[j] = ft_from_float(ft_red_post(r, row, col0 + j, ep));
     });
   }

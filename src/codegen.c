@@ -123,7 +123,11 @@ static int first_colvec_slot(const ft_epilogue *ep) {
 }
 
 /* A reduction pass's text after its #defines: the ABI, the prelude, the reduction's kind and E's
- * two parts (kernels_src/reduce_pass.cu), rebuilt from the AST as every expression is. */
+ * two parts, rebuilt from the AST as every expression is, then the pass's forms and its entry
+ * (k_reduce_sources; the defines choose the form). */
+static const char *const k_reduce_sources[] = {"kernels_src/reduce_pass.cu", "kernels_src/reduce_held.cu",
+                                               "kernels_src/reduce_columns.cu", "kernels_src/reduce_entry.cu"};
+
 static ft_status reduce_body(ft_strbuf *b, ft_math math, ft_ep_red r, int arg, const char *inner, const char *post,
                              ft_ep_red pool, int pool_w, const char *pool_arg, ft_err *err) {
   FT_TRY(check_expr(inner, FT_EP_MAX_TEXT * 8, "reduction argument", err));
@@ -136,7 +140,9 @@ static ft_status reduce_body(ft_strbuf *b, ft_math math, ft_ep_red r, int arg, c
                (int)r, arg, inner, post);
   ft_sb_printf(b, "#define FT_RED_POOL %d\n#define FT_RED_POOL_W %d\n#define FT_RED_POOL_ARG (%s)\n", (int)pool,
                pool != FT_RED_NONE ? pool_w : 1, pool != FT_RED_NONE ? pool_arg : "0.0f");
-  return sb_embedded(b, "kernels_src/reduce_pass.cu", err);
+  for (size_t i = 0; i < sizeof k_reduce_sources / sizeof k_reduce_sources[0]; i++)
+    FT_TRY(sb_embedded(b, k_reduce_sources[i], err));
+  return FT_OK;
 }
 
 static ft_status codegen_reduce(const ft_variant *v, const ft_family *fam, const ft_epilogue *ep, ft_kernel_src *out,
@@ -152,6 +158,13 @@ static ft_status codegen_reduce(const ft_variant *v, const ft_family *fam, const
     return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: cols %d cannot compute '%s' (one-value reductions and pools run "
                     "in column chunks, softmax, log_softmax, groupnorm and batchnorm in place with cols 0)", v->red.cols,
                     ft_ep_red_name(r));
+  const int held_kind = r == FT_RED_SOFTMAX || r == FT_RED_LOG_SOFTMAX || r == FT_RED_GROUPNORM;
+  if (v->red.team > 0 && (!held_kind || pool != FT_RED_NONE || v->red.groups != (r == FT_RED_GROUPNORM ? arg : 1)))
+    return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: the held form (team %d, %d segments a row) cannot compute '%s'%s",
+                    v->red.team, v->red.groups, ft_ep_red_name(r), pool != FT_RED_NONE ? " of a pool" : "");
+  if (v->red.tile > 0 && r != FT_RED_BATCHNORM)
+    return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: the column form (tiles of %d rows) computes batchnorm, not '%s'",
+                    v->red.tile, ft_ep_red_name(r));
   if (pool != FT_RED_NONE && v->red.cols % pool_w)
     return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: cols %d is not a multiple of %s's window %d", v->red.cols,
                     ft_ep_red_name(pool), pool_w);
@@ -165,6 +178,8 @@ static ft_status codegen_reduce(const ft_variant *v, const ft_family *fam, const
   }
   FT_TRY(finish(&b, fam->name, fam->revision, out, err));
   snprintf(out->kernel, sizeof out->kernel, "%s", fam->kernel);
+  const char *second = fam->reduce_kernel(v);
+  snprintf(out->reduce, sizeof out->reduce, "%s", second ? second : "");
   snprintf(out->arch_suffix, sizeof out->arch_suffix, "%s", fam->arch_suffix);
   return FT_OK;
 }

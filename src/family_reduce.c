@@ -6,7 +6,11 @@
  * (which width is fastest is the tune's choice); the pools too (chunks of whole windows; y is
  * [M, N / w], or [M] for a row reduction of one). Softmax, log_softmax, groupnorm and batchnorm (y
  * is [M, N]) run in place on y after cuBLAS's GEMM into it (cols 0; batchnorm's blocks take
- * columns, not rows). GPU-free. */
+ * columns, not rows). Two more forms in place, beside that one, so that the tune picks by
+ * measurement: the held form (team > 0; kernels_src/reduce_held.cu) gives each segment (a softmax's
+ * row, a group) a team of threads holding it in registers, read once; the column form (tile > 0;
+ * reduce_columns.cu) computes batchnorm's per-column partials over tiles of rows, merged in a fixed
+ * order by the last block of each column strip, then applies them in a second kernel. GPU-free. */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -24,7 +28,29 @@ static int red_valid(const ft_variant *v, char *why, size_t whylen) {
   if (v->red.cols < 0 || v->red.cols % v->vec != 0) FT_WHY("cols %d: must be 0 or a positive multiple of vec", v->red.cols);
   if (v->bm || v->bn || v->bk || v->stages || v->split_k || v->swizzle)
     FT_WHY("reduction pass variant with GEMM fields");
+  const ft_red_params *r = &v->red;
+  if (r->team < 0 || r->tile < 0 || (r->team > 0 && r->tile > 0)) FT_WHY("team %d, tile %d: one form at most", r->team, r->tile);
+  if (r->team == 0 && (r->held || r->groups)) FT_WHY("held %d, groups %d without a team", r->held, r->groups);
+  if (r->team > 0) {
+    if (r->team > 32 ? r->team % 32 != 0 : (r->team & (r->team - 1)) != 0)
+      FT_WHY("team %d: a power of two up to 32, or whole warps", r->team);
+    if (r->block < r->team || r->block % r->team != 0) FT_WHY("team %d does not divide block %d", r->team, r->block);
+    if (r->held < 1 || r->held * v->vec > 64) FT_WHY("held %d: 1 to 64 elements a thread", r->held * v->vec);
+    if (r->groups < 1 || r->groups > 65536) FT_WHY("groups %d: 1 to 65536", r->groups);
+  }
+  if (r->tile > 0 && (r->tile > 65536 || r->tile % (r->block / 32) != 0))
+    FT_WHY("tile %d: at most 65536 rows, a multiple of the block's %d warps", r->tile, r->block / 32);
+  if ((r->team > 0 || r->tile > 0) && r->cols) FT_WHY("cols %d: the held and column forms run in place", r->cols);
   return 1;
+}
+
+/* The column form: strips of 32 vectors of columns by tiles of rows. */
+static int64_t col_strips(const ft_variant *v, int64_t n) { return (n + 32 * v->vec - 1) / (32 * v->vec); }
+static int64_t col_tiles(const ft_variant *v, int64_t m) { return (m + v->red.tile - 1) / v->red.tile; }
+/* The held form's blocks: block / team segments each. */
+static int64_t held_blocks(const ft_variant *v, int64_t m) {
+  const int64_t per = v->red.block / v->red.team;
+  return (m * v->red.groups + per - 1) / per;
 }
 
 /* Every access is vec elements at a multiple of vec: the rows (N, or a chunk's width) too. */
@@ -34,7 +60,53 @@ static int red_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k, 
   if (v->red.block > lim->max_threads_per_block) FT_WHY("block %d > device limit %d", v->red.block, lim->max_threads_per_block);
   if (n % v->vec) FT_WHY("n %lld is not a multiple of vec %d", (long long)n, v->vec);
   if (m > 0x7fffffff) FT_WHY("m %lld: one block per row", (long long)m);
+  if (v->red.team > 0) {
+    const int64_t seg = n % v->red.groups ? 0 : n / v->red.groups;
+    if (seg == 0 || seg % v->vec) FT_WHY("n %lld: not %d segments of whole vectors of %d", (long long)n, v->red.groups, v->vec);
+    if ((int64_t)v->red.team * v->red.held * v->vec < seg)
+      FT_WHY("segment of %lld values: more than a team of %d holds (%d each)", (long long)seg, v->red.team,
+             v->red.held * v->vec);
+    if (held_blocks(v, m) > 0x7fffffff) FT_WHY("m %lld: too many blocks", (long long)m);
+  }
+  if (v->red.tile > 0 && (col_tiles(v, m) > 65535 || col_strips(v, n) > 0x7fffffff))
+    FT_WHY("m %lld: more than 65535 tiles of %d rows", (long long)m, v->red.tile);
   return 1;
+}
+
+static int red_reg_cap(const ft_variant *v);
+
+/* The held form for a segment of seg values (the row, or a group) a row: for 1, 2, 4 and 8 vector
+ * accesses a thread, the smallest team holding the segment (a power of two up to a warp, else whole
+ * warps, at most 1024 threads), unless it would hold twice the segment or more, or hold more than
+ * half the registers its block leaves a thread; a team of up to 64 threads in blocks of 256, a
+ * wider one a block. */
+static ft_status push_held(ft_variant v, int64_t m, int64_t n, int64_t k, int64_t seg, int groups,
+                           const ft_device_limits *lim, ft_space_sink *sink, ft_err *err) {
+  v.red.groups = groups;
+  for (int held = 1; held <= 8; held *= 2) {
+    const int64_t each = (int64_t)held * v.vec, need = (seg + each - 1) / each;
+    int64_t team = 1;
+    while (team < need && team < 32) team *= 2;
+    if (team < need) team = (need + 31) / 32 * 32;
+    if (team > 1024 || team * each >= 2 * seg || each > 64) continue;
+    v.red.team = (int)team, v.red.held = held, v.red.block = team <= 64 ? 256 : (int)team;
+    if (2 * each > red_reg_cap(&v)) continue;
+    if (ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) FT_TRY(ft_space_push(sink, &v, 0.01 * held, err));
+  }
+  return FT_OK;
+}
+
+/* Batchnorm's column form: tiles of 64 to 512 rows, blocks of 256 threads. */
+static ft_status push_columns(ft_variant v, int64_t m, int64_t n, int64_t k, const ft_device_limits *lim,
+                              ft_space_sink *sink, ft_err *err) {
+  static const int tiles[] = {128, 256, 512, 64};
+  v.red.block = 256;
+  for (size_t t = 0; t < sizeof tiles / sizeof tiles[0]; t++) {
+    v.red.tile = tiles[t];
+    if (t > 0 && tiles[t] >= 2 * m) continue; /* one tile holds every row already */
+    if (ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) FT_TRY(ft_space_push(sink, &v, 0.01 * (double)(t + 1), err));
+  }
+  return FT_OK;
 }
 
 /* The chunk widths a one-value reduction tries: from 1024 columns (a workspace of 1024 M values)
@@ -64,6 +136,8 @@ static ft_status red_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, co
     if (rowwise) {
       v.red.cols = 0;
       if (ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) FT_TRY(ft_space_push(sink, &v, (double)b, err));
+      if (b == 0 && r == FT_RED_BATCHNORM) FT_TRY(push_columns(v, m, n, k, lim, sink, err));
+      if (b == 0 && r != FT_RED_BATCHNORM) FT_TRY(push_held(v, m, n, k, span, r == FT_RED_GROUPNORM ? groups : 1, lim, sink, err));
       continue;
     }
     for (int64_t cols = first;; cols *= 4) {
@@ -84,11 +158,24 @@ static size_t stats_offset(const ft_variant *v, int64_t m, int64_t n) {
   return ((size_t)m * (size_t)chunk_of(v, n) * elem_of(v) + 255) / 256 * 256;
 }
 
+/* The column form's workspace: tiles x n partials, then n statistics (float2 each). */
+static void col_geometry(const ft_variant *v, int64_t m, int64_t n, ft_launch_geom *g) {
+  g->grid[0] = g->rgrid[0] = (unsigned)col_strips(v, n);
+  g->grid[1] = g->rgrid[1] = (unsigned)col_tiles(v, m);
+  g->rblock[0] = (unsigned)v->red.block, g->rblock[1] = g->rblock[2] = 1;
+  g->has_reduce = 1;
+  g->workspace_bytes = (size_t)(col_tiles(v, m) + 1) * (size_t)n * 2 * sizeof(float);
+  g->flag_bytes = (size_t)col_strips(v, n) * sizeof(unsigned);
+  g->flags_count_only = 1;
+}
+
 static void red_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_launch_geom *g) {
   (void)k;
   if (v->red.block <= 0) return;
   g->block[0] = (unsigned)v->red.block;
   g->grid[0] = (unsigned)m;
+  if (v->red.team > 0) g->grid[0] = (unsigned)held_blocks(v, m);
+  if (v->red.tile > 0) col_geometry(v, m, n, g);
   if (v->red.cols > 0) {
     g->chunk_cols = (int)chunk_of(v, n);
     g->workspace_bytes = stats_offset(v, m, n) + (size_t)m * 2 * sizeof(float);
@@ -102,12 +189,12 @@ static int red_reg_cap(const ft_variant *v) {
 
 static void red_defines(const ft_variant *v, ft_strbuf *b) {
   ft_sb_printf(b, "#define FT_BLOCK %d\n#define FT_VEC %d\n", v->red.block, v->vec);
+  ft_sb_printf(b, "#define FT_RED_FORM %d\n#define FT_RED_TEAM %d\n#define FT_RED_HELD %d\n#define FT_RED_GROUPS %d\n"
+               "#define FT_RED_TILE %d\n", v->red.team > 0 ? 1 : v->red.tile > 0 ? 2 : 0, v->red.team, v->red.held,
+               v->red.groups, v->red.tile);
 }
 
-static const char *red_reduce_kernel(const ft_variant *v) {
-  (void)v;
-  return NULL;
-}
+static const char *red_reduce_kernel(const ft_variant *v) { return v->red.tile > 0 ? "ft_reduce_apply" : NULL; }
 
 /* cuBLAS reads x and W (a chunk's W rows start at a multiple of k); y: one element, or vec. */
 static void red_alignment(const ft_variant *v, int m, int n, int k, size_t need[3]) {
@@ -121,7 +208,7 @@ static void red_alignment(const ft_variant *v, int m, int n, int k, size_t need[
 static ft_status red_kernel_args(const ft_variant *v, const ft_launch_io *io, ft_arg_store *st, ft_err *err) {
   const int chunked = v->red.cols > 0;
   const void *src = chunked ? io->ws : io->y;
-  void *stats = chunked ? (char *)io->ws + stats_offset(v, io->m, io->n) : NULL;
+  void *stats = chunked ? (char *)io->ws + stats_offset(v, io->m, io->n) : v->red.tile > 0 ? io->ws : NULL;
   const int ld = chunked ? io->ncols : io->n, col0 = chunked ? io->col0 : 0, ncols = chunked ? io->ncols : io->n;
   FT_TRY(ft_arg_push(st, &src, sizeof src, err));
   FT_TRY(ft_arg_push(st, &ld, sizeof ld, err));
@@ -131,13 +218,28 @@ static ft_status red_kernel_args(const ft_variant *v, const ft_launch_io *io, ft
   FT_TRY(ft_arg_push(st, &io->n, sizeof io->n, err));
   FT_TRY(ft_arg_push(st, &col0, sizeof col0, err));
   FT_TRY(ft_arg_push(st, &ncols, sizeof ncols, err));
+  FT_TRY(ft_arg_push(st, io->ep, sizeof(ft_ep_args_dev), err));
+  return ft_arg_push(st, &io->flags, sizeof io->flags, err);
+}
+
+/* The column form's ft_reduce_apply(y, ws, M, N, ep). */
+static ft_status red_reduce_args(const ft_variant *v, const ft_launch_io *io, ft_arg_store *st, ft_err *err) {
+  (void)v;
+  FT_TRY(ft_arg_push(st, &io->y, sizeof io->y, err));
+  FT_TRY(ft_arg_push(st, &io->ws, sizeof io->ws, err));
+  FT_TRY(ft_arg_push(st, &io->m, sizeof io->m, err));
+  FT_TRY(ft_arg_push(st, &io->n, sizeof io->n, err));
   return ft_arg_push(st, io->ep, sizeof(ft_ep_args_dev), err);
 }
 
-/* "red_b256_v8_c2048_bf16" (chunks of 2048 columns), "red_b256_v8_bf16" (softmax in place). */
+/* "red_b256_v8_c2048_bf16" (chunks of 2048 columns), "red_b256_v8_bf16" (softmax in place),
+ * "red_b256_v8_t4_h1_g256_bf16" (held: teams of 4, one access each, 256 groups a row),
+ * "red_b256_v8_r128_bf16" (batchnorm's column form, tiles of 128 rows). */
 static int red_name(const ft_variant *v, char *buf, size_t len) {
-  char cols[24] = "";
+  char cols[48] = "";
   if (v->red.cols) snprintf(cols, sizeof cols, "_c%d", v->red.cols);
+  if (v->red.team) snprintf(cols, sizeof cols, "_t%d_h%d_g%d", v->red.team, v->red.held, v->red.groups);
+  if (v->red.tile) snprintf(cols, sizeof cols, "_r%d", v->red.tile);
   return snprintf(buf, len, "red_b%d_v%d%s%s%s", v->red.block, v->vec, cols, v->math ? "_" : "",
                   v->math ? ft_math_name((ft_math)v->math) : "");
 }
@@ -147,9 +249,13 @@ static const ft_json_key k_red_keys[] = {{"layout", offsetof(ft_variant, layout)
                                          {"vec", offsetof(ft_variant, vec)},
                                          {NULL, 0}};
 static const ft_json_key k_red_opt_keys[] = {
-    {"math", offsetof(ft_variant, math)}, {"cols", offsetof(ft_variant, red.cols)}, {NULL, 0}};
+    {"math", offsetof(ft_variant, math)},     {"cols", offsetof(ft_variant, red.cols)},
+    {"team", offsetof(ft_variant, red.team)}, {"held", offsetof(ft_variant, red.held)},
+    {"groups", offsetof(ft_variant, red.groups)}, {"tile", offsetof(ft_variant, red.tile)},
+    {NULL, 0}};
 
-static const char *const k_red_sources[] = {"kernels_src/reduce_pass.cu", NULL};
+static const char *const k_red_sources[] = {"kernels_src/reduce_pass.cu", "kernels_src/reduce_held.cu",
+                                           "kernels_src/reduce_columns.cu", "kernels_src/reduce_entry.cu", NULL};
 
 const ft_family ft_family_reduce_pass = {
     .name = "reduce_pass",
@@ -158,7 +264,7 @@ const ft_family ft_family_reduce_pass = {
     .params_size = sizeof(ft_red_params),
     .layout = 1,
     .suffix = "",
-    .revision = 1,
+    .revision = 2,
     .arch_suffix = "",
     .maths = (1u << FT_MATH_FP32) | (1u << FT_MATH_TF32) | (1u << FT_MATH_BF16) | (1u << FT_MATH_FP16) |
              (1u << FT_MATH_3XTF32),
@@ -178,5 +284,5 @@ const ft_family ft_family_reduce_pass = {
     .reduce_kernel = red_reduce_kernel,
     .alignment = red_alignment,
     .kernel_args = red_kernel_args,
-    .reduce_args = NULL,
+    .reduce_args = red_reduce_args,
 };

@@ -154,7 +154,7 @@ ft_status ft_launchable_init(ft_launchable *L, ft_gpu *g, const ft_variant *v, i
       return ft_cuda_fail(err, e, "stream-K flags (allocating and zeroing them)");
     }
     /* Blocks wait for others' partial sums: all must be resident at once. */
-    ft_status s = check_coresident(&t, err);
+    ft_status s = t.geom.flags_count_only ? FT_OK : check_coresident(&t, err);
     if (s != FT_OK) {
       ft_launchable_free(&t);
       return s;
@@ -232,6 +232,9 @@ static ft_status build_args(args_fn fill, const ft_variant *v, const ft_launch_i
   return FT_OK;
 }
 
+static ft_status enqueue_kernels(ft_launchable *L, const void *x, const void *w, void *y, const ft_ep_args_dev *ep,
+                                 cudaStream_t stream, ft_err *err);
+
 /* After cuBLAS in column chunks (geometry's chunk_cols, the reduction pass): cuBLAS's GEMM of each
  * chunk into the workspace, the kernel after it; chunks in order on one stream. */
 static ft_status enqueue_chunks(ft_launchable *L, const void *x, const void *w, void *y, const ft_ep_args_dev *ep,
@@ -280,6 +283,20 @@ ft_status ft_launchable_enqueue(ft_launchable *L, const void *x, const void *w, 
   } else if (L->fam->after_cublas) {
     FT_TRY(ft_cublas_gemm(L->g, (ft_math)L->v.math, x, w, gemm_y, L->m, gemm_cols(L), L->k, stream, err));
   }
+  return enqueue_kernels(L, x, w, y, ep, stream, err);
+}
+
+ft_status ft_launchable_enqueue_pass(ft_launchable *L, void *y, const ft_ep_args_dev *ep, cudaStream_t stream,
+                                     ft_err *err) {
+  if (!L->fam || !L->fam->after_cublas || L->geom.chunk_cols > 0 || L->geom.gated || L->lt_bias_slot >= 0 ||
+      L->lt_act || L->lt_c_slot >= 0)
+    return ft__fail(err, FT_ERR_INVALID_ARG, "launch: only a pass in place on y after cuBLAS's plain GEMM runs alone");
+  return enqueue_kernels(L, NULL, NULL, y, ep, stream, err);
+}
+
+/* The variant's kernels (the main one, then its second if any) once the GEMM before them ran. */
+static ft_status enqueue_kernels(ft_launchable *L, const void *x, const void *w, void *y, const ft_ep_args_dev *ep,
+                                 cudaStream_t stream, ft_err *err) {
   if (!L->loaded.main) return FT_OK; /* the identity after cuBLAS: y is done */
   const ft_launch_io io = {x, w, y, L->ws, L->flags, L->m, L->n, L->k, ep, 0, L->n};
   if (!L->have_args || L->args_x != x || L->args_w != w || L->args_y != y ||
@@ -294,7 +311,7 @@ ft_status ft_launchable_enqueue(ft_launchable *L, const void *x, const void *w, 
   if (!L->geom.has_reduce) return FT_OK;
   ft_arg_store st;
   if (!L->loaded.reduce || !L->fam->reduce_args)
-    return ft__fail(err, FT_ERR_INTERNAL, "split-K or stream-K variant without its second kernel");
+    return ft__fail(err, FT_ERR_INTERNAL, "launch: a variant with a second kernel (split-K, stream-K, batchnorm's apply) without it");
   FT_TRY(build_args(L->fam->reduce_args, &L->v, &io, &st, err));
   return launch(L->loaded.reduce, L->geom.rgrid, L->geom.rblock, NULL, 0, NULL, st.ptrs, stream, err);
 }
@@ -347,9 +364,9 @@ ft_status ft_eager_reduce_launch(const ft_loaded *l, const void *in, void *out, 
                                  cudaStream_t stream, ft_err *err) {
   ft_ep_args_dev epv = *ep;
   const unsigned grid[3] = {(unsigned)m, 1, 1}, block[3] = {FT_AUX_BLOCK, 1, 1};
-  void *stats = NULL;
+  void *stats = NULL, *flags = NULL;
   int ld = n, col0 = 0;
-  void *args[] = {(void *)&in, &ld, &out, &stats, &m, &n, &col0, &n, &epv};
+  void *args[] = {(void *)&in, &ld, &out, &stats, &m, &n, &col0, &n, &epv, &flags};
   return launch(l->main, grid, block, NULL, 0, NULL, args, stream, err);
 }
 

@@ -54,6 +54,11 @@ ft_status ft_launchable_check(const ft_launchable *L, const void *x, const void 
  * launch errors but does not synchronize. */
 ft_status ft_launchable_enqueue(ft_launchable *L, const void *x, const void *w, void *y, const ft_ep_args_dev *ep,
                                 cudaStream_t stream, ft_err *err);
+/* The kernels a pass variant runs after cuBLAS's plain GEMM, alone, on y as that GEMM left it (a
+ * pass in place: not chunked, gated or after cuBLASLt's epilogues): what a benchmark times beside
+ * another library's kernel for the same step. */
+ft_status ft_launchable_enqueue_pass(ft_launchable *L, void *y, const ft_ep_args_dev *ep, cudaStream_t stream,
+                                     ft_err *err);
 
 /* y = x W^T with cuBLAS SGEMM (pedantic fp32, no TF32) on stream. */
 ft_status ft_cublas_sgemm(ft_gpu *g, const float *X, const float *W, float *Y, int m, int n, int k,

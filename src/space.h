@@ -70,9 +70,15 @@ typedef struct ft_pass_params {
 
 /* The reduction pass (src/family_reduce.c). */
 typedef struct ft_red_params {
-  int block; /* threads per block (one block per row) */
-  int cols;  /* a one-value row reduction: columns of x W^T per cuBLAS GEMM chunk (all of N when >= N);
-              * 0: softmax and log_softmax, in place on y */
+  int block;  /* threads per block (one block per row, unless team or tile) */
+  int cols;   /* a one-value row reduction: columns of x W^T per cuBLAS GEMM chunk (all of N when >= N);
+               * 0: softmax and log_softmax, in place on y */
+  int team;   /* > 0: the held form (softmax, log_softmax, groupnorm): this many threads per segment
+               * (the row, or a group), the segment held in registers */
+  int held;   /* with team: vec-wide accesses each thread holds (team * held * vec >= the segment) */
+  int groups; /* with team: segments per row (groupnorm's G, else 1), so the segment is known from N */
+  int tile;   /* > 0: batchnorm's column form, partial statistics over tiles of this many rows, then
+               * an apply kernel */
 } ft_red_params;
 
 typedef struct ft_variant {
@@ -163,6 +169,9 @@ typedef struct ft_launch_geom {
   size_t workspace_bytes; /* split-K or stream-K partials; 0 if none */
   size_t flag_bytes;      /* counters the blocks of one launch signal each other with: zeroed
                            * once, and every launch leaves them zero (tc stream-K); 0 if none */
+  int flags_count_only;   /* the blocks only count through the flags, the last one doing the rest
+                           * (the reduction pass's column form): none waits, so the grid need not
+                           * be resident at once */
   int has_reduce;         /* a second kernel (split-K reduction, stream-K fixup) follows */
   int chunk_cols;         /* after cuBLAS: its GEMM runs in column chunks of this width into the
                            * workspace, the kernel after each (src/family_reduce.c); 0: one GEMM into y */

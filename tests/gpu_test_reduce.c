@@ -33,13 +33,23 @@ static const char *const k_exprs[] = {
     "avgpool(x, 4) * 2",
     "logsumexp(avgpool(x * g, 4) * r) where col g, row r",
     "rowmean(sigmoid(maxpool(x, 5)))",
+    /* Groups of 16, 32, 64 and 512 features at N = 2048 (256, 64, 128 and 1024 at 4096; 130 and
+     * 65 at 520), held form included. */
+    "groupnorm(x + bias, 128)",
+    "groupnorm(x, 64)",
+    "relu(groupnorm(x, 32)) * g where col g",
+    "groupnorm(x, 8)",
+    "groupnorm(x + bias, 4)",
+    "log_softmax(gelu(x + bias))",
 };
 #define N_EXPRS (sizeof k_exprs / sizeof k_exprs[0])
 
 typedef struct shape {
   int m, n, k;
 } shape;
-static const shape k_shapes[] = {{77, 1001, 40}, {1, 4099, 64}, {64, 4096, 128}};
+/* The last two: M not a multiple of batchnorm's tiles (1000 rows: several tiles, the last partial),
+ * N not of its strips (520 = 2 x 256 + 8). */
+static const shape k_shapes[] = {{77, 1001, 40}, {1, 4099, 64}, {64, 4096, 128}, {33, 2048, 72}, {1000, 520, 32}};
 
 /* Every pass variant of expr on sh in math, and the eager chain. Returns the variants checked. */
 static int check_problem(ft_gpu *g, const char *expr, const shape *sh, ft_math math) {
@@ -113,6 +123,110 @@ static int check_problem(ft_gpu *g, const char *expr, const shape *sh, ft_math m
   return nv;
 }
 
+/* y after one launch of variant v of ep on d's inputs, output poisoned first, into host (d->out_count
+ * elements of d->elem bytes). */
+static ft_status run_variant(ft_gpu *g, const ft_variant *v, const ft_epilogue *ep, ft_pdata *d, void *host,
+                             ft_err *e) {
+  ft_kernel_src src = {0};
+  ft_compile_job job = {0};
+  ft_launchable run;
+  memset(&run, 0, sizeof run);
+  ft_status st = ft_codegen_variant(v, ep, &src, e);
+  if (st == FT_OK) {
+    job = (ft_compile_job){.src = src.text, .hash = src.hash, .arch_suffix = src.arch_suffix};
+    st = ft_compile_source(NULL, ft_gpu_arch(g), &job, "reduce test", e);
+  }
+  if (st == FT_OK) st = ft_launchable_init(&run, g, v, d->m, d->n, d->k, job.cubin, job.cubin_size, src.kernel, src.reduce, e);
+  if (st == FT_OK && run.ws && cudaMemset(run.ws, 0xff, run.geom.workspace_bytes) != cudaSuccess)
+    st = ft__fail(e, FT_ERR_CUDA, "poisoning the workspace");
+  if (st == FT_OK) st = ft_pdata_poison(d, 0, e);
+  if (st == FT_OK) st = ft_launchable_enqueue(&run, d->dX, d->dW, d->dY, &d->args, 0, e);
+  if (st == FT_OK && cudaMemcpy(host, d->dY, (size_t)d->out_count * d->elem, cudaMemcpyDeviceToHost) != cudaSuccess)
+    st = ft__fail(e, FT_ERR_CUDA, "copy back");
+  ft_launchable_free(&run);
+  ft_compile_job_clear(&job);
+  ft_kernel_src_free(&src);
+  return st;
+}
+
+static double as_float(const void *p, size_t elem) {
+  float x;
+  uint32_t u = 0;
+  if (elem == 2) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    u = (uint32_t)h << 16;
+    memcpy(&x, &u, 4);
+  } else {
+    memcpy(&x, p, 4);
+  }
+  return x;
+}
+
+/* Two elements the same bits, or both NaN (of any payload). */
+static int same_value(const void *a, const void *b, size_t elem) {
+  float x, y;
+  if (elem == 2) {
+    uint16_t p, q;
+    memcpy(&p, a, 2), memcpy(&q, b, 2);
+    if (p == q) return 1;
+    const uint32_t u = (uint32_t)p << 16, w = (uint32_t)q << 16; /* bf16: NaN as a float NaN */
+    memcpy(&x, &u, 4), memcpy(&y, &w, 4);
+  } else {
+    if (memcmp(a, b, 4) == 0) return 1;
+    memcpy(&x, a, 4), memcpy(&y, b, 4);
+  }
+  return isnan(x) && isnan(y);
+}
+
+/* Every in-place variant of expr (the held and column forms among them) on an m x n problem: run
+ * twice, the same bits each time; and, where same_as_first, the same values as the first variant
+ * (the block-per-row form), NaN as NaN: rows of +-inf, whose results do not depend on the order of
+ * the sums; where all_nan, NaN everywhere (softmax of rows whose max is +inf, as torch gives). */
+static void check_forms_bits(ft_gpu *g, const char *expr, int m, int n, int k, ft_math math, int same_as_first,
+                             int all_nan) {
+  ft_err e;
+  ft_epilogue *ep = NULL;
+  ft_pdata *d = NULL;
+  ft_variant *v = NULL;
+  int nv = 0, checked = 0;
+  ft_status st = ft_ep_parse(expr, &ep, &e);
+  if (st == FT_OK) st = ft_pdata_create(g, m, n, k, ep, math, 31, &d, &e);
+  if (st == FT_OK)
+    st = ft_space_enumerate_ep(FT_VK_EPILOGUE, m, n, k, math, FT_SPACE_FULL, ep, ft_gpu_limits(g), &v, NULL, &nv, &e);
+  const size_t bytes = st == FT_OK ? (size_t)d->out_count * d->elem : 0;
+  unsigned char *first = malloc(bytes + 1), *a = malloc(bytes + 1), *b = malloc(bytes + 1);
+  int have_first = 0;
+  for (int i = 0; st == FT_OK && first && a && b && i < nv; i++) {
+    if (v[i].red.cols) continue;
+    char name[96];
+    ft_variant_name(&v[i], name, sizeof name);
+    st = run_variant(g, &v[i], ep, d, a, &e);
+    if (st == FT_OK) st = run_variant(g, &v[i], ep, d, b, &e);
+    if (st != FT_OK) break;
+    if (memcmp(a, b, bytes) != 0) FT_FAIL_AT_("%s %dx%d: %s gives other bits on a second run", expr, m, n, name);
+    if (same_as_first && !have_first) memcpy(first, a, bytes), have_first = 1;
+    int differ = 0;
+    int64_t at = -1;
+    for (int64_t j = 0; same_as_first && j < d->out_count; j++)
+      if (!same_value(first + j * d->elem, a + j * d->elem, d->elem)) differ++, at = at < 0 ? j : at;
+    int64_t finite = 0;
+    for (int64_t j = 0; all_nan && j < d->out_count; j++) finite += !isnan(as_float(a + j * d->elem, d->elem));
+    if (finite) FT_FAIL_AT_("%s %dx%d: %s gives %lld values not NaN (every row holds +inf)", expr, m, n, name, (long long)finite);
+    if (differ)
+      FT_FAIL_AT_("%s %dx%d: %s differs from the first variant at %d elements, first at %lld: %g, not %g", expr, m, n,
+                  name, differ, (long long)at, as_float(a + at * d->elem, d->elem), as_float(first + at * d->elem, d->elem));
+    checked++;
+  }
+  if (st != FT_OK) FT_FAIL_AT_("%s %dx%d: %s", expr, m, n, e.msg);
+  else printf("  %-36s %5dx%-5d %s: %d in-place variants, the same bits run to run%s\n", expr, m, n,
+              ft_math_name(math), checked, same_as_first ? ", the same values as the block-per-row form" : "");
+  free(first), free(a), free(b);
+  free(v);
+  ft_pdata_free(d);
+  ft_ep_free(ep);
+}
+
 /* A chunked logsumexp twice on the same inputs: the same bits (fixed chunk order and trees). */
 static void check_deterministic(ft_gpu *g) {
   ft_err e;
@@ -125,28 +239,11 @@ static void check_deterministic(ft_gpu *g) {
     return;
   }
   const ft_variant v = {.kind = FT_VK_EPILOGUE, .layout = 1, .math = FT_MATH_BF16, .vec = 8, .red = {.block = 256, .cols = 1024}};
-  ft_kernel_src src = {0};
-  ft_compile_job job = {0};
-  ft_launchable run;
-  memset(&run, 0, sizeof run);
   uint16_t a[300], b[300];
-  ft_status st = ft_codegen_variant(&v, ep, &src, &e);
-  if (st == FT_OK) {
-    job = (ft_compile_job){.src = src.text, .hash = src.hash};
-    st = ft_compile_source(NULL, ft_gpu_arch(g), &job, "determinism", &e);
-  }
-  if (st == FT_OK) st = ft_launchable_init(&run, g, &v, 300, 5000, 256, job.cubin, job.cubin_size, src.kernel, "", &e);
-  for (int r = 0; r < 2 && st == FT_OK; r++) {
-    st = ft_pdata_poison(d, 0, &e);
-    if (st == FT_OK) st = ft_launchable_enqueue(&run, d->dX, d->dW, d->dY, &d->args, 0, &e);
-    if (st == FT_OK && cudaMemcpy(r ? b : a, d->dY, sizeof a, cudaMemcpyDeviceToHost) != cudaSuccess)
-      st = ft__fail(&e, FT_ERR_CUDA, "copy back");
-  }
+  ft_status st = run_variant(g, &v, ep, d, a, &e);
+  if (st == FT_OK) st = run_variant(g, &v, ep, d, b, &e);
   if (st != FT_OK) FT_FAIL_AT_("determinism: %s", e.msg);
   else ASSERT_TRUE(memcmp(a, b, sizeof a) == 0);
-  ft_launchable_free(&run);
-  ft_compile_job_clear(&job);
-  ft_kernel_src_free(&src);
   ft_pdata_free(d);
   ft_ep_free(ep);
 }
@@ -168,27 +265,11 @@ static void check_inf_rows(ft_gpu *g) {
   for (int i = 0; st == FT_OK && i < nv; i++) {
     char name[96];
     ft_variant_name(&v[i], name, sizeof name);
-    ft_kernel_src src = {0};
-    ft_compile_job job = {0};
-    ft_launchable run;
-    memset(&run, 0, sizeof run);
     float y[M];
-    st = ft_codegen_variant(&v[i], ep, &src, &e);
-    if (st == FT_OK) {
-      job = (ft_compile_job){.src = src.text, .hash = src.hash};
-      st = ft_compile_source(NULL, ft_gpu_arch(g), &job, "inf rows", &e);
-    }
-    if (st == FT_OK) st = ft_launchable_init(&run, g, &v[i], M, N, K, job.cubin, job.cubin_size, src.kernel, "", &e);
-    if (st == FT_OK) st = ft_pdata_poison(d, 0, &e);
-    if (st == FT_OK) st = ft_launchable_enqueue(&run, d->dX, d->dW, d->dY, &d->args, 0, &e);
-    if (st == FT_OK && cudaMemcpy(y, d->dY, sizeof y, cudaMemcpyDeviceToHost) != cudaSuccess)
-      st = ft__fail(&e, FT_ERR_CUDA, "copy back");
+    st = run_variant(g, &v[i], ep, d, y, &e);
     int not_inf = 0;
     for (int r = 0; st == FT_OK && r < M; r++) not_inf += !(isinf(y[r]) && y[r] > 0);
     if (st == FT_OK && not_inf) FT_FAIL_AT_("%s: %d of %d rows of +inf give %g, not +inf", name, not_inf, M, y[0]);
-    ft_launchable_free(&run);
-    ft_compile_job_clear(&job);
-    ft_kernel_src_free(&src);
   }
   if (st != FT_OK) FT_FAIL_AT_("inf rows: %s", e.msg);
   else printf("  logsumexp of +inf rows: +inf in %d pass variants\n", nv);
@@ -262,6 +343,15 @@ int main(void) {
   printf("%d pass variants checked\n", checked);
   check_deterministic(g);
   check_inf_rows(g);
+  /* The held and column forms: deterministic (batchnorm's tiles merged in order whichever block
+   * finishes last), and on rows of +-inf (x * 1e30 * 1e30 overflows) equal to the row form. */
+  check_forms_bits(g, "batchnorm(x + bias) * g where col g", 3000, 520, 32, FT_MATH_BF16, 0, 0);
+  check_forms_bits(g, "batchnorm(x)", 1000, 77, 32, FT_MATH_FP32, 0, 0);
+  check_forms_bits(g, "groupnorm(x + bias, 8)", 1000, 520, 32, FT_MATH_BF16, 0, 0);
+  check_forms_bits(g, "softmax(x + bias)", 100, 5000, 32, FT_MATH_BF16, 0, 0);
+  check_forms_bits(g, "softmax(x * 1e30 * 1e30)", 64, 1000, 16, FT_MATH_FP32, 1, 1);
+  check_forms_bits(g, "log_softmax(x * 1e30 * 1e30)", 64, 1000, 16, FT_MATH_BF16, 1, 1);
+  check_forms_bits(g, "groupnorm(x * 1e30 * 1e30, 8)", 64, 1024, 16, FT_MATH_BF16, 1, 0);
   char path[512];
   const char *tmp = getenv("FT_TEST_TMP");
   snprintf(path, sizeof path, "%s/gpu_reduce_%ld.db", tmp ? tmp : "/tmp", (long)getpid());

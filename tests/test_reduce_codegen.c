@@ -59,9 +59,11 @@ static void test_enumeration(void) {
   }
   ASSERT_EQ_INT(widths, 7);
   free(v);
-  /* Softmax in place (cols 0); a ragged N in fp32 reads one element at a time. */
+  /* Softmax in place (cols 0); a ragged N in fp32 reads one element at a time: two block-per-row
+   * variants and four held ones (teams of 1024, 512, 256 and 128 holding 1, 2, 4 and 8 values each). */
   v = enumerate("softmax(x)", FT_VK_EPILOGUE, 5, 1001, FT_MATH_FP32, &count);
-  ASSERT_EQ_INT(count, 2);
+  ASSERT_EQ_INT(count, 6);
+  int rows = 0, teams = 0;
   for (int i = 0; i < count; i++) {
     ASSERT_EQ_INT(v[i].red.cols, 0);
     ASSERT_EQ_INT(v[i].vec, 1);
@@ -69,21 +71,28 @@ static void test_enumeration(void) {
     ft_variant_geometry(&v[i], 5, 1001, 64, &g);
     ASSERT_EQ_INT(g.workspace_bytes, 0);
     ASSERT_EQ_INT(g.chunk_cols, 0);
-  }
-  if (count) {
     char name[96];
-    ft_variant_name(&v[0], name, sizeof name);
-    ASSERT_EQ_STR(name, "red_b256_v1");
+    ft_variant_name(&v[i], name, sizeof name);
+    rows += strcmp(name, "red_b256_v1") == 0;
+    if (v[i].red.team) {
+      teams |= v[i].red.team;
+      ASSERT_TRUE(v[i].red.groups == 1 && v[i].red.block == v[i].red.team && g.grid[0] == 5);
+      ASSERT_TRUE(v[i].red.team * v[i].red.held >= 1001 && v[i].red.team * v[i].red.held < 2002);
+    }
   }
+  ASSERT_EQ_INT(rows, 1);
+  ASSERT_EQ_INT(teams, 1024 | 512 | 256 | 128);
   free(v);
-  /* Groupnorm in place; its accesses divide a group (4000 / 16 = 250: vec 2 in bf16). */
+  /* Groupnorm in place; its accesses divide a group (4000 / 16 = 250: vec 2 in bf16); the held
+   * teams of 128, 64, 32 and 16 threads (one, two, four and eight accesses each). */
   v = enumerate("groupnorm(x, 16)", FT_VK_EPILOGUE, 8, 4000, FT_MATH_BF16, &count);
-  ASSERT_EQ_INT(count, 2);
+  ASSERT_EQ_INT(count, 6);
   for (int i = 0; i < count; i++) ASSERT_TRUE(v[i].red.cols == 0 && v[i].vec == 2);
   free(v);
-  /* batchnorm: in place (cols 0), as the row-wise kinds. */
+  /* batchnorm: in place (cols 0), as the row-wise kinds, and the column form (one tile of 128 rows
+   * holds all 8). */
   v = enumerate("batchnorm(x)", FT_VK_EPILOGUE, 8, 64, FT_MATH_FP32, &count);
-  ASSERT_EQ_INT(count, 2);
+  ASSERT_EQ_INT(count, 3);
   for (int i = 0; i < count; i++) ASSERT_TRUE(v[i].red.cols == 0);
   free(v);
   /* A pool: chunks of whole windows (the last one too), read value by value. */
@@ -94,6 +103,62 @@ static void test_enumeration(void) {
   /* The reductions no kernel serves enumerate nothing: softmax of pooled values. */
   v = enumerate("softmax(maxpool(x, 2))", FT_VK_EPILOGUE, 8, 64, FT_MATH_FP32, &count);
   ASSERT_EQ_INT(count, 0);
+  free(v);
+}
+
+/* The held form at the issue's groupnorm shapes: groups of 16 features (512 a row of 8192) take a
+ * team of 2 threads with one 16-byte access each, or one thread with two; 512 features take 64,
+ * 32 or 16 threads. A whole row of 16384 (softmax) takes 1024 or 512 threads. The column form of
+ * batchnorm at 16384 x 4096: strips of 256 columns (vec 8), a second kernel, a flag per strip. */
+static void test_forms(void) {
+  int count = 0;
+  ft_variant *v = enumerate("groupnorm(x + bias, 512)", FT_VK_EPILOGUE, 1024, 8192, FT_MATH_BF16, &count);
+  int seen = 0;
+  for (int i = 0; i < count; i++) {
+    if (!v[i].red.team) continue;
+    ASSERT_TRUE(v[i].red.groups == 512 && v[i].vec == 8 && v[i].red.block == 256);
+    seen |= v[i].red.team == 2 && v[i].red.held == 1 ? 1 : v[i].red.team == 1 && v[i].red.held == 2 ? 2 : 4;
+    ft_launch_geom g;
+    ft_variant_geometry(&v[i], 1024, 8192, 8192, &g);
+    ASSERT_EQ_INT(g.grid[0], 1024 * 512 / (256 / v[i].red.team));
+    ASSERT_EQ_INT(g.workspace_bytes, 0);
+    char json[256];
+    ft_variant back;
+    ft_err e;
+    ft_variant_json(&v[i], json, sizeof json);
+    ASSERT_OK(ft_variant_from_json(json, &back, &e));
+    ASSERT_TRUE(memcmp(&back, &v[i], sizeof back) == 0);
+    /* Another N gives another segment: 4096 / 512 = 8 fits, 16384 / 512 = 32 does not. */
+    ft_device_limits lim;
+    ASSERT_OK(ft_limits_for_arch("sm_90", &lim, &e));
+    ASSERT_TRUE(ft_variant_applicable(&v[i], 1024, 4096, 64, &lim, NULL, 0));
+    ASSERT_TRUE(!ft_variant_applicable(&v[i], 1024, 16384, 64, &lim, NULL, 0));
+  }
+  ASSERT_EQ_INT(seen, 3);
+  free(v);
+  v = enumerate("groupnorm(x, 16)", FT_VK_EPILOGUE, 1024, 8192, FT_MATH_BF16, &count);
+  seen = 0;
+  for (int i = 0; i < count; i++) seen |= v[i].red.team == 64 ? 1 : v[i].red.team == 32 ? 2 : v[i].red.team == 16 ? 4 : 0;
+  ASSERT_EQ_INT(seen, 7);
+  free(v);
+  v = enumerate("softmax(x + bias)", FT_VK_EPILOGUE, 128, 16384, FT_MATH_BF16, &count);
+  seen = 0;
+  for (int i = 0; i < count; i++) seen |= v[i].red.team == 1024 ? 1 : v[i].red.team == 512 ? 2 : 0;
+  ASSERT_EQ_INT(seen, 3);
+  free(v);
+  v = enumerate("batchnorm(x + bias)", FT_VK_EPILOGUE, 16384, 4096, FT_MATH_BF16, &count);
+  seen = 0;
+  for (int i = 0; i < count; i++) {
+    if (!v[i].red.tile) continue;
+    seen++;
+    ft_launch_geom g;
+    ft_variant_geometry(&v[i], 16384, 4096, 4096, &g);
+    ASSERT_TRUE(g.grid[0] == 16 && g.grid[1] == (unsigned)(16384 / v[i].red.tile) && g.has_reduce && g.flags_count_only);
+    ASSERT_TRUE(g.rgrid[0] == g.grid[0] && g.rgrid[1] == g.grid[1] && g.rblock[0] == 256);
+    ASSERT_EQ_INT(g.flag_bytes, 16 * sizeof(unsigned));
+    ASSERT_EQ_INT(g.workspace_bytes, (size_t)(g.grid[1] + 1) * 4096 * 8);
+  }
+  ASSERT_EQ_INT(seen, 4);
   free(v);
 }
 
@@ -120,8 +185,79 @@ static void test_codegen_refusals(void) {
     const ft_variant pass = {.kind = FT_VK_EPILOGUE, .vec = 4, .pass = {.block = 256, .ept = 8}};
     ASSERT_EQ_INT(ft_codegen_variant(&pass, lse, &k, &e), FT_ERR_INVALID_ARG);
     ASSERT_CONTAINS(e.msg, "this one reduces");
+    /* The held form: softmax or a groupnorm of its own G; the column form: batchnorm. */
+    ft_epilogue *gn = parse_ok("groupnorm(x, 4)"), *bn = parse_ok("batchnorm(x)");
+    red.red.cols = 0, red.red.team = 32, red.red.held = 1, red.red.groups = 2;
+    if (gn) ASSERT_EQ_INT(ft_codegen_variant(&red, gn, &k, &e), FT_ERR_INVALID_ARG);
+    ASSERT_CONTAINS(e.msg, "held form (team 32, 2 segments a row) cannot compute 'groupnorm'");
+    if (bn) ASSERT_EQ_INT(ft_codegen_variant(&red, bn, &k, &e), FT_ERR_INVALID_ARG);
+    red.red.groups = 4;
+    if (gn) ASSERT_OK(ft_codegen_variant(&red, gn, &k, &e));
+    if (gn) ft_kernel_src_free(&k);
+    red.red.team = red.red.held = red.red.groups = 0, red.red.tile = 64;
+    ASSERT_EQ_INT(ft_codegen_variant(&red, sm, &k, &e), FT_ERR_INVALID_ARG);
+    ASSERT_CONTAINS(e.msg, "computes batchnorm, not 'softmax'");
+    if (bn) ASSERT_OK(ft_codegen_variant(&red, bn, &k, &e));
+    if (bn) ASSERT_EQ_STR(k.reduce, "ft_reduce_apply");
+    if (bn) ft_kernel_src_free(&k);
+    ft_ep_free(gn), ft_ep_free(bn);
   }
   ft_ep_free(lse), ft_ep_free(sm), ft_ep_free(relu);
+}
+
+/* Every held and column variant of the issue's shapes through NVRTC for sm_90 (ptxas -v): no spill,
+ * no stack, registers within the block's cap; fp32 at a ragged N too. */
+static void test_forms_compile(void) {
+  static const struct {
+    const char *text;
+    int m, n;
+    ft_math math;
+  } k_cases[] = {
+      {"groupnorm(x + bias, 512)", 1024, 8192, FT_MATH_BF16},
+      {"silu(groupnorm(x + bias, 256) * g + b) where col g, col b", 1024, 8192, FT_MATH_BF16},
+      {"groupnorm(x + bias, 128)", 1024, 8192, FT_MATH_BF16},
+      {"groupnorm(x + bias, 16)", 1024, 8192, FT_MATH_BF16},
+      {"softmax(x + bias)", 128, 16384, FT_MATH_BF16},
+      {"softmax(x)", 4096, 32768, FT_MATH_BF16},
+      {"log_softmax(gelu(x + bias))", 1024, 8192, FT_MATH_BF16},
+      {"softmax(x * 2)", 77, 1001, FT_MATH_FP32},
+      {"groupnorm(x, 7)", 77, 1001, FT_MATH_FP32},
+      {"batchnorm(x + bias) * g + b where col g, col b", 16384, 4096, FT_MATH_BF16},
+      {"batchnorm(x)", 77, 1001, FT_MATH_FP32},
+  };
+  int checked = 0;
+  for (size_t c = 0; c < sizeof k_cases / sizeof k_cases[0]; c++) {
+    int count = 0;
+    ft_variant *v = enumerate(k_cases[c].text, FT_VK_EPILOGUE, k_cases[c].m, k_cases[c].n, k_cases[c].math, &count);
+    ft_epilogue *ep = parse_ok(k_cases[c].text);
+    for (int i = 0; ep && i < count; i++) {
+      if (!v[i].red.team && !v[i].red.tile) continue;
+      ft_kernel_src k;
+      ft_kernel_usage u;
+      ft_err e;
+      char name[96];
+      ft_variant_name(&v[i], name, sizeof name);
+      ASSERT_OK(ft_codegen_variant(&v[i], ep, &k, &e));
+      const char *kernels[2] = {k.kernel, k.reduce};
+      for (int j = 0; j < 2 && kernels[j][0]; j++) {
+        if (ft_compile_usage(k.text, "sm_90", kernels[j], &u, &e) != FT_OK) {
+          FT_FAIL_AT_("%s %s: %s", k_cases[c].text, name, e.msg);
+          continue;
+        }
+        const int cap = ft_family_of(&v[i])->reg_cap(&v[i]);
+        if (u.regs > cap || u.spill_stores || u.spill_loads || u.stack)
+          FT_FAIL_AT_("%s %s %s: %d regs (cap %d), %d B spill stores, %d B spill loads, %d B stack", k_cases[c].text,
+                      name, kernels[j], u.regs, cap, u.spill_stores, u.spill_loads, u.stack);
+        printf("  %-40.40s %-30s %-16s %3d regs\n", k_cases[c].text, name, kernels[j], u.regs);
+        checked++;
+      }
+      ft_kernel_src_free(&k);
+    }
+    free(v);
+    ft_ep_free(ep);
+  }
+  ASSERT_TRUE(checked >= 20);
+  printf("%d held and column kernels checked for spills\n", checked);
 }
 
 /* Every kind in fp32 and bf16, the chain's reduction steps too, through NVRTC for sm_90. */
@@ -149,7 +285,9 @@ static void test_compiles(void) {
 
 int main(void) {
   test_enumeration();
+  test_forms();
   test_codegen_refusals();
+  test_forms_compile();
   test_compiles();
   return FT_TEST_DONE();
 }

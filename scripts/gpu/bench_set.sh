@@ -1,5 +1,5 @@
 #!/bin/bash
-# Usage: [OUT=./gpu-logs] [BUILD=./build] [ONLY=minsub,x8k,...] [TUNE_ARGS="--max-candidates 8"] scripts/gpu/bench_set.sh DB [MODES]
+# Usage: [OUT=./gpu-logs] [BUILD=./build] [ONLY=minsub,x8k,...] [TUNE_ARGS="--max-candidates 8"] [GRAPH_ARGS="--rounds 15"] scripts/gpu/bench_set.sh DB [MODES]
 # On the GPU machine, with a built tree ($BUILD/fusedtune, $BUILD/libfusedtune.so.0): runs the
 # default tune of each problem of the benchmark set in each mode of MODES (comma-separated, default
 # bf16) into DB, `$BUILD/fusedtune --db DB tune --shape S --epilogue E --math M --quiet $TUNE_ARGS`,
@@ -47,7 +47,8 @@ for m in "${modes[@]}"; do
   done < "$OUT/set.tsv"
 done
 echo "== tunes done $(el)" | tee -a "$T"
-python3 tests/python/bench_graphs.py --db "$DB" --math "$MODES" ${only[@]+"${only[@]}"} > "$OUT/bench_graphs.txt" 2>&1
+# shellcheck disable=SC2086  # GRAPH_ARGS is a list of options (--rounds 15)
+python3 tests/python/bench_graphs.py --db "$DB" --math "$MODES" ${only[@]+"${only[@]}"} ${GRAPH_ARGS:-} > "$OUT/bench_graphs.txt" 2>&1
 rc=$?
 { echo "== bench_graphs rc=$rc $(el)"; cat "$OUT/bench_graphs.txt"; echo "== total $(el)"; } >> "$T"
 echo

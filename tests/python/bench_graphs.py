@@ -90,6 +90,27 @@ REDUCTIONS = [
             "torch.logsumexp(y.float(), 1)  (no bias)"),
 ]
 
+# Normalizations and softmax (y is [M, N]; issue 53's set): named with --only, not in the default
+# set. torch's group_norm and batch_norm (training mode, batch statistics) without affine.
+NORMS = [
+    Problem("gn16", 1024, 8192, 8192, "groupnorm(x + bias, 512)", lambda y: F.group_norm(y, 512),
+            "F.group_norm(y, 512)  (16 features a group)"),
+    Problem("gn32", 1024, 8192, 8192, "groupnorm(x + bias, 256)", lambda y: F.group_norm(y, 256),
+            "F.group_norm(y, 256)  (32 features a group)"),
+    Problem("gn64", 1024, 8192, 8192, "groupnorm(x + bias, 128)", lambda y: F.group_norm(y, 128),
+            "F.group_norm(y, 128)  (64 features a group)"),
+    Problem("gn512", 1024, 8192, 8192, "groupnorm(x + bias, 16)", lambda y: F.group_norm(y, 16),
+            "F.group_norm(y, 16)  (512 features a group)"),
+    Problem("gn32k", 32768, 4096, 1024, "groupnorm(x + bias, 64)", lambda y: F.group_norm(y, 64),
+            "F.group_norm(y, 64)  (64 features a group)"),
+    Problem("bn16k", 16384, 4096, 4096, "batchnorm(x + bias)",
+            lambda y: F.batch_norm(y, None, None, training=True), "F.batch_norm(y, None, None, training=True)"),
+    Problem("sm128", 128, 16384, 16384, "softmax(x + bias)", lambda y: F.softmax(y, 1), "F.softmax(y, 1)"),
+    Problem("sm1k", 1024, 8192, 8192, "softmax(x + bias)", lambda y: F.softmax(y, 1), "F.softmax(y, 1)"),
+    Problem("smgelu", 1024, 8192, 8192, "softmax(gelu(x + bias))", lambda y: F.softmax(F.gelu(y), 1),
+            "F.softmax(F.gelu(y), 1)"),
+]
+
 # The modes this benchmark runs, with their tensors' dtype (torch has no 3xtf32 GEMM to compare).
 MODES = {"bf16": "bfloat16", "fp16": "float16", "tf32": "float32", "fp32": "float32"}
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
@@ -116,7 +137,8 @@ def parse_args(argv=None):
     ap.add_argument("--db", help="the tuned database (required, except with --list)")
     ap.add_argument("--math", default="bf16", help="comma-separated modes of " + ",".join(MODES) + " (default bf16)")
     ap.add_argument("--only", help="comma-separated problem names (default: all of the first list): " +
-                    ",".join(p.name for p in PROBLEMS) + "; reductions: " + ",".join(p.name for p in REDUCTIONS))
+                    ",".join(p.name for p in PROBLEMS) + "; reductions: " + ",".join(p.name for p in REDUCTIONS) +
+                    "; normalizations and softmax: " + ",".join(p.name for p in NORMS))
     ap.add_argument("--rounds", type=int, default=20, help=f"timed rounds per measurement (at least {MIN_ROUNDS}; "
                                                            "default 20)")
     ap.add_argument("--calls", type=int, default=20, help="calls per graph and per pipelined timing (default 20)")
@@ -131,13 +153,13 @@ def parse_args(argv=None):
         ap.error(f"--math: unknown mode {', '.join(bad) or '(none)'}; choose from {','.join(MODES)}")
     if len(set(args.modes)) != len(args.modes):
         ap.error("--math names a mode twice")
-    by_name = {p.name: p for p in PROBLEMS + REDUCTIONS}
+    by_name = {p.name: p for p in PROBLEMS + REDUCTIONS + NORMS}
     if args.only:
         names = [s.strip() for s in args.only.split(",") if s.strip()]
         bad = [s for s in names if s not in by_name]
         if bad or not names:
             ap.error(f"--only: unknown problem {', '.join(bad) or '(none)'}; the set: {','.join(by_name)}")
-        args.problems = [p for p in PROBLEMS + REDUCTIONS if p.name in set(names)]  # in the set's order
+        args.problems = [p for p in PROBLEMS + REDUCTIONS + NORMS if p.name in set(names)]  # in the set's order
     else:
         args.problems = list(PROBLEMS)
     if args.rounds < MIN_ROUNDS:

@@ -1,0 +1,110 @@
+// fusedtune reduction pass, column form (FT_RED_FORM 2): batchnorm in place on y in two kernels.
+// ft_reduce_pass (ft_red_colstats) takes a strip of 32 * FT_VEC columns (a lane's FT_VEC each) and
+// a tile of FT_RED_TILE rows per block (grid: strips x tiles); each thread folds its rows (the
+// block's warps take every kRedWarps-th row) into a running mean and sum of squared deviations
+// (Welford), the warps' states are merged in order, and the tile's (mean, M2) per column goes to the
+// workspace. The last block of a strip to finish (a counter per strip in flags, left zero again)
+// merges the strip's tiles in tile order (Chan's formula) into each column's mean and 1 / std. So
+// y is read twice and written once, and the result does not depend on which block finished last.
+// ft_reduce_apply then normalizes y tile by tile in reverse order, starting where the first kernel
+// ended, whose tiles are still in L2. Workspace: tiles x N float2 partials, then N float2 statistics.
+
+constexpr int kColTile = FT_RED_FORM == 2 ? FT_RED_TILE : 1;
+constexpr int kColWidth = 32 * FT_VEC;
+static_assert(FT_RED_FORM != 2 || kRedKind == 9, "fusedtune: the column form computes batchnorm");
+static_assert(FT_RED_FORM != 2 || (kColTile >= kRedWarps && kColTile % kRedWarps == 0),
+              "fusedtune: a tile gives every warp the same number of rows");
+
+// (n, mean, m2) merged with (nb, mb, qb), Chan et al.; an empty side changes nothing (and an empty
+// first side takes the other as it is: no d * d * 0, which a huge mean would make inf * 0).
+__device__ __forceinline__ void ft_col_merge(float &n, float &mean, float &m2, float nb, float mb, float qb) {
+  if (nb == 0.0f) return;
+  if (n == 0.0f) {
+    n = nb, mean = mb, m2 = qb;
+    return;
+  }
+  const float t = n + nb, d = mb - mean, f = nb / t;
+  m2 = m2 + qb + d * d * n * f;
+  mean = fmaf(d, f, mean);
+  n = t;
+}
+
+// Rows r0 + w, r0 + w + kRedWarps, ... below r1: how many warp w folds.
+__device__ __forceinline__ float ft_col_count(int r0, int r1, int w) {
+  return r1 - r0 > w ? (float)((r1 - r0 - w + kRedWarps - 1) / kRedWarps) : 0.0f;
+}
+
+__device__ __forceinline__ void ft_red_colstats(const ft_elem_t *y, float2 *ws, unsigned *flags, int M, int N,
+                                                const FtEpArgs &ep) {
+  __shared__ float2 part[kRedWarps][kColWidth];
+  __shared__ bool last;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, tiles = (int)gridDim.y;
+  const int r0 = (int)blockIdx.y * kColTile, r1 = min(M, r0 + kColTile), c0 = (int)blockIdx.x * kColWidth;
+  const int col = c0 + lane * FT_VEC;
+  float mean[FT_VEC], m2[FT_VEC];
+#pragma unroll
+  for (int l = 0; l < FT_VEC; l++) mean[l] = m2[l] = 0.0f;
+  if (col < N) {
+    int n = 0;
+#pragma unroll 4
+    for (int r = r0 + warp; r < r1; r += kRedWarps) {
+      const FtRedPack q = *reinterpret_cast<const FtRedPack *>(y + (size_t)r * (size_t)N + col);
+      const float inv = 1.0f / (float)++n;
+#pragma unroll
+      for (int l = 0; l < FT_VEC; l++) {
+        const float x = ft_red_inner(ft_to_float(q.e[l]), r, col + l, ep), d = x - mean[l];
+        mean[l] = fmaf(d, inv, mean[l]);
+        m2[l] = fmaf(d, x - mean[l], m2[l]);
+      }
+    }
+  }
+#pragma unroll
+  for (int l = 0; l < FT_VEC; l++) part[warp][lane * FT_VEC + l] = make_float2(mean[l], m2[l]);
+  __syncthreads();
+  for (int t = threadIdx.x; t < kColWidth && c0 + t < N; t += FT_BLOCK) {
+    float n = 0.0f, mu = 0.0f, q = 0.0f;
+    for (int w = 0; w < kRedWarps; w++) ft_col_merge(n, mu, q, ft_col_count(r0, r1, w), part[w][t].x, part[w][t].y);
+    ws[(size_t)blockIdx.y * (size_t)N + c0 + t] = make_float2(mu, q);
+  }
+  __threadfence(); // the partials are visible before the count says so
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(&flags[blockIdx.x], 1u) == (unsigned)tiles - 1u;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (int t = threadIdx.x; t < kColWidth && c0 + t < N; t += FT_BLOCK) {
+    float n = 0.0f, mu = 0.0f, q = 0.0f;
+    for (int i = 0; i < tiles; i++) {
+      const float2 p = __ldcg(ws + (size_t)i * (size_t)N + c0 + t); // L2: other blocks wrote it
+      ft_col_merge(n, mu, q, (float)(min(M, (i + 1) * kColTile) - i * kColTile), p.x, p.y);
+    }
+    ws[(size_t)tiles * (size_t)N + c0 + t] = make_float2(mu, 1.0f / sqrtf(q / (float)M + kRedNormEps));
+  }
+  if (threadIdx.x == 0) flags[blockIdx.x] = 0u;
+}
+
+extern "C" __global__ void __launch_bounds__(FT_BLOCK)
+ft_reduce_apply(ft_elem_t *y, const float2 *ws, int M, int N, FtEpArgs ep) {
+  if constexpr (kRedForm == 2) {
+    const int strip = (int)(gridDim.x - 1 - blockIdx.x), tile = (int)(gridDim.y - 1 - blockIdx.y);
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, col = strip * kColWidth + lane * FT_VEC;
+    if (col >= N) return;
+    const float2 *st = ws + (size_t)gridDim.y * (size_t)N + col;
+    float mean[FT_VEC], rstd[FT_VEC];
+#pragma unroll
+    for (int l = 0; l < FT_VEC; l++) mean[l] = st[l].x, rstd[l] = st[l].y;
+    const int r1 = min(M, (tile + 1) * kColTile);
+#pragma unroll 4
+    for (int r = tile * kColTile + warp; r < r1; r += kRedWarps) {
+      ft_elem_t *p = y + (size_t)r * (size_t)N + col;
+      const FtRedPack q = *reinterpret_cast<const FtRedPack *>(p);
+      FtRedPack o;
+#pragma unroll
+      for (int l = 0; l < FT_VEC; l++) {
+        const float v = (ft_red_inner(ft_to_float(q.e[l]), r, col + l, ep) - mean[l]) * rstd[l];
+        o.e[l] = ft_from_float(ft_red_post(v, r, col + l, ep));
+      }
+      *reinterpret_cast<FtRedPack *>(p) = o;
+    }
+  }
+}

@@ -1,0 +1,14 @@
+// fusedtune reduction pass entry: the form the host chose (FT_RED_FORM; src/family_reduce.c).
+// flags: the column form's counters (kernels_src/reduce_columns.cu), else unused.
+extern "C" __global__ void __launch_bounds__(FT_BLOCK)
+ft_reduce_pass(const ft_elem_t *src, int ld, ft_elem_t *y, float2 *stats, int M, int N, int col0, int ncols,
+               FtEpArgs ep, unsigned *flags) {
+  if constexpr (kRedForm == 1) {
+    ft_red_held(y, M, N, ep);
+  } else if constexpr (kRedForm == 2) {
+    ft_red_colstats(src, stats, flags, M, N, ep);
+  } else {
+    (void)flags;
+    ft_red_rows(src, ld, y, stats, M, N, col0, ncols, ep);
+  }
+}
