@@ -157,6 +157,14 @@ static void test_forms(void) {
     ASSERT_TRUE(g.rgrid[0] == g.grid[0] && g.rgrid[1] == g.grid[1] && g.rblock[0] == 256);
     ASSERT_EQ_INT(g.flag_bytes, 16 * sizeof(unsigned));
     ASSERT_EQ_INT(g.workspace_bytes, (size_t)(g.grid[1] + 1) * 4096 * 8);
+    char json[256], name[96];
+    ft_variant back;
+    ft_err e;
+    ft_variant_json(&v[i], json, sizeof json);
+    ASSERT_OK(ft_variant_from_json(json, &back, &e));
+    ASSERT_TRUE(memcmp(&back, &v[i], sizeof back) == 0);
+    ft_variant_name(&v[i], name, sizeof name);
+    ASSERT_CONTAINS(name, "_r");
   }
   ASSERT_EQ_INT(seen, 4);
   free(v);
