@@ -189,6 +189,17 @@ class StridedInput(nn.Module):  # a GEMM of a transposed (non-contiguous) activa
         return self.fc(xt.t()) + r.t()
 
 
+class Names(nn.Module):  # parameters named like a layer's own attributes
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(K, N)
+        self.weight = nn.Parameter(torch.randn(N))
+        self.training_shift = nn.Parameter(torch.randn(N))
+
+    def forward(self, x):
+        return self.fc(x) * self.weight + self.training_shift
+
+
 class ResidualRow(nn.Module):  # a residual matrix and a row vector computed in the graph
     def __init__(self):
         super().__init__()
@@ -322,6 +333,9 @@ CASES = {
                      {}),
     "strided": (StridedInput, lambda: (torch.randn(K, M), torch.randn(N, M)),
                 [("8x64x32", "x + bias + t_1 where mat t_1", "fp32", "fc")], {}),
+    "names": (Names, lambda: (torch.randn(M, K),),
+              [("8x64x32", "(x + bias) * weight_ + training_shift where col training_shift, col weight_", "fp32",
+                "fc")], {}),
     "mlp": (MLP, lambda: (torch.randn(M, K),),
             [("8x64x32", "relu(x + bias)", "fp32", "network.0"), ("8x64x64", "relu(x + bias)", "fp32", "network.2"),
              ("8x16x64", "x + bias", "fp32", "network.4")], {}),
@@ -454,6 +468,22 @@ class CaptureCpuTest(unittest.TestCase):
                 left_gemms = [n for n in fused.graph.nodes if n.op == "call_function" and
                               str(n.target) in ("aten.linear.default", "aten.addmm.default")]
                 self.assertEqual(left_gemms, [], name)
+
+    def test_layers_construct(self):
+        # Each captured problem makes its FusedLinear (from_linear or from_gated, the bindings as
+        # params) on CPU tensors: names, kinds and shapes the layer accepts; no database is opened.
+        if not library_loads():
+            self.skipTest("no libfusedtune")
+        from fusedtune.torch import FusedLinear
+        from fusedtune.torch.fuse import layer_for
+        for name in CASES:
+            _, _, found = self.run_case(name)
+            for p in found:
+                layer = layer_for(p, found.graph, db=os.path.join(tempfile.gettempdir(), "never-opened.db"))
+                self.assertIsInstance(layer, FusedLinear, name)
+                self.assertEqual(layer.epilogue.canonical, p.epilogue, name)
+                self.assertEqual((layer.in_features, layer.out_features), (p.k, p.n), name)
+                self.assertEqual(tuple(layer.weight.shape), (2 * p.n if p.gated else p.n, p.k), name)
 
     def test_eval_batchnorm_and_dropout(self):
         # eval(): BatchNorm1d with its running statistics written out, Dropout an identity.

@@ -32,6 +32,11 @@ _MODES_FOR = {torch.float32: ("fp32", "tf32", "3xtf32", "auto"), torch.bfloat16:
 _EPS = 1e-5  # the eps of fusedtune's groupnorm and batchnorm
 
 
+# Names a FusedLinear's buffer may not take (its attributes and nn.Module's).
+_LAYER_NAMES = set(dir(torch.nn.Module)) | {"weight", "in_features", "out_features", "epilogue", "math", "op_handle",
+                                            "config_for", "plan_for", "from_linear", "from_gated", "from_fp8"}
+
+
 class Refuse(Exception):
     """An op the epilogue cannot take, with the one-line reason."""
 
@@ -449,7 +454,7 @@ class _Region:
         if not re.match(r"[A-Za-z_]", base):
             base = "p_" + base
         base = base[:31]
-        if base in E.RESERVED or base == "bias":
+        if base in E.RESERVED or base == "bias" or base in _LAYER_NAMES:
             base = base[:30] + "_"
         name, i = base, 2
         taken = set(self.names.values())
