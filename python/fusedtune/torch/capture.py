@@ -32,11 +32,6 @@ _MODES_FOR = {torch.float32: ("fp32", "tf32", "3xtf32", "auto"), torch.bfloat16:
 _EPS = 1e-5  # the eps of fusedtune's groupnorm and batchnorm
 
 
-# Names a FusedLinear's buffer may not take (its attributes and nn.Module's).
-_LAYER_NAMES = set(dir(torch.nn.Module)) | {"weight", "in_features", "out_features", "epilogue", "math", "op_handle",
-                                            "config_for", "plan_for", "from_linear", "from_gated", "from_fp8"}
-
-
 class Refuse(Exception):
     """An op the epilogue cannot take, with the one-line reason."""
 
@@ -427,11 +422,9 @@ class _Region:
         for node, (g, x) in seeds.items():
             e = x
             if g.bias is not None:
-                if gated:
-                    name = self._name(g.bias)
-                else:
-                    name = "bias"
-                    self.names[("attr", g.bias)] = "bias"
+                # the layer's bias; a gated pair's two are b1 (x's) and b2 (x2's), as from_gated names them
+                name = ("b1" if x is E.X else "b2") if gated else "bias"
+                self.names[("attr", g.bias)] = name
                 self.kinds[name] = "col"
                 self.sources[name] = ("attr", g.bias)
                 e = x + E.param(name)
@@ -454,7 +447,7 @@ class _Region:
         if not re.match(r"[A-Za-z_]", base):
             base = "p_" + base
         base = base[:31]
-        if base in E.RESERVED or base == "bias" or base in _LAYER_NAMES:
+        if base in E.RESERVED or base in ("bias", "b1", "b2"):
             base = base[:30] + "_"
         name, i = base, 2
         taken = set(self.names.values())
@@ -623,8 +616,9 @@ class _Grown:
     def record(self, m_range):
         r, g = self.region, self.seeds[0]
         g2 = self.seeds[1] if self.gated else None
-        text = E.epilogue_text(self.expr, self.kinds)
-        bindings = tuple(Binding(name, self.kinds[name], *r.sources[name]) for name in sorted(self.kinds)
+        expr, kinds, old = _canonical_names(self.expr, self.kinds, ("b1", "b2") if self.gated else ("bias",))
+        text = E.epilogue_text(expr, kinds)
+        bindings = tuple(Binding(name, kinds[name], *r.sources[old[name]]) for name in sorted(kinds)
                          if not (name == "bias" and not self.gated))
         notes = tuple(msg for node, msg in r.notes.items() if node in self.nodes)
         return CapturedProblem(
@@ -633,7 +627,39 @@ class _Grown:
             nodes=tuple(n.name for n in sorted(self.nodes, key=r.order.get)), input=g.x.name,
             weight=g.weight, weight_transposed=g.transposed, bias=g.bias,
             weight2=g2.weight if g2 else None, bias2=g2.bias if g2 else None,
-            bindings=bindings, out_shape=r.vals[self.output].shape, m_range=m_range, lead=g.lead, notes=notes, expr=self.expr)
+            bindings=bindings, out_shape=r.vals[self.output].shape, m_range=m_range, lead=g.lead, notes=notes, expr=expr)
+
+
+_PREFIX = {"scalar": "s", "col": "v", "row": "r", "mat": "m"}
+
+
+def _canonical_names(expr, kinds, fixed):
+    """expr with its parameters named by kind and order of appearance (s1, v1, v2, r1, m1; the
+    layer's bias kept): the text, and so the database's key, is then the same whatever the model
+    calls its tensors, through fuse() or the torch.compile backend. Returns the new expression, the
+    new {name: kind} and {new name: old name}."""
+    order = []
+
+    def walk(e):
+        if e.op == "param" and e.value not in order:
+            order.append(e.value)
+        for a in e.args:
+            walk(a)
+    walk(expr)
+    new, count = {}, {}
+    for name in order:
+        if name in fixed:
+            new[name] = name
+            continue
+        kind = kinds[name]
+        count[kind] = count.get(kind, 0) + 1
+        new[name] = f"{_PREFIX[kind]}{count[kind]}"
+
+    def rename(e):
+        if e.op == "param":
+            return E.param(new[e.value])
+        return E.Expr(e.op, *[rename(a) for a in e.args], value=e.value)
+    return rename(expr), {new[n]: kinds[n] for n in order}, {v: k for k, v in new.items()}
 
 
 def _grow(gm, order, seeds, claimed):
@@ -715,7 +741,10 @@ def _binary(f, swap=False, commutes=False, doubles=False):
         if va is not None and va.tuple_of is None and vb is not None and vb.tuple_of is None:
             if doubles and a is b:  # v + v is v * 2 exactly, and reads v (a reduction's result) once
                 return _V(va.e * 2, out, va.reduced)
-            return _V(f(va.e, vb.e), out, va.reduced and vb.reduced)
+            ea, eb = va.e, vb.e
+            if commutes and E.uses(eb, "x") and not E.uses(ea, "x"):  # a gated pair: x's side first
+                ea, eb = eb, ea
+            return _V(f(ea, eb), out, va.reduced and vb.reduced)
         if va is not None and va.tuple_of is None:
             return _V(f(va.e, r.operand(b, va, out)), out, va.reduced)
         if vb is not None and vb.tuple_of is None:
