@@ -519,6 +519,33 @@ class CaptureCpuTest(unittest.TestCase):
                 torch.compile(MinSub(), backend=backend())(torch.randn(M, K))
         self.assertIn("is on cpu: fusedtune's kernels run on CUDA devices", str(cm.exception))
 
+    def test_layer_traced_by_inductor(self):
+        # Inductor's compile_fx traces a graph calling a FusedLinear with fake tensors (the backend's
+        # path): the layer becomes its op fusedtune::linear, which on CPU tensors refuses at run time.
+        if not library_loads():
+            self.skipTest("no libfusedtune")
+        from torch._inductor.compile_fx import compile_fx
+        from fusedtune.torch import FusedLinear
+
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layer = FusedLinear(K, N, epilogue="relu(x + bias)")
+
+            def forward(self, x):
+                return self.layer(x) * 2
+
+        class Leaf(torch.fx.Tracer):
+            def is_leaf_module(self, m, name):
+                return isinstance(m, FusedLinear) or super().is_leaf_module(m, name)
+        block = Block()
+        gm = torch.fx.GraphModule(block, Leaf().trace(block))
+        with torch.no_grad():
+            compiled = compile_fx(gm, [torch.randn(M, K)])
+            with self.assertRaises(fusedtune.InvalidArgumentError) as cm:
+                compiled(torch.randn(M, K))
+        self.assertIn("x is on cpu, weight on cpu: FusedLinear runs on CUDA tensors", str(cm.exception))
+
     def test_eval_batchnorm_and_dropout(self):
         # eval(): BatchNorm1d with its running statistics written out, Dropout an identity.
         model = ScaleBatchNorm()
