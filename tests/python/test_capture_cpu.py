@@ -512,6 +512,13 @@ class CaptureCpuTest(unittest.TestCase):
             torch.compile(SwiGLU(), backend=spy)(torch.randn(2, 4, K))
         # the same problems, the same keys, as problems() and fuse() give
         self.assertEqual(seen, [[("8x64x32", "silu(x) * x2"), ("8x32x64", "x + m1 where mat m1")]])
+        # torch.compile's dynamic shapes (sizes as inputs): left to Inductor unfused, with a warning
+        from fusedtune.torch.backend import FusedNotApplied
+        torch._dynamo.reset()
+        model, x = MinSub(), torch.randn(M, K)
+        with self.assertWarns(FusedNotApplied), torch.no_grad():
+            got = torch.compile(model, backend=backend(inductor=False, _layer_for=TorchLayer), dynamic=True)(x)
+        torch.testing.assert_close(got, model(x).detach())
         # the real layers: a model on the CPU is refused with fuse's message
         torch._dynamo.reset()
         with self.assertRaises(Exception) as cm:
@@ -643,6 +650,27 @@ class CaptureCpuTest(unittest.TestCase):
                                     "--max-candidates", "4"])
         self.assertEqual(text.splitlines()[1:], ["8x64x32,relu(x + bias),fp32", "8x64x64,relu(x + bias),fp32",
                                                  "8x16x64,x + bias,fp32"])
+
+    def test_dynamic_batch(self):
+        # fuse(..., dynamic=True): the first dimension of the inputs changes from call to call; the
+        # fused graph (layers computed by torch) gives the model's outputs at each.
+        for name in ("minsub", "logsumexp_mish", "residual_row", "instancenorm", "pool_sum", "swiglu", "minigpt",
+                     "batchnorm"):
+            with self.subTest(name):
+                model, args, found = self.run_case(name)
+                fused = fuse(model, *args, dynamic=True, _layer_for=TorchLayer)
+                for rows in (1 if name != "batchnorm" else 2, 3, 12):
+                    new = tuple(torch.randn(rows, *a.shape[1:]) for a in args)
+                    with torch.no_grad():
+                        want, got = model(*new), fused(*new)
+                    self.assertEqual(got.shape, want.shape, f"{name} at {rows}")
+                    torch.testing.assert_close(got, want, rtol=2e-5, atol=2e-5, msg=f"{name} at {rows}")
+        # only the first dimension: a model whose rows are another one keeps them
+        model, args, _ = self.run_case("strided")
+        fused = fuse(model, *args, dynamic=True, _layer_for=TorchLayer)
+        with self.assertRaises(fusedtune.InvalidArgumentError) as cm:
+            fused(torch.randn(K, 3), torch.randn(N, 3))
+        self.assertIn("input 0 has shape [32, 3], the example's was [*, 8]", str(cm.exception))
 
     def test_fused_model_keeps_the_example_shapes(self):
         # fuse() specializes to the example's shapes (torch.export's); another is refused in one line,

@@ -9,9 +9,16 @@ torch.compile(fuse(model, x, db=...)) does the same for one set of input shapes;
 fuses the graphs of later shapes and after graph breaks as Dynamo makes them (each is captured,
 looked up or tuned, and compiled once).
 """
+import warnings
+
+import torch
 from torch import nn
 
 from .fuse import fuse
+
+
+class FusedNotApplied(UserWarning):
+    """A graph the torch.compile backend hands to Inductor without fusing it."""
 
 
 class _Lifted(nn.Module):
@@ -40,6 +47,15 @@ def backend(db=None, autotune=False, math=None, nearest=False, inductor=True, _l
     Errors are fuse's (NotTunedError naming the tune command, a model not on CUDA), raised by
     torch.compile as BackendCompilerFailed."""
     def compile_fn(gm, example_inputs):
+        if any(not isinstance(t, torch.Tensor) for t in example_inputs):
+            # Dynamo's dynamic shapes pass sizes as inputs, which torch.export would fix at the
+            # example's values: this graph is left to Inductor, unfused, rather than risk that.
+            warnings.warn("fusedtune.torch.backend: a graph with symbolic sizes among its inputs (torch.compile's "
+                          "dynamic shapes) is compiled by Inductor unfused; torch.compile(..., dynamic=False) fuses "
+                          "each shape, fuse(model, x, dynamic=True) serves a changing batch", FusedNotApplied,
+                          stacklevel=2)
+            from torch._inductor.compile_fx import compile_fx
+            return compile_fx(gm, example_inputs) if inductor else gm.forward
         lifted = _Lifted(gm, example_inputs)
         user = [i for i, s in enumerate(lifted.slots) if s is None]
         inputs = [example_inputs[i] for i in user]
@@ -56,4 +72,4 @@ def backend(db=None, autotune=False, math=None, nearest=False, inductor=True, _l
     return compile_fn
 
 
-__all__ = ["backend"]
+__all__ = ["FusedNotApplied", "backend"]

@@ -171,13 +171,18 @@ class Capture(list):
         return text
 
 
-def export(model, example_inputs):
+def export(model, example_inputs, dynamic=False):
     """The model as torch.export traces it on example_inputs (its training or eval mode as it is):
-    the unlifted GraphModule, dead code removed."""
+    the unlifted GraphModule, dead code removed. dynamic: each tensor input's first dimension
+    dynamic where the model lets it be (Dim.AUTO)."""
     if not isinstance(model, torch.nn.Module):
         raise InvalidArgumentError(f"problems: model must be a torch.nn.Module, not {type(model).__name__}")
+    shapes = None
+    if dynamic:
+        auto = torch.export.Dim.AUTO
+        shapes = tuple({0: auto} if isinstance(t, torch.Tensor) and t.dim() else None for t in example_inputs)
     try:
-        ep = torch.export.export(model, tuple(example_inputs), strict=False)
+        ep = torch.export.export(model, tuple(example_inputs), dynamic_shapes=shapes, strict=False)
     except Exception as e:  # torch's own errors are many; name the step and keep its first line
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise UnsupportedError(f"torch.export could not trace {type(model).__name__} on the example inputs: "
