@@ -1,8 +1,9 @@
 """GPU test of the model path: small models (tests/python/test_capture_cpu.py's, at GPU-sized
 widths) tuned whole with fusedtune.torch.tune (a few candidates each, into a scratch database),
 rewritten with fusedtune.torch.fuse, and their outputs checked against the model run in float64
-(relative to the output's largest magnitude: fp32 1e-4, bf16 3e-2); one model also under
-torch.compile and captured into a CUDA graph; a model not tuned refused with the tune command.
+(relative to the output's largest magnitude: fp32 1e-4, bf16 3e-2); the SwiGLU MLP also under
+torch.compile, captured into a CUDA graph and through the torch.compile backend; MinSub fused with a
+dynamic batch (M buckets of the tuned 64); a model not tuned refused with the tune command.
 Prints eager and fused ms per call (CUDA events, 50 calls) for each model. Exits 77 (skipped)
 without torch, CUDA or a GPU.
 
@@ -28,6 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 sys.path.insert(0, HERE)
 import fusedtune  # noqa: E402
+from fusedtune import torch as fused_torch  # noqa: E402
 from fusedtune.torch import fuse, problems, tune  # noqa: E402
 import test_capture_cpu as models  # noqa: E402  (the model classes)
 
@@ -127,6 +129,20 @@ def main():
                 want = ref_model(*(t.double() for t in fresh))
             record(rel_err(out, want) <= TOL[dtype], f"{name}: a CUDA graph replayed on new inputs, error "
                                                      f"{rel_err(out, want):.2e}")
+            # the torch.compile backend: Dynamo's graph fused, the rest to Inductor
+            torch._dynamo.reset()
+            with torch.no_grad():
+                y = torch.compile(model, backend=fused_torch.backend(db=db), dynamic=False)(*args)
+            record(rel_err(y, ref) <= TOL[dtype], f"{name}: torch.compile(backend=fusedtune.torch.backend), error "
+                                                  f"{rel_err(y, ref):.2e}")
+        if name == "minsub":
+            # fuse(dynamic=True): other batch sizes served by the M bucket of the tuned 64
+            flex = fuse(model, *args, db=db, dynamic=True)
+            for rows in (40, 17, 100):
+                x = torch.randn(rows, models.K, device="cuda", dtype=dtype)
+                with torch.no_grad():
+                    e = rel_err(flex(x), ref_model(x.double()))
+                record(e <= TOL[dtype], f"{name}: fuse(dynamic=True) at M = {rows}, error {e:.2e}")
     # Not tuned: refused with the command that tunes it.
     other = os.path.join(scratch.name, "empty.db")
     fusedtune.Database(other, create=True).close()
