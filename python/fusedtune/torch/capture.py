@@ -138,8 +138,9 @@ class Capture(list):
 
     def __str__(self):
         gemms = sum(2 if p.gated else 1 for p in self)
-        lines = [f"{gemms} GEMM{'s' if gemms != 1 else ''} captured in {len(self)} layer{'s' if len(self) != 1 else ''}, "
-                 f"{len(self.unique())} problem{'s' if len(self.unique()) != 1 else ''} to tune:"]
+        plural = lambda n: "s" if n != 1 else ""  # noqa: E731
+        lines = [f"{gemms} GEMM{plural(gemms)} captured in {len(self)} layer{plural(len(self))}, "
+                 f"{len(self.unique())} problem{plural(len(self.unique()))} to tune:"]
         for p in self:
             lines += [f"  {p}"] + [f"      {b}" for b in p.bindings] + [f"      note: {n}" for n in p.notes]
         if self.left:
@@ -632,7 +633,8 @@ class _Grown:
             nodes=tuple(n.name for n in sorted(self.nodes, key=r.order.get)), input=g.x.name,
             weight=g.weight, weight_transposed=g.transposed, bias=g.bias,
             weight2=g2.weight if g2 else None, bias2=g2.bias if g2 else None,
-            bindings=bindings, out_shape=r.vals[self.output].shape, m_range=m_range, lead=g.lead, notes=notes, expr=expr)
+            bindings=bindings, out_shape=r.vals[self.output].shape, m_range=m_range, lead=g.lead, notes=notes,
+            expr=expr)
 
 
 _PREFIX = {"scalar": "s", "col": "v", "row": "r", "mat": "m"}
@@ -1045,7 +1047,8 @@ def _max(a, b):
 
 _HANDLERS = {}
 for _names, _h in [
-    (("add.Tensor", "add.Scalar", "add_.Tensor", "add_.Scalar"), _binary(lambda a, b: a + b, commutes=True, doubles=True)),
+    (("add.Tensor", "add.Scalar", "add_.Tensor", "add_.Scalar"),
+     _binary(lambda a, b: a + b, commutes=True, doubles=True)),
     (("sub.Tensor", "sub.Scalar", "sub_.Tensor", "sub_.Scalar"), _binary(lambda a, b: a - b)),
     (("rsub.Scalar", "rsub.Tensor"), _binary(lambda a, b: a - b, swap=True)),
     (("mul.Tensor", "mul.Scalar", "mul_.Tensor", "mul_.Scalar"), _binary(lambda a, b: a * b, commutes=True)),

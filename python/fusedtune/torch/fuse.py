@@ -92,6 +92,7 @@ def fuse(model, *example_inputs, db=None, autotune=False, math=None, nearest=Fal
     by_name = dict(original)
     attrs = {n.target: n for n in gm.graph.nodes if n.op == "get_attr"}
     aten = torch.ops.aten
+    contiguous = {"memory_format": torch.contiguous_format}
     layers = []
     for i, p in enumerate(found):
         layer = (_layer_for or layer_for)(p, gm, db=db, autotune=autotune, nearest=nearest)
@@ -103,7 +104,7 @@ def fuse(model, *example_inputs, db=None, autotune=False, math=None, nearest=Fal
         lead, in_dtype = [int(d) for d in x.meta["val"].shape[:-1]], x.meta["val"].dtype
         with gm.graph.inserting_before(out):
             if not x.meta["val"].is_contiguous():  # FusedLinear reads x and matrices row-major
-                x = gm.graph.call_function(aten.clone.default, (x,), {"memory_format": torch.contiguous_format})
+                x = gm.graph.call_function(aten.clone.default, (x,), contiguous)
             kwargs = {}
             for b in p.bindings:
                 if b.source == "attr" and b.kind != "mat":
@@ -116,7 +117,7 @@ def fuse(model, *example_inputs, db=None, autotune=False, math=None, nearest=Fal
                     node = gm.graph.call_function(aten.reshape.default, (node, [-1]))  # [M], contiguous
                 elif b.kind == "col" and (have != [p.n] or not node.meta["val"].is_contiguous()):
                     node = gm.graph.call_function(aten.reshape.default, (node, [p.n]))
-                    node = gm.graph.call_function(aten.clone.default, (node,), {"memory_format": torch.contiguous_format})
+                    node = gm.graph.call_function(aten.clone.default, (node,), contiguous)
                 kwargs[b.name] = node
             y = gm.graph.call_module(name, (x,), kwargs)
             fused_shape = lead + list(_tail(p))
