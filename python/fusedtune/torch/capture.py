@@ -735,7 +735,7 @@ def _unary(f):
     return h
 
 
-def _binary(f, swap=False, commutes=False, doubles=False):
+def _binary(f, swap=False, commutes=False, doubles=False, swish=False):
     def h(n, r):
         a, b = n.args[0], n.args[1]
         if swap:
@@ -749,6 +749,10 @@ def _binary(f, swap=False, commutes=False, doubles=False):
             if doubles and a is b:  # v + v is v * 2 exactly, and reads v (a reduction's result) once
                 return _V(va.e * 2, out, va.reduced)
             ea, eb = va.e, vb.e
+            if swish:  # v * sigmoid(v) is silu(v) (within an ulp), and reads v (a norm's result) once
+                for u, w in ((ea, eb), (eb, ea)):
+                    if w.op == "sigmoid" and E.same(w.args[0], u):
+                        return _V(E.call("silu", u), out, va.reduced and vb.reduced)
             if commutes and E.uses(eb, "x") and not E.uses(ea, "x"):  # a gated pair: x's side first
                 ea, eb = eb, ea
             return _V(f(ea, eb), out, va.reduced and vb.reduced)
@@ -1051,7 +1055,7 @@ for _names, _h in [
      _binary(lambda a, b: a + b, commutes=True, doubles=True)),
     (("sub.Tensor", "sub.Scalar", "sub_.Tensor", "sub_.Scalar"), _binary(lambda a, b: a - b)),
     (("rsub.Scalar", "rsub.Tensor"), _binary(lambda a, b: a - b, swap=True)),
-    (("mul.Tensor", "mul.Scalar", "mul_.Tensor", "mul_.Scalar"), _binary(lambda a, b: a * b, commutes=True)),
+    (("mul.Tensor", "mul.Scalar", "mul_.Tensor", "mul_.Scalar"), _binary(lambda a, b: a * b, commutes=True, swish=True)),
     (("div.Tensor", "div.Scalar", "div_.Tensor", "div_.Scalar"), _binary(lambda a, b: a / b)),
     (("minimum.default", "min.other", "fmin.default"), _binary(_min)),
     (("maximum.default", "max.other", "fmax.default"), _binary(_max)),

@@ -131,6 +131,12 @@ def uses(e, op):
     return e.op == op or any(uses(a, op) for a in e.args)
 
 
+def same(a, b):
+    """Whether two trees are the same expression."""
+    return (a.op == b.op and a.value == b.value and len(a.args) == len(b.args)
+            and all(same(x, y) for x, y in zip(a.args, b.args)))
+
+
 def params_of(e, out=None):
     out = {} if out is None else out
     if e.op == "param":
