@@ -200,6 +200,15 @@ class Names(nn.Module):  # parameters named like a layer's own attributes
         return self.fc(x) * self.weight + self.training_shift
 
 
+class BadNumbers(nn.Module):  # numbers float cannot hold end the epilogue
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(K, N)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x)) * 1e-40 + float("inf")
+
+
 class ResidualRow(nn.Module):  # a residual matrix and a row vector computed in the graph
     def __init__(self):
         super().__init__()
@@ -333,6 +342,8 @@ CASES = {
                 [("8x64x32", "x + bias + m1 where mat m1", "fp32", "fc")], {}),
     "names": (Names, lambda: (torch.randn(M, K),),
               [("8x64x32", "(x + bias) * v1 + v2 where col v1, col v2", "fp32", "fc")], {}),
+    "bad_numbers": (BadNumbers, lambda: (torch.randn(M, K),), [("8x64x32", "relu(x + bias)", "fp32", "fc")],
+                    {"mul": "the number 1e-40 is below float's normal range"}),
     "mlp": (MLP, lambda: (torch.randn(M, K),),
             [("8x64x32", "relu(x + bias)", "fp32", "network.0"), ("8x64x64", "relu(x + bias)", "fp32", "network.2"),
              ("8x16x64", "x + bias", "fp32", "network.4")], {}),

@@ -542,7 +542,7 @@ class _Region:
                 continue
             try:
                 v = _apply(n, self)
-            except Refuse as r:
+            except (Refuse, ValueError) as r:  # ValueError: a number the language cannot hold
                 self.reasons[n] = str(r)
                 continue
             out = _val(n)
