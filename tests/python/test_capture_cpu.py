@@ -608,6 +608,26 @@ class CaptureCpuTest(unittest.TestCase):
         self.assertEqual([(p.epilogue, p.mode) for p in found], [("logsumexp(x)", "bf16")])
         self.assertIn("converted to float32 after", found[0].notes[0])
 
+    def test_fp8(self):
+        # math="fp8" on a bf16 model: the fp8 problem (E with x * sx * sw, ft_fp8_epilogue's form)
+        # where the fp8 layer serves E (its bias only, x once, no reduction), bf16 with a note elsewhere.
+        bf = torch.bfloat16
+        found = problems(MLP().to(bf), torch.randn(M, K, dtype=bf), math="fp8")
+        self.assertEqual([(p.epilogue, p.mode, p.layer_epilogue) for p in found],
+                         [("relu(x * sx * sw + bias) where col sw, row sx", "fp8", "relu(x + bias)")] * 2 +
+                         [("x * sx * sw + bias where col sw, row sx", "fp8", "x + bias")])
+        self.assertEqual(found.to_problems_file().splitlines()[1], '8x64x32,"relu(x * sx * sw + bias) where col sw, '
+                                                                    'row sx",fp8')
+        if library_loads():
+            from fusedtune.fp8 import fp8_epilogue
+            for p in found:
+                self.assertEqual(fusedtune.inspect_epilogue(fp8_epilogue(p.layer_epilogue)).canonical, p.epilogue)
+        other = problems(MinSub().to(bf), torch.randn(M, K, dtype=bf), math="fp8")[0]
+        self.assertEqual((other.mode, other.epilogue), ("bf16", "min(x + bias, s1) - s1 where scalar s1"))
+        self.assertIn("fp8 does not serve this layer (its parameter s1", other.notes[-1])
+        with self.assertRaises(fusedtune.InvalidArgumentError):
+            problems(MinSub(), torch.randn(M, K), math="fp8")  # fp8 is a bf16 model's mode
+
     def test_problems_file(self):
         _, _, found = self.run_case("mlp")
         csv_text = found.to_problems_file()

@@ -27,7 +27,7 @@ from ..errors import InvalidArgumentError, UnsupportedError
 from . import expr as E
 
 _MODES = {torch.float32: None, torch.bfloat16: "bf16", torch.float16: "fp16"}
-_MODES_FOR = {torch.float32: ("fp32", "tf32", "3xtf32", "auto"), torch.bfloat16: ("bf16",),
+_MODES_FOR = {torch.float32: ("fp32", "tf32", "3xtf32", "auto"), torch.bfloat16: ("bf16", "fp8"),
               torch.float16: ("fp16",)}
 _EPS = 1e-5  # the eps of fusedtune's groupnorm and batchnorm
 
@@ -74,6 +74,7 @@ class CapturedProblem:
     m_range: object = None  # (lo, hi): tuned at M = lo, the powers of two between, and hi
     lead: tuple = ()        # x's leading dimensions in the example (their product is M)
     notes: tuple = ()
+    layer_epilogue: object = None  # E as the layer takes it, where it differs (fp8: E before its scales)
     expr: object = field(default=None, repr=False, compare=False)
 
     @property
@@ -300,9 +301,6 @@ def _mode_for(dtype, math):
                      f"and float16")
     if math is None:
         return _MODES[dtype]
-    if math == "fp8":
-        raise Refuse("math='fp8': capture does not write fp8 problems yet (FusedLinear.from_linear(lin, E, "
-                     "math='fp8') serves one layer)")
     if math not in _MODES_FOR[dtype]:
         raise InvalidArgumentError(f"math={math!r} on {str(dtype).replace('torch.', '')} tensors: the modes for "
                                    f"that dtype are {', '.join(_MODES_FOR[dtype])}")
@@ -624,20 +622,53 @@ class _Grown:
         g2 = self.seeds[1] if self.gated else None
         expr, kinds, old = _canonical_names(self.expr, self.kinds, ("b1", "b2") if self.gated else ("bias",))
         text = E.epilogue_text(expr, kinds)
+        mode, layer_text, fp8_note = g.mode, None, ()
+        if mode == "fp8":
+            why = _fp8_refusal(expr, kinds, g, self.gated)
+            if why is None:  # x * sx * sw in place of x: the dequantizing scales (ft_fp8_epilogue)
+                layer_text = text
+                scaled = _substitute_x(expr, E.X * E.param("sx") * E.param("sw"))
+                text = E.epilogue_text(scaled, dict(kinds, sx="row", sw="col"))
+            else:
+                mode = "bf16"
+                fp8_note = (f"fp8 does not serve this layer ({why}): it is tuned and served in bf16",)
         bindings = tuple(Binding(name, kinds[name], *r.sources[old[name]]) for name in sorted(kinds)
                          if not (name == "bias" and not self.gated))
-        notes = tuple(msg for node, msg in r.notes.items() if node in self.nodes)
+        notes = tuple(msg for node, msg in r.notes.items() if node in self.nodes) + fp8_note
         return CapturedProblem(
-            m=g.m, n=g.n, k=g.k, epilogue=text, math=g.mode, dtype=str(g.dtype).replace("torch.", ""),
+            m=g.m, n=g.n, k=g.k, epilogue=text, math=mode, dtype=str(g.dtype).replace("torch.", ""),
             where=g.where, node=g.node.name, output=self.output.name,
             nodes=tuple(n.name for n in sorted(self.nodes, key=r.order.get)), input=g.x.name,
             weight=g.weight, weight_transposed=g.transposed, bias=g.bias,
             weight2=g2.weight if g2 else None, bias2=g2.bias if g2 else None,
             bindings=bindings, out_shape=r.vals[self.output].shape, m_range=m_range, lead=g.lead, notes=notes,
-            expr=expr)
+            layer_epilogue=layer_text, expr=expr)
 
 
 _PREFIX = {"scalar": "s", "col": "v", "row": "r", "mat": "m"}
+
+
+def _fp8_refusal(expr, kinds, g, gated):
+    """Why the fp8 mode cannot serve a layer (FusedLinear's fp8 layer: E with its bias only, x once,
+    no reduction or matrix, N and K multiples of 16), or None."""
+    if gated:
+        return "a gated pair"
+    others = sorted(k for k in kinds if k != "bias")
+    if others:
+        return f"its parameter {others[0]}: the fp8 layer takes E with its bias only"
+    if any(n.op in E.REDUCTIONS for n in E._all(expr)):
+        return "a reduction"
+    if sum(n.op == "x" for n in E._all(expr)) != 1:
+        return "x read more than once"
+    if g.n % 16 or g.k % 16:
+        return f"N = {g.n}, K = {g.k}: fp8 needs multiples of 16"
+    return None
+
+
+def _substitute_x(e, by):
+    if e.op == "x":
+        return by
+    return E.Expr(e.op, *[_substitute_x(a, by) for a in e.args], value=e.value)
 
 
 def _canonical_names(expr, kinds, fixed):

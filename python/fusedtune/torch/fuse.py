@@ -58,6 +58,8 @@ def layer_for(p, gm, db=None, autotune=False, nearest=False):
             w2 = w2.detach().t().contiguous()
         return FusedLinear.from_gated(_shell(weight), _shell(w2), p.epilogue, params=params or None, **options)
     bias = _tensor(gm, p.bias) if p.bias is not None else None
+    if p.math == "fp8":  # W quantized once, x on every call (fusedtune.fp8.FP8Linear): E before its scales
+        return FusedLinear.from_linear(_shell(weight, bias), p.layer_epilogue, math="fp8", db=db)
     return FusedLinear.from_linear(_shell(weight, bias), p.epilogue, params=params or None, **options)
 
 
