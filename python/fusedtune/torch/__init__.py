@@ -9,7 +9,8 @@
 
 The package holds the layer (layer.py: FusedLinear, an inference-only nn.Module for nn.Linear + an
 epilogue), the torch operator it runs through under torch.compile (op.py: fusedtune::linear), and
-the model path: capture.py (problems), tune.py (tune), fuse.py (fuse), backend.py (backend). docs/PYTHON.md is the manual.
+the model path: capture.py (problems; ops.py the ops an epilogue takes, expr.py its text), tune.py
+(tune), fuse.py (fuse), backend.py (backend). docs/PYTHON.md is the manual.
 """
 from .layer import FusedLinear, NearestShapeWarning, interleave_gated
 from .capture import Capture, CapturedProblem, LeftInTorch, problems
