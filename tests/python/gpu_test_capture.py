@@ -29,6 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 sys.path.insert(0, HERE)
 import fusedtune  # noqa: E402
+import fusedtune.torch  # noqa: E402
 from fusedtune import torch as fused_torch  # noqa: E402
 from fusedtune.torch import fuse, problems, tune  # noqa: E402
 import test_capture_cpu as models  # noqa: E402  (the model classes)
@@ -140,6 +141,12 @@ def main():
             record(rel_err(y, ref) <= TOL[dtype], f"{name}: torch.compile(backend=fusedtune.torch.backend), error "
                                                   f"{rel_err(y, ref):.2e}")
         if name == "minsub":
+            # fuse(tolerance=...): the fastest stored mode within it (only fp32 is tuned here)
+            within = fuse(model, *args, db=db, tolerance=1e-4)
+            with torch.no_grad():
+                e = rel_err(within(*args), ref)
+            modes = [m._mode().name for m in within.modules() if isinstance(m, fusedtune.torch.FusedLinear)]
+            record(e <= TOL[dtype] and modes == ["fp32"], f"{name}: fuse(tolerance=1e-4): modes {modes}, error {e:.2e}")
             # fuse(dynamic=True): other batch sizes served by the M bucket of the tuned 64
             flex = fuse(model, *args, db=db, dynamic=True)
             for rows in (40, 17, 100):

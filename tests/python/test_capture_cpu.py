@@ -711,6 +711,11 @@ class CaptureCpuTest(unittest.TestCase):
             fused(torch.randn(M + 1, K))
         self.assertIn("input 0 has shape [9, 32], the example's was [8, 32]", str(cm.exception))
 
+    def test_fuse_tolerance_takes_no_fixed_mode(self):
+        with self.assertRaises(fusedtune.InvalidArgumentError) as cm:
+            fuse(MinSub(), torch.randn(M, K), math="tf32", tolerance=1e-4, _layer_for=TorchLayer)
+        self.assertIn("tolerance picks each layer's mode", str(cm.exception))
+
     def test_fuse_refuses_cpu(self):
         with self.assertRaises(fusedtune.InvalidArgumentError) as cm:
             fuse(MinSub(), torch.randn(M, K))

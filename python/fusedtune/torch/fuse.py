@@ -63,7 +63,8 @@ def layer_for(p, gm, db=None, autotune=False, nearest=False):
     return FusedLinear.from_linear(_shell(weight, bias), p.epilogue, params=params or None, **options)
 
 
-def fuse(model, *example_inputs, db=None, autotune=False, math=None, nearest=False, dynamic=False, _layer_for=None):
+def fuse(model, *example_inputs, db=None, autotune=False, math=None, nearest=False, dynamic=False, tolerance=None,
+         _layer_for=None):
     """model with every GEMM + epilogue fusedtune.torch.problems() captures served by a FusedLinear
     (gated pairs by one from_gated layer): a torch.fx GraphModule (torch.export's, on these example
     inputs), the other ops as they were. Inference only.
@@ -72,6 +73,9 @@ def fuse(model, *example_inputs, db=None, autotune=False, math=None, nearest=Fal
               of Database.tune options tunes what is missing (a writable db, the GPU's time);
     math      the mode (default: the dtype's; "tf32" or "3xtf32" for float32 models);
     nearest   serve a shape not tuned by the nearest tuned shape (with a warning) instead of refusing;
+    tolerance with math None or "auto": each layer in the fastest mode stored for it whose measured
+              error is within tolerance (Database.lookup_within: fp32, 3xtf32, tf32 for a float32
+              model; bf16 or the fp8 form for a bfloat16 one), at the example's M;
     dynamic   the inputs' first dimension (the batch) may change from call to call (torch.export's
               Dim.AUTO: dynamic where the model lets it be); each call's M is then served by its own
               tune or M bucket (tune with m_range); otherwise the example's shapes are fixed.
@@ -88,8 +92,13 @@ def fuse(model, *example_inputs, db=None, autotune=False, math=None, nearest=Fal
                     f"fuse: {name} is on {t.device}: fusedtune's kernels run on CUDA devices; move the model and "
                     f"the example inputs there (model.cuda()). fusedtune.torch.problems(model, ...) captures on "
                     f"any device")
+    if tolerance is not None and math not in (None, "auto"):
+        raise InvalidArgumentError(f"fuse: tolerance picks each layer's mode: math must be None or 'auto', not "
+                                   f"{math!r}")
     gm = export(model, example_inputs, dynamic=dynamic)
-    found = capture_graph(gm, math=math)
+    found = capture_graph(gm, math=None if tolerance is not None else math)
+    if tolerance is not None and _layer_for is None:
+        found = _modes_within(found, db, tolerance)
     original = {n.name: n for n in gm.graph.nodes}
     by_name = dict(original)
     attrs = {n.target: n for n in gm.graph.nodes if n.op == "get_attr"}
@@ -196,6 +205,35 @@ def rows_like(t, x, tail):
     """t as x's rows (its leading dimensions) followed by tail, contiguous: a matrix operand or a
     layer's output in the shape the model's graph has, whatever the call's M."""
     return t.reshape(*x.shape[:-1], *tail).contiguous()
+
+
+def _modes_within(found, db, tolerance):
+    """found with each problem's mode the fastest stored within tolerance (ft_lookup_within, on the
+    current CUDA device) and, where that is fp8, the fp8 layer's epilogue."""
+    import dataclasses
+    from .. import core
+    database = db if isinstance(db, core.Database) else core.Database(db, readonly=True)
+    try:
+        out = []
+        for p in found:
+            try:
+                config = database.lookup_within(core.Problem(p.m, p.n, p.k, p.epilogue, p.mode), tolerance)
+            except NotFoundError as e:
+                raise NotTunedError(f"fuse: {p.where or 'the model'} ({p.node}): {p.shape} '{p.epilogue}': no stored "
+                                    f"mode within {tolerance:g}: {e}", command=p.tune_command(db),
+                                    status=NotTunedError.status) from None
+            if config.math == "fp8":
+                from ..fp8 import fp8_epilogue
+                p = dataclasses.replace(p, math="fp8", layer_epilogue=p.epilogue,
+                                        epilogue=core.inspect_epilogue(fp8_epilogue(p.epilogue)).canonical)
+            elif config.math != p.mode:
+                p = dataclasses.replace(p, math=config.math)
+            out.append(p)
+        found[:] = out
+        return found
+    finally:
+        if database is not db:
+            database.close()
 
 
 def _tail(p):
