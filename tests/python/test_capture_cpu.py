@@ -189,6 +189,26 @@ class StridedInput(nn.Module):  # a GEMM of a transposed (non-contiguous) activa
         return self.fc(xt.t()) + r.t()
 
 
+class Names(nn.Module):  # parameters named like a layer's own attributes
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(K, N)
+        self.weight = nn.Parameter(torch.randn(N))
+        self.training_shift = nn.Parameter(torch.randn(N))
+
+    def forward(self, x):
+        return self.fc(x) * self.weight + self.training_shift
+
+
+class BadNumbers(nn.Module):  # numbers float cannot hold end the epilogue
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(K, N)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x)) * 1e-40 + float("inf")
+
+
 class ResidualRow(nn.Module):  # a residual matrix and a row vector computed in the graph
     def __init__(self):
         super().__init__()
@@ -283,20 +303,18 @@ GELU_TANH = ("(x + bias) * 0.5 * (tanh((x + bias + (x + bias) * (x + bias) * (x 
 # model, inputs, [(shape, epilogue, math, module)], {node: reason fragment} of what stays in PyTorch
 CASES = {
     "minsub": (MinSub, lambda: (torch.randn(M, K),),
-               [("8x64x32", "min(x + bias, constant) - constant where scalar constant", "fp32", "linear")], {}),
+               [("8x64x32", "min(x + bias, s1) - s1 where scalar s1", "fp32", "linear")], {}),
     "relubias": (ReluBias, lambda: (torch.randn(M, K),),
-                 [("8x64x32", "relu(x + bias_) where col bias_", "fp32", "gemm")], {}),
+                 [("8x64x32", "relu(x + v1) where col v1", "fp32", "gemm")], {}),
     "scalegelu": (ScaleGelu, lambda: (torch.randn(M, K),),
                   [("8x64x32", "gelu(clamp((x + bias) * 0.5, -2, 2))", "fp32", "gemm")], {}),
     "groupnorm": (GroupNormSwish, lambda: (torch.randn(M, K),),
-                  # swish after the norm reads its result twice, which the language's one reduction
-                  # cannot write: the epilogue ends at the norm
-                  [("8x64x32", "groupnorm(x + bias, 8) * group_norm_weight + group_norm_bias where col group_norm_bias, "
-                    "col group_norm_weight", "fp32", "gemm")],
-                  {"mul": "its result read twice after 'groupnorm': an epilogue holds one reduction"}),
+                  # x * sigmoid(x) after the norm is silu, which reads the norm's result once
+                  [("8x64x32", "silu(silu(groupnorm(x + bias, 8) * v1 + v2) * v3) where col v1, col v2, col v3",
+                    "fp32", "gemm")], {}),
     "batchnorm": (ScaleBatchNorm, lambda: (torch.randn(M, K),),
-                  [("8x64x32", "batchnorm((x + bias) * scale) * bn_weight + bn_bias where col bn_bias, col bn_weight, "
-                    "col scale", "fp32", "gemm")], {}),
+                  [("8x64x32", "batchnorm((x + bias) * v1) * v2 + v3 where col v1, col v2, col v3", "fp32", "gemm")],
+                  {}),
     "dropout": (DropoutSoftmax, lambda: (torch.randn(M, K),),
                 [("8x64x32", "x + bias", "fp32", "matmul")],
                 {"dropout": "dropout(p=0.2) in training mode zeroes random elements"}),
@@ -318,23 +336,27 @@ CASES = {
     "weight_kn": (WeightKN, lambda: (torch.randn(M, K),),
                   [("8x64x32", "tanh(x)", "fp32", ""), ("8x64x32", "x + bias", "fp32", "")], {}),
     "residual_row": (ResidualRow, lambda: (torch.randn(M, K), torch.randn(M, N)),
-                     [("8x64x32", "leaky_relu((x + bias) * sum_1, 0.1) + r where mat r, row sum_1", "fp32", "fc")],
+                     [("8x64x32", "leaky_relu((x + bias) * r1, 0.1) + m1 where mat m1, row r1", "fp32", "fc")],
                      {}),
     "strided": (StridedInput, lambda: (torch.randn(K, M), torch.randn(N, M)),
-                [("8x64x32", "x + bias + t_1 where mat t_1", "fp32", "fc")], {}),
+                [("8x64x32", "x + bias + m1 where mat m1", "fp32", "fc")], {}),
+    "names": (Names, lambda: (torch.randn(M, K),),
+              [("8x64x32", "(x + bias) * v1 + v2 where col v1, col v2", "fp32", "fc")], {}),
+    "bad_numbers": (BadNumbers, lambda: (torch.randn(M, K),), [("8x64x32", "relu(x + bias)", "fp32", "fc")],
+                    {"mul": "the number 1e-40 is below float's normal range"}),
     "mlp": (MLP, lambda: (torch.randn(M, K),),
             [("8x64x32", "relu(x + bias)", "fp32", "network.0"), ("8x64x64", "relu(x + bias)", "fp32", "network.2"),
              ("8x16x64", "x + bias", "fp32", "network.4")], {}),
     "swiglu": (SwiGLU, lambda: (torch.randn(2, 4, K),),
-               [("8x64x32", "silu(x) * x2", "fp32", "gate_proj"), ("8x32x64", "x + h where mat h", "fp32", "down_proj")],
+               [("8x64x32", "silu(x) * x2", "fp32", "gate_proj"), ("8x32x64", "x + m1 where mat m1", "fp32", "down_proj")],
                {}),
     "geglu_bias": (GeGLUBias, lambda: (torch.randn(M, K),),
-                   [("8x64x32", "(x2 + w3_bias) * gelu_tanh(x + w1_bias) where col w1_bias, col w3_bias", "fp32",
+                   [("8x64x32", "gelu_tanh(x + b1) * (x2 + b2) where col b1, col b2", "fp32",
                      "w1")], {}),
     "minigpt": (MiniGPTBlock, lambda: (torch.randn(2, 16, K),),
-                [("32x96x32", "x + bias", "fp32", "c_attn"), ("32x32x32", "x + bias + x_ where mat x_", "fp32",
+                [("32x96x32", "x + bias", "fp32", "c_attn"), ("32x32x32", "x + bias + m1 where mat m1", "fp32",
                                                                  "c_proj"),
-                 ("32x128x32", GELU_TANH, "fp32", "c_fc"), ("32x32x128", "x + bias + add where mat add", "fp32",
+                 ("32x128x32", GELU_TANH, "fp32", "c_fc"), ("32x32x128", "x + bias + m1 where mat m1", "fp32",
                                                             "mlp_proj")],
                 {"split": "'split' has no form", "matmul": "a product of two activations",
                  "layer_norm_1": "add, the epilogue's value before it, is also used by add_3"}),
@@ -350,16 +372,21 @@ class TorchLayer(nn.Module):
     def __init__(self, p, gm, **_):
         super().__init__()
         w = _tensor(gm, p.weight).detach()
-        self.w = w.t() if p.weight_transposed else w
-        self.w2 = _tensor(gm, p.weight2).detach() if p.gated else None
+        self.register_buffer("w", w.t() if p.weight_transposed else w)  # buffers, as FusedLinear's
+        self.register_buffer("w2", _tensor(gm, p.weight2).detach() if p.gated else None)
         self.p = p
-        self.fixed = {}
+        self.scalars, self.vectors = {}, []
         if p.bias is not None and not p.gated:
-            self.fixed["bias"] = _tensor(gm, p.bias).detach()
+            self.register_buffer("v_bias", _tensor(gm, p.bias).detach())
+            self.vectors.append("bias")
         for b in p.bindings:
             if b.source == "attr" and b.kind != "mat":
                 t = _tensor(gm, b.target).detach()
-                self.fixed[b.name] = float(t.reshape(())) if b.kind == "scalar" else t.reshape(-1)
+                if b.kind == "scalar":
+                    self.scalars[b.name] = float(t.reshape(()))
+                else:
+                    self.register_buffer("v_" + b.name, t.reshape(-1))
+                    self.vectors.append(b.name)
         self.calls = 0
 
     def forward(self, x, **operands):
@@ -367,7 +394,7 @@ class TorchLayer(nn.Module):
         if not x.is_contiguous() or not all(t.is_contiguous() for t in operands.values()):
             raise AssertionError("FusedLinear takes contiguous x and operands")
         p = self.p
-        env = dict(self.fixed)
+        env = dict(self.scalars, **{name: getattr(self, "v_" + name) for name in self.vectors})
         for b in p.bindings:
             if b.name in operands:
                 t = operands[b.name]
@@ -455,6 +482,87 @@ class CaptureCpuTest(unittest.TestCase):
                               str(n.target) in ("aten.linear.default", "aten.addmm.default")]
                 self.assertEqual(left_gemms, [], name)
 
+    def test_layers_construct(self):
+        # Each captured problem makes its FusedLinear (from_linear or from_gated, the bindings as
+        # params) on CPU tensors: names, kinds and shapes the layer accepts; no database is opened.
+        if not library_loads():
+            self.skipTest("no libfusedtune")
+        from fusedtune.torch import FusedLinear
+        from fusedtune.torch.fuse import layer_for
+        for name in CASES:
+            _, _, found = self.run_case(name)
+            for p in found:
+                layer = layer_for(p, found.graph, db=os.path.join(tempfile.gettempdir(), "never-opened.db"))
+                self.assertIsInstance(layer, FusedLinear, name)
+                self.assertEqual(layer.epilogue.canonical, p.epilogue, name)
+                self.assertEqual((layer.in_features, layer.out_features), (p.k, p.n), name)
+                self.assertEqual(tuple(layer.weight.shape), (2 * p.n if p.gated else p.n, p.k), name)
+
+    def test_backend(self):
+        # torch.compile(model, backend=backend(...)): Dynamo's graph (its parameters as inputs) fused,
+        # then Inductor (or not); the layers computed by torch give the model's outputs.
+        from fusedtune.torch import backend
+        for name, inductor in (("minsub", True), ("swiglu", False), ("minigpt", False)):
+            torch._dynamo.reset()
+            model, args, found = self.run_case(name)
+            with torch.no_grad():
+                want = model(*args)
+                got = torch.compile(model, backend=backend(inductor=inductor, _layer_for=TorchLayer))(*args)
+            torch.testing.assert_close(got, want, rtol=2e-5, atol=2e-5, msg=name)
+        # Dynamo's graph holds what fuse() found in the model
+        torch._dynamo.reset()
+        seen = []
+        inner = backend(inductor=False, _layer_for=TorchLayer)
+
+        def spy(gm, inputs):
+            call = inner(gm, inputs)
+            seen.append([(p.shape, p.epilogue) for p in call.fused.fused])
+            return call
+        with torch.no_grad():
+            torch.compile(SwiGLU(), backend=spy)(torch.randn(2, 4, K))
+        # the same problems, the same keys, as problems() and fuse() give
+        self.assertEqual(seen, [[("8x64x32", "silu(x) * x2"), ("8x32x64", "x + m1 where mat m1")]])
+        # torch.compile's dynamic shapes (sizes as inputs): left to Inductor unfused, with a warning
+        from fusedtune.torch.backend import FusedNotApplied
+        torch._dynamo.reset()
+        model, x = MinSub(), torch.randn(M, K)
+        with self.assertWarns(FusedNotApplied), torch.no_grad():
+            got = torch.compile(model, backend=backend(inductor=False, _layer_for=TorchLayer), dynamic=True)(x)
+        torch.testing.assert_close(got, model(x).detach())
+        # the real layers: a model on the CPU is refused with fuse's message
+        torch._dynamo.reset()
+        with self.assertRaises(Exception) as cm:
+            with torch.no_grad():
+                torch.compile(MinSub(), backend=backend())(torch.randn(M, K))
+        self.assertIn("is on cpu: fusedtune's kernels run on CUDA devices", str(cm.exception))
+
+    def test_layer_traced_by_inductor(self):
+        # Inductor's compile_fx traces a graph calling a FusedLinear with fake tensors (the backend's
+        # path): the layer becomes its op fusedtune::linear, which on CPU tensors refuses at run time.
+        if not library_loads():
+            self.skipTest("no libfusedtune")
+        from torch._inductor.compile_fx import compile_fx
+        from fusedtune.torch import FusedLinear
+
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layer = FusedLinear(K, N, epilogue="relu(x + bias)")
+
+            def forward(self, x):
+                return self.layer(x) * 2
+
+        class Leaf(torch.fx.Tracer):
+            def is_leaf_module(self, m, name):
+                return isinstance(m, FusedLinear) or super().is_leaf_module(m, name)
+        block = Block()
+        gm = torch.fx.GraphModule(block, Leaf().trace(block))
+        with torch.no_grad():
+            compiled = compile_fx(gm, [torch.randn(M, K)])
+            with self.assertRaises(fusedtune.InvalidArgumentError) as cm:
+                compiled(torch.randn(M, K))
+        self.assertIn("x is on cpu, weight on cpu: FusedLinear runs on CUDA tensors", str(cm.exception))
+
     def test_eval_batchnorm_and_dropout(self):
         # eval(): BatchNorm1d with its running statistics written out, Dropout an identity.
         model = ScaleBatchNorm()
@@ -464,8 +572,7 @@ class CaptureCpuTest(unittest.TestCase):
         x = torch.randn(M, K)
         found = problems(model, x)
         self.assertEqual([p.epilogue for p in found], [
-            "((x + bias) * scale - bn_running_mean) / sqrt(bn_running_var + 1e-5) * bn_weight + bn_bias where col "
-            "bn_bias, col bn_running_mean, col bn_running_var, col bn_weight, col scale"])
+            "((x + bias) * v1 - v2) / sqrt(v3 + 1e-5) * v4 + v5 where col v1, col v2, col v3, col v4, col v5"])
         with torch.no_grad():
             torch.testing.assert_close(fuse(model, x, _layer_for=TorchLayer)(x), model(x), rtol=2e-5, atol=2e-5)
         drop = DropoutSoftmax().eval()
@@ -501,6 +608,26 @@ class CaptureCpuTest(unittest.TestCase):
         self.assertEqual([(p.epilogue, p.mode) for p in found], [("logsumexp(x)", "bf16")])
         self.assertIn("converted to float32 after", found[0].notes[0])
 
+    def test_fp8(self):
+        # math="fp8" on a bf16 model: the fp8 problem (E with x * sx * sw, ft_fp8_epilogue's form)
+        # where the fp8 layer serves E (its bias only, x once, no reduction), bf16 with a note elsewhere.
+        bf = torch.bfloat16
+        found = problems(MLP().to(bf), torch.randn(M, K, dtype=bf), math="fp8")
+        self.assertEqual([(p.epilogue, p.mode, p.layer_epilogue) for p in found],
+                         [("relu(x * sx * sw + bias) where col sw, row sx", "fp8", "relu(x + bias)")] * 2 +
+                         [("x * sx * sw + bias where col sw, row sx", "fp8", "x + bias")])
+        self.assertEqual(found.to_problems_file().splitlines()[1], '8x64x32,"relu(x * sx * sw + bias) where col sw, '
+                                                                    'row sx",fp8')
+        if library_loads():
+            from fusedtune.fp8 import fp8_epilogue
+            for p in found:
+                self.assertEqual(fusedtune.inspect_epilogue(fp8_epilogue(p.layer_epilogue)).canonical, p.epilogue)
+        other = problems(MinSub().to(bf), torch.randn(M, K, dtype=bf), math="fp8")[0]
+        self.assertEqual((other.mode, other.epilogue), ("bf16", "min(x + bias, s1) - s1 where scalar s1"))
+        self.assertIn("fp8 does not serve this layer (its parameter s1", other.notes[-1])
+        with self.assertRaises(fusedtune.InvalidArgumentError):
+            problems(MinSub(), torch.randn(M, K), math="fp8")  # fp8 is a bf16 model's mode
+
     def test_problems_file(self):
         _, _, found = self.run_case("mlp")
         csv_text = found.to_problems_file()
@@ -524,7 +651,7 @@ class CaptureCpuTest(unittest.TestCase):
         text = str(gpt)
         self.assertIn("4 GEMMs captured in 4 layers, 4 problems to tune", text)
         self.assertIn("matmul (matmul", text)
-        self.assertIn("mat add = node add", text)
+        self.assertIn("mat m1 = node add", text)
 
     def test_tune_on_a_cluster_writes_the_problem_file(self):
         # tune(scheduler=...) hands the problem file to python3 -m fusedtune.cluster tune (its own
@@ -554,6 +681,27 @@ class CaptureCpuTest(unittest.TestCase):
         self.assertEqual(text.splitlines()[1:], ["8x64x32,relu(x + bias),fp32", "8x64x64,relu(x + bias),fp32",
                                                  "8x16x64,x + bias,fp32"])
 
+    def test_dynamic_batch(self):
+        # fuse(..., dynamic=True): the first dimension of the inputs changes from call to call; the
+        # fused graph (layers computed by torch) gives the model's outputs at each.
+        for name in ("minsub", "logsumexp_mish", "residual_row", "instancenorm", "pool_sum", "swiglu", "minigpt",
+                     "batchnorm"):
+            with self.subTest(name):
+                model, args, found = self.run_case(name)
+                fused = fuse(model, *args, dynamic=True, _layer_for=TorchLayer)
+                for rows in (1 if name != "batchnorm" else 2, 3, 12):
+                    new = tuple(torch.randn(rows, *a.shape[1:]) for a in args)
+                    with torch.no_grad():
+                        want, got = model(*new), fused(*new)
+                    self.assertEqual(got.shape, want.shape, f"{name} at {rows}")
+                    torch.testing.assert_close(got, want, rtol=2e-5, atol=2e-5, msg=f"{name} at {rows}")
+        # only the first dimension: a model whose rows are another one keeps them
+        model, args, _ = self.run_case("strided")
+        fused = fuse(model, *args, dynamic=True, _layer_for=TorchLayer)
+        with self.assertRaises(fusedtune.InvalidArgumentError) as cm:
+            fused(torch.randn(K, 3), torch.randn(N, 3))
+        self.assertIn("input 0 has shape [32, 3], the example's was [*, 8]", str(cm.exception))
+
     def test_fused_model_keeps_the_example_shapes(self):
         # fuse() specializes to the example's shapes (torch.export's); another is refused in one line,
         # by fuse's own check (torch.export's slower checks are taken out).
@@ -562,6 +710,11 @@ class CaptureCpuTest(unittest.TestCase):
         with self.assertRaises(fusedtune.InvalidArgumentError) as cm:
             fused(torch.randn(M + 1, K))
         self.assertIn("input 0 has shape [9, 32], the example's was [8, 32]", str(cm.exception))
+
+    def test_fuse_tolerance_takes_no_fixed_mode(self):
+        with self.assertRaises(fusedtune.InvalidArgumentError) as cm:
+            fuse(MinSub(), torch.randn(M, K), math="tf32", tolerance=1e-4, _layer_for=TorchLayer)
+        self.assertIn("tolerance picks each layer's mode", str(cm.exception))
 
     def test_fuse_refuses_cpu(self):
         with self.assertRaises(fusedtune.InvalidArgumentError) as cm:

@@ -56,8 +56,10 @@ X2 = Expr("x2")
 def num(v):
     """A number; a negative one is the unary minus of its magnitude, as the parser reads `-2`."""
     v = float(v)
-    if not _math.isfinite(v):
-        raise ValueError(f"{v} is not finite: the language holds finite numbers only")
+    if not _math.isfinite(v) or abs(v) > 3.4028234663852886e38:
+        raise ValueError(f"the number {v} is not finite in float: the language holds float's finite numbers")
+    if 0 < abs(v) < 1.17549435e-38:
+        raise ValueError(f"the number {v} is below float's normal range (the kernels compute in float)")
     if v < 0 or (v == 0 and _math.copysign(1, v) < 0):
         return Expr("neg", Expr("num", value=-v))
     return Expr("num", value=v)
@@ -129,6 +131,12 @@ def text(e):
 def uses(e, op):
     """Whether the tree holds a node of op."""
     return e.op == op or any(uses(a, op) for a in e.args)
+
+
+def same(a, b):
+    """Whether two trees are the same expression."""
+    return (a.op == b.op and a.value == b.value and len(a.args) == len(b.args)
+            and all(same(x, y) for x, y in zip(a.args, b.args)))
 
 
 def params_of(e, out=None):

@@ -58,18 +58,27 @@ def layer_for(p, gm, db=None, autotune=False, nearest=False):
             w2 = w2.detach().t().contiguous()
         return FusedLinear.from_gated(_shell(weight), _shell(w2), p.epilogue, params=params or None, **options)
     bias = _tensor(gm, p.bias) if p.bias is not None else None
+    if p.math == "fp8":  # W quantized once, x on every call (fusedtune.fp8.FP8Linear): E before its scales
+        return FusedLinear.from_linear(_shell(weight, bias), p.layer_epilogue, math="fp8", db=db)
     return FusedLinear.from_linear(_shell(weight, bias), p.epilogue, params=params or None, **options)
 
 
-def fuse(model, *example_inputs, db=None, autotune=False, math=None, nearest=False, _layer_for=None):
+def fuse(model, *example_inputs, db=None, autotune=False, math=None, nearest=False, dynamic=False, tolerance=None,
+         _layer_for=None):
     """model with every GEMM + epilogue fusedtune.torch.problems() captures served by a FusedLinear
     (gated pairs by one from_gated layer): a torch.fx GraphModule (torch.export's, on these example
-    inputs: their shapes are fixed), the other ops as they were. Inference only.
+    inputs), the other ops as they were. Inference only.
 
     db        the database (path or fusedtune.Database) holding the tunes; autotune: True or a dict
               of Database.tune options tunes what is missing (a writable db, the GPU's time);
     math      the mode (default: the dtype's; "tf32" or "3xtf32" for float32 models);
-    nearest   serve a shape not tuned by the nearest tuned shape (with a warning) instead of refusing.
+    nearest   serve a shape not tuned by the nearest tuned shape (with a warning) instead of refusing;
+    tolerance with math None or "auto": each layer in the fastest mode stored for it whose measured
+              error is within tolerance (Database.lookup_within: fp32, 3xtf32, tf32 for a float32
+              model; bf16 or the fp8 form for a bfloat16 one), at the example's M;
+    dynamic   the inputs' first dimension (the batch) may change from call to call (torch.export's
+              Dim.AUTO: dynamic where the model lets it be); each call's M is then served by its own
+              tune or M bucket (tune with m_range); otherwise the example's shapes are fixed.
 
     Refused: a model whose parameters are not on a CUDA device (InvalidArgumentError), and a layer
     whose problem is not tuned at its M or an M bucket (NotTunedError, .command the tune command),
@@ -83,12 +92,18 @@ def fuse(model, *example_inputs, db=None, autotune=False, math=None, nearest=Fal
                     f"fuse: {name} is on {t.device}: fusedtune's kernels run on CUDA devices; move the model and "
                     f"the example inputs there (model.cuda()). fusedtune.torch.problems(model, ...) captures on "
                     f"any device")
-    gm = export(model, example_inputs)
-    found = capture_graph(gm, math=math)
+    if tolerance is not None and math not in (None, "auto"):
+        raise InvalidArgumentError(f"fuse: tolerance picks each layer's mode: math must be None or 'auto', not "
+                                   f"{math!r}")
+    gm = export(model, example_inputs, dynamic=dynamic)
+    found = capture_graph(gm, math=None if tolerance is not None else math)
+    if tolerance is not None and _layer_for is None:
+        found = _modes_within(found, db, tolerance)
     original = {n.name: n for n in gm.graph.nodes}
     by_name = dict(original)
     attrs = {n.target: n for n in gm.graph.nodes if n.op == "get_attr"}
     aten = torch.ops.aten
+    contiguous = {"memory_format": torch.contiguous_format}
     layers = []
     for i, p in enumerate(found):
         layer = (_layer_for or layer_for)(p, gm, db=db, autotune=autotune, nearest=nearest)
@@ -97,24 +112,32 @@ def fuse(model, *example_inputs, db=None, autotune=False, math=None, nearest=Fal
         layers.append((p, layer))
         out = by_name[p.output]
         x = by_name[p.input]  # perhaps an earlier layer's output, replaced by its call
-        lead, in_dtype = list(x.meta["val"].shape[:-1]), x.meta["val"].dtype
+        lead, in_dtype = [int(d) for d in x.meta["val"].shape[:-1]], x.meta["val"].dtype
         with gm.graph.inserting_before(out):
             if not x.meta["val"].is_contiguous():  # FusedLinear reads x and matrices row-major
-                x = gm.graph.call_function(aten.clone.default, (x,), {"memory_format": torch.contiguous_format})
+                x = gm.graph.call_function(aten.clone.default, (x,), contiguous)
             kwargs = {}
             for b in p.bindings:
                 if b.source == "attr" and b.kind != "mat":
                     continue
                 node = attrs[b.target] if b.source == "attr" else by_name[b.target]
-                shape = {"col": [p.n], "row": [p.m], "mat": lead + [p.n]}[b.kind]
-                if list(node.meta["val"].shape) != shape or not node.meta["val"].is_contiguous():
-                    node = gm.graph.call_function(aten.reshape.default, (node, shape))
-                    node = gm.graph.call_function(aten.clone.default, (node,), {"memory_format": torch.contiguous_format})
+                have = [int(d) for d in node.meta["val"].shape]
+                if b.kind == "mat" and (have != lead + [p.n] or not node.meta["val"].is_contiguous()):
+                    node = gm.graph.call_function(rows_like, (node, x, (p.n,)))
+                elif b.kind == "row" and (have != [p.m] or not node.meta["val"].is_contiguous()):
+                    node = gm.graph.call_function(aten.reshape.default, (node, [-1]))  # [M], contiguous
+                elif b.kind == "col" and (have != [p.n] or not node.meta["val"].is_contiguous()):
+                    node = gm.graph.call_function(aten.reshape.default, (node, [p.n]))
+                    node = gm.graph.call_function(aten.clone.default, (node,), contiguous)
                 kwargs[b.name] = node
             y = gm.graph.call_module(name, (x,), kwargs)
             fused_shape = lead + list(_tail(p))
-            if list(p.out_shape) != fused_shape:
-                y = gm.graph.call_function(aten.reshape.default, (y, list(p.out_shape)))
+            out_shape = list(p.out_shape)
+            if out_shape != fused_shape:
+                if out_shape[:len(lead)] == lead:  # [M, 1] after a keepdim reduction: x's rows, then the rest
+                    y = gm.graph.call_function(rows_like, (y, x, tuple(out_shape[len(lead):])))
+                else:
+                    y = gm.graph.call_function(aten.reshape.default, (y, out_shape))
             out_dtype = out.meta["val"].dtype
             if out_dtype != in_dtype:
                 y = gm.graph.call_function(aten._to_copy.default, (y,), {"dtype": out_dtype})
@@ -132,8 +155,7 @@ def fuse(model, *example_inputs, db=None, autotune=False, math=None, nearest=Fal
         if n.op == "call_module" and n.target == "_guards_fn" and not n.users:
             gm.graph.erase_node(n)
     inputs = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    shapes = tuple(tuple(n.meta["val"].shape) if isinstance(n.meta.get("val"), torch.Tensor) else None
-                   for n in inputs)
+    shapes = tuple(_example_shape(n.meta.get("val")) for n in inputs)
     if inputs:
         with gm.graph.inserting_after(inputs[-1]):
             gm.graph.call_function(check_shapes, tuple(inputs), {"shapes": shapes})
@@ -159,12 +181,59 @@ def fuse(model, *example_inputs, db=None, autotune=False, math=None, nearest=Fal
     return gm
 
 
+def _example_shape(v):
+    """An input's shape for check_shapes: a tuple of ints, None for a dynamic dimension; None for a
+    value that is not a tensor."""
+    if not isinstance(v, torch.Tensor):
+        return None
+    return tuple(d if isinstance(d, int) else None for d in v.shape)
+
+
 def check_shapes(*inputs, shapes):
-    """The fused model's inputs against the example's shapes, which fuse() specialized to."""
+    """The fused model's inputs against the example's shapes, which fuse() specialized to (None: a
+    dynamic dimension, any size)."""
     for i, (t, shape) in enumerate(zip(inputs, shapes)):
-        if shape is not None and t.shape != shape:
+        if shape is not None and t.shape != shape and (
+                len(t.shape) != len(shape) or any(s is not None and d != s for d, s in zip(t.shape, shape))):
+            want = ", ".join("*" if s is None else str(s) for s in shape)
             raise InvalidArgumentError(f"fused model: input {i} has shape {list(t.shape)}, the example's was "
-                                       f"{list(shape)}: fuse() keeps the example's shapes; fuse again for this one")
+                                       f"[{want}]: fuse() keeps the example's shapes (* a dynamic dimension); "
+                                       f"fuse again for this one, or fuse(..., dynamic=True)")
+
+
+def rows_like(t, x, tail):
+    """t as x's rows (its leading dimensions) followed by tail, contiguous: a matrix operand or a
+    layer's output in the shape the model's graph has, whatever the call's M."""
+    return t.reshape(*x.shape[:-1], *tail).contiguous()
+
+
+def _modes_within(found, db, tolerance):
+    """found with each problem's mode the fastest stored within tolerance (ft_lookup_within, on the
+    current CUDA device) and, where that is fp8, the fp8 layer's epilogue."""
+    import dataclasses
+    from .. import core
+    database = db if isinstance(db, core.Database) else core.Database(db, readonly=True)
+    try:
+        out = []
+        for p in found:
+            try:
+                config = database.lookup_within(core.Problem(p.m, p.n, p.k, p.epilogue, p.mode), tolerance)
+            except NotFoundError as e:
+                raise NotTunedError(f"fuse: {p.where or 'the model'} ({p.node}): {p.shape} '{p.epilogue}': no stored "
+                                    f"mode within {tolerance:g}: {e}", command=p.tune_command(db),
+                                    status=NotTunedError.status) from None
+            if config.math == "fp8":
+                from ..fp8 import fp8_epilogue
+                p = dataclasses.replace(p, math="fp8", layer_epilogue=p.epilogue,
+                                        epilogue=core.inspect_epilogue(fp8_epilogue(p.epilogue)).canonical)
+            elif config.math != p.mode:
+                p = dataclasses.replace(p, math=config.math)
+            out.append(p)
+        found[:] = out
+        return found
+    finally:
+        if database is not db:
+            database.close()
 
 
 def _tail(p):

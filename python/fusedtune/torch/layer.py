@@ -314,8 +314,10 @@ class FusedLinear(nn.Module):
         grad = _grad_enabled()
         if not isinstance(x, torch.Tensor):
             raise InvalidArgumentError(f"x must be a tensor, not {type(x).__name__}")
-        if x.is_meta:
-            return self._forward_op(x, params)  # the op's meta implementation: shape and dtype
+        if x.is_meta or (x.__class__ is not _Tensor and _traced(x)):
+            # the op's meta implementation (shape and dtype), or the op itself into a graph that
+            # make_fx / AOTAutograd trace with fake tensors (Inductor's compile_fx, fusedtune.torch.backend)
+            return self._forward_op(x, params)
         w, dev = self.weight, self.weight.device
         check_no_grad("x", x, grad)
         check_no_grad("weight", w, grad)
@@ -466,6 +468,12 @@ def interleave_gated(w1, w2):
         raise InvalidArgumentError(f"interleave_gated: N = {n} must be a positive multiple of 8 (the rows alternate "
                                    f"in groups of 8)")
     return torch.stack((w1.reshape(n // 8, 8, k), w2.reshape(n // 8, 8, k)), dim=1).reshape(2 * n, k).contiguous()
+
+
+def _traced(x):
+    """Whether x is a fake tensor of a trace (FakeTensor, or a functional tensor over one)."""
+    from torch._guards import detect_fake_mode
+    return detect_fake_mode([x]) is not None
 
 
 def _op_fail(message):
