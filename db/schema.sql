@@ -1,7 +1,7 @@
 -- fusedtune results database, schema version 1.
 --
 -- This script creates a version-1 database from nothing; db.c runs it in one transaction on an
--- empty file. Later versions are reached by the ordered migration steps in src/db.c (version N ->
+-- empty file. Later versions are reached by the ordered migration steps in src/db/db_open.c (version N ->
 -- N + 1), never by editing this file's meaning. Column meanings: docs/FORMAT.md.
 --
 -- Times are milliseconds; NULL means "not measured". Timestamps are ISO-8601 UTC text
@@ -89,7 +89,7 @@ CREATE INDEX results_by_key ON results (device_id, problem_id, strategy, source_
 CREATE INDEX results_by_run ON results (run_id);
 -- The best candidate of a (device, problem) is the first entry of this partial index: the
 -- lookup is one index seek. (Version 2 replaces it with results_best_rank, in the order of the
--- rank: src/db_open.c.) The WHERE must stay textually identical to the one in the view
+-- rank: src/db/db_open.c.) The WHERE must stay textually identical to the one in the view
 -- and in db.c, or SQLite will not use the index.
 CREATE INDEX results_best ON results (device_id, problem_id, median_ms, created, uuid)
   WHERE status = 'ok' AND strategy IN ('fused', 'cublas+epilogue') AND median_ms IS NOT NULL;
@@ -98,7 +98,7 @@ CREATE INDEX results_eager ON results (device_id, problem_id, created, uuid)
   WHERE status = 'ok' AND strategy = 'eager' AND median_ms IS NOT NULL;
 
 -- Derived, never edited (schema version 2 replaces this view: its migration step in
--- src/db_open.c ranks by results.gemm_ratio). Here, in version 1: per (device, problem) the
+-- src/db/db_open.c ranks by results.gemm_ratio). Here, in version 1: per (device, problem) the
 -- correct launchable result with the lowest median; ties go to the earlier created, then the smaller uuid, so every copy of the same data
 -- agrees. device_id and problem_id come from g so that a WHERE on them is pushed into g (one
 -- index range) instead of scanning every best.

@@ -1,13 +1,13 @@
 // fusedtune device-side common code: the epilogue argument block and cp.async helpers.
 // Compiled by NVRTC without system headers, so only builtins are used.
 
-// FT_EP_SLOTS, FT_AUX_BLOCK and FT_AUX_ELEMS come from the host (src/kernel_abi.h), written
+// FT_EP_SLOTS, FT_AUX_BLOCK and FT_AUX_ELEMS come from the host (src/base/kernel_abi.h), written
 // by codegen: one definition for both sides.
 #if !defined(FT_EP_SLOTS) || !defined(FT_AUX_BLOCK) || !defined(FT_AUX_ELEMS)
 #error "fusedtune: kernel ABI constants missing (codegen writes them)"
 #endif
 
-// Element type of the tensors (FT_DTYPE, from the variant's math mode; src/kernel_abi.h):
+// Element type of the tensors (FT_DTYPE, from the variant's math mode; src/base/kernel_abi.h):
 // 0 fp32, 1 bf16, 2 fp16. ft_elem_t is the storage type; ft_to_float / ft_from_float convert
 // (round to nearest even when narrowing). ft_vec_t is an epilogue vector's element: it reads
 // as float in every mode, so `x + ep.v[0][col]` is the same expression text everywhere.
@@ -56,7 +56,7 @@ __device__ __forceinline__ unsigned ft_pack2(float lo, float hi) {
 #endif
 
 // A vector slot that E reads as fp32 where the mode's vectors are 16-bit (fp8's scales; codegen
-// writes ft_vf32(ep.v[i]) for those, src/fp8.h).
+// writes ft_vf32(ep.v[i]) for those, src/epilogue/fp8.h).
 template <class T>
 __device__ __forceinline__ const float *ft_vf32(const T *p) {
   return reinterpret_cast<const float *>(p);

@@ -1,5 +1,5 @@
 /* Device functions of the epilogue language (docs/EPILOGUE.md gives the definitions; the host
- * evaluator in src/epilogue.c computes the same ones in double). Self-contained: codegen
+ * evaluator in src/epilogue/epilogue.c computes the same ones in double). Self-contained: codegen
  * concatenates this text before the kernel, and NVRTC provides the CUDA math functions.
  *
  * Two forms, chosen by the math mode (codegen writes FT_EPI_FAST 1 for tf32, bf16 and fp16):

@@ -1,5 +1,5 @@
 // fusedtune gated pass: Y [M, N] = E(x, x2) from G [M, 2N], cuBLAS's product of x with the
-// interleaved weight (src/gated.h): output column c's x is G's column 16 (c / 8) + c % 8, its x2
+// interleaved weight (src/family/gated.h): output column c's x is G's column 16 (c / 8) + c % 8, its x2
 // the column 8 further. The "cuBLAS GEMM, then one pass" strategy of a gated pair.
 //
 // Variant defines: FT_BLOCK, FT_VEC (outputs per access: 1, 2, 4, or 8 with 16-bit elements) and

@@ -34,7 +34,7 @@
 #if FT_BK % 4 != 0 || FT_BK % FT_VEC != 0 || FT_BM % FT_TM != 0 || FT_BN % FT_TN != 0
 #error "fusedtune: inconsistent GEMM variant"
 #endif
-// The host sizes the launch's dynamic shared memory (src/family_fp32_rows.c): FT_STAGES
+// The host sizes the launch's dynamic shared memory (src/family/family_fp32_rows.c): FT_STAGES
 // buffers, or two for register staging.
 static_assert(FT_SMEM_BYTES == (FT_STAGES > 1 ? FT_STAGES : 2) * FT_STAGE_FLOATS * sizeof(float),
               "fusedtune: shared memory size");

@@ -45,7 +45,7 @@
     FT_BN % FT_WN != 0 || FT_BM < 32 || FT_BN < 32 || (FT_LM != 4 && FT_LM != 8)
 #error "fusedtune: inconsistent warp-tiled GEMM variant"
 #endif
-// The host sizes the launch's dynamic shared memory (src/family_fp32_warp.c): two stages.
+// The host sizes the launch's dynamic shared memory (src/family/family_fp32_warp.c): two stages.
 static_assert(FT_SMEM_BYTES == 2 * FT_STAGE_FLOATS * sizeof(float), "fusedtune: shared memory size");
 
 // Loads the 4 k (chunk) of one row from global memory: zero outside the matrix. With FT_VEC 4

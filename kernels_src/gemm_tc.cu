@@ -1,4 +1,4 @@
-// fusedtune Hopper tensor-core GEMM (family tc, src/family_tc.c), the kernel: Y[m,n] =
+// fusedtune Hopper tensor-core GEMM (family tc, src/family/tc/family_tc.c), the kernel: Y[m,n] =
 // E(sum_k X[m,k] * W[n,k]), X [M,K] and W [N,K] row-major (both K-major), E = FT_EPILOGUE_EXPR
 // applied to the fp32 accumulator in registers, one rounding at the store. Compiled by NVRTC for
 // sm_90a. It composes the layers: tc_config.cuh (FtTc), tc_ptx.cuh, tc_sched.cuh (FtTiles),
@@ -13,7 +13,7 @@
 // walks the scheduler's work items, so the producer prefetches the next tile while the consumers
 // run the epilogue.
 //
-// Host contract (src/family_tc.c): grid a multiple of the cluster, block kThreads, smem_bytes of
+// Host contract (src/family/tc/family_tc.c): grid a multiple of the cluster, block kThreads, smem_bytes of
 // dynamic shared memory, three tensor maps: box {kBK, kBM} over x, {kBK, bn / cluster} over W
 // (128-byte swizzle, zero fill, UINT8 in fp8, TFLOAT32 in tf32 mode so TMA rounds to nearest, FLOAT32 in
 // 3xtf32), and with tma_store {kCols, 64} over Y in its storage type (zeros otherwise); K >= 1

@@ -1,4 +1,4 @@
-// fusedtune: a problem's inputs made on the GPU (src/verify.c), so that a large W need not be
+// fusedtune: a problem's inputs made on the GPU (src/gpu/verify.c), so that a large W need not be
 // generated, rounded and widened on the host and copied over twice. Element i of a uniform array
 // on [lo, lo + span) exactly as the host's ft_fill_uniform makes it (splitmix64's i-th output,
 // its top 24 bits as a float in [0, 1), then lo + span u with each operation rounded on its

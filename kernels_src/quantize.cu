@@ -1,8 +1,8 @@
-// fusedtune: the fp8 (e4m3) quantizer (src/quantize.c). A bf16, fp16 or fp32 matrix [rows, cols]
+// fusedtune: the fp8 (e4m3) quantizer (src/api/quantize.c). A bf16, fp16 or fp32 matrix [rows, cols]
 // row-major becomes e4m3 codes and fp32 scales: scale = amax / 448 (1 where amax is 0) over a row
 // (per token for x, per output channel for W) or over the whole tensor, then each value v is
 // stored as e4m3(v / scale), rounded to nearest even and saturated to +-448. Every operation is
-// IEEE-rounded (__fdiv_rn, no fast division), so src/e4m3.c's host model gives the same bytes.
+// IEEE-rounded (__fdiv_rn, no fast division), so src/epilogue/e4m3.c's host model gives the same bytes.
 // Memory is read in chunks of 16 bytes (8 bf16/fp16, 4 fp32) and codes stored 4 or 8 bytes at a
 // time where the host found the pointers and the row length aligned, else one element at a time.
 // Compiled alone by NVRTC for sm_89+ (cvt to e4m3): no fusedtune header.

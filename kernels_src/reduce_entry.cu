@@ -1,4 +1,4 @@
-// fusedtune reduction pass entry: the form the host chose (FT_RED_FORM; src/family_reduce.c).
+// fusedtune reduction pass entry: the form the host chose (FT_RED_FORM; src/family/family_reduce.c).
 // flags: the column form's counters (kernels_src/reduce_columns.cu), else unused.
 extern "C" __global__ void __launch_bounds__(FT_BLOCK)
 ft_reduce_pass(const ft_elem_t *src, int ld, ft_elem_t *y, float2 *stats, int M, int N, int col0, int ncols,

@@ -3,7 +3,7 @@
 // the segment in registers, FT_RED_HELD accesses of FT_VEC elements per thread. y is read once and
 // written once; the statistics come from the registers: softmax's max then sum of exp, groupnorm's
 // mean then the squared deviations from it (two passes over registers, never negative). The host
-// (src/family_reduce.c) enumerates a team that covers the segment: FT_RED_TEAM * FT_RED_HELD * FT_VEC
+// (src/family/family_reduce.c) enumerates a team that covers the segment: FT_RED_TEAM * FT_RED_HELD * FT_VEC
 // >= N / FT_RED_GROUPS, the segment and N multiples of FT_VEC, y aligned to a vector.
 // Teams of up to 32 threads reduce with xor shuffles (every lane gets the same bits); wider teams
 // (whole warps) add the warps' results in order through shared memory. Deterministic run to run.

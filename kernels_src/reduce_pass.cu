@@ -30,7 +30,7 @@
 #error "fusedtune: FT_RED_KIND must be a row, group, column or window reduction (1..11)"
 #endif
 
-// The form (src/family_reduce.c): 0 a block per row (this file), 1 a team of threads per row or group
+// The form (src/family/family_reduce.c): 0 a block per row (this file), 1 a team of threads per row or group
 // holding it in registers (reduce_held.cu), 2 batchnorm's column partials over M tiles then an
 // apply kernel (reduce_columns.cu). The eager chain's steps use form 0 and write none of these.
 #ifndef FT_RED_FORM

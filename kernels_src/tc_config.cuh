@@ -1,4 +1,4 @@
-// fusedtune Hopper tensor-core GEMM (family tc, src/family_tc.c), layer 0: the configuration.
+// fusedtune Hopper tensor-core GEMM (family tc, src/family/tc/family_tc.c), layer 0: the configuration.
 //
 // The family writes `struct FtTcCfg` for the variant: its parameters and the shared-memory
 // regions it sized. FtTc<FtTcCfg> adds what follows from them and checks the combination; every

@@ -1,5 +1,5 @@
 // fusedtune tensor-core GEMM, layer 4d: a gated pair's epilogue (Cfg::gated; E with x2). The tile
-// is BN columns of the product with the interleaved [2N', K] weight (src/gated.h: rows 16j .. 16j
+// is BN columns of the product with the interleaved [2N', K] weight (src/family/gated.h: rows 16j .. 16j
 // + 7 W1's 8j .., the next 8 W2's), so in the m64nBN accumulator layout (tc_epilogue.cuh) a
 // thread's chunk 2p holds x and chunk 2p + 1 x2 of the same outputs: acc[8 p + k] and
 // acc[8 p + 4 + k] pair into output column n0 / 2 + 8 p + 2 (lane % 4) + (k & 1) of y [M, N / 2]

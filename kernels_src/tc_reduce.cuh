@@ -1,5 +1,5 @@
 // fusedtune tensor-core GEMM, layer 4c: a one-value row reduction fused into the tile (family
-// tc_reduce, src/family_tc_reduce.c; FtTc's kRedKind: 1 rowsum, 2 rowmean, 3 rowmax, 4 rowmin,
+// tc_reduce, src/family/tc/family_tc_reduce.c; FtTc's kRedKind: 1 rowsum, 2 rowmean, 3 rowmax, 4 rowmin,
 // 5 logsumexp). E's reduction argument is FT_EPILOGUE_EXPR (ft_apply_epilogue) there; the
 // accumulator becomes that argument in registers and each row of the m64 block is folded into one
 // partial statistic per (row, N tile), written to WS[row * ntiles + n0 / bn] (fp32, ntiles =

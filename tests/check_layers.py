@@ -1,9 +1,10 @@
 """The layering rules of src/ and tools/, checked against the includes (docs/ARCHITECTURE.md,
-"Layers"). Each file of src/ belongs to one layer; a file may include headers of its own layer and
-of the layers below it, and the public headers (include/). tools/ includes the public headers and
-its own only. Layers below `gpu` include no CUDA header (they are GPU-free: testable on CI, no
-driver). The arrows that break a rule today are listed in DEBTS, each with its reason: the check
-fails on any other, and on a debt that is gone (so the list only shrinks).
+"Layers"). src/ is one folder per layer (family/tc is part of family); a file may include headers
+of its own layer and of the layers below it, and the public headers (include/). tools/ includes
+the public headers and its own only. Layers below `gpu` include no CUDA runtime, driver or cuBLAS
+header (they are GPU-free: testable on CI, no driver). The arrows that break a rule today are
+listed in DEBTS, each with its reason: the check fails on any other, and on a debt that is gone
+(so the list only shrinks). A file directly in src/, or a folder not in LAYERS, fails it too.
 
     python3 tests/check_layers.py [ROOT]      # exit 0: the rules hold; 1: what breaks them
     python3 tests/check_layers.py --self-test # a planted bad include must be caught
@@ -13,24 +14,19 @@ import re
 import sys
 import tempfile
 
-# Lowest first. A file's layer is the first whose patterns match its name (without .c / .h).
+# Lowest first: (folder, what it holds). Each folder's README.md says the same.
 LAYERS = [
     ("base", "strings, JSON, numbers, threads, the processes' framing, the CUDA/NVRTC/cuBLAS check "
-             "macros (no calls), the kernel ABI and the embedded kernel text",
-     ["common", "strbuf", "json*", "numbers", "parallel", "tolerance", "wire", "kernel_abi", "embedded", "checks"]),
-    ("epilogue", "the expression language and its rules per mode",
-     ["epilogue*", "fp8", "e4m3"]),
-    ("family", "the variant space and the kernel families: GPU-free rules, costs, kernel text",
-     ["space", "family*", "variant_json", "gated", "codegen", "code_digest"]),
-    ("db", "the SQLite store: schema, records, import and export, the best",
-     ["db*", "best"]),
-    ("compile", "NVRTC and the compile cache", ["compile*"]),
-    ("gpu", "the device: CUDA, cuBLAS(Lt), TMA maps, launches, verification, baselines, timing",
-     ["device", "launch", "lt_gemm", "tensormap", "verify*", "baseline", "bench"]),
-    ("tune", "the tuning loop: its worker processes, the search, the tuner",
-     ["runner*", "worker", "tuner", "tune_problem", "search", "result_kinds"]),
-    ("api", "the public functions on an ft_ctx", ["api*", "buckets", "out_file", "quantize"]),
+             "macros (no calls), the kernel ABI and the embedded kernel text"),
+    ("epilogue", "the expression language and its rules per mode"),
+    ("family", "the variant space and the kernel families: GPU-free rules, costs, kernel text"),
+    ("db", "the SQLite store: schema, records, import and export, the best"),
+    ("compile", "NVRTC and the compile cache"),
+    ("gpu", "the device: CUDA, cuBLAS(Lt), TMA maps, launches, verification, baselines, timing"),
+    ("tune", "the tuning loop: its worker processes, the search, the tuner"),
+    ("api", "the public functions on an ft_ctx"),
 ]
+LAYER_INDEX = {name: i for i, (name, _) in enumerate(LAYERS)}
 
 # Arrows that break the rules today, each with why; fix one, then delete its line.
 DEBTS = {
@@ -42,13 +38,22 @@ CUDA_HEADERS = re.compile(r"^(cuda|cublas|driver_types)")
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
 
 
-def layer_of(name):
-    stem = re.sub(r"\.(c|h)$", "", name)
-    for i, (layer, _, patterns) in enumerate(LAYERS):
-        for p in patterns:
-            if (p.endswith("*") and stem.startswith(p[:-1])) or stem == p:
-                return i
-    return None
+def src_files(src):
+    """{file name: layer index} of every .c/.h under src/, and the problems of where they sit."""
+    files, problems = {}, []
+    for dirpath, _, names in os.walk(src):
+        rel = os.path.relpath(dirpath, src)
+        top = rel.split(os.sep)[0]
+        for name in names:
+            if not name.endswith((".c", ".h")):
+                continue
+            if rel == ".":
+                problems.append(f"src/{name}: directly in src/ (each file sits in its layer's folder)")
+            elif top not in LAYER_INDEX:
+                problems.append(f"src/{rel}/{name}: {top}/ is no layer (add it to LAYERS in tests/check_layers.py)")
+            else:
+                files[name] = (LAYER_INDEX[top], os.path.join(dirpath, name), os.path.join("src", rel, name))
+    return files, problems
 
 
 def includes(path):
@@ -60,30 +65,25 @@ def includes(path):
 def check(root):
     src, tools, public = (os.path.join(root, d) for d in ("src", "tools", "include"))
     public_headers = set(os.listdir(public))
-    problems, used_debts = [], set()
-    for name in sorted(os.listdir(src)):
-        if not name.endswith((".c", ".h")):
-            continue
-        mine = layer_of(name)
-        if mine is None:
-            problems.append(f"src/{name}: in no layer (add it to LAYERS in tests/check_layers.py)")
-            continue
-        for kind, inc in includes(os.path.join(src, name)):
+    files, problems = src_files(src)
+    used_debts = set()
+    gpu = LAYER_INDEX["gpu"]
+    for name in sorted(files):
+        mine, path, shown = files[name]
+        for kind, inc in includes(path):
             base = os.path.basename(inc)
             if kind == "<":
-                if CUDA_HEADERS.match(base) and mine < layer_of("device.c") and name != "checks.h":
-                    problems.append(f"src/{name} ({LAYERS[mine][0]}) includes <{inc}>: layers below gpu are GPU-free")
+                if CUDA_HEADERS.match(base) and mine < gpu and name != "checks.h":
+                    problems.append(f"{shown} ({LAYERS[mine][0]}) includes <{inc}>: layers below gpu are GPU-free")
                 continue
-            if base in public_headers:
-                continue
-            theirs = layer_of(base)
-            if theirs is None:
-                continue  # a generated header (the build's), or one reported above
+            if base in public_headers or base not in files:
+                continue  # public, or generated by the build
+            theirs = files[base][0]
             if theirs > mine:
                 if (name, base) in DEBTS:
                     used_debts.add((name, base))
                     continue
-                problems.append(f"src/{name} ({LAYERS[mine][0]}) includes {base} ({LAYERS[theirs][0]}): "
+                problems.append(f"{shown} ({LAYERS[mine][0]}) includes {base} ({LAYERS[theirs][0]}): "
                                 f"a layer includes only its own and those below it")
     for key in sorted(set(DEBTS) - used_debts):
         problems.append(f"DEBTS lists {key[0]} -> {key[1]}, which no longer breaks a rule: delete the line")
@@ -97,22 +97,25 @@ def check(root):
 
 
 def self_test(root):
-    """A copy of src/ and tools/ with one bad include planted: the check must name it."""
+    """A copy of src/ and tools/ with two bad includes and a stray file planted: the check must name each."""
     import shutil
     with tempfile.TemporaryDirectory() as tmp:
         for d in ("src", "tools", "include"):
             shutil.copytree(os.path.join(root, d), os.path.join(tmp, d))
-        with open(os.path.join(tmp, "src", "strbuf.c"), "a", encoding="utf-8") as f:
+        with open(os.path.join(tmp, "src", "base", "strbuf.c"), "a", encoding="utf-8") as f:
             f.write('\n#include "tuner.h"\n')
         with open(os.path.join(tmp, "tools", "cli_util.c"), "a", encoding="utf-8") as f:
             f.write('\n#include "db.h"\n')
+        with open(os.path.join(tmp, "src", "stray.c"), "w", encoding="utf-8") as f:
+            f.write("int stray;\n")
         found = check(tmp)
-    want = ["src/strbuf.c (base) includes tuner.h (tune)", 'tools/cli_util.c includes "db.h"']
+    want = ["src/base/strbuf.c (base) includes tuner.h (tune)", 'tools/cli_util.c includes "db.h"',
+            "src/stray.c: directly in src/"]
     missed = [w for w in want if not any(w in p for p in found)]
     if missed:
-        print("self-test: the planted includes were not caught:", *missed, sep="\n  ")
+        print("self-test: what was planted was not caught:", *missed, sep="\n  ")
         return 1
-    print(f"self-test: both planted includes caught ({len(found)} problem(s) in the planted copy)")
+    print(f"self-test: the planted includes and file caught ({len(found)} problem(s) in the planted copy)")
     return 0
 
 

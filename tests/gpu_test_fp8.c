@@ -1,4 +1,4 @@
-/* GPU: the fp8 mode. The quantizer's kernels against its host model (src/e4m3.c), byte for byte
+/* GPU: the fp8 mode. The quantizer's kernels against its host model (src/epilogue/e4m3.c), byte for byte
  * and scale for scale, per row and per tensor, bf16, fp16 and fp32 sources, on every path the
  * host picks (16-byte chunks held in registers or read twice, one element at a time for ragged
  * rows and unaligned pointers; k_qcases), with zero rows, -0, tiny values and scales far from

@@ -58,7 +58,7 @@ static double best_rank(const ft_tune_summary *s) {
 /* A budget that ends the tune before (0.01 s) or among (3 s) the fused kernels, in each search:
  * every safe candidate was measured, and the stored best is one of them or faster. The shapes
  * are new to the database, so the best is this run's. */
-/* The epilogue passes the search's space holds for the shape and epilogue (src/space.h's scopes). */
+/* The epilogue passes the search's space holds for the shape and epilogue (src/family/space.h's scopes). */
 static int passes_in_space(const char *search, int64_t m, int64_t n, int64_t k, const char *epilogue) {
   ft_search_kind kind = FT_SEARCH_FAST;
   ft_device_limits lim;

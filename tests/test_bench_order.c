@@ -1,4 +1,4 @@
-/* The order of interleaved timing rounds (src/bench.c ft_bench_round_order): each round a
+/* The order of interleaved timing rounds (src/gpu/bench.c ft_bench_round_order): each round a
  * permutation that starts with strategy 0; over (n - 1)! consecutive rounds (from any start)
  * every strategy follows each other one (n - 2)! times, a round's first after the previous
  * round's last, and none follows itself. And the per-round ratio the tuner ranks by. */

@@ -1,4 +1,4 @@
-/* The tuner's compile pool (src/compile_pool.c) with NVRTC, no GPU: jobs compile in their order
+/* The tuner's compile pool (src/compile/compile_pool.c) with NVRTC, no GPU: jobs compile in their order
  * up to the limit and no further, a wait past the limit raises it, failures keep their log, and
  * stopping waits for what runs and leaves the rest untouched. */
 #define _POSIX_C_SOURCE 200809L /* nanosleep */

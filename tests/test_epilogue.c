@@ -533,7 +533,7 @@ static void test_presets(void) {
   ASSERT_EQ_STR(names[6], "minsub");
 }
 
-/* The cost of E per element counted from its tree (src/epilogue_cost.c): nothing for x, one FP32
+/* The cost of E per element counted from its tree (src/epilogue/epilogue_cost.c): nothing for x, one FP32
  * instruction per operator, each function's forms, repeated subexpressions once, and
  * tanh(softplus(e)) as the one function the CUDA text makes of it. */
 static void test_cost(void) {

@@ -1,4 +1,4 @@
-/* The chunked host loops (src/parallel.c) and the test data drawn with them (ft_fill_uniform):
+/* The chunked host loops (src/base/parallel.c) and the test data drawn with them (ft_fill_uniform):
  * every chunk runs once over its exact range whatever the thread count, and the data are the
  * values one thread drawing splitmix64 in order gives. No GPU. */
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* The reduction pass (src/family_reduce.c, kernels_src/reduce_pass.cu) without a GPU: which
+/* The reduction pass (src/family/family_reduce.c, kernels_src/reduce_pass.cu) without a GPU: which
  * variants a reduction enumerates (and that no other family enumerates for one), their names,
  * JSON and geometry, the codegen refusals, and that every kind compiles with NVRTC in fp32 and
  * bf16, the eager chain's reduction steps included. */

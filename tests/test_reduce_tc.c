@@ -1,4 +1,4 @@
-/* The row reductions fused into the tensor-core GEMM (src/family_tc_reduce.c,
+/* The row reductions fused into the tensor-core GEMM (src/family/tc/family_tc_reduce.c,
  * kernels_src/tc_reduce.cuh, tc_reduce_final.cu) without a GPU: what enumerates them (one-value
  * reductions in bf16, fp16 and tf32 only, no pool) and in which forms, validity, names, JSON, geometry
  * (the workspace of statistics, the finalize kernel), what codegen writes and refuses, and NVRTC

@@ -1,4 +1,4 @@
-/* The search (src/search.c) on simulated candidates with known times and a simulated clock: the
+/* The search (src/tune/search.c) on simulated candidates with known times and a simulated clock: the
  * safe candidates are measured and stored first in every search, a budget or an interruption
  * leaves a stored best no slower than the safe best, fused candidates go in predicted order
  * (random: shuffled, only them), the fast search's early stop fires when the rest cannot win

@@ -462,7 +462,7 @@ static void test_epilogue_cost(const ft_device_limits *lim) {
   ft_ep_free(none);
 }
 
-/* Each axis of the tensor-core enumeration keeps its own rule (src/family_tc_space.c), in the
+/* Each axis of the tensor-core enumeration keeps its own rule (src/family/tc/family_tc_space.c), in the
  * pruned and the full space of several shapes and modes. */
 static void test_tc_axes(const ft_device_limits *lim) {
   static const int64_t shapes[][3] = {{128, 16384, 16384}, {1024, 8192, 8192}, {64, 6144, 4096}, {8192, 8192, 8192},
@@ -663,7 +663,7 @@ static void test_resid_passes(const ft_device_limits *lim) {
   ft_ep_free(ep);
 }
 
-/* A family describes a launch's tensor maps and the launch encodes them (src/launch.c): building
+/* A family describes a launch's tensor maps and the launch encodes them (src/gpu/launch.c): building
  * the tensor-core kernel's arguments touches no driver, so it runs here, without a GPU. */
 static void test_tc_args_gpu_free(const ft_device_limits *lim) {
   ft_variant *v = NULL;

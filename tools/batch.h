@@ -2,7 +2,7 @@
  * per device (`fusedtune --db PATH __batch FD ORDINAL [tune options]`, hidden), all tuning into
  * the one database. The parent (batch.c) schedules (batch_schedule.c) and summarizes; the child
  * (batch_child.c) tunes what it is sent on its device. They talk in text lines (batch_wire.c),
- * each a message of the library's framing (src/wire.h):
+ * each a message of the library's framing (src/base/wire.h):
  *
  *   parent -> child  "run JOB M N K MATH EPILOGUE_HEX", "quit"
  *   child -> parent  "hello FINGERPRINT SM_COUNT NAME_HEX"

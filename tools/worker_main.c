@@ -1,7 +1,7 @@
 /* fusedtune-worker: the executable ft_tune runs candidates in, `fusedtune-worker __worker FD`
  * (FD: its end of the tuner's socket), so that a faulting or hanging kernel costs one result.
  * Not for people. Installed to libexec/fusedtune/, where the library finds it from its own
- * folder (src/worker.c); in a build tree it sits beside the library. A client of the public API
+ * folder (src/tune/worker.c); in a build tree it sits beside the library. A client of the public API
  * only: the work is ft_worker_serve's. */
 #include <errno.h>
 #include <stdio.h>

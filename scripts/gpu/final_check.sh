@@ -1,7 +1,7 @@
 #!/bin/bash
 # Usage: [OUT=DIR] scripts/gpu/final_check.sh
 # The merged tree's short GPU check: build; the tensor-core kernels through the launch path
-# (gpu_test_tc, quick, bf16 and 3xtf32: the tensor maps are encoded by src/launch.c); the fp32
+# (gpu_test_tc, quick, bf16 and 3xtf32: the tensor maps are encoded by src/gpu/launch.c); the fp32
 # default (gpu_test_api); the README main job cold then warm (a repeat measures nothing); the
 # whole-model tests (python_gpu_capture) and the reduction tests when time allows. Table last.
 set -u

@@ -1,0 +1,344 @@
+/* Kernel text: "// fusedtune generated", the family's #defines for the variant, the shared ABI
+ * constants, ft_common.cuh, ft_math.cuh, the epilogue's CUDA expression as a macro, then the
+ * family's sources. Only numbers and text rebuilt from the epilogue AST enter the source; user
+ * text never does. GPU-free. */
+#include "codegen.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile.h"
+#include "fp8.h"
+#include "embedded.h"
+#include "family.h"
+#include "kernel_abi.h"
+#include "strbuf.h"
+
+/* Bumped on purpose when kernels_src/eager_step.cu changes behaviour without its text showing
+ * it (part of the step kernels' source hashes). */
+#define FT_EAGER_STEP_REVISION 1
+
+
+
+/* Appends an embedded kernels_src file, ending with a newline. */
+static ft_status sb_embedded(ft_strbuf *b, const char *name, ft_err *err) {
+  size_t len = 0;
+  const char *text = ft__embedded(name, &len);
+  if (!text) return ft__fail(err, FT_ERR_INTERNAL, "codegen: %s is not embedded", name);
+  ft_sb_putn(b, text, len);
+  ft_sb_puts(b, "\n");
+  return FT_OK;
+}
+
+/* Defence in depth: an expression pasted into a macro may only hold expression characters,
+ * never a comment, a quote, a backslash, a '#' or a line break. The epilogue module already
+ * rebuilds it from the AST; this keeps a bug there from becoming code injection. */
+static ft_status check_expr(const char *e, size_t max, const char *what, ft_err *err) {
+  if (!e) return ft__fail(err, FT_ERR_INTERNAL, "codegen: no %s expression", what);
+  const size_t n = ft__bounded_len(e, max);
+  if (n == 0 || n == max) return ft__fail(err, FT_ERR_INTERNAL, "codegen: %s expression empty or too long", what);
+  static const char allowed[] = "_.,()[]+-*/<>=!?:&|~^% ";
+  for (size_t i = 0; i < n; i++) {
+    const char ch = e[i];
+    const int alnum = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
+    if (!alnum && !strchr(allowed, ch))
+      return ft__fail(err, FT_ERR_INTERNAL, "codegen: character 0x%02x not allowed in the %s expression",
+                      (unsigned char)ch, what);
+    if (ch == '/' && (e[i + 1] == '/' || e[i + 1] == '*'))
+      return ft__fail(err, FT_ERR_INTERNAL, "codegen: comment in the %s expression", what);
+  }
+  return FT_OK;
+}
+
+/* The host/kernel shared constants (src/base/kernel_abi.h), written into every source, and the
+ * element type of the tensors in math mode math (FT_DTYPE; FT_TF32 for tf32 inputs, FT_3XTF32 for split ones). */
+static void abi_defines(ft_strbuf *b, ft_math math) {
+  ft_sb_printf(b, "#define FT_EP_SLOTS %d\n#define FT_AUX_BLOCK %d\n#define FT_AUX_ELEMS %d\n", FT_EP_SLOTS,
+               FT_AUX_BLOCK, FT_AUX_ELEMS);
+  const ft_dtype dt = ft_math_out_dtype(math);
+  if (dt != FT_DTYPE_F32)
+    ft_sb_printf(b, "#define FT_DTYPE %d\n", dt == FT_DTYPE_BF16 ? FT_KDTYPE_BF16 : FT_KDTYPE_F16);
+  if (math == FT_MATH_TF32) ft_sb_puts(b, "#define FT_TF32 1\n");
+  if (math == FT_MATH_3XTF32) ft_sb_puts(b, "#define FT_3XTF32 1\n");
+  if (math == FT_MATH_FP8) ft_sb_puts(b, "#define FT_FP8 1\n");
+  /* The epilogue's fast function forms (kernels_src/ft_math.cuh) where the tensors carry 8 to 11
+   * bits; fp32 and 3xtf32 keep the precise ones (they are held to SGEMM's error). */
+  if (ft_ep_fast_forms(math)) ft_sb_puts(b, "#define FT_EPI_FAST 1\n");
+}
+
+/* Moves a finished buffer into out and hashes what reaches the compiler: the code without
+ * comments and with whitespace normalised (ft_code_digest), the compile options and the
+ * revision of what generated it, so that a comment changes no hash and stored results stay
+ * current. */
+static ft_status finish(ft_strbuf *b, const char *generator, int revision, ft_kernel_src *out, ft_err *err) {
+  if (b->oom) {
+    free(b->p);
+    return ft__fail(err, FT_ERR_NOMEM, "codegen: out of memory");
+  }
+  ft_strbuf h = {0};
+  ft_sb_printf(&h, "fusedtune source hash 2\ngenerator %s revision %d\noptions %s\n", generator, revision,
+               ft_compile_options_digest());
+  ft_code_digest(b->p, &h);
+  if (h.oom) {
+    free(b->p);
+    free(h.p);
+    return ft__fail(err, FT_ERR_NOMEM, "codegen: out of memory");
+  }
+  out->text = b->p;
+  ft__hash_hex(h.p, h.len, out->hash);
+  free(h.p);
+  return FT_OK;
+}
+
+/* The epilogue's CUDA text, with each vector slot that E reads as fp32 in a 16-bit mode (fp8's
+ * scales, ft_vec_is_f32) read through ft_vf32 (kernels_src/ft_common.cuh). */
+static void put_expr(ft_strbuf *b, const char *expr, ft_math math, const ft_epilogue *ep) {
+  for (const char *at = expr; *at;) {
+    int slot = -1, len = 0;
+    if (!strncmp(at, "ep.v[", 5) && sscanf(at + 5, "%d]%n", &slot, &len) == 1 && ep && ft_vec_is_f32(math, ep, slot)) {
+      ft_sb_printf(b, "ft_vf32(ep.v[%d])", slot);
+      at += 5 + len;
+    } else {
+      ft_sb_printf(b, "%c", *at++);
+    }
+  }
+}
+
+/* A bit per slot of ep that is a matrix operand (0: none, or no epilogue). */
+static unsigned matrix_mask(const ft_epilogue *ep) {
+  const int n = ep ? ft_ep_param_count(ep) : 0;
+  unsigned mask = 0;
+  for (int s = 0; s < n; s++)
+    if (ft_ep_param_at(ep, s)->kind == FT_PARAM_MATRIX) mask |= 1u << s;
+  return mask;
+}
+
+/* The first slot of ep that is a column vector, or -1 (none, or no epilogue). */
+static int first_colvec_slot(const ft_epilogue *ep) {
+  const int n = ep ? ft_ep_param_count(ep) : 0;
+  for (int s = 0; s < n; s++)
+    if (ft_ep_param_at(ep, s)->kind == FT_PARAM_COLVEC) return s;
+  return -1;
+}
+
+/* A reduction pass's text after its #defines: the ABI, the prelude, the reduction's kind and E's
+ * two parts, rebuilt from the AST as every expression is, then the pass's forms and its entry
+ * (k_reduce_sources; the defines choose the form). */
+static const char *const k_reduce_sources[] = {"kernels_src/reduce_pass.cu", "kernels_src/reduce_held.cu",
+                                               "kernels_src/reduce_columns.cu", "kernels_src/reduce_entry.cu"};
+
+static ft_status reduce_body(ft_strbuf *b, ft_math math, ft_ep_red r, int arg, const char *inner, const char *post,
+                             ft_ep_red pool, int pool_w, const char *pool_arg, ft_err *err) {
+  FT_TRY(check_expr(inner, FT_EP_MAX_TEXT * 8, "reduction argument", err));
+  FT_TRY(check_expr(post, FT_EP_MAX_TEXT * 8, "post-reduction", err));
+  if (pool != FT_RED_NONE) FT_TRY(check_expr(pool_arg, FT_EP_MAX_TEXT * 8, "pool argument", err));
+  abi_defines(b, math);
+  FT_TRY(sb_embedded(b, "kernels_src/ft_common.cuh", err));
+  FT_TRY(sb_embedded(b, "kernels_src/ft_math.cuh", err));
+  ft_sb_printf(b, "#define FT_RED_KIND %d\n#define FT_RED_ARG %d\n#define FT_RED_INNER (%s)\n#define FT_RED_POST (%s)\n",
+               (int)r, arg, inner, post);
+  ft_sb_printf(b, "#define FT_RED_POOL %d\n#define FT_RED_POOL_W %d\n#define FT_RED_POOL_ARG (%s)\n", (int)pool,
+               pool != FT_RED_NONE ? pool_w : 1, pool != FT_RED_NONE ? pool_arg : "0.0f");
+  for (size_t i = 0; i < sizeof k_reduce_sources / sizeof k_reduce_sources[0]; i++)
+    FT_TRY(sb_embedded(b, k_reduce_sources[i], err));
+  return FT_OK;
+}
+
+static ft_status codegen_reduce(const ft_variant *v, const ft_family *fam, const ft_epilogue *ep, ft_kernel_src *out,
+                                ft_err *err) {
+  FT_TRY(ft_ep_check_kernels(ep, err));
+  const char *inner = NULL, *post = NULL;
+  ft_ep_cuda_reduce(ep, &inner, &post);
+  int arg = 0, pool_w = 0;
+  const char *pool_arg = NULL;
+  const ft_ep_red r = ft_ep_reduction(ep, &arg), pool = ft_ep_pool(ep, &pool_w, &pool_arg);
+  const int rowwise = r == FT_RED_SOFTMAX || r == FT_RED_LOG_SOFTMAX || r == FT_RED_GROUPNORM || r == FT_RED_BATCHNORM;
+  if (rowwise != (v->red.cols == 0))
+    return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: cols %d cannot compute '%s' (one-value reductions and pools run "
+                    "in column chunks, softmax, log_softmax, groupnorm and batchnorm in place with cols 0)", v->red.cols,
+                    ft_ep_red_name(r));
+  const int held_kind = r == FT_RED_SOFTMAX || r == FT_RED_LOG_SOFTMAX || r == FT_RED_GROUPNORM;
+  if (v->red.team > 0 && (!held_kind || pool != FT_RED_NONE || v->red.groups != (r == FT_RED_GROUPNORM ? arg : 1)))
+    return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: the held form (team %d, %d segments a row) cannot compute '%s'%s",
+                    v->red.team, v->red.groups, ft_ep_red_name(r), pool != FT_RED_NONE ? " of a pool" : "");
+  if (v->red.tile > 0 && r != FT_RED_BATCHNORM)
+    return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: the column form (tiles of %d rows) computes batchnorm, not '%s'",
+                    v->red.tile, ft_ep_red_name(r));
+  if (pool != FT_RED_NONE && v->red.cols % pool_w)
+    return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: cols %d is not a multiple of %s's window %d", v->red.cols,
+                    ft_ep_red_name(pool), pool_w);
+  ft_strbuf b = {0};
+  ft_sb_puts(&b, "// fusedtune generated\n");
+  fam->defines(v, &b);
+  const ft_status s = reduce_body(&b, (ft_math)v->math, r, arg, inner, post, pool, pool_w, pool_arg, err);
+  if (s != FT_OK) {
+    free(b.p);
+    return s;
+  }
+  FT_TRY(finish(&b, fam->name, fam->revision, out, err));
+  snprintf(out->kernel, sizeof out->kernel, "%s", fam->kernel);
+  const char *second = fam->reduce_kernel(v);
+  snprintf(out->reduce, sizeof out->reduce, "%s", second ? second : "");
+  snprintf(out->arch_suffix, sizeof out->arch_suffix, "%s", fam->arch_suffix);
+  return FT_OK;
+}
+
+ft_status ft_codegen_eager_reduce(const ft_ep_step *step, ft_math math, int vec, ft_kernel_src *out, ft_err *err) {
+  if (!step || !out) return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: NULL argument");
+  memset(out, 0, sizeof *out);
+  if (step->reduce < FT_RED_ROWSUM || step->reduce > FT_RED_AVGPOOL)
+    return ft__fail(err, FT_ERR_UNSUPPORTED, "codegen: no eager kernel for '%s'", ft_ep_red_name(step->reduce));
+  const int pool = step->reduce == FT_RED_MAXPOOL || step->reduce == FT_RED_AVGPOOL;
+  ft_strbuf b = {0};
+  ft_sb_printf(&b, "// fusedtune generated\n#define FT_BLOCK %d\n#define FT_VEC %d\n", FT_AUX_BLOCK, vec);
+  /* A pool step: the windows of its operand as they are (IN0), y [M, n / w]. */
+  const ft_status s = reduce_body(&b, math, step->reduce, step->arg, pool ? "IN0" : "x", "IN0",
+                                  pool ? step->reduce : FT_RED_NONE, step->arg, "x", err);
+  if (s != FT_OK) {
+    free(b.p);
+    return s;
+  }
+  FT_TRY(finish(&b, "eager_reduce", FT_EAGER_STEP_REVISION, out, err));
+  strcpy(out->kernel, "ft_reduce_pass");
+  return FT_OK;
+}
+
+ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kernel_src *out,
+                             ft_err *err) {
+  if (!v || !out) return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: NULL argument");
+  memset(out, 0, sizeof *out);
+  char why[160];
+  if (!ft_variant_valid(v, why, sizeof why)) return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: %s", why);
+  const ft_family *fam = ft_family_of(v);
+  const int pairs = ep && ft_ep_uses_x2(ep), v_pair = fam->pair && fam->pair(v);
+  if (pairs && !fam->pair)
+    return ft__fail(err, FT_ERR_UNSUPPORTED, "codegen: the epilogue uses x2 (a gated pair's second product), which "
+                    "family %s does not compute", fam->name);
+  if (pairs != v_pair)
+    return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: this %s variant computes %s, and the epilogue %s x2", fam->name,
+                    v_pair ? "a gated pair" : "E of x alone", pairs ? "uses" : "does not use");
+  /* NULL epilogue: the identity, for a plain GEMM (tests, references). After cuBLASLt's bias GEMM
+   * (an epilogue pass's lt) the pass applies E with its `x + bias` already done. */
+  const int reduces = ep && ft_ep_reduction(ep, NULL) != FT_RED_NONE;
+  if (reduces != fam->reduces)
+    return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: the %s kernels %s", fam->name,
+                    reduces ? "compute elementwise epilogues, and this one reduces" : "compute reductions only");
+  if (reduces && fam->after_cublas) return codegen_reduce(v, fam, ep, out, err);
+  const char *expr = ep ? ft_ep_cuda(ep) : "x", *post = NULL;
+  /* A reduction fused into a GEMM family's tile: E's argument is its epilogue expression, the rest
+   * of E (FT_RED_POST) the second kernel's. */
+  const ft_ep_red red = reduces ? ft_ep_reduction(ep, NULL) : FT_RED_NONE;
+  if (reduces) {
+    FT_TRY(ft_ep_check_kernels(ep, err));
+    if (red < FT_RED_ROWSUM || red > FT_RED_LOGSUMEXP)
+      return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: the %s kernels reduce each row to one value (rowsum, rowmean, "
+                      "rowmax, rowmin, logsumexp), not '%s'", fam->name, ft_ep_red_name(red));
+    if (ft_ep_pool(ep, NULL, NULL) != FT_RED_NONE)
+      return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: the %s kernels reduce elements, not the windows of '%s'",
+                      fam->name, ft_ep_red_name(ft_ep_pool(ep, NULL, NULL)));
+    ft_ep_cuda_reduce(ep, &expr, &post);
+    FT_TRY(check_expr(post, FT_EP_MAX_TEXT * 8, "post-reduction", err));
+  }
+  int lt_slot = -1, lt_c = -1;
+  ft_ep_lt_act lt_act = FT_EP_LT_NONE;
+  const int after_lt = fam->lt_prefix && fam->lt_prefix(v, &lt_slot, &lt_act, &lt_c);
+  if (after_lt && lt_c >= 0) {
+    int mat = -1, slot = -1;
+    expr = ep ? ft_ep_cuda_resid(ep, &mat, &slot) : NULL;
+    if (!expr || mat != lt_c || slot != lt_slot)
+      return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: lt_c %d with lt %d, but the epilogue does not add matrix slot "
+                      "%d to x%s", lt_c + 1, lt_slot + 1, lt_c, lt_slot >= 0 ? " + bias" : "");
+  } else if (after_lt && lt_act) {
+    int slot = -1;
+    ft_ep_lt_act act = FT_EP_LT_NONE;
+    expr = ep ? ft_ep_cuda_lt_act(ep, &slot, &act) : NULL;
+    if (!expr || act != lt_act || slot != lt_slot)
+      return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: lt_act %d with lt %d, but the epilogue does not begin with that "
+                      "activation of x%s", (int)lt_act, lt_slot + 1, lt_slot >= 0 ? " + bias" : "");
+  } else if (after_lt) {
+    int slot = -1;
+    expr = ep ? ft_ep_cuda_folded(ep, &slot) : NULL;
+    if (!expr || slot != lt_slot)
+      return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: lt %d, but the epilogue adds no bias of slot %d to x", lt_slot + 1,
+                      lt_slot);
+  }
+  FT_TRY(check_expr(expr, FT_EP_MAX_TEXT * 8, "epilogue", err));
+
+  /* The identity after cuBLAS: y already holds the result, so no pass is launched (kernel "")
+   * and the candidate is cuBLAS's GEMM alone; the define gives it a hash of its own (results
+   * measured with a copy pass are not taken for it). */
+  const int no_pass = fam->after_cublas && (!ep || strcmp(ft_ep_canonical(ep), "x") == 0 || (after_lt && strcmp(expr, "x") == 0));
+
+  ft_strbuf b = {0};
+  ft_sb_puts(&b, "// fusedtune generated\n");
+  if (no_pass) ft_sb_puts(&b, "#define FT_PASS_NOT_LAUNCHED 1\n");
+  if (after_lt && lt_slot >= 0) ft_sb_puts(&b, "#define FT_PASS_AFTER_LT_BIAS 1\n");
+  if (after_lt && lt_act) ft_sb_printf(&b, "#define FT_PASS_AFTER_LT_ACT %d\n", (int)lt_act);
+  if (after_lt && lt_c >= 0) ft_sb_printf(&b, "#define FT_PASS_AFTER_LT_C %d\n", lt_c);
+  fam->defines(v, &b);
+  if (fam->wants_colv_slot) {
+    ft_sb_printf(&b, "#define FT_EP_COLV_SLOT %d\n", first_colvec_slot(ep));
+    ft_sb_printf(&b, "#define FT_EP_MAT_MASK %uu\n", matrix_mask(ep));
+    ft_sb_printf(&b, "#define FT_EP_RED_KIND %d\n", (int)red);
+  }
+  abi_defines(&b, (ft_math)v->math);
+  ft_status s = sb_embedded(&b, "kernels_src/ft_common.cuh", err);
+  if (s == FT_OK) s = sb_embedded(&b, "kernels_src/ft_math.cuh", err);
+  if (s == FT_OK) {
+    ft_sb_puts(&b, "#define FT_EPILOGUE_EXPR (");
+    put_expr(&b, expr, (ft_math)v->math, ep);
+    ft_sb_puts(&b, ")\n");
+    if (post) {
+      ft_sb_puts(&b, "#define FT_RED_POST (");
+      put_expr(&b, post, (ft_math)v->math, ep);
+      ft_sb_puts(&b, ")\n");
+    }
+    for (const char *const *f = fam->sources; s == FT_OK && *f; f++) s = sb_embedded(&b, *f, err);
+  }
+  if (s != FT_OK) {
+    free(b.p);
+    return s;
+  }
+  FT_TRY(finish(&b, fam->name, fam->revision, out, err));
+  snprintf(out->kernel, sizeof out->kernel, "%s", no_pass ? "" : fam->kernel);
+  const char *reduce = fam->reduce_kernel(v);
+  snprintf(out->reduce, sizeof out->reduce, "%s", reduce ? reduce : "");
+  snprintf(out->arch_suffix, sizeof out->arch_suffix, "%s", fam->arch_suffix);
+  return FT_OK;
+}
+
+ft_status ft_codegen_eager_step(const ft_ep_step *step, ft_math math, ft_kernel_src *out, ft_err *err) {
+  return ft_codegen_eager_step_ep(step, math, NULL, out, err);
+}
+
+ft_status ft_codegen_eager_step_ep(const ft_ep_step *step, ft_math math, const ft_epilogue *ep, ft_kernel_src *out,
+                                   ft_err *err) {
+  if (!step || !out) return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: NULL argument");
+  memset(out, 0, sizeof *out);
+  FT_TRY(check_expr(step->expr, sizeof step->expr, "step", err));
+  ft_strbuf b = {0};
+  ft_sb_puts(&b, "// fusedtune generated\n");
+  abi_defines(&b, math);
+  ft_status s = sb_embedded(&b, "kernels_src/ft_common.cuh", err);
+  if (s == FT_OK) s = sb_embedded(&b, "kernels_src/ft_math.cuh", err);
+  if (s == FT_OK) {
+    ft_sb_puts(&b, "#define FT_STEP_EXPR (");
+    put_expr(&b, step->expr, math, ep);
+    ft_sb_puts(&b, ")\n");
+    s = sb_embedded(&b, "kernels_src/eager_step.cu", err);
+  }
+  if (s != FT_OK) {
+    free(b.p);
+    return s;
+  }
+  FT_TRY(finish(&b, "eager_step", FT_EAGER_STEP_REVISION, out, err));
+  strcpy(out->kernel, "ft_eager_step");
+  return FT_OK;
+}
+
+void ft_kernel_src_free(ft_kernel_src *k) {
+  if (!k) return;
+  free(k->text);
+  k->text = NULL;
+}

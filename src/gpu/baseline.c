@@ -1,0 +1,325 @@
+/* cuBLAS / cuBLASLt baselines and the eager-style chain of per-op kernels, in the problem's math
+ * mode: the GEMM of that mode (tf32 = FAST_TF32 compute; bf16 / fp16 = 16-bit tensors, fp32
+ * accumulate), step kernels that read and write the mode's element type. */
+#include "baseline.h"
+
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checks.h"
+#include "compile.h"
+#include "launch.h"
+#include "fp8.h"
+#include "gated.h"
+#include "lt_gemm.h"
+
+#define FT_LT_WORKSPACE (32u << 20)
+
+
+struct ft_baselines {
+  ft_gpu *g;
+  ft_pdata *d;
+  const ft_epilogue *ep;
+  cublasLtHandle_t lt;
+  void *lt_ws;
+  ft_lt_gemm eager_gemm; /* GEMM + BIAS for the eager chain when bias folds into addmm */
+  ft_lt_gemm fused_lt;   /* the cuBLASLt built-in epilogue strategy */
+  float *lt_scales;      /* fp8 per-tensor scales on the device, for fused_lt */
+  int has_lt_epilogue;
+  char lt_name[64];
+  ft_ep_eager plan;
+  int pooled_cols; /* the columns after E's pool (N / w), N without one */
+  int has_eager; /* 0 when cuBLASLt has no GEMM+BIAS algorithm for this problem */
+  ft_loaded steps[FT_EP_MAX_STEPS];
+  void *tmp[FT_EP_BUF_X2 + 1]; /* tmp[0] = GEMM output, tmp[j] = step j output, tmp[FT_EP_BUF_X2] = x2's GEMM */
+  void *w_pair[2];              /* a gated pair's W1 and W2 apart ([n, k] each), for the eager chain */
+  char gemm_desc[32];        /* "SGEMM", "BF16 GEMM", ... */
+  char gemm_alone_desc[96];
+  char eager_desc[128];
+};
+
+ft_strategy ft_baseline_strategy(ft_baseline_kind k) {
+  static const ft_strategy s[FT_BL_COUNT] = {FT_STRATEGY_EAGER, FT_STRATEGY_CUBLAS_GEMM, FT_STRATEGY_CUBLASLT};
+  return k < FT_BL_COUNT ? s[k] : FT_STRATEGY_EAGER;
+}
+
+/* A cuBLASLt GEMM over d's operands in d's mode (src/gpu/lt_gemm.c). */
+static ft_status lt_gemm_init(ft_baselines *b, ft_lt_gemm *l, cublasLtEpilogue_t epi, const void *bias, ft_err *err) {
+  const ft_pdata *d = b->d;
+  return ft_lt_gemm_init(l, b->lt, d->math, d->m, d->n, d->k, epi, bias, FT_LT_WORKSPACE, 0, err); /* cudaMalloc'd */
+}
+
+static ft_status lt_gemm_run(ft_baselines *b, ft_lt_gemm *l, void *Y, cudaStream_t stream, ft_err *err) {
+  return ft_lt_gemm_run(l, b->lt, b->d->dX, b->d->dW, Y, NULL, NULL, b->lt_ws, stream, err);
+}
+
+/* The fp8 problem of form (a text without declarations; ft_fp8_epilogue's body) with row and col
+ * scales (outer 1) or scalar ones (0), parsed; NULL when it does not parse. */
+static ft_epilogue *fp8_form(const char *form, int outer) {
+  char text[512];
+  if (ft_fp8_epilogue(form, text, sizeof text) != FT_OK) return NULL;
+  char *where = strstr(text, " where ");
+  if (where) snprintf(where, sizeof text - (size_t)(where - text), " where %s", outer ? "row sx, col sw" : "scalar sx, scalar sw");
+  ft_epilogue *f = NULL;
+  return ft_ep_parse(text, &f, NULL) == FT_OK ? f : NULL;
+}
+
+/* Which cuBLASLt built-in epilogue computes exactly this expression, if any; name gets
+ * "cuBLASLt RELU_BIAS" with the mode ("cuBLASLt BF16 RELU_BIAS") outside fp32. In fp8 the forms
+ * scale x by sx and sw, both per tensor (*outer 0) or per row and column (*outer 1: cuBLASLt's
+ * outer-vector scale mode). */
+static int match_lt_epilogue(const ft_epilogue *ep, const char *mode, int fp8, cublasLtEpilogue_t *epi, int *bias_slot,
+                             int *outer, char *name, size_t namelen) {
+  static const struct {
+    const char *text;
+    cublasLtEpilogue_t epi;
+    const char *name;
+  } forms[] = {
+      {"x + bias", CUBLASLT_EPILOGUE_BIAS, "BIAS"},
+      {"relu(x + bias)", CUBLASLT_EPILOGUE_RELU_BIAS, "RELU_BIAS"},
+      {"gelu_tanh(x + bias)", CUBLASLT_EPILOGUE_GELU_BIAS, "GELU_BIAS"},
+      {"relu(x)", CUBLASLT_EPILOGUE_RELU, "RELU"},
+      {"gelu_tanh(x)", CUBLASLT_EPILOGUE_GELU, "GELU"},
+  };
+  for (size_t j = 0; j < (fp8 ? 2 : 1) * sizeof forms / sizeof forms[0]; j++) {
+    const size_t i = j % (sizeof forms / sizeof forms[0]);
+    ft_epilogue *f = NULL;
+    if (fp8) f = fp8_form(forms[i].text, *outer = j < sizeof forms / sizeof forms[0]);
+    else if (ft_ep_parse(forms[i].text, &f, NULL) != FT_OK) f = NULL;
+    int same = f && strcmp(ft_ep_canonical(f), ft_ep_canonical(ep)) == 0;
+    ft_ep_free(f);
+    if (!same) continue;
+    *epi = forms[i].epi;
+    *bias_slot = -1;
+    for (int s = 0; s < ft_ep_param_count(ep); s++)
+      if (strcmp(ft_ep_param_at(ep, s)->name, "bias") == 0) *bias_slot = s;
+    snprintf(name, namelen, "cuBLASLt %s%s%s", mode, forms[i].name,
+             !fp8 ? "" : *outer ? ", row/col scales" : ", per-tensor scales");
+    return 1;
+  }
+  return 0;
+}
+
+/* The widest access of a row a reduction step reads whole: 16 bytes where N allows. */
+static int eager_reduce_vec(const ft_pdata *d) {
+  int vec = d->elem == 2 ? 8 : 4;
+  while (vec > 1 && d->n % vec) vec /= 2;
+  return vec;
+}
+
+/* A gated pair's eager chain runs two GEMMs, as a model with W1 and W2 apart does: the halves of
+ * the interleaved weight taken apart once (every other group of 8 rows), and x2's GEMM output. */
+static ft_status split_pair(ft_baselines *b, size_t out_bytes, ft_err *err) {
+  const ft_pdata *d = b->d;
+  const size_t group = (size_t)FT_GATED_GROUP * (size_t)d->k * d->elem;
+  for (int i = 0; i < 2; i++) {
+    FT_CUDA_TRY(err, cudaMalloc(&b->w_pair[i], (size_t)d->n * (size_t)d->k * d->elem));
+    FT_CUDA_TRY(err, cudaMemcpy2D(b->w_pair[i], group, (const char *)d->dW + (size_t)i * group, 2 * group, group,
+                                  (size_t)d->n / FT_GATED_GROUP, cudaMemcpyDeviceToDevice));
+  }
+  FT_CUDA_TRY(err, cudaMalloc(&b->tmp[FT_EP_BUF_X2], out_bytes));
+  return FT_OK;
+}
+
+static ft_status build_eager_steps(ft_baselines *b, ft_db *db, ft_err *err) {
+  int n = b->plan.nsteps;
+  if (n == 0) return FT_OK;
+  ft_kernel_src srcs[FT_EP_MAX_STEPS];
+  ft_compile_job jobs[FT_EP_MAX_STEPS];
+  memset(srcs, 0, sizeof srcs);
+  memset(jobs, 0, sizeof jobs);
+  ft_status st = FT_OK;
+  for (int i = 0; i < n && st == FT_OK; i++) {
+    const ft_ep_step *step = &b->plan.steps[i];
+    st = step->reduce ? ft_codegen_eager_reduce(step, b->d->math, eager_reduce_vec(b->d), &srcs[i], err)
+                      : ft_codegen_eager_step_ep(step, b->d->math, b->ep, &srcs[i], err);
+    jobs[i].src = srcs[i].text;
+    jobs[i].hash = srcs[i].hash;
+  }
+  if (st == FT_OK) st = ft_compile_many(db, ft_gpu_arch(b->g), jobs, n, 0, err);
+  for (int i = 0; i < n && st == FT_OK; i++) {
+    if (jobs[i].status != FT_OK)
+      st = ft__fail(err, FT_ERR_COMPILE, "eager step %d does not compile: %.1500s", i,
+                    jobs[i].log ? jobs[i].log : "");
+    else
+      st = ft_loaded_init(&b->steps[i], jobs[i].cubin, jobs[i].cubin_size, srcs[i].kernel, NULL, err);
+  }
+  for (int i = 0; i < n; i++) {
+    ft_compile_job_clear(&jobs[i]);
+    ft_kernel_src_free(&srcs[i]);
+  }
+  return st;
+}
+
+/* fp8's cuBLASLt epilogue reads the scales through pointers: the row and column vectors, or the
+ * scalars copied to the device. */
+static ft_status fp8_lt_scales(ft_baselines *b, const ft_epilogue *ep, int outer, ft_err *err) {
+  ft_fp8_scales sc;
+  FT_TRY(ft_fp8_check(FT_MATH_FP8, b->d->n, b->d->k, ep, &sc, err));
+  if (outer) {
+    FT_TRY(ft_lt_gemm_scales(&b->fused_lt, b->d->dvec[sc.sx_slot], b->d->dvec[sc.sw_slot], err));
+  } else {
+    const float s[2] = {b->d->args.s[sc.sx_slot], b->d->args.s[sc.sw_slot]};
+    FT_CUDA_TRY(err, cudaMalloc((void **)&b->lt_scales, sizeof s));
+    FT_CUDA_TRY(err, cudaMemcpy(b->lt_scales, s, sizeof s, cudaMemcpyHostToDevice));
+    FT_TRY(ft_lt_gemm_scales(&b->fused_lt, b->lt_scales, b->lt_scales + 1, err));
+  }
+  b->has_lt_epilogue = 1;
+  return FT_OK;
+}
+
+ft_status ft_baselines_create(ft_gpu *g, ft_db *db, const ft_epilogue *ep, ft_pdata *d,
+                              ft_baselines **out, ft_err *err) {
+  *out = NULL;
+  ft_baselines *b = calloc(1, sizeof *b);
+  if (!b) return ft__fail(err, FT_ERR_NOMEM, "out of memory");
+  b->g = g;
+  b->d = d;
+  b->ep = ep;
+  *out = b;
+  cublasStatus_t cs = cublasLtCreate(&b->lt);
+  if (cs != CUBLAS_STATUS_SUCCESS) return ft_cublas_fail(err, cs, "cublasLtCreate");
+  FT_CUDA_TRY(err, cudaMalloc(&b->lt_ws, FT_LT_WORKSPACE));
+  FT_TRY(ft_ep_check_kernels(ep, err)); /* a reduction step is a kernel the reduction pass serves */
+  FT_TRY(ft_ep_eager_plan(ep, &b->plan, err));
+  int window = 1;
+  b->pooled_cols = ft_ep_pool(ep, &window, NULL) != FT_RED_NONE ? d->n / window : d->n;
+  /* "SGEMM" in fp32 (as before modes existed) and 3xtf32 (cuBLAS's fp32-accurate GEMM), else
+   * "BF16 GEMM"; mode: "" or "BF16 ". */
+  const int sgemm = d->math == FT_MATH_FP32 || d->math == FT_MATH_3XTF32;
+  char mode[8] = "";
+  if (!sgemm) {
+    const char *name = ft_math_name(d->math);
+    for (size_t i = 0; name[i] && i < 4; i++) mode[i] = (char)toupper((unsigned char)name[i]);
+    strcat(mode, " ");
+  }
+  if (sgemm) snprintf(b->gemm_desc, sizeof b->gemm_desc, "SGEMM");
+  else snprintf(b->gemm_desc, sizeof b->gemm_desc, "%sGEMM", mode);
+  b->has_eager = 1;
+  if (b->plan.gemm_bias_slot >= 0) {
+    ft_err lt_err;
+    const ft_status s = lt_gemm_init(b, &b->eager_gemm, CUBLASLT_EPILOGUE_BIAS, d->dvec[b->plan.gemm_bias_slot], &lt_err);
+    /* No algorithm (16-bit tensors with odd leading dimensions, say) leaves the eager baseline
+     * unavailable, as cuBLASLt's epilogues are; any other failure is an error. */
+    if (s == FT_ERR_UNSUPPORTED) b->has_eager = 0;
+    else if (s != FT_OK) return ft__fail(err, s, "%s", lt_err.msg);
+  }
+  size_t bytes = (size_t)d->m * d->n * d->elem;
+  for (int j = 0; j < b->plan.nsteps; j++) /* the last step writes y itself */
+    FT_CUDA_TRY(err, cudaMalloc(&b->tmp[j], bytes));
+  b->tmp[b->plan.nsteps] = d->dY;
+  if (ft_ep_uses_x2(ep)) FT_TRY(split_pair(b, bytes, err));
+  FT_TRY(build_eager_steps(b, db, err));
+  int reducing = 0;
+  for (int j = 0; j < b->plan.nsteps; j++) reducing += b->plan.steps[j].reduce != FT_RED_NONE;
+  char kinds[32] = "elementwise kernel(s)";
+  if (reducing) snprintf(kinds, sizeof kinds, "kernel(s), %d reducing", reducing);
+  if (b->plan.gemm_bias_slot >= 0)
+    snprintf(b->eager_desc, sizeof b->eager_desc, "cuBLASLt %sGEMM+BIAS + %d %s%s", mode, b->plan.nsteps, kinds,
+             b->has_eager ? "" : " (no cuBLASLt algorithm)");
+  else
+    snprintf(b->eager_desc, sizeof b->eager_desc, "cuBLAS %s%s + %d %s", b->w_pair[0] ? "2 x " : "", b->gemm_desc,
+             b->plan.nsteps, kinds);
+  snprintf(b->gemm_alone_desc, sizeof b->gemm_alone_desc, "cuBLAS %s%s alone (no epilogue)", b->gemm_desc,
+           b->w_pair[0] ? " of the stacked [2N, K] weight" : "");
+  cublasLtEpilogue_t epi;
+  int bias_slot = -1, outer = 0;
+  const int fp8 = d->math == FT_MATH_FP8;
+  if (match_lt_epilogue(ep, mode, fp8, &epi, &bias_slot, &outer, b->lt_name, sizeof b->lt_name)) {
+    ft_err lt_err;
+    const void *bias = bias_slot >= 0 ? d->dvec[bias_slot] : NULL;
+    /* No algorithm for a fused epilogue is a fact about cuBLASLt, not an error of the tune. */
+    if (!fp8 && lt_gemm_init(b, &b->fused_lt, epi, bias, &lt_err) == FT_OK) b->has_lt_epilogue = 1;
+    if (fp8 && ft_lt_gemm_init_fp8(&b->fused_lt, b->lt, d->m, d->n, d->k, epi, bias, outer, FT_LT_WORKSPACE, &lt_err) == FT_OK)
+      if (fp8_lt_scales(b, ep, outer, &lt_err) != FT_OK) ft_lt_gemm_free(&b->fused_lt); /* not offered, as above */
+  }
+  return FT_OK;
+}
+
+void ft_baselines_free(ft_baselines *b) {
+  if (!b) return;
+  ft_lt_gemm_free(&b->eager_gemm);
+  ft_lt_gemm_free(&b->fused_lt);
+  cudaFree(b->lt_scales);
+  for (int j = 0; j < FT_EP_MAX_STEPS; j++) {
+    ft_loaded_free(&b->steps[j]);
+    if (j < b->plan.nsteps) cudaFree(b->tmp[j]);
+  }
+  cudaFree(b->tmp[FT_EP_BUF_X2]);
+  cudaFree(b->w_pair[0]);
+  cudaFree(b->w_pair[1]);
+  cudaFree(b->lt_ws);
+  if (b->lt) cublasLtDestroy(b->lt);
+  free(b);
+}
+
+int ft_baseline_available(const ft_baselines *b, ft_baseline_kind kind) {
+  if (kind == FT_BL_CUBLASLT) return b->has_lt_epilogue;
+  if (kind == FT_BL_EAGER) return b->has_eager;
+  return kind < FT_BL_COUNT;
+}
+
+const char *ft_baseline_describe(const ft_baselines *b, ft_baseline_kind kind) {
+  switch (kind) {
+    case FT_BL_EAGER: return b->eager_desc;
+    case FT_BL_CUBLAS_GEMM: return b->gemm_alone_desc;
+    case FT_BL_CUBLASLT: return b->has_lt_epilogue ? b->lt_name : "cuBLASLt (no matching epilogue)";
+    default: return "?";
+  }
+}
+
+/* The columns of an eager step's buffer of shape (ft_ep_shape): N, 1, or N / w after the pool. */
+static int eager_cols(const ft_baselines *b, int shape) {
+  if (shape == FT_EP_SHAPE_M) return 1;
+  return shape == FT_EP_SHAPE_POOLED ? b->pooled_cols : b->d->n;
+}
+
+static ft_status run_eager(ft_baselines *b, cudaStream_t stream, ft_err *err) {
+  ft_pdata *d = b->d;
+  if (!b->has_eager) return ft__fail(err, FT_ERR_UNSUPPORTED, "no cuBLASLt GEMM+BIAS algorithm for this problem");
+  if (b->plan.gemm_bias_slot >= 0) FT_TRY(lt_gemm_run(b, &b->eager_gemm, b->tmp[0], stream, err));
+  else FT_TRY(ft_cublas_gemm(b->g, d->math, d->dX, b->w_pair[0] ? b->w_pair[0] : d->dW, b->tmp[0], d->m, d->n, d->k,
+                             stream, err));
+  if (b->w_pair[1]) FT_TRY(ft_cublas_gemm(b->g, d->math, d->dX, b->w_pair[1], b->tmp[FT_EP_BUF_X2], d->m, d->n, d->k, stream, err));
+  for (int j = 0; j < b->plan.nsteps; j++) {
+    const ft_ep_step *s = &b->plan.steps[j];
+    const void *in[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < s->nin && i < 3; i++) in[i] = b->tmp[s->in[i]];
+    if (s->reduce) { /* over its operand's columns */
+      const int from = s->in[0] > 0 && s->in[0] <= j ? (int)b->plan.steps[s->in[0] - 1].shape : (int)FT_EP_SHAPE_MN;
+      FT_TRY(ft_eager_reduce_launch(&b->steps[j], in[0], b->tmp[j + 1], d->m, eager_cols(b, from), &d->args, stream, err));
+      continue;
+    }
+    /* After a one-value reduction the steps run over its M values, after a pool over its windows. */
+    FT_TRY(ft_eager_step_launch(&b->steps[j], in[0], in[1], in[2], b->tmp[j + 1], d->m, eager_cols(b, s->shape),
+                                &d->args, stream, err));
+  }
+  return FT_OK;
+}
+
+ft_status ft_baseline_chain_tolerance(ft_baselines *b, double *tol, ft_err *err) {
+  if (b->d->math != FT_MATH_3XTF32 || !ft_baseline_available(b, FT_BL_EAGER)) return FT_OK;
+  ft_check chk = {0, 0, 0};
+  FT_TRY(ft_pdata_poison(b->d, 0, err));
+  FT_TRY(run_eager(b, 0, err));
+  FT_CUDA_TRY(err, cudaStreamSynchronize(0));
+  FT_TRY(ft_pdata_check(b->d, &chk, err));
+  if (!chk.bad) *tol = ft_tolerance_with_chain(b->d->math, *tol, chk.rel_err);
+  return FT_OK;
+}
+
+ft_status ft_baseline_enqueue(ft_baselines *b, ft_baseline_kind kind, cudaStream_t stream, ft_err *err) {
+  switch (kind) {
+    case FT_BL_EAGER: return run_eager(b, stream, err);
+    case FT_BL_CUBLAS_GEMM:
+      return ft_cublas_gemm(b->g, b->d->math, b->d->dX, b->d->dW, b->d->dY, b->d->m, b->d->gemm_n, b->d->k, stream, err);
+    case FT_BL_CUBLASLT:
+      if (!b->has_lt_epilogue) return ft__fail(err, FT_ERR_UNSUPPORTED, "no cuBLASLt epilogue for this expression");
+      return lt_gemm_run(b, &b->fused_lt, b->d->dY, stream, err);
+    default: return ft__fail(err, FT_ERR_INVALID_ARG, "unknown baseline %d", (int)kind);
+  }
+}
