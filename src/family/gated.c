@@ -2,13 +2,6 @@
  * src/api/api_gated.c's, on the device). GPU-free. */
 #include "gated.h"
 
-#include <stdio.h>
-#include <string.h>
-
-#include "checks.h"
-#include "fusedtune.h"
-#include "space.h"
-
 ft_status ft_gated_check(const ft_epilogue *ep, ft_math math, int64_t n, ft_err *err) {
   if (!ep || !ft_ep_uses_x2(ep)) return FT_OK;
   if (n % FT_GATED_GROUP)
