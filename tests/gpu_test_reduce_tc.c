@@ -125,7 +125,7 @@ int main(void) {
     ft_gpu_close(g);
     RETURN_SKIP("the tensor-core family needs compute capability 9.0");
   }
-  static const ft_math maths[] = {FT_MATH_BF16, FT_MATH_FP16, FT_MATH_TF32};
+  static const ft_math maths[] = {FT_MATH_BF16, FT_MATH_FP16, FT_MATH_TF32, FT_MATH_3XTF32};
   int checked = 0;
   /* x * 1e30 * 1e30 overflows to +inf wherever x > 0: rows holding +inf many times. */
   const shape inf_shape = {33, 1001, 40};
@@ -133,7 +133,7 @@ int main(void) {
   /* The full space on the ragged shape in bf16; the pruned one (what a default tune measures)
    * elsewhere, which keeps the test near a minute. */
   for (size_t s = 0; s < sizeof k_shapes / sizeof k_shapes[0]; s++)
-    for (size_t mi = 0; mi < (s == 0 ? 3u : 1u); mi++)
+    for (size_t mi = 0; mi < (s == 0 ? 4u : 1u); mi++)
       for (size_t i = 0; i < N_EXPRS; i++)
         checked += check_problem(g, k_exprs[i], &k_shapes[s], maths[mi], s == 0 && mi == 0, s == 2, 0);
   printf("%d fused variants checked\n", checked);
