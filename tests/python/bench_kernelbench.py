@@ -13,7 +13,8 @@ written to push the inputs out of L2, CUDA events around one call, a synchronize
 discarded; --trials trials (default 100); the three variants take turns trial by trial, so clock
 drift hits them alike. Speed-up = mean(eager) / mean(other). Correctness is KernelBench's rule:
 torch.allclose(out, eager's out, atol=rtol=tol), tol 1e-4 in fp32 and 1e-2 in bf16/fp16, on
---checks fresh random inputs.
+--checks fresh random inputs; beside it, each one's largest error against the model run in float64
+(eager's own fp32 error can exceed that rule's atol where a row sum cancels).
 
     python3 tests/python/bench_kernelbench.py --kb DIR [--db DB] [--dtype fp32|bf16|fp16]
         [--only 12,68] [--tune] [--budget S] [--trials N] [--no-compile]
@@ -23,6 +24,7 @@ what the database lacks first (fusedtune.torch.tune); without it a problem not t
 with its tune command and skipped. Exit status 0 when every measured problem was correct.
 """
 import argparse
+import copy
 import importlib.util
 import math
 import os
@@ -132,6 +134,7 @@ def main(argv=None):
                 print(f"{name}: {row['error']}", flush=True)
                 continue
             ok = True
+            model64 = copy.deepcopy(model).double()  # the float64 reference both are held to
             for c in range(args.checks):
                 torch.manual_seed(1000 + c)
                 xs = [t.cuda().to(dtype) if torch.is_tensor(t) and t.is_floating_point() else t for t in mod.get_inputs()]
@@ -141,6 +144,11 @@ def main(argv=None):
                 out = fused(*xs)
                 ok = ok and bool(torch.allclose(out, ref, atol=tol, rtol=tol))
                 row["max_diff"] = max(row.get("max_diff", 0.0), float((out.float() - ref.float()).abs().max()))
+                torch.manual_seed(7)
+                ref64 = model64(*[t.double() if torch.is_tensor(t) and t.is_floating_point() else t for t in xs])
+                for key, o in (("err64_eager", ref), ("err64_fused", out)):
+                    row[key] = max(row.get(key, 0.0), float((o.double() - ref64).abs().max()))
+            del model64
             row["correct"] = ok
             row["served"] = served_by(fused)
             bad += not ok
@@ -153,10 +161,11 @@ def main(argv=None):
             row["compile"] = ms[2] if len(ms) > 2 else float("nan")
         rows.append(row)
         print(f"{name}: eager {row['eager']:.4f} ms, fused {row['fused']:.4f} ms ({row['eager'] / row['fused']:.3f}x), "
-              f"compile {row['compile']:.4f} ms, correct {row['correct']} (max |diff| {row['max_diff']:.2e})", flush=True)
+              f"compile {row['compile']:.4f} ms, correct {row['correct']} (max |diff| {row['max_diff']:.2e}; "
+              f"max |error| against float64: eager {row['err64_eager']:.2e}, fused {row['err64_fused']:.2e})", flush=True)
     print(f"\n{torch.cuda.get_device_name()}  dtype {args.dtype}  tol {tol:g}  trials {args.trials}  "
           f"torch {torch.__version__}")
-    print(f"{'problem':<58} {'eager ms':>9} {'compile':>9} {'fused':>9} {'x eager':>8} {'x compile':>9}  ok  served by")
+    print(f"{'problem':<58} {'eager ms':>9} {'compile':>9} {'fused':>9} {'x eager':>8} {'x compile':>9}  ok  {'err64 eager/fused':>17}  served by")
     speed, vs_compile = [], []
     for r in rows:
         if "error" in r:
@@ -167,7 +176,7 @@ def main(argv=None):
         if not math.isnan(sc):
             vs_compile.append(sc)
         print(f"{r['name']:<58} {r['eager']:9.4f} {r['compile']:9.4f} {r['fused']:9.4f} {se:8.3f} {sc:9.3f}  "
-              f"{'yes' if r['correct'] else 'NO '} {r['served']}")
+              f"{'yes' if r['correct'] else 'NO '} {r['err64_eager']:8.1e}/{r['err64_fused']:8.1e}  {r['served']}")
     if speed:
         geo = math.exp(sum(math.log(s) for s in speed) / len(speed))
         print(f"geometric mean x eager {geo:.3f} over {len(speed)}; min {min(speed):.3f}"
