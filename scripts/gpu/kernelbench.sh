@@ -1,5 +1,5 @@
 #!/bin/bash
-# Usage: KB=.kb/level2 [DTYPE=fp32|bf16] [PART=1 PARTS=4 | ONLY=12,68] [TRIALS=100] [BUDGET=40] scripts/gpu/kernelbench.sh
+# Usage: KB=.kb/level2 [DTYPE=fp32|bf16] [PART=1 PARTS=4 | ONLY=12,68] [TRIALS=100] [BUDGET=40] [ARGS=--graphs] scripts/gpu/kernelbench.sh
 # Issue 54's acceptance set, a part at a time (one command stays under the device's 10 minutes):
 # the KernelBench problem files in $KB (carried, not in the repository; e.g. level2's 37 GEMM-first
 # files) split into PARTS parts by their order, part PART tuned (fusedtune.torch.tune, BUDGET s a
@@ -16,5 +16,5 @@ mapfile -t all < <(ls "$KB" | grep -E '^[0-9]+_.*\.py$' | sort -n)
 only=${ONLY:-$(for i in "${!all[@]}"; do [ $(( i % PARTS + 1 )) -eq "$PART" ] && echo "${all[$i]%%_*}"; done | paste -sd,)}
 echo "problems: $only"
 python3 tests/python/bench_kernelbench.py --kb "$KB" --dtype "$DTYPE" --only "$only" --tune --budget "${BUDGET:-40}" \
-  --trials "${TRIALS:-100}" --db "/tmp/kb_$DTYPE.db" 2>&1 | tee "$OUT/kernelbench_${DTYPE}_$PART.txt" | \
+  --trials "${TRIALS:-100}" ${ARGS:-} --db "/tmp/kb_$DTYPE.db" 2>&1 | tee "$OUT/kernelbench_${DTYPE}_$(basename "$KB")_$PART${ARGS:+_graphs}.txt" | \
   sed -n '/^NVIDIA\|^problem/,$p'

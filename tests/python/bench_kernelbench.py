@@ -17,7 +17,7 @@ torch.allclose(out, eager's out, atol=rtol=tol), tol 1e-4 in fp32 and 1e-2 in bf
 (eager's own fp32 error can exceed that rule's atol where a row sum cancels).
 
     python3 tests/python/bench_kernelbench.py --kb DIR [--db DB] [--dtype fp32|bf16|fp16]
-        [--only 12,68] [--tune] [--budget S] [--trials N] [--no-compile]
+        [--only 12,68] [--tune] [--budget S] [--trials N] [--no-compile] [--graphs]
 
 DIR holds the problem files (e.g. KernelBench/level2; not part of this repository). --tune tunes
 what the database lacks first (fusedtune.torch.tune); without it a problem not tuned is reported
@@ -49,6 +49,8 @@ def parse_args(argv=None):
     ap.add_argument("--trials", type=int, default=100)
     ap.add_argument("--checks", type=int, default=3, help="fresh random inputs checked with allclose")
     ap.add_argument("--no-compile", action="store_true", help="leave torch.compile out")
+    ap.add_argument("--graphs", action="store_true",
+                    help="each variant captured in a CUDA graph and the graph replayed (no host cost), timed the same way")
     args = ap.parse_args(argv)
     if args.trials < 3:
         ap.error("--trials must be at least 3")
@@ -92,6 +94,20 @@ def kb_times(torch, fns, trials):
             if t > 0:
                 times[i].append(a.elapsed_time(b))
     return [sum(v) / len(v) for v in times]
+
+
+def as_graph(torch, fn):
+    """fn captured in a CUDA graph (after warm-up on a side stream, as PyTorch's docs do): its replay."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    return graph.replay
 
 
 def served_by(fused):
@@ -156,6 +172,8 @@ def main(argv=None):
             if not args.no_compile:
                 compiled = torch.compile(model)
                 fns.append(lambda: compiled(*inputs))
+            if args.graphs:
+                fns = [as_graph(torch, fn) for fn in fns]
             ms = kb_times(torch, fns, args.trials)
             row["eager"], row["fused"] = ms[0], ms[1]
             row["compile"] = ms[2] if len(ms) > 2 else float("nan")
@@ -164,7 +182,7 @@ def main(argv=None):
               f"compile {row['compile']:.4f} ms, correct {row['correct']} (max |diff| {row['max_diff']:.2e}; "
               f"max |error| against float64: eager {row['err64_eager']:.2e}, fused {row['err64_fused']:.2e})", flush=True)
     print(f"\n{torch.cuda.get_device_name()}  dtype {args.dtype}  tol {tol:g}  trials {args.trials}  "
-          f"torch {torch.__version__}")
+          f"torch {torch.__version__}" + ("  CUDA graphs" if args.graphs else "  call by call"))
     print(f"{'problem':<58} {'eager ms':>9} {'compile':>9} {'fused':>9} {'x eager':>8} {'x compile':>9}  ok  {'err64 eager/fused':>17}  served by")
     speed, vs_compile = [], []
     for r in rows:
