@@ -161,9 +161,13 @@ def main(argv=None):
                 ok = ok and bool(torch.allclose(out, ref, atol=tol, rtol=tol))
                 row["max_diff"] = max(row.get("max_diff", 0.0), float((out.float() - ref.float()).abs().max()))
                 torch.manual_seed(7)
-                ref64 = model64(*[t.double() if torch.is_tensor(t) and t.is_floating_point() else t for t in xs])
+                try:  # a model that fixes a dtype inside forward has no float64 run: reported as nan
+                    ref64 = model64(*[t.double() if torch.is_tensor(t) and t.is_floating_point() else t for t in xs])
+                except RuntimeError:
+                    ref64 = None
                 for key, o in (("err64_eager", ref), ("err64_fused", out)):
-                    row[key] = max(row.get(key, 0.0), float((o.double() - ref64).abs().max()))
+                    err = float("nan") if ref64 is None else float((o.double() - ref64).abs().max())
+                    row[key] = err if math.isnan(err) else max(row.get(key, 0.0), err)
             del model64
             row["correct"] = ok
             row["served"] = served_by(fused)
