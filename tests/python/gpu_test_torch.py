@@ -266,6 +266,23 @@ def check_fp8(db, gen):
     ref = torch.relu(x.double() @ lin.weight.double().t() + lin.bias.double())
     err = rel_l2(y, ref)
     record(y.dtype == torch.bfloat16 and err <= 0.08, f"fp8    {m}x{n}x{k} relu(x + bias) from a bf16 layer: rel {err:.2e} (bound 8e-2)")
+    # E's own vectors beside the layer's scales (issue 58 item 9): a col vector held by the layer, a
+    # row vector given per call, a scalar.
+    from fusedtune.fp8 import FP8Linear
+    text = "relu(x + bias) * v * t + r where col v, row r, scalar t"
+    with fusedtune.Database(db) as d:
+        d.tune(fusedtune.Problem(m, n, k, fp8_epilogue(text), "fp8"), max_candidates=4, budget_s=120)
+    v = torch.rand(n, generator=gen, device="cuda") + 0.5
+    r = torch.rand(m, generator=gen, device="cuda") - 0.5
+    layer = FP8Linear.from_linear(lin, text, db=db, params={"v": v, "t": 1.5})
+    poison(m * n, torch.bfloat16)
+    with torch.no_grad():
+        y = layer(x, r=r)
+    torch.cuda.synchronize()
+    ref = torch.relu(x.double() @ lin.weight.double().t() + lin.bias.double()) * v.double() * 1.5 + r.double()[:, None]
+    err = rel_l2(y, ref)
+    record(y.dtype == torch.bfloat16 and err <= 0.08,
+           f"fp8    {m}x{n}x{k} {text} (col v held, row r per call, t = 1.5): rel {err:.2e} (bound 8e-2)")
 
 
 def check_gated(db, mode, gen):
