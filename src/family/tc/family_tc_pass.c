@@ -235,13 +235,6 @@ static const ft_json_key k_tcp_opt_keys[] = {
     {"groups", offsetof(ft_variant, red.groups)}, {"tile", offsetof(ft_variant, red.tile)},
     {NULL, 0}};
 
-/* The GEMM's files; codegen writes the pass's (its reduction text) before them. */
-static const char *const k_tcp_sources[] = {
-    "kernels_src/tc_config.cuh",   "kernels_src/wgmma_sm90.cuh",      "kernels_src/tc_ptx.cuh",
-    "kernels_src/tc_sched.cuh",    "kernels_src/tc_matrix.cuh",       "kernels_src/tc_mainloop.cuh",
-    "kernels_src/tc_epilogue.cuh", "kernels_src/tc_epilogue_tma.cuh", "kernels_src/tc_gated.cuh",
-    "kernels_src/tc_reduce.cuh",   "kernels_src/gemm_tc.cu",          NULL};
-
 const ft_family ft_family_tc_pass = {
     .name = "tc_pass",
     .kind = FT_VK_GEMM,
@@ -254,7 +247,7 @@ const ft_family ft_family_tc_pass = {
     .revision = 1,
     .arch_suffix = "a",
     .maths = 1u << FT_MATH_3XTF32,
-    .sources = k_tcp_sources,
+    .sources = ft__tc_sources, /* the GEMM's; codegen writes the pass's text before them */
     .kernel = "ft_reduce_pass",
     .after_cublas = 1,
     .gemm_kernel = "ft_gemm_tc",
