@@ -148,8 +148,9 @@ static int tcp_stream_k(const ft_variant *v) {
 }
 
 /* Bytes the pass moves per element of y as multiply-add equivalents (as family tc's cost counts
- * split-K's slabs: ~50 per byte of the device's, over 132 SMs): in place, one read and one write
- * (held form) or two reads (row and column forms); a one-value reduction reads the workspace once. */
+ * split-K's slabs: ~50 per byte of the device's, over 132 SMs): in place, a read and a write (the
+ * held form) or two reads and a write (the row and column forms); a one-value reduction reads the
+ * workspace once. */
 static double pass_cost(const ft_variant *p, int64_t m, int64_t n) {
   const double passes = p->red.cols > 0 ? 1.0 : p->red.team > 0 ? 2.0 : 3.0;
   return passes * (double)m * (double)n * 4.0 * 50.0 / 132.0;
