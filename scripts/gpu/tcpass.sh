@@ -1,5 +1,7 @@
 #!/bin/bash
-# Usage: [OUT=DIR] [BUDGET=SECONDS] [ONLY=sm,bn,gn,...] [MAIN=1] scripts/gpu/tcpass.sh
+# Usage: [OUT=DIR] [STEPS=build,test,tunes] [BUDGET=SECONDS] [ONLY=sm,bn,gn,...] [MAIN=1] scripts/gpu/tcpass.sh
+# (all steps take about 8 minutes on an H100; within a 10-minute limit per command, run
+# STEPS=build,test then STEPS=tunes on the same machine, whose build stays)
 # Family tc_pass on the GPU (src/family/tc/family_tc_pass.c: in 3xtf32 the reduction pass after
 # fusedtune's own tensor-core GEMM instead of cuBLAS SGEMM): build; gpu_test_tc_pass (every variant
 # kind against float64 on ragged shapes, NaN-poisoned); then a 3xtf32 tune of each problem below,
@@ -9,16 +11,22 @@
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/gpu-logs/tcpass}; mkdir -p "$OUT"
-BUDGET=${BUDGET:-300}
+BUDGET=${BUDGET:-100}; STEPS=${STEPS:-build,test,tunes}
+step() { case ,$STEPS, in *,$1,*) return 0;; esac; return 1; }
 T=$OUT/table.txt; : > "$T"; t0=$(date +%s); el() { echo "$(( $(date +%s) - t0 ))s"; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee -a "$T"
 git log --oneline -1 | tee -a "$T"
-. scripts/gpu/build.sh "$OUT/build.log"
-echo "build $(el)" | tee -a "$T"
+if step build; then
+  . scripts/gpu/build.sh "$OUT/build.log"
+  echo "build $(el)" | tee -a "$T"
+fi
+[ -x ./build/fusedtune ] || { echo "no build: run with STEPS=build first" | tee -a "$T"; exit 1; }
 
-timeout 590 ./build/tests/gpu_test_tc_pass > "$OUT/gpu_test_tc_pass.txt" 2>&1
-echo "gpu_test_tc_pass rc=$? $(el): $(grep -E 'variants checked' "$OUT/gpu_test_tc_pass.txt" | tail -1)" | tee -a "$T"
-grep -iE "fail|assert" "$OUT/gpu_test_tc_pass.txt" | head -8 | tee -a "$T"
+if step test; then
+  timeout 420 ./build/tests/gpu_test_tc_pass > "$OUT/gpu_test_tc_pass.txt" 2>&1
+  echo "gpu_test_tc_pass rc=$? $(el): $(grep -E 'variants checked' "$OUT/gpu_test_tc_pass.txt" | tail -1)" | tee -a "$T"
+  grep -iE "fail|assert" "$OUT/gpu_test_tc_pass.txt" | head -8 | tee -a "$T"
+fi
 
 export FUSEDTUNE_DB=$OUT/tcpass.db
 # name|shape|epilogue: the KernelBench layers whose epilogue normalizes (issue: 0.98-1.07x eager
@@ -30,7 +38,7 @@ PROBLEMS=(
   "bnr|1024x8192x8192|relu(gelu(batchnorm(x + bias)))"
   "sm16k|16384x4096x4096|softmax(gelu(x))"
 )
-ONLY=${ONLY:-sm,bn,gn}
+ONLY=${ONLY:-sm,bn,gn}; step tunes || ONLY=none
 ROWS=()
 # The row of the first (fastest by "vs GEMM", as tune sorts them) correct candidate whose variant
 # starts with $2; the median of the first correct row of strategy $2 (a baseline's description may
