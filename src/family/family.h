@@ -85,11 +85,18 @@ typedef struct ft_family {
   /* kernels_src files after the common prelude and the epilogue macro, in order. */
   const char *const *sources;
   const char *kernel; /* the main entry point */
-  int after_cublas;   /* 1: the kernel runs on y after cuBLAS SGEMM wrote x W^T there */
+  int after_cublas;   /* 1: the kernel runs on y after a GEMM wrote x W^T there: cuBLAS's, or the
+                       * family's own (gemm_kernel) */
   /* With after_cublas: whether v's GEMM is cuBLASLt's applying E's first steps itself (returns 1;
    * *bias_slot the column vector its epilogue adds, or -1; *act the activation it applies; *c_slot
    * the matrix operand it adds as its C, or -1) rather than cuBLAS's (0). NULL: always cuBLAS's. */
   int (*lt_prefix)(const ft_variant *v, int *bias_slot, ft_ep_lt_act *act, int *c_slot);
+  /* With after_cublas: the family's own GEMM kernel in the same program (one cubin), launched in place
+   * of cuBLAS's before the pass: it writes x W^T where cuBLAS's GEMM would (y, or the workspace of a
+   * pass in one column chunk) on geometry's own_gemm launch, with gemm_args (io->y the place it
+   * writes). NULL: cuBLAS's GEMM (src/family/tc/family_tc_pass.c is the one family with its own). */
+  const char *gemm_kernel;
+  ft_status (*gemm_args)(const ft_variant *v, const ft_launch_io *io, ft_arg_store *st, ft_err *err);
   int reduces;        /* 1: it serves the reductions ft_ep_check_kernels accepts, and nothing else */
   /* Whether v computes a gated pair (E with x2, w the interleaved [2n, k] weight, src/family/gated.h): its
    * kernel then reads x2, and only E with x2 runs in it (codegen). NULL: the family computes E of x
@@ -103,6 +110,9 @@ typedef struct ft_family {
   /* Where its own parameters lie in ft_variant (offsetof and sizeof its block, src/family/space.h): the
    * blocks of the other families must stay zero. */
   size_t params_offset, params_size;
+  /* A second block it owns beside the first (a family composed of two others: tc_pass's GEMM and
+   * pass), 0 and 0 for none. */
+  size_t params2_offset, params2_size;
   /* Its JSON form: {"kind":..., the keys in order, then each optional key that is not 0}. Both
    * lists end with a {NULL, 0} entry. */
   const ft_json_key *keys, *opt_keys;

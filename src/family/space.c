@@ -54,7 +54,7 @@ int ft_variant_valid(const ft_variant *v, char *why, size_t whylen) {
   if (v->math < 0 || v->math >= FT_MATH_COUNT || !(f->maths & (1u << v->math)))
     FT_WHY("math mode %d: the %s kernels do not compute in it", v->math, f->name);
   for (const ft_family *const *o = ft_families(); *o; o++) {
-    if ((*o)->params_offset == f->params_offset) continue;
+    if ((*o)->params_offset == f->params_offset || (f->params2_size && (*o)->params_offset == f->params2_offset)) continue;
     const unsigned char *p = (const unsigned char *)v + (*o)->params_offset;
     for (size_t i = 0; i < (*o)->params_size; i++)
       if (p[i]) FT_WHY("%s variant with %s parameters set", f->name, (*o)->name);
@@ -79,7 +79,8 @@ int ft_variant_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k,
 
 static void geometry_init(ft_launch_geom *g) {
   memset(g, 0, sizeof *g);
-  for (int i = 0; i < 3; i++) g->grid[i] = g->block[i] = g->cluster[i] = g->rgrid[i] = g->rblock[i] = 1;
+  for (int i = 0; i < 3; i++)
+    g->grid[i] = g->block[i] = g->cluster[i] = g->rgrid[i] = g->rblock[i] = g->ggrid[i] = g->gblock[i] = g->gcluster[i] = 1;
 }
 
 int ft_variant_stream_k(const ft_variant *v) {

@@ -85,7 +85,9 @@ typedef struct ft_variant {
   ft_variant_kind kind;
   int layout;     /* with kind, names the kernel family (src/family/family.c's table): for GEMMs 0 =
                    * fp32_rows (gemm_fp32.cu), 3 = fp32_warp (gemm_fp32_warp.cu, "_w"), 4 = tc
-                   * (gemm_tc.cu, "tc_"); 1 and 2 are retired (family.c's k_retired) */
+                   * (gemm_tc.cu, "tc_"), 5 = tc_reduce ("tcr_"), 6 = tc_pass ("tcp_": family tc's
+                   * GEMM then the reduction pass, both blocks tc and red); 1 and 2 are retired
+                   * (family.c's k_retired) */
   int math;       /* ft_math the variant computes in (0 = fp32); families that serve other modes
                    * write it as the optional JSON key "math" */
   /* Common to the GEMM families (zero in the epilogue pass but vec). */
@@ -178,6 +180,10 @@ typedef struct ft_launch_geom {
   int gated;              /* after cuBLAS: its GEMM of the interleaved [2n, k] weight writes [m, 2n]
                            * into the workspace, the kernel pairs x and x2 there into y (src/family/family_gated.c) */
   unsigned rgrid[3], rblock[3];
+  /* after a GEMM of the family's own (ft_family.gemm_kernel), not cuBLAS's: that kernel's launch */
+  int own_gemm;
+  unsigned ggrid[3], gblock[3], gcluster[3];
+  size_t gsmem;
 } ft_launch_geom;
 
 void ft_variant_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_launch_geom *g);

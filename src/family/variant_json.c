@@ -34,7 +34,7 @@ int ft_variant_json(const ft_variant *v, char *buf, size_t len) {
 }
 
 #define JSON_MAX_INPUT 1024
-#define JSON_MAX_FIELDS 16
+#define JSON_MAX_FIELDS 24 /* tc_pass's: a GEMM's keys and a pass's */
 
 /* One member of a variant's flat object: its key and an integer or a string value. */
 typedef struct json_field {

@@ -172,6 +172,17 @@ ft_status ft_loaded_init(ft_loaded *l, const void *cubin, size_t size, const cha
   return FT_OK;
 }
 
+ft_status ft_loaded_kernel(const ft_loaded *l, const char *name, cudaKernel_t *k, ft_err *err) {
+  *k = NULL;
+  if (!l->lib || !name || !name[0]) return ft__fail(err, FT_ERR_INTERNAL, "launch: no program or no kernel name");
+  const cudaError_t e = cudaLibraryGetKernel(k, l->lib, name);
+  if (e != cudaSuccess) {
+    *k = NULL;
+    return ft_cuda_fail(err, e, "cudaLibraryGetKernel");
+  }
+  return FT_OK;
+}
+
 void ft_loaded_free(ft_loaded *l) {
   if (l && l->lib) cudaLibraryUnload(l->lib);
   if (l) memset(l, 0, sizeof *l);

@@ -50,5 +50,7 @@ typedef struct ft_loaded {
 ft_status ft_loaded_init(ft_loaded *l, const void *cubin, size_t size, const char *kernel,
                          const char *reduce, ft_err *err);
 void ft_loaded_free(ft_loaded *l); /* safe on a zeroed struct */
+/* Another entry point of l's program by name (a family's own GEMM before its pass). */
+ft_status ft_loaded_kernel(const ft_loaded *l, const char *name, cudaKernel_t *k, ft_err *err);
 
 #endif

@@ -160,7 +160,16 @@ ft_status ft_launchable_init(ft_launchable *L, ft_gpu *g, const ft_variant *v, i
       return s;
     }
   }
-  if (fam->after_cublas) {
+  if (t.geom.own_gemm) { /* the family's GEMM, in the pass's program, instead of cuBLAS's */
+    ft_status s = fam->gemm_kernel && fam->gemm_args && t.loaded.lib
+                      ? ft_loaded_kernel(&t.loaded, fam->gemm_kernel, &t.gemm, err)
+                      : ft__fail(err, FT_ERR_INTERNAL, "launch: a pass after its family's GEMM without that GEMM");
+    if (s != FT_OK) {
+      ft_launchable_free(&t);
+      return s;
+    }
+    t.lt_bias_slot = t.lt_c_slot = -1;
+  } else if (fam->after_cublas) {
     void *h;
     ft_status s = ft_gpu_cublas(g, &h, err);
     /* cuBLASLt's GEMM with its bias and/or activation epilogue (the family's lt_prefix); the bias
@@ -235,6 +244,27 @@ static ft_status build_args(args_fn fill, const ft_variant *v, const ft_launch_i
 static ft_status enqueue_kernels(ft_launchable *L, const void *x, const void *w, void *y, const ft_ep_args_dev *ep,
                                  cudaStream_t stream, ft_err *err);
 
+/* The GEMM before a pass, x W^T of nc columns (W's rows from w) into out: cuBLAS's of the mode, or
+ * the family's own kernel (geometry's own_gemm), which computes all of x W^T only; its argument
+ * list (two tensor maps) kept while the pointers stay. */
+static ft_status gemm_before(ft_launchable *L, const void *x, const void *w, void *out, int nc, cudaStream_t stream,
+                             ft_err *err) {
+  if (!L->geom.own_gemm) return ft_cublas_gemm(L->g, (ft_math)L->v.math, x, w, out, L->m, nc, L->k, stream, err);
+  if (!L->gemm || nc != gemm_cols(L))
+    return ft__fail(err, FT_ERR_INTERNAL, "launch: the family's own GEMM computes all %d columns of x W^T, not %d",
+                    gemm_cols(L), nc);
+  if (!L->have_gemm_args || L->gemm_x != x || L->gemm_w != w || L->gemm_y != out) {
+    static const ft_ep_args_dev identity; /* its epilogue is the identity: it reads no argument */
+    const ft_launch_io io = {x, w, out, NULL, NULL, L->m, L->n, L->k, &identity, 0, L->n};
+    L->have_gemm_args = 0;
+    FT_TRY(build_args(L->fam->gemm_args, &L->v, &io, &L->gemm_args, err));
+    L->gemm_x = x, L->gemm_w = w, L->gemm_y = out;
+    L->have_gemm_args = 1;
+  }
+  return launch(L->gemm, L->geom.ggrid, L->geom.gblock, L->geom.gcluster, L->geom.gsmem, &L->gemm_smem_allowed,
+                L->gemm_args.ptrs, stream, err);
+}
+
 /* After cuBLAS in column chunks (geometry's chunk_cols, the reduction pass): cuBLAS's GEMM of each
  * chunk into the workspace, the kernel after it; chunks in order on one stream. */
 static ft_status enqueue_chunks(ft_launchable *L, const void *x, const void *w, void *y, const ft_ep_args_dev *ep,
@@ -244,7 +274,7 @@ static ft_status enqueue_chunks(ft_launchable *L, const void *x, const void *w, 
   for (int c0 = 0; c0 < L->n; c0 += L->geom.chunk_cols) {
     const int nc = L->n - c0 < L->geom.chunk_cols ? L->n - c0 : L->geom.chunk_cols;
     const char *wc = (const char *)w + (size_t)c0 * (size_t)L->k * elem; /* W's rows c0 .. c0 + nc */
-    FT_TRY(ft_cublas_gemm(L->g, (ft_math)L->v.math, x, wc, L->ws, L->m, nc, L->k, stream, err));
+    FT_TRY(gemm_before(L, x, wc, L->ws, nc, stream, err));
     const ft_launch_io io = {x, w, y, L->ws, L->flags, L->m, L->n, L->k, ep, c0, nc};
     ft_arg_store st;
     FT_TRY(build_args(L->fam->kernel_args, &L->v, &io, &st, err));
@@ -281,7 +311,7 @@ ft_status ft_launchable_enqueue(ft_launchable *L, const void *x, const void *w, 
                       "this configuration (\"ltc\") reads it as cuBLASLt's C, laid out as y", L->lt_c_slot, pitch, L->n);
     FT_TRY(ft_lt_gemm_run(&L->lt, L->lt_handle, x, w, gemm_y, bias, c, L->lt_ws, stream, err));
   } else if (L->fam->after_cublas) {
-    FT_TRY(ft_cublas_gemm(L->g, (ft_math)L->v.math, x, w, gemm_y, L->m, gemm_cols(L), L->k, stream, err));
+    FT_TRY(gemm_before(L, x, w, gemm_y, gemm_cols(L), stream, err));
   }
   return enqueue_kernels(L, x, w, y, ep, stream, err);
 }

@@ -34,6 +34,14 @@ typedef struct ft_launchable {
   void *args_y;
   ft_ep_args_dev args_ep;
   ft_arg_store args;
+  /* The family's own GEMM before its pass (geom.own_gemm): the kernel, the shared memory it is
+   * allowed, and its argument list of the last launch with what it was built from (as above). */
+  cudaKernel_t gemm;
+  size_t gemm_smem_allowed;
+  int have_gemm_args;
+  const void *gemm_x, *gemm_w;
+  void *gemm_y;
+  ft_arg_store gemm_args;
 } ft_launchable;
 
 /* Loads cubin (compiled from src, the variant's kernel text) on the current device for
@@ -48,7 +56,7 @@ ft_status ft_launchable_check(const ft_launchable *L, const void *x, const void 
                               ft_err *err);
 
 /* Enqueues y = E(x W^T) on stream: the fused kernel (and its second kernel), or cuBLAS's GEMM
- * of the variant's mode then the epilogue pass (none for the identity: kernel "" at init); for a
+ * (or the family's own, ft_family.gemm_kernel) of the variant's mode then the epilogue pass (none for the identity: kernel "" at init); for a
  * gated pair (geometry's gated) w is the interleaved [2n, k] weight and the GEMM writes [m, 2n]
  * into the workspace. x, w, y hold the mode's element type. Checks
  * launch errors but does not synchronize. */

@@ -251,7 +251,7 @@ const ft_json_key ft__tc_opt_keys[] = {
     {"gated", offsetof(ft_variant, tc.gated)},
     {NULL, 0}};
 
-static const char *const k_tc_sources[] = {
+const char *const ft__tc_sources[] = {
     "kernels_src/tc_config.cuh",   "kernels_src/wgmma_sm90.cuh",     "kernels_src/tc_ptx.cuh",
     "kernels_src/tc_sched.cuh",    "kernels_src/tc_matrix.cuh",    "kernels_src/tc_mainloop.cuh",
     "kernels_src/tc_epilogue.cuh", "kernels_src/tc_epilogue_tma.cuh", "kernels_src/tc_gated.cuh",
@@ -269,7 +269,7 @@ const ft_family ft_family_tc = {
     .arch_suffix = "a",
     .maths = (1u << FT_MATH_TF32) | (1u << FT_MATH_BF16) | (1u << FT_MATH_FP16) | (1u << FT_MATH_3XTF32) |
              (1u << FT_MATH_FP8),
-    .sources = k_tc_sources,
+    .sources = ft__tc_sources,
     .wants_colv_slot = 1,
     .pair = tc_pair,
     .kernel = "ft_gemm_tc",

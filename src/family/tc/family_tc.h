@@ -102,7 +102,11 @@ ft_status ft__tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, const 
 #define TC_REDUCE_LAYOUT 5
 ft_status ft__tc_enumerate_reduce(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,
                                   ft_space_sink *sink, ft_err *err);
+/* Family tc_pass (src/family/tc/family_tc_pass.c): family tc's GEMM, then the reduction pass. */
+#define TC_PASS_LAYOUT 6
 /* Family tc's JSON keys (family tc_reduce has the same). */
 extern const ft_json_key ft__tc_keys[], ft__tc_opt_keys[];
+/* Family tc's kernel files (family tc_pass's GEMM is that kernel). */
+extern const char *const ft__tc_sources[];
 
 #endif
