@@ -26,8 +26,8 @@ static const problem k_problems[] = {
     {"groupnorm(x, 256)", 129, 4096, 128, 0},      /* 16 features, 256 groups */
     {"batchnorm(x)", 3000, 520, 256, 0},           /* several tiles of rows, a partial strip */
     {"batchnorm(x + bias) * 2", 1000, 2056, 384, 0},
-    {"rowsum(sigmoid(x))", 77, 1004, 40, 0},
-    {"logsumexp(x + bias)", 300, 5000, 256, 0},
+    {"rowsum(maxpool(sigmoid(x), 2))", 77, 1004, 40, 0}, /* a pool inside: tcr_ does not fuse it */
+    {"logsumexp(avgpool(x + bias, 4))", 300, 5000, 256, 0},
 };
 #define N_PROBLEMS (sizeof k_problems / sizeof k_problems[0])
 

@@ -26,9 +26,9 @@ static ft_variant *enumerate(const char *text, int64_t m, int64_t n, int64_t k, 
 static void test_enumeration(void) {
   static const char *const one_value[] = {"rowsum(sigmoid(x))", "rowmean(x + bias)", "rowmax(x) * 2",
                                           "-rowmin(x * r) where row r", "logsumexp(x + bias)"};
-  static const ft_math maths[] = {FT_MATH_BF16, FT_MATH_FP16, FT_MATH_TF32};
+  static const ft_math maths[] = {FT_MATH_BF16, FT_MATH_FP16, FT_MATH_TF32, FT_MATH_3XTF32};
   for (size_t i = 0; i < sizeof one_value / sizeof one_value[0]; i++)
-    for (size_t mi = 0; mi < 3; mi++) {
+    for (size_t mi = 0; mi < 4; mi++) {
       int count = 0;
       ft_variant *v = enumerate(one_value[i], 300, 5001, 256, maths[mi], &count);
       ASSERT_TRUE(count > 0);
@@ -38,7 +38,7 @@ static void test_enumeration(void) {
         ASSERT_TRUE(!v[j].tc.tstore && v[j].split_k == 0 && !v[j].tc.streamk && !v[j].tc.staged && !v[j].tc.late);
         pingpong += v[j].tc.pingpong != 0;
       }
-      ASSERT_TRUE(pingpong > 0); /* both tile forms */
+      ASSERT_TRUE(maths[mi] == FT_MATH_3XTF32 ? pingpong == 0 : pingpong > 0); /* 3xtf32 has no ping-pong */
       free(v);
     }
   /* Rowwise outputs, fp32 and fp8: no fused variant. */
@@ -51,8 +51,14 @@ static void test_enumeration(void) {
   }
   free(enumerate("logsumexp(x)", 300, 4096, 256, FT_MATH_FP32, &count));
   ASSERT_EQ_INT(count, 0);
-  /* 3xtf32: family tc_pass's (the pass after the tensor-core GEMM, tests/test_tc_pass.c), no tcr_. */
+  /* 3xtf32: tcr_ for a one-value reduction (no tc_pass: it would need an M x N buffer); the
+   * rest family tc_pass's (the pass after the tensor-core GEMM, tests/test_tc_pass.c). */
   ft_variant *v3 = enumerate("logsumexp(x)", 300, 4096, 256, FT_MATH_3XTF32, &count);
+  ASSERT_TRUE(count > 0);
+  for (int j = 0; j < count; j++) ASSERT_EQ_STR(ft_family_of(&v3[j])->name, "tc_reduce");
+  free(v3);
+  v3 = enumerate("rowsum(maxpool(x, 2))", 300, 4096, 256, FT_MATH_3XTF32, &count);
+  ASSERT_TRUE(count > 0);
   for (int j = 0; j < count; j++) ASSERT_EQ_STR(ft_family_of(&v3[j])->name, "tc_pass");
   free(v3);
 }

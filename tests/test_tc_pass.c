@@ -38,7 +38,7 @@ static int count_tcp(const ft_variant *v, int n) {
 static void test_enumeration(void) {
   static const char *const exprs[] = {"softmax(x)",        "softmax(gelu(x + bias))", "log_softmax(x + bias)",
                                       "groupnorm(x, 256)", "groupnorm(x * 2, 64)",    "batchnorm(x)",
-                                      "batchnorm(x + bias) * 2", "rowsum(sigmoid(x))", "logsumexp(x + bias)"};
+                                      "batchnorm(x + bias) * 2", "rowsum(maxpool(x + bias, 2))", "logsumexp(avgpool(x, 4))"};
   for (size_t i = 0; i < sizeof exprs / sizeof exprs[0]; i++) {
     int count = 0, full = 0;
     ft_variant *v = enumerate(exprs[i], 1000, 4096, 1000, FT_MATH_3XTF32, 0, &count);
@@ -222,7 +222,7 @@ static void test_compiles(void) {
   } probs[] = {{"softmax(gelu(x + bias))", 1000, 4000, 1000},
                {"groupnorm(x, 64)", 300, 1024, 512},
                {"batchnorm(x + bias)", 3000, 520, 256},
-               {"rowsum(sigmoid(x))", 77, 1004, 40}};
+               {"rowsum(maxpool(sigmoid(x), 2))", 77, 1004, 40}};
   enum { N = sizeof probs / sizeof probs[0] };
   ft_kernel_src src[N];
   ft_compile_job jobs[N];

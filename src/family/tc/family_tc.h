@@ -102,6 +102,9 @@ ft_status ft__tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, const 
 #define TC_REDUCE_LAYOUT 5
 ft_status ft__tc_enumerate_reduce(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,
                                   ft_space_sink *sink, ft_err *err);
+/* Whether family tc_reduce fuses ep's reduction: a one-value row reduction of the elements (no
+ * pool inside it) whose kernels exist. Family tc_pass leaves those to it. */
+int ft__tc_fuses_reduction(const ft_epilogue *ep);
 /* Family tc_pass (src/family/tc/family_tc_pass.c): family tc's GEMM, then the reduction pass. */
 #define TC_PASS_LAYOUT 6
 /* Family tc's JSON keys (family tc_reduce has the same). */

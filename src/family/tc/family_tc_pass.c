@@ -189,6 +189,9 @@ static ft_status tcp_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, co
   const ft_epilogue *ep = ft_space_epilogue(sink);
   if (math != FT_MATH_3XTF32 || !ep || ft_ep_reduction(ep, NULL) == FT_RED_NONE || ft_ep_check_kernels(ep, NULL) != FT_OK)
     return FT_OK;
+  /* A one-value reduction family tc_reduce fuses needs no M x N buffer there: tc_pass takes the
+   * rest (softmax, log_softmax, groupnorm, batchnorm, a pool inside a one-value reduction). */
+  if (ft__tc_fuses_reduction(ep)) return FT_OK;
   ft_variant g[TCP_GEMMS_FULL];
   double gc[TCP_GEMMS_FULL];
   int ng = 0;

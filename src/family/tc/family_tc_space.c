@@ -376,13 +376,15 @@ ft_status ft__tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, const 
   return tc_enumerate_as(m, n, k, math, lim, sink, 0, err);
 }
 
-ft_status ft__tc_enumerate_reduce(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,
-                                  ft_space_sink *sink, ft_err *err) {
-  const ft_epilogue *ep = ft_space_epilogue(sink);
+int ft__tc_fuses_reduction(const ft_epilogue *ep) {
   const ft_ep_red r = ep ? ft_ep_reduction(ep, NULL) : FT_RED_NONE;
   /* A pool inside the reduction folds windows, not elements: the reduction pass's alone. */
-  if (r < FT_RED_ROWSUM || r > FT_RED_LOGSUMEXP || ft_ep_pool(ep, NULL, NULL) != FT_RED_NONE ||
-      ft_ep_check_kernels(ep, NULL) != FT_OK)
-    return FT_OK;
+  return r >= FT_RED_ROWSUM && r <= FT_RED_LOGSUMEXP && ft_ep_pool(ep, NULL, NULL) == FT_RED_NONE &&
+         ft_ep_check_kernels(ep, NULL) == FT_OK;
+}
+
+ft_status ft__tc_enumerate_reduce(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,
+                                  ft_space_sink *sink, ft_err *err) {
+  if (!ft__tc_fuses_reduction(ft_space_epilogue(sink))) return FT_OK;
   return tc_enumerate_as(m, n, k, math, lim, sink, 1, err);
 }
