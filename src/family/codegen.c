@@ -231,7 +231,8 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
   if (reduces != fam->reduces)
     return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: the %s kernels %s", fam->name,
                     reduces ? "compute elementwise epilogues, and this one reduces" : "compute reductions only");
-  if (reduces && fam->after_cublas) return codegen_reduce(v, fam, ep, out, err);
+  const ft_gemm_before before = ft_variant_gemm_before(v, NULL);
+  if (reduces && before != FT_GEMM_IN_KERNEL) return codegen_reduce(v, fam, ep, out, err);
   const char *expr = ep ? ft_ep_cuda(ep) : "x", *post = NULL;
   /* A reduction fused into a GEMM family's tile: E's argument is its epilogue expression, the rest
    * of E (FT_RED_POST) the second kernel's. */
@@ -247,42 +248,19 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
     ft_ep_cuda_reduce(ep, &expr, &post);
     FT_TRY(check_expr(post, FT_EP_MAX_TEXT * 8, "post-reduction", err));
   }
-  int lt_slot = -1, lt_c = -1;
-  ft_ep_lt_act lt_act = FT_EP_LT_NONE;
-  const int after_lt = fam->lt_prefix && fam->lt_prefix(v, &lt_slot, &lt_act, &lt_c);
-  if (after_lt && lt_c >= 0) {
-    int mat = -1, slot = -1;
-    expr = ep ? ft_ep_cuda_resid(ep, &mat, &slot) : NULL;
-    if (!expr || mat != lt_c || slot != lt_slot)
-      return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: lt_c %d with lt %d, but the epilogue does not add matrix slot "
-                      "%d to x%s", lt_c + 1, lt_slot + 1, lt_c, lt_slot >= 0 ? " + bias" : "");
-  } else if (after_lt && lt_act) {
-    int slot = -1;
-    ft_ep_lt_act act = FT_EP_LT_NONE;
-    expr = ep ? ft_ep_cuda_lt_act(ep, &slot, &act) : NULL;
-    if (!expr || act != lt_act || slot != lt_slot)
-      return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: lt_act %d with lt %d, but the epilogue does not begin with that "
-                      "activation of x%s", (int)lt_act, lt_slot + 1, lt_slot >= 0 ? " + bias" : "");
-  } else if (after_lt) {
-    int slot = -1;
-    expr = ep ? ft_ep_cuda_folded(ep, &slot) : NULL;
-    if (!expr || slot != lt_slot)
-      return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: lt %d, but the epilogue adds no bias of slot %d to x", lt_slot + 1,
-                      lt_slot);
-  }
+  /* After a GEMM: what the family's kernel applies to its output (E less cuBLASLt's steps). */
+  if (before != FT_GEMM_IN_KERNEL && fam->pass_expr) FT_TRY(fam->pass_expr(v, ep, &expr, err));
   FT_TRY(check_expr(expr, FT_EP_MAX_TEXT * 8, "epilogue", err));
 
   /* The identity after cuBLAS: y already holds the result, so no pass is launched (kernel "")
    * and the candidate is cuBLAS's GEMM alone; the define gives it a hash of its own (results
    * measured with a copy pass are not taken for it). */
-  const int no_pass = fam->after_cublas && (!ep || strcmp(ft_ep_canonical(ep), "x") == 0 || (after_lt && strcmp(expr, "x") == 0));
+  const int no_pass = before != FT_GEMM_IN_KERNEL && (!ep || strcmp(ft_ep_canonical(ep), "x") == 0 ||
+                                                   (before == FT_GEMM_CUBLASLT && strcmp(expr, "x") == 0));
 
   ft_strbuf b = {0};
   ft_sb_puts(&b, "// fusedtune generated\n");
   if (no_pass) ft_sb_puts(&b, "#define FT_PASS_NOT_LAUNCHED 1\n");
-  if (after_lt && lt_slot >= 0) ft_sb_puts(&b, "#define FT_PASS_AFTER_LT_BIAS 1\n");
-  if (after_lt && lt_act) ft_sb_printf(&b, "#define FT_PASS_AFTER_LT_ACT %d\n", (int)lt_act);
-  if (after_lt && lt_c >= 0) ft_sb_printf(&b, "#define FT_PASS_AFTER_LT_C %d\n", lt_c);
   fam->defines(v, &b);
   if (fam->wants_colv_slot) {
     ft_sb_printf(&b, "#define FT_EP_COLV_SLOT %d\n", first_colvec_slot(ep));

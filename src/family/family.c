@@ -47,6 +47,20 @@ const ft_family *ft_family_named(const char *name) {
 
 const ft_family *ft_family_of(const ft_variant *v) { return v ? ft_family_find(v->kind, v->layout) : NULL; }
 
+ft_gemm_before ft_variant_gemm_before(const ft_variant *v, ft_lt_prefix *lt) {
+  ft_lt_prefix none = {-1, FT_EP_LT_NONE, -1};
+  const ft_family *fam = ft_family_of(v);
+  const ft_gemm_before before = fam && fam->gemm_before ? fam->gemm_before(v, &none) : FT_GEMM_IN_KERNEL;
+  if (before != FT_GEMM_CUBLASLT) none = (ft_lt_prefix){-1, FT_EP_LT_NONE, -1};
+  if (lt) *lt = none;
+  return before;
+}
+
+ft_gemm_before ft_family_after_cublas(const ft_variant *v, ft_lt_prefix *lt) {
+  (void)v, (void)lt;
+  return FT_GEMM_CUBLAS;
+}
+
 void ft_family_missing(ft_variant_kind kind, int layout, char *why, size_t whylen) {
   if (!why || !whylen) return;
   for (size_t i = 0; i < sizeof k_retired / sizeof k_retired[0]; i++)

@@ -72,6 +72,22 @@ typedef struct ft_json_key {
   size_t offset;
 } ft_json_key;
 
+/* What writes x W^T before a family's kernel runs. */
+typedef enum ft_gemm_before {
+  FT_GEMM_IN_KERNEL = 0, /* nothing: the family's kernel computes the GEMM itself */
+  FT_GEMM_CUBLAS,        /* cuBLAS's GEMM of the mode (SGEMM in fp32 and 3xtf32) */
+  FT_GEMM_CUBLASLT,      /* cuBLASLt's, applying E's first steps itself (ft_lt_prefix) */
+  FT_GEMM_OWN,           /* the family's own GEMM kernel, in the kernel's program (ft_family.gemm_kernel) */
+} ft_gemm_before;
+
+/* The steps of E cuBLASLt's GEMM applies before the kernel: the column vector its epilogue adds
+ * (bias_slot, -1: none), the activation after it, the matrix it adds as its C (c_slot, -1: none). */
+typedef struct ft_lt_prefix {
+  int bias_slot;
+  ft_ep_lt_act act;
+  int c_slot;
+} ft_lt_prefix;
+
 typedef struct ft_family {
   const char *name;     /* "fp32_rows": docs, `variants` output */
   ft_variant_kind kind; /* what the variant computes (strategy "fused" or "cublas+epilogue") */
@@ -85,16 +101,18 @@ typedef struct ft_family {
   /* kernels_src files after the common prelude and the epilogue macro, in order. */
   const char *const *sources;
   const char *kernel; /* the main entry point */
-  int after_cublas;   /* 1: the kernel runs on y after a GEMM wrote x W^T there: cuBLAS's, or the
-                       * family's own (gemm_kernel) */
-  /* With after_cublas: whether v's GEMM is cuBLASLt's applying E's first steps itself (returns 1;
-   * *bias_slot the column vector its epilogue adds, or -1; *act the activation it applies; *c_slot
-   * the matrix operand it adds as its C, or -1) rather than cuBLAS's (0). NULL: always cuBLAS's. */
-  int (*lt_prefix)(const ft_variant *v, int *bias_slot, ft_ep_lt_act *act, int *c_slot);
-  /* With after_cublas: the family's own GEMM kernel in the same program (one cubin), launched in place
+  /* What writes x W^T before the kernel runs (ft_gemm_before; ask through
+   * ft_variant_gemm_before): nothing (NULL: the kernel computes the GEMM itself), cuBLAS's GEMM,
+   * cuBLASLt's applying E's first steps (*lt which), or the family's own GEMM kernel. */
+  ft_gemm_before (*gemm_before)(const ft_variant *v, ft_lt_prefix *lt);
+  /* With a GEMM before the kernel: *expr the expression (CUDA text) it applies to what that GEMM
+   * wrote, E less the steps cuBLASLt applied; FT_ERR_INVALID_ARG when E does not begin with them.
+   * NULL: E whole. */
+  ft_status (*pass_expr)(const ft_variant *v, const ft_epilogue *ep, const char **expr, ft_err *err);
+  /* With FT_GEMM_OWN: the family's own GEMM kernel in the same program (one cubin), launched in place
    * of cuBLAS's before the pass: it writes x W^T where cuBLAS's GEMM would (y, or the workspace of a
    * pass in one column chunk) on geometry's own_gemm launch, with gemm_args (io->y the place it
-   * writes). NULL: cuBLAS's GEMM (src/family/tc/family_tc_pass.c is the one family with its own). */
+   * writes). src/family/tc/family_tc_pass.c is the one family with its own. */
   const char *gemm_kernel;
   ft_status (*gemm_args)(const ft_variant *v, const ft_launch_io *io, ft_arg_store *st, ft_err *err);
   int reduces;        /* 1: it serves the reductions ft_ep_check_kernels accepts, and nothing else */
@@ -149,6 +167,12 @@ typedef struct ft_family {
 
 /* The family of v (by kind and layout), or NULL when no family has that combination. */
 const ft_family *ft_family_of(const ft_variant *v);
+/* What writes x W^T before v's kernel (v's family's gemm_before; FT_GEMM_IN_KERNEL for a family
+ * without one, or no family), *lt (may be NULL) the steps cuBLASLt applies, {-1, none, -1} unless
+ * FT_GEMM_CUBLASLT. */
+ft_gemm_before ft_variant_gemm_before(const ft_variant *v, ft_lt_prefix *lt);
+/* gemm_before of the families whose kernel runs after cuBLAS's plain GEMM. */
+ft_gemm_before ft_family_after_cublas(const ft_variant *v, ft_lt_prefix *lt);
 const ft_family *ft_family_find(ft_variant_kind kind, int layout);
 const ft_family *ft_family_named(const char *name); /* NULL when no family has the name */
 /* Why no family has (kind, layout): a retired family's message ("was removed: ...") or

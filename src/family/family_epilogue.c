@@ -15,9 +15,37 @@
 /* After cuBLASLt's GEMM (with a bias, an activation, a residual as its C), not cuBLAS's. */
 static int after_lt(const ft_variant *v) { return v->pass.lt || v->pass.lt_act || v->pass.lt_c; }
 
-static int epi_lt_prefix(const ft_variant *v, int *bias_slot, ft_ep_lt_act *act, int *c_slot) {
-  *bias_slot = v->pass.lt - 1, *act = (ft_ep_lt_act)v->pass.lt_act, *c_slot = v->pass.lt_c - 1;
-  return after_lt(v);
+/* cuBLASLt's GEMM with its bias, activation or residual (lt, lt_act, lt_c), else cuBLAS's. */
+static ft_gemm_before epi_gemm_before(const ft_variant *v, ft_lt_prefix *lt) {
+  *lt = (ft_lt_prefix){v->pass.lt - 1, (ft_ep_lt_act)v->pass.lt_act, v->pass.lt_c - 1};
+  return after_lt(v) ? FT_GEMM_CUBLASLT : FT_GEMM_CUBLAS;
+}
+
+/* E less what cuBLASLt's GEMM applied: x + r (lt_c, with lt's bias: x + bias + r), an activation
+ * of x (+ bias) (lt_act), x + bias (lt); E whole after cuBLAS's. */
+static ft_status epi_pass_expr(const ft_variant *v, const ft_epilogue *ep, const char **expr, ft_err *err) {
+  ft_lt_prefix lt;
+  *expr = ep ? ft_ep_cuda(ep) : "x";
+  if (epi_gemm_before(v, &lt) != FT_GEMM_CUBLASLT) return FT_OK;
+  int mat = -1, slot = -1;
+  if (lt.c_slot >= 0) {
+    *expr = ep ? ft_ep_cuda_resid(ep, &mat, &slot) : NULL;
+    if (!*expr || mat != lt.c_slot || slot != lt.bias_slot)
+      return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: lt_c %d with lt %d, but the epilogue does not add matrix slot "
+                      "%d to x%s", lt.c_slot + 1, lt.bias_slot + 1, lt.c_slot, lt.bias_slot >= 0 ? " + bias" : "");
+  } else if (lt.act) {
+    ft_ep_lt_act act = FT_EP_LT_NONE;
+    *expr = ep ? ft_ep_cuda_lt_act(ep, &slot, &act) : NULL;
+    if (!*expr || act != lt.act || slot != lt.bias_slot)
+      return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: lt_act %d with lt %d, but the epilogue does not begin with that "
+                      "activation of x%s", (int)lt.act, lt.bias_slot + 1, lt.bias_slot >= 0 ? " + bias" : "");
+  } else {
+    *expr = ep ? ft_ep_cuda_folded(ep, &slot) : NULL;
+    if (!*expr || slot != lt.bias_slot)
+      return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: lt %d, but the epilogue adds no bias of slot %d to x",
+                      lt.bias_slot + 1, lt.bias_slot);
+  }
+  return FT_OK;
 }
 
 static int epi_valid(const ft_variant *v, char *why, size_t whylen) {
@@ -112,7 +140,15 @@ static int epi_reg_cap(const ft_variant *v) {
   return cap > 255 ? 255 : cap;
 }
 
+/* The kernel knows what cuBLASLt's GEMM applied before it (these first: the source text, and so
+ * every stored hash, as before the defines moved here from codegen). */
 static void epi_defines(const ft_variant *v, ft_strbuf *b) {
+  ft_lt_prefix lt;
+  if (epi_gemm_before(v, &lt) == FT_GEMM_CUBLASLT) {
+    if (lt.bias_slot >= 0) ft_sb_puts(b, "#define FT_PASS_AFTER_LT_BIAS 1\n");
+    if (lt.act) ft_sb_printf(b, "#define FT_PASS_AFTER_LT_ACT %d\n", (int)lt.act);
+    if (lt.c_slot >= 0) ft_sb_printf(b, "#define FT_PASS_AFTER_LT_C %d\n", lt.c_slot);
+  }
   ft_sb_printf(b, "#define FT_BLOCK %d\n#define FT_VEC %d\n#define FT_EPT %d\n", v->pass.block, v->vec, v->pass.ept);
 }
 
@@ -175,8 +211,8 @@ const ft_family ft_family_epilogue_pass = {
              (1u << FT_MATH_3XTF32) | (1u << FT_MATH_FP8),
     .sources = k_epi_sources,
     .kernel = "ft_epilogue_pass",
-    .after_cublas = 1,
-    .lt_prefix = epi_lt_prefix,
+    .gemm_before = epi_gemm_before,
+    .pass_expr = epi_pass_expr,
     .keys = k_epi_keys,
     .opt_keys = k_epi_opt_keys,
     .variant_name = epi_name,

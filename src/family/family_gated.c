@@ -133,7 +133,7 @@ const ft_family ft_family_gated_pass = {
              (1u << FT_MATH_3XTF32),
     .sources = k_gate_sources,
     .kernel = "ft_gated_pass",
-    .after_cublas = 1,
+    .gemm_before = ft_family_after_cublas,
     .pair = gate_pair,
     .keys = k_gate_keys,
     .opt_keys = k_gate_opt_keys,

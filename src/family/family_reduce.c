@@ -270,7 +270,7 @@ const ft_family ft_family_reduce_pass = {
              (1u << FT_MATH_3XTF32),
     .sources = k_red_sources,
     .kernel = "ft_reduce_pass",
-    .after_cublas = 1,
+    .gemm_before = ft_family_after_cublas,
     .reduces = 1,
     .keys = k_red_keys,
     .opt_keys = k_red_opt_keys,

@@ -130,11 +130,16 @@ ft_status ft_launchable_init(ft_launchable *L, ft_gpu *g, const ft_variant *v, i
   memset(&t, 0, sizeof t);
   t.v = *v, t.fam = fam, t.g = g, t.m = m, t.n = n, t.k = k;
   ft_variant_geometry(v, m, n, k, &t.geom);
+  ft_lt_prefix lt;
+  t.before = ft_variant_gemm_before(v, &lt);
+  t.lt_bias_slot = lt.bias_slot, t.lt_act = lt.act, t.lt_c_slot = lt.c_slot;
+  if ((t.before == FT_GEMM_OWN) != (t.geom.own_gemm != 0))
+    return ft__fail(err, FT_ERR_INTERNAL, "launch: family %s's geometry and its GEMM before the kernel disagree", fam->name);
   if (t.geom.has_reduce && !(reduce && reduce[0]))
     return ft__fail(err, FT_ERR_INTERNAL, "launch: a split-K or stream-K variant without its second kernel");
   if (kernel && kernel[0])
     FT_TRY(ft_loaded_init(&t.loaded, cubin, size, kernel, reduce, err));
-  else if (!fam->after_cublas) /* only the identity pass after cuBLAS has no kernel (codegen) */
+  else if (t.before == FT_GEMM_IN_KERNEL) /* only the identity pass after a GEMM has no kernel (codegen) */
     return ft__fail(err, FT_ERR_INTERNAL, "launch: no kernel to load");
   if (t.geom.workspace_bytes) {
     const cudaError_t e = cudaMalloc(&t.ws, t.geom.workspace_bytes);
@@ -160,7 +165,7 @@ ft_status ft_launchable_init(ft_launchable *L, ft_gpu *g, const ft_variant *v, i
       return s;
     }
   }
-  if (t.geom.own_gemm) { /* the family's GEMM, in the pass's program, instead of cuBLAS's */
+  if (t.before == FT_GEMM_OWN) { /* the family's GEMM, in the pass's program, instead of cuBLAS's */
     ft_status s = fam->gemm_kernel && fam->gemm_args && t.loaded.lib
                       ? ft_loaded_kernel(&t.loaded, fam->gemm_kernel, &t.gemm, err)
                       : ft__fail(err, FT_ERR_INTERNAL, "launch: a pass after its family's GEMM without that GEMM");
@@ -168,13 +173,12 @@ ft_status ft_launchable_init(ft_launchable *L, ft_gpu *g, const ft_variant *v, i
       ft_launchable_free(&t);
       return s;
     }
-    t.lt_bias_slot = t.lt_c_slot = -1;
-  } else if (fam->after_cublas) {
+  } else if (t.before == FT_GEMM_CUBLAS || t.before == FT_GEMM_CUBLASLT) {
     void *h;
     ft_status s = ft_gpu_cublas(g, &h, err);
-    /* cuBLASLt's GEMM with its bias and/or activation epilogue (the family's lt_prefix); the bias
-     * pointer comes with each launch. */
-    const int after_lt = fam->lt_prefix && fam->lt_prefix(v, &t.lt_bias_slot, &t.lt_act, &t.lt_c_slot);
+    /* cuBLASLt's GEMM with its bias and/or activation epilogue (the family's ft_lt_prefix); the
+     * bias pointer comes with each launch. */
+    const int after_lt = t.before == FT_GEMM_CUBLASLT;
     if (s == FT_OK && after_lt) s = ft_gpu_cublaslt(g, &h, err);
     if (s == FT_OK && after_lt) t.lt_handle = (cublasLtHandle_t)h;
     if (s == FT_OK && after_lt)
@@ -188,7 +192,6 @@ ft_status ft_launchable_init(ft_launchable *L, ft_gpu *g, const ft_variant *v, i
       ft_launchable_free(&t);
       return s;
     }
-    if (!after_lt) t.lt_bias_slot = t.lt_c_slot = -1;
     if (!after_lt && t.geom.chunk_cols == 0) {
       s = plain_lt_init(&t, err);
       if (s != FT_OK) {
@@ -247,9 +250,9 @@ static ft_status enqueue_kernels(ft_launchable *L, const void *x, const void *w,
 /* The GEMM before a pass, x W^T of nc columns (W's rows from w) into out: cuBLAS's of the mode, or
  * the family's own kernel (geometry's own_gemm), which computes all of x W^T only; its argument
  * list (two tensor maps) kept while the pointers stay. */
-static ft_status gemm_before(ft_launchable *L, const void *x, const void *w, void *out, int nc, cudaStream_t stream,
+static ft_status run_gemm_before(ft_launchable *L, const void *x, const void *w, void *out, int nc, cudaStream_t stream,
                              ft_err *err) {
-  if (!L->geom.own_gemm) return ft_cublas_gemm(L->g, (ft_math)L->v.math, x, w, out, L->m, nc, L->k, stream, err);
+  if (L->before != FT_GEMM_OWN) return ft_cublas_gemm(L->g, (ft_math)L->v.math, x, w, out, L->m, nc, L->k, stream, err);
   if (!L->gemm || nc != gemm_cols(L))
     return ft__fail(err, FT_ERR_INTERNAL, "launch: the family's own GEMM computes all %d columns of x W^T, not %d",
                     gemm_cols(L), nc);
@@ -274,7 +277,7 @@ static ft_status enqueue_chunks(ft_launchable *L, const void *x, const void *w, 
   for (int c0 = 0; c0 < L->n; c0 += L->geom.chunk_cols) {
     const int nc = L->n - c0 < L->geom.chunk_cols ? L->n - c0 : L->geom.chunk_cols;
     const char *wc = (const char *)w + (size_t)c0 * (size_t)L->k * elem; /* W's rows c0 .. c0 + nc */
-    FT_TRY(gemm_before(L, x, wc, L->ws, nc, stream, err));
+    FT_TRY(run_gemm_before(L, x, wc, L->ws, nc, stream, err));
     const ft_launch_io io = {x, w, y, L->ws, L->flags, L->m, L->n, L->k, ep, c0, nc};
     ft_arg_store st;
     FT_TRY(build_args(L->fam->kernel_args, &L->v, &io, &st, err));
@@ -286,15 +289,16 @@ static ft_status enqueue_chunks(ft_launchable *L, const void *x, const void *w, 
 ft_status ft_launchable_enqueue(ft_launchable *L, const void *x, const void *w, void *y, const ft_ep_args_dev *ep,
                                 cudaStream_t stream, ft_err *err) {
   if (!L->fam) return ft__fail(err, FT_ERR_INTERNAL, "launch: nothing loaded");
-  if (L->fam->after_cublas && L->geom.chunk_cols > 0) return enqueue_chunks(L, x, w, y, ep, stream, err);
+  const int after_gemm = L->before != FT_GEMM_IN_KERNEL;
+  if (after_gemm && L->geom.chunk_cols > 0) return enqueue_chunks(L, x, w, y, ep, stream, err);
   /* A gated pair's GEMM writes the interleaved [m, 2n] product into the workspace, the pass y. */
   if (L->geom.gated && !L->ws) return ft__fail(err, FT_ERR_INTERNAL, "launch: a gated pass without its workspace");
   void *gemm_y = L->geom.gated ? L->ws : y;
   const int lt_aligned =
       !L->lt_plain || ((uintptr_t)x % 16 == 0 && (uintptr_t)w % 16 == 0 && (uintptr_t)gemm_y % 16 == 0);
-  if (L->fam->after_cublas && L->v.math == FT_MATH_FP8 && !(L->lt_plain && lt_aligned))
+  if (after_gemm && L->v.math == FT_MATH_FP8 && !(L->lt_plain && lt_aligned))
     return ft__fail(err, FT_ERR_INVALID_ARG, "fp8: x, W and y must be 16-byte aligned for cuBLASLt's FP8 GEMM");
-  if (L->fam->after_cublas && L->lt_handle && lt_aligned) {
+  if (after_gemm && L->lt_handle && lt_aligned) {
     /* cuBLASLt's bias GEMM: its algorithms read the bias in 16-byte units. */
     const void *bias = L->lt_bias_slot >= 0 ? ep->v[L->lt_bias_slot] : NULL;
     if (L->lt_bias_slot >= 0 && (!bias || (uintptr_t)bias % 16))
@@ -310,16 +314,15 @@ ft_status ft_launchable_enqueue(ft_launchable *L, const void *x, const void *w, 
       return ft__fail(err, FT_ERR_INVALID_ARG, "the epilogue's matrix (slot %d) has rows %d elements apart, not %d: "
                       "this configuration (\"ltc\") reads it as cuBLASLt's C, laid out as y", L->lt_c_slot, pitch, L->n);
     FT_TRY(ft_lt_gemm_run(&L->lt, L->lt_handle, x, w, gemm_y, bias, c, L->lt_ws, stream, err));
-  } else if (L->fam->after_cublas) {
-    FT_TRY(gemm_before(L, x, w, gemm_y, gemm_cols(L), stream, err));
+  } else if (after_gemm) {
+    FT_TRY(run_gemm_before(L, x, w, gemm_y, gemm_cols(L), stream, err));
   }
   return enqueue_kernels(L, x, w, y, ep, stream, err);
 }
 
 ft_status ft_launchable_enqueue_pass(ft_launchable *L, void *y, const ft_ep_args_dev *ep, cudaStream_t stream,
                                      ft_err *err) {
-  if (!L->fam || !L->fam->after_cublas || L->geom.chunk_cols > 0 || L->geom.gated || L->lt_bias_slot >= 0 ||
-      L->lt_act || L->lt_c_slot >= 0)
+  if (!L->fam || !(L->before == FT_GEMM_CUBLAS || L->before == FT_GEMM_OWN) || L->geom.chunk_cols > 0 || L->geom.gated)
     return ft__fail(err, FT_ERR_INVALID_ARG, "launch: only a pass in place on y after cuBLAS's plain GEMM runs alone");
   return enqueue_kernels(L, NULL, NULL, y, ep, stream, err);
 }

@@ -17,7 +17,8 @@ typedef struct ft_launchable {
   void *ws; /* geom.workspace_bytes of device memory, owned */
   unsigned *flags; /* geom.flag_bytes of device memory, zeroed at init, owned */
   ft_gpu *g; /* for the cuBLAS GEMM a family that runs after cuBLAS needs (not owned) */
-  ft_lt_gemm lt; /* the family's lt_prefix: cuBLASLt's GEMM with a bias, an activation or a residual */
+  ft_gemm_before before; /* what writes x W^T before the family's kernel (ft_variant_gemm_before) */
+  ft_lt_gemm lt; /* with FT_GEMM_CUBLASLT: cuBLASLt's GEMM with a bias, an activation or a residual */
   cublasLtHandle_t lt_handle; /* the device's (ft_gpu_cublaslt), not owned */
   int lt_bias_slot;           /* with lt_handle: the vector slot its epilogue adds, or -1 */
   ft_ep_lt_act lt_act;        /* with lt_handle: the activation it applies */

@@ -239,6 +239,12 @@ static const ft_json_key k_tcp_opt_keys[] = {
     {"groups", offsetof(ft_variant, red.groups)}, {"tile", offsetof(ft_variant, red.tile)},
     {NULL, 0}};
 
+/* Its own GEMM (family tc's kernel in the same program) writes x W^T before the pass. */
+static ft_gemm_before tcp_gemm_before(const ft_variant *v, ft_lt_prefix *lt) {
+  (void)v, (void)lt;
+  return FT_GEMM_OWN;
+}
+
 const ft_family ft_family_tc_pass = {
     .name = "tc_pass",
     .kind = FT_VK_GEMM,
@@ -253,7 +259,7 @@ const ft_family ft_family_tc_pass = {
     .maths = 1u << FT_MATH_3XTF32,
     .sources = ft__tc_sources, /* the GEMM's; codegen writes the pass's text before them */
     .kernel = "ft_reduce_pass",
-    .after_cublas = 1,
+    .gemm_before = tcp_gemm_before,
     .gemm_kernel = "ft_gemm_tc",
     .gemm_args = tcp_gemm_args,
     .reduces = 1,
