@@ -9,7 +9,7 @@
  * - fast (the tensor-core modes, whose inputs carry 8 to 11 bits): exp and log from the
  *   hardware's ex2 / lg2 approximations (subnormal inputs and results flushed to zero: exp below
  *   -87.3 is 0, log of a subnormal -inf), log, log1p, expm1 and tanh built on them without
- *   cancellation, relative error within a few 1e-6 over [-20, 20] (tests/gpu_test_epilogue.c
+ *   cancellation, relative error within a few 1e-6 over [-20, 20] (tests/gpu/gpu_test_epilogue.c
  *   checks each against float64), a quarter to a half of the precise forms' instructions: a
  *   heavy E then costs less time than the tile's MMA it runs beside. */
 #ifndef FT_MATH_CUH

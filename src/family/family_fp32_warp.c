@@ -18,7 +18,7 @@ static size_t warp_smem(const ft_variant *v) {
 
 static int ceil_div_int(int a, int b) { return (a + b - 1) / b; }
 
-/* Registers per thread without spilling (fitted to ptxas -v, see tests/test_compile.c): two
+/* Registers per thread without spilling (fitted to ptxas -v, see tests/cpu/test_compile.c): two
  * fragment sets of tm + tn, staging in whole 4-float chunks. */
 static int warp_reg_estimate(const ft_variant *v) {
   const int threads = ft_fp32_threads(v);
