@@ -9,7 +9,7 @@
  * - fast (the tensor-core modes, whose inputs carry 8 to 11 bits): exp and log from the
  *   hardware's ex2 / lg2 approximations (subnormal inputs and results flushed to zero: exp below
  *   -87.3 is 0, log of a subnormal -inf), log, log1p, expm1 and tanh built on them without
- *   cancellation, relative error within a few 1e-6 over [-20, 20] (tests/gpu_test_epilogue.c
+ *   cancellation, relative error within a few 1e-6 over [-20, 20] (tests/gpu/gpu_test_epilogue.c
  *   checks each against float64), a quarter to a half of the precise forms' instructions: a
  *   heavy E then costs less time than the tile's MMA it runs beside. */
 #ifndef FT_MATH_CUH
@@ -53,16 +53,15 @@ __device__ __forceinline__ float ft_div_refined(float a, float b, float r) {
   return copysignf(q1 != q1 ? q0 : q1, q0);
 }
 
-/* a / b within 1 ulp of IEEE division, without its branch. CUDA's "/" checks every quotient
- * (FCHK) and calls a slow path where needed, so each quotient ends a basic block and a tile's
- * quotients cannot be interleaved: measured on the H200 (docs/BENCHMARKS.md) with a bf16
- * GEMM at 512x11008x4096, the epilogue 1 / (1 + x + b) cost 13-21 % more than x + b, sigmoid
- * 28-29 %, against 5-7 % and 7-8 % with ft_div / ft_div_by_ge1. The steps: b scaled into
- * [2^-126, 2^126) and a tiny a (whose residual below would fall under the subnormal grid) scaled
- * up, both by powers of two; the hardware reciprocal; a halved where a * r would overflow; then
- * ft_div_refined (which gives the unrefined quotient, then the IEEE result, where b is zero or
- * infinite or the quotient overflows); the scales of a undone last. Zero's sign, quotients near
- * the largest float and divisors >= 2^126 are what gpu_test_epilogue checks against IEEE. */
+/* a / b within 1 ulp of IEEE division, without its branch. CUDA's "/" checks every quotient (FCHK)
+ * and calls a slow path where needed, so each quotient ends a basic block and a tile's quotients
+ * cannot be interleaved: a division in a fused epilogue costs a few times what it costs with ft_div
+ * / ft_div_by_ge1 (docs/BENCHMARKS.md, "Why the search space is what it is"). The steps: b scaled
+ * into [2^-126, 2^126) and a tiny a (whose residual below would fall under the subnormal grid)
+ * scaled up, both by powers of two; the hardware reciprocal; a halved where a * r would overflow;
+ * then ft_div_refined (which gives the unrefined quotient, then the IEEE result, where b is zero or
+ * infinite or the quotient overflows); the scales of a undone last. Zero's sign, quotients near the
+ * largest float and divisors >= 2^126 are what gpu_test_epilogue checks against IEEE. */
 __device__ __forceinline__ float ft_div(float a, float b) {
   const float mb = fabsf(b);
   const float sb = mb >= 0x1p126f ? 0x1p-2f : (mb < 0x1p-126f ? 0x1p24f : 1.0f);
@@ -170,13 +169,14 @@ __device__ __forceinline__ float ft_tanhf(float x) {
   return tanhf(x);
 }
 
-/* gelu(x) = 0.5 x (1 + erf(x / sqrt 2)); erfc(-t) = 1 + erf(t) without cancellation for x < 0.
- * With 16-bit outputs (FT_DTYPE 1, 2) and in the fast forms, the form torch computes, 1 + erff(t),
- * at half erfcf's instructions: a heavy E runs at the issue rate (H200, 2026-12-01: gelu fused
- * into a bf16 GEMM at 4096^3 13 % faster). With erff's 2 ulp its cancellation costs at most
- * 4.5e-5 relative for x >= -3 (1 + erf >= 2.7e-3: under a tenth of fp16's unit roundoff, 2^-11);
- * below, the error stays under 1e-7 |x| absolute while gelu itself falls under 4e-3 |x|, as in
- * torch. (Choosing erfcf below -3 by a branch made the unrolled epilogue 70 % slower.) */
+/* gelu(x) = 0.5 x (1 + erf(x / sqrt 2)); erfc(-t) = 1 + erf(t) without cancellation for x < 0. With
+ * 16-bit outputs (FT_DTYPE 1, 2) and in the fast forms, the form torch computes, 1 + erff(t), at
+ * half erfcf's instructions: a heavy E runs at the issue rate, so fewer instructions are faster
+ * (docs/BENCHMARKS.md, "Why the search space is what it is"). With erff's 2 ulp its cancellation
+ * costs at most 4.5e-5 relative for x >= -3 (1 + erf >= 2.7e-3: under a tenth of fp16's unit
+ * roundoff, 2^-11); below, the error stays under 1e-7 |x| absolute while gelu itself falls under
+ * 4e-3 |x|, as in torch. (Choosing erfcf below -3 by a branch made the unrolled epilogue 70 %
+ * slower.) */
 __device__ __forceinline__ float ft_gelu(float x) {
 #if defined(FT_DTYPE) && FT_DTYPE != 0
   return 0.5f * x * (1.0f + erff(x * 0.707106781186547524f));

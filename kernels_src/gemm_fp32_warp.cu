@@ -6,8 +6,9 @@
 // 4-float chunk: 1, 2 or 4) and FT_STREAMK (> 0: a grid of that many blocks sharing the
 // (tile, k tile) units evenly, so no SM idles in a last partial wave; see gemm_common.cuh).
 //
-// Why this shape (profiled on the H200 with Nsight Compute, 2026-11-29). Hopper issues one FFMA
-// per SM sub-partition per clock, so every instruction that is not an FFMA costs throughput:
+// Why this shape (profiled with Nsight Compute; docs/BENCHMARKS.md, "Why the search space is
+// what it is"). Hopper issues one FFMA per SM sub-partition per clock, so every instruction that
+// is not an FFMA costs throughput:
 // - Thread tiles of 16x8 (or 8x16) outputs: 6 128-bit shared loads per 128 FFMA. cuBLAS's own
 //   SGEMM for these shapes uses the same 128x128x8 tile, 4 warps of 64x64 and 255 registers.
 // - Tiles are kept k-major, As[BK][BM + 4] and Bs[BK][BN + 4], so a thread reads 4 consecutive
@@ -21,9 +22,8 @@
 //   makes the transposing stores of those lanes land in different banks at bk 8 (at bk 16,
 //   chunks 0 and 2 share banks: a 2-way conflict on 8 stores per tile).
 // - FFMA in serpentine order, so consecutive FFMA share an operand (register reuse cache).
-// Measured on the H200: the best variants run at 0.96x (minsub) and 0.95x (biasrelu) of cuBLAS
-// SGEMM's speed, against 0.88x / 0.83x for the [rows] layout of gemm_fp32.cu; see
-// docs/BENCHMARKS.md.
+// The best variants run close to cuBLAS SGEMM's speed, well ahead of the [rows] layout of
+// gemm_fp32.cu (docs/BENCHMARKS.md, "Why the search space is what it is").
 
 #define FT_LN (32 / FT_LM)
 #define FT_WM (FT_LM * FT_TM)
@@ -238,9 +238,9 @@ ft_gemm(const float *__restrict__ X, const float *__restrict__ W, float *__restr
 #if FT_STREAMK > 0
   // This block's units (see ft_sk_begin), one tile segment at a time: whole tiles get E and
   // their store here, the partial first and last ones go to the block's two workspace slots.
-  // (Measured on the H200: the same tiles run 1.5-6 % slower in this loop than as one tile per
-  // block, ptxas scheduling the main loop differently; keeping the loop state in shared memory
-  // instead of registers was slower still.)
+  // (The same tiles run slower in this loop than as one tile per block, ptxas scheduling the
+  // main loop differently; keeping the loop state in shared memory instead of registers was
+  // slower still: docs/BENCHMARKS.md, "Why the search space is what it is".)
   const int tiles_m = (M + FT_BM - 1) / FT_BM, tiles_n = (N + FT_BN - 1) / FT_BN;
   const int kt = (K + FT_BK - 1) / FT_BK;
   const long long units = (long long)tiles_m * tiles_n * kt;

@@ -1,4 +1,4 @@
-/* Which device tunes which problem in `tune --problems`: GPU-free, so tests/test_schedule.c runs
+/* Which device tunes which problem in `tune --problems`: GPU-free, so tests/cpu/test_schedule.c runs
  * it on a simulated device list. Jobs are taken longest expected first; a device takes the next
  * job when it finishes one (so the least-loaded device gets it, whatever the devices' speeds);
  * the job of a lost device goes back to the queue for another. */

@@ -1,8 +1,8 @@
 """Finding and loading libfusedtune, and the ctypes mirror of its public headers.
 
 Every struct here mirrors one in include/fusedtune.h or include/fusedtune_tool.h field for
-field; tests/python/test_fusedtune.py checks sizes and offsets against the C compiler's
-(tests/python/layout_dump.c). Every function the package calls has its signature declared in
+field; tests/python/cpu/test_fusedtune.py checks sizes and offsets against the C compiler's
+(tests/python/cpu/layout_dump.c). Every function the package calls has its signature declared in
 _SIGNATURES, so no call goes through ctypes' int-only defaults.
 """
 import ctypes

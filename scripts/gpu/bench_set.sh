@@ -3,7 +3,7 @@
 # On the GPU machine, with a built tree ($BUILD/fusedtune, $BUILD/libfusedtune.so.0): runs the
 # default tune of each problem of the benchmark set in each mode of MODES (comma-separated, default
 # bf16) into DB, `$BUILD/fusedtune --db DB tune --shape S --epilogue E --math M --quiet $TUNE_ARGS`,
-# printing each tune's wall seconds, then `python3 tests/python/bench_graphs.py --db DB --math MODES`
+# printing each tune's wall seconds, then `python3 bench/python/bench_graphs.py --db DB --math MODES`
 # (FusedLinear vs torch.mm alone and eager, with CUDA graphs and call by call). The set (shape and
 # epilogue of each problem, ONLY selecting some by name) comes from `bench_graphs.py --list`: it is
 # defined there only. A problem already tuned in DB is not tuned again (the tune returns the stored
@@ -24,7 +24,7 @@ export FUSEDTUNE_LIBRARY=$BUILD   # the Python package loads the library of the 
 OUT=${OUT:-$PWD/gpu-logs}; mkdir -p "$OUT"
 T=$OUT/table.txt; : > "$T"; t0=$(date +%s); el() { echo "$(( $(date +%s) - t0 ))s"; }
 only=(); [ -n "${ONLY:-}" ] && only=(--only "$ONLY")
-python3 tests/python/bench_graphs.py --list ${only[@]+"${only[@]}"} --math "$MODES" > "$OUT/set.tsv" 2> "$OUT/set.err" || {
+python3 bench/python/bench_graphs.py --list ${only[@]+"${only[@]}"} --math "$MODES" > "$OUT/set.tsv" 2> "$OUT/set.err" || {
   cat "$OUT/set.err" >&2; exit 2; }
 [ -s "$OUT/set.tsv" ] || { echo "bench_set: empty problem set" >&2; exit 2; }
 echo "== $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1); db $DB; modes $MODES; $(wc -l < "$OUT/set.tsv") problems" | tee -a "$T"
@@ -48,7 +48,7 @@ for m in "${modes[@]}"; do
 done
 echo "== tunes done $(el)" | tee -a "$T"
 # shellcheck disable=SC2086  # GRAPH_ARGS is a list of options (--rounds 15)
-python3 tests/python/bench_graphs.py --db "$DB" --math "$MODES" ${only[@]+"${only[@]}"} ${GRAPH_ARGS:-} > "$OUT/bench_graphs.txt" 2>&1
+python3 bench/python/bench_graphs.py --db "$DB" --math "$MODES" ${only[@]+"${only[@]}"} ${GRAPH_ARGS:-} > "$OUT/bench_graphs.txt" 2>&1
 rc=$?
 { echo "== bench_graphs rc=$rc $(el)"; cat "$OUT/bench_graphs.txt"; echo "== total $(el)"; } >> "$T"
 echo

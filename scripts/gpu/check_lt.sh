@@ -29,4 +29,4 @@ for key, rs in by.items():
         forms.setdefault(re.search(r"_lt[bgr]*", r["variant"]).group(0).strip("_"), []).append(r)
     print("   best plain", best([r for r in rs if "_lt" not in r["variant"]]), *[f" best {f}: {best(v)}" for f, v in sorted(forms.items())])
 PY
-FUSEDTUNE_LIBRARY=$PWD/build timeout 90 python3 tests/python/bench_graphs.py --db "$DB" --only bias64,biasrelu --math bf16 2>&1 | tail -4
+FUSEDTUNE_LIBRARY=$PWD/build timeout 90 python3 bench/python/bench_graphs.py --db "$DB" --only bias64,biasrelu --math bf16 2>&1 | tail -4

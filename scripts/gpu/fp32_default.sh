@@ -3,7 +3,7 @@
 # fp32 at fp32 accuracy (issue 55) and whole models (issue 54) on the GPU machine, most important
 # first: the build; the README's main job cold and warm with default options, query, bench;
 # KernelBench problem files (KB: a folder of them, carried, not in the repository) through
-# tests/python/bench_kernelbench.py --tune; FusedLinear fp32 against eager (bench_torch.py); the
+# bench/python/bench_kernelbench.py --tune; FusedLinear fp32 against eager (bench_torch.py); the
 # GPU tests named; the GEMM alone (epilogue none, default mode) beside cuBLAS SGEMM. Logs under
 # $OUT; the table ($OUT/table.txt) printed last.
 set -u
@@ -26,7 +26,7 @@ $ft query --shape 128x16384x16384 --epilogue minsub 2>&1 | head -4 | tee -a "$T"
 $ft bench --shape 128x16384x16384 --epilogue minsub 2>&1 | tee -a "$T"
 if [ -n "${KB:-}" ]; then
   echo "KernelBench ${KB} ${KB_ONLY:-all} $(el)" | tee -a "$T"
-  timeout ${KB_TIMEOUT:-240} python3 tests/python/bench_kernelbench.py --kb "$KB" --only "${KB_ONLY:-}" --tune --budget 40 \
+  timeout ${KB_TIMEOUT:-240} python3 bench/python/bench_kernelbench.py --kb "$KB" --only "${KB_ONLY:-}" --tune --budget 40 \
     --trials ${KB_TRIALS:-50} > "$OUT/kernelbench.txt" 2>&1; echo "rc=$? $(el)" | tee -a "$T"
   sed -n '/^NVIDIA\|^problem/,$p' "$OUT/kernelbench.txt" | tee -a "$T"
 fi
@@ -34,7 +34,7 @@ if [ -n "${TORCH_BENCH-1}" ]; then
   $ft tune --shape 128x16384x16384 --epilogue 'min(x + bias, c) - c where c = 2' --quiet > "$OUT/t1.txt" 2>&1
   $ft tune --shape 1024x8192x8192 --epilogue 'relu(x + bias)' --quiet > "$OUT/t2.txt" 2>&1
   echo "FusedLinear fp32 (default: fp32 accuracy) vs eager $(el)" | tee -a "$T"
-  timeout 200 python3 tests/python/bench_torch.py --db "$FUSEDTUNE_DB" --math fp32 > "$OUT/bench_torch.txt" 2>&1
+  timeout 200 python3 bench/python/bench_torch.py --db "$FUSEDTUNE_DB" --math fp32 > "$OUT/bench_torch.txt" 2>&1
   tail -8 "$OUT/bench_torch.txt" >> "$T"
 fi
 for t in ${TESTS:-}; do

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Usage: [OUT=DIR] [TUNE_BUDGET=35] [STRATEGY=fast] [MAX_S=330] [TEST=1] scripts/gpu/fp8.sh
 # issue 41's fp8 measurement (docs/BENCHMARKS.md): the build, a tune in fp8 (search STRATEGY) of
-# the scaled epilogue at the four target shapes into one database, tests/python/bench_fp8.py on it
+# the scaled epilogue at the four target shapes into one database, bench/python/bench_fp8.py on it
 # (CUDA graphs, interleaved rounds, medians), then with TEST=1 gpu_test_fp8 (every enumerated fp8
 # variant on ragged shapes) in the time left before MAX_S seconds (build included). Logs, the tunes' results as
 # CSV ($OUT/results.csv) and a table (scripts/gpu/fp8_table.py) under $OUT; the table is printed
@@ -27,7 +27,7 @@ for S in 16x14336x4096 128x16384x16384 1024x8192x8192 4096x14336x4096; do
   echo "tune $S rc=$? [$(el)s]"
 done
 ./build/fusedtune --db "$DB" export --format csv --out "$OUT/results.csv"
-timeout 120 stdbuf -oL python3 tests/python/bench_fp8.py --db "$DB" --rounds 15 --calls 20 > "$OUT/bench.log" 2>&1
+timeout 120 stdbuf -oL python3 bench/python/bench_fp8.py --db "$DB" --rounds 15 --calls 20 > "$OUT/bench.log" 2>&1
 echo "bench_fp8 rc=$? [$(el)s]"
 left=$(( MAX_S - $(el) ))
 if [ "${TEST:-1}" = 1 ] && [ "$left" -gt 20 ]; then

@@ -23,7 +23,7 @@ echo "built $(el)"
 export FUSEDTUNE_LIBRARY=/tmp/b
 FT_TEST_QUICK=1 timeout 90 /tmp/b/tests/gpu_test_fp8 > "$OUT/test_fp8.log" 2>&1
 echo "gpu_test_fp8 rc=$? $(el)"; grep -E "FAIL|differ|ok" "$OUT/test_fp8.log" | head -20
-timeout 90 python3 tests/python/gpu_test_torch.py --fp8-only > "$OUT/torch.log" 2>&1
+timeout 90 python3 tests/python/gpu/gpu_test_torch.py --fp8-only > "$OUT/torch.log" 2>&1
 echo "gpu_test_torch --fp8-only rc=$? $(el)"; tail -3 "$OUT/torch.log"
 E='relu(x * sx * sw + bias) where row sx, col sw'
 for S in 16x14336x4096 128x16384x16384 1024x8192x8192 4096x14336x4096; do
@@ -32,11 +32,11 @@ for S in 16x14336x4096 128x16384x16384 1024x8192x8192 4096x14336x4096; do
   echo "tune $S rc=$? $(el)"
 done
 /tmp/b/fusedtune --db /tmp/q.db list > "$OUT/list.txt" 2>&1
-timeout 150 python3 tests/python/bench_fp8.py --db /tmp/q.db --rounds 15 --calls 20 2>&1 | tee "$OUT/bench.txt"
+timeout 150 python3 bench/python/bench_fp8.py --db /tmp/q.db --rounds 15 --calls 20 2>&1 | tee "$OUT/bench.txt"
 echo "bench rc=$? $(el)"
 if [ -n "$OLD" ]; then
   wait
-  FUSEDTUNE_LIBRARY=/tmp/b0 timeout 90 python3 tests/python/bench_fp8.py --db /tmp/q.db --rounds 15 --calls 20 \
+  FUSEDTUNE_LIBRARY=/tmp/b0 timeout 90 python3 bench/python/bench_fp8.py --db /tmp/q.db --rounds 15 --calls 20 \
     --only eager_bf16,fused_fp8,layer_fp8,quant_x 2>&1 | tee "$OUT/bench_old.txt"
   echo "bench (OLD_TREE's library) rc=$? $(el)"
 fi

@@ -12,13 +12,13 @@ export FUSEDTUNE_LIBRARY=$B/libfusedtune.so PYTHONUNBUFFERED=1
 t0=$(date +%s)
 (cd "$B" && ./tests/gpu_test_gated) > "$OUT/gpu_test_gated.log" 2>&1
 echo "gpu_test_gated rc=$? ($(( $(date +%s) - t0 )) s)"; grep -E "FAIL|gated pairs:" "$OUT/gpu_test_gated.log" | head -20
-timeout 90 python3 tests/python/gpu_test_torch.py --gated-only > "$OUT/gpu_test_torch_gated.log" 2>&1
+timeout 90 python3 tests/python/gpu/gpu_test_torch.py --gated-only > "$OUT/gpu_test_torch_gated.log" 2>&1
 echo "gpu_test_torch --gated-only rc=$? ($(( $(date +%s) - t0 )) s)"; grep -E "FAIL|gated |passed" "$OUT/gpu_test_torch_gated.log" | head -20
 for shape in 16x14336x4096 4096x14336x4096; do
   "$B/fusedtune" --db "$DB" tune --shape $shape --epilogue 'silu(x) * x2' --math bf16 --budget "$BUDGET" >> "$OUT/tune.log" 2>&1
   echo "tune $shape rc=$? ($(( $(date +%s) - t0 )) s)"
 done
-python3 tests/python/bench_gated.py --db "$DB" --math bf16 --rounds 15 > "$OUT/bench.log" 2>&1
+python3 bench/python/bench_gated.py --db "$DB" --math bf16 --rounds 15 > "$OUT/bench.log" 2>&1
 echo "bench rc=$? ($(( $(date +%s) - t0 )) s)"
 cat "$OUT/bench.log"
 [ "${MATOP_S:-0}" = 0 ] && exit 0

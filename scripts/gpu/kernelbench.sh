@@ -3,7 +3,7 @@
 # Issue 54's acceptance set, a part at a time (one command stays under the device's 10 minutes):
 # the KernelBench problem files in $KB (carried, not in the repository; e.g. level2's 37 GEMM-first
 # files) split into PARTS parts by their order, part PART tuned (fusedtune.torch.tune, BUDGET s a
-# problem) and timed against eager and torch.compile by tests/python/bench_kernelbench.py. The
+# problem) and timed against eager and torch.compile by bench/python/bench_kernelbench.py. The
 # database lives in /tmp/kb_$DTYPE.db on the device, so the parts of one warm machine share it.
 # Logs under $OUT; the table printed last.
 set -u
@@ -15,6 +15,6 @@ DTYPE=${DTYPE:-fp32}; PART=${PART:-1}; PARTS=${PARTS:-1}
 mapfile -t all < <(ls "$KB" | grep -E '^[0-9]+_.*\.py$' | sort -n)
 only=${ONLY:-$(for i in "${!all[@]}"; do [ $(( i % PARTS + 1 )) -eq "$PART" ] && echo "${all[$i]%%_*}"; done | paste -sd,)}
 echo "problems: $only"
-python3 tests/python/bench_kernelbench.py --kb "$KB" --dtype "$DTYPE" --only "$only" --tune --budget "${BUDGET:-40}" \
+python3 bench/python/bench_kernelbench.py --kb "$KB" --dtype "$DTYPE" --only "$only" --tune --budget "${BUDGET:-40}" \
   --trials "${TRIALS:-100}" ${ARGS:-} --db "/tmp/kb_$DTYPE.db" 2>&1 | tee "$OUT/kernelbench_${DTYPE}_$(basename "$KB")_$PART${ARGS:+_graphs}.txt" | \
   sed -n '/^NVIDIA\|^problem/,$p'

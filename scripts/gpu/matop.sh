@@ -17,7 +17,7 @@ for m in bf16 fp16; do
   tune 4096x4096x14336 'x + r where mat r' $m
   tune 16x4096x14336 'x + r where mat r' $m
 done
-python3 tests/python/bench_graphs.py --db "$DB" --math bf16,fp16 --only res4k,res16 --rounds 15 > "$OUT/bench.log" 2>&1
+python3 bench/python/bench_graphs.py --db "$DB" --math bf16,fp16 --only res4k,res16 --rounds 15 > "$OUT/bench.log" 2>&1
 echo "bench rc=$? ($(( $(date +%s) - t0 )) s)"
 cat "$OUT/bench.log"
 [ "$MODES_S" = 0 ] && exit 0

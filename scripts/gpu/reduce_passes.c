@@ -1,4 +1,4 @@
-/* A reduction pass alone, for tests/python/bench_reduce.py (ctypes): the in-place pass variants a
+/* A reduction pass alone, for bench/python/bench_reduce.py (ctypes): the in-place pass variants a
  * tune enumerates for an epilogue at [M, N] (the full space), compiled and launched on a y the caller
  * owns (a torch tensor), on the caller's stream, so that a CUDA graph captures them beside torch's
  * own kernels for the same step. Built on the GPU machine by scripts/gpu/bench_reduce.sh against

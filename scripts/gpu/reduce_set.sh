@@ -3,7 +3,7 @@
 #   [STEPS=all|passes,tunes,tests] scripts/gpu/reduce_set.sh
 # Issue 53's measurements in one go, logs under OUT: the reduction passes alone against torch's
 # kernels and a device copy (scripts/gpu/bench_reduce.sh), then a default bf16 tune of each
-# normalization and softmax problem of tests/python/bench_graphs.py's NORMS list and the layer
+# normalization and softmax problem of bench/python/bench_graphs.py's NORMS list and the layer
 # against torch.mm and eager (scripts/gpu/bench_set.sh), then the GPU reduction tests.
 set -u
 OUT=$(realpath -m -- "${OUT:?OUT=DIR}"); BUILD=$(realpath -m -- "${BUILD:-build}"); STEPS=${STEPS:-passes,tunes,tests}

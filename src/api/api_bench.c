@@ -144,7 +144,8 @@ static ft_status bench_body(ft_ctx *ctx, ft_gpu *g, const ft_epilogue *ep, int r
   bl_call ce = {r->bl, FT_BL_EAGER}, cg = {r->bl, FT_BL_CUBLAS_GEMM};
   /* Interleaved (one call of each per round, the order varied from round to round) so drift of
    * the machine under sustained load hits them alike and each row runs after each other one
-   * equally often: timed one after the other, the later ones ran up to 16 % slower on the H200. */
+   * equally often: timed one after the other, the later ones ran slower (docs/BENCHMARKS.md, "Why
+   * the search space is what it is"). */
   const ft_enqueue_fn fns[4] = {enqueue_bl, enqueue_bl, enqueue_best, enqueue_best};
   void *const users[4] = {&ce, &cg, &r->b, &r->fb};
   ft_timing t[4];

@@ -1,7 +1,8 @@
 /* Host loops split into a fixed number of chunks run on several threads, so that what they
  * compute (per-chunk partial sums combined in chunk order) does not depend on how many threads
  * ran them. Used for the test data and the float64 checks (src/gpu/verify.c), which otherwise held a
- * tune's search for ~25 ms per candidate at 1024 x 8192 outputs (H200 host, 2026-12-01), and by
+ * tune's search for tens of ms per candidate at large outputs (docs/BENCHMARKS.md, "Why the
+ * search space is what it is"), and by
  * the batch compiler (src/compile/compile.c, one chunk per job). GPU-free. */
 #ifndef FT_PARALLEL_H
 #define FT_PARALLEL_H

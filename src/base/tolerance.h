@@ -22,12 +22,12 @@ double ft_tolerance_rule(ft_math math, double cublas_rel_err);
  * may not use tf32 at all on tiny shapes. */
 double ft_tolerance_floor(ft_math math);
 /* 3xtf32's tolerance once the fp32 eager-style chain's error on the same problem is known
- * (cuBLASLt's SGEMM with the bias folded in where E adds one, as nn.Linear does, + one fp32
- * kernel per further op; against E(x W^T)): the larger of tol and that error with 1 %
- * for the rounding order of E's fp32 operations, at most FT_TOL_FP32. ft_tolerance_rule holds
- * 3xtf32 to SGEMM's error on x W^T alone, which no SGEMM + fp32 epilogue meets where E grows the
- * relative error (H200, gelu(x + bias) at 4096^3: 1.30e-6 against SGEMM's 1.15e-6, so every safe
- * candidate was "wrong"). Other modes, or a chain error that is not finite and positive: tol.
+ * (cuBLASLt's SGEMM with the bias folded in where E adds one, as nn.Linear does, + one fp32 kernel
+ * per further op; against E(x W^T)): the larger of tol and that error with 1 % for the rounding
+ * order of E's fp32 operations, at most FT_TOL_FP32. ft_tolerance_rule holds 3xtf32 to SGEMM's
+ * error on x W^T alone, which no SGEMM + fp32 epilogue meets where E grows the relative error
+ * (otherwise every safe candidate of such an E is "wrong"; docs/BENCHMARKS.md, "Why the search
+ * space is what it is"). Other modes, or a chain error that is not finite and positive: tol.
  * GPU-free. */
 double ft_tolerance_with_chain(ft_math math, double tol, double chain_rel_err);
 

@@ -174,11 +174,11 @@ static void take_position(ft_compile_plan *p, int q) {
 }
 
 /* How far the threads may run: what the consumer expects still to take beyond the furthest job
- * taken (everything while it does not say), and never less than eight jobs per thread: a window
- * of one job per thread made each step wait for the slowest kernel in it again, and one of four
- * still left the fp32 fast search waiting 12 s of its 21 (H200, 420 kernels): early in the
- * search the bound admits fewer candidates than it ends up measuring. What is compiled and not
- * taken is cached for the next tune. */
+ * taken (everything while it does not say), and never less than eight jobs per thread: a window of
+ * one job per thread made each step wait for the slowest kernel in it again, and one of four still
+ * left the fp32 fast search waiting most of its time (docs/BENCHMARKS.md, "Why the search space is
+ * what it is"): early in the search the bound admits fewer candidates than it ends up measuring.
+ * What is compiled and not taken is cached for the next tune. */
 static void move_limit(ft_compile_plan *p) {
   if (!p->pool) return;
   int ahead = p->expect_left < 0 ? p->nq : p->expect_left + p->threads;
@@ -242,8 +242,8 @@ ft_status ft_compile_plan_start(ft_db *db, const char *arch, ft_compile_job *job
   p->n = n;
   p->expect_left = -1;
   for (int i = 0; i < n; i++) p->pos[i] = -1;
-  /* Measured on the H200 (fp32 minsub, 420 kernels): batches that each waited for their slowest
-   * kernel took 35-45 s of compilation where one pool of all took 8 s. */
+  /* One pool of all: batches that each waited for their slowest kernel took several times as
+   * long (docs/BENCHMARKS.md, "Why the search space is what it is"). */
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
   p->threads = cores > 3 ? (int)cores - 2 : 1;
   plan_fill(p, order, n_order); /* a failure stays in p until a job is taken */

@@ -104,8 +104,8 @@ int ft__db_base64_decode(const char *s, size_t len, unsigned char **out, size_t 
   "status = 'ok' AND strategy IN ('fused', 'cublas+epilogue') AND median_ms IS NOT NULL"
 /* A result's rank (lower is faster): gemm_ratio, the median over its timed rounds of its time
  * over that of cuBLAS's GEMM alone in the same round, so results timed minutes apart compare
- * under one clock state (on the H200 the clock changed state within one tune by 14 %;
- * docs/BENCHMARKS.md). NULL for a result without one (schema version 1, an export of version
+ * under one clock state (the clock changes state within one tune; docs/BENCHMARKS.md, "Why the
+ * search space is what it is"). NULL for a result without one (schema version 1, an export of version
  * 1, a tune with --flush-l2), which the best's order puts after every ranked one. */
 #define FT_DB_RANK(r) r ".gemm_ratio"
 /* The latest eager baseline's median e.median_ms at the clock of a best of median med and

@@ -86,10 +86,10 @@ static ft_status epi_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, co
                                ft_space_sink *sink, ft_err *err) {
   static const int blocks[] = {128, 256, 512};
   static const int vecs[] = {4, 2, 1};
-  /* The default space keeps vec 4 (9 of 36): in the exhaustive fp32 tunes of five shapes (H200,
-   * 2026-12-01) the fastest vec-4 pass was within 0.1 % of the fastest pass (the 36 spanned 1-2 %),
-   * and each pass left out costs a compilation and a measurement of the safe phase, which every
-   * search runs first. The full space (exhaustive search) keeps them all. */
+  /* The default space keeps vec 4 (9 of 36): the fastest vec-4 pass is as fast as the fastest
+   * of all (docs/BENCHMARKS.md, "Why the search space is what it is"), and each pass left out
+   * costs a compilation and a measurement of the safe phase, which every search runs first. The
+   * full space (exhaustive search) keeps them all. */
   const size_t nvec = ft_space_full(sink) ? 3 : 1;
   /* After cuBLAS's GEMM; after cuBLASLt's bias GEMM where E adds a bias to x; after cuBLASLt's
    * GEMM applying E's relu or gelu_tanh of x (or of x + bias); after cuBLASLt's GEMM adding E's

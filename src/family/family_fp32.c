@@ -217,9 +217,9 @@ double ft_fp32_cost(const ft_fp32_traits *t, const ft_variant *v, int64_t m, int
     cost += 8.0 * 2.0 * 4.0 * (double)v->split_k * m * n / lim->sm_count;
   if (v->swizzle > 1) cost *= 0.995; /* small L2 gain on multi-row grids */
   if (v->fp32.streamk > 0) {
-    /* Measured on the H200 (2026-11-29): the same tiles run 1.5-6 % slower in the stream-K
-     * loop than one per block, and blocks at different k share fewer operands in L2 when
-     * tiles share rows or columns. */
+    /* The same tiles run slower in the stream-K loop than one per block, and blocks at
+     * different k share fewer operands in L2 when tiles share rows or columns
+     * (docs/BENCHMARKS.md, "Why the search space is what it is"). */
     cost /= tm > 1 && tn > 1 ? 0.95 : 0.97;
   }
   return cost;

@@ -14,7 +14,7 @@ static int ceil_div_int(int a, int b) { return (a + b - 1) / b; }
 /* Registers per thread the kernel needs without spilling: accumulators, one k-group of the
  * larger operand's fragments, the register-path staging, addressing, and more for BK = 32
  * (ptxas keeps more shared-memory loads in flight). A model fitted to ptxas -v output
- * (tests/test_compile.c prints it); it sets __launch_bounds__ and prunes the space. */
+ * (tests/cpu/test_compile.c prints it); it sets __launch_bounds__ and prunes the space. */
 static int rows_reg_estimate(const ft_variant *v) {
   const int threads = ft_fp32_threads(v);
   int staging = 0;

@@ -18,7 +18,7 @@ static size_t warp_smem(const ft_variant *v) {
 
 static int ceil_div_int(int a, int b) { return (a + b - 1) / b; }
 
-/* Registers per thread without spilling (fitted to ptxas -v, see tests/test_compile.c): two
+/* Registers per thread without spilling (fitted to ptxas -v, see tests/cpu/test_compile.c): two
  * fragment sets of tm + tn, staging in whole 4-float chunks. */
 static int warp_reg_estimate(const ft_variant *v) {
   const int threads = ft_fp32_threads(v);
@@ -51,9 +51,8 @@ static int warp_occ_regs(const ft_variant *v) {
   return ft_fp32_launch_bounds_cap(ft_fp32_threads(v), warp_min_blocks(v));
 }
 
-/* Measured on the H200 (2026-11-29) 10-16 % faster than the best [rows] tiles (1.476 vs 1.620
- * ms at minsub, 2.826 vs 3.266 ms at biasrelu), given 8 warps per SM; stages 2: 1-2 % faster
- * when it fits (bk 8). */
+/* Faster than the best [rows] tiles, given 8 warps per SM; stages 2 a little faster again
+ * when it fits (bk 8) (docs/BENCHMARKS.md, "Why the search space is what it is"). */
 static double warp_efficiency(const ft_variant *v) { return v->stages == 2 ? 1.10 : 1.08; }
 
 /* Up to 232 registers fit (the warp tile keeps fewer values live per FFMA); 240 spilled

@@ -163,7 +163,7 @@ ft_status ft_bench_run_interleaved(ft_bench *b, int n, const ft_enqueue_fn *fns,
   /* One chain of events: the call at position q of round i runs between marks i n + q and
    * i n + q + 1, with the stream never idle in between, so each interval is that call's time.
    * The rounds vary their order (ft_bench_round_order): what runs just before a call changes its
-   * time (H200: cuBLAS's GEMM by 1.3 % between after a fused GEMM and after a memset), and in
+   * time (docs/BENCHMARKS.md, "Why the search space is what it is"), and in
    * one fixed order each strategy would always follow the same one. */
   const int marks = reps * n + 1;
   while (b->nmarks < marks) {

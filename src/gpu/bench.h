@@ -37,7 +37,7 @@ ft_status ft_bench_run(ft_bench *b, ft_enqueue_fn fn, void *user, const ft_bench
  * max_seconds bounds the rounds as ft_bench_run bounds its calls. ratios (NULL: not wanted)
  * gets, for each j, the median over the rounds of fns[j]'s time over fns[ref]'s in the same
  * round: unlike the ratio of two medians it holds when the GPU's clock changes state during
- * the timing (H200: the same cuBLAS GEMM at 1.35 or 1.55 ms seconds apart). */
+ * the timing (docs/BENCHMARKS.md, "Why the search space is what it is"). */
 #define FT_BENCH_MAX_INTERLEAVED 4
 ft_status ft_bench_run_interleaved(ft_bench *b, int n, const ft_enqueue_fn *fns, void *const *users,
                                    const ft_bench_opts *opt, ft_timing *outs, int ref, double *ratios, ft_err *err);

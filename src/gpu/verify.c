@@ -170,10 +170,10 @@ ft_status ft_input_gen_fill(const ft_loaded *gen, ft_dtype dt, size_t n, float l
   return FT_OK;
 }
 
-/* From this many input elements (x and W together) on, ft_pdata_create makes the inputs on the
- * GPU: on the host, generating, rounding and widening them (and copying them over twice, once
- * as doubles) took most of a tune's preparation for a large W (H200: ~0.6-0.8 s of ~1 s at
- * 128x16384x16384), against one compilation of a small kernel on the GPU path. */
+/* From this many input elements (x and W together) on, ft_pdata_create makes the inputs on the GPU:
+ * on the host, generating, rounding and widening them (and copying them over twice, once as
+ * doubles) took most of a tune's preparation for a large W (docs/BENCHMARKS.md, "Why the search
+ * space is what it is"), against one compilation of a small kernel on the GPU path. */
 #define FT_DEVICE_INPUTS_MIN ((size_t)1 << 22)
 
 /* x, W (in d's element type, and as doubles for the reference), the epilogue's parameters and

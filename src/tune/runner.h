@@ -78,7 +78,7 @@ typedef struct ft_runner ft_runner;
  * runs while the runner prepares its data:
  * - start opens the device (in a worker process, or here) and says what it is;
  * - prepare builds the inputs, the float64 references, the tolerance and the baselines
- *   (~0.5-1 s on the H200) and says what results are judged by.
+ *   (about a second) and says what results are judged by.
  * Jobs run only on a prepared runner. The problem (its epilogue included) must outlive the
  * runner. A failed start leaves *out NULL; after a failed prepare, only ft_runner_stop. */
 ft_status ft_runner_start(const ft_tune_problem *p, const ft_runner_opts *o, ft_runner **out, ft_runner_device *dev,

@@ -18,8 +18,8 @@ struct ft_engine {
 };
 
 /* Seconds of back-to-back work before the first timing. A GPU's clock climbs from idle while it
- * works; the first baseline, timed at once, read a cuBLAS GEMM 14 % slower than the same GEMM
- * timed seconds later (8192^3 bf16, H200; docs/BENCHMARKS.md), and every speed-up "vs
+ * works; the first baseline, timed at once, read a cuBLAS GEMM 14 % slower than the same GEMM timed
+ * seconds later (docs/BENCHMARKS.md, "Why the search space is what it is"), and every speed-up "vs
  * eager" is against that first baseline. */
 #define FT_WARM_S 0.3
 
@@ -151,15 +151,15 @@ static ft_status verify_and_time(ft_engine *e, call *c, ft_runner_result *res, f
   ft_bench_opts o = {2, c->job->repeats, e->flush_l2, 0.5};
   if (!e->warm) FT_TRY(warm_up(e, c, err));
   ft_timing tm;
-  /* In rounds with cuBLAS's GEMM alone (that GEMM itself with the eager-style chain), as
-   * fusedtune bench times them: back to back, a kernel finds its own code and data in the
-   * caches, and a fused gelu kernel timed so measured 8 % faster than between other kernels
-   * (H200, 2026-12-01), where a model runs it. Back to back still with an L2 flush (which
-   * already separates the calls) and where the partner is unavailable. A failure of the
+  /* In rounds with cuBLAS's GEMM alone (that GEMM itself with the eager-style chain), as fusedtune
+   * bench times them: back to back, a kernel finds its own code and data in the caches, and a fused
+   * gelu kernel timed so runs faster than between other kernels, where a model runs it
+   * (docs/BENCHMARKS.md, "Why the search space is what it is"). Back to back still with an L2 flush
+   * (which already separates the calls) and where the partner is unavailable. A failure of the
    * partner's call fails the timing (LAUNCH_ERROR): cuBLAS then no longer works in this context.
    * The median of the per-round ratios to cuBLAS's GEMM is kept (gemm_ratio): the clock drifts
    * between jobs, and changes state even within one, by more than candidates differ
-   * (docs/BENCHMARKS.md, 2026-12-04), so the tuner ranks by it. */
+   * (docs/BENCHMARKS.md, "Why the search space is what it is"), so the tuner ranks by it. */
   const int alone = c->job->type == FT_JOB_BASELINE && c->job->baseline == FT_BL_CUBLAS_GEMM;
   const ft_baseline_kind pk = alone ? FT_BL_EAGER : FT_BL_CUBLAS_GEMM;
   if (!e->flush_l2 && ft_baseline_available(e->bl, pk)) {

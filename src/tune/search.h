@@ -1,6 +1,6 @@
 /* The search: in which order candidates are measured, with how many repeats, which are stored,
  * and when it stops. GPU-free and clock-free: the tuner (src/tune/tuner.c) drives it with callbacks
- * that time and store real candidates, tests/test_search.c with simulated ones and a simulated
+ * that time and store real candidates, tests/cpu/test_search.c with simulated ones and a simulated
  * clock.
  *
  * Every search measures and stores the safe candidates (cuBLAS + the epilogue pass) before any

@@ -524,7 +524,7 @@ static void end_compiling(tuner *t) {
 }
 
 /* The runner opens the device; the candidates are enumerated and start compiling while it
- * prepares the data (~0.5-1 s on the H200); then the baselines, then the search. */
+ * prepares the data (about a second); then the baselines, then the search. */
 static ft_status tune_body(tuner *t, ft_err *err) {
   char no_worker[9000]; /* two paths of up to PATH_MAX */
   if (!t->req->worker_exe)

@@ -17,8 +17,8 @@ static double tc_width_eff(int bn) {
 }
 
 /* Instructions per clock one warp issues evaluating a heavy E (its dependency chains and the
- * store boxes between them): read off the H200 (docs/BENCHMARKS.md, 2026-12-04) from the time E
- * adds to a 128 x 128 ping-pong tile, 0.13-0.14 in both function forms. */
+ * store boxes between them), read off the time E adds to a 128 x 128 ping-pong tile
+ * (docs/BENCHMARKS.md, "Why the search space is what it is"). */
 #define TC_EPI_IPC 0.15
 
 /* What the epilogue adds where the MMA does not hide it, in tc_cost's unit (multiply-adds of the
@@ -44,31 +44,29 @@ static double tc_epilogue_cost(const ft_variant *v, double tiles_per_block, int6
 
 /* Time model: the busiest block's tiles (persistent blocks take units round robin) times a
  * tile's MMA work over an efficiency that grows with the tile width (wider wgmma, fewer
- * operand bytes per FLOP), measured on the H200 (experiments of 2026-12-01: BN 256 best at
- * 8192^3 and 1024x8192x8192, BN 128 at 128x16384x16384 where BN 256 leaves half the SMs idle). */
+ * operand bytes per FLOP): the widest tile leads where it fills the SMs, a narrower one where
+ * it leaves SMs idle (docs/BENCHMARKS.md, "Why the search space is what it is"). */
 static double tc_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_ep_cost ec) {
   const int64_t units = tc_units(v, m, n) * tc_slices(v);
   const int64_t blocks_units = v->tc.grid / v->tc.cluster;
   double per_block = (double)((units + blocks_units - 1) / blocks_units);
   if (v->tc.streamk) { /* the whole waves, the slot's share of the partial one, and what splitting
-                     * costs a slot: measured on the H200 (2026-12-01, BN 256, clusters of 2) as
-                     * 0.16 of a tile at 1024x8192x8192 (stream-K 5 % slower than whole tiles) and
-                     * 0.19 at 8192^3 (1.8 % faster): a published and a gathered tile of raw sums,
-                     * a pipeline drained and refilled at each cut */
+                     * costs a slot, measured at about a sixth of a tile: a published and a
+                     * gathered tile of raw sums, a pipeline drained and refilled at each cut
+                     * (docs/BENCHMARKS.md, "Why the search space is what it is") */
     const tc_sk_split s = tc_sk(v, m, n, k);
     per_block = (double)s.waves + (double)s.share / (double)s.ktiles + 0.17;
   }
   /* Ping-pong's 128 x 128 tiles (two m64n128 wgmma per k step, the epilogue beside the other
-   * consumer's loop) measured like cooperative BN 256 or a little faster (H200, 2026-12-01:
-   * 0.5 % slower at 1024x8192x8192 bf16, 2.7 % faster in tf32, 1.3 % at 8192^3, 6 % with gelu
-   * at 4096^3); 64-row ones slower than those everywhere, by up to 33 % against cooperative. */
+   * consumer's loop) run like cooperative BN 256 or a little faster; 64-row ones slower than
+   * those everywhere (docs/BENCHMARKS.md, "Why the search space is what it is"). */
   double eff = tc_width_eff(v->bn);
   /* Measured at 128 x 128; other widths scaled as the cooperative ones are. */
   if (v->tc.pingpong == 2) eff = 1.01 * tc_width_eff(v->bn) / tc_width_eff(128);
   if (v->tc.pingpong == 1) eff *= 0.85;
-  /* fp8's 128 x 64 ping-pong tiles (BN <= 96: the partial sums' registers) measured 11-36 % behind
-   * the best cooperative kernel, its 64-row ones 4-10 % (H200, 2026-12-04, docs/BENCHMARKS.md (u));
-   * scaled from BN 128 they would lead the model's order. */
+  /* fp8's ping-pong tiles (128 x 64 ones at BN <= 96: the partial sums' registers) run behind the
+   * best cooperative kernel; scaled from BN 128 they would lead the model's order
+   * (docs/BENCHMARKS.md, "Why the search space is what it is"). */
   if (fp8(v) && v->tc.pingpong == 2) eff *= 0.8;
   const int64_t kt = (k + v->bk - 1) / v->bk, kp = (kt + tc_slices(v) - 1) / tc_slices(v) * v->bk;
   double cost = per_block * v->tc.cluster * tc_bm(v) * v->bn * (double)kp / eff / v->tc.cluster;
@@ -79,17 +77,18 @@ static double tc_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_e
   /* fp8: a drain and the fp32 adds per promotion; with two partial sums the adds run beside the
    * next chunk's wgmma. */
   if (fp8(v)) cost *= 1.0 + (v->tc.dual ? 0.02 : 0.1) / v->tc.chunk;
-  /* A third less shared-memory traffic, but BN 64: measured 7 % slower than BN 128 from shared
-   * memory at biasrelu 1024x8192x8192 on the H200 (2026-12-01). */
+  /* A third less shared-memory traffic, but BN 64: slower than BN 128 from shared memory
+   * (docs/BENCHMARKS.md, "Why the search space is what it is"). */
   if (v->tc.aregs) cost *= 1.07;
   /* The TMA-store epilogue: a tile's stores no longer hold the next pack behind their register
-   * reads (ncu on the H200, 2026-12-01: a quarter of the stall samples at 1024x8192x512). */
+   * reads, a large share of the stalls (docs/BENCHMARKS.md, "Why the search space is what it is"). */
   if (v->tc.tstore) cost *= 0.99;
-  /* The staged epilogue: an extra pass over shared memory per box (3-5 % slower with light
-   * epilogues, 3 % faster with gelu on the H200, 2026-12-01; in 3xtf32 -5.5 to +0.6 %). */
+  /* The staged epilogue: an extra pass over shared memory per box, a little slower with light
+   * epilogues, a little faster with heavy ones (docs/BENCHMARKS.md, "Why the search space is what
+   * it is"). */
   if (v->tc.staged && !split(v)) cost *= 1.03; /* 3xtf32: alike (tc_enumerate's forms say why) */
-  /* E box by box instead of on the whole tile first: 1-5 % slower where both fit (H200,
-   * biasrelu 1024x8192^2, gelu 4096^3; docs/BENCHMARKS.md), so timed after its early twin. */
+  /* E box by box instead of on the whole tile first: slower where both fit, so timed after its
+   * early twin (docs/BENCHMARKS.md, "Why the search space is what it is"). */
   if (v->tc.late) cost *= 1.01;
   /* Split-K writes and the reduce kernel reads S fp32 slabs: ~50 multiply-adds per byte of the
    * device's, spread over 132 SMs. */
@@ -109,9 +108,8 @@ static int64_t tc_waves(int64_t m, int64_t n, int bm, int bn, int slots) {
  * tc_valid), then up to TC_MAX_FITTED wave-fitted ones: for w whole waves (from the widest's
  * count on), the narrowest multiple of 8 whose
  * tiles still fit in w waves, kept where w x BN (a block's columns of work) is at least 3 %
- * below the best standard width's. cuBLAS runs 168-column tiles at 512x11008x4096 (ncu on the
- * H200, 2026-12-02): 264 tiles of 128 x 168, exactly two waves, where our widths made 1.3 (BN
- * 256), 1.76 (192) and 2.6 (128) waves. */
+ * below the best standard width's: whole waves, as cuBLAS fits its own tile widths
+ * (docs/BENCHMARKS.md, "Why the search space is what it is"). */
 static size_t tc_widths(int64_t m, int64_t n, int bm, int slots, int widest, const int std_bns[4],
                         int out[4 + TC_MAX_FITTED]) {
   size_t k = 0;
@@ -209,18 +207,14 @@ static ft_status axis_group(const tc_gen *g, tc_point p, int axis, ft_err *err) 
 /* The epilogue's form: TMA stores, then direct; cooperative, then 128 x 128 ping-pong, then
  * (full space only) 64-row ping-pong; the staged epilogue with TMA stores. Pruned: ping-pong with
  * 128 x 128 tiles only, in the preferred store form (TMA stores where allowed), group 8 and the
- * deepest ring: measured on the H200 (2026-12-01) 0.5 % behind to 6 % ahead of the best
- * cooperative kernel, while 64-row ping-pong tiles were up to 33 % behind it (BN 128) and behind
- * 128 x 128 ping-pong at every problem timed (twice the x loads per output). The staged epilogue:
- * 3 % faster with gelu, 3-5 % slower with light epilogues (H200, 2026-12-01); but in 3xtf32 (fp32
- * sums staged in place in the store boxes) it stays: against its TMA-store twin 5.5 % faster with
- * gelu at 4096^3, 0.7 % with silu at 512x11008x4096, 0.6 % slower with the light ones, and the best
- * of the exhaustive search at both heavy ones (H200, 2026-12-02). A wave-fitted width takes
- * ping-pong in both store forms: at 512x11008x4096 silu bf16, 128 x 112 ping-pong with direct
- * stores was the best of all (H200, 2026-12-02). fp8 takes its widest ping-pong tiles here too
- * (64 x 128, 64 x 192, 128 x 64: the partial sums' registers): 4-36 % behind the best cooperative
- * kernel at three shapes (H200, 2026-12-04), so tc_cost ranks them after it; kept for the shapes
- * not measured. The deepest ring that fits the form is found here; axis_stages takes it and fewer. */
+ * deepest ring: these run level with the best cooperative kernel, while 64-row ping-pong tiles
+ * run behind both (twice the x loads per output). The staged epilogue gains little, except in
+ * 3xtf32 (fp32 sums staged in place in the store boxes), where it stays: there it wins with heavy
+ * epilogues. A wave-fitted width takes ping-pong in both store forms (one such kernel was the
+ * best of all). fp8 takes its widest ping-pong tiles here too (64 x 128, 64 x 192, 128 x 64: the
+ * partial sums' registers): behind the best cooperative kernel, so tc_cost ranks them after it;
+ * kept for the shapes not measured (docs/BENCHMARKS.md, "Why the search space is what it is").
+ * The deepest ring that fits the form is found here; axis_stages takes it and fewer. */
 static ft_status axis_form(const tc_gen *g, tc_point p, int axis, ft_err *err) {
   /* A BN past whole boxes stores the rest directly; a gated pair and a reduction store directly. */
   const int ts_ok = !g->reduce && !p.v.tc.gated && (g->n * osize(&p.v)) % 16 == 0;
@@ -308,9 +302,9 @@ static ft_status axis_split_k(const tc_gen *g, tc_point p, int axis, ft_err *err
 
 /* Stream-K beside whole tiles where the last wave is partial and each slot's share of it is at
  * least half a tile's k tiles (at most three blocks per tile); with clusters of 2 and TMA stores
- * only: the others spilled at BN 256 (and at BN 192 in fp32 storage) with CUDA 13.0's ptxas at the
- * 168-register cap (CPU compiles of the seed shapes, 8192^3, 4096^3, 2026-12-01). A heavy
- * epilogue can still spill: rejected at compile time like any candidate. */
+ * only: the others spilled at BN 256 (and at BN 192 in fp32 storage) at the 168-register cap
+ * (docs/BENCHMARKS.md, "Why the search space is what it is"). A heavy epilogue can still spill:
+ * rejected at compile time like any candidate. */
 static ft_status axis_stream_k(const tc_gen *g, tc_point p, int axis, ft_err *err) {
   const int sk_fits = p.v.tc.cluster == 2 && p.v.tc.tstore && !(esize(&p.v) == 4 && p.v.bn == 192);
   const int most = p.slices == 1 && !promoted(&p.v) && sk_fits && !p.v.tc.pingpong && !p.v.tc.staged;
@@ -324,9 +318,9 @@ static ft_status axis_stream_k(const tc_gen *g, tc_point p, int axis, ft_err *er
 
 /* The point, where it applies, and its late twin (E box by box) at BN >= 192, where a heavy E with
  * E on the whole tile first spills (division, gelu in tf32: CPU compiles, docs/BENCHMARKS.md) and
- * is rejected at compile time while the late form fits. Full space only: in the H200's exhaustive
- * tunes of 2026-12-02 (silu 512x11008x4096 bf16/fp16, gelu 4096^3 bf16/tf32) the late kernels
- * were 6-13 % behind the best, which was never one of them. */
+ * is rejected at compile time while the late form fits. Full space only: in exhaustive tunes the
+ * late kernels ran behind the best, which was never one of them (docs/BENCHMARKS.md, "Why the
+ * search space is what it is"). */
 static ft_status axis_emit(const tc_gen *g, tc_point p, int axis, ft_err *err) {
   (void)axis;
   /* fp8 past BN 128 (d and p: BN registers): E box by box only (the late form; ping-pong's is
