@@ -24,7 +24,7 @@ static const ft_family *const k_families[] = {
  * that says what to do instead of "unknown". */
 static const struct {
   ft_variant_kind kind;
-  int layout;
+  int id;
   const char *why;
 } k_retired[] = {
     {FT_VK_GEMM, 1, "layout 1 (k-major \"_km\") was removed: layout 3 (\"_w\") replaces it; tune again"},
@@ -33,9 +33,9 @@ static const struct {
 
 const ft_family *const *ft_families(void) { return k_families; }
 
-const ft_family *ft_family_find(ft_variant_kind kind, int layout) {
+const ft_family *ft_family_find(ft_variant_kind kind, int id) {
   for (const ft_family *const *f = k_families; *f; f++)
-    if ((*f)->kind == kind && (*f)->layout == layout) return *f;
+    if ((*f)->kind == kind && (*f)->id == id) return *f;
   return NULL;
 }
 
@@ -45,7 +45,7 @@ const ft_family *ft_family_named(const char *name) {
   return NULL;
 }
 
-const ft_family *ft_family_of(const ft_variant *v) { return v ? ft_family_find(v->kind, v->layout) : NULL; }
+const ft_family *ft_family_of(const ft_variant *v) { return v ? ft_family_find(v->kind, v->family) : NULL; }
 
 ft_gemm_before ft_variant_gemm_before(const ft_variant *v, ft_lt_prefix *lt) {
   ft_lt_prefix none = {-1, FT_EP_LT_NONE, -1};
@@ -61,14 +61,14 @@ ft_gemm_before ft_family_after_cublas(const ft_variant *v, ft_lt_prefix *lt) {
   return FT_GEMM_CUBLAS;
 }
 
-void ft_family_missing(ft_variant_kind kind, int layout, char *why, size_t whylen) {
+void ft_family_missing(ft_variant_kind kind, int id, char *why, size_t whylen) {
   if (!why || !whylen) return;
   for (size_t i = 0; i < sizeof k_retired / sizeof k_retired[0]; i++)
-    if (k_retired[i].kind == kind && k_retired[i].layout == layout) {
+    if (k_retired[i].kind == kind && k_retired[i].id == id) {
       snprintf(why, whylen, "%s", k_retired[i].why);
       return;
     }
-  snprintf(why, whylen, "layout %d: no kernel family of this kind has it", layout);
+  snprintf(why, whylen, "layout %d: no kernel family of this kind has it", id);
 }
 
 void ft_arg_clear(ft_arg_store *st) { st->used = 0, st->n = 0, st->ntmaps = 0; }

@@ -91,7 +91,7 @@ typedef struct ft_lt_prefix {
 typedef struct ft_family {
   const char *name;     /* "fp32_rows": docs, `variants` output */
   ft_variant_kind kind; /* what the variant computes (strategy "fused" or "cublas+epilogue") */
-  int layout;           /* the variant's `layout` value that names this family (JSON "layout") */
+  int id;               /* the ft_family_id naming it within its kind (ft_variant.family, JSON "layout") */
   const char *suffix;   /* appended to variant names ("_w"); "" for none */
   /* Bumped by a developer on purpose when the family's kernels change behaviour in a way the
    * source text does not show (it is part of every source hash). */
@@ -165,7 +165,7 @@ typedef struct ft_family {
   ft_status (*reduce_args)(const ft_variant *v, const ft_launch_io *io, ft_arg_store *st, ft_err *err);
 } ft_family;
 
-/* The family of v (by kind and layout), or NULL when no family has that combination. */
+/* The family of v (by kind and family id), or NULL when no family has that combination. */
 const ft_family *ft_family_of(const ft_variant *v);
 /* What writes x W^T before v's kernel (v's family's gemm_before; FT_GEMM_IN_KERNEL for a family
  * without one, or no family), *lt (may be NULL) the steps cuBLASLt applies, {-1, none, -1} unless
@@ -173,11 +173,11 @@ const ft_family *ft_family_of(const ft_variant *v);
 ft_gemm_before ft_variant_gemm_before(const ft_variant *v, ft_lt_prefix *lt);
 /* gemm_before of the families whose kernel runs after cuBLAS's plain GEMM. */
 ft_gemm_before ft_family_after_cublas(const ft_variant *v, ft_lt_prefix *lt);
-const ft_family *ft_family_find(ft_variant_kind kind, int layout);
+const ft_family *ft_family_find(ft_variant_kind kind, int id);
 const ft_family *ft_family_named(const char *name); /* NULL when no family has the name */
-/* Why no family has (kind, layout): a retired family's message ("was removed: ...") or
+/* Why no family has (kind, id): a retired family's message ("was removed: ...") or
  * "unknown"; writes into why. */
-void ft_family_missing(ft_variant_kind kind, int layout, char *why, size_t whylen);
+void ft_family_missing(ft_variant_kind kind, int id, char *why, size_t whylen);
 /* The families, in table order (NULL-terminated). */
 const ft_family *const *ft_families(void);
 

@@ -54,7 +54,7 @@ static int epi_valid(const ft_variant *v, char *why, size_t whylen) {
   if (v->vec != 1 && v->vec != 2 && v->vec != 4) FT_WHY("vec %d: must be 1, 2 or 4", v->vec);
   if (v->pass.ept < v->vec || v->pass.ept > 64 || v->pass.ept % v->vec != 0)
     FT_WHY("ept %d: must be a multiple of vec in vec..64", v->pass.ept);
-  if (v->bm || v->bn || v->bk || v->stages || v->split_k || v->swizzle || v->layout)
+  if (v->bm || v->bn || v->bk || v->stages || v->split_k || v->swizzle || v->family)
     FT_WHY("epilogue variant with GEMM fields");
   if (v->pass.lt < 0 || v->pass.lt > FT_EP_SLOTS) FT_WHY("lt %d: must be 0 (cuBLAS) or 1 + a bias slot below %d", v->pass.lt, FT_EP_SLOTS);
   if (v->pass.lt_act < FT_EP_LT_NONE || v->pass.lt_act > FT_EP_LT_GELU_TANH)
@@ -203,7 +203,7 @@ const ft_family ft_family_epilogue_pass = {
     .kind = FT_VK_EPILOGUE,
     .params_offset = offsetof(ft_variant, pass),
     .params_size = sizeof(ft_pass_params),
-    .layout = 0,
+    .id = FT_FAMILY_EPILOGUE_PASS,
     .suffix = "",
     .revision = 1,
     .arch_suffix = "",

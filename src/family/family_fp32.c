@@ -151,7 +151,7 @@ void ft_fp32_defines(const ft_fp32_traits *t, const ft_variant *v, ft_strbuf *b)
   ft_sb_printf(b, "#define FT_TM %d\n#define FT_TN %d\n#define FT_VEC %d\n", v->fp32.tm, v->fp32.tn, v->vec);
   ft_sb_printf(b, "#define FT_STAGES %d\n#define FT_SPLIT_K %d\n#define FT_SWIZZLE %d\n", v->stages, v->split_k,
                v->swizzle);
-  ft_sb_printf(b, "#define FT_MINB %d\n#define FT_LAYOUT %d\n", t->min_blocks(v), v->layout);
+  ft_sb_printf(b, "#define FT_MINB %d\n#define FT_LAYOUT %d\n", t->min_blocks(v), v->family);
   if (v->fp32.streamk) ft_sb_printf(b, "#define FT_STREAMK %d\n", v->fp32.streamk);
   /* The kernel checks its shared-memory layout against what the host launches with. */
   ft_sb_printf(b, "#define FT_SMEM_BYTES %zu\n", t->smem(v));
@@ -173,7 +173,7 @@ const ft_json_key ft_fp32_json_keys[] = {
     {"stages", offsetof(ft_variant, stages)}, {"split_k", offsetof(ft_variant, split_k)},
     {"swizzle", offsetof(ft_variant, swizzle)}, {NULL, 0}};
 const ft_json_key ft_fp32_json_opt_keys[] = {
-    {"streamk", offsetof(ft_variant, fp32.streamk)}, {"layout", offsetof(ft_variant, layout)}, {NULL, 0}};
+    {"streamk", offsetof(ft_variant, fp32.streamk)}, {"layout", offsetof(ft_variant, family)}, {NULL, 0}};
 
 /* ------------------------------------------------------------------------------------------ */
 /* Cost and enumeration. */

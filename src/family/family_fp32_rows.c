@@ -84,7 +84,7 @@ static ft_status rows_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, c
         for (size_t kk = 0; kk < 3; kk++)
           for (int st = 1; st <= 4; st++) {
             v.bm = tiles[a], v.bn = tiles[c], v.fp32.tm = tts[t][0], v.fp32.tn = tts[t][1];
-            v.bk = bks[kk], v.stages = st, v.layout = 0;
+            v.bk = bks[kk], v.stages = st, v.family = FT_FAMILY_FP32_ROWS;
             /* Each thread loads whole vectors: tiles divide evenly over the threads. */
             if ((v.bm * v.bk / v.vec) % ft_fp32_threads(&v) || (v.bn * v.bk / v.vec) % ft_fp32_threads(&v))
               continue;
@@ -111,7 +111,7 @@ const ft_family ft_family_fp32_rows = {
     .kind = FT_VK_GEMM,
     .params_offset = offsetof(ft_variant, fp32),
     .params_size = sizeof(ft_fp32_params),
-    .layout = 0,
+    .id = FT_FAMILY_FP32_ROWS,
     .suffix = "",
     .revision = 1,
     .arch_suffix = "",

@@ -99,7 +99,7 @@ static ft_status warp_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, c
         for (size_t kk = 0; kk < 2; kk++) {
           v.bm = tiles[a], v.bn = tiles[c], v.fp32.tm = wtts[t][0], v.fp32.tn = wtts[t][1];
           for (int st = 1; st <= 2; st++) {
-            v.bk = bks[kk], v.stages = st, v.layout = 3;
+            v.bk = bks[kk], v.stages = st, v.family = FT_FAMILY_FP32_WARP;
             if (!ft_variant_valid(&v, NULL, 0)) continue;
             FT_TRY(ft_fp32_push_splits(&k_warp, &v, m, n, k, lim, sink, err));
           }
@@ -128,7 +128,7 @@ const ft_family ft_family_fp32_warp = {
     .kind = FT_VK_GEMM,
     .params_offset = offsetof(ft_variant, fp32),
     .params_size = sizeof(ft_fp32_params),
-    .layout = 3,
+    .id = FT_FAMILY_FP32_WARP,
     .suffix = "_w",
     .revision = 1,
     .arch_suffix = "",

@@ -45,7 +45,7 @@ static ft_status gate_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, c
   const int narrowest = ft_space_full(sink) ? 1 : wide;
   const int max_ept = ft_ep_has_matrix(ep) ? 8 : 16; /* a matrix: one more load in flight per element */
   ft_variant v = {0};
-  v.kind = FT_VK_EPILOGUE, v.layout = 2, v.math = (int)math;
+  v.kind = FT_VK_EPILOGUE, v.family = FT_FAMILY_GATED_PASS, v.math = (int)math;
   for (size_t b = 0; b < 3; b++)
     for (int vec = wide; vec >= narrowest; vec /= 2)
       for (int ept = vec; ept <= (max_ept > vec ? max_ept : vec); ept *= 2) {
@@ -111,7 +111,7 @@ static int gate_name(const ft_variant *v, char *buf, size_t len) {
                   v->math ? ft_math_name((ft_math)v->math) : "");
 }
 
-static const ft_json_key k_gate_keys[] = {{"layout", offsetof(ft_variant, layout)},
+static const ft_json_key k_gate_keys[] = {{"layout", offsetof(ft_variant, family)},
                                           {"block", offsetof(ft_variant, pass.block)},
                                           {"vec", offsetof(ft_variant, vec)},
                                           {"ept", offsetof(ft_variant, pass.ept)},
@@ -125,7 +125,7 @@ const ft_family ft_family_gated_pass = {
     .kind = FT_VK_EPILOGUE,
     .params_offset = offsetof(ft_variant, pass),
     .params_size = sizeof(ft_pass_params),
-    .layout = 2,
+    .id = FT_FAMILY_GATED_PASS,
     .suffix = "",
     .revision = 1,
     .arch_suffix = "",

@@ -127,7 +127,7 @@ static ft_status red_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, co
   static const int blocks[] = {256, 512, 128, 1024};
   const size_t nblocks = ft_space_full(sink) ? 4 : 2;
   ft_variant v = {0};
-  v.kind = FT_VK_EPILOGUE, v.layout = 1, v.math = (int)math;
+  v.kind = FT_VK_EPILOGUE, v.family = FT_FAMILY_REDUCE_PASS, v.math = (int)math;
   v.vec = pooled ? 1 : ft_math_dtype(math) == FT_DTYPE_F32 ? 4 : 8; /* 16 bytes, or the widest that divides */
   while (v.vec > 1 && (n % v.vec || span % v.vec)) v.vec /= 2;
   const int64_t unit = pooled ? w : v.vec, first = (1024 + unit - 1) / unit * unit;
@@ -244,7 +244,7 @@ static int red_name(const ft_variant *v, char *buf, size_t len) {
                   v->math ? ft_math_name((ft_math)v->math) : "");
 }
 
-static const ft_json_key k_red_keys[] = {{"layout", offsetof(ft_variant, layout)},
+static const ft_json_key k_red_keys[] = {{"layout", offsetof(ft_variant, family)},
                                          {"block", offsetof(ft_variant, red.block)},
                                          {"vec", offsetof(ft_variant, vec)},
                                          {NULL, 0}};
@@ -262,7 +262,7 @@ const ft_family ft_family_reduce_pass = {
     .kind = FT_VK_EPILOGUE,
     .params_offset = offsetof(ft_variant, red),
     .params_size = sizeof(ft_red_params),
-    .layout = 1,
+    .id = FT_FAMILY_REDUCE_PASS,
     .suffix = "",
     .revision = 2,
     .arch_suffix = "",

@@ -48,7 +48,7 @@ int ft_variant_valid(const ft_variant *v, char *why, size_t whylen) {
   if (v->kind != FT_VK_GEMM && v->kind != FT_VK_EPILOGUE) FT_WHY("unknown variant kind %d", (int)v->kind);
   const ft_family *f = ft_family_of(v);
   if (!f) {
-    ft_family_missing(v->kind, v->layout, why, whylen);
+    ft_family_missing(v->kind, v->family, why, whylen);
     return 0;
   }
   if (v->math < 0 || v->math >= FT_MATH_COUNT || !(f->maths & (1u << v->math)))

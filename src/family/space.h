@@ -81,13 +81,24 @@ typedef struct ft_red_params {
                * an apply kernel */
 } ft_red_params;
 
+/* The kernel families' ids (ft_variant.family, ft_family.id), unique within a kind; the table is
+ * src/family/family.c's k_families. GEMM kind (strategy "fused"): */
+enum ft_family_id {
+  FT_FAMILY_FP32_ROWS = 0,  /* gemm_fp32.cu, "gemm_..." */
+  FT_FAMILY_FP32_WARP = 3,  /* gemm_fp32_warp.cu, "gemm_..._w" (1 and 2 are retired: family.c's k_retired) */
+  FT_FAMILY_TC = 4,         /* gemm_tc.cu, "tc_..." */
+  FT_FAMILY_TC_REDUCE = 5,  /* a one-value row reduction fused in family tc's kernel, "tcr_..." */
+  FT_FAMILY_TC_PASS = 6,    /* family tc's GEMM then the reduction pass, one program, "tcp_..." */
+  /* Epilogue kind (a pass after a GEMM, strategy "cublas+epilogue"): */
+  FT_FAMILY_EPILOGUE_PASS = 0, /* epilogue_pass.cu, "epi_..." */
+  FT_FAMILY_REDUCE_PASS = 1,   /* reduce_*.cu, "red_..." */
+  FT_FAMILY_GATED_PASS = 2,    /* gated_pass.cu, "gate_..." */
+};
+
 typedef struct ft_variant {
   ft_variant_kind kind;
-  int layout;     /* with kind, names the kernel family (src/family/family.c's table): for GEMMs 0 =
-                   * fp32_rows (gemm_fp32.cu), 3 = fp32_warp (gemm_fp32_warp.cu, "_w"), 4 = tc
-                   * (gemm_tc.cu, "tc_"), 5 = tc_reduce ("tcr_"), 6 = tc_pass ("tcp_": family tc's
-                   * GEMM then the reduction pass, both blocks tc and red); 1 and 2 are retired
-                   * (family.c's k_retired) */
+  int family;     /* with kind, which kernel family computes it (an ft_family_id; JSON key "layout",
+                   * the field's name in stored configurations) */
   int math;       /* ft_math the variant computes in (0 = fp32); families that serve other modes
                    * write it as the optional JSON key "math" */
   /* Common to the GEMM families (zero in the epilogue pass but vec). */

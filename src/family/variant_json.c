@@ -132,13 +132,13 @@ ft_status ft_variant_from_json(const char *json, ft_variant *out, ft_err *err) {
   return st;
 }
 
-/* The variant the fields describe: its kind and layout choose the family, whose keys the rest must be. */
+/* The variant the fields describe: its kind and family id (key "layout") choose the family, whose keys the rest must be. */
 static ft_status variant_of(const json_field *f, int nf, ft_variant *out, ft_err *err) {
   const json_field *kind = NULL;
-  int layout = 0;
+  int family = 0; /* the key "layout" */
   for (int i = 0; i < nf; i++) {
     if (strcmp(f[i].key, "kind") == 0) kind = &f[i];
-    if (strcmp(f[i].key, "layout") == 0 && !f[i].is_string) layout = (int)f[i].num;
+    if (strcmp(f[i].key, "layout") == 0 && !f[i].is_string) family = (int)f[i].num;
   }
   if (!kind || !kind->is_string) return ft__fail(err, FT_ERR_FORMAT, "variant JSON: missing string \"kind\"");
   ft_variant v;
@@ -150,9 +150,9 @@ static ft_status variant_of(const json_field *f, int nf, ft_variant *out, ft_err
   else
     return ft__fail(err, FT_ERR_FORMAT, "variant JSON: unknown kind \"%s\"", kind->str);
   char why[160];
-  const ft_family *fam = ft_family_find(v.kind, layout);
+  const ft_family *fam = ft_family_find(v.kind, family);
   if (!fam) {
-    ft_family_missing(v.kind, layout, why, sizeof why);
+    ft_family_missing(v.kind, family, why, sizeof why);
     return ft__fail(err, FT_ERR_FORMAT, "variant JSON: %s", why);
   }
   FT_TRY(assign_fields(f, nf, fam, &v, err));

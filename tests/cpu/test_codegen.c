@@ -76,7 +76,7 @@ static void test_structure(ft_epilogue *ep) {
   ft_kernel_src_free(&k);
 
   /* Stream-K (warp-tiled only): its block count as a define and the fixup as second kernel. */
-  v.split_k = 1, v.layout = 3, v.fp32.tm = 16, v.bk = 8, v.stages = 2, v.swizzle = 1, v.fp32.streamk = 264;
+  v.split_k = 1, v.family = 3, v.fp32.tm = 16, v.bk = 8, v.stages = 2, v.swizzle = 1, v.fp32.streamk = 264;
   ASSERT_OK(ft_codegen_variant(&v, ep, &k, &e));
   ASSERT_CONTAINS(k.text, "#define FT_STREAMK 264\n");
   ASSERT_EQ_STR(k.reduce, "ft_streamk_fixup");

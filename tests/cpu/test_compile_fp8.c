@@ -101,7 +101,7 @@ static int compile_shape(const shape *sh, const ft_device_limits *lim, int strid
 static void test_rules(const ft_device_limits *lim) {
   ft_variant v;
   memset(&v, 0, sizeof v);
-  v.kind = FT_VK_GEMM, v.layout = 4, v.math = FT_MATH_FP8, v.bk = 128, v.bn = 128, v.stages = 4, v.swizzle = 8;
+  v.kind = FT_VK_GEMM, v.family = 4, v.math = FT_MATH_FP8, v.bk = 128, v.bn = 128, v.stages = 4, v.swizzle = 8;
   v.tc.consumers = 2, v.tc.cluster = 1, v.tc.grid = 132, v.tc.chunk = 1, v.tc.tstore = 1;
   char why[200] = "";
   ASSERT_TRUE(ft_variant_valid(&v, why, sizeof why));

@@ -438,7 +438,7 @@ static void test_colv_stage(const ft_variant *base, const ft_device_limits *lim)
 
 static void test_validity(const ft_device_limits *lim) {
   ft_variant v = {0};
-  v.kind = FT_VK_GEMM, v.layout = ft_family_named("tc")->layout, v.math = FT_MATH_BF16;
+  v.kind = FT_VK_GEMM, v.family = ft_family_named("tc")->id, v.math = FT_MATH_BF16;
   v.bn = 128, v.bk = 64, v.stages = 6, v.tc.consumers = 2, v.tc.cluster = 1, v.swizzle = 8, v.tc.grid = 132;
   char why[160] = "";
   ASSERT_TRUE(ft_variant_valid(&v, why, sizeof why));

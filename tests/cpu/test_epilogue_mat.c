@@ -243,7 +243,7 @@ static void test_codegen_and_space(void) {
                                   &e));
   int tc = -1;
   for (int i = 0; i < n && tc < 0; i++)
-    if (vs[i].layout == 4) tc = i;
+    if (vs[i].family == 4) tc = i;
   ASSERT_TRUE(tc >= 0);
   if (tc >= 0) {
     ft_kernel_src k;

@@ -77,7 +77,7 @@ static void test_enumeration(void) {
   ft_variant *v = enumerate_scope("silu(x) * x2", FT_VK_GEMM, 64, 512, FT_MATH_BF16, FT_SPACE_FULL, &count);
   ASSERT_TRUE(count > 0);
   for (int i = 0; i < count; i++) {
-    ASSERT_TRUE(v[i].layout == 4 && v[i].tc.gated == 1 && v[i].bn % 16 == 0 && !v[i].tc.tstore && v[i].split_k == 0 &&
+    ASSERT_TRUE(v[i].family == 4 && v[i].tc.gated == 1 && v[i].bn % 16 == 0 && !v[i].tc.tstore && v[i].split_k == 0 &&
                 !v[i].tc.streamk);
     ft_launch_geom g, plain;
     ft_variant_geometry(&v[i], 64, 512, 64, &g);
@@ -103,12 +103,12 @@ static void test_enumeration(void) {
   for (int i = 0; i < count; i++) ASSERT_EQ_INT(v[i].tc.gated, 0);
   free(v);
   v = enumerate_scope("relu(x)", FT_VK_EPILOGUE, 64, 512, FT_MATH_BF16, FT_SPACE_FULL, &count);
-  for (int i = 0; i < count; i++) ASSERT_TRUE(v[i].layout != 2);
+  for (int i = 0; i < count; i++) ASSERT_TRUE(v[i].family != 2);
   free(v);
   v = enumerate_scope("silu(x) * x2", FT_VK_EPILOGUE, 100, 520, FT_MATH_BF16, FT_SPACE_PRUNED, &count);
   ASSERT_EQ_INT(count, 6); /* 3 blocks x ept 8, 16 at vec 8 */
   for (int i = 0; i < count; i++) {
-    ASSERT_EQ_INT(v[i].layout, 2);
+    ASSERT_EQ_INT(v[i].family, 2);
     ASSERT_EQ_INT(v[i].vec, 8);
     ft_launch_geom g;
     ft_variant_geometry(&v[i], 100, 520, 64, &g);
@@ -158,7 +158,7 @@ static void test_compiles_tc(void) {
 
 static void test_codegen(void) {
   ft_epilogue *gated = parse_ok("silu(x) * x2"), *plain = parse_ok("silu(x)");
-  const ft_variant gate = {.kind = FT_VK_EPILOGUE, .layout = 2, .math = FT_MATH_BF16, .vec = 8, .pass = {.block = 256, .ept = 8}};
+  const ft_variant gate = {.kind = FT_VK_EPILOGUE, .family = FT_FAMILY_GATED_PASS, .math = FT_MATH_BF16, .vec = 8, .pass = {.block = 256, .ept = 8}};
   const ft_variant pass = {.kind = FT_VK_EPILOGUE, .math = FT_MATH_BF16, .vec = 4, .pass = {.block = 256, .ept = 8}};
   ft_kernel_src k;
   ft_err e;

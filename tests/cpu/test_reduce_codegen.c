@@ -33,14 +33,14 @@ static void test_enumeration(void) {
   free(v);
   v = enumerate("relu(x + bias)", FT_VK_EPILOGUE, 256, 4096, FT_MATH_BF16, &count);
   ASSERT_TRUE(count > 0);
-  for (int i = 0; i < count; i++) ASSERT_EQ_INT(v[i].layout, 0);
+  for (int i = 0; i < count; i++) ASSERT_EQ_INT(v[i].family, 0);
   free(v);
   /* logsumexp at N = 5000 in bf16: chunks of 1024, 4096 and all 5000 columns, vec 8. */
   v = enumerate("logsumexp(x + bias)", FT_VK_EPILOGUE, 300, 5000, FT_MATH_BF16, &count);
   ASSERT_EQ_INT(count, 6); /* 3 widths x 2 block sizes */
   int widths = 0;
   for (int i = 0; i < count; i++) {
-    ASSERT_EQ_INT(v[i].layout, 1);
+    ASSERT_EQ_INT(v[i].family, 1);
     ASSERT_EQ_INT(v[i].vec, 8);
     widths |= v[i].red.cols == 1024 ? 1 : v[i].red.cols == 4096 ? 2 : v[i].red.cols == 5000 ? 4 : 8;
     ft_launch_geom g;
@@ -173,7 +173,7 @@ static void test_forms(void) {
 static void test_codegen_refusals(void) {
   ft_epilogue *lse = parse_ok("logsumexp(x)"), *sm = parse_ok("softmax(x)"), *relu = parse_ok("relu(x)");
   ft_variant red = {0};
-  red.kind = FT_VK_EPILOGUE, red.layout = 1, red.red.block = 256, red.vec = 1, red.red.cols = 0;
+  red.kind = FT_VK_EPILOGUE, red.family = 1, red.red.block = 256, red.vec = 1, red.red.cols = 0;
   ft_kernel_src k;
   ft_err e;
   if (lse && sm && relu) {

@@ -65,7 +65,7 @@ static void test_enumeration(void) {
 
 static ft_variant tcr_variant(void) {
   ft_variant v = {0};
-  v.kind = FT_VK_GEMM, v.layout = 5, v.math = FT_MATH_BF16, v.bn = 256, v.bk = 64, v.stages = 4, v.swizzle = 8;
+  v.kind = FT_VK_GEMM, v.family = 5, v.math = FT_MATH_BF16, v.bn = 256, v.bk = 64, v.stages = 4, v.swizzle = 8;
   v.tc.consumers = 2, v.tc.cluster = 2, v.tc.grid = 132;
   return v;
 }
@@ -99,7 +99,7 @@ static void test_codegen(void) {
   ft_epilogue *lse = parse_ok("logsumexp(x + bias) * 2"), *sm = parse_ok("softmax(x)"), *relu = parse_ok("relu(x)"),
               *pool = parse_ok("rowmax(maxpool(x, 2))");
   ft_variant v = tcr_variant(), tc = tcr_variant();
-  tc.layout = 4;
+  tc.family = 4;
   ft_kernel_src k;
   ft_err e;
   if (lse && sm && relu) {

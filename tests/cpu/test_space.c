@@ -93,10 +93,10 @@ static void test_families(const ft_device_limits *lim) {
     ASSERT_TRUE(f->keys && f->opt_keys && f->variant_name && f->valid && f->applicable && f->enumerate &&
                 f->reg_cap && f->geometry && f->defines && f->reduce_kernel && f->alignment && f->kernel_args);
     ASSERT_TRUE(f->revision >= 1);
-    ASSERT_TRUE(ft_family_find(f->kind, f->layout) == f);
+    ASSERT_TRUE(ft_family_find(f->kind, f->id) == f);
     for (int j = 0; j < n; j++) {
       ASSERT_TRUE(strcmp(t[j]->name, f->name) != 0);
-      ASSERT_TRUE(t[j]->kind != f->kind || t[j]->layout != f->layout);
+      ASSERT_TRUE(t[j]->kind != f->kind || t[j]->id != f->id);
     }
   }
   ASSERT_TRUE(n >= 3);
@@ -212,7 +212,7 @@ static void test_names(void) {
                      "\"stages\":2,\"split_k\":1,\"swizzle\":8}");
   /* Layout 3 (warp-tiled): a name suffix and one more key; layout 0 written as before. */
   ft_variant km = v;
-  km.bm = 128, km.bk = 8, km.fp32.tm = 16, km.stages = 1, km.split_k = 2, km.swizzle = 1, km.layout = 3;
+  km.bm = 128, km.bk = 8, km.fp32.tm = 16, km.stages = 1, km.split_k = 2, km.swizzle = 1, km.family = 3;
   ft_variant_name(&km, buf, sizeof buf);
   ASSERT_EQ_STR(buf, "gemm_bm128_bn128_bk8_t16x8_v4_s1_k2_z1_w");
   ft_variant_json(&km, buf, sizeof buf);
@@ -250,7 +250,7 @@ static void test_names(void) {
 /* Stream-K: only on layout 3 without split-K, named "_sk<n>", written as an optional key. */
 static void test_streamk(const ft_device_limits *lim) {
   ft_variant v = {0};
-  v.kind = FT_VK_GEMM, v.layout = 3;
+  v.kind = FT_VK_GEMM, v.family = 3;
   v.bm = 128, v.bn = 256, v.bk = 8, v.fp32.tm = 16, v.fp32.tn = 8, v.vec = 4, v.stages = 2, v.split_k = 1, v.swizzle = 1;
   v.fp32.streamk = 132;
   char buf[256], why[160];
@@ -274,7 +274,7 @@ static void test_streamk(const ft_device_limits *lim) {
   bad = v, bad.fp32.streamk = 4097;
   ASSERT_TRUE(!ft_variant_valid(&bad, why, sizeof why));
   ASSERT_CONTAINS(why, "streamk");
-  bad = v, bad.layout = 0, bad.fp32.tm = 8, bad.stages = 1;
+  bad = v, bad.family = 0, bad.fp32.tm = 8, bad.stages = 1;
   ASSERT_TRUE(!ft_variant_valid(&bad, why, sizeof why));
   ASSERT_CONTAINS(why, "layout 3");
   /* JSON: the same checks, and an epilogue variant has no such key. */
@@ -479,7 +479,7 @@ static void test_tc_axes(const ft_device_limits *lim) {
                                            full ? FT_SPACE_FULL : FT_SPACE_PRUNED, lim, &v, NULL, &n, &e));
         for (int j = 0; j < n; j++) {
           const ft_variant *t = &v[j];
-          if (t->layout != 4) continue;
+          if (t->family != FT_FAMILY_TC) continue;
           tc++;
           const int bm = 64 * (t->tc.pingpong ? t->tc.pingpong : t->tc.consumers);
           const int64_t tiles_m = (m + bm - 1) / bm;

@@ -47,7 +47,7 @@ static void test_enumeration(void) {
     /* A modest space: each pass with at most 3 GEMMs (the README's tunes stay fast). */
     ASSERT_TRUE(count <= 3 * 12);
     for (int j = 0; j < count; j++) {
-      ASSERT_TRUE(v[j].math == FT_MATH_3XTF32 && v[j].layout == 6 && v[j].tc.chunk > 0);
+      ASSERT_TRUE(v[j].math == FT_MATH_3XTF32 && v[j].family == 6 && v[j].tc.chunk > 0);
       ASSERT_TRUE(!v[j].split_k && !v[j].tc.streamk && !v[j].tc.pingpong && !v[j].tc.staged && !v[j].tc.late);
       ASSERT_TRUE(v[j].red.cols == 0 || v[j].red.cols >= 4096); /* one chunk at most */
     }
@@ -81,7 +81,7 @@ static void test_enumeration(void) {
 /* A softmax variant in the held form after a 128 x 128 GEMM. */
 static ft_variant tcp_variant(void) {
   ft_variant v = {0};
-  v.kind = FT_VK_GEMM, v.layout = 6, v.math = FT_MATH_3XTF32, v.bn = 128, v.bk = 32, v.stages = 4, v.swizzle = 8;
+  v.kind = FT_VK_GEMM, v.family = 6, v.math = FT_MATH_3XTF32, v.bn = 128, v.bk = 32, v.stages = 4, v.swizzle = 8;
   v.tc.consumers = 2, v.tc.cluster = 1, v.tc.grid = 132, v.tc.chunk = 16;
   v.vec = 4, v.red.block = 256, v.red.team = 256, v.red.held = 4, v.red.groups = 1;
   return v;
@@ -259,9 +259,9 @@ static void test_compiles(void) {
       continue;
     }
     ft_variant g = pick[i], p = pick[i];
-    g.layout = 4, g.vec = 0, memset(&g.red, 0, sizeof g.red);
+    g.family = 4, g.vec = 0, memset(&g.red, 0, sizeof g.red);
     memset(&p, 0, sizeof p);
-    p.kind = FT_VK_EPILOGUE, p.layout = 1, p.math = pick[i].math, p.vec = pick[i].vec, p.red = pick[i].red;
+    p.kind = FT_VK_EPILOGUE, p.family = 1, p.math = pick[i].math, p.vec = pick[i].vec, p.red = pick[i].red;
     const struct {
       const char *kernel;
       int cap;

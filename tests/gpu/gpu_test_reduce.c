@@ -238,7 +238,7 @@ static void check_deterministic(ft_gpu *g) {
     ft_ep_free(ep);
     return;
   }
-  const ft_variant v = {.kind = FT_VK_EPILOGUE, .layout = 1, .math = FT_MATH_BF16, .vec = 8, .red = {.block = 256, .cols = 1024}};
+  const ft_variant v = {.kind = FT_VK_EPILOGUE, .family = FT_FAMILY_REDUCE_PASS, .math = FT_MATH_BF16, .vec = 8, .red = {.block = 256, .cols = 1024}};
   uint16_t a[300], b[300];
   ft_status st = run_variant(g, &v, ep, d, a, &e);
   if (st == FT_OK) st = run_variant(g, &v, ep, d, b, &e);

@@ -63,7 +63,7 @@ static int extra_variants(ft_math math, const ft_device_limits *lim, const shape
   int n = 0;
   for (size_t i = 0; i < sizeof cfg / sizeof cfg[0]; i++) {
     ft_variant v = {0};
-    v.kind = FT_VK_GEMM, v.layout = ft_family_named("tc")->layout, v.math = (int)math;
+    v.kind = FT_VK_GEMM, v.family = ft_family_named("tc")->id, v.math = (int)math;
     v.bk = math == FT_MATH_TF32 || math == FT_MATH_3XTF32 ? 32 : 64;
     v.tc.chunk = math == FT_MATH_3XTF32 ? (i % 2 ? 1 : 3) : 0;
     v.tc.aregs = math == FT_MATH_3XTF32 && cfg[i][0] <= 64; /* x split in registers */
@@ -124,7 +124,7 @@ static void misaligned_vector_case(ft_gpu *g) {
       goto next;
     }
     ft_variant v = {0};
-    v.kind = FT_VK_GEMM, v.layout = ft_family_named("tc")->layout, v.math = maths[mi];
+    v.kind = FT_VK_GEMM, v.family = ft_family_named("tc")->id, v.math = maths[mi];
     v.bk = maths[mi] == FT_MATH_TF32 ? 32 : 64, v.bn = maths[mi] == FT_MATH_TF32 ? 128 : 256, v.stages = 4;
     v.tc.consumers = 2, v.tc.cluster = 1, v.swizzle = 8, v.tc.grid = 132, v.tc.tstore = 1;
     if (cudaMalloc(&shifted, (size_t)(n + 16) * d->elem) != cudaSuccess ||
@@ -180,7 +180,7 @@ static void long_k_case(ft_gpu *g) {
   const int chunks[2] = {2, 4096};
   for (int i = 0; i < 2; i++) {
     ft_variant v = {0};
-    v.kind = FT_VK_GEMM, v.layout = ft_family_named("tc")->layout, v.math = FT_MATH_3XTF32;
+    v.kind = FT_VK_GEMM, v.family = ft_family_named("tc")->id, v.math = FT_MATH_3XTF32;
     v.bk = 32, v.bn = 64, v.stages = 4, v.tc.consumers = 2, v.tc.cluster = 1, v.swizzle = 8, v.tc.grid = 132;
     v.tc.chunk = chunks[i];
     ft_kernel_src src = {0};

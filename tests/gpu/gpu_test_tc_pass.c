@@ -46,10 +46,10 @@ static int form_of(const ft_variant *v) { return v->red.team > 0 ? 0 : v->red.ti
 static int same_as_parts(ft_gpu *g, const ft_variant *v, const ft_epilogue *ep, ft_pdata *d, const float *fused_y,
                          double tol, double *gemm_err) {
   ft_variant gv = *v, pv;
-  gv.layout = 4, gv.vec = 0;
+  gv.family = 4, gv.vec = 0;
   memset(&gv.red, 0, sizeof gv.red);
   memset(&pv, 0, sizeof pv);
-  pv.kind = FT_VK_EPILOGUE, pv.layout = 1, pv.math = v->math, pv.vec = v->vec, pv.red = v->red;
+  pv.kind = FT_VK_EPILOGUE, pv.family = 1, pv.math = v->math, pv.vec = v->vec, pv.red = v->red;
   ft_kernel_src src[2];
   ft_compile_job jobs[2];
   ft_launchable run[2];

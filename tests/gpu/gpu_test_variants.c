@@ -81,7 +81,7 @@ static int extra_warp_variants(const shape *sh, const ft_device_limits *lim, ft_
   int n = 0;
   for (size_t i = 0; i < sizeof cfg / sizeof cfg[0] && n < MAX_EXTRA; i++) {
     ft_variant v = {0};
-    v.kind = FT_VK_GEMM, v.layout = ft_family_named("fp32_warp")->layout, v.stages = cfg[i][6], v.swizzle = 1;
+    v.kind = FT_VK_GEMM, v.family = ft_family_named("fp32_warp")->id, v.stages = cfg[i][6], v.swizzle = 1;
     v.bm = cfg[i][0], v.bn = cfg[i][1], v.bk = cfg[i][2], v.fp32.tm = cfg[i][3], v.fp32.tn = cfg[i][4];
     v.split_k = cfg[i][5], v.fp32.streamk = cfg[i][7];
     v.vec = sh->k % 4 == 0 ? 4 : sh->k % 2 == 0 ? 2 : 1;

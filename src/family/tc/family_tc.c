@@ -237,7 +237,7 @@ const ft_json_key ft__tc_keys[] = {{"bn", offsetof(ft_variant, bn)},
                                         {"grid", offsetof(ft_variant, tc.grid)},
                                         {NULL, 0}};
 const ft_json_key ft__tc_opt_keys[] = {
-    {"layout", offsetof(ft_variant, layout)},
+    {"layout", offsetof(ft_variant, family)},
     {"math", offsetof(ft_variant, math)},
     {"chunk", offsetof(ft_variant, tc.chunk)},
     {"aregs", offsetof(ft_variant, tc.aregs)},
@@ -263,7 +263,7 @@ const ft_family ft_family_tc = {
     .kind = FT_VK_GEMM,
     .params_offset = offsetof(ft_variant, tc),
     .params_size = sizeof(ft_tc_params),
-    .layout = 4,
+    .id = FT_FAMILY_TC,
     .suffix = "",
     .revision = 1,
     .arch_suffix = "a",

@@ -97,16 +97,14 @@ static inline tc_sk_split tc_sk(const ft_variant *v, int64_t m, int64_t n, int64
 /* Pushes every variant of the family for (m, n, k) in mode math into sink (family_tc_space.c). */
 ft_status ft__tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,
                            ft_space_sink *sink, ft_err *err);
-/* The same for family tc_reduce (src/family/tc/family_tc_reduce.c, layout TC_REDUCE_LAYOUT): the forms that
+/* The same for family tc_reduce (src/family/tc/family_tc_reduce.c, FT_FAMILY_TC_REDUCE): the forms that
  * store no y (no TMA stores, split-K or stream-K), for an epilogue that is a one-value row reduction. */
-#define TC_REDUCE_LAYOUT 5
 ft_status ft__tc_enumerate_reduce(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,
                                   ft_space_sink *sink, ft_err *err);
 /* Whether family tc_reduce fuses ep's reduction: a one-value row reduction of the elements (no
  * pool inside it) whose kernels exist. Family tc_pass leaves those to it. */
 int ft__tc_fuses_reduction(const ft_epilogue *ep);
 /* Family tc_pass (src/family/tc/family_tc_pass.c): family tc's GEMM, then the reduction pass. */
-#define TC_PASS_LAYOUT 6
 /* Family tc's JSON keys (family tc_reduce has the same). */
 extern const ft_json_key ft__tc_keys[], ft__tc_opt_keys[];
 /* Family tc's kernel files (family tc_pass's GEMM is that kernel). */

@@ -1,6 +1,6 @@
 /* Family tc_pass: in 3xtf32, the reduction pass (family reduce_pass: softmax, log_softmax,
  * groupnorm, batchnorm in place on y, a one-value row reduction from the workspace) after
- * fusedtune's own tensor-core GEMM instead of cuBLAS SGEMM (layout TC_PASS_LAYOUT, names
+ * fusedtune's own tensor-core GEMM instead of cuBLAS SGEMM (FT_FAMILY_TC_PASS, names
  * "tcp_<GEMM>_red_<pass>_3xtf32"). A variant is a family tc variant (its block tc and bn, bk,
  * stages, swizzle) and a family reduce_pass variant (its block red and vec) side by side: every rule
  * is the two families' own, asked of each half. The program holds both: family tc's kernel with
@@ -30,7 +30,7 @@ extern const ft_family ft_family_tc, ft_family_reduce_pass;
  * (block red and vec; the GEMM fields zero). */
 static ft_variant gemm_part(const ft_variant *v) {
   ft_variant g = *v;
-  g.kind = FT_VK_GEMM, g.layout = 4, g.vec = 0;
+  g.kind = FT_VK_GEMM, g.family = FT_FAMILY_TC, g.vec = 0;
   memset(&g.red, 0, sizeof g.red);
   return g;
 }
@@ -38,7 +38,7 @@ static ft_variant gemm_part(const ft_variant *v) {
 static ft_variant pass_part(const ft_variant *v) {
   ft_variant p;
   memset(&p, 0, sizeof p);
-  p.kind = FT_VK_EPILOGUE, p.layout = 1, p.math = v->math, p.vec = v->vec, p.red = v->red;
+  p.kind = FT_VK_EPILOGUE, p.family = FT_FAMILY_REDUCE_PASS, p.math = v->math, p.vec = v->vec, p.red = v->red;
   return p;
 }
 
@@ -210,7 +210,7 @@ static ft_status tcp_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, co
     if (ft_family_of(p) != &ft_family_reduce_pass || (p->red.cols > 0 && p->red.cols < n)) continue;
     for (int j = 0; j < ng && s == FT_OK; j++) {
       ft_variant v = g[j];
-      v.layout = TC_PASS_LAYOUT, v.vec = p->vec, v.red = p->red;
+      v.family = FT_FAMILY_TC_PASS, v.vec = p->vec, v.red = p->red;
       if (!ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) continue;
       /* The pass's own order (its cost) breaks ties between passes after the same GEMM. */
       s = ft_space_push(sink, &v, gc[j] + pass_cost(p, m, n) * (1.0 + 0.01 * pc[i]), err);
@@ -232,7 +232,7 @@ static const ft_json_key k_tcp_keys[] = {{"bn", offsetof(ft_variant, bn)},
                                          {"vec", offsetof(ft_variant, vec)},
                                          {NULL, 0}};
 static const ft_json_key k_tcp_opt_keys[] = {
-    {"layout", offsetof(ft_variant, layout)},   {"math", offsetof(ft_variant, math)},
+    {"layout", offsetof(ft_variant, family)},   {"math", offsetof(ft_variant, math)},
     {"chunk", offsetof(ft_variant, tc.chunk)},  {"aregs", offsetof(ft_variant, tc.aregs)},
     {"tstore", offsetof(ft_variant, tc.tstore)}, {"cols", offsetof(ft_variant, red.cols)},
     {"team", offsetof(ft_variant, red.team)},   {"held", offsetof(ft_variant, red.held)},
@@ -252,7 +252,7 @@ const ft_family ft_family_tc_pass = {
     .params_size = sizeof(ft_tc_params),
     .params2_offset = offsetof(ft_variant, red),
     .params2_size = sizeof(ft_red_params),
-    .layout = TC_PASS_LAYOUT,
+    .id = FT_FAMILY_TC_PASS,
     .suffix = "",
     .revision = 1,
     .arch_suffix = "a",

@@ -1,5 +1,5 @@
 /* Family tc_reduce: the one-value row reductions of docs/EPILOGUE.md (rowsum, rowmean, rowmax,
- * rowmin, logsumexp: y is [M]) fused into the tensor-core GEMM (layout TC_REDUCE_LAYOUT, names
+ * rowmin, logsumexp: y is [M]) fused into the tensor-core GEMM (FT_FAMILY_TC_REDUCE, names
  * "tcr_..."). Family tc's kernel and rules (src/family/tc/family_tc.c) with the tile's epilogue replaced:
  * each m64 block folds E's reduction argument over its rows into one fp32 statistic per (row, N
  * tile) in the plan's workspace (kernels_src/tc_reduce.cuh), and a second kernel folds a row's
@@ -86,7 +86,7 @@ const ft_family ft_family_tc_reduce = {
     .kind = FT_VK_GEMM,
     .params_offset = offsetof(ft_variant, tc),
     .params_size = sizeof(ft_tc_params),
-    .layout = TC_REDUCE_LAYOUT,
+    .id = FT_FAMILY_TC_REDUCE,
     .suffix = "",
     .revision = 1,
     .arch_suffix = "a",

@@ -357,7 +357,7 @@ static ft_status tc_enumerate_as(int64_t m, int64_t n, int64_t k, ft_math math, 
   memset(&p, 0, sizeof p);
   p.v.tc.gated = pair;
   p.v.kind = FT_VK_GEMM;
-  p.v.layout = reduce ? TC_REDUCE_LAYOUT : 4;
+  p.v.family = reduce ? FT_FAMILY_TC_REDUCE : FT_FAMILY_TC;
   p.v.math = (int)math;
   p.v.bk = 128 / esize(&p.v);
   p.slices = 1;
