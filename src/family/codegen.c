@@ -171,11 +171,12 @@ static ft_status codegen_reduce(const ft_variant *v, const ft_family *fam, const
   ft_strbuf b = {0};
   ft_sb_puts(&b, "// fusedtune generated\n");
   fam->defines(v, &b);
-  /* A family with its own GEMM before the pass (ft_family.gemm_kernel): the pass's text, then its
-   * GEMM's files with the identity epilogue (the GEMM stores x W^T), one program. */
-  if (fam->gemm_kernel) ft_sb_puts(&b, "#define FT_EP_COLV_SLOT -1\n#define FT_EP_MAT_MASK 0u\n#define FT_EP_RED_KIND 0\n");
+  /* A family with its own GEMM before the pass (FT_GEMM_OWN, ft_family.gemm_kernel): the pass's
+   * text, then its GEMM's files with the identity epilogue (the GEMM stores x W^T), one program. */
+  const int own_gemm = ft_variant_gemm_before(v, NULL) == FT_GEMM_OWN;
+  if (own_gemm) ft_sb_puts(&b, "#define FT_EP_COLV_SLOT -1\n#define FT_EP_MAT_MASK 0u\n#define FT_EP_RED_KIND 0\n");
   ft_status s = reduce_body(&b, (ft_math)v->math, r, arg, inner, post, pool, pool_w, pool_arg, err);
-  if (s == FT_OK && fam->gemm_kernel) {
+  if (s == FT_OK && own_gemm) {
     ft_sb_puts(&b, "#define FT_EPILOGUE_EXPR (x)\n");
     for (const char *const *f = fam->sources; s == FT_OK && *f; f++) s = sb_embedded(&b, *f, err);
   }
