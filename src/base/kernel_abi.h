@@ -8,6 +8,10 @@
 #define FT_AUX_BLOCK 256 /* threads per block of ft_splitk_reduce, ft_streamk_fixup, ft_eager_step */
 #define FT_AUX_ELEMS 4   /* elements per thread of those kernels */
 
+/* The NVRTC options every kernel compiles with after its --gpu-architecture (src/compile/compile.c):
+ * what they change in the code, so every kernel source's hash covers them (src/family/codegen.c). */
+#define FT_NVRTC_OPTIONS " --std=c++17 -default-device --fmad=true --prec-div=true --prec-sqrt=true --ftz=false"
+
 /* Element types of the tensors as kernels see them (#define FT_DTYPE, written by codegen for
  * every variant from its math mode); FT_TF32 1 marks tf32 inputs (fp32 storage). */
 #define FT_KDTYPE_F32 0

@@ -6,6 +6,7 @@
 #include "compile.h"
 
 #include "checks.h"
+#include "kernel_abi.h"
 #include "parallel.h"
 
 #include <nvrtc.h>
@@ -17,8 +18,7 @@
 
 /* fp32 math as the float64 reference expects: contraction to FMA allowed, IEEE division and
  * square root, denormals kept. -default-device lets ft_math.cuh helpers omit __device__. */
-#define FT_OPTS_TAIL \
-  " --std=c++17 -default-device --fmad=true --prec-div=true --prec-sqrt=true --ftz=false"
+#define FT_OPTS_TAIL FT_NVRTC_OPTIONS
 #define FT_OPTS(sm) {sm, "--gpu-architecture=" sm FT_OPTS_TAIL}
 
 /* Static strings so the options can serve as a cache key from any thread. */

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compile.h"
 #include "fp8.h"
 #include "embedded.h"
 #include "family.h"
@@ -78,7 +77,7 @@ static ft_status finish(ft_strbuf *b, const char *generator, int revision, ft_ke
   }
   ft_strbuf h = {0};
   ft_sb_printf(&h, "fusedtune source hash 2\ngenerator %s revision %d\noptions %s\n", generator, revision,
-               ft_compile_options_digest());
+               FT_NVRTC_OPTIONS);
   ft_code_digest(b->p, &h);
   if (h.oom) {
     free(b->p);
