@@ -11,10 +11,6 @@ int ft_nvrtc_version(void);
  * fp32 math: no fast-math; precise division and sqrt; FMA contraction allowed. */
 const char *ft_compile_options(const char *arch);
 
-/* The options every architecture shares (all but --gpu-architecture): part of every source
- * hash, so that changing them makes stored results stale. */
-const char *ft_compile_options_digest(void);
-
 typedef struct ft_compile_job {
   const char *src;   /* in: NVRTC source */
   const char *hash;  /* in: its hash (cache key) */
