@@ -31,7 +31,6 @@ static const char *const k_options[][2] = {
     FT_OPTS("sm_100"), FT_OPTS("sm_100a"), FT_OPTS("sm_120"), FT_OPTS("sm_120a"),
 };
 
-
 #define FT_MAX_OPTS 16
 #define FT_LOG_HEAD 1500 /* log bytes quoted in an error message */
 
