@@ -1,6 +1,7 @@
 /* Codegen: self-contained sources, stable hashes that change with the variant and epilogue,
  * and no user text in the kernel source. */
 #include "codegen.h"
+#include "family.h"
 #include "ft_test.h"
 
 static ft_variant gemm_variant(void) {
@@ -244,6 +245,34 @@ static void test_lt_pass(ft_epilogue *minsub) {
   ft_ep_free(nob);
 }
 
+/* What writes x W^T before each family's kernel, as codegen and launch ask it. */
+static void test_gemm_before(void) {
+  ft_lt_prefix lt;
+  ft_variant v = {0};
+  v.kind = FT_VK_EPILOGUE, v.family = FT_FAMILY_EPILOGUE_PASS;
+  ASSERT_TRUE(ft_variant_gemm_before(&v, &lt) == FT_GEMM_CUBLAS);
+  ASSERT_TRUE(lt.bias_slot == -1 && lt.act == FT_EP_LT_NONE && lt.c_slot == -1);
+  v.pass.lt = 2, v.pass.lt_c = 1; /* cuBLASLt adds bias slot 1 and matrix slot 0 */
+  ASSERT_TRUE(ft_variant_gemm_before(&v, &lt) == FT_GEMM_CUBLASLT);
+  ASSERT_TRUE(lt.bias_slot == 1 && lt.act == FT_EP_LT_NONE && lt.c_slot == 0);
+  v.pass.lt = 0, v.pass.lt_c = 0, v.pass.lt_act = FT_EP_LT_RELU;
+  ASSERT_TRUE(ft_variant_gemm_before(&v, NULL) == FT_GEMM_CUBLASLT);
+  v = (ft_variant){0};
+  v.kind = FT_VK_EPILOGUE, v.family = FT_FAMILY_REDUCE_PASS;
+  ASSERT_TRUE(ft_variant_gemm_before(&v, &lt) == FT_GEMM_CUBLAS && lt.bias_slot == -1);
+  v.family = FT_FAMILY_GATED_PASS;
+  ASSERT_TRUE(ft_variant_gemm_before(&v, NULL) == FT_GEMM_CUBLAS);
+  v.kind = FT_VK_GEMM, v.family = FT_FAMILY_TC;
+  ASSERT_TRUE(ft_variant_gemm_before(&v, NULL) == FT_GEMM_IN_KERNEL);
+  v.family = FT_FAMILY_FP32_WARP;
+  ASSERT_TRUE(ft_variant_gemm_before(&v, NULL) == FT_GEMM_IN_KERNEL);
+  v.family = FT_FAMILY_TC_PASS;
+  ASSERT_TRUE(ft_variant_gemm_before(&v, &lt) == FT_GEMM_OWN && lt.c_slot == -1);
+  v.family = 99; /* no family */
+  ASSERT_TRUE(ft_variant_gemm_before(&v, NULL) == FT_GEMM_IN_KERNEL);
+  ASSERT_TRUE(ft_variant_gemm_before(NULL, &lt) == FT_GEMM_IN_KERNEL);
+}
+
 int main(void) {
   ft_epilogue *minsub = parse("minsub");
   ft_epilogue *biasrelu = parse("biasrelu");
@@ -254,6 +283,7 @@ int main(void) {
   test_invalid(minsub);
   test_eager_steps(minsub);
   test_lt_pass(minsub);
+  test_gemm_before();
   ft_ep_free(minsub);
   ft_ep_free(biasrelu);
   return FT_TEST_DONE();
