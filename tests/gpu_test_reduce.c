@@ -41,6 +41,10 @@ static const char *const k_exprs[] = {
     "groupnorm(x, 8)",
     "groupnorm(x + bias, 4)",
     "log_softmax(gelu(x + bias))",
+    /* A reduction written twice with the same argument: one, its value read twice. */
+    "logsumexp(x + bias) * mish(logsumexp(x + bias))",
+    "groupnorm(x, 16) * sigmoid(groupnorm(x, 16))",
+    "rowsum(maxpool(x, 2) * maxpool(x, 2))",
 };
 #define N_EXPRS (sizeof k_exprs / sizeof k_exprs[0])
 

@@ -48,11 +48,35 @@ ft_ep_red ft__ep_find_reduction(const char *s, int len) {
   return FT_RED_NONE;
 }
 
+/* Whether the subtrees at a and b are the same expression: the same tree, names compared by their
+ * text (they are resolved after parsing), so the same canonical text. */
+static int same_tree(const parser *p, int a, int b) {
+  const ep_node *x = &p->nodes[a], *y = &p->nodes[b];
+  if (x->kind != y->kind || x->fn != y->fn || x->nkids != y->nkids || x->num != y->num) return 0;
+  if (x->kind == N_REF && (x->len != y->len || memcmp(p->src + x->col - 1, p->src + y->col - 1, (size_t)x->len) != 0))
+    return 0;
+  for (int k = 0; k < x->nkids; k++)
+    if (!same_tree(p, x->kid[k], y->kid[k])) return 0;
+  return 1;
+}
+
+/* A reduction written again with the same argument is the first one's node: its value is reused
+ * (`l * mish(l)` with l = logsumexp(...)), so the tree becomes a DAG. The new node's subtree is
+ * the tail of the node array from first on (the parser appends), so it is dropped whole. */
+static void reuse_reduction(parser *p, int first, int *out) {
+  for (int i = 0; i < first; i++)
+    if (p->nodes[i].kind == N_RED && same_tree(p, i, *out)) {
+      p->nnodes = first;
+      *out = i;
+      return;
+    }
+}
+
 /* `name(e)`, or `name(e, INTEGER)` for groupnorm and the pools. The integer is a literal: it sizes
  * the groups or windows, which a kernel fixes when it is compiled. */
 ft_status ft__ep_parse_reduction(parser *p, token name, ft_ep_red r, int *out) {
   const red_def *d = &k_reds[r];
-  const int col = name.pos + 1, nargs = d->arg ? 2 : 1;
+  const int col = name.pos + 1, nargs = d->arg ? 2 : 1, first = p->nnodes;
   FT_TRY(ft__ep_enter(p, col));
   FT_TRY(ft__ep_next_token(p)); /* '(' */
   if (p->tok.kind == T_RPAREN)
@@ -78,6 +102,7 @@ ft_status ft__ep_parse_reduction(parser *p, token name, ft_ep_red r, int *out) {
   FT_TRY(ft__ep_new_node(p, N_RED, col, &kid, 1, out));
   p->nodes[*out].fn = (int)r;
   p->nodes[*out].num = arg;
+  reuse_reduction(p, first, out);
   return FT_OK;
 }
 
@@ -104,6 +129,9 @@ static ft_status walk(red_walk *w, int n, int encl) {
   const ep_node *nd = &w->p->nodes[n];
   if (nd->kind == N_RED) {
     const red_def *d = &k_reds[nd->fn];
+    /* A reduction reused (written again with the same argument) was walked at its first use; a
+     * pool reused outside the reduction holding it is a second reduction, below. */
+    if ((n == w->outer && encl < 0) || (n == w->pool && encl >= 0)) return FT_OK;
     if (!w->xdep[nd->kid[0]]) return ft__ep_perr(w->p, nd->col, "the argument of '%s' does not use x", d->name);
     if (encl >= 0) {
       const ep_node *e = &w->p->nodes[encl];
@@ -118,6 +146,11 @@ static ft_status walk(red_walk *w, int n, int encl) {
       w->pool = n;
     } else if (w->outer >= 0) {
       const ep_node *o = &w->p->nodes[w->outer];
+      if (o->fn == nd->fn)
+        return ft__ep_perr(w->p, nd->col,
+                           "a second '%s' with another argument (the first is at col %d): an epilogue holds one "
+                           "reduction, reused where it is written again with the same argument",
+                           d->name, o->col);
       return ft__ep_perr(w->p, nd->col, "a second reduction '%s' (the first, '%s', is at col %d): an epilogue holds one",
                          d->name, k_reds[o->fn].name, o->col);
     } else {

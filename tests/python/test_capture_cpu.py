@@ -319,8 +319,9 @@ CASES = {
                 [("8x64x32", "x + bias", "fp32", "matmul")],
                 {"dropout": "dropout(p=0.2) in training mode zeroes random elements"}),
     "logsumexp_mish": (LogsumexpMish, lambda: (torch.randn(M, K),),
-                       [("8x64x32", "logsumexp(clamp((x + bias) * 2 * 2, -10, 10))", "fp32", "matmul")],
-                       {"mul_1": "its result read twice after 'logsumexp': an epilogue holds one reduction"}),
+                       # l * mish(l): the reduction written twice with the same argument, its value reused
+                       [("8x64x32", "logsumexp(clamp((x + bias) * 2 * 2, -10, 10)) * "
+                         "mish(logsumexp(clamp((x + bias) * 2 * 2, -10, 10)))", "fp32", "matmul")], {}),
     "sigmoid_residual": (SigmoidResidual, lambda: (torch.randn(M, K),),
                          [("8x64x32", "sigmoid(x + bias) * 2 + (x + bias)", "fp32", "gemm")], {}),
     "divide_sum": (DivideSum, lambda: (torch.randn(M, K),),
@@ -331,8 +332,8 @@ CASES = {
                      [("8x64x32", "groupnorm(x + bias, 1)", "fp32", "bmm")],
                      {"add": "matrix 'y' with the reduction 'groupnorm'"}),
     "max_minus_mean": (MaxMinusMean, lambda: (torch.randn(M, K),),
-                       [("8x64x32", "rowmax(x + bias)", "fp32", "gemm")],
-                       {"sub": "its result read twice after 'rowmax'"}),
+                       # the mean of the [M, 1] max is the max: its value read twice
+                       [("8x64x32", "gelu(rowmax(x + bias) - rowmax(x + bias))", "fp32", "gemm")], {}),
     "weight_kn": (WeightKN, lambda: (torch.randn(M, K),),
                   [("8x64x32", "tanh(x)", "fp32", ""), ("8x64x32", "x + bias", "fp32", "")], {}),
     "residual_row": (ResidualRow, lambda: (torch.randn(M, K), torch.randn(M, N)),
@@ -440,6 +441,25 @@ class CaptureCpuTest(unittest.TestCase):
         for name in CASES:
             with self.subTest(name):
                 self.run_case(name)
+
+    def test_reduction_reused(self):
+        # A reduction written twice with the same argument is one, its value reused; two different
+        # ones stay refused in one line naming both (the library's rule, docs/EPILOGUE.md).
+        from fusedtune.torch import expr as E
+        lse = lambda: E.call("logsumexp", E.X + E.param("bias"))  # noqa: E731
+        self.assertIsNone(E.check(lse() * E.call("mish", lse()), {"bias": "col"}))
+        self.assertIsNone(E.check(E.call("rowsum", E.call("maxpool", E.X, 2) * E.call("maxpool", E.X, 2)), {}))
+        self.assertEqual(E.check(E.call("rowmax", E.X) - E.call("rowmean", E.X), {}),
+                         "a second reduction 'rowmean' (the first is 'rowmax'): an epilogue holds one reduction")
+        self.assertEqual(E.check(E.call("logsumexp", E.X) * E.call("logsumexp", E.X * 2), {}),
+                         "a second 'logsumexp' with another argument: an epilogue holds one reduction")
+        x = torch.randn(3, 5)
+        got = E.evaluate(lse() * E.call("mish", lse()), x, params={"bias": torch.ones(5)})
+        want = torch.logsumexp(x + 1, dim=-1, keepdim=True)
+        torch.testing.assert_close(got, want * F.mish(want))
+        if library_loads():
+            text = E.epilogue_text(lse() * E.call("mish", lse()), {"bias": "col"})
+            self.assertEqual(fusedtune.inspect_epilogue(text).canonical, text)
 
     def test_epilogues_parse(self):
         # Each captured text is the library's canonical form of itself (capture writes it without

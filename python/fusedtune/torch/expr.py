@@ -171,6 +171,8 @@ def check(e, kinds):
 
     def walk(n, ctx):
         if n.op in REDUCTIONS:
+            if any(same(n, r) and c == ctx for r, c in reds):
+                return  # written again with the same argument: the same reduction, its value reused
             reds.append((n, ctx))
             if not (uses(n.args[0], "x") or uses(n.args[0], "x2")):
                 leaves.append((n, "arg"))
@@ -193,7 +195,7 @@ def check(e, kinds):
         return f"x2 (a gated pair's second product) with the reduction '{reds[0][0].op}': not supported"
     outer = [n.op for n, ctx in reds if not ctx]
     if len(outer) > 1:
-        return (f"its result read twice after '{outer[0]}'" if outer[0] == outer[1] else
+        return (f"a second '{outer[1]}' with another argument" if outer[0] == outer[1] else
                 f"a second reduction '{outer[1]}' (the first is '{outer[0]}')") + ": an epilogue holds one reduction"
     for n, ctx in reds:
         if ctx:
