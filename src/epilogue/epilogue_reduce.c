@@ -107,8 +107,8 @@ ft_status ft__ep_parse_reduction(parser *p, token name, ft_ep_red r, int *out) {
 }
 
 /* The nesting rules. One reduction per expression, which may hold one pool (a row reduction of
- * pooled values); its argument uses x; around it, x is not read again and a col vector only where
- * the result still has N columns. Each rule is one the kernels' split needs: the fused GEMM computes
+ * pooled values); its argument uses x; around it, x is not read again and a col vector or a matrix
+ * only where the result still has N columns. Each rule is one the kernels' split needs: the fused GEMM computes
  * the part inside on the accumulator and emits partial statistics, the finalize applies the rest
  * from the statistics (and y where the output is [M, N]), never from x. */
 typedef struct red_walk {
@@ -161,8 +161,8 @@ static ft_status walk(red_walk *w, int n, int encl) {
   /* Inside a pool, x and vectors are read per element of the GEMM result: always fine. */
   const int where = encl < 0 ? 0 : k_reds[w->p->nodes[encl].fn].cls == RC_POOL ? -1 : 1;
   if (where >= 0 && nd->kind == N_X && w->x_at[where] < 0) w->x_at[where] = n;
-  if (where >= 0 && nd->kind == N_PARAM && w->ep->params[nd->slot].kind == FT_PARAM_COLVEC && w->vec_at[where] < 0)
-    w->vec_at[where] = n;
+  const ft_param_kind pk = nd->kind == N_PARAM ? w->ep->params[nd->slot].kind : FT_PARAM_SCALAR;
+  if (where >= 0 && (pk == FT_PARAM_COLVEC || pk == FT_PARAM_MATRIX) && w->vec_at[where] < 0) w->vec_at[where] = n;
   for (int k = 0; k < nd->nkids; k++) FT_TRY(walk(w, nd->kid[k], encl));
   return FT_OK;
 }
@@ -190,13 +190,15 @@ ft_status ft__ep_check_reductions(parser *p, const ft_epilogue *ep) {
   if (w.pool >= 0 && w.x_at[1] >= 0)
     return ft__ep_perr(p, p->nodes[w.x_at[1]].col, "x is used inside '%s' but outside its '%s': read x inside the pool",
                        oname, k_reds[p->nodes[w.pool].fn].name);
-  /* A col vector has N values: it cannot meet an [M] or pooled result. */
+  /* A col vector has N values and a matrix N columns: neither can meet an [M] or pooled result. */
   const int narrow = w.pool >= 0 || k_reds[o->fn].cls == RC_ROW || k_reds[o->fn].cls == RC_POOL;
   const int vec = w.vec_at[0] >= 0 && narrow ? w.vec_at[0] : w.pool >= 0 ? w.vec_at[1] : -1;
   if (vec >= 0) {
     const ep_node *by = w.pool >= 0 ? &p->nodes[w.pool] : o;
-    return ft__ep_perr(p, p->nodes[vec].col, "'%s' is a col vector (N values) but meets the %s result of '%s'",
-                       ep->params[p->nodes[vec].slot].name, shape_text(by), k_reds[by->fn].name);
+    const ft_ep_param *q = &ep->params[p->nodes[vec].slot];
+    return ft__ep_perr(p, p->nodes[vec].col, "'%s' is a %s but meets the %s result of '%s'", q->name,
+                       q->kind == FT_PARAM_MATRIX ? "matrix ([M, N])" : "col vector (N values)", shape_text(by),
+                       k_reds[by->fn].name);
   }
   return FT_OK;
 }

@@ -10,17 +10,18 @@
 
 typedef struct mat_ctx {
   const ft_epilogue *ep;
+  int64_t n; /* the GEMM result's columns: a matrix operand's row pitch */
   const double *const *params;
   double vals[FT_EP_MAX_PARAMS];
 } mat_ctx;
 
 /* The parameters' values at element (i, j) (j is a pooled column where the values are pooled;
- * col vectors never meet those, so the read stays within N). */
+ * col vectors and matrices never meet those, so the read stays within N). */
 static const double *vals_at(mat_ctx *c, int64_t i, int64_t j) {
   for (int s = 0; s < c->ep->nparams; s++) {
     const double *v = c->params ? c->params[s] : NULL;
     const ft_param_kind k = c->ep->params[s].kind;
-    c->vals[s] = !v ? NAN : k == FT_PARAM_SCALAR ? v[0] : k == FT_PARAM_COLVEC ? v[j] : v[i];
+    c->vals[s] = !v ? NAN : k == FT_PARAM_SCALAR ? v[0] : k == FT_PARAM_COLVEC ? v[j] : k == FT_PARAM_MATRIX ? v[i * c->n + j] : v[i];
   }
   return c->vals;
 }
@@ -124,7 +125,7 @@ ft_status ft_ep_eval_matrix(const ft_epilogue *ep, int64_t m, int64_t n, const d
   int dims, pool;
   int64_t rows, cols;
   FT_TRY(ft_ep_output_shape(ep, m, n, &dims, &rows, &cols, err));
-  mat_ctx c = {ep, params, {0}};
+  mat_ctx c = {ep, n, params, {0}};
   const int r = ft__ep_outer_reduction(ep, &pool);
   if (r < 0) {
     for (int64_t i = 0; i < m; i++)

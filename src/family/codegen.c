@@ -244,6 +244,9 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
     if (ft_ep_pool(ep, NULL, NULL) != FT_RED_NONE)
       return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: the %s kernels reduce elements, not the windows of '%s'",
                       fam->name, ft_ep_red_name(ft_ep_pool(ep, NULL, NULL)));
+    if (matrix_mask(ep))
+      return ft__fail(err, FT_ERR_UNSUPPORTED, "codegen: the %s kernels do not read matrix '%s' in a reduction's "
+                      "argument (the reduction pass does)", fam->name, ft_ep_param_at(ep, __builtin_ctz(matrix_mask(ep)))->name);
     ft_ep_cuda_reduce(ep, &expr, &post);
     FT_TRY(check_expr(post, FT_EP_MAX_TEXT * 8, "post-reduction", err));
   }

@@ -329,8 +329,8 @@ CASES = {
     "pool_sum": (PoolSum, lambda: (torch.randn(M, K),),
                  [("8x64x32", "rowsum(maxpool(x + bias, 2)) * 0.5", "fp32", "matmul")], {}),
     "instancenorm": (InstanceNormResidual, lambda: (torch.randn(M, K), torch.randn(M, N)),
-                     [("8x64x32", "groupnorm(x + bias, 1)", "fp32", "bmm")],
-                     {"add": "matrix 'y' with the reduction 'groupnorm'"}),
+                     # a matrix read after an in-place normalization: the reduction pass reads it
+                     [("8x64x32", "(groupnorm(x + bias, 1) + m1) * m1 where mat m1", "fp32", "bmm")], {}),
     "max_minus_mean": (MaxMinusMean, lambda: (torch.randn(M, K),),
                        # the mean of the [M, 1] max is the max: its value read twice
                        [("8x64x32", "gelu(rowmax(x + bias) - rowmax(x + bias))", "fp32", "gemm")], {}),
@@ -453,6 +453,14 @@ class CaptureCpuTest(unittest.TestCase):
                          "a second reduction 'rowmean' (the first is 'rowmax'): an epilogue holds one reduction")
         self.assertEqual(E.check(E.call("logsumexp", E.X) * E.call("logsumexp", E.X * 2), {}),
                          "a second 'logsumexp' with another argument: an epilogue holds one reduction")
+        # a matrix goes where a col vector may: not after a one-value reduction or a pool
+        r = E.param("r")
+        self.assertIsNone(E.check((E.call("groupnorm", E.X + E.param("bias"), 1) + r) * r, {"bias": "col", "r": "mat"}))
+        self.assertIsNone(E.check(E.call("rowsum", E.X * r), {"r": "mat"}))
+        self.assertEqual(E.check(E.call("rowsum", E.X) + r, {"r": "mat"}),
+                         "'r' is a matrix ([M, N]) but meets the [M] result of 'rowsum'")
+        self.assertEqual(E.check(E.call("maxpool", E.X, 2) * r, {"r": "mat"}),
+                         "'r' is a matrix ([M, N]) but meets the pooled result of 'maxpool'")
         x = torch.randn(3, 5)
         got = E.evaluate(lse() * E.call("mish", lse()), x, params={"bias": torch.ones(5)})
         want = torch.logsumexp(x + 1, dim=-1, keepdim=True)

@@ -179,7 +179,7 @@ def check(e, kinds):
             ctx = ctx + (n.op,)
             walk(n.args[0], ctx)
             return
-        if n.op in ("x", "x2") or (n.op == "param" and kinds.get(n.value) == "col"):
+        if n.op in ("x", "x2") or (n.op == "param" and kinds.get(n.value) in ("col", "mat")):
             leaves.append((n, ctx))
         for a in n.args:
             walk(a, ctx)
@@ -187,10 +187,6 @@ def check(e, kinds):
     for n, ctx in leaves:
         if ctx == "arg":
             return f"'{n.op}' of an expression that does not use x"
-    mats = sorted(n for n, k in kinds.items() if k == "mat")
-    if reds and mats:
-        return (f"matrix '{mats[0]}' with the reduction '{reds[0][0].op}': the language does not combine a "
-                f"matrix operand with a reduction")
     if reds and uses(e, "x2"):
         return f"x2 (a gated pair's second product) with the reduction '{reds[0][0].op}': not supported"
     outer = [n.op for n, ctx in reds if not ctx]
@@ -213,7 +209,8 @@ def check(e, kinds):
                 return f"{n.op} is read {where}: an epilogue reads it only inside its reduction"
             if n.op == "param" and len(ctx) < depth and (r in ROW_ONE or r in POOLS or depth == 2):
                 result = "[M]" if r in ROW_ONE and not ctx else "pooled"
-                return f"'{n.value}' is a col vector (N values) but meets the {result} result of '{r}'"
+                what = "matrix ([M, N])" if kinds.get(n.value) == "mat" else "col vector (N values)"
+                return f"'{n.value}' is a {what} but meets the {result} result of '{r}'"
     t = epilogue_text(e, kinds)
     if len(t) > MAX_TEXT:
         return f"its text is {len(t)} bytes, more than the language's {MAX_TEXT}"
