@@ -11,27 +11,8 @@
 #define MAT1 "ep.v[1][(long long)row * __float_as_int(ep.s[1]) + col]"
 #define MAT0 "ep.v[0][(long long)row * __float_as_int(ep.s[0]) + col]"
 
-/* The canonical text of text is itself (a fixed point, same hash) and its CUDA parts inner and post. */
-static void parts_are_at(const char *text, const char *inner, const char *post, int line) {
-  ft_epilogue *ep = parse_ok_at(text, line), *again = NULL;
-  if (!ep) return;
-  ASSERT_EQ_STR(ft_ep_canonical(ep), text);
-  again = parse_ok_at(ft_ep_canonical(ep), line);
-  if (again) ASSERT_EQ_STR(ft_ep_hash(again), ft_ep_hash(ep));
-  ASSERT_TRUE(ft_ep_has_matrix(ep));
-  const char *in = NULL, *po = NULL;
-  ft_ep_cuda_reduce(ep, &in, &po);
-  if (!in || !po || strcmp(in, inner) != 0 || strcmp(po, post) != 0) {
-    fprintf(stderr, "%s:%d: \"%s\": inner \"%s\", post \"%s\"; want \"%s\", \"%s\"\n", __FILE__, line, text,
-            in ? in : "(null)", po ? po : "(null)", inner, post);
-    ft_test_failures++;
-  }
-  ft_err err;
-  ASSERT_OK(ft_ep_check_kernels(ep, &err));
-  ft_ep_free(ep);
-  ft_ep_free(again);
-}
-#define PARTS_ARE(text, inner, post) parts_are_at((text), (inner), (post), __LINE__)
+/* text is canonical, a kernel serves it, and its CUDA parts are inner and post. */
+#define PARTS_ARE(text, inner, post) reduce_parts_at((text), (text), (inner), (post), __LINE__)
 
 static void test_parse(void) {
   PARTS_ARE("(groupnorm(x + bias, 1) + r) * r where mat r", "(x + ep.v[0][col])", "((IN0 + " MAT1 ") * " MAT1 ")");
@@ -59,26 +40,8 @@ static void test_refusals(void) {
   REJECT("softmax(x) * x2 + r where mat r", 1, "x2 in an expression with a reduction: not supported");
 }
 
-/* The reference of text over m x n (params by slot), against want worked out here. */
-static void reference_is_at(const char *text, int64_t m, int64_t n, const double *x, const double *const *params,
-                            const double *want, int64_t count, int line) {
-  ft_epilogue *ep = parse_ok_at(text, line);
-  if (!ep) return;
-  double y[16];
-  for (int i = 0; i < 16; i++) y[i] = NAN;
-  ft_err err;
-  ft__err_clear(&err);
-  const ft_status s = ft_ep_eval_matrix(ep, m, n, x, params, y, &err);
-  if (s != FT_OK) FT_FAIL_AT_("reference of \"%s\": %s", text, err.msg);
-  for (int64_t i = 0; s == FT_OK && i < count; i++)
-    if (!(fabs(y[i] - want[i]) <= 1e-14 * (1 + fabs(want[i])))) {
-      fprintf(stderr, "%s:%d: \"%s\"[%lld] = %.17g, want %.17g\n", __FILE__, line, text, (long long)i, y[i], want[i]);
-      ft_test_failures++;
-    }
-  for (int64_t i = count; i < 16; i++) ASSERT_TRUE(isnan(y[i]));
-  ft_ep_free(ep);
-}
-#define REF_IS(text, m, n, x, params, want, count) reference_is_at((text), (m), (n), (x), (params), (want), (count), __LINE__)
+#define REF_IS(text, m, n, x, params, want, count) \
+  reference_is_at((text), (m), (n), (x), (params), (want), (count), 1e-14, __LINE__)
 
 static void test_reference(void) {
   /* x [2, 2] = {1, 3; 0, 4}, r = {2, -1; 0.5, 3}. */

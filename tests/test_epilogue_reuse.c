@@ -8,31 +8,7 @@
 #include "epilogue_test_util.h"
 #include "family.h"
 
-/* The canonical text of text is want, it parses back to itself (same hash), and the reduction's
- * CUDA texts are inner and post. */
-static void reuse_is_at(const char *text, const char *want, const char *inner, const char *post, int line) {
-  ft_epilogue *ep = parse_ok_at(text, line), *again = NULL;
-  if (!ep) return;
-  if (strcmp(ft_ep_canonical(ep), want) != 0) {
-    fprintf(stderr, "%s:%d: canon(\"%s\") = \"%s\", want \"%s\"\n", __FILE__, line, text, ft_ep_canonical(ep), want);
-    ft_test_failures++;
-  }
-  again = parse_ok_at(ft_ep_canonical(ep), line);
-  if (again) ASSERT_EQ_STR(ft_ep_canonical(again), ft_ep_canonical(ep));
-  if (again) ASSERT_EQ_STR(ft_ep_hash(again), ft_ep_hash(ep));
-  const char *in = NULL, *po = NULL;
-  ft_ep_cuda_reduce(ep, &in, &po);
-  if (!in || !po || strcmp(in, inner) != 0 || strcmp(po, post) != 0) {
-    fprintf(stderr, "%s:%d: \"%s\": inner \"%s\", post \"%s\"; want \"%s\", \"%s\"\n", __FILE__, line, text,
-            in ? in : "(null)", po ? po : "(null)", inner, post);
-    ft_test_failures++;
-  }
-  ft_err err;
-  ASSERT_OK(ft_ep_check_kernels(ep, &err));
-  ft_ep_free(ep);
-  ft_ep_free(again);
-}
-#define REUSE_IS(text, want, inner, post) reuse_is_at((text), (want), (inner), (post), __LINE__)
+#define REUSE_IS(text, want, inner, post) reduce_parts_at((text), (want), (inner), (post), __LINE__)
 
 static void test_parse(void) {
   REUSE_IS("logsumexp(x+bias)*mish(logsumexp((x + bias)))", "logsumexp(x + bias) * mish(logsumexp(x + bias))",
@@ -75,26 +51,8 @@ static void test_refusals(void) {
   REJECT("logsumexp(x) * mish(logsumexp(x)) + bias", 37, "'bias' is a col vector (N values) but meets the [M] result");
 }
 
-/* The reference of text over m x n, against want (worked out here, without the library). */
-static void reference_is_at(const char *text, int64_t m, int64_t n, const double *x, const double *const *params,
-                            const double *want, int64_t count, int line) {
-  ft_epilogue *ep = parse_ok_at(text, line);
-  if (!ep) return;
-  double y[16];
-  for (int i = 0; i < 16; i++) y[i] = NAN;
-  ft_err err;
-  ft__err_clear(&err);
-  const ft_status s = ft_ep_eval_matrix(ep, m, n, x, params, y, &err);
-  if (s != FT_OK) FT_FAIL_AT_("reference of \"%s\": %s", text, err.msg);
-  for (int64_t i = 0; s == FT_OK && i < count; i++)
-    if (!(fabs(y[i] - want[i]) <= 1e-14 * (1 + fabs(want[i])))) {
-      fprintf(stderr, "%s:%d: \"%s\"[%lld] = %.17g, want %.17g\n", __FILE__, line, text, (long long)i, y[i], want[i]);
-      ft_test_failures++;
-    }
-  for (int64_t i = count; i < 16; i++) ASSERT_TRUE(isnan(y[i]));
-  ft_ep_free(ep);
-}
-#define REF_IS(text, m, n, x, params, want, count) reference_is_at((text), (m), (n), (x), (params), (want), (count), __LINE__)
+#define REF_IS(text, m, n, x, params, want, count) \
+  reference_is_at((text), (m), (n), (x), (params), (want), (count), 1e-14, __LINE__)
 
 static double mish(double v) { return v * tanh(log(1 + exp(v))); }
 
