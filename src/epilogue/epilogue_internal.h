@@ -126,6 +126,8 @@ ft_status ft__ep_check_reductions(parser *p, const ft_epilogue *ep);
 ft_status ft__ep_reduce_texts(ft_epilogue *ep, ft_err *err);
 /* The outermost reduction node, or -1; *inner the pool inside it (or -1). */
 int ft__ep_outer_reduction(const ft_epilogue *ep, int *inner);
+/* The batchnorm inside the outermost reduction (a row reduction of column-normalized values), or -1. */
+int ft__ep_inner_norm(const ft_epilogue *ep);
 /* The float64 value of node n's subtree at one element, with node leaf (-1: none) read as
  * leaf_value (epilogue_eval.c). */
 double ft__ep_eval_at(const ft_epilogue *ep, int n, double x, const double *vals, int leaf, double leaf_value);

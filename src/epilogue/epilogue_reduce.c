@@ -107,17 +107,18 @@ ft_status ft__ep_parse_reduction(parser *p, token name, ft_ep_red r, int *out) {
 }
 
 /* The nesting rules. One reduction per expression, which may hold one pool (a row reduction of
- * pooled values); its argument uses x; around it, x is not read again and a col vector or a matrix
- * only where the result still has N columns. Each rule is one the kernels' split needs: the fused GEMM computes
+ * pooled values) or one batchnorm (a row reduction of column-normalized values); its argument uses
+ * x; around it, x is not read again and a col vector or a matrix only where the result still has N
+ * columns. Each rule is one the kernels' split needs: the fused GEMM computes
  * the part inside on the accumulator and emits partial statistics, the finalize applies the rest
  * from the statistics (and y where the output is [M, N]), never from x. */
 typedef struct red_walk {
   parser *p;
   const ft_epilogue *ep;
   const char *xdep;
-  int outer, pool; /* the outermost reduction and the pool inside it, or -1 */
+  int outer, pool; /* the outermost reduction and the pool or batchnorm inside it, or -1 */
   /* The first x and the first col vector read outside every reduction ([0]) and inside the
-   * outermost one but outside its pool ([1]): nodes, or -1. */
+   * outermost one but outside its pool or batchnorm ([1]): nodes, or -1. */
   int x_at[2], vec_at[2];
 } red_walk;
 
@@ -136,13 +137,16 @@ static ft_status walk(red_walk *w, int n, int encl) {
     if (encl >= 0) {
       const ep_node *e = &w->p->nodes[encl];
       const red_class ec = k_reds[e->fn].cls;
-      if (d->cls != RC_POOL || (ec != RC_ROW && ec != RC_ROWWISE))
+      if ((d->cls != RC_POOL && d->cls != RC_COLUMN) || (ec != RC_ROW && ec != RC_ROWWISE))
         return ft__ep_perr(w->p, nd->col,
-                           "'%s' inside '%s': a reduction may hold only a pool, and only a row reduction may hold one",
-                           d->name, k_reds[e->fn].name);
-      if (w->pool >= 0)
+                           "'%s' inside '%s': a reduction may hold only a pool or batchnorm, and only a row reduction "
+                           "may hold one", d->name, k_reds[e->fn].name);
+      if (w->pool >= 0 && k_reds[w->p->nodes[w->pool].fn].cls == RC_POOL && d->cls == RC_POOL)
         return ft__ep_perr(w->p, nd->col, "a second pool '%s' inside '%s': one pool per reduction", d->name,
                            k_reds[e->fn].name);
+      if (w->pool >= 0)
+        return ft__ep_perr(w->p, nd->col, "'%s' beside '%s' inside '%s': a reduction holds one pool or batchnorm",
+                           d->name, k_reds[w->p->nodes[w->pool].fn].name, k_reds[e->fn].name);
       w->pool = n;
     } else if (w->outer >= 0) {
       const ep_node *o = &w->p->nodes[w->outer];
@@ -158,8 +162,9 @@ static ft_status walk(red_walk *w, int n, int encl) {
     }
     return walk(w, nd->kid[0], n);
   }
-  /* Inside a pool, x and vectors are read per element of the GEMM result: always fine. */
-  const int where = encl < 0 ? 0 : k_reds[w->p->nodes[encl].fn].cls == RC_POOL ? -1 : 1;
+  /* Inside a pool or batchnorm held by the outermost reduction, x and vectors are read per element
+   * of the GEMM result: always fine (as inside a pool that is the outermost). */
+  const int where = encl < 0 ? 0 : encl != w->outer || k_reds[w->p->nodes[encl].fn].cls == RC_POOL ? -1 : 1;
   if (where >= 0 && nd->kind == N_X && w->x_at[where] < 0) w->x_at[where] = n;
   const ft_param_kind pk = nd->kind == N_PARAM ? w->ep->params[nd->slot].kind : FT_PARAM_SCALAR;
   if (where >= 0 && (pk == FT_PARAM_COLVEC || pk == FT_PARAM_MATRIX) && w->vec_at[where] < 0) w->vec_at[where] = n;
@@ -187,14 +192,15 @@ ft_status ft__ep_check_reductions(parser *p, const ft_epilogue *ep) {
   if (w.x_at[0] >= 0)
     return ft__ep_perr(p, p->nodes[w.x_at[0]].col,
                        "x is used outside '%s': its result combines only with constants, scalars and vectors", oname);
+  const int pooled = w.pool >= 0 && k_reds[p->nodes[w.pool].fn].cls == RC_POOL;
   if (w.pool >= 0 && w.x_at[1] >= 0)
-    return ft__ep_perr(p, p->nodes[w.x_at[1]].col, "x is used inside '%s' but outside its '%s': read x inside the pool",
-                       oname, k_reds[p->nodes[w.pool].fn].name);
+    return ft__ep_perr(p, p->nodes[w.x_at[1]].col, "x is used inside '%s' but outside its '%s': read x inside the %s",
+                       oname, k_reds[p->nodes[w.pool].fn].name, pooled ? "pool" : "batchnorm");
   /* A col vector has N values and a matrix N columns: neither can meet an [M] or pooled result. */
-  const int narrow = w.pool >= 0 || k_reds[o->fn].cls == RC_ROW || k_reds[o->fn].cls == RC_POOL;
-  const int vec = w.vec_at[0] >= 0 && narrow ? w.vec_at[0] : w.pool >= 0 ? w.vec_at[1] : -1;
+  const int narrow = pooled || k_reds[o->fn].cls == RC_ROW || k_reds[o->fn].cls == RC_POOL;
+  const int vec = w.vec_at[0] >= 0 && narrow ? w.vec_at[0] : pooled ? w.vec_at[1] : -1;
   if (vec >= 0) {
-    const ep_node *by = w.pool >= 0 ? &p->nodes[w.pool] : o;
+    const ep_node *by = pooled ? &p->nodes[w.pool] : o;
     const ft_ep_param *q = &ep->params[p->nodes[vec].slot];
     return ft__ep_perr(p, p->nodes[vec].col, "'%s' is a %s but meets the %s result of '%s'", q->name,
                        q->kind == FT_PARAM_MATRIX ? "matrix ([M, N])" : "col vector (N values)", shape_text(by),
@@ -203,16 +209,24 @@ ft_status ft__ep_check_reductions(parser *p, const ft_epilogue *ep) {
   return FT_OK;
 }
 
-int ft__ep_outer_reduction(const ft_epilogue *ep, int *inner) {
+/* The outermost reduction and the reduction of class c inside it, or -1. Children precede parents,
+ * so the outermost is the last; one inside it comes before it. */
+static int outer_and_inner(const ft_epilogue *ep, red_class c, int *inner) {
   int outer = -1;
   *inner = -1;
-  /* Children precede parents, so the outermost reduction is the last; a pool inside it comes
-   * before it. */
   for (int i = 0; i < ep->nnodes; i++)
     if (ep->nodes[i].kind == N_RED) outer = i;
   for (int i = 0; i < outer; i++)
-    if (ep->nodes[i].kind == N_RED) *inner = i;
+    if (ep->nodes[i].kind == N_RED && k_reds[ep->nodes[i].fn].cls == c) *inner = i;
   return outer;
+}
+
+int ft__ep_outer_reduction(const ft_epilogue *ep, int *inner) { return outer_and_inner(ep, RC_POOL, inner); }
+
+int ft__ep_inner_norm(const ft_epilogue *ep) {
+  int norm;
+  outer_and_inner(ep, RC_COLUMN, &norm);
+  return norm;
 }
 
 ft_ep_red ft_ep_reduction(const ft_epilogue *ep, int *arg) {
@@ -248,15 +262,18 @@ ft_status ft_ep_output_shape(const ft_epilogue *ep, int64_t m, int64_t n, int *n
 }
 
 /* The kinds the cuBLAS + reduction pass serves: over the row, its groups, the column or windows of
- * the row, and a row reduction of pooled values (not softmax or log_softmax of them). */
+ * the row, and a row reduction of pooled values (not softmax or log_softmax of them, nor a row
+ * reduction of batchnorm's values). */
 static int served(const ft_epilogue *ep, int outer, int pool) {
   const red_class c = outer >= 0 ? k_reds[ep->nodes[outer].fn].cls : RC_ROWWISE;
+  if (ft__ep_inner_norm(ep) >= 0) return 0;
   return pool < 0 ? outer >= 0 : c == RC_ROW;
 }
 
 ft_status ft_ep_check_kernels(const ft_epilogue *ep, ft_err *err) {
   int pool, outer = ft__ep_outer_reduction(ep, &pool);
   if (outer < 0 || served(ep, outer, pool)) return FT_OK;
+  if (pool < 0) pool = ft__ep_inner_norm(ep);
   const char *name = k_reds[ep->nodes[outer].fn].name, *of = pool >= 0 ? k_reds[ep->nodes[pool].fn].name : "";
   return ft__fail(err, FT_ERR_UNSUPPORTED,
                   "epilogue: no kernel serves '%s' of '%s' yet (row reductions, softmax, log_softmax, groupnorm, "

@@ -36,11 +36,25 @@ static double pool_window(const double *a, int w, int is_max) {
   return is_max ? r : r / w;
 }
 
+static void normalize(ft_ep_red r, int groups, double *a, int64_t m, int64_t len);
+
 /* The argument of the outermost reduction r, per element of the resolution it reads: a[m x len].
- * With a pool inside, the pool's windows first. */
+ * With a pool inside, the pool's windows first; with a batchnorm inside, its argument over the
+ * whole matrix first, normalized by column. */
 static void eval_argument(mat_ctx *c, int r, int pool, int64_t m, int64_t n, const double *x, double *a,
                           int64_t len, double *scratch) {
   const ep_node *o = &c->ep->nodes[r];
+  const int norm = ft__ep_inner_norm(c->ep);
+  if (norm >= 0) {
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++)
+        a[i * n + j] = ft__ep_eval_at(c->ep, c->ep->nodes[norm].kid[0], x[i * n + j], vals_at(c, i, j), -1, 0);
+    normalize(FT_RED_BATCHNORM, 0, a, m, n);
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++)
+        a[i * n + j] = ft__ep_eval_at(c->ep, o->kid[0], NAN, vals_at(c, i, j), norm, a[i * n + j]);
+    return;
+  }
   for (int64_t i = 0; i < m; i++) {
     if (pool < 0) {
       for (int64_t j = 0; j < n; j++) a[i * n + j] = ft__ep_eval_at(c->ep, o->kid[0], x[i * n + j], vals_at(c, i, j), -1, 0);

@@ -195,10 +195,10 @@ def check(e, kinds):
                 f"a second reduction '{outer[1]}' (the first is '{outer[0]}')") + ": an epilogue holds one reduction"
     for n, ctx in reds:
         if ctx:
-            if n.op not in POOLS or len(ctx) > 1 or ctx[0] not in ROW_ONE + ROW_FULL:
-                return (f"'{n.op}' inside '{ctx[-1]}': a reduction may hold only a pool, and only a row "
-                        f"reduction may hold one")
-            if ctx[0] in ROW_FULL:
+            if (n.op not in POOLS and n.op != "batchnorm") or len(ctx) > 1 or ctx[0] not in ROW_ONE + ROW_FULL:
+                return (f"'{n.op}' inside '{ctx[-1]}': a reduction may hold only a pool or batchnorm, and only a "
+                        f"row reduction may hold one")
+            if ctx[0] in ROW_FULL or n.op == "batchnorm":
                 return f"no kernel serves '{ctx[0]}' of '{n.op}' yet"
     if outer:
         r = outer[0]
