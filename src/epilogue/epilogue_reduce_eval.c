@@ -21,7 +21,11 @@ static const double *vals_at(mat_ctx *c, int64_t i, int64_t j) {
   for (int s = 0; s < c->ep->nparams; s++) {
     const double *v = c->params ? c->params[s] : NULL;
     const ft_param_kind k = c->ep->params[s].kind;
-    c->vals[s] = !v ? NAN : k == FT_PARAM_SCALAR ? v[0] : k == FT_PARAM_COLVEC ? v[j] : k == FT_PARAM_MATRIX ? v[i * c->n + j] : v[i];
+    c->vals[s] = !v                     ? NAN
+                 : k == FT_PARAM_SCALAR ? v[0]
+                 : k == FT_PARAM_COLVEC ? v[j]
+                 : k == FT_PARAM_MATRIX ? v[i * c->n + j]
+                                        : v[i];
   }
   return c->vals;
 }
