@@ -53,6 +53,9 @@ static const char *const k_exprs[] = {
     "batchnorm(x + r) - r where mat r",
     "rowsum(x * r) where mat r",
     "maxpool(x * r, 2) where mat r",
+    /* Softmax of batchnorm's values: the column-then-row form (red_..._r<tile>_n). */
+    "softmax(batchnorm(x + bias) * s) where col s",
+    "log_softmax(batchnorm(x * r) - r) where mat r",
 };
 #define N_EXPRS (sizeof k_exprs / sizeof k_exprs[0])
 

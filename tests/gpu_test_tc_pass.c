@@ -33,6 +33,7 @@ static const problem k_problems[] = {
      * (tcr_ does not read matrices). */
     {"(groupnorm(x + bias, 1) + r) * r where mat r", 300, 1024, 256, 0},
     {"rowsum(x * r) where mat r", 77, 1001, 40, 0},
+    {"softmax(batchnorm(x + bias) * 2)", 1000, 520, 256, 0}, /* the column-then-row form */
 };
 #define N_PROBLEMS (sizeof k_problems / sizeof k_problems[0])
 

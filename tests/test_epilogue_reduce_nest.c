@@ -1,9 +1,13 @@
 /* A row reduction of column-normalized values (`softmax(batchnorm(x + bias) * s)`, KernelBench
  * level 2's 84), GPU-free: the language states it (parse, canonical text, output shape), the float64
- * reference computes it (against values worked out here) and the eager plan runs it as three
- * steps; no fused or pass kernel serves it yet, which is refused in one line; the nesting rules
- * around it. */
+ * reference computes it (against values worked out here), the eager plan runs it as three steps,
+ * and the reduction pass's column-then-row form serves softmax and log_softmax of it (its texts,
+ * variants, codegen's refusals, NVRTC compiles); a one-value reduction of it is refused in one
+ * line, as are the nesting rules around it. */
+#include "codegen.h"
+#include "compile.h"
 #include "epilogue_test_util.h"
+#include "family.h"
 
 #define REF_IS(text, m, n, x, params, want, count) \
   reference_is_at((text), (m), (n), (x), (params), (want), (count), 1e-14, __LINE__)
@@ -19,12 +23,24 @@ static void test_parse(void) {
     ASSERT_OK(ft_ep_output_shape(ep, 5, 7, &ndim, &rows, &cols, NULL));
     ASSERT_TRUE(ndim == 2 && rows == 5 && cols == 7);
     ft_err err;
-    ASSERT_EQ_INT(ft_ep_check_kernels(ep, &err), FT_ERR_UNSUPPORTED);
-    ASSERT_CONTAINS(err.msg, "epilogue: no kernel serves 'softmax' of 'batchnorm' yet (");
-    ASSERT_TRUE(strchr(err.msg, '\n') == NULL);
-    const char *inner = "", *post = "";
+    ASSERT_OK(ft_ep_check_kernels(ep, &err));
+    const char *inner = NULL, *post = NULL, *norm_arg = NULL;
     ft_ep_cuda_reduce(ep, &inner, &post);
-    ASSERT_TRUE(inner == NULL && post == NULL);
+    ASSERT_EQ_STR(inner, "(IN0 * ep.v[1][col])"); /* the softmax's argument, of batchnorm's value */
+    ASSERT_EQ_STR(post, "IN0");
+    ASSERT_EQ_INT(ft_ep_norm(ep, &norm_arg), FT_RED_BATCHNORM);
+    ASSERT_EQ_STR(norm_arg, "(x + ep.v[0][col])");
+  }
+  ft_ep_free(ep);
+  ep = parse_ok("logsumexp(batchnorm(x) * 2)");
+  if (ep) {
+    ft_err err;
+    const char *arg = "";
+    ASSERT_EQ_INT(ft_ep_check_kernels(ep, &err), FT_ERR_UNSUPPORTED);
+    ASSERT_CONTAINS(err.msg, "epilogue: no kernel serves 'logsumexp' of 'batchnorm' yet (");
+    ASSERT_TRUE(strchr(err.msg, '\n') == NULL);
+    ASSERT_EQ_INT(ft_ep_norm(ep, &arg), FT_RED_BATCHNORM);
+    ASSERT_TRUE(arg == NULL);
   }
   ft_ep_free(ep);
   ep = canon_fixed_at("logsumexp(batchnorm(x * r) * r) where mat r", "logsumexp(batchnorm(x * r) * r) where mat r",
@@ -87,10 +103,63 @@ static void test_eager(void) {
   ft_ep_free(ep);
 }
 
+/* The pass's column-then-row form alone serves it (names "_n"); codegen refuses a variant of
+ * another form for it, and that form for another reduction; one of each mode compiles for sm_90(a)
+ * without a spill (in 3xtf32 after the tensor-core GEMM too: tc_pass). */
+static void test_kernels(void) {
+  static const char *const text = "softmax(batchnorm(x + bias) * s) where col s";
+  static const struct {
+    ft_variant_kind kind;
+    ft_math math;
+    const char *family;
+  } cases[] = {{FT_VK_EPILOGUE, FT_MATH_BF16, "reduce_pass"},
+               {FT_VK_EPILOGUE, FT_MATH_FP32, "reduce_pass"},
+               {FT_VK_GEMM, FT_MATH_3XTF32, "tc_pass"}};
+  ft_kernel_src src[3];
+  int n = 0;
+  ft_epilogue *ep = parse_ok(text), *plain = parse_ok("softmax(x + bias)");
+  for (size_t c = 0; ep && plain && c < sizeof cases / sizeof cases[0]; c++) {
+    int count = 0, at = -1;
+    ft_variant *v = enumerate_scope(text, cases[c].kind, 300, 4096, cases[c].math, FT_SPACE_PRUNED, &count);
+    for (int j = 0; j < count; j++) {
+      if (strcmp(ft_family_of(&v[j])->name, cases[c].family) != 0) continue;
+      ASSERT_TRUE(v[j].red.norm == 1 && v[j].red.tile > 0 && v[j].red.team == 0 && v[j].red.cols == 0);
+      char name[200];
+      ft_variant_name(&v[j], name, sizeof name);
+      ASSERT_CONTAINS(name, "_n");
+      if (at < 0) at = j;
+    }
+    if (at < 0) {
+      FT_FAIL_AT_("no %s variant for \"%s\" in case %zu", cases[c].family, text, c);
+      free(v);
+      continue;
+    }
+    ft_err e;
+    ft_kernel_src k = {0};
+    ASSERT_EQ_INT(ft_codegen_variant(&v[at], plain, &k, &e), FT_ERR_INVALID_ARG); /* norm 1, plain softmax */
+    ASSERT_CONTAINS(e.msg, "codegen: norm 1 cannot compute 'softmax'");
+    ft_variant other = v[at];
+    other.red.norm = 0;
+    ASSERT_EQ_INT(ft_codegen_variant(&other, ep, &k, &e), FT_ERR_INVALID_ARG);
+    ASSERT_CONTAINS(e.msg, "codegen: norm 0 cannot compute 'softmax' of 'batchnorm'");
+    ASSERT_OK(ft_codegen_variant(&v[at], ep, &src[n], &e));
+    if (src[n].text) {
+      ASSERT_CONTAINS(src[n].text, "#define FT_RED_FORM 3");
+      ASSERT_CONTAINS(src[n].text, "#define FT_RED_NORM_ARG ((x + ep.v[0][col]))");
+      n++;
+    }
+    free(v);
+  }
+  ft_ep_free(ep);
+  ft_ep_free(plain);
+  compile_sources(src, n, "softmax-of-batchnorm");
+}
+
 int main(void) {
   test_parse();
   test_refusals();
   test_reference();
   test_eager();
+  test_kernels();
   return FT_TEST_DONE();
 }

@@ -52,6 +52,7 @@ struct ft_epilogue {
   char *cuda_folded; /* the CUDA text with the folded `x + bias` read as x (ft_ep_cuda_folded), or NULL */
   char *red_inner, *red_post; /* a reduction's argument and the rest of E (ft_ep_cuda_reduce), or NULL */
   char *red_pool_arg;         /* with a pool: its windows' argument (ft_ep_cuda_reduce), or NULL */
+  char *red_norm_arg;         /* with a batchnorm inside: its argument (ft_ep_norm), or NULL */
   int fold_slot;     /* that bias's slot, or -1 */
   char *cuda_lt_act; /* the CUDA text with the activation cuBLASLt applies read as x (ft_ep_cuda_lt_act), or NULL */
   int lt_act, lt_act_slot; /* that activation (ft_ep_lt_act) and the bias it wraps (slot, or -1) */

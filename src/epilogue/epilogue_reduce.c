@@ -262,11 +262,11 @@ ft_status ft_ep_output_shape(const ft_epilogue *ep, int64_t m, int64_t n, int *n
 }
 
 /* The kinds the cuBLAS + reduction pass serves: over the row, its groups, the column or windows of
- * the row, and a row reduction of pooled values (not softmax or log_softmax of them, nor a row
- * reduction of batchnorm's values). */
+ * the row, a row reduction of pooled values (not softmax or log_softmax of them), and softmax or
+ * log_softmax of batchnorm's values (not a one-value reduction of them). */
 static int served(const ft_epilogue *ep, int outer, int pool) {
   const red_class c = outer >= 0 ? k_reds[ep->nodes[outer].fn].cls : RC_ROWWISE;
-  if (ft__ep_inner_norm(ep) >= 0) return 0;
+  if (ft__ep_inner_norm(ep) >= 0) return c == RC_ROWWISE;
   return pool < 0 ? outer >= 0 : c == RC_ROW;
 }
 
@@ -277,12 +277,13 @@ ft_status ft_ep_check_kernels(const ft_epilogue *ep, ft_err *err) {
   const char *name = k_reds[ep->nodes[outer].fn].name, *of = pool >= 0 ? k_reds[ep->nodes[pool].fn].name : "";
   return ft__fail(err, FT_ERR_UNSUPPORTED,
                   "epilogue: no kernel serves '%s' of '%s' yet (row reductions, softmax, log_softmax, groupnorm, "
-                  "batchnorm, pools and row reductions of a pool do; ft_output_shape and the float64 reference serve every reduction)",
+                  "batchnorm, pools, row reductions of a pool and softmax or log_softmax of batchnorm do; "
+                  "ft_output_shape and the float64 reference serve every reduction)",
                   name, of);
 }
 
 ft_status ft__ep_reduce_texts(ft_epilogue *ep, ft_err *err) {
-  int pool, outer = ft__ep_outer_reduction(ep, &pool);
+  int pool, norm = -1, outer = ft__ep_outer_reduction(ep, &pool);
   if (!served(ep, outer, pool)) return FT_OK;
   int *in_of = malloc((size_t)ep->nnodes * sizeof *in_of);
   if (!in_of) return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
@@ -296,13 +297,19 @@ ft_status ft__ep_reduce_texts(ft_epilogue *ep, ft_err *err) {
     in_of[pool] = 0;
     ep->red_inner = ft__ep_print_cuda(ep, ep->nodes[outer].kid[0], in_of);
     in_of[pool] = -1;
+  } else if ((norm = ft__ep_inner_norm(ep)) >= 0) { /* batchnorm's argument; the reduction's, of its value */
+    ep->red_norm_arg = ft__ep_print_cuda(ep, ep->nodes[norm].kid[0], NULL);
+    in_of[norm] = 0;
+    ep->red_inner = ft__ep_print_cuda(ep, ep->nodes[outer].kid[0], in_of);
+    in_of[norm] = -1;
   } else {
     ep->red_inner = ft__ep_print_cuda(ep, ep->nodes[outer].kid[0], NULL);
   }
   in_of[outer] = 0; /* the reduction's value: IN0 */
   ep->red_post = ft__ep_print_cuda(ep, ep->root, in_of);
   free(in_of);
-  if (!ep->red_inner || !ep->red_post || (pool >= 0 || top_pool) != (ep->red_pool_arg != NULL))
+  if (!ep->red_inner || !ep->red_post || (pool >= 0 || top_pool) != (ep->red_pool_arg != NULL) ||
+      (norm >= 0) != (ep->red_norm_arg != NULL))
     return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
   return FT_OK;
 }
@@ -318,4 +325,10 @@ ft_ep_red ft_ep_pool(const ft_epilogue *ep, int *w, const char **arg) {
   if (w) *w = pool >= 0 ? (int)ep->nodes[pool].num : 0;
   if (arg) *arg = pool >= 0 ? ep->red_pool_arg : NULL;
   return pool >= 0 ? (ft_ep_red)ep->nodes[pool].fn : FT_RED_NONE;
+}
+
+ft_ep_red ft_ep_norm(const ft_epilogue *ep, const char **arg) {
+  const int norm = ep ? ft__ep_inner_norm(ep) : -1;
+  if (arg) *arg = norm >= 0 ? ep->red_norm_arg : NULL;
+  return norm >= 0 ? (ft_ep_red)ep->nodes[norm].fn : FT_RED_NONE;
 }

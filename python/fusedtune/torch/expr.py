@@ -198,16 +198,18 @@ def check(e, kinds):
             if (n.op not in POOLS and n.op != "batchnorm") or len(ctx) > 1 or ctx[0] not in ROW_ONE + ROW_FULL:
                 return (f"'{n.op}' inside '{ctx[-1]}': a reduction may hold only a pool or batchnorm, and only a "
                         f"row reduction may hold one")
-            if ctx[0] in ROW_FULL or n.op == "batchnorm":
+            if (ctx[0] in ROW_FULL) != (n.op == "batchnorm"):  # softmax of a pool; rowsum of batchnorm
                 return f"no kernel serves '{ctx[0]}' of '{n.op}' yet"
     if outer:
         r = outer[0]
-        depth = 2 if any(ctx for _, ctx in reds) else 1  # inside the pool of a row reduction of a pool
+        inner = [n.op for n, ctx in reds if ctx]  # a pool or batchnorm inside the row reduction
+        depth = 2 if inner else 1
+        pooled = bool(inner) and inner[0] in POOLS
         for n, ctx in leaves:
             if n.op in ("x", "x2") and len(ctx) < depth:
-                where = f"outside '{r}'" if not ctx else f"inside '{r}' but outside its pool"
+                where = f"outside '{r}'" if not ctx else f"inside '{r}' but outside its {inner[0]}"
                 return f"{n.op} is read {where}: an epilogue reads it only inside its reduction"
-            if n.op == "param" and len(ctx) < depth and (r in ROW_ONE or r in POOLS or depth == 2):
+            if n.op == "param" and len(ctx) < depth and (r in ROW_ONE or r in POOLS or pooled):
                 result = "[M]" if r in ROW_ONE and not ctx else "pooled"
                 what = "matrix ([M, N])" if kinds.get(n.value) == "mat" else "col vector (N values)"
                 return f"'{n.value}' is a {what} but meets the {result} result of '{r}'"
