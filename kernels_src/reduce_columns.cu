@@ -8,11 +8,16 @@
 // y is read twice and written once, and the result does not depend on which block finished last.
 // ft_reduce_apply then normalizes y tile by tile in reverse order, starting where the first kernel
 // ended, whose tiles are still in L2. Workspace: tiles x N float2 partials, then N float2 statistics.
+// FT_RED_FORM 3 (softmax or log_softmax of batchnorm's values): the same statistics of batchnorm's
+// argument, then ft_reduce_apply takes a row per block (the block-per-row form of reduce_pass.cu),
+// each value normalized by its column's statistics as it is read.
 
-constexpr int kColTile = FT_RED_FORM == 2 ? FT_RED_TILE : 1;
+constexpr int kColTile = FT_RED_FORM == 2 || FT_RED_FORM == 3 ? FT_RED_TILE : 1;
 constexpr int kColWidth = 32 * FT_VEC;
 static_assert(FT_RED_FORM != 2 || kRedKind == 9, "fusedtune: the column form computes batchnorm");
-static_assert(FT_RED_FORM != 2 || (kColTile >= kRedWarps && kColTile % kRedWarps == 0),
+static_assert(FT_RED_FORM != 3 || kRedKind == 6 || kRedKind == 7,
+              "fusedtune: the column-then-row form computes softmax or log_softmax of batchnorm");
+static_assert((FT_RED_FORM != 2 && FT_RED_FORM != 3) || (kColTile >= kRedWarps && kColTile % kRedWarps == 0),
               "fusedtune: a tile gives every warp the same number of rows");
 
 // (n, mean, m2) merged with (nb, mb, qb), Chan et al.; an empty side changes nothing (and an empty
@@ -52,7 +57,7 @@ __device__ __forceinline__ void ft_red_colstats(const ft_elem_t *y, float2 *ws, 
       const float inv = 1.0f / (float)++n;
 #pragma unroll
       for (int l = 0; l < FT_VEC; l++) {
-        const float x = ft_red_inner(ft_to_float(q.e[l]), r, col + l, ep), d = x - mean[l];
+        const float x = ft_red_col_arg(ft_to_float(q.e[l]), r, col + l, ep), d = x - mean[l];
         mean[l] = fmaf(d, inv, mean[l]);
         m2[l] = fmaf(d, x - mean[l], m2[l]);
       }
@@ -106,5 +111,11 @@ ft_reduce_apply(ft_elem_t *y, const float2 *ws, int M, int N, FtEpArgs ep) {
       }
       *reinterpret_cast<FtRedPack *>(p) = o;
     }
+  } else if constexpr (kRedForm == 3) { // a block per row (grid M), y in place
+    const float2 *st = ws + (size_t)((M + kColTile - 1) / kColTile) * (size_t)N;
+    ft_red_rows(y, N, y, nullptr, M, N, 0, N, ep, [&](int row, int col, float x) {
+      const float2 c = st[col];
+      return (ft_red_norm_arg(x, row, col, ep) - c.x) * c.y;
+    });
   }
 }

@@ -32,7 +32,9 @@
 
 // The form (src/family/family_reduce.c): 0 a block per row (this file), 1 a team of threads per row or group
 // holding it in registers (reduce_held.cu), 2 batchnorm's column partials over M tiles then an
-// apply kernel (reduce_columns.cu). The eager chain's steps use form 0 and write none of these.
+// apply kernel (reduce_columns.cu), 3 those partials of batchnorm's argument then a block per row
+// reducing its normalized values (softmax, log_softmax of batchnorm; reduce_columns.cu). The eager
+// chain's steps use form 0 and write none of these.
 #ifndef FT_RED_FORM
 #define FT_RED_FORM 0
 #define FT_RED_TEAM 0
@@ -57,6 +59,23 @@ __device__ __forceinline__ float ft_red_inner(float x, int row, int col, const F
   const float IN0 = x; // with a pool, the window's value
   (void)x; (void)IN0; (void)row; (void)col; (void)ep;
   return (float)(FT_RED_INNER);
+}
+
+// A row reduction of batchnorm's values (FT_RED_FORM 3, softmax or log_softmax): FT_RED_NORM_ARG is
+// batchnorm's argument (x, row, col, ep), whose column statistics the column kernel takes
+// (reduce_columns.cu); FT_RED_INNER then reads the normalized value as IN0.
+#ifndef FT_RED_NORM_ARG
+#define FT_RED_NORM_ARG (x)
+#endif
+__device__ __forceinline__ float ft_red_norm_arg(float x, int row, int col, const FtEpArgs &ep) {
+  (void)x; (void)row; (void)col; (void)ep;
+  return (float)(FT_RED_NORM_ARG);
+}
+
+// What the column form takes statistics of: batchnorm's argument.
+__device__ __forceinline__ float ft_red_col_arg(float x, int row, int col, const FtEpArgs &ep) {
+  if constexpr (kRedForm == 3) return ft_red_norm_arg(x, row, col, ep);
+  else return ft_red_inner(x, row, col, ep);
 }
 
 __device__ __forceinline__ float ft_red_pool_arg(float x, int row, int col, const FtEpArgs &ep) {
@@ -242,9 +261,16 @@ __device__ __forceinline__ void ft_red_finish(FtRedState s, int row, int col0, b
   y[row] = ft_from_float(ft_red_post(r, row, 0, ep));
 }
 
-// The block-per-row form (FT_RED_FORM 0): kernels_src/reduce_entry.cu calls it.
+// A row's value as it is read (the column-then-row form passes batchnorm's normalization instead).
+struct FtRedAsRead {
+  __device__ __forceinline__ float operator()(int, int, float x) const { return x; }
+};
+
+// The block-per-row form (FT_RED_FORM 0): kernels_src/reduce_entry.cu calls it; the row reductions
+// read each value through pre(row, col, value) first.
+template <typename Pre = FtRedAsRead>
 __device__ __forceinline__ void ft_red_rows(const ft_elem_t *src, int ld, ft_elem_t *y, float2 *stats, int M, int N,
-                                            int col0, int ncols, const FtEpArgs &ep) {
+                                            int col0, int ncols, const FtEpArgs &ep, Pre pre = Pre()) {
   if constexpr (kRedKind == 9) { // src is y or a copy of it (ld N): every column of every row
     ft_red_columns(src, y, M, N, ep);
     return;
@@ -267,7 +293,9 @@ __device__ __forceinline__ void ft_red_rows(const ft_elem_t *src, int ld, ft_ele
     if constexpr (!kRedTopPool) ft_red_finish(ft_red_block(s), row, col0, col0 + ncols >= N, nout, stats, y, ep);
     return;
   }
-  ft_red_row(in, ncols, [&](int j, float x) { s = ft_red_add(s, ft_red_inner(x, row, col0 + j, ep)); });
+  ft_red_row(in, ncols, [&](int j, float x) {
+    s = ft_red_add(s, ft_red_inner(pre(row, col0 + j, x), row, col0 + j, ep));
+  });
   s = ft_red_block(s);
   if constexpr (!kRedRowwise) {
     ft_red_finish(s, row, col0, col0 + ncols >= N, N, stats, y, ep);
@@ -280,7 +308,7 @@ __device__ __forceinline__ void ft_red_rows(const ft_elem_t *src, int ld, ft_ele
     const float inv = 1.0f / s.b, lse = s.a + ft_logf(s.b);
     const bool finite = s.a == s.a && s.a != ft_red_inf() && s.a != -ft_red_inf();
     ft_red_row(in, ncols, [&](int j, float x) {
-      const float v = ft_red_inner(x, row, col0 + j, ep);
+      const float v = ft_red_inner(pre(row, col0 + j, x), row, col0 + j, ep);
       const float r = !finite ? __int_as_float(0x7fffffff) : kRedKind == 6 ? ft_expf(v - s.a) * inv : v - lse;
       out[j] = ft_from_float(ft_red_post(r, row, col0 + j, ep));
     });

@@ -33,15 +33,17 @@ static ft_status check_names(const ft_epilogue *ep, const ft_args *a, ft_err *er
 
 /* A matrix operand: element-aligned (kernels read it element by element) and apart from y, which
  * kernels write while other threads still read the matrix (in place, y = r, is not supported). */
-ft_status ft__bind_matrix(const char *name, const void *data, ft_dtype dtype, const void *y, int m, int n,
-                          float *pitch_word, ft_err *err) {
+ft_status ft__bind_matrix(const char *name, const void *data, ft_dtype dtype, const void *y, const ft_epilogue *ep,
+                          int m, int n, float *pitch_word, ft_err *err) {
   const size_t elem = dtype == FT_DTYPE_F32 ? 4 : 2;
   if ((uintptr_t)data % elem)
     return ft__fail(err, FT_ERR_INVALID_ARG, "matrix '%s' is not %zu-byte aligned (its element size)", name, elem);
+  int64_t rows = m, cols = n; /* y's shape: [m] after a one-value reduction */
+  FT_TRY(ft_ep_output_shape(ep, m, n, NULL, &rows, &cols, err));
   const uintptr_t r0 = (uintptr_t)data, r1 = r0 + (size_t)m * (size_t)n * elem;
-  const uintptr_t y0 = (uintptr_t)y, y1 = y0 + (size_t)m * (size_t)n * elem;
+  const uintptr_t y0 = (uintptr_t)y, y1 = y0 + (size_t)rows * (size_t)cols * elem;
   if (r0 < y1 && y0 < r1)
-    return ft__fail(err, FT_ERR_INVALID_ARG, "matrix '%s' overlaps y: the output must be a separate [m, n] buffer",
+    return ft__fail(err, FT_ERR_INVALID_ARG, "matrix '%s' overlaps y: the output must be a separate buffer",
                     name);
   *pitch_word = ft_ep_mat_pitch(n); /* contiguous [m, n] */
   return FT_OK;
@@ -66,7 +68,7 @@ ft_status ft__bind_args(const ft_epilogue *ep, const ft_args *a, int m, int n, f
       return ft__fail(err, FT_ERR_INVALID_ARG, "epilogue %s '%s' is not bound in ft_args",
                       prm->kind == FT_PARAM_SCALAR ? "scalar" : prm->kind == FT_PARAM_MATRIX ? "matrix" : "vector",
                       prm->name);
-    if (prm->kind == FT_PARAM_MATRIX) FT_TRY(ft__bind_matrix(prm->name, dev->v[s], a->dtype, a->y, m, n, &dev->s[s], err));
+    if (prm->kind == FT_PARAM_MATRIX) FT_TRY(ft__bind_matrix(prm->name, dev->v[s], a->dtype, a->y, ep, m, n, &dev->s[s], err));
   }
   return FT_OK;
 }

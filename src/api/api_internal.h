@@ -64,10 +64,11 @@ ft_status ft__tune_summary(ft_ctx *ctx, const ft_problem *p, const ft_tune_optio
 /* Binds ep's names to a's vectors, matrices and scalars for an [m, n] output (src/api/api_bind.c):
  * FT_ERR_INVALID_ARG naming the operand when one is missing, unknown, misaligned or overlaps y. */
 ft_status ft__bind_args(const ft_epilogue *ep, const ft_args *a, int m, int n, ft_ep_args_dev *dev, ft_err *err);
-/* A matrix operand's checks (element-aligned, apart from the [m, n] output y) and its slot's scalar
- * word (the row pitch, ft_ep_mat_pitch). */
-ft_status ft__bind_matrix(const char *name, const void *data, ft_dtype dtype, const void *y, int m, int n,
-                          float *pitch_word, ft_err *err);
+/* A matrix operand's checks (element-aligned, apart from the output y, E's output shape for an
+ * [m, n] GEMM result: [m] after a one-value reduction) and its slot's scalar word (the row pitch,
+ * ft_ep_mat_pitch). */
+ft_status ft__bind_matrix(const char *name, const void *data, ft_dtype dtype, const void *y, const ft_epilogue *ep,
+                          int m, int n, float *pitch_word, ft_err *err);
 
 /* Copies a message into a caller buffer (msg may be NULL, msg_size 0). */
 void ft__copy_msg(char *msg, size_t msg_size, const char *text);

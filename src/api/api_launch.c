@@ -40,8 +40,8 @@ static ft_status bind_slots(ft_plan *pl, const void *const *vecs, const float *s
         return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch_ptrs: %s '%s' (slot %d) is NULL",
                         prm->kind == FT_PARAM_MATRIX ? "matrix" : "vector", prm->name, s);
       if (prm->kind == FT_PARAM_MATRIX) /* its slot's scalar word: the row pitch (scalars[s] unused) */
-        FT_TRY(ft__bind_matrix(prm->name, dev->v[s], ft_math_dtype((ft_math)pl->run.v.math), y, pl->run.m, pl->run.n,
-                               &dev->s[s], err));
+        FT_TRY(ft__bind_matrix(prm->name, dev->v[s], ft_math_dtype((ft_math)pl->run.v.math), y, pl->ep, pl->run.m,
+                               pl->run.n, &dev->s[s], err));
     }
   }
   return FT_OK;

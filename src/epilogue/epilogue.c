@@ -54,6 +54,7 @@ void ft_ep_free(ft_epilogue *ep) {
   free(ep->red_pool_arg);
   free(ep->cuda_lt_act);
   free(ep->cuda_resid);
+  free(ep->red_norm_arg);
   free(ep);
 }
 

@@ -161,9 +161,14 @@ void ft_ep_cuda_reduce(const ft_epilogue *ep, const char **inner, const char **p
  * FT_RED_NONE; *w its window, *arg (a served E; else NULL) its windows' argument in CUDA, per
  * element of the GEMM result (reads x, row, col, ep). Any output may be NULL. */
 ft_ep_red ft_ep_pool(const ft_epilogue *ep, int *w, const char **arg);
+/* The batchnorm inside E's row reduction (FT_RED_BATCHNORM: `softmax(batchnorm(x + bias) * s)`),
+ * else FT_RED_NONE; *arg (a served E; else NULL) its argument in CUDA, per element of the GEMM
+ * result, and *inner (ft_ep_cuda_reduce) then reads its normalized value as IN0. arg may be NULL. */
+ft_ep_red ft_ep_norm(const ft_epilogue *ep, const char **arg);
 
 /* The float64 reference of the whole output: x is the m x n GEMM result (row-major), params[slot]
- * the parameter values (a scalar: params[slot][0]; a col vector: n values; a row vector: m), y
+ * the parameter values (a scalar: params[slot][0]; a col vector: n values; a row vector: m; a
+ * matrix: m x n, row-major), y
  * the output in the shape ft_ep_output_shape gives (row-major). Elementwise epilogues too.
  * Sums in double, two-pass variances, max-subtracted exponentials. FT_ERR_INVALID_ARG as
  * ft_ep_output_shape; FT_ERR_NOMEM. */

@@ -52,6 +52,7 @@ struct ft_epilogue {
   char *cuda_folded; /* the CUDA text with the folded `x + bias` read as x (ft_ep_cuda_folded), or NULL */
   char *red_inner, *red_post; /* a reduction's argument and the rest of E (ft_ep_cuda_reduce), or NULL */
   char *red_pool_arg;         /* with a pool: its windows' argument (ft_ep_cuda_reduce), or NULL */
+  char *red_norm_arg;         /* with a batchnorm inside: its argument (ft_ep_norm), or NULL */
   int fold_slot;     /* that bias's slot, or -1 */
   char *cuda_lt_act; /* the CUDA text with the activation cuBLASLt applies read as x (ft_ep_cuda_lt_act), or NULL */
   int lt_act, lt_act_slot; /* that activation (ft_ep_lt_act) and the bias it wraps (slot, or -1) */
@@ -126,6 +127,8 @@ ft_status ft__ep_check_reductions(parser *p, const ft_epilogue *ep);
 ft_status ft__ep_reduce_texts(ft_epilogue *ep, ft_err *err);
 /* The outermost reduction node, or -1; *inner the pool inside it (or -1). */
 int ft__ep_outer_reduction(const ft_epilogue *ep, int *inner);
+/* The batchnorm inside the outermost reduction (a row reduction of column-normalized values), or -1. */
+int ft__ep_inner_norm(const ft_epilogue *ep);
 /* The float64 value of node n's subtree at one element, with node leaf (-1: none) read as
  * leaf_value (epilogue_eval.c). */
 double ft__ep_eval_at(const ft_epilogue *ep, int n, double x, const double *vals, int leaf, double leaf_value);

@@ -387,14 +387,8 @@ ft_status ft__ep_parse_text(parser *p, ft_epilogue *ep) {
   FT_TRY(resolve_names(p, ep));
   if (!uses_kind(p, N_X)) return ft__ep_perr(p, 1, "the expression does not use x (the GEMM result)");
   ep->uses_x2 = uses_kind(p, N_X2);
-  if (uses_kind(p, N_RED)) {
-    /* A reduction's kernels and reference read vectors by row, column or window, not matrices;
-     * nor do they compute x2. */
-    for (int i = 0; i < ep->nparams; i++)
-      if (ep->params[i].kind == FT_PARAM_MATRIX)
-        return ft__ep_perr(p, 1, "matrix '%s' in an expression with a reduction: not supported", ep->params[i].name);
-    if (ep->uses_x2) return ft__ep_perr(p, 1, "x2 in an expression with a reduction: not supported");
-  }
+  /* A reduction's kernels do not compute x2 (matrices follow the col vectors' rules: epilogue_reduce.c). */
+  if (uses_kind(p, N_RED) && ep->uses_x2) return ft__ep_perr(p, 1, "x2 in an expression with a reduction: not supported");
   return ft__ep_check_reductions(p, ep);
 }
 

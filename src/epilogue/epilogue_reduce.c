@@ -48,11 +48,35 @@ ft_ep_red ft__ep_find_reduction(const char *s, int len) {
   return FT_RED_NONE;
 }
 
+/* Whether the subtrees at a and b are the same expression: the same tree, names compared by their
+ * text (they are resolved after parsing), so the same canonical text. */
+static int same_tree(const parser *p, int a, int b) {
+  const ep_node *x = &p->nodes[a], *y = &p->nodes[b];
+  if (x->kind != y->kind || x->fn != y->fn || x->nkids != y->nkids || x->num != y->num) return 0;
+  if (x->kind == N_REF && (x->len != y->len || memcmp(p->src + x->col - 1, p->src + y->col - 1, (size_t)x->len) != 0))
+    return 0;
+  for (int k = 0; k < x->nkids; k++)
+    if (!same_tree(p, x->kid[k], y->kid[k])) return 0;
+  return 1;
+}
+
+/* A reduction written again with the same argument is the first one's node: its value is reused
+ * (`l * mish(l)` with l = logsumexp(...)), so the tree becomes a DAG. The new node's subtree is
+ * the tail of the node array from first on (the parser appends), so it is dropped whole. */
+static void reuse_reduction(parser *p, int first, int *out) {
+  for (int i = 0; i < first; i++)
+    if (p->nodes[i].kind == N_RED && same_tree(p, i, *out)) {
+      p->nnodes = first;
+      *out = i;
+      return;
+    }
+}
+
 /* `name(e)`, or `name(e, INTEGER)` for groupnorm and the pools. The integer is a literal: it sizes
  * the groups or windows, which a kernel fixes when it is compiled. */
 ft_status ft__ep_parse_reduction(parser *p, token name, ft_ep_red r, int *out) {
   const red_def *d = &k_reds[r];
-  const int col = name.pos + 1, nargs = d->arg ? 2 : 1;
+  const int col = name.pos + 1, nargs = d->arg ? 2 : 1, first = p->nnodes;
   FT_TRY(ft__ep_enter(p, col));
   FT_TRY(ft__ep_next_token(p)); /* '(' */
   if (p->tok.kind == T_RPAREN)
@@ -78,21 +102,23 @@ ft_status ft__ep_parse_reduction(parser *p, token name, ft_ep_red r, int *out) {
   FT_TRY(ft__ep_new_node(p, N_RED, col, &kid, 1, out));
   p->nodes[*out].fn = (int)r;
   p->nodes[*out].num = arg;
+  reuse_reduction(p, first, out);
   return FT_OK;
 }
 
 /* The nesting rules. One reduction per expression, which may hold one pool (a row reduction of
- * pooled values); its argument uses x; around it, x is not read again and a col vector only where
- * the result still has N columns. Each rule is one the kernels' split needs: the fused GEMM computes
+ * pooled values) or one batchnorm (a row reduction of column-normalized values); its argument uses
+ * x; around it, x is not read again and a col vector or a matrix only where the result still has N
+ * columns. Each rule is one the kernels' split needs: the fused GEMM computes
  * the part inside on the accumulator and emits partial statistics, the finalize applies the rest
  * from the statistics (and y where the output is [M, N]), never from x. */
 typedef struct red_walk {
   parser *p;
   const ft_epilogue *ep;
   const char *xdep;
-  int outer, pool; /* the outermost reduction and the pool inside it, or -1 */
+  int outer, pool; /* the outermost reduction and the pool or batchnorm inside it, or -1 */
   /* The first x and the first col vector read outside every reduction ([0]) and inside the
-   * outermost one but outside its pool ([1]): nodes, or -1. */
+   * outermost one but outside its pool or batchnorm ([1]): nodes, or -1. */
   int x_at[2], vec_at[2];
 } red_walk;
 
@@ -104,20 +130,31 @@ static ft_status walk(red_walk *w, int n, int encl) {
   const ep_node *nd = &w->p->nodes[n];
   if (nd->kind == N_RED) {
     const red_def *d = &k_reds[nd->fn];
+    /* A reduction reused (written again with the same argument) was walked at its first use; a
+     * pool reused outside the reduction holding it is a second reduction, below. */
+    if ((n == w->outer && encl < 0) || (n == w->pool && encl >= 0)) return FT_OK;
     if (!w->xdep[nd->kid[0]]) return ft__ep_perr(w->p, nd->col, "the argument of '%s' does not use x", d->name);
     if (encl >= 0) {
       const ep_node *e = &w->p->nodes[encl];
       const red_class ec = k_reds[e->fn].cls;
-      if (d->cls != RC_POOL || (ec != RC_ROW && ec != RC_ROWWISE))
+      if ((d->cls != RC_POOL && d->cls != RC_COLUMN) || (ec != RC_ROW && ec != RC_ROWWISE))
         return ft__ep_perr(w->p, nd->col,
-                           "'%s' inside '%s': a reduction may hold only a pool, and only a row reduction may hold one",
-                           d->name, k_reds[e->fn].name);
-      if (w->pool >= 0)
+                           "'%s' inside '%s': a reduction may hold only a pool or batchnorm, and only a row reduction "
+                           "may hold one", d->name, k_reds[e->fn].name);
+      if (w->pool >= 0 && k_reds[w->p->nodes[w->pool].fn].cls == RC_POOL && d->cls == RC_POOL)
         return ft__ep_perr(w->p, nd->col, "a second pool '%s' inside '%s': one pool per reduction", d->name,
                            k_reds[e->fn].name);
+      if (w->pool >= 0)
+        return ft__ep_perr(w->p, nd->col, "'%s' beside '%s' inside '%s': a reduction holds one pool or batchnorm",
+                           d->name, k_reds[w->p->nodes[w->pool].fn].name, k_reds[e->fn].name);
       w->pool = n;
     } else if (w->outer >= 0) {
       const ep_node *o = &w->p->nodes[w->outer];
+      if (o->fn == nd->fn)
+        return ft__ep_perr(w->p, nd->col,
+                           "a second '%s' with another argument (the first is at col %d): an epilogue holds one "
+                           "reduction, reused where it is written again with the same argument",
+                           d->name, o->col);
       return ft__ep_perr(w->p, nd->col, "a second reduction '%s' (the first, '%s', is at col %d): an epilogue holds one",
                          d->name, k_reds[o->fn].name, o->col);
     } else {
@@ -125,11 +162,12 @@ static ft_status walk(red_walk *w, int n, int encl) {
     }
     return walk(w, nd->kid[0], n);
   }
-  /* Inside a pool, x and vectors are read per element of the GEMM result: always fine. */
-  const int where = encl < 0 ? 0 : k_reds[w->p->nodes[encl].fn].cls == RC_POOL ? -1 : 1;
+  /* Inside a pool or batchnorm held by the outermost reduction, x and vectors are read per element
+   * of the GEMM result: always fine (as inside a pool that is the outermost). */
+  const int where = encl < 0 ? 0 : encl != w->outer || k_reds[w->p->nodes[encl].fn].cls == RC_POOL ? -1 : 1;
   if (where >= 0 && nd->kind == N_X && w->x_at[where] < 0) w->x_at[where] = n;
-  if (where >= 0 && nd->kind == N_PARAM && w->ep->params[nd->slot].kind == FT_PARAM_COLVEC && w->vec_at[where] < 0)
-    w->vec_at[where] = n;
+  const ft_param_kind pk = nd->kind == N_PARAM ? w->ep->params[nd->slot].kind : FT_PARAM_SCALAR;
+  if (where >= 0 && (pk == FT_PARAM_COLVEC || pk == FT_PARAM_MATRIX) && w->vec_at[where] < 0) w->vec_at[where] = n;
   for (int k = 0; k < nd->nkids; k++) FT_TRY(walk(w, nd->kid[k], encl));
   return FT_OK;
 }
@@ -154,30 +192,41 @@ ft_status ft__ep_check_reductions(parser *p, const ft_epilogue *ep) {
   if (w.x_at[0] >= 0)
     return ft__ep_perr(p, p->nodes[w.x_at[0]].col,
                        "x is used outside '%s': its result combines only with constants, scalars and vectors", oname);
+  const int pooled = w.pool >= 0 && k_reds[p->nodes[w.pool].fn].cls == RC_POOL;
   if (w.pool >= 0 && w.x_at[1] >= 0)
-    return ft__ep_perr(p, p->nodes[w.x_at[1]].col, "x is used inside '%s' but outside its '%s': read x inside the pool",
-                       oname, k_reds[p->nodes[w.pool].fn].name);
-  /* A col vector has N values: it cannot meet an [M] or pooled result. */
-  const int narrow = w.pool >= 0 || k_reds[o->fn].cls == RC_ROW || k_reds[o->fn].cls == RC_POOL;
-  const int vec = w.vec_at[0] >= 0 && narrow ? w.vec_at[0] : w.pool >= 0 ? w.vec_at[1] : -1;
+    return ft__ep_perr(p, p->nodes[w.x_at[1]].col, "x is used inside '%s' but outside its '%s': read x inside the %s",
+                       oname, k_reds[p->nodes[w.pool].fn].name, pooled ? "pool" : "batchnorm");
+  /* A col vector has N values and a matrix N columns: neither can meet an [M] or pooled result. */
+  const int narrow = pooled || k_reds[o->fn].cls == RC_ROW || k_reds[o->fn].cls == RC_POOL;
+  const int vec = w.vec_at[0] >= 0 && narrow ? w.vec_at[0] : pooled ? w.vec_at[1] : -1;
   if (vec >= 0) {
-    const ep_node *by = w.pool >= 0 ? &p->nodes[w.pool] : o;
-    return ft__ep_perr(p, p->nodes[vec].col, "'%s' is a col vector (N values) but meets the %s result of '%s'",
-                       ep->params[p->nodes[vec].slot].name, shape_text(by), k_reds[by->fn].name);
+    const ep_node *by = pooled ? &p->nodes[w.pool] : o;
+    const ft_ep_param *q = &ep->params[p->nodes[vec].slot];
+    return ft__ep_perr(p, p->nodes[vec].col, "'%s' is a %s but meets the %s result of '%s'", q->name,
+                       q->kind == FT_PARAM_MATRIX ? "matrix ([M, N])" : "col vector (N values)", shape_text(by),
+                       k_reds[by->fn].name);
   }
   return FT_OK;
 }
 
-int ft__ep_outer_reduction(const ft_epilogue *ep, int *inner) {
+/* The outermost reduction and the reduction of class c inside it, or -1. Children precede parents,
+ * so the outermost is the last; one inside it comes before it. */
+static int outer_and_inner(const ft_epilogue *ep, red_class c, int *inner) {
   int outer = -1;
   *inner = -1;
-  /* Children precede parents, so the outermost reduction is the last; a pool inside it comes
-   * before it. */
   for (int i = 0; i < ep->nnodes; i++)
     if (ep->nodes[i].kind == N_RED) outer = i;
   for (int i = 0; i < outer; i++)
-    if (ep->nodes[i].kind == N_RED) *inner = i;
+    if (ep->nodes[i].kind == N_RED && k_reds[ep->nodes[i].fn].cls == c) *inner = i;
   return outer;
+}
+
+int ft__ep_outer_reduction(const ft_epilogue *ep, int *inner) { return outer_and_inner(ep, RC_POOL, inner); }
+
+int ft__ep_inner_norm(const ft_epilogue *ep) {
+  int norm;
+  outer_and_inner(ep, RC_COLUMN, &norm);
+  return norm;
 }
 
 ft_ep_red ft_ep_reduction(const ft_epilogue *ep, int *arg) {
@@ -213,24 +262,28 @@ ft_status ft_ep_output_shape(const ft_epilogue *ep, int64_t m, int64_t n, int *n
 }
 
 /* The kinds the cuBLAS + reduction pass serves: over the row, its groups, the column or windows of
- * the row, and a row reduction of pooled values (not softmax or log_softmax of them). */
+ * the row, a row reduction of pooled values (not softmax or log_softmax of them), and softmax or
+ * log_softmax of batchnorm's values (not a one-value reduction of them). */
 static int served(const ft_epilogue *ep, int outer, int pool) {
   const red_class c = outer >= 0 ? k_reds[ep->nodes[outer].fn].cls : RC_ROWWISE;
+  if (ft__ep_inner_norm(ep) >= 0) return c == RC_ROWWISE;
   return pool < 0 ? outer >= 0 : c == RC_ROW;
 }
 
 ft_status ft_ep_check_kernels(const ft_epilogue *ep, ft_err *err) {
   int pool, outer = ft__ep_outer_reduction(ep, &pool);
   if (outer < 0 || served(ep, outer, pool)) return FT_OK;
+  if (pool < 0) pool = ft__ep_inner_norm(ep);
   const char *name = k_reds[ep->nodes[outer].fn].name, *of = pool >= 0 ? k_reds[ep->nodes[pool].fn].name : "";
   return ft__fail(err, FT_ERR_UNSUPPORTED,
                   "epilogue: no kernel serves '%s' of '%s' yet (row reductions, softmax, log_softmax, groupnorm, "
-                  "batchnorm, pools and row reductions of a pool do; ft_output_shape and the float64 reference serve every reduction)",
+                  "batchnorm, pools, row reductions of a pool and softmax or log_softmax of batchnorm do; "
+                  "ft_output_shape and the float64 reference serve every reduction)",
                   name, of);
 }
 
 ft_status ft__ep_reduce_texts(ft_epilogue *ep, ft_err *err) {
-  int pool, outer = ft__ep_outer_reduction(ep, &pool);
+  int pool, norm = -1, outer = ft__ep_outer_reduction(ep, &pool);
   if (!served(ep, outer, pool)) return FT_OK;
   int *in_of = malloc((size_t)ep->nnodes * sizeof *in_of);
   if (!in_of) return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
@@ -244,13 +297,19 @@ ft_status ft__ep_reduce_texts(ft_epilogue *ep, ft_err *err) {
     in_of[pool] = 0;
     ep->red_inner = ft__ep_print_cuda(ep, ep->nodes[outer].kid[0], in_of);
     in_of[pool] = -1;
+  } else if ((norm = ft__ep_inner_norm(ep)) >= 0) { /* batchnorm's argument; the reduction's, of its value */
+    ep->red_norm_arg = ft__ep_print_cuda(ep, ep->nodes[norm].kid[0], NULL);
+    in_of[norm] = 0;
+    ep->red_inner = ft__ep_print_cuda(ep, ep->nodes[outer].kid[0], in_of);
+    in_of[norm] = -1;
   } else {
     ep->red_inner = ft__ep_print_cuda(ep, ep->nodes[outer].kid[0], NULL);
   }
   in_of[outer] = 0; /* the reduction's value: IN0 */
   ep->red_post = ft__ep_print_cuda(ep, ep->root, in_of);
   free(in_of);
-  if (!ep->red_inner || !ep->red_post || (pool >= 0 || top_pool) != (ep->red_pool_arg != NULL))
+  if (!ep->red_inner || !ep->red_post || (pool >= 0 || top_pool) != (ep->red_pool_arg != NULL) ||
+      (norm >= 0) != (ep->red_norm_arg != NULL))
     return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory");
   return FT_OK;
 }
@@ -266,4 +325,10 @@ ft_ep_red ft_ep_pool(const ft_epilogue *ep, int *w, const char **arg) {
   if (w) *w = pool >= 0 ? (int)ep->nodes[pool].num : 0;
   if (arg) *arg = pool >= 0 ? ep->red_pool_arg : NULL;
   return pool >= 0 ? (ft_ep_red)ep->nodes[pool].fn : FT_RED_NONE;
+}
+
+ft_ep_red ft_ep_norm(const ft_epilogue *ep, const char **arg) {
+  const int norm = ep ? ft__ep_inner_norm(ep) : -1;
+  if (arg) *arg = norm >= 0 ? ep->red_norm_arg : NULL;
+  return norm >= 0 ? (ft_ep_red)ep->nodes[norm].fn : FT_RED_NONE;
 }

@@ -10,17 +10,22 @@
 
 typedef struct mat_ctx {
   const ft_epilogue *ep;
+  int64_t n; /* the GEMM result's columns: a matrix operand's row pitch */
   const double *const *params;
   double vals[FT_EP_MAX_PARAMS];
 } mat_ctx;
 
 /* The parameters' values at element (i, j) (j is a pooled column where the values are pooled;
- * col vectors never meet those, so the read stays within N). */
+ * col vectors and matrices never meet those, so the read stays within N). */
 static const double *vals_at(mat_ctx *c, int64_t i, int64_t j) {
   for (int s = 0; s < c->ep->nparams; s++) {
     const double *v = c->params ? c->params[s] : NULL;
     const ft_param_kind k = c->ep->params[s].kind;
-    c->vals[s] = !v ? NAN : k == FT_PARAM_SCALAR ? v[0] : k == FT_PARAM_COLVEC ? v[j] : v[i];
+    c->vals[s] = !v                     ? NAN
+                 : k == FT_PARAM_SCALAR ? v[0]
+                 : k == FT_PARAM_COLVEC ? v[j]
+                 : k == FT_PARAM_MATRIX ? v[i * c->n + j]
+                                        : v[i];
   }
   return c->vals;
 }
@@ -35,11 +40,25 @@ static double pool_window(const double *a, int w, int is_max) {
   return is_max ? r : r / w;
 }
 
+static void normalize(ft_ep_red r, int groups, double *a, int64_t m, int64_t len);
+
 /* The argument of the outermost reduction r, per element of the resolution it reads: a[m x len].
- * With a pool inside, the pool's windows first. */
+ * With a pool inside, the pool's windows first; with a batchnorm inside, its argument over the
+ * whole matrix first, normalized by column. */
 static void eval_argument(mat_ctx *c, int r, int pool, int64_t m, int64_t n, const double *x, double *a,
                           int64_t len, double *scratch) {
   const ep_node *o = &c->ep->nodes[r];
+  const int norm = ft__ep_inner_norm(c->ep);
+  if (norm >= 0) {
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++)
+        a[i * n + j] = ft__ep_eval_at(c->ep, c->ep->nodes[norm].kid[0], x[i * n + j], vals_at(c, i, j), -1, 0);
+    normalize(FT_RED_BATCHNORM, 0, a, m, n);
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++)
+        a[i * n + j] = ft__ep_eval_at(c->ep, o->kid[0], NAN, vals_at(c, i, j), norm, a[i * n + j]);
+    return;
+  }
   for (int64_t i = 0; i < m; i++) {
     if (pool < 0) {
       for (int64_t j = 0; j < n; j++) a[i * n + j] = ft__ep_eval_at(c->ep, o->kid[0], x[i * n + j], vals_at(c, i, j), -1, 0);
@@ -124,7 +143,7 @@ ft_status ft_ep_eval_matrix(const ft_epilogue *ep, int64_t m, int64_t n, const d
   int dims, pool;
   int64_t rows, cols;
   FT_TRY(ft_ep_output_shape(ep, m, n, &dims, &rows, &cols, err));
-  mat_ctx c = {ep, params, {0}};
+  mat_ctx c = {ep, n, params, {0}};
   const int r = ft__ep_outer_reduction(ep, &pool);
   if (r < 0) {
     for (int64_t i = 0; i < m; i++)

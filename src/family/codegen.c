@@ -128,10 +128,11 @@ static const char *const k_reduce_sources[] = {"kernels_src/reduce_pass.cu", "ke
                                                "kernels_src/reduce_columns.cu", "kernels_src/reduce_entry.cu"};
 
 static ft_status reduce_body(ft_strbuf *b, ft_math math, ft_ep_red r, int arg, const char *inner, const char *post,
-                             ft_ep_red pool, int pool_w, const char *pool_arg, ft_err *err) {
+                             ft_ep_red pool, int pool_w, const char *pool_arg, const char *norm_arg, ft_err *err) {
   FT_TRY(check_expr(inner, FT_EP_MAX_TEXT * 8, "reduction argument", err));
   FT_TRY(check_expr(post, FT_EP_MAX_TEXT * 8, "post-reduction", err));
   if (pool != FT_RED_NONE) FT_TRY(check_expr(pool_arg, FT_EP_MAX_TEXT * 8, "pool argument", err));
+  if (norm_arg) FT_TRY(check_expr(norm_arg, FT_EP_MAX_TEXT * 8, "batchnorm argument", err));
   abi_defines(b, math);
   FT_TRY(sb_embedded(b, "kernels_src/ft_common.cuh", err));
   FT_TRY(sb_embedded(b, "kernels_src/ft_math.cuh", err));
@@ -139,6 +140,7 @@ static ft_status reduce_body(ft_strbuf *b, ft_math math, ft_ep_red r, int arg, c
                (int)r, arg, inner, post);
   ft_sb_printf(b, "#define FT_RED_POOL %d\n#define FT_RED_POOL_W %d\n#define FT_RED_POOL_ARG (%s)\n", (int)pool,
                pool != FT_RED_NONE ? pool_w : 1, pool != FT_RED_NONE ? pool_arg : "0.0f");
+  if (norm_arg) ft_sb_printf(b, "#define FT_RED_NORM_ARG (%s)\n", norm_arg);
   for (size_t i = 0; i < sizeof k_reduce_sources / sizeof k_reduce_sources[0]; i++)
     FT_TRY(sb_embedded(b, k_reduce_sources[i], err));
   return FT_OK;
@@ -150,8 +152,13 @@ static ft_status codegen_reduce(const ft_variant *v, const ft_family *fam, const
   const char *inner = NULL, *post = NULL;
   ft_ep_cuda_reduce(ep, &inner, &post);
   int arg = 0, pool_w = 0;
-  const char *pool_arg = NULL;
+  const char *pool_arg = NULL, *norm_arg = NULL;
   const ft_ep_red r = ft_ep_reduction(ep, &arg), pool = ft_ep_pool(ep, &pool_w, &pool_arg);
+  const int norm = ft_ep_norm(ep, &norm_arg) != FT_RED_NONE;
+  if (norm != (v->red.norm > 0))
+    return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: norm %d cannot compute '%s'%s (softmax or log_softmax of "
+                    "batchnorm runs in the column form with norm 1, every other reduction with norm 0)", v->red.norm,
+                    ft_ep_red_name(r), norm ? " of 'batchnorm'" : "");
   const int rowwise = r == FT_RED_SOFTMAX || r == FT_RED_LOG_SOFTMAX || r == FT_RED_GROUPNORM || r == FT_RED_BATCHNORM;
   if (rowwise != (v->red.cols == 0))
     return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: cols %d cannot compute '%s' (one-value reductions and pools run "
@@ -161,7 +168,7 @@ static ft_status codegen_reduce(const ft_variant *v, const ft_family *fam, const
   if (v->red.team > 0 && (!held_kind || pool != FT_RED_NONE || v->red.groups != (r == FT_RED_GROUPNORM ? arg : 1)))
     return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: the held form (team %d, %d segments a row) cannot compute '%s'%s",
                     v->red.team, v->red.groups, ft_ep_red_name(r), pool != FT_RED_NONE ? " of a pool" : "");
-  if (v->red.tile > 0 && r != FT_RED_BATCHNORM)
+  if (v->red.tile > 0 && r != FT_RED_BATCHNORM && !norm)
     return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: the column form (tiles of %d rows) computes batchnorm, not '%s'",
                     v->red.tile, ft_ep_red_name(r));
   if (pool != FT_RED_NONE && v->red.cols % pool_w)
@@ -174,7 +181,8 @@ static ft_status codegen_reduce(const ft_variant *v, const ft_family *fam, const
    * text, then its GEMM's files with the identity epilogue (the GEMM stores x W^T), one program. */
   const int own_gemm = ft_variant_gemm_before(v, NULL) == FT_GEMM_OWN;
   if (own_gemm) ft_sb_puts(&b, "#define FT_EP_COLV_SLOT -1\n#define FT_EP_MAT_MASK 0u\n#define FT_EP_RED_KIND 0\n");
-  ft_status s = reduce_body(&b, (ft_math)v->math, r, arg, inner, post, pool, pool_w, pool_arg, err);
+  ft_status s = reduce_body(&b, (ft_math)v->math, r, arg, inner, post, pool, pool_w, pool_arg, norm ? norm_arg : NULL,
+                            err);
   if (s == FT_OK && own_gemm) {
     ft_sb_puts(&b, "#define FT_EPILOGUE_EXPR (x)\n");
     for (const char *const *f = fam->sources; s == FT_OK && *f; f++) s = sb_embedded(&b, *f, err);
@@ -201,7 +209,7 @@ ft_status ft_codegen_eager_reduce(const ft_ep_step *step, ft_math math, int vec,
   ft_sb_printf(&b, "// fusedtune generated\n#define FT_BLOCK %d\n#define FT_VEC %d\n", FT_AUX_BLOCK, vec);
   /* A pool step: the windows of its operand as they are (IN0), y [M, n / w]. */
   const ft_status s = reduce_body(&b, math, step->reduce, step->arg, pool ? "IN0" : "x", "IN0",
-                                  pool ? step->reduce : FT_RED_NONE, step->arg, "x", err);
+                                  pool ? step->reduce : FT_RED_NONE, step->arg, "x", NULL, err);
   if (s != FT_OK) {
     free(b.p);
     return s;
@@ -245,6 +253,9 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
     if (ft_ep_pool(ep, NULL, NULL) != FT_RED_NONE)
       return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: the %s kernels reduce elements, not the windows of '%s'",
                       fam->name, ft_ep_red_name(ft_ep_pool(ep, NULL, NULL)));
+    if (matrix_mask(ep))
+      return ft__fail(err, FT_ERR_UNSUPPORTED, "codegen: the %s kernels do not read matrix '%s' in a reduction's "
+                      "argument (the reduction pass does)", fam->name, ft_ep_param_at(ep, __builtin_ctz(matrix_mask(ep)))->name);
     ft_ep_cuda_reduce(ep, &expr, &post);
     FT_TRY(check_expr(post, FT_EP_MAX_TEXT * 8, "post-reduction", err));
   }

@@ -10,7 +10,9 @@
  * measurement: the held form (team > 0; kernels_src/reduce_held.cu) gives each segment (a softmax's
  * row, a group) a team of threads holding it in registers, read once; the column form (tile > 0;
  * reduce_columns.cu) computes batchnorm's per-column partials over tiles of rows, merged in a fixed
- * order by the last block of each column strip, then applies them in a second kernel. GPU-free. */
+ * order by the last block of each column strip, then applies them in a second kernel; with norm, the
+ * form of softmax and log_softmax of batchnorm's values, the second kernel takes a row per block
+ * instead, each value normalized by its column's statistics as it is read. GPU-free. */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -41,6 +43,7 @@ static int red_valid(const ft_variant *v, char *why, size_t whylen) {
   if (r->tile > 0 && (r->tile > 65536 || r->tile % (r->block / 32) != 0))
     FT_WHY("tile %d: at most 65536 rows, a multiple of the block's %d warps", r->tile, r->block / 32);
   if ((r->team > 0 || r->tile > 0) && r->cols) FT_WHY("cols %d: the held and column forms run in place", r->cols);
+  if (r->norm < 0 || r->norm > 1 || (r->norm && r->tile <= 0)) FT_WHY("norm %d: 0, or 1 with the column form", r->norm);
   return 1;
 }
 
@@ -118,6 +121,7 @@ static ft_status red_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, co
   const ft_ep_red r = ep ? ft_ep_reduction(ep, &groups) : FT_RED_NONE;
   if (r == FT_RED_NONE || ft_ep_check_kernels(ep, NULL) != FT_OK) return FT_OK;
   const int rowwise = r == FT_RED_SOFTMAX || r == FT_RED_LOG_SOFTMAX || r == FT_RED_GROUPNORM || r == FT_RED_BATCHNORM;
+  const int norm = ft_ep_norm(ep, NULL) != FT_RED_NONE; /* softmax of batchnorm: the column form only */
   /* The span each access must divide: the row, or a group of it. */
   const int64_t span = r == FT_RED_GROUPNORM && groups > 0 ? n / groups : n;
   /* A pool's chunks are whole windows (wide 1024 or more), the last one too, so that codegen can
@@ -133,6 +137,11 @@ static ft_status red_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, co
   const int64_t unit = pooled ? w : v.vec, first = (1024 + unit - 1) / unit * unit;
   for (size_t b = 0; b < nblocks; b++) {
     v.red.block = blocks[b];
+    if (norm) {
+      v.red.norm = 1;
+      if (b == 0) FT_TRY(push_columns(v, m, n, k, lim, sink, err));
+      continue;
+    }
     if (rowwise) {
       v.red.cols = 0;
       if (ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) FT_TRY(ft_space_push(sink, &v, (double)b, err));
@@ -176,6 +185,7 @@ static void red_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, f
   g->grid[0] = (unsigned)m;
   if (v->red.team > 0) g->grid[0] = (unsigned)held_blocks(v, m);
   if (v->red.tile > 0) col_geometry(v, m, n, g);
+  if (v->red.norm) g->rgrid[0] = (unsigned)m, g->rgrid[1] = 1; /* then a block per row */
   if (v->red.cols > 0) {
     g->chunk_cols = (int)chunk_of(v, n);
     g->workspace_bytes = stats_offset(v, m, n) + (size_t)m * 2 * sizeof(float);
@@ -190,8 +200,8 @@ static int red_reg_cap(const ft_variant *v) {
 static void red_defines(const ft_variant *v, ft_strbuf *b) {
   ft_sb_printf(b, "#define FT_BLOCK %d\n#define FT_VEC %d\n", v->red.block, v->vec);
   ft_sb_printf(b, "#define FT_RED_FORM %d\n#define FT_RED_TEAM %d\n#define FT_RED_HELD %d\n#define FT_RED_GROUPS %d\n"
-               "#define FT_RED_TILE %d\n", v->red.team > 0 ? 1 : v->red.tile > 0 ? 2 : 0, v->red.team, v->red.held,
-               v->red.groups, v->red.tile);
+               "#define FT_RED_TILE %d\n", v->red.team > 0 ? 1 : v->red.norm ? 3 : v->red.tile > 0 ? 2 : 0, v->red.team,
+               v->red.held, v->red.groups, v->red.tile);
 }
 
 static const char *red_reduce_kernel(const ft_variant *v) { return v->red.tile > 0 ? "ft_reduce_apply" : NULL; }
@@ -234,12 +244,13 @@ static ft_status red_reduce_args(const ft_variant *v, const ft_launch_io *io, ft
 
 /* "red_b256_v8_c2048_bf16" (chunks of 2048 columns), "red_b256_v8_bf16" (softmax in place),
  * "red_b256_v8_t4_h1_g256_bf16" (held: teams of 4, one access each, 256 groups a row),
- * "red_b256_v8_r128_bf16" (batchnorm's column form, tiles of 128 rows). */
+ * "red_b256_v8_r128_bf16" (batchnorm's column form, tiles of 128 rows), "red_b256_v8_r128_n_bf16" (softmax
+ * of batchnorm: its column statistics over tiles of 128 rows, then a block per row). */
 static int red_name(const ft_variant *v, char *buf, size_t len) {
   char cols[48] = "";
   if (v->red.cols) snprintf(cols, sizeof cols, "_c%d", v->red.cols);
   if (v->red.team) snprintf(cols, sizeof cols, "_t%d_h%d_g%d", v->red.team, v->red.held, v->red.groups);
-  if (v->red.tile) snprintf(cols, sizeof cols, "_r%d", v->red.tile);
+  if (v->red.tile) snprintf(cols, sizeof cols, "_r%d%s", v->red.tile, v->red.norm ? "_n" : "");
   return snprintf(buf, len, "red_b%d_v%d%s%s%s", v->red.block, v->vec, cols, v->math ? "_" : "",
                   v->math ? ft_math_name((ft_math)v->math) : "");
 }
@@ -252,7 +263,7 @@ static const ft_json_key k_red_opt_keys[] = {
     {"math", offsetof(ft_variant, math)},     {"cols", offsetof(ft_variant, red.cols)},
     {"team", offsetof(ft_variant, red.team)}, {"held", offsetof(ft_variant, red.held)},
     {"groups", offsetof(ft_variant, red.groups)}, {"tile", offsetof(ft_variant, red.tile)},
-    {NULL, 0}};
+    {"norm", offsetof(ft_variant, red.norm)}, {NULL, 0}};
 
 static const char *const k_red_sources[] = {"kernels_src/reduce_pass.cu", "kernels_src/reduce_held.cu",
                                            "kernels_src/reduce_columns.cu", "kernels_src/reduce_entry.cu", NULL};

@@ -79,6 +79,8 @@ typedef struct ft_red_params {
   int groups; /* with team: segments per row (groupnorm's G, else 1), so the segment is known from N */
   int tile;   /* > 0: batchnorm's column form, partial statistics over tiles of this many rows, then
                * an apply kernel */
+  int norm;   /* 1 with tile: softmax or log_softmax of batchnorm's values; the apply kernel takes a row
+               * per block, normalizing each value by its column's statistics as it reads it */
 } ft_red_params;
 
 /* The kernel families' ids (ft_variant.family, ft_family.id), unique within a kind; the table is

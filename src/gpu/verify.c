@@ -282,7 +282,9 @@ static ft_status reduce_reference(ft_pdata *d, const ft_epilogue *ep, ft_err *er
   ft_status st = d->ref ? FT_OK : ft__fail(err, FT_ERR_NOMEM, "out of host memory for the reduction's reference");
   for (int s = 0; s < np && st == FT_OK; s++) {
     const ft_ep_param *p = ft_ep_param_at(ep, s);
-    const size_t len = p->kind == FT_PARAM_SCALAR ? 1 : (size_t)(p->kind == FT_PARAM_COLVEC ? d->n : d->m);
+    const size_t len = p->kind == FT_PARAM_SCALAR   ? 1
+                       : p->kind == FT_PARAM_MATRIX ? (size_t)d->m * (size_t)d->n
+                                                    : (size_t)(p->kind == FT_PARAM_COLVEC ? d->n : d->m);
     vals[s] = malloc(len * sizeof(double));
     if (!vals[s]) st = ft__fail(err, FT_ERR_NOMEM, "out of host memory for the reduction's reference");
     for (size_t i = 0; st == FT_OK && i < len; i++) vals[s][i] = p->kind == FT_PARAM_SCALAR ? d->args.s[s] : d->hvec[s][i];

@@ -20,6 +20,66 @@ static inline ft_epilogue *parse_ok_at(const char *text, int line) {
 }
 #define parse_ok(text) parse_ok_at((text), __LINE__)
 
+/* text parses to the canonical text want, a fixed point (want parses to itself, same hash); the
+ * parsed epilogue (the caller frees it), NULL after a failure. */
+static inline ft_epilogue *canon_fixed_at(const char *text, const char *want, int line) {
+  ft_epilogue *ep = parse_ok_at(text, line), *again = NULL;
+  if (!ep) return NULL;
+  if (strcmp(ft_ep_canonical(ep), want) != 0) {
+    fprintf(stderr, "%s:%d: canon(\"%s\") = \"%s\", want \"%s\"\n", __FILE__, line, text, ft_ep_canonical(ep), want);
+    ft_test_failures++;
+  }
+  again = parse_ok_at(ft_ep_canonical(ep), line);
+  if (again) ASSERT_EQ_STR(ft_ep_canonical(again), ft_ep_canonical(ep));
+  if (again) ASSERT_EQ_STR(ft_ep_hash(again), ft_ep_hash(ep));
+  ft_ep_free(again);
+  return ep;
+}
+
+/* The float64 reference of text over an m x n matrix (params by slot) against want[0, count),
+ * within relative tol; nothing is written past count (at most 64 outputs). */
+static inline void reference_is_at(const char *text, int64_t m, int64_t n, const double *x,
+                                   const double *const *params, const double *want, int64_t count, double tol,
+                                   int line) {
+  ft_epilogue *ep = parse_ok_at(text, line);
+  if (!ep) return;
+  double y[64];
+  for (int i = 0; i < 64; i++) y[i] = NAN;
+  ft_err err;
+  ft__err_clear(&err);
+  ft_status s = ft_ep_eval_matrix(ep, m, n, x, params, y, &err);
+  if (s != FT_OK) {
+    fprintf(stderr, "%s:%d: reference of \"%s\": %s\n", __FILE__, line, text, err.msg);
+    ft_test_failures++;
+  }
+  for (int64_t i = 0; s == FT_OK && i < count; i++) {
+    const int same = (isnan(want[i]) && isnan(y[i])) || y[i] == want[i] || fabs(y[i] - want[i]) <= tol * (1 + fabs(want[i]));
+    if (!same) {
+      fprintf(stderr, "%s:%d: \"%s\"[%lld] = %.17g, want %.17g\n", __FILE__, line, text, (long long)i, y[i], want[i]);
+      ft_test_failures++;
+    }
+  }
+  for (int64_t i = count; i < 64; i++) ASSERT_TRUE(isnan(y[i])); /* nothing written past the shape */
+  ft_ep_free(ep);
+}
+
+/* The canonical text of text is want (a fixed point), the reduction's CUDA texts (ft_ep_cuda_reduce)
+ * are inner and post, and a kernel serves it (ft_ep_check_kernels). */
+static inline void reduce_parts_at(const char *text, const char *want, const char *inner, const char *post, int line) {
+  ft_epilogue *ep = canon_fixed_at(text, want, line);
+  if (!ep) return;
+  const char *in = NULL, *po = NULL;
+  ft_ep_cuda_reduce(ep, &in, &po);
+  if (!in || !po || strcmp(in, inner) != 0 || strcmp(po, post) != 0) {
+    fprintf(stderr, "%s:%d: \"%s\": inner \"%s\", post \"%s\"; want \"%s\", \"%s\"\n", __FILE__, line, text,
+            in ? in : "(null)", po ? po : "(null)", inner, post);
+    ft_test_failures++;
+  }
+  ft_err err;
+  ASSERT_OK(ft_ep_check_kernels(ep, &err));
+  ft_ep_free(ep);
+}
+
 #include "space.h"
 
 /* The variants of kind for text's epilogue on (m, n, 64) in math on sm_90, of scope (FT_SPACE_PRUNED

@@ -6,20 +6,12 @@
 #include "epilogue_test_util.h"
 #include "fusedtune_tool.h"
 
-/* Canonical text of text is want, and it is a fixed point. */
+/* Canonical text of text is want, and it is a fixed point; no elementwise expression computes a
+ * reduction. */
 static void canon_is_at(const char *text, const char *want, int line) {
-  ft_epilogue *ep = parse_ok_at(text, line), *again = NULL;
-  if (!ep) return;
-  if (strcmp(ft_ep_canonical(ep), want) != 0) {
-    fprintf(stderr, "%s:%d: canon(\"%s\") = \"%s\", want \"%s\"\n", __FILE__, line, text, ft_ep_canonical(ep), want);
-    ft_test_failures++;
-  }
-  again = parse_ok_at(ft_ep_canonical(ep), line);
-  if (again) ASSERT_EQ_STR(ft_ep_canonical(again), ft_ep_canonical(ep));
-  if (again) ASSERT_EQ_STR(ft_ep_hash(again), ft_ep_hash(ep));
-  ASSERT_TRUE(ft_ep_cuda(ep) == NULL); /* no elementwise expression computes a reduction */
+  ft_epilogue *ep = canon_fixed_at(text, want, line);
+  if (ep) ASSERT_TRUE(ft_ep_cuda(ep) == NULL);
   ft_ep_free(ep);
-  ft_ep_free(again);
 }
 #define CANON_IS(text, want) canon_is_at((text), (want), __LINE__)
 
@@ -204,29 +196,6 @@ static void test_shapes(void) {
 }
 
 /* The reference of text over an m x n matrix, against want (computed here by hand). */
-static void reference_is_at(const char *text, int64_t m, int64_t n, const double *x, const double *const *params,
-                            const double *want, int64_t count, double tol, int line) {
-  ft_epilogue *ep = parse_ok_at(text, line);
-  if (!ep) return;
-  double y[64];
-  for (int i = 0; i < 64; i++) y[i] = NAN;
-  ft_err err;
-  ft__err_clear(&err);
-  ft_status s = ft_ep_eval_matrix(ep, m, n, x, params, y, &err);
-  if (s != FT_OK) {
-    fprintf(stderr, "%s:%d: reference of \"%s\": %s\n", __FILE__, line, text, err.msg);
-    ft_test_failures++;
-  }
-  for (int64_t i = 0; s == FT_OK && i < count; i++) {
-    const int same = (isnan(want[i]) && isnan(y[i])) || y[i] == want[i] || fabs(y[i] - want[i]) <= tol * (1 + fabs(want[i]));
-    if (!same) {
-      fprintf(stderr, "%s:%d: \"%s\"[%lld] = %.17g, want %.17g\n", __FILE__, line, text, (long long)i, y[i], want[i]);
-      ft_test_failures++;
-    }
-  }
-  for (int64_t i = count; i < 64; i++) ASSERT_TRUE(isnan(y[i])); /* nothing written past the shape */
-  ft_ep_free(ep);
-}
 #define REF_IS(text, m, n, x, params, want, count) \
   reference_is_at((text), (m), (n), (x), (params), (want), (count), 1e-15, __LINE__)
 

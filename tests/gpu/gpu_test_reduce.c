@@ -41,6 +41,21 @@ static const char *const k_exprs[] = {
     "groupnorm(x, 8)",
     "groupnorm(x + bias, 4)",
     "log_softmax(gelu(x + bias))",
+    /* A reduction written twice with the same argument: one, its value read twice. */
+    "logsumexp(x + bias) * mish(logsumexp(x + bias))",
+    "groupnorm(x, 16) * sigmoid(groupnorm(x, 16))",
+    "rowsum(maxpool(x, 2) * maxpool(x, 2))",
+    /* A matrix (`mat r`) read inside or after the reduction's argument, where y keeps N columns. */
+    "(groupnorm(x + bias, 1) + r) * r where mat r",
+    "softmax(x + r) * r where mat r",
+    "log_softmax(x * r) where mat r",
+    "relu(groupnorm(x + r, 16)) - r where mat r",
+    "batchnorm(x + r) - r where mat r",
+    "rowsum(x * r) where mat r",
+    "maxpool(x * r, 2) where mat r",
+    /* Softmax of batchnorm's values: the column-then-row form (red_..._r<tile>_n). */
+    "softmax(batchnorm(x + bias) * s) where col s",
+    "log_softmax(batchnorm(x * r) - r) where mat r",
 };
 #define N_EXPRS (sizeof k_exprs / sizeof k_exprs[0])
 

@@ -16,6 +16,7 @@ static const char *const k_exprs[] = {
     "-rowmin(x * r) where row r",
     "logsumexp(clamp(2 * (x + bias), -10, 10))",
     "logsumexp(x + bias)",
+    "logsumexp(x + bias) * mish(logsumexp(x + bias))", /* one reduction, its value read twice */
 };
 #define N_EXPRS (sizeof k_exprs / sizeof k_exprs[0])
 

@@ -29,6 +29,11 @@ static const problem k_problems[] = {
     {"batchnorm(x + bias) * 2", 1000, 2056, 384, 0},
     {"rowsum(maxpool(sigmoid(x), 2))", 77, 1004, 40, 0}, /* a pool inside: tcr_ does not fuse it */
     {"logsumexp(avgpool(x + bias, 4))", 300, 5000, 256, 0},
+    /* A matrix read by the pass: in place after a normalization, in a one-value reduction's argument
+     * (tcr_ does not read matrices). */
+    {"(groupnorm(x + bias, 1) + r) * r where mat r", 300, 1024, 256, 0},
+    {"rowsum(x * r) where mat r", 77, 1001, 40, 0},
+    {"softmax(batchnorm(x + bias) * 2)", 1000, 520, 256, 0}, /* the column-then-row form */
 };
 #define N_PROBLEMS (sizeof k_problems / sizeof k_problems[0])
 

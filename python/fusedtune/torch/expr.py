@@ -171,13 +171,15 @@ def check(e, kinds):
 
     def walk(n, ctx):
         if n.op in REDUCTIONS:
+            if any(same(n, r) and c == ctx for r, c in reds):
+                return  # written again with the same argument: the same reduction, its value reused
             reds.append((n, ctx))
             if not (uses(n.args[0], "x") or uses(n.args[0], "x2")):
                 leaves.append((n, "arg"))
             ctx = ctx + (n.op,)
             walk(n.args[0], ctx)
             return
-        if n.op in ("x", "x2") or (n.op == "param" and kinds.get(n.value) == "col"):
+        if n.op in ("x", "x2") or (n.op == "param" and kinds.get(n.value) in ("col", "mat")):
             leaves.append((n, ctx))
         for a in n.args:
             walk(a, ctx)
@@ -185,33 +187,32 @@ def check(e, kinds):
     for n, ctx in leaves:
         if ctx == "arg":
             return f"'{n.op}' of an expression that does not use x"
-    mats = sorted(n for n, k in kinds.items() if k == "mat")
-    if reds and mats:
-        return (f"matrix '{mats[0]}' with the reduction '{reds[0][0].op}': the language does not combine a "
-                f"matrix operand with a reduction")
     if reds and uses(e, "x2"):
         return f"x2 (a gated pair's second product) with the reduction '{reds[0][0].op}': not supported"
     outer = [n.op for n, ctx in reds if not ctx]
     if len(outer) > 1:
-        return (f"its result read twice after '{outer[0]}'" if outer[0] == outer[1] else
+        return (f"a second '{outer[1]}' with another argument" if outer[0] == outer[1] else
                 f"a second reduction '{outer[1]}' (the first is '{outer[0]}')") + ": an epilogue holds one reduction"
     for n, ctx in reds:
         if ctx:
-            if n.op not in POOLS or len(ctx) > 1 or ctx[0] not in ROW_ONE + ROW_FULL:
-                return (f"'{n.op}' inside '{ctx[-1]}': a reduction may hold only a pool, and only a row "
-                        f"reduction may hold one")
-            if ctx[0] in ROW_FULL:
+            if (n.op not in POOLS and n.op != "batchnorm") or len(ctx) > 1 or ctx[0] not in ROW_ONE + ROW_FULL:
+                return (f"'{n.op}' inside '{ctx[-1]}': a reduction may hold only a pool or batchnorm, and only a "
+                        f"row reduction may hold one")
+            if (ctx[0] in ROW_FULL) != (n.op == "batchnorm"):  # softmax of a pool; rowsum of batchnorm
                 return f"no kernel serves '{ctx[0]}' of '{n.op}' yet"
     if outer:
         r = outer[0]
-        depth = 2 if any(ctx for _, ctx in reds) else 1  # inside the pool of a row reduction of a pool
+        inner = [n.op for n, ctx in reds if ctx]  # a pool or batchnorm inside the row reduction
+        depth = 2 if inner else 1
+        pooled = bool(inner) and inner[0] in POOLS
         for n, ctx in leaves:
             if n.op in ("x", "x2") and len(ctx) < depth:
-                where = f"outside '{r}'" if not ctx else f"inside '{r}' but outside its pool"
+                where = f"outside '{r}'" if not ctx else f"inside '{r}' but outside its {inner[0]}"
                 return f"{n.op} is read {where}: an epilogue reads it only inside its reduction"
-            if n.op == "param" and len(ctx) < depth and (r in ROW_ONE or r in POOLS or depth == 2):
+            if n.op == "param" and len(ctx) < depth and (r in ROW_ONE or r in POOLS or pooled):
                 result = "[M]" if r in ROW_ONE and not ctx else "pooled"
-                return f"'{n.value}' is a col vector (N values) but meets the {result} result of '{r}'"
+                what = "matrix ([M, N])" if kinds.get(n.value) == "mat" else "col vector (N values)"
+                return f"'{n.value}' is a {what} but meets the {result} result of '{r}'"
     t = epilogue_text(e, kinds)
     if len(t) > MAX_TEXT:
         return f"its text is {len(t)} bytes, more than the language's {MAX_TEXT}"

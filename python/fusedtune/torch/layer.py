@@ -429,7 +429,7 @@ class FusedLinear(nn.Module):
         for (name, kind), t in zip(vec_slots, operands):
             if kind == "mat":
                 check_tensor(name, t, dtype=mode.dtype, device=dev, shape=lead + (n,),
-                             hint=" (a matrix: the output's shape)")
+                             hint=" (a matrix: the GEMM result's shape, [..., out_features])")
             else:
                 hint = " (a col vector: out_features long)" if kind == "col" else " (a row vector: one per input row)"
                 check_tensor(name, t, dtype=mode.dtype, device=dev, shape=(n if kind == "col" else m,), hint=hint)

@@ -237,7 +237,7 @@ static const ft_json_key k_tcp_opt_keys[] = {
     {"tstore", offsetof(ft_variant, tc.tstore)}, {"cols", offsetof(ft_variant, red.cols)},
     {"team", offsetof(ft_variant, red.team)},   {"held", offsetof(ft_variant, red.held)},
     {"groups", offsetof(ft_variant, red.groups)}, {"tile", offsetof(ft_variant, red.tile)},
-    {NULL, 0}};
+    {"norm", offsetof(ft_variant, red.norm)},   {NULL, 0}};
 
 /* Its own GEMM (family tc's kernel in the same program) writes x W^T before the pass. */
 static ft_gemm_before tcp_gemm_before(const ft_variant *v, ft_lt_prefix *lt) {

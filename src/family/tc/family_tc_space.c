@@ -372,9 +372,10 @@ ft_status ft__tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, const 
 
 int ft__tc_fuses_reduction(const ft_epilogue *ep) {
   const ft_ep_red r = ep ? ft_ep_reduction(ep, NULL) : FT_RED_NONE;
-  /* A pool inside the reduction folds windows, not elements: the reduction pass's alone. */
+  /* A pool inside the reduction folds windows, not elements, and a matrix in its argument would be
+   * read by the tile: the reduction pass's alone (in 3xtf32 also tc_pass's). */
   return r >= FT_RED_ROWSUM && r <= FT_RED_LOGSUMEXP && ft_ep_pool(ep, NULL, NULL) == FT_RED_NONE &&
-         ft_ep_check_kernels(ep, NULL) == FT_OK;
+         !ft_ep_has_matrix(ep) && ft_ep_check_kernels(ep, NULL) == FT_OK;
 }
 
 ft_status ft__tc_enumerate_reduce(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,

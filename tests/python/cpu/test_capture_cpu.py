@@ -170,6 +170,17 @@ class MaxMinusMean(nn.Module):  # 80_Gemm_Max_Subtract_GELU
         return F.gelu(x)
 
 
+class BatchNormScaleSoftmax(nn.Module):  # 84_Gemm_BatchNorm_Scaling_Softmax (training mode)
+    def __init__(self):
+        super().__init__()
+        self.gemm = nn.Linear(K, N)
+        self.bn = nn.BatchNorm1d(N)
+        self.scale = nn.Parameter(torch.ones(1) * 1.5)
+
+    def forward(self, x):
+        return torch.softmax(self.scale * self.bn(self.gemm(x)), dim=1)
+
+
 class WeightKN(nn.Module):  # x @ W with W stored [K, N], and addmm
     def __init__(self):
         super().__init__()
@@ -319,8 +330,9 @@ CASES = {
                 [("8x64x32", "x + bias", "fp32", "matmul")],
                 {"dropout": "dropout(p=0.2) in training mode zeroes random elements"}),
     "logsumexp_mish": (LogsumexpMish, lambda: (torch.randn(M, K),),
-                       [("8x64x32", "logsumexp(clamp((x + bias) * 2 * 2, -10, 10))", "fp32", "matmul")],
-                       {"mul_1": "its result read twice after 'logsumexp': an epilogue holds one reduction"}),
+                       # l * mish(l): the reduction written twice with the same argument, its value reused
+                       [("8x64x32", "logsumexp(clamp((x + bias) * 2 * 2, -10, 10)) * "
+                         "mish(logsumexp(clamp((x + bias) * 2 * 2, -10, 10)))", "fp32", "matmul")], {}),
     "sigmoid_residual": (SigmoidResidual, lambda: (torch.randn(M, K),),
                          [("8x64x32", "sigmoid(x + bias) * 2 + (x + bias)", "fp32", "gemm")], {}),
     "divide_sum": (DivideSum, lambda: (torch.randn(M, K),),
@@ -328,11 +340,14 @@ CASES = {
     "pool_sum": (PoolSum, lambda: (torch.randn(M, K),),
                  [("8x64x32", "rowsum(maxpool(x + bias, 2)) * 0.5", "fp32", "matmul")], {}),
     "instancenorm": (InstanceNormResidual, lambda: (torch.randn(M, K), torch.randn(M, N)),
-                     [("8x64x32", "groupnorm(x + bias, 1)", "fp32", "bmm")],
-                     {"add": "matrix 'y' with the reduction 'groupnorm'"}),
+                     # a matrix read after an in-place normalization: the reduction pass reads it
+                     [("8x64x32", "(groupnorm(x + bias, 1) + m1) * m1 where mat m1", "fp32", "bmm")], {}),
     "max_minus_mean": (MaxMinusMean, lambda: (torch.randn(M, K),),
-                       [("8x64x32", "rowmax(x + bias)", "fp32", "gemm")],
-                       {"sub": "its result read twice after 'rowmax'"}),
+                       # the mean of the [M, 1] max is the max: its value read twice
+                       [("8x64x32", "gelu(rowmax(x + bias) - rowmax(x + bias))", "fp32", "gemm")], {}),
+    "batchnorm_softmax": (BatchNormScaleSoftmax, lambda: (torch.randn(M, K),),
+                          [("8x64x32", "softmax((batchnorm(x + bias) * v1 + v2) * s1) where scalar s1, col v1, col v2",
+                            "fp32", "gemm")], {}),
     "weight_kn": (WeightKN, lambda: (torch.randn(M, K),),
                   [("8x64x32", "tanh(x)", "fp32", ""), ("8x64x32", "x + bias", "fp32", "")], {}),
     "residual_row": (ResidualRow, lambda: (torch.randn(M, K), torch.randn(M, N)),
@@ -440,6 +455,38 @@ class CaptureCpuTest(unittest.TestCase):
         for name in CASES:
             with self.subTest(name):
                 self.run_case(name)
+
+    def test_reduction_reused(self):
+        # A reduction written twice with the same argument is one, its value reused; two different
+        # ones stay refused in one line naming both (the library's rule, docs/EPILOGUE.md).
+        from fusedtune.torch import expr as E
+        lse = lambda: E.call("logsumexp", E.X + E.param("bias"))  # noqa: E731
+        self.assertIsNone(E.check(lse() * E.call("mish", lse()), {"bias": "col"}))
+        self.assertIsNone(E.check(E.call("rowsum", E.call("maxpool", E.X, 2) * E.call("maxpool", E.X, 2)), {}))
+        self.assertEqual(E.check(E.call("rowmax", E.X) - E.call("rowmean", E.X), {}),
+                         "a second reduction 'rowmean' (the first is 'rowmax'): an epilogue holds one reduction")
+        self.assertEqual(E.check(E.call("logsumexp", E.X) * E.call("logsumexp", E.X * 2), {}),
+                         "a second 'logsumexp' with another argument: an epilogue holds one reduction")
+        # a matrix goes where a col vector may: not after a one-value reduction or a pool
+        r = E.param("r")
+        self.assertIsNone(E.check((E.call("groupnorm", E.X + E.param("bias"), 1) + r) * r, {"bias": "col", "r": "mat"}))
+        self.assertIsNone(E.check(E.call("rowsum", E.X * r), {"r": "mat"}))
+        self.assertEqual(E.check(E.call("rowsum", E.X) + r, {"r": "mat"}),
+                         "'r' is a matrix ([M, N]) but meets the [M] result of 'rowsum'")
+        self.assertEqual(E.check(E.call("maxpool", E.X, 2) * r, {"r": "mat"}),
+                         "'r' is a matrix ([M, N]) but meets the pooled result of 'maxpool'")
+        # softmax of batchnorm's values is served (the pass's column-then-row form), a one-value
+        # reduction of them not yet: capture leaves that in PyTorch
+        self.assertIsNone(E.check(E.call("softmax", E.call("batchnorm", E.X) * 2), {}))
+        self.assertEqual(E.check(E.call("logsumexp", E.call("batchnorm", E.X)), {}),
+                         "no kernel serves 'logsumexp' of 'batchnorm' yet")
+        x = torch.randn(3, 5)
+        got = E.evaluate(lse() * E.call("mish", lse()), x, params={"bias": torch.ones(5)})
+        want = torch.logsumexp(x + 1, dim=-1, keepdim=True)
+        torch.testing.assert_close(got, want * F.mish(want))
+        if library_loads():
+            text = E.epilogue_text(lse() * E.call("mish", lse()), {"bias": "col"})
+            self.assertEqual(fusedtune.inspect_epilogue(text).canonical, text)
 
     def test_epilogues_parse(self):
         # Each captured text is the library's canonical form of itself (capture writes it without
