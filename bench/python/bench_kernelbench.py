@@ -204,6 +204,8 @@ def main(argv=None):
         print(f"geometric mean x eager {geo:.3f} over {len(speed)}; min {min(speed):.3f}"
               + (f"; x compile geomean {math.exp(sum(math.log(s) for s in vs_compile) / len(vs_compile)):.3f}, "
                  f"min {min(vs_compile):.3f}" if vs_compile else ""))
+    if args.tune:  # what tuning the set took (fusedtune.torch.tune, skipping what the database held)
+        print(f"tuning: {sum(r.get('tune_s', 0.0) for r in rows):.1f} s for {len(rows)} problem(s)")
     return 1 if bad else 0
 
 
