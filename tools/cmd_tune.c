@@ -178,7 +178,9 @@ static double vs_eager(const ft_result_info *e, const ft_tune_report *s) {
   return vs_gemm(e) > 0 && vs_gemm(eg) > 0 ? vs_gemm(e) / vs_gemm(eg) : eg->median_ms / e->median_ms;
 }
 
-static void print_row(const ft_result_info *e, const ft_tune_report *s) {
+/* w: the variant column's width, the longest name shown (a tc_pass name, GEMM then pass, runs past
+ * 48 characters and is printed whole). */
+static void print_row(const ft_result_info *e, const ft_tune_report *s, int w) {
   char sp[16] = "-", tf[16] = "-", ms[16] = "-", vg[16] = "-";
   if (e->status == FT_RESULT_OK) {
     snprintf(ms, sizeof ms, "%.4f", e->median_ms);
@@ -186,26 +188,33 @@ static void print_row(const ft_result_info *e, const ft_tune_report *s) {
     if (vs_eager(e, s) > 0) snprintf(sp, sizeof sp, "%.3fx", vs_eager(e, s));
     if (vs_gemm(e) > 0) snprintf(vg, sizeof vg, "%.3fx", vs_gemm(e));
   }
-  printf("  %-16s %-48.48s %-12s %10s %8s %10.2e %8s %8s\n", ft_strategy_name(e->strategy), e->variant,
+  printf("  %-16s %-*s %-12s %10s %8s %10.2e %8s %8s\n", ft_strategy_name(e->strategy), w, e->variant,
          ft_result_status_name(e->status), ms, tf, e->rel_err, sp, vg);
 }
 
 static void print_summary(const tune_cli *t, const ft_tune_report *s) {
   printf("\n%s  %lldx%lldx%lld  epilogue %s  %s\n", s->device_name, (long long)t->p.m, (long long)t->p.n,
          (long long)t->p.k, s->epilogue, ft_math_name(t->p.math));
-  printf("  %-16s %-48s %-12s %10s %8s %10s %8s %8s\n", "strategy", "variant", "status", "median_ms", "TFLOP/s", "rel_err",
-         "vs eager", "vs GEMM");
   ft_result_info *sorted = malloc((size_t)s->n_results * sizeof *sorted + 1);
   if (!sorted) return;
   if (s->n_results > 0) { /* results is NULL when there are none */
     memcpy(sorted, s->results, (size_t)s->n_results * sizeof *sorted);
     qsort(sorted, (size_t)s->n_results, sizeof *sorted, cmp_entry);
   }
+  /* The rows shown: every baseline, then the ten fastest correct candidates. */
+  int w = 48, shown = 0;
+  for (int i = 0; i < s->n_results; i++) {
+    const int row = !is_candidate(&sorted[i]) || (sorted[i].status == FT_RESULT_OK && shown++ < 10);
+    const int len = (int)strnlen(sorted[i].variant, sizeof sorted[i].variant);
+    if (row && len > w) w = len;
+  }
+  printf("  %-16s %-*s %-12s %10s %8s %10s %8s %8s\n", "strategy", w, "variant", "status", "median_ms", "TFLOP/s",
+         "rel_err", "vs eager", "vs GEMM");
   for (int i = 0; i < s->n_results; i++)
-    if (!is_candidate(&sorted[i])) print_row(&sorted[i], s);
-  int shown = 0;
+    if (!is_candidate(&sorted[i])) print_row(&sorted[i], s, w);
+  shown = 0;
   for (int i = 0; i < s->n_results && shown < 10; i++)
-    if (is_candidate(&sorted[i]) && sorted[i].status == FT_RESULT_OK) print_row(&sorted[i], s), shown++;
+    if (is_candidate(&sorted[i]) && sorted[i].status == FT_RESULT_OK) print_row(&sorted[i], s, w), shown++;
   free(sorted);
   printf("\n%d candidates: %d measured now (%d ok, %d wrong_result, %d compile_error, %d launch_error, %d timeout), "
          "%d measured before (--retune to repeat)%s\n",
