@@ -48,11 +48,11 @@ const ft_family *ft_family_named(const char *name) {
 const ft_family *ft_family_of(const ft_variant *v) { return v ? ft_family_find(v->kind, v->family) : NULL; }
 
 ft_gemm_before ft_variant_gemm_before(const ft_variant *v, ft_lt_prefix *lt) {
-  ft_lt_prefix none = {-1, FT_EP_LT_NONE, -1};
+  const ft_lt_prefix none = {-1, FT_EP_LT_NONE, -1};
+  ft_lt_prefix got = none;
   const ft_family *fam = ft_family_of(v);
-  const ft_gemm_before before = fam && fam->gemm_before ? fam->gemm_before(v, &none) : FT_GEMM_IN_KERNEL;
-  if (before != FT_GEMM_CUBLASLT) none = (ft_lt_prefix){-1, FT_EP_LT_NONE, -1};
-  if (lt) *lt = none;
+  const ft_gemm_before before = fam && fam->gemm_before ? fam->gemm_before(v, &got) : FT_GEMM_IN_KERNEL;
+  if (lt) *lt = before == FT_GEMM_CUBLASLT ? got : none;
   return before;
 }
 

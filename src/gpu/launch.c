@@ -108,7 +108,7 @@ static ft_status plain_lt_init(ft_launchable *t, ft_err *err) {
     }
   }
   if (s != FT_OK) return math == FT_MATH_FP8 ? s : FT_OK;
-  t->lt_handle = (cublasLtHandle_t)h, t->lt_plain = 1, t->lt_bias_slot = -1;
+  t->lt_handle = (cublasLtHandle_t)h, t->lt_plain = 1;
   return FT_OK;
 }
 
@@ -130,9 +130,7 @@ ft_status ft_launchable_init(ft_launchable *L, ft_gpu *g, const ft_variant *v, i
   memset(&t, 0, sizeof t);
   t.v = *v, t.fam = fam, t.g = g, t.m = m, t.n = n, t.k = k;
   ft_variant_geometry(v, m, n, k, &t.geom);
-  ft_lt_prefix lt;
-  t.before = ft_variant_gemm_before(v, &lt);
-  t.lt_bias_slot = lt.bias_slot, t.lt_act = lt.act, t.lt_c_slot = lt.c_slot;
+  t.before = ft_variant_gemm_before(v, &t.lt_steps);
   if ((t.before == FT_GEMM_OWN) != (t.geom.own_gemm != 0))
     return ft__fail(err, FT_ERR_INTERNAL, "launch: family %s's geometry and its GEMM before the kernel disagree", fam->name);
   if (t.geom.has_reduce && !(reduce && reduce[0]))
@@ -182,7 +180,8 @@ ft_status ft_launchable_init(ft_launchable *L, ft_gpu *g, const ft_variant *v, i
     if (s == FT_OK && after_lt) s = ft_gpu_cublaslt(g, &h, err);
     if (s == FT_OK && after_lt) t.lt_handle = (cublasLtHandle_t)h;
     if (s == FT_OK && after_lt)
-      s = ft_lt_gemm_init(&t.lt, t.lt_handle, (ft_math)v->math, m, n, k, lt_epilogue(t.lt_bias_slot >= 0, t.lt_act), NULL,
+      s = ft_lt_gemm_init(&t.lt, t.lt_handle, (ft_math)v->math, m, n, k,
+                          lt_epilogue(t.lt_steps.bias_slot >= 0, t.lt_steps.act), NULL,
                           FT_LAUNCH_LT_WORKSPACE, 16, err); /* x, W, y and the bias: 16-byte aligned (alignment) */
     if (s == FT_OK && after_lt) {
       const cudaError_t e = cudaMalloc(&t.lt_ws, FT_LAUNCH_LT_WORKSPACE);
@@ -300,19 +299,19 @@ ft_status ft_launchable_enqueue(ft_launchable *L, const void *x, const void *w, 
     return ft__fail(err, FT_ERR_INVALID_ARG, "fp8: x, W and y must be 16-byte aligned for cuBLASLt's FP8 GEMM");
   if (after_gemm && L->lt_handle && lt_aligned) {
     /* cuBLASLt's bias GEMM: its algorithms read the bias in 16-byte units. */
-    const void *bias = L->lt_bias_slot >= 0 ? ep->v[L->lt_bias_slot] : NULL;
-    if (L->lt_bias_slot >= 0 && (!bias || (uintptr_t)bias % 16))
+    const void *bias = L->lt_steps.bias_slot >= 0 ? ep->v[L->lt_steps.bias_slot] : NULL;
+    if (L->lt_steps.bias_slot >= 0 && (!bias || (uintptr_t)bias % 16))
       return ft__fail(err, FT_ERR_INVALID_ARG, "the epilogue's bias (vector slot %d) must be bound and 16-byte aligned: "
-                      "this configuration (\"lt\") adds it in cuBLASLt's GEMM", L->lt_bias_slot);
-    const void *c = L->lt_c_slot >= 0 ? ep->v[L->lt_c_slot] : NULL;
-    if (L->lt_c_slot >= 0 && (!c || (uintptr_t)c % 16))
+                      "this configuration (\"lt\") adds it in cuBLASLt's GEMM", L->lt_steps.bias_slot);
+    const void *c = L->lt_steps.c_slot >= 0 ? ep->v[L->lt_steps.c_slot] : NULL;
+    if (L->lt_steps.c_slot >= 0 && (!c || (uintptr_t)c % 16))
       return ft__fail(err, FT_ERR_INVALID_ARG, "the epilogue's matrix (slot %d) must be bound and 16-byte aligned: "
-                      "this configuration (\"ltc\") adds it in cuBLASLt's GEMM", L->lt_c_slot);
+                      "this configuration (\"ltc\") adds it in cuBLASLt's GEMM", L->lt_steps.c_slot);
     int pitch = 0; /* the matrix's row pitch, int bits in its scalar word: cuBLASLt's C is laid out as y */
-    if (L->lt_c_slot >= 0) memcpy(&pitch, &ep->s[L->lt_c_slot], sizeof pitch);
-    if (L->lt_c_slot >= 0 && pitch != L->n)
+    if (L->lt_steps.c_slot >= 0) memcpy(&pitch, &ep->s[L->lt_steps.c_slot], sizeof pitch);
+    if (L->lt_steps.c_slot >= 0 && pitch != L->n)
       return ft__fail(err, FT_ERR_INVALID_ARG, "the epilogue's matrix (slot %d) has rows %d elements apart, not %d: "
-                      "this configuration (\"ltc\") reads it as cuBLASLt's C, laid out as y", L->lt_c_slot, pitch, L->n);
+                      "this configuration (\"ltc\") reads it as cuBLASLt's C, laid out as y", L->lt_steps.c_slot, pitch, L->n);
     FT_TRY(ft_lt_gemm_run(&L->lt, L->lt_handle, x, w, gemm_y, bias, c, L->lt_ws, stream, err));
   } else if (after_gemm) {
     FT_TRY(run_gemm_before(L, x, w, gemm_y, gemm_cols(L), stream, err));

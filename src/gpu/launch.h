@@ -20,9 +20,7 @@ typedef struct ft_launchable {
   ft_gemm_before before; /* what writes x W^T before the family's kernel (ft_variant_gemm_before) */
   ft_lt_gemm lt; /* with FT_GEMM_CUBLASLT: cuBLASLt's GEMM with a bias, an activation or a residual */
   cublasLtHandle_t lt_handle; /* the device's (ft_gpu_cublaslt), not owned */
-  int lt_bias_slot;           /* with lt_handle: the vector slot its epilogue adds, or -1 */
-  ft_ep_lt_act lt_act;        /* with lt_handle: the activation it applies */
-  int lt_c_slot;              /* with lt_handle: the matrix slot it adds as its C (beta 1), or -1 */
+  ft_lt_prefix lt_steps;      /* with FT_GEMM_CUBLASLT: the E steps its GEMM applies (bias, activation, C) */
   int lt_plain;               /* with lt_handle: cuBLAS's plain GEMM as cuBLASLt's, for aligned operands */
   void *lt_ws;   /* its workspace, owned */
   int m, n, k;
