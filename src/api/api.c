@@ -599,6 +599,16 @@ ft_status ft__tune_summary(ft_ctx *ctx, const ft_problem *p, const ft_tune_optio
                      .worker_exe = worker,
                      .device = ft__current_device(),
                      .prune_ffma = p->math == FT_MATH_FP32 && !(FT_OPT_HAS(opt, mode_only) && opt->mode_only)};
+  /* The device this context opened (the fp32 default asks it which modes to tune): a repeat
+   * then finds nothing to measure without starting a worker. */
+  ft_runner_device known;
+  if (ctx->gpu) {
+    memset(&known, 0, sizeof known);
+    known.info = *ft_gpu_info(ctx->gpu);
+    known.limits = *ft_gpu_limits(ctx->gpu);
+    snprintf(known.arch, sizeof known.arch, "%s", ft_gpu_arch(ctx->gpu));
+    req.device_known = &known;
+  }
   if (!opt->quiet && FT_OPT_HAS(opt, progress_user)) {
     req.progress = opt->progress;
     req.progress_user = opt->progress_user;

@@ -523,8 +523,37 @@ static void end_compiling(tuner *t) {
   t->sum->phases.compile_wait_s += cs.wait_s;
 }
 
-/* The runner opens the device; the candidates are enumerated and start compiling while it
- * prepares the data (about a second); then the baselines, then the search. */
+/* A repeat of a finished tune: nothing to measure, so no data, reference or baselines either;
+ * the stored best stands (--retune measures again). */
+static int nothing_to_do(tuner *t) {
+  int todo = 0;
+  for (int i = 0; i < t->nc; i++) todo += !t->c[i].known;
+  if (t->nc == 0 || todo > 0) return 0;
+  t->sum->n_skipped_known = t->nc;
+  report_step(t, "compiled", "every candidate was measured before with today's kernel sources: nothing to do "
+                             "(--retune measures again)");
+  return 1;
+}
+
+/* The run's record, its candidates, and their compilation started (*done: none to measure). */
+static ft_status plan_candidates(tuner *t, int *done, ft_err *err) {
+  const double t0 = ft__now_s();
+  FT_TRY(setup(t, err));
+  FT_TRY(enumerate_all(t, err));
+  *done = nothing_to_do(t);
+  if (!*done) FT_TRY(start_compiling(t, err));
+  t->sum->phases.enumerate_s = ft__now_s() - t0;
+  if (*done) return FT_OK;
+  char line[200];
+  snprintf(line, sizeof line, "%s search of %d candidate(s): compiling in its order on %d thread(s), beside the "
+           "preparation and the timing...", t->req->search, t->nc, ft_compile_plan_threads(t->plan));
+  report_step(t, "compiling", line);
+  return FT_OK;
+}
+
+/* The runner opens the device and prepares the data (about a second) while the candidates compile;
+ * then the baselines, then the search. When the caller has the device open already, the
+ * candidates are planned before the worker starts, and a repeat of a finished tune starts none. */
 static ft_status tune_body(tuner *t, ft_err *err) {
   char no_worker[9000]; /* two paths of up to PATH_MAX */
   if (!t->req->worker_exe)
@@ -541,27 +570,25 @@ static ft_status tune_body(tuner *t, ft_err *err) {
                              .seed = t->req->seed,
                              .flush_l2 = t->req->flush_l2};
   double t0 = ft__now_s();
-  FT_TRY(ft_runner_start(t->p, &ro, &t->runner, &t->dev, err));
-  const double t_enum = ft__now_s();
-  FT_TRY(setup(t, err));
-  FT_TRY(enumerate_all(t, err));
-  int todo = 0;
-  for (int i = 0; i < t->nc; i++) todo += !t->c[i].known;
-  if (t->nc > 0 && todo == 0) {
-    /* A repeat of a finished tune: nothing to measure, so no data, reference or baselines either;
-     * the stored best stands (--retune measures again). */
-    t->sum->n_skipped_known = t->nc;
-    ph->enumerate_s = ft__now_s() - t_enum;
-    report_step(t, "compiled", "every candidate was measured before with today's kernel sources: nothing to do "
-                               "(--retune measures again)");
-    return FT_OK;
+  const int early = t->req->device_known != NULL;
+  int done = 0;
+  if (early) {
+    t->dev = *t->req->device_known;
+    FT_TRY(plan_candidates(t, &done, err));
+    if (done) return FT_OK;
   }
-  FT_TRY(start_compiling(t, err));
-  ph->enumerate_s = ft__now_s() - t_enum;
-  char line[200];
-  snprintf(line, sizeof line, "%s search of %d candidate(s): compiling in its order on %d thread(s), beside the "
-           "preparation and the timing...", t->req->search, t->nc, ft_compile_plan_threads(t->plan));
-  report_step(t, "compiling", line);
+  ft_runner_device found;
+  FT_TRY(ft_runner_start(t->p, &ro, &t->runner, &found, err));
+  if (early && strcmp(found.info.fingerprint, t->dev.info.fingerprint) != 0)
+    return ft__fail(err, FT_ERR_CUDA, "the worker found device %d to be %s (fingerprint %s), the caller %s (%s); "
+                    "is CUDA_VISIBLE_DEVICES the same for both?", t->req->device, found.info.name,
+                    found.info.fingerprint, t->dev.info.name, t->dev.info.fingerprint);
+  t->dev.gpu_open_s = found.gpu_open_s;
+  if (!early) {
+    t->dev = found;
+    FT_TRY(plan_candidates(t, &done, err));
+    if (done) return FT_OK;
+  }
   FT_TRY(ft_runner_prepare(t->runner, &t->ready, err));
   ph->prepare_s = ft__now_s() - t0;
   ph->gpu_open_s = t->dev.gpu_open_s;
@@ -575,6 +602,7 @@ static ft_status tune_body(tuner *t, ft_err *err) {
   ft_status s = search(t, err);
   ph->search_s = ft__now_s() - t0;
   end_compiling(t); /* the threads stopped; what they compiled ahead is cached and counted */
+  char line[200];
   snprintf(line, sizeof line, "compiled %d, %d from the cache, %.1f s of compilation", t->sum->n_compiled,
            t->sum->n_cached, t->sum->compile_s);
   report_step(t, "compiled", line);
