@@ -37,3 +37,10 @@ double ft_tolerance_with_chain(ft_math math, double tol, double chain_rel_err) {
   if (t > FT_TOL_FP32) t = FT_TOL_FP32;
   return t > tol ? t : tol;
 }
+
+double ft_tolerance_rows_with_chain(ft_math math, double tol, double chain_rel_err) {
+  if (math != FT_MATH_3XTF32 || !isfinite(chain_rel_err) || chain_rel_err < 0) return tol;
+  double t = 2.0 * chain_rel_err;
+  if (t < 0x1.0p-23) t = 0x1.0p-23;
+  return t < FT_TOL_FP32 ? t : FT_TOL_FP32;
+}

@@ -157,6 +157,15 @@ static void test_tolerance(void) {
   ASSERT_NEAR(ft_tolerance_with_chain(FT_MATH_3XTF32, 1.15e-6, -1), 1.15e-6, 0);
   ASSERT_NEAR(ft_tolerance_with_chain(FT_MATH_BF16, 7e-3, 9e-3), 7e-3, 0);
   ASSERT_NEAR(ft_tolerance_with_chain(FT_MATH_FP32, FT_TOL_FP32, 2e-5), FT_TOL_FP32, 0);
+  /* One value per row: the chain's own error twice, lowered below the rule too, one unit roundoff
+   * at least, fp32's bound at most; other modes and unusable measurements keep the rule's. */
+  ASSERT_NEAR(ft_tolerance_rows_with_chain(FT_MATH_3XTF32, 9.54e-7, 8e-8), 1.6e-7, 1e-20);
+  ASSERT_NEAR(ft_tolerance_rows_with_chain(FT_MATH_3XTF32, 9.54e-7, 1e-6), 2e-6, 1e-20);
+  ASSERT_NEAR(ft_tolerance_rows_with_chain(FT_MATH_3XTF32, 9.54e-7, 0), 0x1.0p-23, 0);
+  ASSERT_NEAR(ft_tolerance_rows_with_chain(FT_MATH_3XTF32, 9.54e-7, 0.5), FT_TOL_FP32, 0);
+  ASSERT_NEAR(ft_tolerance_rows_with_chain(FT_MATH_3XTF32, 9.54e-7, NAN), 9.54e-7, 0);
+  ASSERT_NEAR(ft_tolerance_rows_with_chain(FT_MATH_3XTF32, 9.54e-7, -1), 9.54e-7, 0);
+  ASSERT_NEAR(ft_tolerance_rows_with_chain(FT_MATH_BF16, 7e-3, 1e-6), 7e-3, 0);
 }
 
 /* The epilogue-pass variants ft_sample_pick keeps at stride and every eager step of the seed

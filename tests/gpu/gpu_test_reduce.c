@@ -123,8 +123,13 @@ static int check_problem(ft_gpu *g, const char *expr, const shape *sh, ft_math m
     if (st == FT_OK) st = ft_baseline_enqueue(bl, FT_BL_EAGER, 0, &e);
     if (st == FT_OK) st = cudaDeviceSynchronize() == cudaSuccess ? FT_OK : FT_ERR_CUDA;
     if (st == FT_OK) st = ft_pdata_check(d, &chk, &e);
-    if (st == FT_OK && (chk.bad || !(chk.rel_err <= tol)))
-      FT_FAIL_AT_("%s %s: eager chain rel_err %.3g > %.3g", expr, ft_math_name(math), chk.rel_err, tol);
+    /* The chain rounds each step's output to the mode's type, as PyTorch's does; in bf16 and fp16 a
+     * reduction of those rounded values with cancellation exceeds the GEMM's rule (rowsum(x * r) at
+     * 1x4099x64 bf16: 0.016 against 0.00726 on an H100). What this guards is the chain's plumbing,
+     * which, broken, is off by O(1). */
+    const double chain_tol = math == FT_MATH_BF16 || math == FT_MATH_FP16 ? 4 * tol : tol;
+    if (st == FT_OK && (chk.bad || !(chk.rel_err <= chain_tol)))
+      FT_FAIL_AT_("%s %s: eager chain rel_err %.3g > %.3g", expr, ft_math_name(math), chk.rel_err, chain_tol);
   }
   if (st != FT_OK) FT_FAIL_AT_("%s %s: eager chain: %s", expr, ft_math_name(math), e.msg);
   printf("  %-42s %5dx%-5dx%-4d %-6s %2d passes, worst rel_err %.2e, eager %.2e (tol %.2e)\n", expr, sh->m, sh->n,

@@ -43,13 +43,15 @@ static int g_forms[4];
 static int form_of(const ft_variant *v) { return v->red.team > 0 ? 0 : v->red.tile > 0 ? 2 : v->red.cols > 0 ? 3 : 1; }
 
 /* A variant beyond the tolerance is judged by its parts: its GEMM (family tc, the identity
- * epilogue) within the mode's tolerance against x W^T alone, and its GEMM then its pass (family
- * reduce_pass in place on y) compiled and launched apart giving the same bits as the variant did
- * (fused_y, y as its own launch left it). Then what exceeds the tolerance is the arithmetic's (the
- * 3xtf32 GEMM's error under a normalization of few features), which the tuner's rule refuses at
- * such a shape, not the plan's plumbing. Returns 1 when both hold; *gemm_err the GEMM's rel_err. */
+ * epilogue) and then its pass (family reduce_pass in place on y), compiled and launched apart,
+ * must give the same bits as the variant did (fused_y, y as its own launch left it). Then what
+ * exceeds the tolerance is the arithmetic's, not the plan's plumbing: the GEMM's own error (a long
+ * fp32 accumulation chunk, h16, at K = 256..512 is 1.7-3.5e-6 against x W^T on an H100, beyond
+ * SGEMM's 2-3.5e-7: family tc's GEMM alone, which the tuner refuses there as it refuses this
+ * variant) or the pass's under a normalization of few features. Returns 1 when the bits agree;
+ * *gemm_err the GEMM's rel_err against x W^T (printed beside the tolerance). */
 static int same_as_parts(ft_gpu *g, const ft_variant *v, const ft_epilogue *ep, ft_pdata *d, const float *fused_y,
-                         double tol, double *gemm_err) {
+                         double *gemm_err) {
   ft_variant gv = *v, pv;
   gv.family = 4, gv.vec = 0;
   memset(&gv.red, 0, sizeof gv.red);
@@ -87,8 +89,8 @@ static int same_as_parts(ft_gpu *g, const ft_variant *v, const ft_epilogue *ep, 
   *gemm_err = cg.rel_err;
   if (st != FT_OK) {
     FT_FAIL_AT_("parts of a tc_pass variant: %s", e.msg);
-  } else if (cg.bad || !(cg.rel_err <= tol)) {
-    FT_FAIL_AT_("its GEMM alone: rel_err %.3g > %.3g against x W^T, %lld non-finite", cg.rel_err, tol, (long long)cg.bad);
+  } else if (cg.bad) {
+    FT_FAIL_AT_("its GEMM alone: %lld non-finite values", (long long)cg.bad);
   } else if (memcmp(parts_y, fused_y, count * sizeof *parts_y) != 0) {
     size_t first = 0;
     while (first < count && memcmp(&parts_y[first], &fused_y[first], sizeof *parts_y) == 0) first++;
@@ -168,7 +170,7 @@ static int check_problem(ft_gpu *g, const problem *pr) {
       float *fused_y = malloc(bytes);
       if (!fused_y || cudaMemcpy(fused_y, d->dY, bytes, cudaMemcpyDeviceToHost) != cudaSuccess) {
         FT_FAIL_AT_("%s: reading y back", name);
-      } else if (same_as_parts(g, &v[i], ep, d, fused_y, gemm_tol, &gemm_err)) {
+      } else if (same_as_parts(g, &v[i], ep, d, fused_y, &gemm_err)) {
         beyond++;
         g_forms[form_of(&v[i])]++;
         if (gemm_err > worst_gemm) worst_gemm = gemm_err;
@@ -186,7 +188,8 @@ static int check_problem(ft_gpu *g, const problem *pr) {
          "fp32 chain's error; cuBLAS SGEMM alone %.2e)\n", pr->expr, pr->m, pr->n, pr->k, nv, worst, tol, gemm_tol, cublas_err);
   if (beyond)
     printf("  %-30s %d beyond the tolerance (refused by the tuner here), each the same bits as its GEMM then its "
-           "pass apart; those GEMMs alone within it (worst %.2e)\n", "", beyond, worst_gemm);
+           "pass apart; their GEMMs alone: worst rel_err %.2e against x W^T (the rule's %.2e)\n", "", beyond,
+           worst_gemm, gemm_tol);
   fflush(stdout); /* progress, also when a timeout ends the test */
   free(src);
   free(jobs);
