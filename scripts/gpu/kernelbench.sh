@@ -15,6 +15,7 @@ DTYPE=${DTYPE:-fp32}; PART=${PART:-1}; PARTS=${PARTS:-1}
 mapfile -t all < <(ls "$KB" | grep -E '^[0-9]+_.*\.py$' | sort -n)
 only=${ONLY:-$(for i in "${!all[@]}"; do [ $(( i % PARTS + 1 )) -eq "$PART" ] && echo "${all[$i]%%_*}"; done | paste -sd,)}
 echo "problems: $only"
+case " ${ARGS:-} " in *" --graphs "*) suffix=_graphs;; *) suffix=;; esac
 python3 bench/python/bench_kernelbench.py --kb "$KB" --dtype "$DTYPE" --only "$only" --tune --budget "${BUDGET:-40}" \
-  --trials "${TRIALS:-100}" ${ARGS:-} --db "/tmp/kb_$DTYPE.db" 2>&1 | tee "$OUT/kernelbench_${DTYPE}_$(basename "$KB")_$PART${ARGS:+_graphs}.txt" | \
+  --trials "${TRIALS:-100}" ${ARGS:-} --db "/tmp/kb_$DTYPE.db" 2>&1 | tee "$OUT/kernelbench_${DTYPE}_$(basename "$KB")_$PART$suffix.txt" | \
   sed -n '/^NVIDIA\|^problem/,$p'
