@@ -7,7 +7,9 @@ For each problem file of a KernelBench checkout (a `Model` class with `get_input
   compile  torch.compile(model) (default mode);
   fused    fusedtune.torch.fuse(model, *inputs, db=DB): each captured GEMM + epilogue served by
            the database's tuned best (fp32 tensors at fp32 accuracy: 3xtf32 where it is faster
-           and within SGEMM's error), the rest left to PyTorch.
+           and within SGEMM's error), the rest left to PyTorch;
+  backend  (--backend) torch.compile(model, backend=fusedtune.torch.backend(db=DB)): the same
+           layers, the rest of the graph compiled by Inductor (attention, say).
 Timing as KernelBench's `cuda_event` method: 3 warm-up calls, then per trial a synchronize, 256 MB
 written to push the inputs out of L2, CUDA events around one call, a synchronize; the first trial
 discarded; --trials trials (default 100); the three variants take turns trial by trial, so clock
@@ -17,7 +19,7 @@ torch.allclose(out, eager's out, atol=rtol=tol), tol 1e-4 in fp32 and 1e-2 in bf
 (eager's own fp32 error can exceed that rule's atol where a row sum cancels).
 
     python3 bench/python/bench_kernelbench.py --kb DIR [--db DB] [--dtype fp32|bf16|fp16]
-        [--only 12,68] [--tune] [--budget S] [--trials N] [--no-compile] [--graphs]
+        [--only 12,68] [--tune] [--budget S] [--trials N] [--no-compile] [--backend] [--graphs]
 
 DIR holds the problem files (e.g. KernelBench/level2; not part of this repository). --tune tunes
 what the database lacks first (fusedtune.torch.tune); without it a problem not tuned is reported
@@ -49,6 +51,8 @@ def parse_args(argv=None):
     ap.add_argument("--trials", type=int, default=100)
     ap.add_argument("--checks", type=int, default=3, help="fresh random inputs checked with allclose")
     ap.add_argument("--no-compile", action="store_true", help="leave torch.compile out")
+    ap.add_argument("--backend", action="store_true",
+                    help="also time torch.compile with fusedtune's backend (fused layers, the rest by Inductor)")
     ap.add_argument("--graphs", action="store_true",
                     help="each variant captured in a CUDA graph and the graph replayed (no host cost), timed the same way")
     args = ap.parse_args(argv)
@@ -176,11 +180,20 @@ def main(argv=None):
             if not args.no_compile:
                 compiled = torch.compile(model)
                 fns.append(lambda: compiled(*inputs))
+            if args.backend:
+                torch._dynamo.reset()  # the backend compiles its own graphs, not the default one's cache
+                with_backend = torch.compile(model, backend=ftt.backend(db=args.db))
+                torch.manual_seed(7)
+                bout = with_backend(*xs)
+                row["backend_ok"] = bool(torch.allclose(bout, ref, atol=tol, rtol=tol))
+                row["err64_backend"] = float("nan") if ref64 is None else float((bout.double() - ref64).abs().max())
+                fns.append(lambda: with_backend(*inputs))
             if args.graphs:
                 fns = [as_graph(torch, fn) for fn in fns]
             ms = kb_times(torch, fns, args.trials)
             row["eager"], row["fused"] = ms[0], ms[1]
-            row["compile"] = ms[2] if len(ms) > 2 else float("nan")
+            row["compile"] = ms[2] if not args.no_compile else float("nan")
+            row["backend"] = ms[-1] if args.backend else float("nan")
         rows.append(row)
         print(f"{name}: eager {row['eager']:.4f} ms, fused {row['fused']:.4f} ms ({row['eager'] / row['fused']:.3f}x), "
               f"compile {row['compile']:.4f} ms, correct {row['correct']} (max |diff| {row['max_diff']:.2e}; "
@@ -204,6 +217,12 @@ def main(argv=None):
         print(f"geometric mean x eager {geo:.3f} over {len(speed)}; min {min(speed):.3f}"
               + (f"; x compile geomean {math.exp(sum(math.log(s) for s in vs_compile) / len(vs_compile)):.3f}, "
                  f"min {min(vs_compile):.3f}" if vs_compile else ""))
+    if args.backend:  # torch.compile with fusedtune's backend: fused layers, the rest by Inductor
+        print(f"\n{'problem':<58} {'backend ms':>10} {'x eager':>8} {'x compile':>9}  ok  {'err64':>8}")
+        for r in rows:
+            if "error" not in r:
+                print(f"{r['name']:<58} {r['backend']:10.4f} {r['eager'] / r['backend']:8.3f} "
+                      f"{r['compile'] / r['backend']:9.3f}  {'yes' if r['backend_ok'] else 'NO '} {r['err64_backend']:8.1e}")
     if args.tune:  # what tuning the set took (fusedtune.torch.tune, skipping what the database held)
         print(f"tuning: {sum(r.get('tune_s', 0.0) for r in rows):.1f} s for {len(rows)} problem(s)")
     return 1 if bad else 0
