@@ -15,8 +15,8 @@ the model path: capture.py (problems; ops.py the ops an epilogue takes, expr.py 
 from .layer import FusedLinear, NearestShapeWarning, interleave_gated
 from .capture import Capture, CapturedProblem, LeftInTorch, problems
 from .tune import tune
-from .fuse import fuse
+from .fuse import FloorWarning, fuse
 from .backend import backend
 
 __all__ = ["FusedLinear", "NearestShapeWarning", "interleave_gated", "Capture", "CapturedProblem", "LeftInTorch",
-           "problems", "tune", "fuse", "backend"]
+           "problems", "tune", "fuse", "FloorWarning", "backend"]

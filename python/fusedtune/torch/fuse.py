@@ -10,6 +10,8 @@ Every captured problem must be tuned in db (at its M or an M bucket), else NotTu
 `fusedtune tune` command; autotune=True tunes what is missing instead. fusedtune runs on CUDA:
 a model on the CPU is refused.
 """
+import warnings
+
 import torch
 from torch import nn
 
@@ -63,8 +65,44 @@ def layer_for(p, gm, db=None, autotune=False, nearest=False):
     return FusedLinear.from_linear(_shell(weight, bias), p.epilogue, params=params or None, **options)
 
 
+# How much slower than the eager-style chain timed beside it a stored best may be and still serve a
+# layer (the timing's noise between two medians of one run).
+FLOOR_MARGIN = 1.01
+
+
+class FloorWarning(UserWarning):
+    """A captured layer fuse() leaves to PyTorch: its stored best was measured slower than the
+    eager-style chain."""
+
+
+def _not_tuned(p, db, e):
+    """NotTunedError for captured problem p from the lookup's error e."""
+    if isinstance(e, NotTunedError):
+        return NotTunedError(
+            f"fuse: {p.where or 'the model'} ({p.node}): {p.shape} '{p.epilogue}' {p.mode} is not tuned in "
+            f"{db or 'the default database'}: run `{e.command}`, or fusedtune.torch.tune(model, *inputs, "
+            f"db=...) for every layer, or fuse(..., autotune=True)", command=e.command, status=NotTunedError.status)
+    return NotTunedError(f"fuse: {p.where or 'the model'} ({p.node}): {e}", command=p.tune_command(db),
+                         status=NotTunedError.status)
+
+
+def _below_floor(p, layer):
+    """Why layer (its plan at the example's M) is left to PyTorch, or None: its stored best was
+    measured slower than the eager-style chain (the same GEMM, then one kernel per op, as PyTorch
+    eager runs them) timed beside it in the same tune."""
+    plan_for = getattr(layer, "plan_for", None)
+    if plan_for is None:
+        return None
+    cfg = plan_for(p.m).config
+    if not (cfg.eager_ms > 0 and cfg.median_ms > FLOOR_MARGIN * cfg.eager_ms):
+        return None
+    return (f"fuse: {p.where or 'the model'} ({p.node}): {p.shape} '{p.epilogue}' {p.mode}: the stored best "
+            f"{cfg.name} ({cfg.median_ms:.4f} ms) was measured slower than the eager-style chain beside it "
+            f"({cfg.eager_ms:.4f} ms): left to PyTorch (fuse(..., floor=False) serves it anyway)")
+
+
 def fuse(model, *example_inputs, db=None, autotune=False, math=None, nearest=False, dynamic=False, tolerance=None,
-         _layer_for=None):
+         floor=True, _layer_for=None):
     """model with every GEMM + epilogue fusedtune.torch.problems() captures served by a FusedLinear
     (gated pairs by one from_gated layer): a torch.fx GraphModule (torch.export's, on these example
     inputs), the other ops as they were. Inference only.
@@ -78,7 +116,11 @@ def fuse(model, *example_inputs, db=None, autotune=False, math=None, nearest=Fal
               model; bf16 or the fp8 form for a bfloat16 one), at the example's M;
     dynamic   the inputs' first dimension (the batch) may change from call to call (torch.export's
               Dim.AUTO: dynamic where the model lets it be); each call's M is then served by its own
-              tune or M bucket (tune with m_range); otherwise the example's shapes are fixed.
+              tune or M bucket (tune with m_range); otherwise the example's shapes are fixed;
+    floor     leave to PyTorch (with a FloorWarning) each layer whose stored best, at the example's M,
+              was measured more than 1 % slower than the eager-style chain timed beside it in its tune
+              (the same GEMM, then one kernel per op, as PyTorch eager runs them); the result's
+              .left_to_torch lists them with the reason. False serves every captured layer.
 
     Refused: a model whose parameters are not on a CUDA device (InvalidArgumentError), and a layer
     whose problem is not tuned at its M or an M bucket (NotTunedError, .command the tune command),
@@ -104,9 +146,18 @@ def fuse(model, *example_inputs, db=None, autotune=False, math=None, nearest=Fal
     attrs = {n.target: n for n in gm.graph.nodes if n.op == "get_attr"}
     aten = torch.ops.aten
     contiguous = {"memory_format": torch.contiguous_format}
-    layers = []
+    layers, left = [], []
     for i, p in enumerate(found):
         layer = (_layer_for or layer_for)(p, gm, db=db, autotune=autotune, nearest=nearest)
+        if floor:
+            try:
+                why = _below_floor(p, layer)
+            except (NotTunedError, NotFoundError) as e:
+                raise _not_tuned(p, db, e) from None
+            if why:
+                warnings.warn(why, FloorWarning, stacklevel=2)
+                left.append((p, why))
+                continue
         name = f"fused{i}_" + (p.where.replace(".", "_") or "model")
         gm.add_submodule(name, layer)
         layers.append((p, layer))
@@ -164,20 +215,14 @@ def fuse(model, *example_inputs, db=None, autotune=False, math=None, nearest=Fal
                 del gm._forward_pre_hooks[key]
     gm.delete_all_unused_submodules()
     gm.recompile()
-    gm.fused = found
-    if _layer_for is None:
+    gm.fused = [p for p, _ in layers]
+    gm.left_to_torch = left
+    if _layer_for is None and not floor:  # (with floor, _below_floor looked each plan up)
         for p, layer in layers:
             try:
                 layer.plan_for(p.m)
-            except NotTunedError as e:
-                raise NotTunedError(
-                    f"fuse: {p.where or 'the model'} ({p.node}): {p.shape} '{p.epilogue}' {p.mode} is not tuned in "
-                    f"{db or 'the default database'}: run `{e.command}`, or fusedtune.torch.tune(model, *inputs, "
-                    f"db=...) for every layer, or fuse(..., autotune=True)", command=e.command,
-                    status=NotTunedError.status) from None
-            except NotFoundError as e:
-                raise NotTunedError(f"fuse: {p.where or 'the model'} ({p.node}): {e}",
-                                    command=p.tune_command(db), status=NotTunedError.status) from None
+            except (NotTunedError, NotFoundError) as e:
+                raise _not_tuned(p, db, e) from None
     return gm
 
 

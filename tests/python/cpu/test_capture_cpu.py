@@ -13,7 +13,9 @@ import os
 import subprocess
 import sys
 import tempfile
+import types
 import unittest
+import warnings
 
 try:
     import torch
@@ -757,6 +759,39 @@ class CaptureCpuTest(unittest.TestCase):
         with self.assertRaises(fusedtune.InvalidArgumentError) as cm:
             fused(torch.randn(M + 1, K))
         self.assertIn("input 0 has shape [9, 32], the example's was [8, 32]", str(cm.exception))
+
+    def test_fuse_floor_leaves_a_slower_layer_to_torch(self):
+        # A layer whose stored best was timed slower than the eager-style chain beside it stays in
+        # PyTorch (with a FloorWarning and a reason); within 1 %, or with floor=False, it is fused.
+        class Timed(TorchLayer):
+            times = {}
+
+            def plan_for(self, m):
+                self.m_asked = m
+                best, eager = Timed.times[self.p.epilogue]
+                return types.SimpleNamespace(config=types.SimpleNamespace(name="red_b256_v4", median_ms=best,
+                                                                          eager_ms=eager))
+
+        x = torch.randn(M, K)
+        model = MinSub()
+        eptext = fusedtune.torch.problems(model, x)[0].epilogue
+        for (best, eager), fused_n in (((0.0125, 0.0120), 0), ((0.0121, 0.0120), 1), ((0.0100, 0.0120), 1),
+                                       ((0.0125, 0.0), 1)):
+            Timed.times = {eptext: (best, eager)}
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                fused = fuse(model, x, _layer_for=Timed)
+            floor_warnings = [w for w in caught if issubclass(w.category, fusedtune.torch.FloorWarning)]
+            self.assertEqual(len(fused.fused), fused_n, (best, eager))
+            self.assertEqual(len(fused.left_to_torch), 1 - fused_n)
+            self.assertEqual(len(floor_warnings), 1 - fused_n)
+            if not fused_n:
+                self.assertIn("was measured slower than the eager-style chain beside it (0.0120 ms): left to PyTorch",
+                              fused.left_to_torch[0][1])
+                self.assertFalse(any(n.op == "call_module" and n.target.startswith("fused") for n in fused.graph.nodes))
+            torch.testing.assert_close(fused(x), model(x), rtol=2e-5, atol=2e-5)
+        Timed.times = {eptext: (0.0125, 0.0120)}
+        self.assertEqual(len(fuse(model, x, floor=False, _layer_for=Timed).fused), 1)
 
     def test_fuse_tolerance_takes_no_fixed_mode(self):
         with self.assertRaises(fusedtune.InvalidArgumentError) as cm:
