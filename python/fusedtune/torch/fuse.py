@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from ..errors import InvalidArgumentError, NotFoundError, NotTunedError
-from .capture import capture_graph, export
+from .capture import Capture, LeftInTorch, capture_graph, export
 
 
 def _shell(weight, bias=None):
@@ -215,7 +215,10 @@ def fuse(model, *example_inputs, db=None, autotune=False, math=None, nearest=Fal
                 del gm._forward_pre_hooks[key]
     gm.delete_all_unused_submodules()
     gm.recompile()
-    gm.fused = [p for p, _ in layers]
+    if left:  # the Capture of what is served; the layers left by the floor join its .left
+        found = Capture([p for p, _ in layers], left=list(found.left) + [
+            LeftInTorch(p.node, "linear", p.where, why.split(": ", 2)[-1]) for p, why in left], graph=found.graph)
+    gm.fused = found
     gm.left_to_torch = left
     if _layer_for is None and not floor:  # (with floor, _below_floor looked each plan up)
         for p, layer in layers:

@@ -789,6 +789,7 @@ class CaptureCpuTest(unittest.TestCase):
                 self.assertIn("was measured slower than the eager-style chain beside it (0.0120 ms): left to PyTorch",
                               fused.left_to_torch[0][1])
                 self.assertFalse(any(n.op == "call_module" and n.target.startswith("fused") for n in fused.graph.nodes))
+                self.assertIn("left to PyTorch", str(fused.fused.left[-1]))
             torch.testing.assert_close(fused(x), model(x), rtol=2e-5, atol=2e-5)
         Timed.times = {eptext: (0.0125, 0.0120)}
         self.assertEqual(len(fuse(model, x, floor=False, _layer_for=Timed).fused), 1)
