@@ -346,6 +346,41 @@ static void test_messages(void) {
   close(sv[0]);
 }
 
+/* The modes a tune takes (ft_tune_modes): fp32 tensors without a mode asked for are tuned at fp32
+ * accuracy, 3xtf32 first then fp32, on a device with Hopper's tensor cores; fp32 alone before it or
+ * when the mode is asked for; any other mode alone. */
+static void test_tune_modes(void) {
+  ft_device_info dev;
+  ft_device_limits lim;
+  fake_device(&dev, &lim);
+  ft_ctx *ctx = NULL;
+  ASSERT_OK(ft_open(path, FT_OPEN_CREATE, &ctx));
+  ft_math modes[2];
+  int n = 0;
+  ft_problem p = {128, 1024, 1024, "minsub", FT_MATH_FP32};
+  lim.cc_major = 9;
+  ft__ctx_set_device(ctx, &dev, &lim);
+  ASSERT_OK(ft_tune_modes(ctx, &p, 0, modes, &n));
+  ASSERT_EQ_INT(n, 2);
+  ASSERT_EQ_INT(modes[0], FT_MATH_3XTF32);
+  ASSERT_EQ_INT(modes[1], FT_MATH_FP32);
+  ASSERT_OK(ft_tune_modes(ctx, &p, 1, modes, &n)); /* --math fp32: FFMA alone */
+  ASSERT_EQ_INT(n, 1);
+  ASSERT_EQ_INT(modes[0], FT_MATH_FP32);
+  p.math = FT_MATH_BF16;
+  ASSERT_OK(ft_tune_modes(ctx, &p, 0, modes, &n));
+  ASSERT_EQ_INT(n, 1);
+  ASSERT_EQ_INT(modes[0], FT_MATH_BF16);
+  p.math = FT_MATH_FP32;
+  lim.cc_major = 8; /* no 3xtf32 kernels before sm_90 */
+  ft__ctx_set_device(ctx, &dev, &lim);
+  ASSERT_OK(ft_tune_modes(ctx, &p, 0, modes, &n));
+  ASSERT_EQ_INT(n, 1);
+  ASSERT_EQ_INT(modes[0], FT_MATH_FP32);
+  ASSERT_EQ_INT(ft_tune_modes(ctx, NULL, 0, modes, &n), FT_ERR_INVALID_ARG);
+  ft_close(ctx);
+}
+
 int main(void) {
   test_messages();
   const char *tmp = getenv("FT_TEST_TMP");
@@ -358,6 +393,8 @@ int main(void) {
   test_lookup();
   ft_db_remove_files(path);
   test_buckets();
+  ft_db_remove_files(path);
+  test_tune_modes();
   ft_db_remove_files(path);
   return FT_TEST_DONE();
 }
