@@ -10,7 +10,8 @@
  * stream-K, ping-pong (not in 3xtf32 anyway), staged or late form; a one-value reduction runs in
  * one column chunk (cols >= N: the GEMM writes all of x W^T into the workspace). Enumeration pairs
  * each pass the reduction pass enumerates with the few GEMMs family tc's cost model ranks best for
- * the shape with the identity epilogue (TCP_GEMMS). GPU-free. */
+ * the shape with the identity epilogue, the best of each accumulation chunk first (TCP_GEMMS).
+ * GPU-free. */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,14 +169,35 @@ static ft_status pick_gemms(int64_t m, int64_t n, int64_t k, ft_math math, const
   const ft_status s = ft_space_enumerate_ep(FT_VK_GEMM, m, n, k, math, FT_SPACE_PRUNED, NULL, lim, &vs, &cs, &nv, &mine);
   if (s == FT_ERR_UNSUPPORTED) return FT_OK;
   if (s != FT_OK) return ft__fail(err, s, "tc_pass: %s", mine.msg);
-  for (int i = 0; i < nv && *got < max; i++) {
-    const ft_variant *t = &vs[i];
-    if (ft_family_of(t) != &ft_family_tc || t->split_k || t->tc.streamk || t->tc.pingpong || t->tc.staged ||
-        t->tc.late || t->tc.gated || t->tc.dual)
-      continue;
-    g[*got] = *t, c[*got] = cs[i];
-    ++*got;
+  /* The cheapest GEMM of each chunk first (vs is in cost order), then the next cheapest of any: the
+   * cost model ranks the longest chunk first, and on a long K every chunk-16 GEMM can be beyond the
+   * tolerance where a chunk-4 one is within it (KernelBench 98, 1024 x 8192 x 8192: only chunk-16
+   * GEMMs were paired, every one wrong_result, SGEMM + the pass served at 0.99x eager). */
+  unsigned char *taken = calloc((size_t)nv + 1, 1);
+  if (!taken) {
+    free(vs);
+    free(cs);
+    return ft__fail(err, FT_ERR_NOMEM, "out of memory");
   }
+  for (int pass = 0; pass < 2; pass++) {
+    int chunks_seen[8], nchunks = 0;
+    for (int i = 0; i < nv && *got < max; i++) {
+      const ft_variant *t = &vs[i];
+      if (taken[i] || ft_family_of(t) != &ft_family_tc || t->split_k || t->tc.streamk || t->tc.pingpong ||
+          t->tc.staged || t->tc.late || t->tc.gated || t->tc.dual)
+        continue;
+      if (pass == 0) {
+        int seen = 0;
+        for (int j = 0; j < nchunks; j++) seen |= chunks_seen[j] == t->tc.chunk;
+        if (seen || nchunks == 8) continue;
+        chunks_seen[nchunks++] = t->tc.chunk;
+      }
+      taken[i] = 1;
+      g[*got] = *t, c[*got] = cs[i];
+      ++*got;
+    }
+  }
+  free(taken);
   free(vs);
   free(cs);
   return FT_OK;
