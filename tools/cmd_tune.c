@@ -236,6 +236,11 @@ static void print_summary(const tune_cli *t, const ft_tune_report *s) {
     printf("best: %s %s  %.4f ms", s->best.strategy, s->best.name, s->best.median_ms);
     if (s->best.eager_ms > 0) printf("  (%.3fx vs eager %.4f ms)", s->best.eager_ms / s->best.median_ms, s->best.eager_ms);
     printf("\n");
+    /* The floor fusedtune.torch.fuse keeps (python/fusedtune/torch/fuse.py, FLOOR_MARGIN). */
+    if (s->best.eager_ms > 0 && s->best.median_ms > 1.01 * s->best.eager_ms)
+      printf("note: the stored best is %.1f %% slower than the eager-style chain timed beside it; "
+             "fusedtune.torch.fuse leaves such a layer to PyTorch\n",
+             100.0 * (s->best.median_ms / s->best.eager_ms - 1.0));
   } else {
     printf("best: none (%s)\n", s->n_measured + s->n_known ? "no candidate was correct"
                                 : s->budget_exhausted ? "the budget ran out before any candidate was measured: raise --budget"
