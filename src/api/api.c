@@ -599,10 +599,10 @@ ft_status ft__tune_summary(ft_ctx *ctx, const ft_problem *p, const ft_tune_optio
                      .worker_exe = worker,
                      .device = ft__current_device(),
                      .prune_ffma = p->math == FT_MATH_FP32 && !(FT_OPT_HAS(opt, mode_only) && opt->mode_only)};
-  /* The device this context opened (the fp32 default asks it which modes to tune): a repeat
-   * then finds nothing to measure without starting a worker. */
+  /* The device this context opened (the fp32 default asks it which modes to tune), when it is the
+   * one the tune runs on: a repeat then finds nothing to measure without starting a worker. */
   ft_runner_device known;
-  if (ctx->gpu) {
+  if (ctx->gpu && ft_gpu_ordinal(ctx->gpu) == req.device) {
     memset(&known, 0, sizeof known);
     known.info = *ft_gpu_info(ctx->gpu);
     known.limits = *ft_gpu_limits(ctx->gpu);

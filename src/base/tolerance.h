@@ -30,13 +30,14 @@ double ft_tolerance_floor(ft_math math);
  * space is what it is"). Other modes, or a chain error that is not finite and positive: tol.
  * GPU-free. */
 double ft_tolerance_with_chain(ft_math math, double tol, double chain_rel_err);
-/* 3xtf32's tolerance for an E whose output is one value per row (a row sum, mean, max, logsumexp):
- * the fp32 chain's own error on that output, twice (the sampling of one random problem), at least
- * one unit roundoff (2^-23: a max's chain can be exact), at most FT_TOL_FP32; not the rule's
+/* 3xtf32's tolerance for an E whose output is a row sum, mean or logsumexp (of E's values, pooled
+ * or not): the fp32 chain's own error on that output, twice (the sampling of one random problem),
+ * at least one unit roundoff (2^-23), at most FT_TOL_FP32; not the rule's
  * SGEMM error on x W^T. A row sum averages SGEMM's per-element errors, which are unbiased, but
  * adds up 3xtf32's, which the tensor core's truncating adds bias toward zero: KernelBench 55
  * (rowsum of 16384 pooled values, K = 32768) came out 19x farther from float64 than the chain with
- * a chunk-16 3xtf32 kernel held to the rule (docs/BENCHMARKS.md 2026-12-06 (f)). Other modes, or a
+ * a chunk-16 3xtf32 kernel held to the rule (docs/BENCHMARKS.md 2026-12-06 (f)). A row max or min
+ * takes one value's error, as the rule bounds it (ft_tolerance_with_chain). Other modes, or a
  * chain error that is not finite: tol. GPU-free. */
 double ft_tolerance_rows_with_chain(ft_math math, double tol, double chain_rel_err);
 

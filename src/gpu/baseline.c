@@ -309,11 +309,11 @@ ft_status ft_baseline_chain_tolerance(ft_baselines *b, double *tol, ft_err *err)
   FT_CUDA_TRY(err, cudaStreamSynchronize(0));
   FT_TRY(ft_pdata_check(b->d, &chk, err));
   if (chk.bad) return FT_OK;
-  int ndim = 2;
-  int64_t rows = 0, cols = 0;
-  FT_TRY(ft_ep_output_shape(b->ep, b->d->m, b->d->n, &ndim, &rows, &cols, err));
-  *tol = ndim == 1 ? ft_tolerance_rows_with_chain(b->d->math, *tol, chk.rel_err)
-                   : ft_tolerance_with_chain(b->d->math, *tol, chk.rel_err);
+  /* A row's sum (of exponentials, for logsumexp) adds up its values' errors; a max or min takes one. */
+  const ft_ep_red red = ft_ep_reduction(b->ep, NULL);
+  const int sums = red == FT_RED_ROWSUM || red == FT_RED_ROWMEAN || red == FT_RED_LOGSUMEXP;
+  *tol = sums ? ft_tolerance_rows_with_chain(b->d->math, *tol, chk.rel_err)
+              : ft_tolerance_with_chain(b->d->math, *tol, chk.rel_err);
   return FT_OK;
 }
 

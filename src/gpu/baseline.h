@@ -40,7 +40,7 @@ const char *ft_baseline_describe(const ft_baselines *b, ft_baseline_kind kind);
 /* Enqueues one call writing d->dY. */
 ft_status ft_baseline_enqueue(ft_baselines *b, ft_baseline_kind kind, cudaStream_t stream, ft_err *err);
 /* In 3xtf32, raises *tol (ft_pdata_tolerance's) to what the eager-style chain reaches on this
- * problem (ft_tolerance_with_chain), or for one value per row sets it from that
+ * problem (ft_tolerance_with_chain), or for a row sum, mean or logsumexp sets it from that
  * (ft_tolerance_rows_with_chain), running the chain once into dY on stream 0; a chain that is not
  * available or writes a non-finite element leaves *tol as it is. Other modes: nothing runs. */
 ft_status ft_baseline_chain_tolerance(ft_baselines *b, double *tol, ft_err *err);

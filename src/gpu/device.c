@@ -113,6 +113,7 @@ void ft_gpu_close(ft_gpu *g) {
 const ft_device_info *ft_gpu_info(const ft_gpu *g) { return &g->info; }
 const ft_device_limits *ft_gpu_limits(const ft_gpu *g) { return &g->limits; }
 const char *ft_gpu_arch(const ft_gpu *g) { return g->arch; }
+int ft_gpu_ordinal(const ft_gpu *g) { return g->ordinal; }
 
 ft_status ft_gpu_cublas(ft_gpu *g, void **handle, ft_err *err) {
   if (!g->cublas) {

@@ -25,6 +25,7 @@ void ft_gpu_close(ft_gpu *g); /* NULL is a no-op */
 const ft_device_info *ft_gpu_info(const ft_gpu *g);
 const ft_device_limits *ft_gpu_limits(const ft_gpu *g);
 const char *ft_gpu_arch(const ft_gpu *g); /* "sm_90" */
+int ft_gpu_ordinal(const ft_gpu *g);      /* the device ordinal it was opened on */
 /* The cuBLAS handle (cublasHandle_t as void *), created on first call. */
 ft_status ft_gpu_cublas(ft_gpu *g, void **handle, ft_err *err);
 /* The device's cuBLASLt handle (a cublasLtHandle_t), created on first use. */

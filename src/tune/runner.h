@@ -33,7 +33,8 @@ typedef struct ft_runner_device {
 typedef struct ft_runner_ready {
   /* rel_err a result may have and be correct (FT_TOL_FP32 in fp32, else ft_tolerance_rule of
    * cublas_rel_err; in 3xtf32 raised to the fp32 eager chain's error where that is larger,
-   * ft_tolerance_with_chain), and the error of cuBLAS's GEMM of the mode against x W^T. */
+   * ft_tolerance_with_chain, or for a row sum, mean or logsumexp set from it,
+   * ft_tolerance_rows_with_chain), and the error of cuBLAS's GEMM of the mode against x W^T. */
   double tol;
   double cublas_rel_err;
   /* Seconds: the inputs and the float64 references, the tolerance (cuBLAS's GEMM and its check;

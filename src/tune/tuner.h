@@ -23,8 +23,9 @@ typedef struct ft_tune_req {
   const char *worker_exe; /* runs candidates in `EXE __worker FD` processes; NULL: in this process */
   double job_timeout_s;   /* bound on one candidate in a worker (a hang is killed); 0 = 60 s */
   int device;             /* CUDA device ordinal */
-  const struct ft_runner_device *device_known; /* that device as the caller opened it, or NULL: then a
-                           * repeat with nothing to measure is found before a worker starts */
+  const struct ft_runner_device *device_known; /* that device as the caller opened it (NULL: unknown
+                           * until the worker opens it); given, the candidates are planned before the
+                           * worker starts, and a repeat with nothing to measure starts none */
   int prune_ffma;         /* fp32 at fp32 accuracy (ft_tune's default): leave out the FFMA kernels when
                            * the stored 3xtf32 best of the problem is faster than any can be */
 } ft_tune_req;

@@ -51,6 +51,11 @@ static void test_enumeration(void) {
       ASSERT_TRUE(!v[j].split_k && !v[j].tc.streamk && !v[j].tc.pingpong && !v[j].tc.staged && !v[j].tc.late);
       ASSERT_TRUE(v[j].red.cols == 0 || v[j].red.cols >= 4096); /* one chunk at most */
     }
+    /* GEMMs of accumulation chunks 16, 8 and 4 are paired (a long K wants the short ones). */
+    int chunk_seen[17] = {0};
+    for (int j = 0; j < count; j++)
+      if (v[j].tc.chunk <= 16) chunk_seen[v[j].tc.chunk] = 1;
+    ASSERT_TRUE(chunk_seen[16] && chunk_seen[8] && chunk_seen[4]);
     free(v);
     v = enumerate(exprs[i], 1000, 4096, 1000, FT_MATH_3XTF32, 1, &full);
     ASSERT_TRUE(full >= count && count_tcp(v, full) == full);

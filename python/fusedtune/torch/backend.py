@@ -41,9 +41,9 @@ class _Lifted(nn.Module):
         return self.gm(*[getattr(self, s) if s else next(it) for s in self.slots])
 
 
-def backend(db=None, autotune=False, math=None, nearest=False, inductor=True, _layer_for=None):
-    """A torch.compile backend: fuse() on each graph (db, autotune, math and nearest as fuse takes
-    them), then Inductor's compile_fx on the result (inductor=False: the fused graph runs as it is).
+def backend(db=None, autotune=False, math=None, nearest=False, inductor=True, floor=True, _layer_for=None):
+    """A torch.compile backend: fuse() on each graph (db, autotune, math, nearest and floor as fuse
+    takes them), then Inductor's compile_fx on the result (inductor=False: the fused graph runs as it is).
     Errors are fuse's (NotTunedError naming the tune command, a model not on CUDA), raised by
     torch.compile as BackendCompilerFailed."""
     def compile_fn(gm, example_inputs):
@@ -59,7 +59,8 @@ def backend(db=None, autotune=False, math=None, nearest=False, inductor=True, _l
         lifted = _Lifted(gm, example_inputs)
         user = [i for i, s in enumerate(lifted.slots) if s is None]
         inputs = [example_inputs[i] for i in user]
-        fused = fuse(lifted, *inputs, db=db, autotune=autotune, math=math, nearest=nearest, _layer_for=_layer_for)
+        fused = fuse(lifted, *inputs, db=db, autotune=autotune, math=math, nearest=nearest, floor=floor,
+                     _layer_for=_layer_for)
         run = fused
         if inductor:
             from torch._inductor.compile_fx import compile_fx

@@ -89,16 +89,16 @@ def _not_tuned(p, db, e):
 def _below_floor(p, layer):
     """Why layer (its plan at the example's M) is left to PyTorch, or None: its stored best was
     measured slower than the eager-style chain (the same GEMM, then one kernel per op, as PyTorch
-    eager runs them) timed beside it in the same tune."""
+    eager runs them) timed beside it in the same tune. The reason is one line without the layer's
+    name (fuse adds it)."""
     plan_for = getattr(layer, "plan_for", None)
     if plan_for is None:
         return None
     cfg = plan_for(p.m).config
     if not (cfg.eager_ms > 0 and cfg.median_ms > FLOOR_MARGIN * cfg.eager_ms):
         return None
-    return (f"fuse: {p.where or 'the model'} ({p.node}): {p.shape} '{p.epilogue}' {p.mode}: the stored best "
-            f"{cfg.name} ({cfg.median_ms:.4f} ms) was measured slower than the eager-style chain beside it "
-            f"({cfg.eager_ms:.4f} ms): left to PyTorch (fuse(..., floor=False) serves it anyway)")
+    return (f"the stored best {cfg.name} ({cfg.median_ms:.4f} ms) was measured slower than the eager-style "
+            f"chain beside it ({cfg.eager_ms:.4f} ms): left to PyTorch (fuse(..., floor=False) serves it anyway)")
 
 
 def fuse(model, *example_inputs, db=None, autotune=False, math=None, nearest=False, dynamic=False, tolerance=None,
@@ -155,7 +155,8 @@ def fuse(model, *example_inputs, db=None, autotune=False, math=None, nearest=Fal
             except (NotTunedError, NotFoundError) as e:
                 raise _not_tuned(p, db, e) from None
             if why:
-                warnings.warn(why, FloorWarning, stacklevel=2)
+                warnings.warn(f"fuse: {p.where or 'the model'} ({p.node}): {p.shape} '{p.epilogue}' {p.mode}: {why}",
+                              FloorWarning, stacklevel=2)
                 left.append((p, why))
                 continue
         name = f"fused{i}_" + (p.where.replace(".", "_") or "model")
@@ -217,7 +218,8 @@ def fuse(model, *example_inputs, db=None, autotune=False, math=None, nearest=Fal
     gm.recompile()
     if left:  # the Capture of what is served; the layers left by the floor join its .left
         found = Capture([p for p, _ in layers], left=list(found.left) + [
-            LeftInTorch(p.node, "linear", p.where, why.split(": ", 2)[-1]) for p, why in left], graph=found.graph)
+            LeftInTorch(p.node, "gemm + epilogue", p.where, f"{p.shape} '{p.epilogue}' {p.mode}: {why}")
+            for p, why in left], graph=found.graph)
     gm.fused = found
     gm.left_to_torch = left
     if _layer_for is None and not floor:  # (with floor, _below_floor looked each plan up)

@@ -788,6 +788,7 @@ class CaptureCpuTest(unittest.TestCase):
             if not fused_n:
                 self.assertIn("was measured slower than the eager-style chain beside it (0.0120 ms): left to PyTorch",
                               fused.left_to_torch[0][1])
+                self.assertIn("left to PyTorch", str(floor_warnings[0].message))
                 self.assertFalse(any(n.op == "call_module" and n.target.startswith("fused") for n in fused.graph.nodes))
                 self.assertIn("left to PyTorch", str(fused.fused.left[-1]))
             torch.testing.assert_close(fused(x), model(x), rtol=2e-5, atol=2e-5)
