@@ -554,7 +554,8 @@ static ft_status plan_candidates(tuner *t, int *done, ft_err *err) {
 /* The runner opens the device and prepares the data (about a second) while the candidates compile;
  * then the baselines, then the search. When the caller has the device open already, the
  * candidates are planned before the worker starts, and a repeat of a finished tune starts none. */
-static ft_status tune_body(tuner *t, ft_err *err) {
+/* What the runner's start and preparation are about to do. */
+static void report_preparing(tuner *t) {
   char no_worker[9000]; /* two paths of up to PATH_MAX */
   if (!t->req->worker_exe)
     snprintf(no_worker, sizeof no_worker,
@@ -563,6 +564,9 @@ static ft_status tune_body(tuner *t, ft_err *err) {
              ft_default_worker_where());
   report_step(t, "preparing",
               t->req->worker_exe ? "preparing inputs and the float64 reference in a worker process..." : no_worker);
+}
+
+static ft_status tune_body(tuner *t, ft_err *err) {
   ft_tune_phases *ph = &t->sum->phases;
   const ft_runner_opts ro = {.worker_exe = t->req->worker_exe,
                              .job_timeout_s = t->req->job_timeout_s,
@@ -577,6 +581,7 @@ static ft_status tune_body(tuner *t, ft_err *err) {
     FT_TRY(plan_candidates(t, &done, err));
     if (done) return FT_OK;
   }
+  report_preparing(t);
   ft_runner_device found;
   FT_TRY(ft_runner_start(t->p, &ro, &t->runner, &found, err));
   if (early && strcmp(found.info.fingerprint, t->dev.info.fingerprint) != 0)
