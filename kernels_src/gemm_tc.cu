@@ -113,7 +113,9 @@ __device__ __forceinline__ void ft_consumer(const FtTiles<C> &ts, const FtSmemMa
 #pragma unroll
     for (int h = 0; h < C::kMsub; h++) { /* ping-pong: the tile's blocks; else this consumer's 64 rows */
       const int r0 = m0 + (C::pingpong ? 64 * h : 64 * wg);
-      if constexpr (C::kRedKind)
+      if constexpr (C::kRedKind == 8)
+        ft_tile_groupnorm<C>(dd[h], Y, r0, n0, M, N, warp, lane, ep);
+      else if constexpr (C::kRedKind)
         ft_tile_reduce<C>(dd[h], WS, r0, n0, M, N, warp, lane, ep);
       else if constexpr (C::tma_store)
         ft_tile_store_tma<C>(dd[h], my_cbuf, sm.sbuf + (unsigned)wg * (C::staging_bytes / C::consumers), tma_y, Y, r0,

@@ -29,7 +29,12 @@
 //   small_bytes, box_bytes, staging_bytes, colv_bytes, smem_bytes   the shared-memory regions
 //                  (colv_bytes per consumer) and the launch's total, as the host sized them
 // Codegen's facts about E: FT_EP_COLV_SLOT, FT_EP_MAT_MASK (below) and FT_EP_RED_KIND, E's one-value
-// row reduction (ft_ep_red: 1 rowsum .. 5 logsumexp; tc_reduce.cuh) or 0 for an elementwise E.
+// row reduction (ft_ep_red: 1 rowsum .. 5 logsumexp; tc_reduce.cuh), 8 its groupnorm (family tc_norm,
+// FT_TC_NORM_W the columns of a group; tc_norm.cuh), or 0 for an elementwise E.
+
+#ifndef FT_TC_NORM_W
+#define FT_TC_NORM_W 0 /* family tc_norm's group width (tc_norm.cuh); 0: none */
+#endif
 
 template <class Cfg>
 struct FtTc : Cfg {
@@ -66,8 +71,10 @@ struct FtTc : Cfg {
   enum : int { kColvSlot = FT_EP_COLV_SLOT };
   /* E's matrix operands, a bit per slot (tc_matrix.cuh prefetches their tile to L2). */
   enum : unsigned { kMatMask = FT_EP_MAT_MASK };
-  /* A one-value row reduction: the tile writes each row's partial statistic, no y (tc_reduce.cuh). */
+  /* A one-value row reduction: the tile writes each row's partial statistic, no y (tc_reduce.cuh);
+   * 8, groupnorm with whole groups of kNormW columns in the tile, normalized there (tc_norm.cuh). */
   enum : int { kRedKind = FT_EP_RED_KIND };
+  enum : int { kNormW = FT_TC_NORM_W };
   enum : int {
     kColvStage = Cfg::colv_bytes > 0 && kColvSlot >= 0 && Cfg::tma_store && kEarly && !Cfg::staged && !Cfg::pingpong && !Cfg::stream_k && Cfg::split_k == 1
   };
@@ -93,8 +100,13 @@ struct FtTc : Cfg {
   static_assert(!Cfg::stream_k || (Cfg::split_k == 1 && !Cfg::split3x), "fusedtune: stream-K excludes split-K and 3xtf32");
   static_assert(!Cfg::tma_store || Cfg::split_k == 1, "fusedtune: the TMA-store epilogue excludes split-K");
   static_assert(!Cfg::staged || (Cfg::tma_store && !Cfg::stream_k), "fusedtune: the staged epilogue needs TMA stores");
-  static_assert(kRedKind >= 0 && kRedKind <= 5 && (!kRedKind || (!Cfg::tma_store && Cfg::split_k == 1 && !Cfg::stream_k)),
-                "fusedtune: a fused row reduction (rowsum .. logsumexp) stores no y: no TMA stores, split-K or stream-K");
+  static_assert(((kRedKind >= 0 && kRedKind <= 5) || kRedKind == 8) &&
+                    (!kRedKind || (!Cfg::tma_store && Cfg::split_k == 1 && !Cfg::stream_k && !Cfg::gated)),
+                "fusedtune: a fused row reduction (rowsum .. logsumexp) or groupnorm: no TMA stores, split-K, "
+                "stream-K or gated pair");
+  static_assert((kRedKind == 8) == (kNormW > 0) &&
+                    (kNormW == 0 || ((kNormW == 2 || kNormW == 4 || kNormW % 8 == 0) && Cfg::bn % kNormW == 0)),
+                "fusedtune: groupnorm in the tile: groups of 2, 4 or a multiple of 8 columns, whole in BN");
   static_assert(!Cfg::aregs || (Cfg::split3x && Cfg::bn <= 64), "fusedtune: x in registers is 3xtf32's, BN <= 64");
   static_assert(!Cfg::gated || (Cfg::bn % 16 == 0 && !Cfg::tma_store && Cfg::split_k == 1 && !Cfg::stream_k &&
                                 !Cfg::split3x && !Cfg::fp8),

@@ -247,9 +247,9 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
   const ft_ep_red red = reduces ? ft_ep_reduction(ep, NULL) : FT_RED_NONE;
   if (reduces) {
     FT_TRY(ft_ep_check_kernels(ep, err));
-    if (red < FT_RED_ROWSUM || red > FT_RED_LOGSUMEXP)
-      return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: the %s kernels reduce each row to one value (rowsum, rowmean, "
-                      "rowmax, rowmin, logsumexp), not '%s'", fam->name, ft_ep_red_name(red));
+    if (red <= FT_RED_NONE || red >= FT_RED_COUNT || !((fam->red_kinds >> red) & 1u))
+      return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: the %s kernels do not compute '%s'", fam->name,
+                      ft_ep_red_name(red));
     if (ft_ep_pool(ep, NULL, NULL) != FT_RED_NONE)
       return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: the %s kernels reduce elements, not the windows of '%s'",
                       fam->name, ft_ep_red_name(ft_ep_pool(ep, NULL, NULL)));

@@ -116,6 +116,9 @@ typedef struct ft_family {
   const char *gemm_kernel;
   ft_status (*gemm_args)(const ft_variant *v, const ft_launch_io *io, ft_arg_store *st, ft_err *err);
   int reduces;        /* 1: it serves the reductions ft_ep_check_kernels accepts, and nothing else */
+  /* With reduces and the GEMM in its kernel: bit 1 << ft_ep_red of each reduction the kernel computes
+   * (E's outermost; codegen refuses the others). */
+  unsigned red_kinds;
   /* Whether v computes a gated pair (E with x2, w the interleaved [2n, k] weight, src/family/gated.h): its
    * kernel then reads x2, and only E with x2 runs in it (codegen). NULL: the family computes E of x
    * alone, and does not enumerate for an E with x2. */

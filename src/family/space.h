@@ -50,6 +50,9 @@ typedef struct ft_tc_params {
   int gated;     /* 1 = a gated pair (E with x2): tiles of the interleaved [2n, k] weight's product, each
                   * thread pairing its chunks 2p and 2p + 1 into one output column of y [m, n] (direct
                   * stores; src/family/gated.h), named "_g" */
+  int normw;     /* family tc_norm: groupnorm's group, this many columns (N / G), whole groups in each tile
+                  * and normalized there; 0 in every other family */
+  int normg;     /* with normw: G, the groups of a row (the variant applies where N = normw * normg) */
 } ft_tc_params;
 
 /* The epilogue pass (src/family/family_epilogue.c). */
@@ -91,6 +94,7 @@ enum ft_family_id {
   FT_FAMILY_TC = 4,         /* gemm_tc.cu, "tc_..." */
   FT_FAMILY_TC_REDUCE = 5,  /* a one-value row reduction fused in family tc's kernel, "tcr_..." */
   FT_FAMILY_TC_PASS = 6,    /* family tc's GEMM then the reduction pass, one program, "tcp_..." */
+  FT_FAMILY_TC_NORM = 7,    /* groupnorm with its groups whole in family tc's tile, "tcn_..." */
   /* Epilogue kind (a pass after a GEMM, strategy "cublas+epilogue"): */
   FT_FAMILY_EPILOGUE_PASS = 0, /* epilogue_pass.cu, "epi_..." */
   FT_FAMILY_REDUCE_PASS = 1,   /* reduce_*.cu, "red_..." */

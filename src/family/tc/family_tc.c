@@ -1,6 +1,6 @@
 /* Family tc: the Hopper tensor-core GEMM (layout 4, names "tc_..."; kernel in layers:
  * kernels_src/tc_config.cuh, wgmma_sm90.cuh, tc_ptx.cuh, tc_sched.cuh, tc_matrix.cuh,
- * tc_mainloop.cuh, tc_epilogue.cuh, tc_epilogue_tma.cuh, tc_reduce.cuh, gemm_tc.cu): TMA loads into a ring of stages, wgmma from
+ * tc_mainloop.cuh, tc_epilogue.cuh, tc_epilogue_tma.cuh, tc_reduce.cuh, tc_norm.cuh, gemm_tc.cu): TMA loads into a ring of stages, wgmma from
  * shared memory, a producer warpgroup and one or two consumer warpgroups (cooperative on one tile,
  * or ping-pong: two taking turns on whole tiles), a persistent grid walking tiles in a grouped
  * order, clusters of 2 multicasting the W tile, the epilogue applied to the accumulator in
@@ -58,6 +58,7 @@ static int tc_valid(const ft_variant *v, char *why, size_t whylen) {
   if (v->tc.streamk != 0 && v->tc.streamk != 1) FT_WHY("tc: streamk %d must be 0 or 1", v->tc.streamk);
   if (v->tc.streamk && (v->split_k > 1 || promoted(v)))
     FT_WHY("tc: streamk excludes split_k, 3xtf32 and fp8");
+  if (v->tc.normw || v->tc.normg) FT_WHY("tc: normw and normg are family tc_norm's");
   if (v->tc.pingpong < 0 || v->tc.pingpong > 2) FT_WHY("tc: pingpong %d must be 0, 1 or 2", v->tc.pingpong);
   if (v->tc.pingpong && v->tc.consumers != 2) FT_WHY("tc: pingpong needs 2 consumers, not %d", v->tc.consumers);
   if (v->tc.pingpong && (v->split_k > 1 || v->tc.streamk || split(v)))
@@ -255,7 +256,7 @@ const char *const ft__tc_sources[] = {
     "kernels_src/tc_config.cuh",   "kernels_src/wgmma_sm90.cuh",     "kernels_src/tc_ptx.cuh",
     "kernels_src/tc_sched.cuh",    "kernels_src/tc_matrix.cuh",    "kernels_src/tc_mainloop.cuh",
     "kernels_src/tc_epilogue.cuh", "kernels_src/tc_epilogue_tma.cuh", "kernels_src/tc_gated.cuh",
-    "kernels_src/tc_reduce.cuh",
+    "kernels_src/tc_reduce.cuh",   "kernels_src/tc_norm.cuh",
     "kernels_src/gemm_tc.cu",      NULL};
 
 const ft_family ft_family_tc = {

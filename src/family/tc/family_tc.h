@@ -101,6 +101,12 @@ ft_status ft__tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, const 
  * store no y (no TMA stores, split-K or stream-K), for an epilogue that is a one-value row reduction. */
 ft_status ft__tc_enumerate_reduce(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,
                                   ft_space_sink *sink, ft_err *err);
+/* The same for family tc_norm (src/family/tc/family_tc_norm.c, FT_FAMILY_TC_NORM): tc_reduce's forms,
+ * for an epilogue whose reduction is groupnorm with groups of 2, 4 or a multiple of 8 columns. */
+ft_status ft__tc_enumerate_norm(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,
+                                ft_space_sink *sink, ft_err *err);
+/* Whether a group of w columns can be held in family tc's tile of bn columns (tc_norm.cuh). */
+static inline int tc_norm_width_ok(int w, int bn) { return (w == 2 || w == 4 || (w > 0 && w % 8 == 0)) && bn % w == 0; }
 /* Whether family tc_reduce fuses ep's reduction: a one-value row reduction of the elements (no
  * pool inside it) whose kernels exist. Family tc_pass leaves those to it. */
 int ft__tc_fuses_reduction(const ft_epilogue *ep);

@@ -79,7 +79,8 @@ static const char *const k_tcr_sources[] = {
     "kernels_src/tc_config.cuh",   "kernels_src/wgmma_sm90.cuh",      "kernels_src/tc_ptx.cuh",
     "kernels_src/tc_sched.cuh",    "kernels_src/tc_matrix.cuh",       "kernels_src/tc_mainloop.cuh",
     "kernels_src/tc_epilogue.cuh", "kernels_src/tc_epilogue_tma.cuh", "kernels_src/tc_gated.cuh",
-    "kernels_src/tc_reduce.cuh",   "kernels_src/gemm_tc.cu",          "kernels_src/tc_reduce_final.cu", NULL};
+    "kernels_src/tc_reduce.cuh",   "kernels_src/tc_norm.cuh",         "kernels_src/gemm_tc.cu",
+    "kernels_src/tc_reduce_final.cu", NULL};
 
 const ft_family ft_family_tc_reduce = {
     .name = "tc_reduce",
@@ -95,6 +96,8 @@ const ft_family ft_family_tc_reduce = {
     .wants_colv_slot = 1,
     .kernel = "ft_gemm_tc",
     .reduces = 1,
+    .red_kinds = (1u << FT_RED_ROWSUM) | (1u << FT_RED_ROWMEAN) | (1u << FT_RED_ROWMAX) | (1u << FT_RED_ROWMIN) |
+                 (1u << FT_RED_LOGSUMEXP),
     .keys = ft__tc_keys,
     .opt_keys = ft__tc_opt_keys,
     .variant_name = tcr_name,

@@ -348,8 +348,10 @@ static ft_status tc_next(const tc_gen *g, const tc_point *p, int axis, ft_err *e
   return k_tc_axes[axis + 1](g, *p, axis + 1, err);
 }
 
+/* reduce: the forms that store no y, or store it themselves (family tc_reduce, tc_norm's, with
+ * normw and normg its group); the family's id. */
 static ft_status tc_enumerate_as(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,
-                                 ft_space_sink *sink, int reduce, ft_err *err) {
+                                 ft_space_sink *sink, int reduce, int family, int normw, int normg, ft_err *err) {
   const ft_epilogue *ep = ft_space_epilogue(sink);
   const int pair = ep && ft_ep_uses_x2(ep); /* tiles of the [2n, k] interleaved weight's product */
   const tc_gen g = {m, pair ? 2 * n : n, k, lim, sink, ft_space_full(sink), ft_space_epilogue_cost(sink), reduce};
@@ -357,7 +359,8 @@ static ft_status tc_enumerate_as(int64_t m, int64_t n, int64_t k, ft_math math, 
   memset(&p, 0, sizeof p);
   p.v.tc.gated = pair;
   p.v.kind = FT_VK_GEMM;
-  p.v.family = reduce ? FT_FAMILY_TC_REDUCE : FT_FAMILY_TC;
+  p.v.family = family;
+  p.v.tc.normw = normw, p.v.tc.normg = normg;
   p.v.math = (int)math;
   p.v.bk = 128 / esize(&p.v);
   p.slices = 1;
@@ -367,7 +370,7 @@ static ft_status tc_enumerate_as(int64_t m, int64_t n, int64_t k, ft_math math, 
 
 ft_status ft__tc_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,
                            ft_space_sink *sink, ft_err *err) {
-  return tc_enumerate_as(m, n, k, math, lim, sink, 0, err);
+  return tc_enumerate_as(m, n, k, math, lim, sink, 0, FT_FAMILY_TC, 0, 0, err);
 }
 
 int ft__tc_fuses_reduction(const ft_epilogue *ep) {
@@ -381,5 +384,17 @@ int ft__tc_fuses_reduction(const ft_epilogue *ep) {
 ft_status ft__tc_enumerate_reduce(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,
                                   ft_space_sink *sink, ft_err *err) {
   if (!ft__tc_fuses_reduction(ft_space_epilogue(sink))) return FT_OK;
-  return tc_enumerate_as(m, n, k, math, lim, sink, 1, err);
+  return tc_enumerate_as(m, n, k, math, lim, sink, 1, FT_FAMILY_TC_REDUCE, 0, 0, err);
+}
+
+ft_status ft__tc_enumerate_norm(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,
+                                ft_space_sink *sink, ft_err *err) {
+  const ft_epilogue *ep = ft_space_epilogue(sink);
+  int groups = 0;
+  if (!ep || ft_ep_reduction(ep, &groups) != FT_RED_GROUPNORM || groups < 1 || n % groups ||
+      ft_ep_pool(ep, NULL, NULL) != FT_RED_NONE || ft_ep_has_matrix(ep) || ft_ep_check_kernels(ep, NULL) != FT_OK)
+    return FT_OK;
+  const int64_t w = n / groups;
+  if (w > 256 || !tc_norm_width_ok((int)w, (int)w)) return FT_OK; /* no tile holds such a group */
+  return tc_enumerate_as(m, n, k, math, lim, sink, 1, FT_FAMILY_TC_NORM, (int)w, groups, err);
 }
