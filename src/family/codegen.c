@@ -250,6 +250,12 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
     if (red <= FT_RED_NONE || red >= FT_RED_COUNT || !((fam->red_kinds >> red) & 1u))
       return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: the %s kernels do not compute '%s'", fam->name,
                       ft_ep_red_name(red));
+    /* A groupnorm held in the tile: the variant's groups (its width is a constant of the kernel, and
+     * applicability checked N = width x groups) must be E's. */
+    int groups = 0;
+    if (red == FT_RED_GROUPNORM && (ft_ep_reduction(ep, &groups), groups != v->tc.normg))
+      return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: the variant holds groupnorm's %d groups, E has %d",
+                      v->tc.normg, groups);
     if (ft_ep_pool(ep, NULL, NULL) != FT_RED_NONE)
       return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: the %s kernels reduce elements, not the windows of '%s'",
                       fam->name, ft_ep_red_name(ft_ep_pool(ep, NULL, NULL)));

@@ -134,6 +134,13 @@ static void test_codegen(void) {
     ft_kernel_src_free(&k);
     ASSERT_EQ_INT(ft_codegen_variant(&v, sm, &k, &e), FT_ERR_INVALID_ARG);
     ASSERT_CONTAINS(e.msg, "do not compute 'softmax'");
+    /* Another G than the variant's: refused (its width would normalize other groups). */
+    ft_epilogue *other = parse_ok("groupnorm(x + bias, 256)");
+    if (other) {
+      ASSERT_EQ_INT(ft_codegen_variant(&v, other, &k, &e), FT_ERR_INVALID_ARG);
+      ASSERT_CONTAINS(e.msg, "holds groupnorm's 512 groups, E has 256");
+    }
+    ft_ep_free(other);
   }
   ft_ep_free(gn), ft_ep_free(sm);
 }
