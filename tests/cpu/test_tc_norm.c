@@ -184,10 +184,65 @@ static void test_compiles(void) {
   }
 }
 
-int main(void) {
+/* --sweep (CTest label sweep): every tc_norm variant the pruned space enumerates for each group width
+ * in each mode, through NVRTC and ptxas for sm_90a: none spills (the sample above takes one each). */
+static void test_sweep(void) {
+  static const struct {
+    const char *expr;
+    int64_t m, n, k;
+  } probs[] = {{"groupnorm(x + bias, 4096)", 1000, 8192, 1024},                        /* 2 columns */
+               {"relu(groupnorm(x, 2048))", 77, 8192, 264},                             /* 4 */
+               {"groupnorm(x * 2, 1024) * s where scalar s", 1000, 8192, 1024},         /* 8 */
+               {"silu(groupnorm(x + bias, 512) * g + b) where col g, col b", 1000, 8192, 1024}, /* 16 */
+               {"clamp(groupnorm(x + bias, 256), -1, 1)", 32768, 8192, 1024},           /* 32 */
+               {"groupnorm(gelu(x + bias), 64)", 1024, 4096, 4096},                     /* 64 */
+               {"groupnorm(x, 64) + bias", 1024, 8192, 8192}};                          /* 128 */
+  static const ft_math modes[] = {FT_MATH_BF16, FT_MATH_FP16, FT_MATH_TF32, FT_MATH_3XTF32};
+  int total = 0;
+  for (size_t p = 0; p < sizeof probs / sizeof probs[0]; p++)
+    for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; mi++) {
+      int count = 0, tcn = 0;
+      ft_variant *v = enumerate(probs[p].expr, probs[p].m, probs[p].n, probs[p].k, modes[mi], &count, &tcn);
+      ft_epilogue *ep = parse_ok(probs[p].expr);
+      ft_kernel_src *src = calloc((size_t)tcn + 1, sizeof *src);
+      ft_compile_job *jobs = calloc((size_t)tcn + 1, sizeof *jobs);
+      ft_variant *pick = calloc((size_t)tcn + 1, sizeof *pick);
+      ft_err e;
+      int n = 0;
+      for (int i = 0; ep && src && jobs && pick && i < count; i++) {
+        if (v[i].family != FT_FAMILY_TC_NORM) continue;
+        ASSERT_OK(ft_codegen_variant(&v[i], ep, &src[n], &e));
+        jobs[n] = (ft_compile_job){.src = src[n].text, .hash = src[n].hash, .arch_suffix = src[n].arch_suffix};
+        pick[n++] = v[i];
+      }
+      if (n) ASSERT_OK(ft_compile_many(NULL, "sm_90", jobs, n, 2, &e));
+      for (int i = 0; i < n; i++) {
+        char name[160];
+        ft_variant_name(&pick[i], name, sizeof name);
+        if (jobs[i].status != FT_OK)
+          FT_FAIL_AT_("%s %s: %s does not compile: %.1500s", probs[p].expr, ft_math_name(modes[mi]), name,
+                      jobs[i].log ? jobs[i].log : "");
+        ft_compile_job_clear(&jobs[i]);
+        ft_kernel_src_free(&src[i]);
+      }
+      printf("  %-58s %-6s %3d tc_norm variants compiled\n", probs[p].expr, ft_math_name(modes[mi]), n);
+      total += n;
+      free(src), free(jobs), free(pick), free(v);
+      ft_ep_free(ep);
+    }
+  printf("%d tc_norm variants compiled (sweep)\n", total);
+}
+
+int main(int argc, char **argv) {
+  const int sweep = argc == 2 && strcmp(argv[1], "--sweep") == 0;
+  if (argc > 1 && !sweep) {
+    fprintf(stderr, "usage: %s [--sweep]\n", argv[0]);
+    return 2;
+  }
   test_enumeration();
   test_rules();
   test_codegen();
-  test_compiles();
+  if (sweep) test_sweep();
+  else test_compiles();
   return FT_TEST_DONE();
 }
