@@ -1,5 +1,5 @@
 #!/bin/bash
-# Usage: [OUT=DIR] [STEPS=tests,main,kb,kbbf16] [PART=1|2] [TESTS="gpu_test_api:120 ..."] scripts/gpu/unverified.sh
+# Usage: [OUT=DIR] [STEPS=tests,main,kb,norms,kbbf16] [PART=1|2] [TESTS="gpu_test_api:120 ..."] scripts/gpu/unverified.sh
 # What landed on main without a GPU run (round 4 session 3, docs/BENCHMARKS.md 2026-12-06 (f)), in
 # the order it matters, each step under its own time limit so that one command fits the device's
 # 10 minutes (run the steps as separate calls otherwise):
@@ -10,6 +10,9 @@
 #   main    the README's main job on a fresh database, cold then twice warm;
 #   kb      KernelBench level 2 in bf16 where tc_norm may serve (37, 62, 75, 88, 94: groups of 64,
 #           16, 16, 32, 32 columns) and in fp32 where tc_pass's chunk-4 GEMMs may (98, 55);
+#   norms   issue 53's groupnorm set (16, 32, 64 and 512 features a group, and 32768 x 4096 x 1024)
+#           tuned in bf16 and the layer timed against torch.mm alone and eager in CUDA graphs
+#           (scripts/gpu/reduce_set.sh STEPS=tunes): does tc_norm reach 0.95x torch.mm?
 #   kbbf16  KernelBench level 2 in bf16, part PART of two (PART=1, 2), no torch.compile.
 # Needs .kb/level2 and .kb/level3 (KernelBench's files, carried) and .device/include (sqlite3.h).
 # Logs under $OUT; a table last.
@@ -46,6 +49,10 @@ case ,$STEPS, in *,kb,*)
   OUT=$OUT/kb KB=.kb/level2 ONLY=98,55 BUDGET=30 TRIALS=50 ARGS=--no-compile timeout 200 scripts/gpu/kernelbench.sh \
     > "$OUT/kb2.txt" 2>&1
   echo "kernelbench level 2 fp32 (tc_pass chunks) rc=$? $(el)" | tee -a "$T"; sed -n '/^problem/,$p' "$OUT/kb2.txt" >> "$T";;
+esac
+case ,$STEPS, in *,norms,*)
+  OUT=$OUT/norms STEPS=tunes ONLY=gn16,gn32,gn64,gn512,gn32k timeout 300 scripts/gpu/reduce_set.sh > /dev/null 2>&1
+  echo "norms (tc_norm against torch.mm) rc=$? $(el)" | tee -a "$T"; tail -12 "$OUT/norms/bench_set.txt" >> "$T";;
 esac
 case ,$STEPS, in *,kbbf16,*)
   OUT=$OUT/kb KB=.kb/level2 DTYPE=bf16 PART=${PART:-1} PARTS=2 BUDGET=12 TRIALS=50 ARGS=--no-compile timeout 400 \
