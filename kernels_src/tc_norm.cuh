@@ -31,9 +31,8 @@ __device__ __forceinline__ float ft_tcn_lanes(float v) {
 // One m64 accumulator (rows r0 .., columns n0 .. n0 + bn - 1): ARG on each output, each group's
 // statistics, POST of the normalized values, then the stores (E already applied). Outputs past Y's
 // edge take 0 as ARG's value, run neither ARG nor POST (either may read vectors there) and are not
-// stored; a group lies wholly inside or wholly outside N (the
-// host's rule: N and bn multiples of kNormW), so no statistic mixes in such a 0. Every lane reaches
-// every shuffle.
+// stored; a group lies wholly inside or wholly outside N (the host's rule: N and bn multiples of
+// kNormW), so no statistic mixes in such a 0. Every lane reaches every shuffle.
 template <class C>
 __device__ __forceinline__ void ft_tile_groupnorm(float (&acc)[C::kAcc], ft_elem_t *__restrict__ Y, int r0, int n0,
                                                   int M, int N, int warp, int lane, const FtEpArgs &ep) {

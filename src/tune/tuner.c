@@ -551,9 +551,6 @@ static ft_status plan_candidates(tuner *t, int *done, ft_err *err) {
   return FT_OK;
 }
 
-/* The runner opens the device and prepares the data (about a second) while the candidates compile;
- * then the baselines, then the search. When the caller has the device open already, the
- * candidates are planned before the worker starts, and a repeat of a finished tune starts none. */
 /* What the runner's start and preparation are about to do. */
 static void report_preparing(tuner *t) {
   char no_worker[9000]; /* two paths of up to PATH_MAX */
@@ -566,6 +563,9 @@ static void report_preparing(tuner *t) {
               t->req->worker_exe ? "preparing inputs and the float64 reference in a worker process..." : no_worker);
 }
 
+/* The runner opens the device and prepares the data (about a second) while the candidates compile;
+ * then the baselines, then the search. When the caller has the device open already, the
+ * candidates are planned before the worker starts, and a repeat of a finished tune starts none. */
 static ft_status tune_body(tuner *t, ft_err *err) {
   ft_tune_phases *ph = &t->sum->phases;
   const ft_runner_opts ro = {.worker_exe = t->req->worker_exe,

@@ -180,18 +180,16 @@ static ft_status pick_gemms(int64_t m, int64_t n, int64_t k, ft_math math, const
     return ft__fail(err, FT_ERR_NOMEM, "out of memory");
   }
   for (int pass = 0; pass < 2; pass++) {
-    int chunks_seen[8], nchunks = 0;
+    unsigned chunks = 0; /* bit c: a GEMM of chunk c taken in this pass (the enumerated chunks are 0..16;
+                          * any from 31 on share the last bit) */
     for (int i = 0; i < nv && *got < max; i++) {
       const ft_variant *t = &vs[i];
       if (taken[i] || ft_family_of(t) != &ft_family_tc || t->split_k || t->tc.streamk || t->tc.pingpong ||
           t->tc.staged || t->tc.late || t->tc.gated || t->tc.dual)
         continue;
-      if (pass == 0) {
-        int seen = 0;
-        for (int j = 0; j < nchunks; j++) seen |= chunks_seen[j] == t->tc.chunk;
-        if (seen || nchunks == 8) continue;
-        chunks_seen[nchunks++] = t->tc.chunk;
-      }
+      const unsigned bit = 1u << (t->tc.chunk < 31 ? t->tc.chunk : 31);
+      if (pass == 0 && (chunks & bit)) continue;
+      chunks |= bit;
       taken[i] = 1;
       g[*got] = *t, c[*got] = cs[i];
       ++*got;
