@@ -366,6 +366,16 @@ FT_API ft_status ft_plan_launch_typed(ft_plan *plan, const ft_typed_args *args, 
 /* Frees the plan and its device resources. NULL is a no-op. */
 FT_API void ft_plan_destroy(ft_plan *plan);
 
+/* Tells the plan that the contents of the weight it was launched with changed (a training step, a
+ * load into the same memory). A 3xtf32 plan whose configuration pre-splits the operands
+ * ("presplit": 1; names "..._h<chunk>w_...") keeps W split into big and small tf32 parts from the
+ * first launch with that W pointer and reuses it while the pointer stays: after changing W in
+ * place, call this before the next launch (or the plan computes with the old W). Launches with
+ * another W pointer split it again by themselves. A CUDA graph captured after the split replays
+ * the old split: capture again after this call. Every other plan reads W at each launch; for
+ * those this does nothing. NULL is ignored. */
+FT_API void ft_plan_weight_changed(ft_plan *plan);
+
 /* A gated pair's weight (an epilogue with x2, `silu(x) * x2`: docs/EPILOGUE.md, "Gated pairs"):
  * its plans take w = one [2n, k] row-major matrix with W1's and W2's rows interleaved in groups
  * of 8, rows 16j .. 16j + 7 W1's 8j .. 8j + 7 and rows 16j + 8 .. 16j + 15 W2's, so x is the

@@ -76,6 +76,8 @@ __device__ __forceinline__ void ft_consumer(const FtTiles<C> &ts, const FtSmemMa
       if (j > 0) ft_bar_sync<256>(5 - wg); /* the other's loop of item j - 1 done */
     if constexpr (C::split3x && C::aregs) {
       ft_mainloop_3x_aregs<C>(d, ring, prev, wk.nk, sm.ring, wg, warp, lane, tid);
+    } else if constexpr (C::presplit) {
+      ft_mainloop_3x_pre<C>(d, ring, prev, wk.nk, sm.ring, wg, tid);
     } else if constexpr (C::split3x) {
       ft_mainloop_3x<C>(d, ring, prev, wk.nk, sm.ring, wg, tid);
     } else {
@@ -207,5 +209,35 @@ ft_tc_splitk_reduce(const float *__restrict__ WS, ft_elem_t *__restrict__ Y, int
     });
   } else {
     (void)WS, (void)Y, (void)M, (void)N, (void)ep;
+  }
+}
+
+// Pre-split 3xtf32's operands (presplit; launched by src/gpu/launch.c before ft_gemm_tc, on x each
+// call and on W once): src [rows, K] fp32 into dst [rows, 2 Kp], Kp = K rounded up to 32, each
+// 32-column block of k as its big parts tf32_rn(v) then its small parts tf32_rn(v - big), exactly
+// what ft_split makes in shared memory; zeros past K. Four columns per thread (K is a multiple of
+// 4: TMA's rows), a grid-stride loop. An empty kernel in the other variants.
+extern "C" __global__ void __launch_bounds__(256)
+ft_tc_presplit(const float *__restrict__ src, float *__restrict__ dst, int rows, int K, int Kp) {
+  if constexpr (FtTcThis::presplit) {
+    const long long quads = (long long)rows * (Kp / 4);
+    for (long long i = (long long)blockIdx.x * 256 + threadIdx.x; i < quads; i += (long long)gridDim.x * 256) {
+      const long long r = i / (Kp / 4);
+      const int c = (int)(i - r * (Kp / 4)) * 4; /* the first of four columns, within one 32-column block */
+      float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      if (c < K) v = *reinterpret_cast<const float4 *>(src + r * K + c);
+      const float in[4] = {v.x, v.y, v.z, v.w};
+      float b[4], s[4];
+#pragma unroll
+      for (int j = 0; j < 4; j++) {
+        b[j] = ft_tf32_rn(in[j]);
+        s[j] = ft_tf32_rn(in[j] - b[j]);
+      }
+      float *row = dst + r * 2 * Kp + 2 * (c / 32) * 32 + c % 32;
+      *reinterpret_cast<float4 *>(row) = make_float4(b[0], b[1], b[2], b[3]);
+      *reinterpret_cast<float4 *>(row + 32) = make_float4(s[0], s[1], s[2], s[3]);
+    }
+  } else {
+    (void)src, (void)dst, (void)rows, (void)K, (void)Kp;
   }
 }

@@ -12,6 +12,8 @@
 //   fp8            e4m3 x and W (1-byte elements, k32 wgmma), bf16 y: partial sums promoted every chunk
 //   chunk, aregs   3xtf32 and fp8: k tiles per tensor-core partial sum; 3xtf32: x split in registers
 //                  (BN <= 64)
+//   presplit       3xtf32: x and W split before the kernel (ft_tc_presplit, the plan's workspace): a
+//                  stage holds the big and the small part of each tile, loaded by TMA; no split here
 //   dual           fp8: two partial sums taking turns by chunk, one added into the fp32 sums while
 //                  the other's wgmma run (m64 blocks x BN <= 128: three accumulators in a consumer's
 //                  232 registers; one partial sum: <= 192)
@@ -48,7 +50,10 @@ struct FtTc : Cfg {
   enum : int { kKstep = Cfg::fp8 ? 32 : kEsize == 4 ? 8 : 16 }; /* 32 bytes of k per wgmma in every mode */
   enum : int { kBK = 128 / kIsize };
   enum : int { kKsteps = kBK / kKstep };
-  enum : int { kA = kBM * 128, kB = Cfg::bn * 128, kStage = kA + kB }; /* bytes of a stage */
+  /* Bytes of one part of a stage's x and W tiles; pre-split, a stage holds two parts of each (big,
+   * then small), so kA and kB, the stage's strides in the ring, are twice the part. */
+  enum : int { kParts = Cfg::presplit ? 2 : 1, kApart = kBM * 128, kBpart = Cfg::bn * 128 };
+  enum : int { kA = kParts * kApart, kB = kParts * kBpart, kStage = kA + kB }; /* bytes of a stage */
 
   /* The TMA-store epilogue: per consumer two boxes of 64 rows x 128 bytes (kCols elements),
    * alternating; the staged form's fp32 staging box per consumer in 16-bit storage (fp32 stages
@@ -117,9 +122,11 @@ struct FtTc : Cfg {
                 "fusedtune: fp8 promotes every chunk >= 1 k tiles, bf16 y, no stream-K, m64 blocks x BN <= 192 "
                 "(two partial sums: 128)");
   static_assert(!Cfg::dual || Cfg::fp8, "fusedtune: two partial sums are fp8's");
+  static_assert(!Cfg::presplit || (Cfg::split3x && !Cfg::aregs && Cfg::split_k == 1 && kBK == 32),
+                "fusedtune: pre-split operands are 3xtf32's (32-column blocks), without aregs or split-K");
 
   /* The host's regions, checked against what each use needs. */
-  static_assert(Cfg::small_bytes == (!Cfg::split3x ? 0 : 3 * (Cfg::aregs ? kB : kStage)),
+  static_assert(Cfg::small_bytes == (!Cfg::split3x || Cfg::presplit ? 0 : 3 * (Cfg::aregs ? kB : kStage)),
                 "fusedtune: 3xtf32's three small buffers");
   static_assert(Cfg::box_bytes == (Cfg::tma_store ? 2 * Cfg::consumers * kBoxBytes : 0), "fusedtune: store boxes");
   static_assert(Cfg::staging_bytes == (Cfg::staged && kEsize == 2 ? Cfg::consumers * 64 * kStagePitch : 0),

@@ -1,8 +1,9 @@
 // fusedtune tensor-core GEMM, layer 3: the mainloops. One consumer warpgroup's k tiles of one
 // work item: wait for a stage of the ring, issue its wgmma, release the stage once they are done.
-// Five forms: both operands from shared memory (tf32, bf16, fp16); fp8 with its partial sums
+// Six forms: both operands from shared memory (tf32, bf16, fp16); fp8 with its partial sums
 // promoted, one sum or two taking turns; 3xtf32 with each stage split
-// into big and small tf32 parts in shared memory; 3xtf32 with x split in registers (aregs).
+// into big and small tf32 parts in shared memory; 3xtf32 with x split in registers (aregs);
+// 3xtf32 with both operands split before the kernel (presplit), each stage loaded in parts.
 //
 // 3xtf32: once a stage is full, all consumer threads split its raw fp32 tiles into big =
 // tf32_rn(v) (in place: the position, hence the swizzle, is kept) and small = tf32_rn(v - big)
@@ -74,6 +75,22 @@ __device__ __forceinline__ void ft_partial_done(float (&p)[N], float (&d)[N], in
   }
 }
 
+// One k tile's three products from shared memory into the partial sum p (fresh: the chunk's first,
+// which overwrites p), small terms first, committed as one group: x's big and small parts at da and
+// das, W's at db and dbs.
+template <class C, int N>
+__device__ __forceinline__ void ft_3x_products(float (&p)[N], unsigned long long da, unsigned long long das,
+                                               unsigned long long db, unsigned long long dbs, int fresh) {
+  ft_wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < C::kKsteps; kk++) ft_wgmma(p, das + 2 * kk, db + 2 * kk, !(fresh && kk == 0));
+#pragma unroll
+  for (int kk = 0; kk < C::kKsteps; kk++) ft_wgmma(p, da + 2 * kk, dbs + 2 * kk, 1);
+#pragma unroll
+  for (int kk = 0; kk < C::kKsteps; kk++) ft_wgmma(p, da + 2 * kk, db + 2 * kk, 1);
+  ft_wgmma_commit();
+}
+
 // This warpgroup's x fragments of one k tile from the raw swizzled tile at sa (its 64 rows),
 // split into big and small. m64k8 tf32 A fragment, warp w rows 16 w..16 w + 15, g = lane / 4,
 // t = lane % 4: a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4). Element (r, c) of a
@@ -142,15 +159,7 @@ __device__ __forceinline__ void ft_mainloop_3x(float (&d)[C::kAcc], FtRing<C> &r
     ft_bar_sync_consumers<128 * C::consumers>();
     const unsigned long long das = ft_desc(sm + wg * (64 * 128)), dbs = ft_desc(sm + C::kA);
     const int fresh = kt % C::chunk == 0, flush = (kt + 1) % C::chunk == 0 || kt + 1 == nk;
-    ft_wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < C::kKsteps; kk++) /* small terms first */
-      ft_wgmma(p, das + 2 * kk, db + 2 * kk, !(fresh && kk == 0));
-#pragma unroll
-    for (int kk = 0; kk < C::kKsteps; kk++) ft_wgmma(p, da + 2 * kk, dbs + 2 * kk, 1);
-#pragma unroll
-    for (int kk = 0; kk < C::kKsteps; kk++) ft_wgmma(p, da + 2 * kk, db + 2 * kk, 1);
-    ft_wgmma_commit();
+    ft_3x_products<C>(p, da, das, db, dbs, fresh);
     ft_partial_done(p, d, flush, kt);
     if (kt > 0 && tid == 0) ft_mbar_release<C::cluster>(rs.empty + 8 * prev);
     prev = ring.stage;
@@ -301,6 +310,30 @@ __device__ __forceinline__ void ft_mainloop_3x_aregs(float (&d)[C::kAcc], FtRing
   }
 }
 
+// 3xtf32 pre-split: the stage holds both parts of x's and W's tiles (ft_tc_presplit), so a k tile
+// is the three products alone, as ft_mainloop_3x issues them (the same sums, bit for bit), with
+// no split, no barrier among the consumers and no small buffers: a stage is released as soon as
+// its wgmma are done.
+template <class C>
+__device__ __forceinline__ void ft_mainloop_3x_pre(float (&d)[C::kAcc], FtRing<C> &ring, int &prev, int nk,
+                                                   const FtRingSmem &rs, int wg, int tid) {
+  float p[C::kAcc];
+#pragma unroll
+  for (int i = 0; i < C::kAcc; i++) d[i] = 0.0f;
+  for (int kt = 0; kt < nk; kt++) {
+    ft_mbar_wait(rs.full + 8 * ring.stage, ring.phase);
+    const unsigned a = rs.sA + ring.stage * C::kA + wg * (64 * 128), b = rs.sB + ring.stage * C::kB;
+    const unsigned long long da = ft_desc(a), das = ft_desc(a + C::kApart), db = ft_desc(b),
+                             dbs = ft_desc(b + C::kBpart);
+    const int fresh = kt % C::chunk == 0, flush = (kt + 1) % C::chunk == 0 || kt + 1 == nk;
+    ft_3x_products<C>(p, da, das, db, dbs, fresh);
+    ft_partial_done(p, d, flush, kt);
+    if (kt > 0 && tid == 0) ft_mbar_release<C::cluster>(rs.empty + 8 * prev);
+    prev = ring.stage;
+    ring.advance();
+  }
+}
+
 // The producer: one thread issues the TMA loads of every work item's k tiles, in list order, into
 // the ring (with clusters of 2, each block loads half the W tile, multicast to both).
 template <class C>
@@ -320,12 +353,18 @@ __device__ __forceinline__ void ft_producer(const FtTiles<C> &ts, const FtRingSm
       ft_mbar_wait(rs.empty + 8 * ring.stage, ring.phase ^ 1);
       const unsigned bar = rs.full + 8 * ring.stage;
       ft_mbar_expect_tx(bar, C::kStage);
-      ft_tma_load(rs.sA + ring.stage * C::kA, tma_x, kx, m0, bar);
-      if constexpr (C::cluster > 1)
-        ft_tma_load_mc(rs.sB + ring.stage * C::kB + ts.rank * (C::kB / 2), tma_w, kx, n0 + (int)ts.rank * (C::bn / 2),
-                       bar, (unsigned short)3);
-      else
-        ft_tma_load(rs.sB + ring.stage * C::kB, tma_w, kx, n0, bar);
+      /* Pre-split rows hold 32-column blocks of big parts then small parts: part q of k tile kx at
+       * column 2 kx + 32 q of x's and W's split rows. */
+#pragma unroll
+      for (int q = 0; q < C::kParts; q++) {
+        const int col = C::presplit ? 2 * kx + C::kBK * q : kx;
+        ft_tma_load(rs.sA + ring.stage * C::kA + q * C::kApart, tma_x, col, m0, bar);
+        if constexpr (C::cluster > 1)
+          ft_tma_load_mc(rs.sB + ring.stage * C::kB + q * C::kBpart + ts.rank * (C::kBpart / 2), tma_w, col,
+                         n0 + (int)ts.rank * (C::bn / 2), bar, (unsigned short)3);
+        else
+          ft_tma_load(rs.sB + ring.stage * C::kB + q * C::kBpart, tma_w, col, n0, bar);
+      }
       ring.advance();
     }
   }

@@ -186,6 +186,7 @@ _SIGNATURES = {
     "ft_quantizer_destroy": (None, [_vp]),
     "ft_plan_launch_ptrs": (_st, [_vp, _vp, _vp, _vp, _vp, _vp, _vp]),  # vecs, scalars: array addresses
     "ft_plan_destroy": (None, [_vp]),
+    "ft_plan_weight_changed": (None, [_vp]),
     "ft_tune": (_st, [_vp, _P(ft_problem), _P(ft_tune_options), _P(ft_config)]),
     "ft_strategy_name": (_cp, [_st]),
     "ft_schema_version": (_int, []),

@@ -54,6 +54,9 @@ class Plan(_Owned):
         self.db, self.problem, self.config = db, problem, config
         self.mode = math_mode(problem.math)
         self._handle = handle
+        # A pre-split 3xtf32 configuration keeps W split between launches: weight_changed().
+        self.presplit = '"presplit":1' in (config.config or "")
+        self.weight_seen = None  # (address, version) of the weight it last launched with
 
     def __repr__(self):
         return (f"<fusedtune.Plan {self.problem.shape} {self.mode.name} {self.config.strategy} {self.config.name}"
@@ -67,6 +70,14 @@ class Plan(_Owned):
             self._handle = None
 
     close = destroy
+
+    def weight_changed(self):
+        """Says that the weight's contents changed in place since the last launch: a pre-split
+        3xtf32 plan (configuration "presplit") splits it again at its next launch (ft_plan_weight_changed).
+        Nothing for other plans."""
+        with self.db._lock:
+            if self._handle is not None and self._handle.value:
+                lib().ft_plan_weight_changed(self._handle)
 
     def make_args(self, x, w, y, vecs=None, scalars=None, dtype=None):
         """An ft_args for launch_args(): device pointers as ints, vecs {name: pointer},

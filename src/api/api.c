@@ -559,6 +559,10 @@ ft_status ft_plan_create(ft_ctx *ctx, const ft_problem *p, const ft_config *cfg,
   return FT_OK;
 }
 
+void ft_plan_weight_changed(ft_plan *plan) {
+  if (plan) ft_launchable_weight_changed(&plan->run);
+}
+
 void ft_plan_destroy(ft_plan *plan) {
   if (!plan) return;
   ft_launchable_free(&plan->run);

@@ -32,6 +32,9 @@ typedef struct ft_tc_params {
                   * fp32 accumulator (0 in other modes) */
   int aregs;     /* 3xtf32: 1 = x split in registers (wgmma A from registers, BN <= 64), 0 = split in
                   * shared memory */
+  int presplit;  /* 3xtf32: 1 = x and W split into big and small tf32 parts before the kernel, in the
+                  * plan's workspace (W once, x each call: geometry's presplit_kp), so the kernel only
+                  * loads and multiplies; named "_h<chunk>w"; 0 = split in the kernel */
   int dual;      /* fp8: 1 = two partial sums taking turns by chunk, each added into the fp32 sums while
                   * the next chunk's wgmma run (BN <= 128), named "_h<chunk>d"; 0 = one, the pipeline
                   * drained at each promotion */
@@ -201,9 +204,19 @@ typedef struct ft_launch_geom {
   int own_gemm;
   unsigned ggrid[3], gblock[3], gcluster[3];
   size_t gsmem;
+  /* tc presplit: x and W pre-split by kernel FT_PRESPLIT_KERNEL into the workspace, rows of 2 Kp
+   * floats (Kp = K rounded up to FT_PRESPLIT_COLS): x's M rows first, then W's N rows; 0: none */
+  int presplit_kp;
 } ft_launch_geom;
 
 void ft_variant_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_launch_geom *g);
+
+/* The pre-split layout (kernels_src/gemm_tc.cu's ft_tc_presplit, 3xtf32's k tile): each row of
+ * 2 Kp floats holds blocks of FT_PRESPLIT_COLS big parts then as many small parts, in k order. */
+#define FT_PRESPLIT_COLS 32
+#define FT_PRESPLIT_KERNEL "ft_tc_presplit"
+#define FT_PRESPLIT_BLOCK 256
+static inline int64_t ft_presplit_kp(int64_t k) { return (k + FT_PRESPLIT_COLS - 1) / FT_PRESPLIT_COLS * FT_PRESPLIT_COLS; }
 
 /* How to launch ft_eager_step on an [m, n] matrix (FT_AUX_BLOCK threads, FT_AUX_ELEMS elements
  * per thread: src/base/kernel_abi.h). */

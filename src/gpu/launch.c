@@ -163,6 +163,14 @@ ft_status ft_launchable_init(ft_launchable *L, ft_gpu *g, const ft_variant *v, i
       return s;
     }
   }
+  if (t.geom.presplit_kp) { /* x and W split into the workspace before the kernel */
+    ft_status s = t.loaded.lib && t.ws ? ft_loaded_kernel(&t.loaded, FT_PRESPLIT_KERNEL, &t.presplit, err)
+                                      : ft__fail(err, FT_ERR_INTERNAL, "launch: a pre-split variant without its workspace");
+    if (s != FT_OK) {
+      ft_launchable_free(&t);
+      return s;
+    }
+  }
   if (t.before == FT_GEMM_OWN) { /* the family's GEMM, in the pass's program, instead of cuBLAS's */
     ft_status s = fam->gemm_kernel && fam->gemm_args && t.loaded.lib
                       ? ft_loaded_kernel(&t.loaded, fam->gemm_kernel, &t.gemm, err)
@@ -326,10 +334,51 @@ ft_status ft_launchable_enqueue_pass(ft_launchable *L, void *y, const ft_ep_args
   return enqueue_kernels(L, NULL, NULL, y, ep, stream, err);
 }
 
+void ft_launchable_weight_changed(ft_launchable *L) {
+  if (L) L->wsplit_ok = 0;
+}
+
+/* src [rows, k] split into dst's rows of 2 Kp floats (ft_tc_presplit). */
+static ft_status presplit_rows(ft_launchable *L, const void *src, float *dst, int rows, cudaStream_t stream,
+                               ft_err *err) {
+  int kp = L->geom.presplit_kp, k = L->k;
+  const long long quads = (long long)rows * (kp / 4), cap = 16LL * ft_gpu_limits(L->g)->sm_count;
+  long long blocks = (quads + FT_PRESPLIT_BLOCK - 1) / FT_PRESPLIT_BLOCK;
+  if (blocks > cap) blocks = cap;
+  if (blocks < 1) return FT_OK;
+  void *args[] = {(void *)&src, (void *)&dst, (void *)&rows, (void *)&k, (void *)&kp};
+  const unsigned grid[3] = {(unsigned)blocks, 1, 1}, block[3] = {FT_PRESPLIT_BLOCK, 1, 1};
+  return launch(L->presplit, grid, block, NULL, 0, NULL, args, stream, err);
+}
+
+/* Pre-split 3xtf32: x split into the workspace's first M rows on every launch; W into the next N
+ * rows when it is not the W split last (another pointer, or ft_launchable_weight_changed). Outside
+ * a CUDA-graph capture W's split is finished before this returns, so launches on other streams
+ * may read it; inside one the split is part of the graph (every replay splits W again). *x and *w
+ * then name the split rows. */
+static ft_status presplit_operands(ft_launchable *L, const void **x, const void **w, cudaStream_t stream,
+                                   ft_err *err) {
+  float *xs = (float *)L->ws, *ws = xs + (size_t)L->m * 2 * (size_t)L->geom.presplit_kp;
+  if (!L->wsplit_ok || L->wsplit_of != *w) {
+    enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    FT_CUDA_TRY(err, cudaStreamIsCapturing(stream, &cap));
+    L->wsplit_ok = 0;
+    FT_TRY(presplit_rows(L, *w, ws, L->n, stream, err));
+    if (cap == cudaStreamCaptureStatusNone) {
+      FT_CUDA_TRY(err, cudaStreamSynchronize(stream));
+      L->wsplit_of = *w, L->wsplit_ok = 1;
+    }
+  }
+  FT_TRY(presplit_rows(L, *x, xs, L->m, stream, err));
+  *x = xs, *w = ws;
+  return FT_OK;
+}
+
 /* The variant's kernels (the main one, then its second if any) once the GEMM before them ran. */
 static ft_status enqueue_kernels(ft_launchable *L, const void *x, const void *w, void *y, const ft_ep_args_dev *ep,
                                  cudaStream_t stream, ft_err *err) {
   if (!L->loaded.main) return FT_OK; /* the identity after cuBLAS: y is done */
+  if (L->geom.presplit_kp) FT_TRY(presplit_operands(L, &x, &w, stream, err));
   const ft_launch_io io = {x, w, y, L->ws, L->flags, L->m, L->n, L->k, ep, 0, L->n};
   if (!L->have_args || L->args_x != x || L->args_w != w || L->args_y != y ||
       memcmp(&L->args_ep, ep, sizeof *ep) != 0) {

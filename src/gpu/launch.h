@@ -41,6 +41,11 @@ typedef struct ft_launchable {
   const void *gemm_x, *gemm_w;
   void *gemm_y;
   ft_arg_store gemm_args;
+  /* Pre-split 3xtf32 (geom.presplit_kp): the split kernel, and which W the workspace holds split
+   * (wsplit_of, valid while wsplit_ok: ft_launchable_weight_changed clears it). */
+  cudaKernel_t presplit;
+  const void *wsplit_of;
+  int wsplit_ok;
 } ft_launchable;
 
 /* Loads cubin (compiled from src, the variant's kernel text) on the current device for
@@ -61,6 +66,10 @@ ft_status ft_launchable_check(const ft_launchable *L, const void *x, const void 
  * launch errors but does not synchronize. */
 ft_status ft_launchable_enqueue(ft_launchable *L, const void *x, const void *w, void *y, const ft_ep_args_dev *ep,
                                 cudaStream_t stream, ft_err *err);
+/* W's contents changed where the launchable last read it: a pre-split plan (geometry's
+ * presplit_kp) splits W again at its next launch. Nothing else keeps W between launches. */
+void ft_launchable_weight_changed(ft_launchable *L);
+
 /* The kernels a pass variant runs after cuBLAS's plain GEMM, alone, on y as that GEMM left it (a
  * pass in place: not chunked, gated or after cuBLASLt's epilogues): what a benchmark times beside
  * another library's kernel for the same step. */

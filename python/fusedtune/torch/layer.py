@@ -291,6 +291,7 @@ class FusedLinear(nn.Module):
                     and _current_device() == f.index and grad is f.grad
                     and (not grad or not (x.requires_grad or self._held_requires_grad()))
                     and self._parameters["weight"].data_ptr() == f.w and (not f.vchk or _same_ptrs(f.vchk))
+                    and (f.wver is None or self._parameters["weight"]._version == f.wver)
                     and hit[0]._handle is not None):
                 # Everything the checks looked at is as it was at the checked call that made f:
                 # only x's and y's addresses go on (the library checks their alignment).
@@ -335,6 +336,7 @@ class FusedLinear(nn.Module):
         if m == 0:
             return y
         plan = self.plan_for(m, dev)
+        _note_weight(plan, w)
         va, sa = self._slot_arrays({k: t.data_ptr() for k, t in vecs.items()}, scalars)
         launch = _launch.launcher(plan.db._lock)
         current = dev.index == _current_device()
@@ -376,6 +378,8 @@ class FusedLinear(nn.Module):
         if (f is None or f.w != w_ptr or f.vchk != vchk or f.dtype is not x.dtype or f.index != index
                 or f.grad is not grad or f.launch is not launch):
             f = _FastState(x.dtype, index, grad, launch, w_ptr, vchk, va, sa)
+        if plan.presplit:  # its weight's version too: a change in place goes through the checked path
+            f.wver = held[0]._version
         f.shapes[x.shape] = (plan, tuple(x.shape[:-1]) + self._y_tail, plan._handle.value)
         self._fast = f
 
@@ -438,6 +442,7 @@ class FusedLinear(nn.Module):
         if m == 0:
             return y
         plan = self.plan_for(m, dev)
+        _note_weight(plan, weight)
         key = (tuple(t.data_ptr() for t in operands), tuple(scalars))
         arrays = self._op_args.get(key)
         if arrays is None:
@@ -495,16 +500,26 @@ def _same_ptrs(checks):
     return True
 
 
+def _note_weight(plan, w):
+    """A pre-split plan (3xtf32, "presplit") keeps W split while its address stays: tells it when
+    the tensor's contents changed in place since its last launch (torch's version counter)."""
+    if plan.presplit:
+        seen = (w.data_ptr(), w._version)
+        if plan.weight_seen is not None and plan.weight_seen != seen:
+            plan.weight_changed()
+        plan.weight_seen = seen
+
+
 class _FastState:
     """What forward's fast path compares a call with: x's dtype, the device (also the current
     one), grad mode, and the addresses of the layer's weight and vectors (vchk: (dict, name,
     address) each), as at the checked call that recorded it (a new weight, bias, buffer or mode
     set on the layer drops the state: FusedLinear.__setattr__); per input shape, the plan and the
     output shape; and the launch's prepared arguments (the slot arrays)."""
-    __slots__ = ("shapes", "dtype", "index", "grad", "launch", "w", "vchk", "vecs", "scalars", "keep")
+    __slots__ = ("shapes", "dtype", "index", "grad", "launch", "w", "vchk", "vecs", "scalars", "keep", "wver")
 
     def __init__(self, dtype, index, grad, launch, w, vchk, va, sa):
-        self.shapes = {}
+        self.shapes, self.wver = {}, None
         self.dtype, self.index, self.grad, self.launch, self.w, self.vchk = dtype, index, grad, launch, w, vchk
         self.vecs, self.scalars, self.keep = ctypes.addressof(va), ctypes.addressof(sa), (va, sa)
 

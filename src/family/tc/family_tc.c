@@ -51,6 +51,9 @@ static int tc_valid(const ft_variant *v, char *why, size_t whylen) {
   if (v->tc.dual && !fp8(v)) FT_WHY("tc: dual (two partial sums) is fp8's, not %s", ft_math_name((ft_math)v->math));
   if (v->tc.aregs != 0 && v->tc.aregs != 1) FT_WHY("tc: aregs %d must be 0 or 1", v->tc.aregs);
   if (v->tc.aregs && (!split(v) || v->bn > 64)) FT_WHY("tc: aregs (x in registers) needs 3xtf32 and bn <= 64");
+  if (v->tc.presplit != 0 && v->tc.presplit != 1) FT_WHY("tc: presplit %d must be 0 or 1", v->tc.presplit);
+  if (v->tc.presplit && (!split(v) || v->tc.aregs || v->split_k > 1 || v->family != FT_FAMILY_TC))
+    FT_WHY("tc: presplit (x and W split before the kernel) is family tc's in 3xtf32, without aregs or split_k");
   if (v->split_k == 1 || v->split_k < 0 || v->split_k > TC_MAX_SPLIT)
     FT_WHY("tc: split_k %d must be 0 (none) or 2..%d", v->split_k, TC_MAX_SPLIT);
   if (v->tc.tstore != 0 && v->tc.tstore != 1) FT_WHY("tc: tstore %d must be 0 or 1", v->tc.tstore);
@@ -119,7 +122,6 @@ static int tc_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k, c
 }
 
 static void tc_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_launch_geom *g) {
-  (void)k;
   if (v->tc.consumers <= 0 || v->bn <= 0 || v->tc.cluster <= 0) return;
   n = gemm_n(v, n);
   int64_t blocks = tc_units(v, m, n) * tc_slices(v) * v->tc.cluster; /* no block without a unit of its own */
@@ -139,6 +141,10 @@ static void tc_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft
     g->workspace_bytes = (size_t)blocks * (size_t)tc_bm(v) * (size_t)v->bn * sizeof(float);
     g->flag_bytes = (size_t)blocks * (size_t)v->tc.consumers * sizeof(unsigned);
   }
+  if (v->tc.presplit) { /* x's M rows, then W's N rows, each of 2 Kp floats (big and small parts) */
+    g->presplit_kp = (int)ft_presplit_kp(k);
+    g->workspace_bytes = (size_t)(m + n) * 2 * (size_t)g->presplit_kp * sizeof(float);
+  }
 }
 
 /* __launch_bounds__(threads, 1): ptxas starts every warp at 65536 / threads registers (168 for
@@ -153,9 +159,9 @@ static int tc_reg_cap(const ft_variant *v) {
 static void tc_defines(const ft_variant *v, ft_strbuf *b) {
   const tc_smem_regions r = tc_regions(v);
   ft_sb_puts(b, "struct FtTcCfg {\n  enum : int {\n");
-  ft_sb_printf(b, "    dtype = %d, split3x = %d, fp8 = %d, chunk = %d, aregs = %d, dual = %d,\n",
+  ft_sb_printf(b, "    dtype = %d, split3x = %d, fp8 = %d, chunk = %d, aregs = %d, dual = %d, presplit = %d,\n",
                fp32_storage(v) ? 0 : v->math == FT_MATH_FP16 ? 2 : 1, split(v), fp8(v), promoted(v) ? v->tc.chunk : 0,
-               v->tc.aregs, v->tc.dual);
+               v->tc.aregs, v->tc.dual, v->tc.presplit);
   ft_sb_printf(b, "    bn = %d, consumers = %d, stages = %d, cluster = %d, group = %d,\n", v->bn, v->tc.consumers, v->stages,
                v->tc.cluster, v->swizzle);
   ft_sb_printf(b, "    pingpong = %d, split_k = %d, stream_k = %d, tma_store = %d, staged = %d, late = %d, gated = %d,\n",
@@ -193,13 +199,15 @@ static int map_kind(const ft_variant *v) {
 static int map_kind_y(const ft_variant *v) { return fp32_storage(v) ? 0 : fp8(v) ? 2 : map_kind(v); }
 
 /* ft_gemm_tc(tma_x, tma_w, tma_y, Y, WS, FL, M, N, K, ep): the maps are encoded for the launch's
- * pointers (the launch path keeps them while the pointers stay); tma_y, over Y in the storage
+ * pointers (pre-split: the workspace's split x and W, src/gpu/launch.c) (the launch path keeps them while the pointers stay); tma_y, over Y in the storage
  * type (no tf32 rounding on a store), only for tstore, else zeros. A gated pair's N is the GEMM's
  * (2n: W the interleaved weight); the kernel writes y [M, N / 2]. */
 static ft_status tc_kernel_args(const ft_variant *v, const ft_launch_io *io, ft_arg_store *st, ft_err *err) {
   const int n = (int)gemm_n(v, io->n);
-  const ft_tmap_desc tx = {io->x, map_kind(v), (uint64_t)io->m, (uint64_t)io->k, (uint32_t)tc_bm(v), (uint32_t)v->bk};
-  const ft_tmap_desc tw = {io->w, map_kind(v), (uint64_t)n, (uint64_t)io->k, (uint32_t)(v->bn / v->tc.cluster),
+  /* Pre-split: x and w are the workspace's split rows, 2 Kp floats each (the kernel's K is K). */
+  const uint64_t cols = v->tc.presplit ? 2 * (uint64_t)ft_presplit_kp(io->k) : (uint64_t)io->k;
+  const ft_tmap_desc tx = {io->x, map_kind(v), (uint64_t)io->m, cols, (uint32_t)tc_bm(v), (uint32_t)v->bk};
+  const ft_tmap_desc tw = {io->w, map_kind(v), (uint64_t)n, cols, (uint32_t)(v->bn / v->tc.cluster),
                            (uint32_t)v->bk};
   const ft_tmap_desc ty = {io->y, map_kind_y(v), (uint64_t)io->m, (uint64_t)io->n, 64, (uint32_t)(128 / osize(v))};
   static const unsigned char no_map[128];
@@ -218,7 +226,9 @@ static ft_status tc_kernel_args(const ft_variant *v, const ft_launch_io *io, ft_
 /* "tc_bm128_bn256_bk64_s4_c1_z8_p132_bf16", "tc_bm128_bn128_bk32_s4_c1_z8_p132_h16_3xtf32" */
 static int tc_name(const ft_variant *v, char *buf, size_t len) {
   char chunk[24] = "", slices[16] = "";
-  if (v->tc.chunk) snprintf(chunk, sizeof chunk, "_h%d%s", v->tc.chunk, v->tc.aregs ? "r" : v->tc.dual ? "d" : "");
+  if (v->tc.chunk)
+    snprintf(chunk, sizeof chunk, "_h%d%s", v->tc.chunk,
+             v->tc.aregs ? "r" : v->tc.dual ? "d" : v->tc.presplit ? "w" : "");
   if (v->split_k > 1) snprintf(slices, sizeof slices, "_k%d", v->split_k);
   return snprintf(buf, len, "tc_bm%d_bn%d_bk%d_s%d_c%d_z%d_p%d%s%s%s%s%s%s%s%s_%s", tc_bm(v), v->bn, v->bk, v->stages,
                   v->tc.cluster, v->swizzle, v->tc.grid, chunk, slices, v->tc.streamk ? "_sk" : "", v->tc.pingpong ? "_pp" : "",
@@ -242,6 +252,7 @@ const ft_json_key ft__tc_opt_keys[] = {
     {"math", offsetof(ft_variant, math)},
     {"chunk", offsetof(ft_variant, tc.chunk)},
     {"aregs", offsetof(ft_variant, tc.aregs)},
+    {"presplit", offsetof(ft_variant, tc.presplit)},
     {"dual", offsetof(ft_variant, tc.dual)},
     {"split_k", offsetof(ft_variant, split_k)},
     {"tstore", offsetof(ft_variant, tc.tstore)},

@@ -25,8 +25,9 @@ static inline int tc_bm(const ft_variant *v) { return 64 * (v->tc.pingpong ? v->
 static inline int tc_threads(const ft_variant *v) { return 128 * (v->tc.consumers + 1); }
 
 /* The shared-memory regions of a variant, as kernels_src/tc_config.cuh checks and gemm_tc.cu lays
- * them out: the ring of stages, 3xtf32's three small buffers of a stage's size (of W's tile with x
- * in registers), the TMA-store epilogue's two 8 KiB boxes per consumer, the staged epilogue's
+ * them out: the ring of stages (pre-split 3xtf32: each holds the big and the small parts of both
+ * tiles), 3xtf32's three small buffers of a stage's size (of W's tile with x in registers; none
+ * pre-split), the TMA-store epilogue's two 8 KiB boxes per consumer, the staged epilogue's
  * 16 KiB per consumer in 16-bit storage (fp32 stages in the boxes), two mbarriers per stage,
  * stream-K's 32-byte schedule, 1024 B to align the ring; then colv bytes per consumer. */
 typedef struct tc_smem_regions {
@@ -35,8 +36,8 @@ typedef struct tc_smem_regions {
 
 static inline tc_smem_regions tc_regions(const ft_variant *v) {
   tc_smem_regions r;
-  r.stage = (size_t)(tc_bm(v) + v->bn) * 128;
-  r.small = !split(v) ? 0 : 3 * (v->tc.aregs ? (size_t)v->bn * 128 : r.stage);
+  r.stage = (size_t)(tc_bm(v) + v->bn) * 128 * (v->tc.presplit ? 2 : 1);
+  r.small = !split(v) || v->tc.presplit ? 0 : 3 * (v->tc.aregs ? (size_t)v->bn * 128 : r.stage);
   r.boxes = v->tc.tstore ? 2 * (size_t)v->tc.consumers * 64 * 128 : 0;
   r.staging = v->tc.staged && osize(v) == 2 ? (size_t)v->tc.consumers * 64 * 256 : 0;
   r.base = (size_t)v->stages * r.stage + r.small + r.boxes + r.staging + 16 * (size_t)v->stages +

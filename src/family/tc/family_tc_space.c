@@ -80,6 +80,9 @@ static double tc_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_e
   /* A third less shared-memory traffic, but BN 64: slower than BN 128 from shared memory
    * (docs/BENCHMARKS.md, "Why the search space is what it is"). */
   if (v->tc.aregs) cost *= 1.07;
+  /* Pre-split x and W: no split in the kernel (a third of its shared-memory traffic at BN 128),
+   * but x's split each call; a guess until measured (full space only). */
+  if (v->tc.presplit) cost *= 0.95;
   /* The TMA-store epilogue: a tile's stores no longer hold the next pack behind their register
    * reads, a large share of the stalls (docs/BENCHMARKS.md, "Why the search space is what it is"). */
   if (v->tc.tstore) cost *= 0.99;
@@ -287,6 +290,18 @@ static ft_status axis_aregs(const tc_gen *g, tc_point p, int axis, ft_err *err) 
   return FT_OK;
 }
 
+/* 3xtf32, full space only (not yet measured on a GPU): x and W split before the kernel
+ * (presplit), at the deepest ring its doubled stages allow, for the deepest ring of the in-kernel
+ * split form only (one presplit variant per form). */
+static ft_status axis_presplit(const tc_gen *g, tc_point p, int axis, ft_err *err) {
+  FT_TRY(tc_next(g, &p, axis, err));
+  if (!g->full || !split(&p.v) || p.v.tc.aregs || p.v.family != FT_FAMILY_TC || p.v.stages != p.most) return FT_OK;
+  p.v.tc.presplit = 1;
+  while (p.v.stages > 2 && tc_smem(&p.v) > (size_t)g->lim->max_smem_per_block) p.v.stages--;
+  if (tc_smem(&p.v) > (size_t)g->lim->max_smem_per_block) return FT_OK;
+  return tc_next(g, &p, axis, err);
+}
+
 /* Split-K only where the tiles leave SMs idle: 2, 4, 8 slices up to about two units per SM (not
  * with TMA stores or ping-pong). */
 static ft_status axis_split_k(const tc_gen *g, tc_point p, int axis, ft_err *err) {
@@ -342,7 +357,8 @@ static ft_status axis_emit(const tc_gen *g, tc_point p, int axis, ft_err *err) {
 }
 
 static const tc_axis k_tc_axes[] = {axis_consumers, axis_width, axis_cluster, axis_group,   axis_form,     axis_stages,
-                                    axis_chunk,     axis_dual,  axis_aregs,   axis_split_k, axis_stream_k, axis_emit};
+                                    axis_chunk,     axis_dual,  axis_aregs,   axis_presplit, axis_split_k, axis_stream_k,
+                                    axis_emit};
 
 static ft_status tc_next(const tc_gen *g, const tc_point *p, int axis, ft_err *err) {
   return k_tc_axes[axis + 1](g, *p, axis + 1, err);

@@ -1,0 +1,142 @@
+/* 3xtf32 with x and W split before the kernel (family tc's presplit, kernels_src/gemm_tc.cu's
+ * ft_tc_presplit and ft_mainloop_3x_pre) without a GPU: where it enumerates (the full space only,
+ * 3xtf32 only, never with aregs, family tc only), its rules, the name and JSON both ways, the
+ * geometry (the workspace holds x's and W's split rows of 2 Kp floats, Kp = K rounded up to 32;
+ * shared memory: stages of both parts, no small buffers), and NVRTC compiles each form for sm_90a
+ * without spills. */
+#include <stdlib.h>
+
+#include "codegen.h"
+#include "compile.h"
+#include "epilogue_test_util.h"
+#include "family.h"
+
+static ft_variant *enumerate(const char *text, ft_math math, ft_space_scope mode, int *count, int *pre) {
+  ft_epilogue *ep = parse_ok(text);
+  ft_device_limits lim;
+  ft_variant *v = NULL;
+  *count = *pre = 0;
+  ft_err e;
+  if (ep && ft_limits_for_arch("sm_90", &lim, &e) == FT_OK)
+    ASSERT_OK(ft_space_enumerate_ep(FT_VK_GEMM, 1000, 8192, 1000, math, mode, ep, &lim, &v, NULL, count, &e));
+  for (int i = 0; i < *count; i++) *pre += v[i].tc.presplit;
+  ft_ep_free(ep);
+  return v;
+}
+
+static void test_enumeration(void) {
+  int count = 0, pre = 0;
+  ft_variant *v = enumerate("relu(x + bias)", FT_MATH_3XTF32, FT_SPACE_FULL, &count, &pre);
+  ASSERT_TRUE(pre > 0);
+  char why[256];
+  ft_device_limits lim;
+  ft_err e;
+  ASSERT_OK(ft_limits_for_arch("sm_90", &lim, &e));
+  for (int i = 0; i < count; i++) {
+    if (!v[i].tc.presplit) continue;
+    ASSERT_TRUE(v[i].family == FT_FAMILY_TC && !v[i].tc.aregs && v[i].split_k <= 1);
+    if (!ft_variant_applicable(&v[i], 1000, 8192, 1000, &lim, why, sizeof why)) FT_FAIL_AT_("not applicable: %s", why);
+  }
+  free(v);
+  /* The default space: none until measured on a GPU; other modes: none. */
+  free(enumerate("relu(x + bias)", FT_MATH_3XTF32, FT_SPACE_PRUNED, &count, &pre));
+  ASSERT_EQ_INT(pre, 0);
+  free(enumerate("relu(x + bias)", FT_MATH_TF32, FT_SPACE_FULL, &count, &pre));
+  ASSERT_EQ_INT(pre, 0);
+  /* Family tc_norm (groups in the tile) keeps the split in the kernel. */
+  v = enumerate("groupnorm(x + bias, 512)", FT_MATH_3XTF32, FT_SPACE_FULL, &count, &pre);
+  for (int i = 0; i < count; i++) ASSERT_TRUE(!v[i].tc.presplit || v[i].family == FT_FAMILY_TC);
+  free(v);
+}
+
+static ft_variant pre_variant(void) {
+  ft_variant v = {0};
+  v.kind = FT_VK_GEMM, v.family = FT_FAMILY_TC, v.math = FT_MATH_3XTF32, v.bn = 128, v.bk = 32, v.stages = 3;
+  v.swizzle = 8, v.tc.consumers = 2, v.tc.cluster = 2, v.tc.grid = 132, v.tc.chunk = 16, v.tc.presplit = 1;
+  return v;
+}
+
+static void test_rules(void) {
+  char why[256];
+  ft_err e;
+  ft_variant v = pre_variant();
+  ASSERT_TRUE(ft_variant_valid(&v, why, sizeof why));
+  v.math = FT_MATH_TF32, v.tc.chunk = 0;
+  ASSERT_TRUE(!ft_variant_valid(&v, why, sizeof why));
+  ASSERT_CONTAINS(why, "presplit");
+  v = pre_variant(), v.bn = 64, v.tc.aregs = 1;
+  ASSERT_TRUE(!ft_variant_valid(&v, why, sizeof why));
+  v = pre_variant(), v.split_k = 2;
+  ASSERT_TRUE(!ft_variant_valid(&v, why, sizeof why));
+  v = pre_variant(), v.tc.presplit = 2;
+  ASSERT_TRUE(!ft_variant_valid(&v, why, sizeof why));
+  /* Name and JSON both ways; the in-kernel split's JSON has no presplit key (stored results keep
+   * their configuration text). */
+  v = pre_variant();
+  char name[160], json[FT_CONFIG_JSON_MAX];
+  ft_variant_name(&v, name, sizeof name);
+  ASSERT_EQ_STR(name, "tc_bm128_bn128_bk32_s3_c2_z8_p132_h16w_3xtf32");
+  ASSERT_TRUE(ft_variant_json(&v, json, sizeof json) > 0);
+  ASSERT_CONTAINS(json, "\"presplit\":1");
+  ft_variant back;
+  ASSERT_OK(ft_variant_from_json(json, &back, &e));
+  ASSERT_TRUE(memcmp(&back, &v, sizeof v) == 0);
+  v.tc.presplit = 0;
+  ASSERT_TRUE(ft_variant_json(&v, json, sizeof json) > 0);
+  ASSERT_TRUE(strstr(json, "presplit") == NULL);
+  /* Geometry: x's 1000 and W's 8192 rows of 2 x 1024 floats (K = 1000 rounded up to 32). */
+  v = pre_variant();
+  ft_launch_geom g;
+  ft_variant_geometry(&v, 1000, 8192, 1000, &g);
+  ASSERT_EQ_INT(g.presplit_kp, 1024);
+  ASSERT_TRUE(g.workspace_bytes == (size_t)(1000 + 8192) * 2 * 1024 * sizeof(float));
+  ASSERT_TRUE(!g.has_reduce);
+  /* Shared memory: three stages of both parts of both tiles, no small buffers. */
+  ASSERT_TRUE(g.smem == (size_t)3 * 2 * (128 + 128) * 128 + 16 * 3 + 1024);
+  v.tc.presplit = 0, v.stages = 4;
+  ft_variant_geometry(&v, 1000, 8192, 1000, &g);
+  ASSERT_EQ_INT(g.presplit_kp, 0);
+  ASSERT_TRUE(g.workspace_bytes == 0);
+}
+
+/* Each form (direct and TMA stores, the staged epilogue, clusters of 1 and 2, chunks 16 and 4)
+ * through NVRTC and ptxas for sm_90a: compiles, no spill. */
+static void test_compiles(void) {
+  ft_epilogue *ep = parse_ok("relu(x + bias) * s where scalar s = 0.5");
+  if (!ep) return;
+  enum { N = 5 };
+  ft_variant v[N];
+  for (int i = 0; i < N; i++) v[i] = pre_variant();
+  v[1].tc.tstore = 1;
+  v[2].tc.tstore = 1, v[2].tc.staged = 1, v[2].stages = 2;
+  v[3].tc.cluster = 1, v[3].tc.chunk = 4;
+  v[4].bn = 64, v[4].stages = 4;
+  ft_kernel_src src[N];
+  ft_compile_job jobs[N];
+  memset(jobs, 0, sizeof jobs);
+  ft_err e;
+  for (int i = 0; i < N; i++) {
+    char why[256];
+    if (!ft_variant_valid(&v[i], why, sizeof why)) FT_FAIL_AT_("variant %d: %s", i, why);
+    ASSERT_OK(ft_codegen_variant(&v[i], ep, &src[i], &e));
+    jobs[i] = (ft_compile_job){.src = src[i].text, .hash = src[i].hash, .arch_suffix = src[i].arch_suffix};
+  }
+  ASSERT_OK(ft_compile_many(NULL, "sm_90", jobs, N, 2, &e));
+  for (int i = 0; i < N; i++) {
+    char name[160];
+    ft_variant_name(&v[i], name, sizeof name);
+    if (jobs[i].status != FT_OK) FT_FAIL_AT_("%s: does not compile: %.2000s", name, jobs[i].log ? jobs[i].log : "");
+    else if (jobs[i].log && strstr(jobs[i].log, "bytes spill stores") && !strstr(jobs[i].log, " 0 bytes spill stores"))
+      FT_FAIL_AT_("%s: spills: %.2000s", name, jobs[i].log);
+    ft_compile_job_clear(&jobs[i]);
+    ft_kernel_src_free(&src[i]);
+  }
+  ft_ep_free(ep);
+}
+
+int main(void) {
+  test_enumeration();
+  test_rules();
+  test_compiles();
+  return FT_TEST_DONE();
+}
