@@ -3,7 +3,8 @@
 # What landed on main without a GPU run (round 4 session 3, docs/BENCHMARKS.md 2026-12-06 (f)), in
 # the order it matters, each step under its own time limit so that one command fits the device's
 # 10 minutes (run the steps as separate calls otherwise):
-#   tests   the GPU tests of the new or changed code: gpu_test_norm_tc (family tc_norm, groupnorm in
+#   tests   the GPU tests of the new or changed code: gpu_test_tc_presplit (3xtf32 pre-split, new),
+#           gpu_test_norm_tc (family tc_norm, groupnorm in
 #           the tile: new, never run), gpu_test_tc_pass (its GEMMs now of chunks 16, 8 and 4; the
 #           shared GEMM held to fp32's bound), gpu_test_api, gpu_test_reduce_tc (every tc kernel's
 #           text changed: the tc_norm dispatch);
@@ -25,7 +26,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee -a "$T"
 . scripts/gpu/build.sh "$OUT/build.log"
 echo "build $(el)" | tee -a "$T"
 case ,$STEPS, in *,tests,*)
-  for t in ${TESTS:-gpu_test_norm_tc:200 gpu_test_tc_pass:120 gpu_test_api:60 gpu_test_reduce_tc:150}; do
+  for t in ${TESTS:-gpu_test_tc_presplit:150 gpu_test_tc_pass:120 gpu_test_api:60 gpu_test_reduce_tc:150}; do
     name=${t%%:*}; limit=${t##*:}
     FT_TEST_TMP=$OUT timeout "$limit" "./build/tests/$name" > "$OUT/$name.txt" 2>&1
     echo "$name rc=$? $(el): $(grep -iE 'assertion|checked|passed' "$OUT/$name.txt" | tail -1 | cut -c1-140)" | tee -a "$T"

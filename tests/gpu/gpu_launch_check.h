@@ -26,6 +26,7 @@ static inline ft_status ft_test_launch_check(ft_gpu *g, const ft_variant *v, con
     if (s == FT_OK && run.ws) {
       const cudaError_t ce = cudaMemset(run.ws, 0xff, run.geom.workspace_bytes);
       if (ce != cudaSuccess) s = ft_cuda_fail(e, ce, "poisoning the workspace");
+      ft_launchable_weight_changed(&run); /* a pre-split W lived there: split it again */
     }
     if (s == FT_OK) s = ft_launchable_enqueue(&run, d->dX, d->dW, d->dY, &d->args, 0, e);
     if (s == FT_OK) {

@@ -1,0 +1,190 @@
+/* GPU: 3xtf32 with x and W split before the kernel (family tc's presplit: ft_tc_presplit into the
+ * plan's workspace, ft_mainloop_3x_pre). Every presplit variant of the full space on ragged shapes
+ * (M, N not multiples of the tile, K not a multiple of 32, so the split rows' last block is
+ * zero-padded), with an elementwise E, output and workspace NaN-poisoned, against the float64
+ * reference with the tuner's tolerance; each the same bits as its twin that splits in the kernel
+ * (the same parts, products and order); and the weight's cache: W doubled in place reads as the
+ * old W until ft_launchable_weight_changed, then gives exactly twice the old y (a power of two
+ * scales the parts exactly), and a launch with another W pointer splits that W by itself. */
+#include <math.h>
+
+#include "baseline.h"
+#include "ft_test.h"
+#include "gpu_launch_check.h"
+
+typedef struct problem {
+  const char *expr;
+  int m, n, k;
+} problem;
+
+static const problem k_problems[] = {
+    {"relu(x + bias)", 77, 264, 40},                        /* one k tile, its last 24 columns padding */
+    {"x * s + bias where scalar s = 0.5", 300, 1040, 1000}, /* K = 31 x 32 + 8 */
+    {"gelu(x + bias)", 1000, 8192, 256},                    /* whole tiles of k, many tiles of y */
+};
+#define N_PROBLEMS (sizeof k_problems / sizeof k_problems[0])
+
+/* Compiles v for ep and launches it on d through a fresh launchable (checked against the
+ * reference), its y copied to out. */
+static ft_status run_checked(ft_gpu *g, const ft_variant *v, const ft_epilogue *ep, ft_pdata *d, void *out,
+                             size_t bytes, ft_check *chk, ft_err *e) {
+  ft_kernel_src src;
+  ft_compile_job job;
+  memset(&job, 0, sizeof job);
+  ft_status st = ft_codegen_variant(v, ep, &src, e);
+  if (st != FT_OK) return st;
+  job = (ft_compile_job){.src = src.text, .hash = src.hash, .arch_suffix = src.arch_suffix};
+  st = ft_compile_many(NULL, ft_gpu_arch(g), &job, 1, 0, e);
+  if (st == FT_OK && job.status != FT_OK) st = ft__fail(e, job.status, "compile: %.600s", job.log ? job.log : "");
+  if (st == FT_OK) st = ft_test_launch_check(g, v, &job, &src, d, chk, e);
+  if (st == FT_OK && cudaMemcpy(out, d->dY, bytes, cudaMemcpyDeviceToHost) != cudaSuccess)
+    st = ft__fail(e, FT_ERR_CUDA, "copying y back");
+  ft_compile_job_clear(&job);
+  ft_kernel_src_free(&src);
+  return st;
+}
+
+static int check_problem(ft_gpu *g, const problem *pr) {
+  ft_err e;
+  ft_epilogue *ep = NULL;
+  ft_pdata *d = NULL;
+  ft_variant *v = NULL;
+  int nv = 0, checked = 0;
+  double tol = 0, cublas_err = 0, worst = 0;
+  ft_status st = ft_ep_parse(pr->expr, &ep, &e);
+  if (st == FT_OK) st = ft_pdata_create(g, pr->m, pr->n, pr->k, ep, FT_MATH_3XTF32, 31, &d, &e);
+  if (st == FT_OK) st = ft_pdata_tolerance(g, d, &tol, &cublas_err, &e);
+  ft_baselines *bl = NULL; /* as the tuner judges 3xtf32 */
+  if (st == FT_OK) st = ft_baselines_create(g, NULL, ep, d, &bl, &e);
+  if (st == FT_OK) st = ft_baseline_chain_tolerance(bl, &tol, &e);
+  ft_baselines_free(bl);
+  if (st == FT_OK)
+    st = ft_space_enumerate_ep(FT_VK_GEMM, pr->m, pr->n, pr->k, FT_MATH_3XTF32, FT_SPACE_FULL, ep, ft_gpu_limits(g), &v,
+                               NULL, &nv, &e);
+  if (st != FT_OK) {
+    FT_FAIL_AT_("%s %dx%dx%d: setup: %s", pr->expr, pr->m, pr->n, pr->k, e.msg);
+    free(v);
+    ft_pdata_free(d);
+    ft_ep_free(ep);
+    return 0;
+  }
+  const size_t bytes = (size_t)pr->m * (size_t)pr->n * sizeof(float);
+  float *pre = malloc(bytes), *twin = malloc(bytes);
+  ASSERT_TRUE(pre && twin);
+  for (int i = 0; pre && twin && i < nv; i++) {
+    if (!v[i].tc.presplit) continue;
+    char name[160];
+    ft_variant_name(&v[i], name, sizeof name);
+    ft_variant t = v[i]; /* the twin: the same tile, chunk and epilogue form, split in the kernel */
+    t.tc.presplit = 0, t.stages = 2;
+    ft_check chk = {0, 0, 0}, chk_t = {0, 0, 0};
+    st = run_checked(g, &v[i], ep, d, pre, bytes, &chk, &e);
+    if (st == FT_OK) st = run_checked(g, &t, ep, d, twin, bytes, &chk_t, &e);
+    if (st != FT_OK)
+      FT_FAIL_AT_("%s %dx%dx%d: %s: %s", pr->expr, pr->m, pr->n, pr->k, name, e.msg);
+    else if (chk.bad || !(chk.rel_err <= tol))
+      FT_FAIL_AT_("%s %dx%dx%d: %s: rel_err %.3g > %.3g, %lld non-finite", pr->expr, pr->m, pr->n, pr->k, name,
+                  chk.rel_err, tol, (long long)chk.bad);
+    else if (memcmp(pre, twin, bytes) != 0)
+      FT_FAIL_AT_("%s: %s: other bits than its twin that splits in the kernel", pr->expr, name);
+    if (chk.rel_err > worst) worst = chk.rel_err;
+    checked++;
+  }
+  printf("  %-40s %5dx%-5dx%-4d %3d presplit variants, worst rel_err %.2e (tol %.2e), each its twin's bits\n",
+         pr->expr, pr->m, pr->n, pr->k, checked, worst, tol);
+  fflush(stdout);
+  free(pre);
+  free(twin);
+  free(v);
+  ft_pdata_free(d);
+  ft_ep_free(ep);
+  return checked;
+}
+
+/* The cache of W's split: stale by contract until ft_launchable_weight_changed, and split again
+ * for another W pointer. */
+static void check_weight_cache(ft_gpu *g) {
+  ft_err e;
+  ft_epilogue *ep = NULL;
+  ft_pdata *d = NULL;
+  const int m = 129, n = 264, k = 72;
+  ASSERT_OK(ft_ep_parse("x", &ep, &e));
+  if (!ep || ft_pdata_create(g, m, n, k, ep, FT_MATH_3XTF32, 5, &d, &e) != FT_OK) {
+    FT_FAIL_AT_("setup: %s", e.msg);
+    ft_ep_free(ep);
+    return;
+  }
+  ft_variant v = {0};
+  v.kind = FT_VK_GEMM, v.family = FT_FAMILY_TC, v.math = FT_MATH_3XTF32, v.bn = 128, v.bk = 32, v.stages = 3;
+  v.swizzle = 8, v.tc.consumers = 2, v.tc.cluster = 1, v.tc.grid = 132, v.tc.chunk = 4, v.tc.presplit = 1;
+  ft_kernel_src src;
+  ft_compile_job job;
+  memset(&job, 0, sizeof job);
+  ft_launchable run;
+  memset(&run, 0, sizeof run);
+  const size_t ybytes = (size_t)m * n * sizeof(float), wbytes = (size_t)n * k * sizeof(float);
+  float *y1 = malloc(ybytes), *y2 = malloc(ybytes), *w = malloc(wbytes);
+  void *w2 = NULL;
+  ASSERT_TRUE(y1 && y2 && w);
+  ASSERT_OK(ft_codegen_variant(&v, ep, &src, &e));
+  job = (ft_compile_job){.src = src.text, .hash = src.hash, .arch_suffix = src.arch_suffix};
+  ASSERT_OK(ft_compile_many(NULL, ft_gpu_arch(g), &job, 1, 0, &e));
+  ASSERT_OK(job.status);
+  ASSERT_OK(ft_launchable_init(&run, g, &v, m, n, k, job.cubin, job.cubin_size, src.kernel, src.reduce, &e));
+#define LAUNCH_INTO(buf, wptr)                                                                     \
+  do {                                                                                             \
+    ASSERT_OK(ft_launchable_enqueue(&run, d->dX, (wptr), d->dY, &d->args, 0, &e));                 \
+    ASSERT_TRUE(cudaDeviceSynchronize() == cudaSuccess);                                           \
+    ASSERT_TRUE(cudaMemcpy((buf), d->dY, ybytes, cudaMemcpyDeviceToHost) == cudaSuccess);          \
+  } while (0)
+  if (y1 && y2 && w) {
+    LAUNCH_INTO(y1, d->dW);
+    /* W doubled in place: the cached split is the old W's, by contract. */
+    ASSERT_TRUE(cudaMemcpy(w, d->dW, wbytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+    for (size_t i = 0; i < (size_t)n * k; i++) w[i] *= 2.0f;
+    ASSERT_TRUE(cudaMemcpy(d->dW, w, wbytes, cudaMemcpyHostToDevice) == cudaSuccess);
+    LAUNCH_INTO(y2, d->dW);
+    ASSERT_TRUE(memcmp(y1, y2, ybytes) == 0);
+    ft_launchable_weight_changed(&run);
+    LAUNCH_INTO(y2, d->dW);
+    int twice = 1;
+    for (size_t i = 0; i < (size_t)m * n; i++) twice &= y2[i] == 2.0f * y1[i];
+    ASSERT_TRUE(twice);
+    /* Another pointer to the original W (halved back): split by itself, y1 again. */
+    for (size_t i = 0; i < (size_t)n * k; i++) w[i] *= 0.5f;
+    ASSERT_TRUE(cudaMalloc(&w2, wbytes) == cudaSuccess);
+    ASSERT_TRUE(cudaMemcpy(w2, w, wbytes, cudaMemcpyHostToDevice) == cudaSuccess);
+    LAUNCH_INTO(y2, w2);
+    ASSERT_TRUE(memcmp(y1, y2, ybytes) == 0);
+    printf("  the weight's split: stale until weight_changed, then 2 y exactly; another W pointer split by itself\n");
+  }
+#undef LAUNCH_INTO
+  cudaFree(w2);
+  free(y1), free(y2), free(w);
+  ft_launchable_free(&run);
+  ft_compile_job_clear(&job);
+  ft_kernel_src_free(&src);
+  ft_pdata_free(d);
+  ft_ep_free(ep);
+}
+
+int main(void) {
+  if (!ft_test_have_gpu()) RETURN_SKIP("no CUDA device");
+  ft_err e;
+  ft_gpu *g = NULL;
+  if (ft_gpu_open(0, &g, &e) != FT_OK) RETURN_FAIL("ft_gpu_open: %s", e.msg);
+  if (ft_gpu_limits(g)->cc_major != 9 || ft_gpu_limits(g)->cc_minor != 0) {
+    ft_gpu_close(g);
+    RETURN_SKIP("the tensor-core family needs compute capability 9.0");
+  }
+  int checked = 0;
+  for (size_t i = 0; i < N_PROBLEMS; i++) {
+    const int c = check_problem(g, &k_problems[i]);
+    if (!c) FT_FAIL_AT_("%s: no presplit variant enumerated", k_problems[i].expr);
+    checked += c;
+  }
+  check_weight_cache(g);
+  printf("%d presplit variants checked\n", checked);
+  ft_gpu_close(g);
+  return FT_TEST_DONE();
+}
