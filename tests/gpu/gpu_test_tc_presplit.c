@@ -24,23 +24,14 @@ static const problem k_problems[] = {
 };
 #define N_PROBLEMS (sizeof k_problems / sizeof k_problems[0])
 
-/* Compiles v for ep and launches it on d through a fresh launchable (checked against the
- * reference), its y copied to out. */
-static ft_status run_checked(ft_gpu *g, const ft_variant *v, const ft_epilogue *ep, ft_pdata *d, void *out,
-                             size_t bytes, ft_check *chk, ft_err *e) {
-  ft_kernel_src src;
-  ft_compile_job job;
-  memset(&job, 0, sizeof job);
-  ft_status st = ft_codegen_variant(v, ep, &src, e);
-  if (st != FT_OK) return st;
-  job = (ft_compile_job){.src = src.text, .hash = src.hash, .arch_suffix = src.arch_suffix};
-  st = ft_compile_many(NULL, ft_gpu_arch(g), &job, 1, 0, e);
-  if (st == FT_OK && job.status != FT_OK) st = ft__fail(e, job.status, "compile: %.600s", job.log ? job.log : "");
-  if (st == FT_OK) st = ft_test_launch_check(g, v, &job, &src, d, chk, e);
+/* Launches compiled v on d through a fresh launchable (checked against the reference), its y
+ * copied to out. */
+static ft_status run_checked(ft_gpu *g, const ft_variant *v, const ft_compile_job *job, const ft_kernel_src *src,
+                             ft_pdata *d, void *out, size_t bytes, ft_check *chk, ft_err *e) {
+  if (job->status != FT_OK) return ft__fail(e, job->status, "compile: %.600s", job->log ? job->log : "");
+  ft_status st = ft_test_launch_check(g, v, job, src, d, chk, e);
   if (st == FT_OK && cudaMemcpy(out, d->dY, bytes, cudaMemcpyDeviceToHost) != cudaSuccess)
     st = ft__fail(e, FT_ERR_CUDA, "copying y back");
-  ft_compile_job_clear(&job);
-  ft_kernel_src_free(&src);
   return st;
 }
 
@@ -70,16 +61,30 @@ static int check_problem(ft_gpu *g, const problem *pr) {
   }
   const size_t bytes = (size_t)pr->m * (size_t)pr->n * sizeof(float);
   float *pre = malloc(bytes), *twin = malloc(bytes);
-  ASSERT_TRUE(pre && twin);
-  for (int i = 0; pre && twin && i < nv; i++) {
+  /* Each presplit variant (even index) and its twin (odd): the same tile, chunk and epilogue form,
+   * split in the kernel; compiled together on every core. */
+  ft_variant *pv = calloc(2 * (size_t)nv + 1, sizeof *pv);
+  ft_kernel_src *src = calloc(2 * (size_t)nv + 1, sizeof *src);
+  ft_compile_job *jobs = calloc(2 * (size_t)nv + 1, sizeof *jobs);
+  ASSERT_TRUE(pre && twin && pv && src && jobs);
+  int np = 0;
+  for (int i = 0; pv && src && jobs && i < nv; i++) {
     if (!v[i].tc.presplit) continue;
+    pv[np] = pv[np + 1] = v[i];
+    pv[np + 1].tc.presplit = 0, pv[np + 1].stages = 2;
+    for (int j = np; j < np + 2; j++) {
+      ASSERT_OK(ft_codegen_variant(&pv[j], ep, &src[j], &e));
+      jobs[j] = (ft_compile_job){.src = src[j].text, .hash = src[j].hash, .arch_suffix = src[j].arch_suffix};
+    }
+    np += 2;
+  }
+  if (np) ASSERT_OK(ft_compile_many(NULL, ft_gpu_arch(g), jobs, np, 0, &e));
+  for (int i = 0; pre && twin && i < np; i += 2) {
     char name[160];
-    ft_variant_name(&v[i], name, sizeof name);
-    ft_variant t = v[i]; /* the twin: the same tile, chunk and epilogue form, split in the kernel */
-    t.tc.presplit = 0, t.stages = 2;
+    ft_variant_name(&pv[i], name, sizeof name);
     ft_check chk = {0, 0, 0}, chk_t = {0, 0, 0};
-    st = run_checked(g, &v[i], ep, d, pre, bytes, &chk, &e);
-    if (st == FT_OK) st = run_checked(g, &t, ep, d, twin, bytes, &chk_t, &e);
+    st = run_checked(g, &pv[i], &jobs[i], &src[i], d, pre, bytes, &chk, &e);
+    if (st == FT_OK) st = run_checked(g, &pv[i + 1], &jobs[i + 1], &src[i + 1], d, twin, bytes, &chk_t, &e);
     if (st != FT_OK)
       FT_FAIL_AT_("%s %dx%dx%d: %s: %s", pr->expr, pr->m, pr->n, pr->k, name, e.msg);
     else if (chk.bad || !(chk.rel_err <= tol))
@@ -93,6 +98,11 @@ static int check_problem(ft_gpu *g, const problem *pr) {
   printf("  %-40s %5dx%-5dx%-4d %3d presplit variants, worst rel_err %.2e (tol %.2e), each its twin's bits\n",
          pr->expr, pr->m, pr->n, pr->k, checked, worst, tol);
   fflush(stdout);
+  for (int j = 0; j < np; j++) {
+    ft_compile_job_clear(&jobs[j]);
+    ft_kernel_src_free(&src[j]);
+  }
+  free(pv), free(src), free(jobs);
   free(pre);
   free(twin);
   free(v);
