@@ -260,6 +260,10 @@ class FusedLinearCpuTest(unittest.TestCase):
 
         class FakePlan:
             _handle = ctypes.c_void_p(0x1234)
+            presplit = False
+
+        class FakePresplitPlan(FakePlan):
+            presplit = True  # 3xtf32 with W split once: a change of W in place must reach the plan
 
         saved = ft._current_device, ft._raw_stream
         ft._current_device, ft._raw_stream = (lambda: -1), (lambda index: 0x77)
@@ -292,8 +296,41 @@ class FusedLinearCpuTest(unittest.TestCase):
                 self.assertRejects("weight is on cpu", layer, x)
             self.assertEqual(len(launches), 2)
             self.assertRejects("weight is on cpu", layer, x)  # grad mode on: not the recorded state
+            # A pre-split plan: the weight's version is part of the state.
+            layer = FusedLinear(16, 8, epilogue="relu(x + bias) * s where scalar s", params={"s": 2.0})
+            va, sa = layer._slot_arrays({"bias": layer.bias.data_ptr()}, {"s": 2.0})
+            with torch.no_grad():
+                layer._keep_fast(x, FakePresplitPlan(), record, layer.weight.data_ptr(), va, sa, False)
+                layer(x)
+                self.assertEqual(len(launches), 3)
+                layer.weight.mul_(2)  # in place: the checked path, which tells the plan
+                self.assertRejects("weight is on cpu", layer, x)
         finally:
             ft._current_device, ft._raw_stream = saved
+
+    def test_note_weight(self):
+        # A pre-split plan is told when its weight changed in place since its last launch (torch's
+        # version counter), not on its first launch nor when nothing changed; other plans never.
+        from fusedtune.torch.layer import _note_weight
+
+        class Plan:
+            def __init__(self, presplit):
+                self.presplit, self.weight_seen, self.told = presplit, None, 0
+
+            def weight_changed(self):
+                self.told += 1
+
+        w = torch.ones(4, 4)
+        pre, plain = Plan(True), Plan(False)
+        for p in (pre, plain):
+            _note_weight(p, w)
+            _note_weight(p, w)
+        self.assertEqual((pre.told, plain.told), (0, 0))
+        w.mul_(2)
+        for p in (pre, plain):
+            _note_weight(p, w)
+            _note_weight(p, w)
+        self.assertEqual((pre.told, plain.told), (1, 0))
 
 
 if __name__ == "__main__":
