@@ -1,13 +1,15 @@
 #!/bin/bash
-# Usage: [OUT=DIR] [STEPS=tests,main,kb,norms,kbbf16] [PART=1|2] [TESTS="gpu_test_api:120 ..."] scripts/gpu/unverified.sh
-# What landed on main without a GPU run (round 4 session 3, docs/BENCHMARKS.md 2026-12-06 (f)), in
-# the order it matters, each step under its own time limit so that one command fits the device's
-# 10 minutes (run the steps as separate calls otherwise):
-#   tests   the GPU tests of the new or changed code: gpu_test_tc_presplit (3xtf32 pre-split, new),
-#           gpu_test_norm_tc (family tc_norm, groupnorm in
-#           the tile: new, never run), gpu_test_tc_pass (its GEMMs now of chunks 16, 8 and 4; the
-#           shared GEMM held to fp32's bound), gpu_test_api, gpu_test_reduce_tc (every tc kernel's
-#           text changed: the tc_norm dispatch);
+# Usage: [OUT=DIR] [STEPS=tests,split,main,kb,norms,kbbf16] [PART=1|2] [TESTS="gpu_test_api:120 ..."] scripts/gpu/unverified.sh
+# What landed on main without a GPU run (round 4 sessions 3 and 4, docs/BENCHMARKS.md 2026-12-06
+# (f) and (g)), in the order it matters, each step under its own time limit so that one command
+# fits the device's 10 minutes (run the steps as separate calls otherwise):
+#   tests   the GPU tests of the new or changed code: gpu_test_tc_presplit (3xtf32 pre-split: new,
+#           never run), gpu_test_tc_pass (its enumeration mended after (g)), gpu_test_api,
+#           gpu_test_reduce_tc (every tc kernel's text changed: the tc_norm dispatch, the
+#           pre-split producer); gpu_test_norm_tc passed in (g) (TESTS= to run it again);
+#   split   issue 55's question, where 3xtf32's cycles go, and the pre-split form's time against
+#           the in-kernel split and cuBLAS SGEMM (scripts/gpu/split_ceiling.sh: as it is, tf32
+#           of the same tiles, then rebuilt with the in-kernel split cut; CUTS="" skips those);
 #   main    the README's main job on a fresh database, cold then twice warm;
 #   kb      KernelBench level 2 in bf16 where tc_norm may serve (37, 62, 75, 88, 94: groups of 64,
 #           16, 16, 32, 32 columns) and in fp32 where tc_pass's chunk-4 GEMMs may (98, 55);
@@ -32,6 +34,10 @@ case ,$STEPS, in *,tests,*)
     echo "$name rc=$? $(el): $(grep -iE 'assertion|checked|passed' "$OUT/$name.txt" | tail -1 | cut -c1-140)" | tee -a "$T"
     grep -E "FAIL|failed" "$OUT/$name.txt" | head -3 >> "$T"
   done;;
+esac
+case ,$STEPS, in *,split,*)
+  OUT=$OUT/split timeout "${SPLIT_S:-400}" scripts/gpu/split_ceiling.sh > "$OUT/split.log" 2>&1
+  echo "split ceiling rc=$? $(el)" | tee -a "$T"; cat "$OUT/split/split_table.txt" >> "$T";;
 esac
 case ,$STEPS, in *,main,*)
   rm -f /tmp/main_job.db
