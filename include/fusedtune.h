@@ -366,14 +366,15 @@ FT_API ft_status ft_plan_launch_typed(ft_plan *plan, const ft_typed_args *args, 
 /* Frees the plan and its device resources. NULL is a no-op. */
 FT_API void ft_plan_destroy(ft_plan *plan);
 
-/* Tells the plan that the contents of the weight it was launched with changed (a training step, a
- * load into the same memory). A 3xtf32 plan whose configuration pre-splits the operands
- * ("presplit": 1; names "..._h<chunk>w_...") keeps W split into big and small tf32 parts from the
- * first launch with that W pointer and reuses it while the pointer stays: after changing W in
- * place, call this before the next launch (or the plan computes with the old W). Launches with
- * another W pointer split it again by themselves. A CUDA graph captured after the split replays
- * the old split: capture again after this call. Every other plan reads W at each launch; for
- * those this does nothing. NULL is ignored. */
+/* Tells the plan that the memory at the weight's address may hold new contents (a training step,
+ * a load into the same memory, a free and a new allocation at the same address). A 3xtf32 plan
+ * whose configuration pre-splits the operands ("presplit": 1; names "..._h<chunk>w_...") keeps W
+ * split into big and small tf32 parts from the first launch with that W pointer and reuses it
+ * while the pointer stays: after such a change, call this before the next launch (or the plan
+ * computes with the old W). A launch with another W pointer splits that W by itself, and a launch
+ * captured into a CUDA graph always splits W (each replay reads W as it is then), so one plan may
+ * serve several weights, at the cost of a split of W whenever the pointer changes. Every other
+ * plan reads W at each launch; for those this does nothing. NULL is ignored. */
 FT_API void ft_plan_weight_changed(ft_plan *plan);
 
 /* A gated pair's weight (an epilogue with x2, `silu(x) * x2`: docs/EPILOGUE.md, "Gated pairs"):

@@ -1,6 +1,7 @@
 """Plans: a loaded configuration launched by device pointers (ft_plan, ft_plan_launch,
 ft_plan_launch_ptrs), made by core.Database.plan()."""
 import ctypes
+import json
 import numbers
 
 from . import _lib
@@ -47,6 +48,14 @@ def slot_arrays(slots, vecs=(), scalars=()):
     return va, sa
 
 
+def _presplit(config_json):
+    """Whether a configuration's JSON pre-splits the operands (3xtf32, "presplit": 1)."""
+    try:
+        return json.loads(config_json or "{}").get("presplit", 0) == 1
+    except (ValueError, AttributeError):
+        return False
+
+
 class Plan(_Owned):
     """A loaded configuration ready to launch (ft_plan), made by Database.plan()."""
 
@@ -55,7 +64,7 @@ class Plan(_Owned):
         self.mode = math_mode(problem.math)
         self._handle = handle
         # A pre-split 3xtf32 configuration keeps W split between launches: weight_changed().
-        self.presplit = '"presplit":1' in (config.config or "")
+        self.presplit = _presplit(config.config)
         self.weight_seen = None  # (address, version) of the weight it last launched with
 
     def __repr__(self):

@@ -143,7 +143,7 @@ ft_status ft_launchable_init(ft_launchable *L, ft_gpu *g, const ft_variant *v, i
     const cudaError_t e = cudaMalloc(&t.ws, t.geom.workspace_bytes);
     if (e != cudaSuccess) {
       ft_loaded_free(&t.loaded);
-      return ft_cuda_fail(err, e, "cudaMalloc (split-K / stream-K workspace)");
+      return ft_cuda_fail(err, e, "cudaMalloc (the variant's workspace: split-K, stream-K or pre-split operands)");
     }
   }
   if (t.geom.flag_bytes) {
@@ -352,22 +352,20 @@ static ft_status presplit_rows(ft_launchable *L, const void *src, float *dst, in
 }
 
 /* Pre-split 3xtf32: x split into the workspace's first M rows on every launch; W into the next N
- * rows when it is not the W split last (another pointer, or ft_launchable_weight_changed). Outside
- * a CUDA-graph capture W's split is finished before this returns, so launches on other streams
- * may read it; inside one the split is part of the graph (every replay splits W again). *x and *w
+ * rows when it is not the W split last (another pointer, or ft_launchable_weight_changed), in
+ * stream order before the kernel (a plan's launches do not overlap: ft_plan_launch). Inside a
+ * CUDA-graph capture W is always split into the graph, so that a replay never reads a split a
+ * later launch of another W left in the workspace (each replay pays for W's split). *x and *w
  * then name the split rows. */
 static ft_status presplit_operands(ft_launchable *L, const void **x, const void **w, cudaStream_t stream,
                                    ft_err *err) {
   float *xs = (float *)L->ws, *ws = xs + (size_t)L->m * 2 * (size_t)L->geom.presplit_kp;
-  if (!L->wsplit_ok || L->wsplit_of != *w) {
-    enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-    FT_CUDA_TRY(err, cudaStreamIsCapturing(stream, &cap));
+  enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+  FT_CUDA_TRY(err, cudaStreamIsCapturing(stream, &cap));
+  if (cap != cudaStreamCaptureStatusNone || !L->wsplit_ok || L->wsplit_of != *w) {
     L->wsplit_ok = 0;
-    FT_TRY(presplit_rows(L, *w, ws, L->n, stream, err));
-    if (cap == cudaStreamCaptureStatusNone) {
-      FT_CUDA_TRY(err, cudaStreamSynchronize(stream));
-      L->wsplit_of = *w, L->wsplit_ok = 1;
-    }
+    FT_TRY(presplit_rows(L, *w, ws, gemm_cols(L), stream, err));
+    if (cap == cudaStreamCaptureStatusNone) L->wsplit_of = *w, L->wsplit_ok = 1;
   }
   FT_TRY(presplit_rows(L, *x, xs, L->m, stream, err));
   *x = xs, *w = ws;

@@ -70,6 +70,17 @@ static void test_rules(void) {
   ASSERT_TRUE(!ft_variant_valid(&v, why, sizeof why));
   v = pre_variant(), v.tc.presplit = 2;
   ASSERT_TRUE(!ft_variant_valid(&v, why, sizeof why));
+  /* Families tc_norm and tc_pass split in the kernel. */
+  v = pre_variant(), v.family = FT_FAMILY_TC_NORM, v.bn = 64, v.tc.normw = 16, v.tc.normg = 512;
+  ASSERT_TRUE(!ft_variant_valid(&v, why, sizeof why));
+  ASSERT_CONTAINS(why, "presplit");
+  /* The workspace: x's and W's split rows, at most 4 GiB (65536 + 16384 rows of 2 x 16384 floats: 10 GiB). */
+  ft_device_limits lim;
+  ASSERT_OK(ft_limits_for_arch("sm_90", &lim, &e));
+  v = pre_variant();
+  ASSERT_TRUE(ft_variant_applicable(&v, 4096, 16384, 16384, &lim, why, sizeof why));
+  ASSERT_TRUE(!ft_variant_applicable(&v, 65536, 16384, 16384, &lim, why, sizeof why));
+  ASSERT_CONTAINS(why, "GiB of workspace");
   /* Name and JSON both ways; the in-kernel split's JSON has no presplit key (stored results keep
    * their configuration text). */
   v = pre_variant();

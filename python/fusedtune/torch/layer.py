@@ -291,7 +291,7 @@ class FusedLinear(nn.Module):
                     and _current_device() == f.index and grad is f.grad
                     and (not grad or not (x.requires_grad or self._held_requires_grad()))
                     and self._parameters["weight"].data_ptr() == f.w and (not f.vchk or _same_ptrs(f.vchk))
-                    and (f.wver is None or self._parameters["weight"]._version == f.wver)
+                    and (f.wver is None or _weight_version(self._parameters["weight"]) == f.wver)
                     and hit[0]._handle is not None):
                 # Everything the checks looked at is as it was at the checked call that made f:
                 # only x's and y's addresses go on (the library checks their alignment).
@@ -301,6 +301,29 @@ class FusedLinear(nn.Module):
                     self._launch_failed(hit[0], st)
                 return y
         return self._forward_checked(x, params)
+
+    def weight_changed(self):
+        """Says that the weight's memory holds new contents where torch's version counter cannot
+        tell (an inference tensor, a write through .data): a pre-split 3xtf32 plan splits it again
+        at its next call (Plan.weight_changed). Nothing for other plans."""
+        for plan in list(self._plans.values()):
+            if getattr(plan, "presplit", False):
+                plan.weight_changed()
+                plan.weight_seen = None
+        self.__dict__["_fast"] = None
+
+    def _note_weight(self, plan, w):
+        """Before a launch of plan: when w changed in place since a pre-split plan of this layer last
+        saw it, every such plan of the layer is told (each M has its own plan)."""
+        if not plan.presplit:
+            return
+        seen = (w.data_ptr(), _weight_version(w))
+        if plan.weight_seen is not None and plan.weight_seen != seen:
+            for other in list(self._plans.values()):
+                if other is not plan and getattr(other, "presplit", False) and other.weight_seen is not None:
+                    other.weight_changed()
+                    other.weight_seen = None
+        _note_weight(plan, w)
 
     def _held(self):
         """The weight and each vector the layer holds (the bias, buffers), by slot."""
@@ -336,7 +359,7 @@ class FusedLinear(nn.Module):
         if m == 0:
             return y
         plan = self.plan_for(m, dev)
-        _note_weight(plan, w)
+        self._note_weight(plan, w)
         va, sa = self._slot_arrays({k: t.data_ptr() for k, t in vecs.items()}, scalars)
         launch = _launch.launcher(plan.db._lock)
         current = dev.index == _current_device()
@@ -375,11 +398,14 @@ class FusedLinear(nn.Module):
             return
         p = self._parameters
         vchk = tuple((p if n in p else self._buffers, n, t.data_ptr()) for n, t in zip(self._vec_names, held[1:]))
+        # A weight changed in place drops every shape recorded before (a pre-split plan of another M
+        # must see the change on its own checked call).
         if (f is None or f.w != w_ptr or f.vchk != vchk or f.dtype is not x.dtype or f.index != index
-                or f.grad is not grad or f.launch is not launch):
+                or f.grad is not grad or f.launch is not launch
+                or (f.wver is not None and f.wver != _weight_version(held[0]))):
             f = _FastState(x.dtype, index, grad, launch, w_ptr, vchk, va, sa)
         if plan.presplit:  # its weight's version too: a change in place goes through the checked path
-            f.wver = held[0]._version
+            f.wver = _weight_version(held[0])
         f.shapes[x.shape] = (plan, tuple(x.shape[:-1]) + self._y_tail, plan._handle.value)
         self._fast = f
 
@@ -442,7 +468,7 @@ class FusedLinear(nn.Module):
         if m == 0:
             return y
         plan = self.plan_for(m, dev)
-        _note_weight(plan, weight)
+        self._note_weight(plan, weight)
         key = (tuple(t.data_ptr() for t in operands), tuple(scalars))
         arrays = self._op_args.get(key)
         if arrays is None:
@@ -500,11 +526,16 @@ def _same_ptrs(checks):
     return True
 
 
+def _weight_version(w):
+    """torch's version counter of w; None for an inference tensor, which keeps none."""
+    return None if w.is_inference() else w._version
+
+
 def _note_weight(plan, w):
     """A pre-split plan (3xtf32, "presplit") keeps W split while its address stays: tells it when
     the tensor's contents changed in place since its last launch (torch's version counter)."""
     if plan.presplit:
-        seen = (w.data_ptr(), w._version)
+        seen = (w.data_ptr(), _weight_version(w))
         if plan.weight_seen is not None and plan.weight_seen != seen:
             plan.weight_changed()
         plan.weight_seen = seen

@@ -88,7 +88,6 @@ static int64_t gemm_n(const ft_variant *v, int64_t n) { return v->tc.gated ? 2 *
 /* Hopper's wgmma and TMA (sm_90a); TMA rows must be whole 16-byte units. */
 static int tc_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k, const ft_device_limits *lim,
                          char *why, size_t whylen) {
-  (void)m;
   if (v->tc.gated && n % 8) FT_WHY("tc: gated: n %lld is not a multiple of 8 (the interleave's groups)", (long long)n);
   n = gemm_n(v, n);
   if (lim->cc_major != 9 || lim->cc_minor != 0)
@@ -100,6 +99,11 @@ static int tc_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k, c
     FT_WHY("tc: n %lld is not a multiple of %d (TMA-store rows of 16 bytes in %s)", (long long)n, 16 / osize(v),
            ft_math_name((ft_math)v->math));
   if (tc_threads(v) > lim->max_threads_per_block) FT_WHY("tc: %d threads > device limit", tc_threads(v));
+  /* The split rows of x and W live in the plan's workspace: (M + N) x 2 Kp floats. */
+  const double split_gib = (double)(m + n) * 8.0 * (double)ft_presplit_kp(k) / (1 << 30);
+  if (v->tc.presplit && split_gib > TC_PRESPLIT_MAX_GIB)
+    FT_WHY("tc: presplit: x's and W's split rows would take %.1f GiB of workspace (at most %d)", split_gib,
+           TC_PRESPLIT_MAX_GIB);
   if (v->split_k > 1) { /* every k slice gets a k tile: the kernel relies on it */
     const int64_t kt = (k + v->bk - 1) / v->bk, per = (kt + v->split_k - 1) / v->split_k;
     if ((v->split_k - 1) * per >= kt)

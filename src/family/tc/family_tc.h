@@ -65,6 +65,7 @@ static inline size_t tc_colv_bytes(const ft_variant *v) {
 static inline size_t tc_smem(const ft_variant *v) { return tc_smem_base(v) + (size_t)v->tc.consumers * tc_colv_bytes(v); }
 
 #define TC_MAX_CHUNK 4096
+#define TC_PRESPLIT_MAX_GIB 4 /* a pre-split variant's workspace: x's and W's split rows */
 #define TC_MAX_SPLIT 16
 
 static inline int tc_slices(const ft_variant *v) { return v->split_k > 1 ? v->split_k : 1; }

@@ -47,6 +47,7 @@ static int tcp_valid(const ft_variant *v, char *why, size_t whylen) {
   if (v->split_k || v->tc.streamk || v->tc.pingpong || v->tc.staged || v->tc.late || v->tc.gated || v->tc.dual)
     FT_WHY("tc_pass: the GEMM stores x W^T whole for the pass: split_k, streamk, pingpong, staged, late, gated and dual "
            "do not apply");
+  if (v->tc.presplit) FT_WHY("tc_pass: presplit is family tc's (its GEMM splits x and W in the kernel)");
   const ft_variant g = gemm_part(v), p = pass_part(v);
   return ft_family_tc.valid(&g, why, whylen) && ft_family_reduce_pass.valid(&p, why, whylen);
 }

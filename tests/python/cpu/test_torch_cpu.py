@@ -331,6 +331,24 @@ class FusedLinearCpuTest(unittest.TestCase):
             _note_weight(p, w)
             _note_weight(p, w)
         self.assertEqual((pre.told, plain.told), (1, 0))
+        # A layer's plans, one per M: a change one of them sees reaches the others too; an inference
+        # tensor keeps no version, so only layer.weight_changed() tells them.
+        layer = FusedLinear(4, 4, epilogue="x", bias=False)
+        p1, p8, p16 = Plan(True), Plan(True), Plan(False)
+        layer._plans.update({("a", 1): p1, ("a", 8): p8, ("a", 16): p16})
+        w = torch.ones(4, 4)
+        layer._note_weight(p1, w), layer._note_weight(p8, w)
+        w.add_(1)
+        layer._note_weight(p1, w)
+        self.assertEqual((p1.told, p8.told, p16.told), (1, 1, 0))
+        with torch.inference_mode():
+            wi = torch.ones(4, 4)
+        layer._note_weight(p1, wi)
+        layer.weight_changed()
+        self.assertEqual((p1.told, p8.told, p16.told), (3, 2, 0))  # p1 also at the new address
+        from fusedtune.plan import _presplit
+        self.assertEqual([_presplit(c) for c in ('{"kind":"gemm","presplit":1}', '{"kind": "gemm", "presplit": 1}',
+                                                 '{"kind":"gemm"}', None, "not json")], [True, True, False, False, False])
 
 
 if __name__ == "__main__":
