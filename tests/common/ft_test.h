@@ -87,6 +87,18 @@ static int ft_test_failures = 0;
     if (s_ != FT_OK) RETURN_FAIL("ft_gpu_open: %s", e_.msg);    \
   } while (0)
 
+/* From main() of a test of the tensor-core kernels: FT_TEST_OPEN_GPU, and a device other than
+ * compute capability 9.0 (wgmma, TMA) skips the test. */
+#define FT_TEST_OPEN_HOPPER(g)                                                  \
+  do {                                                                          \
+    if (!ft_test_have_gpu()) RETURN_SKIP("no CUDA device");                     \
+    FT_TEST_OPEN_GPU(g);                                                        \
+    if (ft_gpu_limits(g)->cc_major != 9 || ft_gpu_limits(g)->cc_minor != 0) {   \
+      ft_gpu_close(g);                                                          \
+      RETURN_SKIP("the tensor-core family needs compute capability 9.0");       \
+    }                                                                           \
+  } while (0)
+
 /* Whether a CUDA device is usable here (CI machines have no driver). */
 static inline int ft_test_have_gpu(void) {
   int n = 0;

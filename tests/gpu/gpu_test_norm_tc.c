@@ -104,14 +104,8 @@ static int check_problem(ft_gpu *g, const problem *pr, ft_math math) {
 }
 
 int main(void) {
-  if (!ft_test_have_gpu()) RETURN_SKIP("no CUDA device");
-  ft_err e;
   ft_gpu *g = NULL;
-  if (ft_gpu_open(0, &g, &e) != FT_OK) RETURN_FAIL("ft_gpu_open: %s", e.msg);
-  if (ft_gpu_limits(g)->cc_major != 9 || ft_gpu_limits(g)->cc_minor != 0) {
-    ft_gpu_close(g);
-    RETURN_SKIP("the tensor-core family needs compute capability 9.0");
-  }
+  FT_TEST_OPEN_HOPPER(g);
   static const ft_math modes[] = {FT_MATH_BF16, FT_MATH_FP16, FT_MATH_TF32, FT_MATH_3XTF32};
   int checked = 0;
   for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++)

@@ -274,14 +274,8 @@ static void check_moved_pointers(ft_gpu *g) {
 }
 
 int main(void) {
-  if (!ft_test_have_gpu()) RETURN_SKIP("no CUDA device");
-  ft_err e;
   ft_gpu *g = NULL;
-  if (ft_gpu_open(0, &g, &e) != FT_OK) RETURN_FAIL("ft_gpu_open: %s", e.msg);
-  if (ft_gpu_limits(g)->cc_major != 9 || ft_gpu_limits(g)->cc_minor != 0) {
-    ft_gpu_close(g);
-    RETURN_SKIP("the tensor-core family needs compute capability 9.0");
-  }
+  FT_TEST_OPEN_HOPPER(g);
   int checked = 0;
   for (size_t i = 0; i < N_PROBLEMS; i++) checked += check_problem(g, &k_problems[i]);
   check_moved_pointers(g);
