@@ -3,7 +3,7 @@
  * 3xtf32 only, never with aregs, family tc only), its rules, the name and JSON both ways, the
  * geometry (the workspace holds x's and W's split rows of 2 Kp floats, Kp = K rounded up to 32;
  * shared memory: stages of both parts, no small buffers), and NVRTC compiles each form for sm_90a
- * without spills. */
+ * without spills (--sweep: every presplit variant at four shapes). */
 #include <stdlib.h>
 
 #include "codegen.h"
@@ -110,8 +110,33 @@ static void test_rules(void) {
   ASSERT_TRUE(g.workspace_bytes == 0);
 }
 
-/* Each form (direct and TMA stores, the staged epilogue, clusters of 1 and 2, chunks 16 and 4)
- * through NVRTC and ptxas for sm_90a: compiles, no spill. */
+/* v[0..n) for ep through NVRTC and ptxas for sm_90a: each compiles, none spills. */
+static void check_compiles(const ft_variant *v, int n, const ft_epilogue *ep) {
+  ft_kernel_src *src = calloc((size_t)n + 1, sizeof *src);
+  ft_compile_job *jobs = calloc((size_t)n + 1, sizeof *jobs);
+  ft_err e;
+  ASSERT_TRUE(src && jobs);
+  for (int i = 0; src && jobs && i < n; i++) {
+    char why[256];
+    if (!ft_variant_valid(&v[i], why, sizeof why)) FT_FAIL_AT_("variant %d: %s", i, why);
+    ASSERT_OK(ft_codegen_variant(&v[i], ep, &src[i], &e));
+    jobs[i] = (ft_compile_job){.src = src[i].text, .hash = src[i].hash, .arch_suffix = src[i].arch_suffix};
+  }
+  if (src && jobs && n) ASSERT_OK(ft_compile_many(NULL, "sm_90", jobs, n, 2, &e));
+  for (int i = 0; src && jobs && i < n; i++) {
+    char name[160];
+    ft_variant_name(&v[i], name, sizeof name);
+    if (jobs[i].status != FT_OK) FT_FAIL_AT_("%s: does not compile: %.1500s", name, jobs[i].log ? jobs[i].log : "");
+    else if (jobs[i].log && strstr(jobs[i].log, "bytes spill stores") && !strstr(jobs[i].log, " 0 bytes spill stores"))
+      FT_FAIL_AT_("%s: spills: %.1500s", name, jobs[i].log);
+    ft_compile_job_clear(&jobs[i]);
+    ft_kernel_src_free(&src[i]);
+  }
+  free(src), free(jobs);
+}
+
+/* Each form (direct and TMA stores, the staged epilogue, clusters of 1 and 2, chunks 16 and 4,
+ * BN 64). */
 static void test_compiles(void) {
   ft_epilogue *ep = parse_ok("relu(x + bias) * s where scalar s = 0.5");
   if (!ep) return;
@@ -122,31 +147,12 @@ static void test_compiles(void) {
   v[2].tc.tstore = 1, v[2].tc.staged = 1, v[2].stages = 2;
   v[3].tc.cluster = 1, v[3].tc.chunk = 4;
   v[4].bn = 64, v[4].stages = 4;
-  ft_kernel_src src[N];
-  ft_compile_job jobs[N];
-  memset(jobs, 0, sizeof jobs);
-  ft_err e;
-  for (int i = 0; i < N; i++) {
-    char why[256];
-    if (!ft_variant_valid(&v[i], why, sizeof why)) FT_FAIL_AT_("variant %d: %s", i, why);
-    ASSERT_OK(ft_codegen_variant(&v[i], ep, &src[i], &e));
-    jobs[i] = (ft_compile_job){.src = src[i].text, .hash = src[i].hash, .arch_suffix = src[i].arch_suffix};
-  }
-  ASSERT_OK(ft_compile_many(NULL, "sm_90", jobs, N, 2, &e));
-  for (int i = 0; i < N; i++) {
-    char name[160];
-    ft_variant_name(&v[i], name, sizeof name);
-    if (jobs[i].status != FT_OK) FT_FAIL_AT_("%s: does not compile: %.2000s", name, jobs[i].log ? jobs[i].log : "");
-    else if (jobs[i].log && strstr(jobs[i].log, "bytes spill stores") && !strstr(jobs[i].log, " 0 bytes spill stores"))
-      FT_FAIL_AT_("%s: spills: %.2000s", name, jobs[i].log);
-    ft_compile_job_clear(&jobs[i]);
-    ft_kernel_src_free(&src[i]);
-  }
+  check_compiles(v, N, ep);
   ft_ep_free(ep);
 }
 
 /* --sweep (CTest label sweep): every presplit variant of the full space at issue 55's shapes with an
- * elementwise E, through NVRTC and ptxas for sm_90a: none fails, none spills. */
+ * elementwise E. */
 static void test_sweep(void) {
   static const int64_t shapes[][3] = {{1024, 8192, 8192}, {128, 16384, 16384}, {2048, 4096, 8192}, {1000, 1040, 1000}};
   ft_epilogue *ep = parse_ok("gelu(x + bias) * s where scalar s = 0.5");
@@ -159,33 +165,15 @@ static void test_sweep(void) {
     int nv = 0, n = 0;
     ASSERT_OK(ft_space_enumerate_ep(FT_VK_GEMM, shapes[si][0], shapes[si][1], shapes[si][2], FT_MATH_3XTF32,
                                     FT_SPACE_FULL, ep, &lim, &v, NULL, &nv, &e));
-    ft_kernel_src *src = calloc((size_t)nv + 1, sizeof *src);
-    ft_compile_job *jobs = calloc((size_t)nv + 1, sizeof *jobs);
-    ft_variant *pv = calloc((size_t)nv + 1, sizeof *pv);
-    ASSERT_TRUE(src && jobs && pv);
-    for (int i = 0; src && jobs && pv && i < nv; i++) {
-      if (!v[i].tc.presplit) continue;
-      pv[n] = v[i];
-      ASSERT_OK(ft_codegen_variant(&v[i], ep, &src[n], &e));
-      jobs[n] = (ft_compile_job){.src = src[n].text, .hash = src[n].hash, .arch_suffix = src[n].arch_suffix};
-      n++;
-    }
-    if (n) ASSERT_OK(ft_compile_many(NULL, "sm_90", jobs, n, 2, &e));
-    for (int i = 0; i < n; i++) {
-      char name[160];
-      ft_variant_name(&pv[i], name, sizeof name);
-      if (jobs[i].status != FT_OK) FT_FAIL_AT_("%s: does not compile: %.1500s", name, jobs[i].log ? jobs[i].log : "");
-      else if (jobs[i].log && strstr(jobs[i].log, "bytes spill stores") && !strstr(jobs[i].log, " 0 bytes spill stores"))
-        FT_FAIL_AT_("%s: spills: %.1500s", name, jobs[i].log);
-      ft_compile_job_clear(&jobs[i]);
-      ft_kernel_src_free(&src[i]);
-    }
+    for (int i = 0; i < nv; i++)
+      if (v[i].tc.presplit) v[n++] = v[i];
+    check_compiles(v, n, ep);
     printf("  %lldx%lldx%lld: %d presplit variants compiled\n", (long long)shapes[si][0], (long long)shapes[si][1],
            (long long)shapes[si][2], n);
     if (!n) FT_FAIL_AT_("%lldx%lldx%lld: no presplit variant", (long long)shapes[si][0], (long long)shapes[si][1],
                         (long long)shapes[si][2]);
     total += n;
-    free(src), free(jobs), free(pv), free(v);
+    free(v);
   }
   ft_ep_free(ep);
   printf("%d presplit variants compiled (sweep)\n", total);
