@@ -186,7 +186,7 @@ static ft_status pick_gemms(int64_t m, int64_t n, int64_t k, ft_math math, const
     for (int i = 0; i < nv && *got < max; i++) {
       const ft_variant *t = &vs[i];
       if (taken[i] || ft_family_of(t) != &ft_family_tc || t->split_k || t->tc.streamk || t->tc.pingpong ||
-          t->tc.staged || t->tc.late || t->tc.gated || t->tc.dual)
+          t->tc.staged || t->tc.late || t->tc.gated || t->tc.dual || t->tc.presplit)
         continue;
       const unsigned bit = 1u << (t->tc.chunk < 31 ? t->tc.chunk : 31);
       if (pass == 0 && (chunks & bit)) continue;
