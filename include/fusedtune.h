@@ -313,8 +313,8 @@ typedef struct ft_args {
 } ft_args;
 
 /* Enqueues the plan on stream (asynchronous; errors of the kernel itself surface at the next
- * synchronization). A plan's launches must not overlap in time (two streams at once): split-K
- * and stream-K configurations reuse the plan's workspace; one stream, or one plan per stream, is
+ * synchronization). A plan's launches must not overlap in time (two streams at once): split-K,
+ * stream-K and pre-split 3xtf32 configurations reuse the plan's workspace; one stream, or one plan per stream, is
  * safe, CUDA graph capture included. Checks arguments first: NULL pointers, alignment the variant needs, unbound
  * or unknown names -> FT_ERR_INVALID_ARG with a message on the plan's context, nothing launched.
  * Returns FT_OK, FT_ERR_INVALID_ARG, FT_ERR_CUDA, FT_ERR_CUBLAS. */
