@@ -4,6 +4,7 @@
 #ifndef FT_TEST_GPU_LAUNCH_CHECK_H
 #define FT_TEST_GPU_LAUNCH_CHECK_H
 
+#include "baseline.h"
 #include "codegen.h"
 #include "compile.h"
 #include "launch.h"
@@ -50,6 +51,23 @@ static inline ft_status ft_test_launch_check(ft_gpu *g, const ft_variant *v, con
   }
   ft_launchable_free(&run);
   return s;
+}
+
+/* The tolerance the tuner judges d's results by: the mode's rule from cuBLAS's error on x W^T
+ * (*rule and that error *cublas_err, each may be NULL), raised in 3xtf32 to the fp32 eager
+ * chain's own error (cuBLAS SGEMM, then the eager steps), which an epilogue such as a
+ * normalization of few features amplifies. */
+static inline ft_status ft_test_tuner_tolerance(ft_gpu *g, const ft_epilogue *ep, ft_pdata *d, double *tol,
+                                                double *rule, double *cublas_err, ft_err *e) {
+  double err = 0;
+  FT_TRY(ft_pdata_tolerance(g, d, tol, &err, e));
+  if (rule) *rule = *tol;
+  if (cublas_err) *cublas_err = err;
+  ft_baselines *bl = NULL;
+  ft_status st = ft_baselines_create(g, NULL, ep, d, &bl, e);
+  if (st == FT_OK) st = ft_baseline_chain_tolerance(bl, tol, e);
+  ft_baselines_free(bl);
+  return st;
 }
 
 #endif

@@ -8,7 +8,6 @@
  * GEMM's cached tensor maps follow them). */
 #include <math.h>
 
-#include "baseline.h"
 #include "tolerance.h"
 #include "ft_test.h"
 #include "gpu_launch_check.h"
@@ -124,14 +123,8 @@ static int check_problem(ft_gpu *g, const problem *pr) {
   const ft_math math = FT_MATH_3XTF32;
   ft_status st = ft_ep_parse(pr->expr, &ep, &e);
   if (st == FT_OK) st = ft_pdata_create(g, pr->m, pr->n, pr->k, ep, math, 2718, &d, &e);
-  if (st == FT_OK) st = ft_pdata_tolerance(g, d, &tol, &cublas_err, &e);
-  const double gemm_tol = tol; /* the rule's, for a GEMM alone */
-  /* As the tuner judges 3xtf32: raised to the fp32 chain's own error (cuBLAS SGEMM, then the
-   * eager steps), which a normalization of few features amplifies past SGEMM's GEMM error. */
-  ft_baselines *bl = NULL;
-  if (st == FT_OK) st = ft_baselines_create(g, NULL, ep, d, &bl, &e);
-  if (st == FT_OK) st = ft_baseline_chain_tolerance(bl, &tol, &e);
-  ft_baselines_free(bl);
+  double gemm_tol = 0; /* the rule's, for a GEMM alone */
+  if (st == FT_OK) st = ft_test_tuner_tolerance(g, ep, d, &tol, &gemm_tol, &cublas_err, &e);
   if (st == FT_OK)
     st = ft_space_enumerate_ep(FT_VK_GEMM, pr->m, pr->n, pr->k, math, pr->full ? FT_SPACE_FULL : FT_SPACE_PRUNED, ep,
                                ft_gpu_limits(g), &v, NULL, &nv, &e);
@@ -219,7 +212,7 @@ static void check_moved_pointers(ft_gpu *g) {
   ft_pdata *d = NULL;
   ft_variant *v = NULL;
   int nv = 0;
-  double tol = 0, cublas_err = 0;
+  double tol = 0;
   ft_kernel_src src;
   memset(&src, 0, sizeof src);
   ft_compile_job job;
@@ -229,13 +222,7 @@ static void check_moved_pointers(ft_gpu *g) {
   void *other = NULL;
   ft_status st = ft_ep_parse(pr.expr, &ep, &e);
   if (st == FT_OK) st = ft_pdata_create(g, pr.m, pr.n, pr.k, ep, FT_MATH_3XTF32, 99, &d, &e);
-  if (st == FT_OK) st = ft_pdata_tolerance(g, d, &tol, &cublas_err, &e);
-  /* As the tuner judges 3xtf32: raised to the fp32 chain's own error (cuBLAS SGEMM, then the
-   * eager steps), which a normalization of few features amplifies past SGEMM's GEMM error. */
-  ft_baselines *bl = NULL;
-  if (st == FT_OK) st = ft_baselines_create(g, NULL, ep, d, &bl, &e);
-  if (st == FT_OK) st = ft_baseline_chain_tolerance(bl, &tol, &e);
-  ft_baselines_free(bl);
+  if (st == FT_OK) st = ft_test_tuner_tolerance(g, ep, d, &tol, NULL, NULL, &e);
   if (st == FT_OK)
     st = ft_space_enumerate_ep(FT_VK_GEMM, pr.m, pr.n, pr.k, FT_MATH_3XTF32, FT_SPACE_PRUNED, ep, ft_gpu_limits(g), &v,
                                NULL, &nv, &e);

@@ -8,7 +8,6 @@
  * scales the parts exactly), and a launch with another W pointer splits that W by itself. */
 #include <math.h>
 
-#include "baseline.h"
 #include "ft_test.h"
 #include "gpu_launch_check.h"
 
@@ -41,14 +40,10 @@ static int check_problem(ft_gpu *g, const problem *pr) {
   ft_pdata *d = NULL;
   ft_variant *v = NULL;
   int nv = 0, checked = 0;
-  double tol = 0, cublas_err = 0, worst = 0;
+  double tol = 0, worst = 0;
   ft_status st = ft_ep_parse(pr->expr, &ep, &e);
   if (st == FT_OK) st = ft_pdata_create(g, pr->m, pr->n, pr->k, ep, FT_MATH_3XTF32, 31, &d, &e);
-  if (st == FT_OK) st = ft_pdata_tolerance(g, d, &tol, &cublas_err, &e);
-  ft_baselines *bl = NULL; /* as the tuner judges 3xtf32 */
-  if (st == FT_OK) st = ft_baselines_create(g, NULL, ep, d, &bl, &e);
-  if (st == FT_OK) st = ft_baseline_chain_tolerance(bl, &tol, &e);
-  ft_baselines_free(bl);
+  if (st == FT_OK) st = ft_test_tuner_tolerance(g, ep, d, &tol, NULL, NULL, &e);
   if (st == FT_OK)
     st = ft_space_enumerate_ep(FT_VK_GEMM, pr->m, pr->n, pr->k, FT_MATH_3XTF32, FT_SPACE_FULL, ep, ft_gpu_limits(g), &v,
                                NULL, &nv, &e);
