@@ -76,8 +76,6 @@ __device__ __forceinline__ void ft_consumer(const FtTiles<C> &ts, const FtSmemMa
       if (j > 0) ft_bar_sync<256>(5 - wg); /* the other's loop of item j - 1 done */
     if constexpr (C::split3x && C::aregs) {
       ft_mainloop_3x_aregs<C>(d, ring, prev, wk.nk, sm.ring, wg, warp, lane, tid);
-    } else if constexpr (C::presplit) {
-      ft_mainloop_3x_pre<C>(d, ring, prev, wk.nk, sm.ring, wg, tid);
     } else if constexpr (C::split3x) {
       ft_mainloop_3x<C>(d, ring, prev, wk.nk, sm.ring, wg, tid);
     } else {

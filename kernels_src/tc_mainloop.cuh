@@ -1,9 +1,9 @@
 // fusedtune tensor-core GEMM, layer 3: the mainloops. One consumer warpgroup's k tiles of one
 // work item: wait for a stage of the ring, issue its wgmma, release the stage once they are done.
-// Six forms: both operands from shared memory (tf32, bf16, fp16); fp8 with its partial sums
-// promoted, one sum or two taking turns; 3xtf32 with each stage split
-// into big and small tf32 parts in shared memory; 3xtf32 with x split in registers (aregs);
-// 3xtf32 with both operands split before the kernel (presplit), each stage loaded in parts.
+// Five forms: both operands from shared memory (tf32, bf16, fp16); fp8 with its partial sums
+// promoted, one sum or two taking turns; 3xtf32 with each stage split into big and small tf32
+// parts in shared memory, or split before the kernel (presplit: each stage loaded in parts); 3xtf32
+// with x split in registers (aregs).
 //
 // 3xtf32: once a stage is full, all consumer threads split its raw fp32 tiles into big =
 // tf32_rn(v) (in place: the position, hence the swizzle, is kept) and small = tf32_rn(v - big)
@@ -142,6 +142,9 @@ __device__ __forceinline__ void ft_mainloop_ss(float (&dd)[C::kMsub][C::kAcc], F
 
 // 3xtf32 with the split in shared memory: three small buffers, since a warpgroup may still run k
 // tile kt - 2's wgmma (it waited for kt - 3 before the barrier of kt - 1, which this one passed).
+// Pre-split (presplit): the stage already holds both parts of x's and W's tiles (ft_tc_presplit
+// wrote them with the same rounding), so a k tile is the three products alone, the same sums bit
+// for bit, with no split, no barrier among the consumers and no small buffers.
 template <class C>
 __device__ __forceinline__ void ft_mainloop_3x(float (&d)[C::kAcc], FtRing<C> &ring, int &prev, int nk,
                                                const FtRingSmem &rs, int wg, int tid) {
@@ -150,14 +153,19 @@ __device__ __forceinline__ void ft_mainloop_3x(float (&d)[C::kAcc], FtRing<C> &r
   for (int i = 0; i < C::kAcc; i++) d[i] = 0.0f;
   for (int kt = 0; kt < nk; kt++) {
     ft_mbar_wait(rs.full + 8 * ring.stage, ring.phase);
-    const unsigned long long da = ft_desc(rs.sA + ring.stage * C::kA + wg * (64 * 128));
-    const unsigned long long db = ft_desc(rs.sB + ring.stage * C::kB);
-    const unsigned sm = rs.small + (unsigned)(kt % 3) * C::kStage;
-    ft_split(rs.sA + ring.stage * C::kA, sm, C::kA / 16, (int)threadIdx.x, 128 * C::consumers);
-    ft_split(rs.sB + ring.stage * C::kB, sm + C::kA, C::kB / 16, (int)threadIdx.x, 128 * C::consumers);
-    ft_fence_async_smem(); /* the split's stores seen by wgmma, then by every consumer */
-    ft_bar_sync_consumers<128 * C::consumers>();
-    const unsigned long long das = ft_desc(sm + wg * (64 * 128)), dbs = ft_desc(sm + C::kA);
+    const unsigned a = rs.sA + ring.stage * C::kA, b = rs.sB + ring.stage * C::kB;
+    const unsigned long long da = ft_desc(a + wg * (64 * 128)), db = ft_desc(b);
+    unsigned long long das, dbs;
+    if constexpr (C::presplit) {
+      das = ft_desc(a + C::kApart + wg * (64 * 128)), dbs = ft_desc(b + C::kBpart);
+    } else {
+      const unsigned sm = rs.small + (unsigned)(kt % 3) * C::kStage;
+      ft_split(a, sm, C::kA / 16, (int)threadIdx.x, 128 * C::consumers);
+      ft_split(b, sm + C::kA, C::kB / 16, (int)threadIdx.x, 128 * C::consumers);
+      ft_fence_async_smem(); /* the split's stores seen by wgmma, then by every consumer */
+      ft_bar_sync_consumers<128 * C::consumers>();
+      das = ft_desc(sm + wg * (64 * 128)), dbs = ft_desc(sm + C::kA);
+    }
     const int fresh = kt % C::chunk == 0, flush = (kt + 1) % C::chunk == 0 || kt + 1 == nk;
     ft_3x_products<C>(p, da, das, db, dbs, fresh);
     ft_partial_done(p, d, flush, kt);
@@ -307,30 +315,6 @@ __device__ __forceinline__ void ft_mainloop_3x_aregs(float (&d)[C::kAcc], FtRing
   for (int kt = 0; kt < nk; kt += 2) {
     ktile(kt, ab0, as0);
     if (kt + 1 < nk) ktile(kt + 1, ab1, as1);
-  }
-}
-
-// 3xtf32 pre-split: the stage holds both parts of x's and W's tiles (ft_tc_presplit), so a k tile
-// is the three products alone, as ft_mainloop_3x issues them (the same sums, bit for bit), with
-// no split, no barrier among the consumers and no small buffers: a stage is released as soon as
-// its wgmma are done.
-template <class C>
-__device__ __forceinline__ void ft_mainloop_3x_pre(float (&d)[C::kAcc], FtRing<C> &ring, int &prev, int nk,
-                                                   const FtRingSmem &rs, int wg, int tid) {
-  float p[C::kAcc];
-#pragma unroll
-  for (int i = 0; i < C::kAcc; i++) d[i] = 0.0f;
-  for (int kt = 0; kt < nk; kt++) {
-    ft_mbar_wait(rs.full + 8 * ring.stage, ring.phase);
-    const unsigned a = rs.sA + ring.stage * C::kA + wg * (64 * 128), b = rs.sB + ring.stage * C::kB;
-    const unsigned long long da = ft_desc(a), das = ft_desc(a + C::kApart), db = ft_desc(b),
-                             dbs = ft_desc(b + C::kBpart);
-    const int fresh = kt % C::chunk == 0, flush = (kt + 1) % C::chunk == 0 || kt + 1 == nk;
-    ft_3x_products<C>(p, da, das, db, dbs, fresh);
-    ft_partial_done(p, d, flush, kt);
-    if (kt > 0 && tid == 0) ft_mbar_release<C::cluster>(rs.empty + 8 * prev);
-    prev = ring.stage;
-    ring.advance();
   }
 }
 

@@ -1,5 +1,5 @@
 /* 3xtf32 with x and W split before the kernel (family tc's presplit, kernels_src/gemm_tc.cu's
- * ft_tc_presplit and ft_mainloop_3x_pre) without a GPU: where it enumerates (the full space only,
+ * ft_tc_presplit and ft_mainloop_3x's pre-split branch) without a GPU: where it enumerates (the full space only,
  * 3xtf32 only, never with aregs, family tc only), its rules, the name and JSON both ways, the
  * geometry (the workspace holds x's and W's split rows of 2 Kp floats, Kp = K rounded up to 32;
  * shared memory: stages of both parts, no small buffers), and NVRTC compiles each form for sm_90a

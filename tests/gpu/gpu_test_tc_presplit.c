@@ -1,5 +1,5 @@
 /* GPU: 3xtf32 with x and W split before the kernel (family tc's presplit: ft_tc_presplit into the
- * plan's workspace, ft_mainloop_3x_pre). Every presplit variant of the full space on ragged shapes
+ * plan's workspace, ft_mainloop_3x's pre-split branch). Every presplit variant of the full space on ragged shapes
  * (M, N not multiples of the tile, K not a multiple of 32, so the split rows' last block is
  * zero-padded), with an elementwise E, output and workspace NaN-poisoned, against the float64
  * reference with the tuner's tolerance; each the same bits as its twin that splits in the kernel
