@@ -313,17 +313,19 @@ class FusedLinear(nn.Module):
         self.__dict__["_fast"] = None
 
     def _note_weight(self, plan, w):
-        """Before a launch of plan: when w changed in place since a pre-split plan of this layer last
-        saw it, every such plan of the layer is told (each M has its own plan)."""
+        """Before a launch of plan: a pre-split plan (3xtf32, "presplit") keeps W split while its
+        address stays, so when w changed (address or torch's version counter) since the plan last
+        saw it, the plan and every other pre-split plan of the layer that saw the old one (each M
+        has its own) are told."""
         if not plan.presplit:
             return
         seen = (w.data_ptr(), _weight_version(w))
         if plan.weight_seen is not None and plan.weight_seen != seen:
             for other in list(self._plans.values()):
-                if other is not plan and getattr(other, "presplit", False) and other.weight_seen is not None:
+                if getattr(other, "presplit", False) and (other is plan or other.weight_seen is not None):
                     other.weight_changed()
                     other.weight_seen = None
-        _note_weight(plan, w)
+        plan.weight_seen = seen
 
     def _held(self):
         """The weight and each vector the layer holds (the bias, buffers), by slot."""
@@ -529,16 +531,6 @@ def _same_ptrs(checks):
 def _weight_version(w):
     """torch's version counter of w; None for an inference tensor, which keeps none."""
     return None if w.is_inference() else w._version
-
-
-def _note_weight(plan, w):
-    """A pre-split plan (3xtf32, "presplit") keeps W split while its address stays: tells it when
-    the tensor's contents changed in place since its last launch (torch's version counter)."""
-    if plan.presplit:
-        seen = (w.data_ptr(), _weight_version(w))
-        if plan.weight_seen is not None and plan.weight_seen != seen:
-            plan.weight_changed()
-        plan.weight_seen = seen
 
 
 class _FastState:

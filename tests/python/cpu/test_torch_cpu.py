@@ -311,8 +311,6 @@ class FusedLinearCpuTest(unittest.TestCase):
     def test_note_weight(self):
         # A pre-split plan is told when its weight changed in place since its last launch (torch's
         # version counter), not on its first launch nor when nothing changed; other plans never.
-        from fusedtune.torch.layer import _note_weight
-
         class Plan:
             def __init__(self, presplit):
                 self.presplit, self.weight_seen, self.told = presplit, None, 0
@@ -321,15 +319,17 @@ class FusedLinearCpuTest(unittest.TestCase):
                 self.told += 1
 
         w = torch.ones(4, 4)
+        layer = FusedLinear(4, 4, epilogue="x", bias=False)
         pre, plain = Plan(True), Plan(False)
+        layer._plans.update({("a", 1): pre, ("a", 2): plain})
         for p in (pre, plain):
-            _note_weight(p, w)
-            _note_weight(p, w)
+            layer._note_weight(p, w)
+            layer._note_weight(p, w)
         self.assertEqual((pre.told, plain.told), (0, 0))
         w.mul_(2)
         for p in (pre, plain):
-            _note_weight(p, w)
-            _note_weight(p, w)
+            layer._note_weight(p, w)
+            layer._note_weight(p, w)
         self.assertEqual((pre.told, plain.told), (1, 0))
         # A layer's plans, one per M: a change one of them sees reaches the others too; an inference
         # tensor keeps no version, so only layer.weight_changed() tells them.
