@@ -89,9 +89,10 @@ FT_API const char *ft_status_string(ft_status s);
  *   3xtf32  x, W, y, vectors fp32; each operand split into big = tf32(v) and small = tf32(v - big),
  *         three tensor-core products (small.big, big.small, big.big) with the partial sums taken
  *         into fp32 registers every few k: fp32-class error (<= 1e-5 vs float64, as fp32).
- *   fp8   x and W e4m3 (FT_DTYPE_E4M3, both [.., K] row-major as nn.Linear holds them), y and
- *         the bias bf16, the scales fp32: y = E(sum_k x W) with the dequantizing scales applied by E
- *         ("relu(x * sx * sw + bias) where row sx, col sw"; scalar for per tensor, docs/MODES.md);
+ *   fp8   x and W e4m3 (FT_DTYPE_E4M3, both [.., K] row-major as nn.Linear holds them), y, the
+ *         bias and matrix operands bf16, the scales fp32: y = E(sum_k x W) with the dequantizing
+ *         scales applied by E ("relu(x * sx * sw + bias) where row sx, col sw"; scalar for per
+ *         tensor; a gated pair's x2 by sx and its weight's sw2, docs/MODES.md);
  *         fp32 accumulation (partial sums promoted into fp32 registers every few k tiles). K a
  *         multiple of 16. Launched with ft_plan_launch_typed (element type per tensor). */
 #define FT_MATH_MAP(X)   \
@@ -200,15 +201,15 @@ FT_API const char *ft_errmsg(const ft_ctx *ctx);
 
 /* Checks p without touching a device or a database: p not NULL, 1 <= m, n, k <= 2^30, an
  * epilogue that parses and applies to p's N (groupnorm's G divides N, a pool's window fits), a
- * math mode that exists, fp8's rules (K a multiple of 16, x scaled once by sx and sw; no reduction,
- * matrix operand or x2 in fp8), a gated pair's N (with x2: a multiple of 8), and a reduction some
+ * math mode that exists, fp8's rules (N and K multiples of 16, x scaled once by sx and sw, a gated
+ * pair's x2 by sx and sw2; no reduction in fp8), a gated pair's N (with x2: a multiple of 8), and a reduction some
  * kernel serves. Every ft_ function taking a
  * problem makes this same check first. On failure, when msg is not NULL, writes a one-line reason naming what is
  * wrong ("shape 0x8x8: m, n and k must be positive") into msg (truncated to msg_size bytes,
  * always NUL-terminated when msg_size > 0).
  * Returns FT_OK, FT_ERR_INVALID_ARG (p or its epilogue NULL, shape out of range, G or a window
  * that does not fit N, fp8's K or scales, a gated pair's N), FT_ERR_PARSE, FT_ERR_UNSUPPORTED (math
- * mode, a reduction no kernel serves, a reduction, matrix operand or x2 in fp8), FT_ERR_NOMEM.
+ * mode, a reduction no kernel serves, a reduction in fp8), FT_ERR_NOMEM.
  * Thread-safe. */
 FT_API ft_status ft_check_problem(const ft_problem *p, char *msg, size_t msg_size);
 
@@ -343,12 +344,13 @@ typedef struct ft_tensor_arg {
 } ft_tensor_arg;
 
 /* Launch arguments with the element type of every tensor: what an fp8 plan needs (e4m3 x and w,
- * bf16 y and bias, fp32 scale vectors; ft_math_dtype, ft_math_out_dtype), and valid for every
+ * bf16 y, bias and matrix operands (`mat r`), fp32 scale vectors; ft_math_dtype,
+ * ft_math_out_dtype), and valid for every
  * mode. struct_size = sizeof(ft_typed_args) (FT_TYPED_ARGS_INIT), so the struct can grow. */
 typedef struct ft_typed_args {
   size_t struct_size;
   ft_tensor_arg x; /* [m, k] row-major (fp8: e4m3, K-major as nn.Linear's input) */
-  ft_tensor_arg w; /* [n, k] row-major (fp8: e4m3) */
+  ft_tensor_arg w; /* [n, k] row-major (fp8: e4m3); a gated pair's interleaved [2n, k] */
   ft_tensor_arg y; /* [m, n] row-major, written (fp8: bf16) */
   const ft_tensor_arg *vecs;
   int n_vecs;
@@ -414,10 +416,12 @@ FT_API void ft_quantizer_destroy(ft_quantizer *q); /* NULL is a no-op */
 
 /* The fp8 problem of a bf16 layer y = E(x W^T): E with x replaced by (x * sx * sw) and "row sx,
  * col sw" declared (per-token x per-channel scales, what ft_quantize_e4m3 makes with FT_SCALE_ROW
- * for x and W), in canonical form, into out. This is the epilogue ft_lookup_within tries in fp8
+ * for x and W), and a gated pair's x2 by (x2 * sx * sw2) with "col sw2" (the second weight's
+ * per-channel scales: quantize W1 and W2 apart, then ft_gated_interleave the codes, elem_size 1),
+ * in canonical form, into out. A matrix operand stays as it is (bf16 in fp8, as y). This is the epilogue ft_lookup_within tries in fp8
  * for a bf16 problem. Returns FT_OK, FT_ERR_INVALID_ARG (NULL, or out too small),
  * FT_ERR_PARSE (E does not parse, or already names sx or sw), FT_ERR_UNSUPPORTED (E has no fp8
- * form: x not exactly once, a reduction, a matrix operand). Thread-safe, no GPU. */
+ * form: x or x2 not exactly once, a reduction). Thread-safe, no GPU. */
 FT_API ft_status ft_fp8_epilogue(const char *epilogue, char *out, size_t out_size);
 
 /* One update of a running tune, given to ft_tune_options.progress. Plain data, valid only

@@ -68,7 +68,9 @@ ft_status ft__bind_args(const ft_epilogue *ep, const ft_args *a, int m, int n, f
       return ft__fail(err, FT_ERR_INVALID_ARG, "epilogue %s '%s' is not bound in ft_args",
                       prm->kind == FT_PARAM_SCALAR ? "scalar" : prm->kind == FT_PARAM_MATRIX ? "matrix" : "vector",
                       prm->name);
-    if (prm->kind == FT_PARAM_MATRIX) FT_TRY(ft__bind_matrix(prm->name, dev->v[s], a->dtype, a->y, ep, m, n, &dev->s[s], err));
+    /* A matrix holds y's element type: the inputs' in every mode but fp8, whose are e4m3 (y bf16). */
+    const ft_dtype mat_dtype = a->dtype == FT_DTYPE_E4M3 ? FT_DTYPE_BF16 : a->dtype;
+    if (prm->kind == FT_PARAM_MATRIX) FT_TRY(ft__bind_matrix(prm->name, dev->v[s], mat_dtype, a->y, ep, m, n, &dev->s[s], err));
   }
   return FT_OK;
 }

@@ -27,7 +27,7 @@ ft_status ft__check_problem(const ft_problem *p, ft_err *err) {
 }
 
 ft_status ft__check_epilogue_fits(const ft_problem *p, const ft_epilogue *ep, ft_err *err) {
-  FT_TRY(ft_gated_check(ep, p->math, p->n, err)); /* x2: n in whole groups of the interleave */
+  FT_TRY(ft_gated_check(ep, p->n, err)); /* x2: n in whole groups of the interleave */
   FT_TRY(ft_fp8_check(p->math, p->n, p->k, ep, NULL, err)); /* fp8's own rules: N, K, the scales */
   FT_TRY(ft_ep_output_shape(ep, p->m, p->n, NULL, NULL, NULL, err));
   return ft_ep_check_kernels(ep, err);

@@ -40,7 +40,7 @@ static ft_status bind_slots(ft_plan *pl, const void *const *vecs, const float *s
         return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch_ptrs: %s '%s' (slot %d) is NULL",
                         prm->kind == FT_PARAM_MATRIX ? "matrix" : "vector", prm->name, s);
       if (prm->kind == FT_PARAM_MATRIX) /* its slot's scalar word: the row pitch (scalars[s] unused) */
-        FT_TRY(ft__bind_matrix(prm->name, dev->v[s], ft_math_dtype((ft_math)pl->run.v.math), y, pl->ep, pl->run.m,
+        FT_TRY(ft__bind_matrix(prm->name, dev->v[s], ft_vec_dtype((ft_math)pl->run.v.math, prm), y, pl->ep, pl->run.m,
                                pl->run.n, &dev->s[s], err));
     }
   }
@@ -113,9 +113,12 @@ ft_status ft_plan_launch_typed(ft_plan *plan, const ft_typed_args *a, cudaStream
   for (int i = 0; i < a->n_vecs; i++) {
     const char *name = a->vecs[i].name;
     /* An unknown name is ft__bind_args' to name; a known one must have its type. */
-    for (int s = 0; name && s < ft_ep_param_count(plan->ep); s++)
-      if (!strcmp(ft_ep_param_at(plan->ep, s)->name, name))
-        FT_TRY(need_type(err, "vector", name, a->vecs[i].dtype, ft_vec_dtype(m, name), m));
+    for (int s = 0; name && s < ft_ep_param_count(plan->ep); s++) {
+      const ft_ep_param *prm = ft_ep_param_at(plan->ep, s);
+      if (!strcmp(prm->name, name))
+        FT_TRY(need_type(err, prm->kind == FT_PARAM_MATRIX ? "matrix" : "vector", name, a->vecs[i].dtype,
+                         ft_vec_dtype(m, prm), m));
+    }
     vecs[i] = (ft_vec_arg){name, a->vecs[i].data};
   }
   const ft_args args = {a->x.data, a->w.data, (void *)(uintptr_t)a->y.data, vecs, a->n_vecs, a->scalars, a->n_scalars,

@@ -176,9 +176,10 @@ ft_status ft_ep_eval_matrix(const ft_epilogue *ep, int64_t m, int64_t n, const d
                             const double *const *params, double *y, ft_err *err);
 
 /* The presets, for listing: name and expression text. Returns the count; *names may be NULL. */
-/* fp8: whether E multiplies x by the parameters sx and sw, each once and used nowhere else
- * (epilogue_fp8.c); 1 with their slots, else 0 and a one-line reason in why. */
-int ft_ep_fp8_scales(const ft_epilogue *ep, int *sx_slot, int *sw_slot, char *why, size_t why_size);
+/* fp8: whether E multiplies x by the parameters sx and sw, and a gated pair's x2 by sx and sw2, sx
+ * once per product, sw and sw2 once and used nowhere else (epilogue_fp8.c); 1 with their slots
+ * (*sw2_slot -1 without x2; sw2_slot may be NULL), else 0 and a one-line reason in why. */
+int ft_ep_fp8_scales(const ft_epilogue *ep, int *sx_slot, int *sw_slot, int *sw2_slot, char *why, size_t why_size);
 
 int ft_ep_presets(const char *const **names, const char *const **texts);
 

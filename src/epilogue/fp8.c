@@ -20,32 +20,25 @@ ft_status ft_fp8_check(ft_math math, int64_t n, int64_t k, const ft_epilogue *ep
   if (ft_ep_reduction(ep, NULL) != FT_RED_NONE)
     return ft__fail(err, FT_ERR_UNSUPPORTED, "fp8: the epilogue reduces (%s): reductions are not served in fp8 yet",
                     ft_ep_red_name(ft_ep_reduction(ep, NULL)));
-  /* A scale declared a matrix is a wrong scale (the usage error below, as for a col sx), not a
-   * matrix operand waiting to be served. */
-  for (int i = 0; i < ft_ep_param_count(ep); i++) {
-    const ft_ep_param *p = ft_ep_param_at(ep, i);
-    if (p->kind == FT_PARAM_MATRIX && strcmp(p->name, "sx") && strcmp(p->name, "sw"))
-      return ft__fail(err, FT_ERR_UNSUPPORTED, "fp8: matrix operand '%s': matrix operands are not served in fp8 yet",
-                      p->name);
-  }
-  char why[256];
+  char why[400];
   ft_fp8_scales s;
-  if (!ft_ep_fp8_scales(ep, &s.sx_slot, &s.sw_slot, why, sizeof why))
+  if (!ft_ep_fp8_scales(ep, &s.sx_slot, &s.sw_slot, &s.sw2_slot, why, sizeof why))
     return ft__fail(err, FT_ERR_INVALID_ARG, "%s", why);
   s.sx_kind = ft_ep_param_at(ep, s.sx_slot)->kind;
   s.sw_kind = ft_ep_param_at(ep, s.sw_slot)->kind;
+  s.sw2_kind = s.sw2_slot >= 0 ? ft_ep_param_at(ep, s.sw2_slot)->kind : FT_PARAM_SCALAR;
   if (out) *out = s;
   return FT_OK;
 }
 
-ft_dtype ft_vec_dtype(ft_math math, const char *name) {
+ft_dtype ft_vec_dtype(ft_math math, const ft_ep_param *p) {
   if (math != FT_MATH_FP8) return ft_math_dtype(math);
-  return name && !strcmp(name, "bias") ? FT_DTYPE_BF16 : FT_DTYPE_F32;
+  return p && (p->kind == FT_PARAM_MATRIX || !strcmp(p->name, "bias")) ? FT_DTYPE_BF16 : FT_DTYPE_F32;
 }
 
 int ft_vec_is_f32(ft_math math, const ft_epilogue *ep, int slot) {
   const ft_ep_param *p = ft_ep_param_at(ep, slot);
-  return math == FT_MATH_FP8 && p && p->kind != FT_PARAM_SCALAR && ft_vec_dtype(math, p->name) == FT_DTYPE_F32;
+  return math == FT_MATH_FP8 && p && p->kind != FT_PARAM_SCALAR && ft_vec_dtype(math, p) == FT_DTYPE_F32;
 }
 
 ft_status ft_fp8_epilogue(const char *epilogue, char *out, size_t out_size) {
@@ -57,26 +50,30 @@ ft_status ft_fp8_epilogue(const char *epilogue, char *out, size_t out_size) {
   FT_TRY(ft_ep_parse(epilogue, &ep, &err));
   const char *canon = ft_ep_canonical(ep), *where = strstr(canon, " where ");
   const size_t body = where ? (size_t)(where - canon) : strlen(canon);
-  char *text = malloc(14 * strlen(canon) + 64); /* "x" grows to 13 characters */
+  const int pair = ft_ep_uses_x2(ep);
+  char *text = malloc(14 * strlen(canon) + 64); /* "x" grows to 13 characters, "x2" to 15 */
   ft_status s = text ? FT_OK : FT_ERR_NOMEM;
   size_t at = 0;
-  for (size_t i = 0; s == FT_OK && i < body;) { /* each name token x becomes (x * sx * sw) */
+  /* each name token x becomes (x * sx * sw), x2 (x2 * sx * sw2): its own weight's scales */
+  for (size_t i = 0; s == FT_OK && i < body;) {
     const char c = canon[i];
     if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_') {
       size_t j = i;
       while (j < body && (isalnum((unsigned char)canon[j]) || canon[j] == '_')) j++;
       if (j - i == 1 && c == 'x') at += (size_t)sprintf(text + at, "(x * sx * sw)");
+      else if (j - i == 2 && !strncmp(canon + i, "x2", 2)) at += (size_t)sprintf(text + at, "(x2 * sx * sw2)");
       else memcpy(text + at, canon + i, j - i), at += j - i;
       i = j;
     } else {
       text[at++] = canon[i++];
     }
   }
-  if (s == FT_OK) sprintf(text + at, " where %s%srow sx, col sw", where ? where + 7 : "", where ? ", " : "");
+  if (s == FT_OK)
+    sprintf(text + at, " where %s%srow sx, col sw%s", where ? where + 7 : "", where ? ", " : "", pair ? ", col sw2" : "");
   ft_ep_free(ep);
   ep = NULL;
   if (s == FT_OK) s = ft_ep_parse(text, &ep, &err); /* sx or sw already named: a duplicate declaration */
-  /* x not once, a reduction, a matrix operand: no fp8 problem has this form (K 16: any valid K). */
+  /* x or x2 not once, a reduction: no fp8 problem has this form (K 16: any valid K). */
   if (s == FT_OK && ft_fp8_check(FT_MATH_FP8, 16, 16, ep, NULL, &err) != FT_OK) s = FT_ERR_UNSUPPORTED;
   if (s == FT_OK && strlen(ft_ep_canonical(ep)) >= out_size) s = FT_ERR_INVALID_ARG;
   if (s == FT_OK) snprintf(out, out_size, "%s", ft_ep_canonical(ep));

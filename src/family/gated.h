@@ -20,8 +20,8 @@ static inline int64_t ft_gated_x_col(int64_t c) {
 /* The GEMM's column count for output width n: 2n with x2 in E, else n. */
 static inline int64_t ft_gemm_cols(const ft_epilogue *ep, int64_t n) { return ep && ft_ep_uses_x2(ep) ? 2 * n : n; }
 
-/* With x2 in E: FT_ERR_INVALID_ARG unless n is a multiple of 8 (the interleave's group), and
- * FT_ERR_UNSUPPORTED in fp8 (no strategy of that mode computes a pair). FT_OK without x2. */
-ft_status ft_gated_check(const ft_epilogue *ep, ft_math math, int64_t n, ft_err *err);
+/* With x2 in E: FT_ERR_INVALID_ARG unless n is a multiple of 8 (the interleave's group); in every
+ * math mode (fp8's scales of x2 are ft_fp8_check's). FT_OK without x2. */
+ft_status ft_gated_check(const ft_epilogue *ep, int64_t n, ft_err *err);
 
 #endif

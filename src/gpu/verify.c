@@ -215,12 +215,7 @@ static void epi_chunk(void *user, int chunk, size_t begin, size_t end) {
     if (!j->ep) continue;
     d->ref_gemm[i] = *v;
     const size_t r = i / (size_t)d->n, c = i % (size_t)d->n;
-    for (int s = 0; s < np; s++) {
-      const ft_ep_param *p = ft_ep_param_at(j->ep, s);
-      if (p->kind == FT_PARAM_SCALAR) vals[s] = d->args.s[s];
-      else if (p->kind == FT_PARAM_MATRIX) vals[s] = d->hvec[s][i];
-      else vals[s] = d->hvec[s][p->kind == FT_PARAM_COLVEC ? c : r];
-    }
+    for (int s = 0; s < np; s++) vals[s] = ft__param_value(d, j->ep, s, r, c, i);
     *v = ft_ep_eval(j->ep, *v, vals);
     if (isfinite(*v)) o2 += *v * *v;
   }
@@ -238,12 +233,7 @@ static void gated_chunk(void *user, int chunk, size_t begin, size_t end) {
   for (size_t i = begin; i < end; i++) {
     const size_t r = i / (size_t)d->n, c = i % (size_t)d->n;
     const double *g = d->ref_gemm + r * (size_t)d->gemm_n + (size_t)ft_gated_x_col((int64_t)c);
-    for (int s = 0; s < np; s++) {
-      const ft_ep_param *p = ft_ep_param_at(j->ep, s);
-      if (p->kind == FT_PARAM_SCALAR) vals[s] = d->args.s[s];
-      else if (p->kind == FT_PARAM_MATRIX) vals[s] = d->hvec[s][i];
-      else vals[s] = d->hvec[s][p->kind == FT_PARAM_COLVEC ? c : r];
-    }
+    for (int s = 0; s < np; s++) vals[s] = ft__param_value(d, j->ep, s, r, c, i);
     d->ref[i] = ft_ep_eval2(j->ep, g[0], g[FT_GATED_GROUP], vals);
     if (isfinite(d->ref[i])) o2 += d->ref[i] * d->ref[i];
   }
@@ -391,7 +381,7 @@ ft_status ft_pdata_create(ft_gpu *g, int m, int n, int k, const ft_epilogue *ep,
   ft_loaded gen;
   memset(&gen, 0, sizeof gen);
   int on_device = 0;
-  if (st == FT_OK) st = ft_gated_check(ep, math, n, err);
+  if (st == FT_OK) st = ft_gated_check(ep, n, err);
   if (st == FT_OK && math != FT_MATH_FP8 && ((size_t)m + d->gemm_n) * (size_t)k >= FT_DEVICE_INPUTS_MIN) {
     ft_err gerr;
     ft__err_clear(&gerr);

@@ -32,9 +32,15 @@ static void test_names(void) {
   ASSERT_EQ_INT(ft_math_out_dtype(FT_MATH_FP16), FT_DTYPE_F16);
   ASSERT_EQ_STR(ft_dtype_name(FT_DTYPE_E4M3), "e4m3");
   ASSERT_EQ_STR(ft_dtype_name((ft_dtype)9), "?");
-  ASSERT_EQ_INT(ft_vec_dtype(FT_MATH_FP8, "bias"), FT_DTYPE_BF16);
-  ASSERT_EQ_INT(ft_vec_dtype(FT_MATH_FP8, "sx"), FT_DTYPE_F32);
-  ASSERT_EQ_INT(ft_vec_dtype(FT_MATH_BF16, "sx"), FT_DTYPE_BF16);
+  /* bf16 the bias and a matrix operand (y's kind: a residual), fp32 the scales and E's own vectors. */
+  const ft_ep_param bias = {"bias", FT_PARAM_COLVEC, 0, 0}, sx = {"sx", FT_PARAM_ROWVEC, 0, 0};
+  const ft_ep_param r = {"r", FT_PARAM_MATRIX, 0, 0}, g = {"g", FT_PARAM_COLVEC, 0, 0};
+  ASSERT_EQ_INT(ft_vec_dtype(FT_MATH_FP8, &bias), FT_DTYPE_BF16);
+  ASSERT_EQ_INT(ft_vec_dtype(FT_MATH_FP8, &sx), FT_DTYPE_F32);
+  ASSERT_EQ_INT(ft_vec_dtype(FT_MATH_FP8, &r), FT_DTYPE_BF16);
+  ASSERT_EQ_INT(ft_vec_dtype(FT_MATH_FP8, &g), FT_DTYPE_F32);
+  ASSERT_EQ_INT(ft_vec_dtype(FT_MATH_BF16, &sx), FT_DTYPE_BF16);
+  ASSERT_EQ_INT(ft_vec_dtype(FT_MATH_FP16, &r), FT_DTYPE_F16);
 }
 
 static void test_rules(void) {
@@ -69,11 +75,51 @@ static void test_rules(void) {
   ASSERT_TRUE(strchr(msg, '\n') == NULL);
   ASSERT_EQ_INT(check(64, "logsumexp(x * sx * sw + bias) where row sx, col sw", msg, sizeof msg), FT_ERR_UNSUPPORTED);
   ASSERT_EQ_STR(msg, "fp8: the epilogue reduces (logsumexp): reductions are not served in fp8 yet");
-  ASSERT_EQ_INT(check(64, "x * sx * sw + r where row sx, col sw, mat r", msg, sizeof msg), FT_ERR_UNSUPPORTED);
-  ASSERT_EQ_STR(msg, "fp8: matrix operand 'r': matrix operands are not served in fp8 yet");
+  /* A matrix operand (a residual) is served: bf16, as y. */
+  ASSERT_EQ_INT(check(64, "x * sx * sw + bias + r where row sx, col sw, mat r", msg, sizeof msg), FT_OK);
+  ASSERT_EQ_INT(check(64, "relu(x * sx * sw) * r where scalar sx, scalar sw, mat r", msg, sizeof msg), FT_OK);
   /* Other modes keep their rules: no scales needed, any K. */
   const ft_problem bf = {64, 256, 100, "relu(x + bias)", FT_MATH_BF16};
   ASSERT_EQ_INT(ft_check_problem(&bf, msg, sizeof msg), FT_OK);
+}
+
+/* A gated pair in fp8: x2 scaled by sx and its own weight's sw2 (scalar or col), each scale of a
+ * product once; what is wrong said in one line. */
+static void test_gated_rules(void) {
+  char msg[512];
+  ASSERT_EQ_INT(check(64, "silu(x * sx * sw) * (x2 * sx * sw2) where row sx, col sw, col sw2", msg, sizeof msg), FT_OK);
+  ASSERT_EQ_INT(check(64, "gelu_tanh(x * sx * sw + b1) * (sw2 * x2 * sx + b2) where row sx, col sw, col sw2, col b1, "
+                      "col b2", msg, sizeof msg), FT_OK);
+  ASSERT_EQ_INT(check(64, "x * sx * sw * x2 * sx * sw2 where scalar sx, scalar sw, scalar sw2", msg, sizeof msg), FT_OK);
+  ASSERT_EQ_INT(check(64, "silu(x * sx * sw) * (x2 * sx * sw2) + r where row sx, col sw, scalar sw2, mat r", msg,
+                      sizeof msg), FT_OK);
+  ASSERT_EQ_INT(check(64, "silu(x * sx * sw) * x2 where row sx, col sw", msg, sizeof msg), FT_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(msg, "fp8: a gated pair's x2 must be scaled by sx and its own weight's scale sw2 (e.g. \"silu(x * sx * "
+                     "sw) * (x2 * sx * sw2) where row sx, col sw, col sw2\"): 'sw2' is missing");
+  ASSERT_EQ_INT(check(64, "silu(x * sx * sw) * (x2 * sw2) where row sx, col sw, col sw2", msg, sizeof msg),
+                FT_ERR_INVALID_ARG);
+  ASSERT_CONTAINS(msg, "fp8: x2 must appear once, multiplied by sx and sw2; sx scales x and x2 once each");
+  ASSERT_EQ_INT(check(64, "silu(x * sx * sw) * (x2 * sx * sw2 * sw2) where row sx, col sw, col sw2", msg, sizeof msg),
+                FT_ERR_INVALID_ARG);
+  ASSERT_CONTAINS(msg, "fp8: x2 must appear once");
+  ASSERT_EQ_INT(check(64, "silu(x * sx * sw) * (x2 * sx * sw2) * sx where row sx, col sw, col sw2", msg, sizeof msg),
+                FT_ERR_INVALID_ARG);
+  ASSERT_EQ_INT(check(64, "silu(x * sw) * (x2 * sx * sx * sw2) where row sx, col sw, col sw2", msg, sizeof msg),
+                FT_ERR_INVALID_ARG);
+  ASSERT_CONTAINS(msg, "fp8: x must appear once, multiplied by sx and sw");
+  ASSERT_EQ_INT(check(64, "silu(x * sx * sw) * (x2 * sx * sw2) where row sx, col sw, row sw2", msg, sizeof msg),
+                FT_ERR_INVALID_ARG);
+  ASSERT_CONTAINS(msg, "sw2 the same for x2's weight");
+  ASSERT_TRUE(strchr(msg, '\n') == NULL);
+  /* The interleave's group comes first, then fp8's N. */
+  const ft_problem odd = {64, 100, 64, "silu(x * sx * sw) * (x2 * sx * sw2) where row sx, col sw, col sw2", FT_MATH_FP8};
+  ASSERT_EQ_INT(ft_check_problem(&odd, msg, sizeof msg), FT_ERR_INVALID_ARG);
+  ASSERT_CONTAINS(msg, "needs n a multiple of 8");
+  const ft_problem n8 = {64, 104, 64, "silu(x * sx * sw) * (x2 * sx * sw2) where row sx, col sw, col sw2", FT_MATH_FP8};
+  ASSERT_EQ_INT(ft_check_problem(&n8, msg, sizeof msg), FT_ERR_INVALID_ARG);
+  ASSERT_CONTAINS(msg, "fp8: N = 104 is not a multiple of 16");
+  /* sw2 is a name like any other where E has no x2. */
+  ASSERT_EQ_INT(check(64, "x * sx * sw + sw2 where row sx, col sw, col sw2", msg, sizeof msg), FT_OK);
 }
 
 /* A bf16 layer's E in its fp8 form: x scaled per token and per channel, declarations kept. */
@@ -87,6 +133,16 @@ static void test_fp8_epilogue(void) {
   ASSERT_EQ_STR(out, "gelu(x * sx * sw * g + bias) where row g, col sw, row sx");
   char msg[256];
   ASSERT_EQ_INT(check(64, out, msg, sizeof msg), FT_OK); /* what it writes is a valid fp8 problem */
+  /* A matrix stays; a gated pair's x2 takes its own weight's scales, sw2. */
+  ASSERT_OK(ft_fp8_epilogue("x + bias + r where mat r", out, sizeof out));
+  ASSERT_EQ_STR(out, "x * sx * sw + bias + r where mat r, col sw, row sx");
+  ASSERT_EQ_INT(check(64, out, msg, sizeof msg), FT_OK);
+  ASSERT_OK(ft_fp8_epilogue("silu(x) * x2", out, sizeof out));
+  ASSERT_EQ_STR(out, "silu(x * sx * sw) * (x2 * sx * sw2) where col sw, col sw2, row sx");
+  ASSERT_EQ_INT(check(64, out, msg, sizeof msg), FT_OK);
+  ASSERT_OK(ft_fp8_epilogue("gelu_tanh(x + b1) * (x2 + b2) where col b1, col b2", out, sizeof out));
+  ASSERT_EQ_INT(check(64, out, msg, sizeof msg), FT_OK);
+  ASSERT_EQ_INT(ft_fp8_epilogue("x * x2 + x2", out, sizeof out), FT_ERR_UNSUPPORTED); /* x2 twice */
   ASSERT_EQ_INT(ft_fp8_epilogue("x * sx where row sx", out, sizeof out), FT_ERR_PARSE);
   ASSERT_EQ_INT(ft_fp8_epilogue("relu(x + bias)", out, 8), FT_ERR_INVALID_ARG);
   ASSERT_EQ_INT(ft_fp8_epilogue(NULL, out, sizeof out), FT_ERR_INVALID_ARG);
@@ -185,6 +241,7 @@ int main(void) {
   snprintf(dir, sizeof dir, "%s", tmp ? tmp : ".");
   test_names();
   test_rules();
+  test_gated_rules();
   test_fp8_epilogue();
   test_e4m3();
   test_quantize_model();

@@ -1,6 +1,6 @@
 /* Gated pairs (E with x2) without a GPU: the interleaved weight's helper (ft_gated_interleave on
  * host memory, its refusals), the column pairing the reference and the kernels share, the problem
- * rule (n a multiple of 8, no fp8), which families enumerate for a pair (the gated pass and the
+ * rule (n a multiple of 8; fp8's scales of x2 in test_fp8), which families enumerate for a pair (the gated pass and the
  * tensor-core family's gated variants, nothing else), their names, JSON and geometry, codegen's refusals, and NVRTC compiling the gated passes (no
  * spills: ft_compile_many rejects a spilling kernel). */
 #include <stdint.h>
@@ -66,8 +66,12 @@ static void test_problem_rule(void) {
   ASSERT_CONTAINS(msg, "n 100: an epilogue with x2 (a gated pair) needs n a multiple of 8");
   p.n = 104;
   ASSERT_OK(ft_check_problem(&p, msg, sizeof msg));
-  p.math = FT_MATH_FP8, p.k = 64;
-  ASSERT_TRUE(ft_check_problem(&p, msg, sizeof msg) != FT_OK);
+  /* fp8 serves a pair whose x2 is scaled by sx and its own weight's sw2 (test_fp8 has the rules). */
+  p.math = FT_MATH_FP8, p.k = 64, p.n = 112;
+  ASSERT_EQ_INT(ft_check_problem(&p, msg, sizeof msg), FT_ERR_INVALID_ARG);
+  ASSERT_CONTAINS(msg, "fp8: the epilogue must scale x by sx and sw");
+  p.epilogue = "silu(x * sx * sw) * (x2 * sx * sw2) where row sx, col sw, col sw2";
+  ASSERT_OK(ft_check_problem(&p, msg, sizeof msg));
 }
 
 static void test_enumeration(void) {
