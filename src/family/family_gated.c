@@ -1,6 +1,7 @@
 /* Family gated_pass: a gated pair's safe strategy (E with x2; strategy "cublas+epilogue";
  * kernels_src/gated_pass.cu, names "gate_..."). cuBLAS's GEMM of the interleaved [2n, k] weight
- * (src/family/gated.h) writes [m, 2n] into the plan's workspace; the pass reads each output's x and x2
+ * (src/family/gated.h; in fp8 cuBLASLt's FP8 GEMM of the codes, scales 1, bf16 product) writes
+ * [m, 2n] into the plan's workspace; the pass reads each output's x and x2
  * there (the same position in two neighbouring groups of 8 columns), applies E once and writes y
  * [m, n]. Its parameters are the epilogue pass's block, vec and ept. GPU-free. */
 #include <stddef.h>
@@ -11,7 +12,8 @@
 #include "gated.h"
 #include "kernel_abi.h"
 
-static size_t elem_of(const ft_variant *v) { return ft_math_dtype((ft_math)v->math) == FT_DTYPE_F32 ? 4 : 2; }
+/* Bytes of the GEMM's product in the workspace and of y: the output's element (bf16 in fp8). */
+static size_t elem_of(const ft_variant *v) { return ft_math_out_dtype((ft_math)v->math) == FT_DTYPE_F32 ? 4 : 2; }
 
 static int gate_valid(const ft_variant *v, char *why, size_t whylen) {
   if (v->pass.block < 32 || v->pass.block > 1024 || v->pass.block % 32 != 0)
@@ -31,6 +33,8 @@ static int gate_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k,
   (void)m, (void)k;
   if (v->pass.block > lim->max_threads_per_block) FT_WHY("block %d > device limit %d", v->pass.block, lim->max_threads_per_block);
   if (n % FT_GATED_GROUP) FT_WHY("n %lld: a gated pair needs n a multiple of %d", (long long)n, FT_GATED_GROUP);
+  if (v->math == FT_MATH_FP8 && lim->cc_major * 10 + lim->cc_minor < 89)
+    FT_WHY("fp8: cuBLASLt's FP8 GEMM needs sm_89 or newer, not sm_%d%d", lim->cc_major, lim->cc_minor);
   if ((int64_t)m * 2 * n > FT_MAX_ELEMS) FT_WHY("the [m, 2n] product of %lldx%lld exceeds the kernels' index range", (long long)m, (long long)n);
   return 1;
 }
@@ -40,7 +44,7 @@ static ft_status gate_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, c
   const ft_epilogue *ep = ft_space_epilogue(sink);
   if (!ep || !ft_ep_uses_x2(ep)) return FT_OK;
   static const int blocks[] = {256, 128, 512};
-  const int wide = ft_math_dtype(math) == FT_DTYPE_F32 ? 4 : 8; /* 16-byte accesses */
+  const int wide = ft_math_out_dtype(math) == FT_DTYPE_F32 ? 4 : 8; /* 16-byte accesses */
   /* The default space keeps the widest vector (as the epilogue pass's does); the full one all. */
   const int narrowest = ft_space_full(sink) ? 1 : wide;
   const int max_ept = ft_ep_has_matrix(ep) ? 8 : 16; /* a matrix: one more load in flight per element */
@@ -82,10 +86,11 @@ static const char *gate_reduce_kernel(const ft_variant *v) {
   return NULL;
 }
 
-/* cuBLAS reads x and the weight; the pass writes y vec elements at a time. */
+/* cuBLAS reads x and the weight (fp8: cuBLASLt's FP8 GEMM, 16-byte aligned operands); the pass
+ * writes y vec elements at a time. */
 static void gate_alignment(const ft_variant *v, int m, int n, int k, size_t need[3]) {
   (void)m, (void)n, (void)k;
-  need[0] = need[1] = elem_of(v);
+  need[0] = need[1] = v->math == FT_MATH_FP8 ? 16 : elem_of(v);
   need[2] = elem_of(v) * (size_t)(v->vec > 0 ? v->vec : 1);
 }
 
@@ -130,7 +135,7 @@ const ft_family ft_family_gated_pass = {
     .revision = 1,
     .arch_suffix = "",
     .maths = (1u << FT_MATH_FP32) | (1u << FT_MATH_TF32) | (1u << FT_MATH_BF16) | (1u << FT_MATH_FP16) |
-             (1u << FT_MATH_3XTF32),
+             (1u << FT_MATH_3XTF32) | (1u << FT_MATH_FP8),
     .sources = k_gate_sources,
     .kernel = "ft_gated_pass",
     .gemm_before = ft_family_after_cublas,
