@@ -115,9 +115,10 @@ static int eager_reduce_vec(const ft_pdata *d) {
  * the interleaved weight taken apart once (every other group of 8 rows), and x2's GEMM output. */
 static ft_status split_pair(ft_baselines *b, size_t out_bytes, ft_err *err) {
   const ft_pdata *d = b->d;
-  const size_t group = (size_t)FT_GATED_GROUP * (size_t)d->k * d->elem;
+  const size_t welem = d->math == FT_MATH_FP8 ? 1 : d->elem; /* W's element: e4m3 codes in fp8 */
+  const size_t group = (size_t)FT_GATED_GROUP * (size_t)d->k * welem;
   for (int i = 0; i < 2; i++) {
-    FT_CUDA_TRY(err, cudaMalloc(&b->w_pair[i], (size_t)d->n * (size_t)d->k * d->elem));
+    FT_CUDA_TRY(err, cudaMalloc(&b->w_pair[i], (size_t)d->n * (size_t)d->k * welem));
     FT_CUDA_TRY(err, cudaMemcpy2D(b->w_pair[i], group, (const char *)d->dW + (size_t)i * group, 2 * group, group,
                                   (size_t)d->n / FT_GATED_GROUP, cudaMemcpyDeviceToDevice));
   }

@@ -18,8 +18,9 @@ struct ft_gpu {
   char arch[16];
   cublasHandle_t cublas;
   cublasLtHandle_t cublaslt;
-  ft_lt_gemm fp8;  /* ft_gpu_fp8_gemm's, for fp8_shape */
-  int fp8_shape[3];
+  ft_lt_gemm fp8[2]; /* ft_gpu_fp8_gemm's, for fp8_shape: two, a gated pair's [2n] and [n] GEMMs */
+  int fp8_shape[2][3];
+  int fp8_last;       /* the one used last (the other is replaced first) */
   void *fp8_ws;
 };
 
@@ -103,7 +104,8 @@ ft_status ft_gpu_open(int ordinal, ft_gpu **out, ft_err *err) {
 
 void ft_gpu_close(ft_gpu *g) {
   if (!g) return;
-  ft_lt_gemm_free(&g->fp8);
+  ft_lt_gemm_free(&g->fp8[0]);
+  ft_lt_gemm_free(&g->fp8[1]);
   cudaFree(g->fp8_ws);
   if (g->cublas) cublasDestroy(g->cublas);
   if (g->cublaslt) cublasLtDestroy(g->cublaslt);
@@ -148,13 +150,17 @@ ft_status ft_gpu_cublaslt(ft_gpu *g, void **handle, ft_err *err) {
 ft_status ft_gpu_fp8_gemm(ft_gpu *g, int m, int n, int k, ft_lt_gemm **gemm, void **ws, ft_err *err) {
   void *h = NULL;
   FT_TRY(ft_gpu_cublaslt(g, &h, err));
-  if (!g->fp8.ready || g->fp8_shape[0] != m || g->fp8_shape[1] != n || g->fp8_shape[2] != k) {
-    ft_lt_gemm_free(&g->fp8);
+  int i = 0;
+  while (i < 2 && !(g->fp8[i].ready && g->fp8_shape[i][0] == m && g->fp8_shape[i][1] == n && g->fp8_shape[i][2] == k)) i++;
+  if (i == 2) {
+    i = 1 - g->fp8_last;
+    ft_lt_gemm_free(&g->fp8[i]);
     if (!g->fp8_ws) FT_CUDA_TRY(err, cudaMalloc(&g->fp8_ws, FT_FP8_WORKSPACE));
-    FT_TRY(ft_lt_gemm_init_fp8(&g->fp8, h, m, n, k, CUBLASLT_EPILOGUE_DEFAULT, NULL, 0, FT_FP8_WORKSPACE, err));
-    g->fp8_shape[0] = m, g->fp8_shape[1] = n, g->fp8_shape[2] = k;
+    FT_TRY(ft_lt_gemm_init_fp8(&g->fp8[i], h, m, n, k, CUBLASLT_EPILOGUE_DEFAULT, NULL, 0, FT_FP8_WORKSPACE, err));
+    g->fp8_shape[i][0] = m, g->fp8_shape[i][1] = n, g->fp8_shape[i][2] = k;
   }
-  *gemm = &g->fp8;
+  g->fp8_last = i;
+  *gemm = &g->fp8[i];
   *ws = g->fp8_ws;
   return FT_OK;
 }

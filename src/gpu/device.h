@@ -32,8 +32,9 @@ ft_status ft_gpu_cublas(ft_gpu *g, void **handle, ft_err *err);
 ft_status ft_gpu_cublaslt(ft_gpu *g, void **handle, ft_err *err);
 
 /* cuBLASLt's fp8 GEMM alone for (m, n, k), per-tensor scale pointers at 1.0 (src/gpu/lt_gemm.h), built
- * on the first call for the shape and kept (one shape at a time; not thread-safe), with its
- * workspace: what ft_cublas_gemm runs in fp8. */
+ * on the first call for the shape and kept (two shapes at a time, the older replaced: a gated
+ * pair's eager chain and its stacked GEMM; not thread-safe), with one workspace, stream-ordered:
+ * what ft_cublas_gemm runs in fp8. */
 ft_status ft_gpu_fp8_gemm(ft_gpu *g, int m, int n, int k, ft_lt_gemm **gemm, void **ws, ft_err *err);
 
 /* Fills info with everything but the GPU fields (driver/runtime/NVRTC/cuBLAS versions), then
