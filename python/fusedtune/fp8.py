@@ -2,7 +2,9 @@
 element type (ft_plan_launch_typed), and FP8Linear, a bf16 nn.Linear run in fp8 with its
 epilogue and scales fused: W quantized per output channel once, x per token on every call,
 y = E(x W^T) in bf16 with E applied to the dequantized fp32 accumulator. Made by
-FusedLinear.from_linear(lin, E, math="fp8") or FusedLinear.from_fp8(weight, weight_scale, bias, E)."""
+FusedLinear.from_linear(lin, E, math="fp8"), FusedLinear.from_fp8(weight, weight_scale, bias, E), or
+for a gated pair FusedLinear.from_gated(gate, up, E, math="fp8") (each weight quantized per channel on
+its own, sw and sw2, the codes interleaved)."""
 import ctypes
 import math as _math
 
@@ -25,12 +27,13 @@ _FT_DTYPES = {v: k for k, v in _TORCH_DTYPES.items()}
 
 def fp8_epilogue(epilogue):
     """The fp8 problem's epilogue of a bf16 layer's E: x * sx * sw in place of x, with row sx
-    (per token) and col sw (per output channel) declared (ft_fp8_epilogue)."""
+    (per token) and col sw (per output channel) declared, and a gated pair's x2 * sx * sw2 with col
+    sw2 (its weight's own scales); matrix operands stay, bf16 (ft_fp8_epilogue)."""
     out = ctypes.create_string_buffer(8192)
     st = lib().ft_fp8_epilogue(core._cstr("epilogue", epilogue), out, len(out))
     if st != 0:
-        core._raise(st, f"fp8: no fp8 form of the epilogue {epilogue!r} (it must parse, not name sx or sw, use x once, "
-                    "and neither reduce nor read a matrix operand)")
+        core._raise(st, f"fp8: no fp8 form of the epilogue {epilogue!r} (it must parse, not name sx, sw or sw2, use x "
+                    "(and x2) once, and not reduce)")
     return core._s(out.value)
 
 
@@ -145,45 +148,72 @@ class _Launch:
                 plan.db._check(st)
 
 
-def _vector_dtype(name):
-    """The element type an fp8 plan reads for a vector (ft_vec_dtype): bf16 for the bias, fp32 for
-    every other (the scales and the epilogue's own vectors)."""
-    return "bfloat16" if name == "bias" else "float32"
+def _bf16_operands(epilogue):
+    """The operands an fp8 plan reads as bf16 (ft_vec_dtype): the bias and every matrix (a residual,
+    of y's kind); every other vector (the scales, the epilogue's own) is fp32."""
+    return frozenset(["bias"] + [p.name for p in epilogue.params if p.kind == "mat"])
+
+
+def _quantize_weights(db, weights):
+    """[(codes, per-channel scales)] of bf16 CUDA weights, one quantizer for them all."""
+    with torch.cuda.device(weights[0].device):
+        quantizer = Quantizer(db)
+        try:
+            return [quantizer.quantize(w.contiguous(), per_row=True) for w in weights]  # per output channel, once
+        finally:
+            quantizer.close()
 
 
 class FP8Linear(nn.Module):
     """A bf16 linear layer y = E(x W^T) run in fp8 (see the module's text). weight e4m3 [N, K],
     weight_scale fp32 [N], bias bf16 [N] or None; the fp8 problem's epilogue is
-    fp8_epilogue(E). E's other parameters as FusedLinear's: params {name: value} at construction
+    fp8_epilogue(E). A gated pair (E with x2): weight the interleaved [2N, K] codes of the two
+    weights (interleave_gated), weight_scale the first's per-channel scales (sw) and weight_scale2
+    the second's (sw2), both [N]. A matrix operand (a residual) is bf16, shaped like the output. E's other parameters as FusedLinear's: params {name: value} at construction
     (a col vector: an fp32 [N] CUDA tensor, held by the layer; a scalar: a number), or per call
     as forward(x, name=...) (a row vector: fp32 [M]). Inference only; CUDA tensors; N and K
     multiples of 16."""
 
-    def __init__(self, weight, weight_scale, bias, epilogue, db, params=None):
+    def __init__(self, weight, weight_scale, bias, epilogue, db, params=None, weight_scale2=None):
         super().__init__()
         if weight.dtype != torch.float8_e4m3fn or weight.dim() != 2:
             raise InvalidArgumentError(f"fp8 weight must be a 2-D float8_e4m3fn tensor, not {weight.dtype}")
-        n, k = weight.shape
-        check_tensor("weight", weight, dtype="float8_e4m3fn", device=None, shape=(n, k))
-        check_tensor("weight_scale", weight_scale, dtype="float32", device=weight.device, shape=(n,),
-                     hint=" (one fp32 scale per output channel)")
+        rows, k = weight.shape
+        gated = weight_scale2 is not None
+        n = rows // 2 if gated else rows  # a gated pair's weight: two rows per output column
+        if gated and (rows % 16 or rows == 0):
+            raise InvalidArgumentError(f"fp8 gated weight has {rows} rows: the interleaved [2N, K] of two [N, K] "
+                                       f"weights, N a positive multiple of 8 (interleave_gated)")
+        check_tensor("weight", weight, dtype="float8_e4m3fn", device=None, shape=(rows, k))
+        for name, t in (("weight_scale", weight_scale), ("weight_scale2", weight_scale2)):
+            if t is not None:
+                check_tensor(name, t, dtype="float32", device=weight.device, shape=(n,),
+                             hint=" (one fp32 scale per output channel)")
         if bias is not None:
             check_tensor("bias", bias, dtype="bfloat16", device=weight.device, shape=(n,))
         self.out_features, self.in_features = n, k
         self.register_buffer("weight", weight)
         self.register_buffer("weight_scale", weight_scale)
+        self.register_buffer("weight_scale2", weight_scale2)
         self.register_buffer("bias", bias)
         text = epilogue if epilogue is not None else ("x + bias" if bias is not None else "none")
         self.epilogue = core.inspect_epilogue(fp8_epilogue(text))
+        if self.epilogue.uses_x2 != gated:
+            raise InvalidArgumentError(
+                f"fp8: epilogue '{text}' {'uses' if self.epilogue.uses_x2 else 'does not use'} x2, and the layer "
+                f"has {'two weights (weight_scale2)' if gated else 'one weight'}: FusedLinear.from_gated(gate, up, E, "
+                f"math='fp8') makes a gated pair's layer")
         self.math = "fp8"
+        self._own = ("sx", "sw", "sw2") if gated else ("sx", "sw")
+        self._bf16 = _bf16_operands(self.epilogue)
         # E's own parameters: sx and sw are the layer's (bound on every call), the rest as
         # FusedLinear binds them (a vector given here is held as a buffer).
         scalars, vectors = {}, {}
         for name, v in (params or {}).items():
             (vectors if isinstance(v, torch.Tensor) and v.dim() > 0 else scalars)[name] = v
-        self._binding = Binding(self.epilogue, bias is not None, scalars, tuple(vectors), own=("sx", "sw"))
+        self._binding = Binding(self.epilogue, bias is not None, scalars, tuple(vectors), own=self._own)
         for name, t in vectors.items():
-            if name in ("weight", "weight_scale") or hasattr(self, name):
+            if name in ("weight", "weight_scale", "weight_scale2") or hasattr(self, name):
                 raise InvalidArgumentError(f"epilogue vector {name!r} would hide the module's attribute of that "
                                            f"name: rename it in the expression")
             self.register_buffer(name, t)
@@ -197,14 +227,29 @@ class FP8Linear(nn.Module):
         if w.dtype != torch.bfloat16 or not w.is_cuda:
             raise InvalidArgumentError(f"fp8 from_linear takes a bf16 CUDA layer (weight is {w.dtype} on {w.device})")
         db = db if isinstance(db, core.Database) else core.Database(db, readonly=True)
-        with torch.cuda.device(w.device):
-            quantizer = Quantizer(db)
-            try:
-                q, sw = quantizer.quantize(w.contiguous(), per_row=True)  # per output channel, once
-            finally:
-                quantizer.close()
+        q, sw = _quantize_weights(db, [w])[0]
         bias = linear.bias.detach() if linear.bias is not None else None
         return cls(q, sw, bias, epilogue, db, params)
+
+    @classmethod
+    def from_gated(cls, gate, up, epilogue="silu(x) * x2", db=None, params=None):
+        """A gated pair's fp8 layer from two bf16 CUDA nn.Linear without biases (name biases in E as
+        col vectors and pass them in params): each weight quantized per output channel on its own
+        (sw: gate's scales, sw2: up's), the codes interleaved (interleave_gated) once."""
+        from .torch.layer import interleave_gated
+        ws = [lin.weight.detach() for lin in (gate, up)]
+        if any(w.dtype != torch.bfloat16 or not w.is_cuda for w in ws):
+            raise InvalidArgumentError("fp8 from_gated takes two bf16 CUDA layers (weights are "
+                                       f"{ws[0].dtype} on {ws[0].device} and {ws[1].dtype} on {ws[1].device})")
+        db = db if isinstance(db, core.Database) else core.Database(db, readonly=True)
+        (q1, sw), (q2, sw2) = _quantize_weights(db, ws)
+        # e4m3 rows moved as bytes: the interleave is a copy of whole rows.
+        codes = interleave_gated(q1.view(torch.uint8), q2.view(torch.uint8)).view(torch.float8_e4m3fn)
+        return cls(codes, sw, None, epilogue, db, params, weight_scale2=sw2)
+
+    def _vector_dtype(self, name):
+        """The element type this layer's plan reads for the operand name (ft_vec_dtype)."""
+        return "bfloat16" if name in self._bf16 else "float32"
 
     def plan_for(self, m):
         plan = self._plans.get(m)
@@ -232,8 +277,8 @@ class FP8Linear(nn.Module):
         if not params and bound is not None and all(buf.get(n) is t for n, t in bound[0].items()):
             vecs, scalars = bound  # the same buffers as when they were checked: no check per call
         else:
-            vecs, scalars = self._binding.bind(m, self.out_features, buf.get, params, dtype=_vector_dtype, device=dev,
-                                               grad_enabled=grad, lead=lead)
+            vecs, scalars = self._binding.bind(m, self.out_features, buf.get, params, dtype=self._vector_dtype,
+                                               device=dev, grad_enabled=grad, lead=lead)
             if not params:
                 self._bound = (vecs, scalars)
         y = torch.empty(lead + (self.out_features,), dtype=torch.bfloat16, device=dev)
@@ -247,13 +292,14 @@ class FP8Linear(nn.Module):
         return y
 
     def _launch_for(self, m, vecs, scalars):
-        """The _Launch of m rows with these vectors and scalars bound (made once per key)."""
+        """The _Launch of m rows with these vectors and scalars bound (made once per key); a gated
+        pair's sw2 first among the vectors."""
         key = (m, tuple(vecs), tuple(scalars))
         launch = self._launches.get(key)
         if launch is None:
             launch = self._launches[key] = _Launch(
-                self.plan_for(m), [(n, _lib.FT_DTYPE_BF16 if n == "bias" else _lib.FT_DTYPE_F32) for n in vecs],
-                list(scalars))
+                self.plan_for(m), [(n, _lib.FT_DTYPE_BF16 if n in self._bf16 else _lib.FT_DTYPE_F32)
+                                   for n in self._own[2:] + tuple(vecs)], list(scalars))
         return launch
 
     def _run(self, x, m, w, vecs, scalars, y, dev):
@@ -270,8 +316,9 @@ class FP8Linear(nn.Module):
         sx = xq + codes
         stream = _stream(dev)
         self._quantizer._run(x.data_ptr(), _lib.FT_DTYPE_BF16, m, k, True, xq, sx, stream)
+        own = [self._buffers["weight_scale2"].data_ptr()] if len(self._own) > 2 else []
         launch(xq, w.data_ptr(), y.data_ptr(), sx, self._buffers["weight_scale"].data_ptr(),
-               [t.data_ptr() for t in vecs.values()], list(scalars.values()), stream)
+               own + [t.data_ptr() for t in vecs.values()], list(scalars.values()), stream)
 
 
 __all__ = ["fp8_epilogue", "Quantizer", "launch_typed", "FP8Linear"]

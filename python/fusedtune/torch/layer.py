@@ -94,7 +94,8 @@ class FusedLinear(nn.Module):
     def from_gated(cls, gate, up, epilogue="silu(x) * x2", *, math=None, params=None, db=None, nearest=True,
                    autotune=False):
         """A gated pair's layer: y = E(x, x2) with x = h gate.weight^T and x2 = h up.weight^T (Hugging
-        Face's SwiGLU MLP: gate_proj and up_proj, E = "silu(x) * x2"; GeGLU: "gelu_tanh(x) * x2").
+        Face's SwiGLU MLP: gate_proj and up_proj, E = "silu(x) * x2"; GeGLU: "gelu_tanh(x) * x2");
+        math="fp8" gives an FP8Linear of the two bf16 layers (fusedtune.fp8.FP8Linear.from_gated).
         The layer's weight is the two interleaved once (interleave_gated: a new [2N, K] tensor,
         2N x K elements); out_features is N, a multiple of 8. Biases are not taken from the layers:
         with biases, name them in E as col vectors and pass them in params (E =
@@ -105,6 +106,9 @@ class FusedLinear(nn.Module):
         if (gate.bias is not None or up.bias is not None) and params is None:
             raise InvalidArgumentError("from_gated: gate or up has a bias, which E must name: E = \"silu(x + b1) * "
                                        "(x2 + b2) where col b1, col b2\" with params={\"b1\": gate.bias, \"b2\": up.bias}")
+        if math == "fp8":  # each weight quantized per output channel once (sw, sw2), x per token on every call
+            from ..fp8 import FP8Linear
+            return FP8Linear.from_gated(gate, up, epilogue, db, params)
         self = cls.__new__(cls)
         nn.Module.__init__(self)
         self.in_features, self.out_features = gate.in_features, gate.out_features

@@ -138,8 +138,12 @@ class FusedLinearCpuTest(unittest.TestCase):
         from fusedtune.fp8 import fp8_epilogue
         self.assertEqual(fp8_epilogue("relu(x + bias)"), "relu(x * sx * sw + bias) where col sw, row sx")
         self.assertRaises(fusedtune.ParseError, fp8_epilogue, "x * sx where row sx")
-        for text in ("x * sigmoid(x)", "rowsum(x)", "x + r where mat r"):  # no fp8 form
+        for text in ("x * sigmoid(x)", "rowsum(x)", "x * x2 + x2"):  # no fp8 form
             self.assertRaises(fusedtune.UnsupportedError, fp8_epilogue, text)
+        # a residual keeps its matrix; a gated pair's x2 takes its own weight's scales, sw2
+        self.assertEqual(fp8_epilogue("x + bias + r where mat r"), "x * sx * sw + bias + r where mat r, col sw, row sx")
+        self.assertEqual(fp8_epilogue("silu(x) * x2"),
+                         "silu(x * sx * sw) * (x2 * sx * sw2) where col sw, col sw2, row sx")
         layer = FusedLinear(16, 8, dtype=torch.float64)
         self.assertRejects("weight is float64", layer, torch.zeros(2, 16, dtype=torch.float64))
         layer = FusedLinear(16, 8, math="tf32").to(torch.float16)
@@ -182,7 +186,7 @@ class FusedLinearCpuTest(unittest.TestCase):
         import types
         from fusedtune import _lib
         from fusedtune._binding import Binding
-        from fusedtune.fp8 import FP8Linear, _vector_dtype, fp8_epilogue
+        from fusedtune.fp8 import FP8Linear, _bf16_operands, fp8_epilogue
 
         class Fake:
             def __init__(self, shape, dtype, ptr):
@@ -203,6 +207,8 @@ class FusedLinearCpuTest(unittest.TestCase):
         nn.Module.__init__(layer)
         layer.out_features, layer.in_features, layer.epilogue = 32, 16, ep
         layer._binding = Binding(ep, True, {"c": 0.5}, ("v",), own=("sx", "sw"))
+        layer._own, layer._bf16 = ("sx", "sw"), _bf16_operands(ep)
+        _vector_dtype = layer._vector_dtype
         db = types.SimpleNamespace(_lock=threading.Lock(), _check=lambda st: None)
         layer._plans, layer._launches = {8: types.SimpleNamespace(db=db, _handle=None)}, {}
         buffers = {"bias": Fake((32,), "bfloat16", 0x600), "v": Fake((32,), "float32", 0x700)}
@@ -230,6 +236,61 @@ class FusedLinearCpuTest(unittest.TestCase):
         without = Binding(ep, True, {"c": 1.0}, (), own=("sx", "sw"))
         self.assertRejects("col vector v has no value", without.bind, 8, 32, buffers.get, {}, dtype=_vector_dtype,
                            device=dev, grad_enabled=False)
+
+    def test_fp8_gated_and_residual_binding(self):
+        """A gated pair's fp8 layer with a residual: sw2 (the second weight's scales) is the layer's
+        own and bound first after sx and sw, as fp32; the matrix r is bf16 shaped like the output;
+        the bias bf16. Built around the GPU parts as the test above."""
+        import threading
+        import types
+        from fusedtune import _lib
+        from fusedtune._binding import Binding
+        from fusedtune.fp8 import FP8Linear, _bf16_operands, fp8_epilogue
+
+        class Fake:
+            def __init__(self, shape, dtype, ptr):
+                self.shape, self.dtype, self._ptr = tuple(shape), f"torch.{dtype}", ptr
+                self.device, self.requires_grad = types.SimpleNamespace(type="cuda", index=0), False
+
+            def is_contiguous(self):
+                return True
+
+            def data_ptr(self):
+                return self._ptr
+
+            def element_size(self):
+                return 4 if self.dtype == "torch.float32" else 2
+
+        text = fp8_epilogue("silu(x + bias) * x2 + r where mat r")
+        self.assertEqual(text, "silu(x * sx * sw + bias) * (x2 * sx * sw2) + r where mat r, col sw, col sw2, row sx")
+        ep = fusedtune.inspect_epilogue(text)
+        layer = FP8Linear.__new__(FP8Linear)
+        nn.Module.__init__(layer)
+        layer.out_features, layer.in_features, layer.epilogue = 32, 16, ep
+        layer._own, layer._bf16 = ("sx", "sw", "sw2"), _bf16_operands(ep)
+        self.assertEqual(layer._bf16, frozenset({"bias", "r"}))
+        layer._binding = Binding(ep, True, {}, (), own=layer._own)
+        db = types.SimpleNamespace(_lock=threading.Lock(), _check=lambda st: None)
+        layer._plans, layer._launches = {8: types.SimpleNamespace(db=db, _handle=None)}, {}
+        buffers = {"bias": Fake((32,), "bfloat16", 0x600)}
+        dev = types.SimpleNamespace(type="cuda", index=0)
+        vecs, scalars = layer._binding.bind(8, 32, buffers.get, {"r": Fake((8, 32), "bfloat16", 0x700)},
+                                            dtype=layer._vector_dtype, device=dev, grad_enabled=False)
+        self.assertEqual(sorted(vecs), ["bias", "r"])
+        self.assertRejects("r is float32, expected bfloat16", layer._binding.bind, 8, 32, buffers.get,
+                           {"r": Fake((8, 32), "float32", 0x700)}, dtype=layer._vector_dtype, device=dev,
+                           grad_enabled=False)
+        self.assertRejects("'sw2': sw2 is the layer's own parameter", layer._binding.bind, 8, 32, buffers.get,
+                           {"sw2": Fake((32,), "float32", 0x900)}, dtype=layer._vector_dtype, device=dev,
+                           grad_enabled=False)
+        launch = layer._launch_for(8, vecs, scalars)
+        self.assertRejects("the plan was destroyed", launch, 0x100, 0x200, 0x300, 0x400, 0x500,
+                           [0x580] + [t.data_ptr() for t in vecs.values()], [], 0)
+        a = launch._args
+        bound = [(a.vecs[i].name, a.vecs[i].data, a.vecs[i].dtype) for i in range(a.n_vecs)]
+        self.assertEqual(bound[:3], [(b"sx", 0x400, _lib.FT_DTYPE_F32), (b"sw", 0x500, _lib.FT_DTYPE_F32),
+                                     (b"sw2", 0x580, _lib.FT_DTYPE_F32)])
+        self.assertEqual(sorted(bound[3:]), [(b"bias", 0x600, _lib.FT_DTYPE_BF16), (b"r", 0x700, _lib.FT_DTYPE_BF16)])
 
     def test_checks_before_any_launch(self):
         layer = FusedLinear(16, 8)
