@@ -10,10 +10,7 @@
  * rebuilds the problem's weight byte for byte. */
 #define _POSIX_C_SOURCE 200809L
 
-#include "baseline.h"
-#include "fusedtune.h"
-#include "gated.h"
-#include "gpu_sample_check.h"
+#include "gpu_gated_check.h"
 
 typedef struct shape {
   int m, n, k;
@@ -25,57 +22,6 @@ static const char *const k_epilogues[] = {
     "gelu_tanh(x * sx * sw + b1) * (x2 * sx * sw2 + b2) + r where row sx, scalar sw, scalar sw2, col b1, col b2, mat r",
     "x * sx * sw + bias + r where row sx, col sw, mat r",
     "relu(x * sx * sw) * r - r where scalar sx, scalar sw, mat r"};
-
-/* A pair's two halves of e4m3 codes taken out of d's interleaved weight, put back by
- * ft_gated_interleave (elem_size 1): the same bytes. */
-static void check_interleave(const ft_pdata *d, const char *what) {
-  const size_t half = (size_t)d->n * d->k, group = (size_t)FT_GATED_GROUP * d->k;
-  void *w[2] = {NULL, NULL}, *back = NULL;
-  unsigned char *a = malloc(2 * half), *b = malloc(2 * half);
-  cudaError_t ce = cudaMalloc(&w[0], half);
-  if (ce == cudaSuccess) ce = cudaMalloc(&w[1], half);
-  if (ce == cudaSuccess) ce = cudaMalloc(&back, 2 * half);
-  for (int i = 0; i < 2 && ce == cudaSuccess; i++)
-    ce = cudaMemcpy2D(w[i], group, (const char *)d->dW + i * group, 2 * group, group, (size_t)d->n / FT_GATED_GROUP,
-                      cudaMemcpyDeviceToDevice);
-  char msg[200] = "";
-  const ft_status s = ce == cudaSuccess ? ft_gated_interleave(w[0], w[1], back, d->n, d->k, 1, 0, msg, sizeof msg)
-                                        : FT_ERR_CUDA;
-  if (s == FT_OK) ce = cudaMemcpy(a, back, 2 * half, cudaMemcpyDeviceToHost);
-  if (s == FT_OK && ce == cudaSuccess) ce = cudaMemcpy(b, d->dW, 2 * half, cudaMemcpyDeviceToHost);
-  if (s != FT_OK || ce != cudaSuccess || !a || !b || memcmp(a, b, 2 * half) != 0)
-    FT_FAIL_AT_("%s: ft_gated_interleave of the e4m3 halves: %s %s", what, msg, cudaGetErrorString(ce));
-  cudaFree(w[0]), cudaFree(w[1]), cudaFree(back);
-  free(a), free(b);
-}
-
-/* The eager chain and the GEMM alone (of the stacked weight for a pair), as the tuner runs them. */
-static void check_baselines(ft_gpu *g, const ft_epilogue *ep, ft_pdata *d, double tol, const char *what) {
-  ft_err e;
-  ft_baselines *bl = NULL;
-  if (ft_baselines_create(g, NULL, ep, d, &bl, &e) != FT_OK) {
-    FT_FAIL_AT_("%s: baselines: %s", what, e.msg);
-    ft_baselines_free(bl);
-    return;
-  }
-  const ft_baseline_kind kinds[2] = {FT_BL_EAGER, FT_BL_CUBLAS_GEMM};
-  for (int i = 0; i < 2; i++) {
-    if (!ft_baseline_available(bl, kinds[i])) continue;
-    ft_check c = {0, 0, 0};
-    ft_status s = ft_pdata_poison(d, 0, &e);
-    if (s == FT_OK) s = ft_baseline_enqueue(bl, kinds[i], 0, &e);
-    const cudaError_t ce = s == FT_OK ? cudaDeviceSynchronize() : cudaSuccess;
-    if (ce != cudaSuccess) s = ft_cuda_fail(&e, ce, "baseline execution");
-    if (s == FT_OK) s = kinds[i] == FT_BL_CUBLAS_GEMM ? ft_pdata_check_gemm(d, &c, &e) : ft_pdata_check(d, &c, &e);
-    const char *desc = ft_baseline_describe(bl, kinds[i]);
-    if (s != FT_OK || c.bad || !(c.rel_err <= tol))
-      FT_FAIL_AT_("%s %s: %s rel_err %.3g (tolerance %.3g), %lld non-finite", what, desc, s != FT_OK ? e.msg : "",
-                  c.rel_err, tol, (long long)c.bad);
-    else
-      printf("  %-60s %-60s rel_err %.3g\n", what, desc, c.rel_err);
-  }
-  ft_baselines_free(bl);
-}
 
 /* The end-to-end error against the unquantized bf16 layer (what a user of the quantized layer
  * gets) of kind's first variant (the model's likeliest best), within 0.1 (3-4e-2 measured on this
@@ -132,7 +78,7 @@ int main(void) {
         FT_FAIL_AT_("%s: setup: %s", what, e.msg);
       } else {
         if (ft_ep_uses_x2(ep)) check_interleave(d, what);
-        check_baselines(g, ep, d, tol, what);
+        check_baselines(g, ep, d, &tol, what);
         if (hopper) fused_ok += run_kind(g, FT_VK_GEMM, FT_SPACE_PRUNED, sh->m, sh->n, sh->k, ep, FT_MATH_FP8, d, tol,
                                          100000, what);
         pass_ok += run_kind(g, FT_VK_EPILOGUE, FT_SPACE_PRUNED, sh->m, sh->n, sh->k, ep, FT_MATH_FP8, d, tol, 100000, what);

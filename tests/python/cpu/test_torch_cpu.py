@@ -6,6 +6,7 @@ and every check that must fail before any launch. Exits 77 (skipped, for ctest) 
 import ctypes
 import os
 import sys
+import types
 import unittest
 
 try:
@@ -19,6 +20,23 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import fusedtune  # noqa: E402
 from fusedtune._lib import lib  # noqa: E402
 from fusedtune.torch import FusedLinear, interleave_gated  # noqa: E402
+
+
+class _FakeCudaTensor:
+    """What the fp8 binding tests hand the layer for a CUDA tensor: shape, dtype, device, address."""
+
+    def __init__(self, shape, dtype, ptr):
+        self.shape, self.dtype, self._ptr = tuple(shape), f"torch.{dtype}", ptr
+        self.device, self.requires_grad = types.SimpleNamespace(type="cuda", index=0), False
+
+    def is_contiguous(self):
+        return True
+
+    def data_ptr(self):
+        return self._ptr
+
+    def element_size(self):
+        return 4 if self.dtype == "torch.float32" else 2
 
 
 class FusedLinearCpuTest(unittest.TestCase):
@@ -188,20 +206,7 @@ class FusedLinearCpuTest(unittest.TestCase):
         from fusedtune._binding import Binding
         from fusedtune.fp8 import FP8Linear, _bf16_operands, fp8_epilogue
 
-        class Fake:
-            def __init__(self, shape, dtype, ptr):
-                self.shape, self.dtype, self._ptr = tuple(shape), f"torch.{dtype}", ptr
-                self.device, self.requires_grad = types.SimpleNamespace(type="cuda", index=0), False
-
-            def is_contiguous(self):
-                return True
-
-            def data_ptr(self):
-                return self._ptr
-
-            def element_size(self):
-                return 4 if self.dtype == "torch.float32" else 2
-
+        Fake = _FakeCudaTensor
         ep = fusedtune.inspect_epilogue(fp8_epilogue("relu(x * v + bias) * c where col v, scalar c"))
         layer = FP8Linear.__new__(FP8Linear)
         nn.Module.__init__(layer)
@@ -247,20 +252,7 @@ class FusedLinearCpuTest(unittest.TestCase):
         from fusedtune._binding import Binding
         from fusedtune.fp8 import FP8Linear, _bf16_operands, fp8_epilogue
 
-        class Fake:
-            def __init__(self, shape, dtype, ptr):
-                self.shape, self.dtype, self._ptr = tuple(shape), f"torch.{dtype}", ptr
-                self.device, self.requires_grad = types.SimpleNamespace(type="cuda", index=0), False
-
-            def is_contiguous(self):
-                return True
-
-            def data_ptr(self):
-                return self._ptr
-
-            def element_size(self):
-                return 4 if self.dtype == "torch.float32" else 2
-
+        Fake = _FakeCudaTensor
         text = fp8_epilogue("silu(x + bias) * x2 + r where mat r")
         self.assertEqual(text, "silu(x * sx * sw + bias) * (x2 * sx * sw2) + r where mat r, col sw, col sw2, row sx")
         ep = fusedtune.inspect_epilogue(text)
