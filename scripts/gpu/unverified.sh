@@ -6,7 +6,8 @@
 #   tests   the GPU tests of the new or changed code: gpu_test_tc_presplit (3xtf32 pre-split: new,
 #           never run), gpu_test_tc_pass (its enumeration mended after (g)), gpu_test_api,
 #           gpu_test_reduce_tc (every tc kernel's text changed: the tc_norm dispatch, the
-#           pre-split producer); gpu_test_norm_tc passed in (g) (TESTS= to run it again);
+#           pre-split producer), gpu_test_fp8_gated (fp8 gated pairs and residuals: new, never
+#           run); gpu_test_norm_tc passed in (g) (TESTS= to run it again);
 #   split   issue 55's question, where 3xtf32's cycles go, and the pre-split form's time against
 #           the in-kernel split and cuBLAS SGEMM (scripts/gpu/split_ceiling.sh: as it is, tf32
 #           of the same tiles, then rebuilt with the in-kernel split cut; CUTS="" skips those);
@@ -28,7 +29,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee -a "$T"
 . scripts/gpu/build.sh "$OUT/build.log"
 echo "build $(el)" | tee -a "$T"
 case ,$STEPS, in *,tests,*)
-  for t in ${TESTS:-gpu_test_tc_presplit:150 gpu_test_tc_pass:120 gpu_test_api:60 gpu_test_reduce_tc:150}; do
+  for t in ${TESTS:-gpu_test_tc_presplit:150 gpu_test_tc_pass:120 gpu_test_api:60 gpu_test_reduce_tc:150 gpu_test_fp8_gated:240}; do
     name=${t%%:*}; limit=${t##*:}
     FT_TEST_TMP=$OUT timeout "$limit" "./build/tests/$name" > "$OUT/$name.txt" 2>&1
     echo "$name rc=$? $(el): $(grep -iE 'assertion|checked|passed' "$OUT/$name.txt" | tail -1 | cut -c1-140)" | tee -a "$T"
