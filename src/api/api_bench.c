@@ -135,7 +135,7 @@ static ft_status bench_body(ft_ctx *ctx, ft_gpu *g, const ft_epilogue *ep, int r
   FT_TRY(ft_pdata_tolerance(g, r->b.d, &r->tol, &cublas_err, err));
   FT_TRY(ft_bench_create(&r->bench, err));
   FT_TRY(ft_baselines_create(g, db, ep, r->b.d, &r->bl, err));
-  FT_TRY(ft_baseline_chain_tolerance(r->bl, &r->tol, err)); /* 3xtf32: the fp32 chain's error */
+  FT_TRY(ft_baseline_chain_tolerance(r->bl, &r->tol, err)); /* 3xtf32, fp8: the eager chain's error */
   FT_TRY(load_best(db, ep, &r->best, &r->b, err));
   FT_TRY(check_call(&r->b, r->bench, &chk, err));
   r->fb.g = g;

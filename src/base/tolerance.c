@@ -32,9 +32,10 @@ double ft_tolerance_rule(ft_math math, double cublas_rel_err) {
 }
 
 double ft_tolerance_with_chain(ft_math math, double tol, double chain_rel_err) {
-  if (math != FT_MATH_3XTF32 || !isfinite(chain_rel_err) || chain_rel_err <= 0) return tol;
+  if ((math != FT_MATH_3XTF32 && math != FT_MATH_FP8) || !isfinite(chain_rel_err) || chain_rel_err <= 0) return tol;
   double t = 1.01 * chain_rel_err;
-  if (t > FT_TOL_FP32) t = FT_TOL_FP32;
+  const double cap = math == FT_MATH_FP8 ? 2.0 * tol : FT_TOL_FP32;
+  if (t > cap) t = cap;
   return t > tol ? t : tol;
 }
 

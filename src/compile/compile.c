@@ -236,6 +236,13 @@ void ft_compile_job_run(ft_compile_job *job, const char *arch) {
     free(log);
     log = ft__strdup(e.msg);
     job->status = FT_ERR_COMPILE;
+  } else if (job->status != FT_OK && log && !strncmp(e.msg, "rejected: ", 10)) {
+    /* A rejected compile's reason first ("rejected: ptxas spilled ..."), then ptxas's log:
+     * whoever prints the log's head shows why, not ptxas's first info lines. */
+    char *both = malloc(strlen(e.msg) + strlen(log) + 2);
+    if (both) sprintf(both, "%s\n%s", e.msg, log);
+    free(log);
+    log = both ? both : ft__strdup(e.msg);
   }
   job->log = log;
   job->ran = 1;

@@ -303,7 +303,8 @@ static ft_status run_eager(ft_baselines *b, cudaStream_t stream, ft_err *err) {
 }
 
 ft_status ft_baseline_chain_tolerance(ft_baselines *b, double *tol, ft_err *err) {
-  if (b->d->math != FT_MATH_3XTF32 || !ft_baseline_available(b, FT_BL_EAGER)) return FT_OK;
+  if ((b->d->math != FT_MATH_3XTF32 && b->d->math != FT_MATH_FP8) || !ft_baseline_available(b, FT_BL_EAGER))
+    return FT_OK;
   ft_check chk = {0, 0, 0};
   FT_TRY(ft_pdata_poison(b->d, 0, err));
   FT_TRY(run_eager(b, 0, err));

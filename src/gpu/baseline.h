@@ -39,7 +39,7 @@ int ft_baseline_available(const ft_baselines *b, ft_baseline_kind kind);
 const char *ft_baseline_describe(const ft_baselines *b, ft_baseline_kind kind);
 /* Enqueues one call writing d->dY. */
 ft_status ft_baseline_enqueue(ft_baselines *b, ft_baseline_kind kind, cudaStream_t stream, ft_err *err);
-/* In 3xtf32, raises *tol (ft_pdata_tolerance's) to what the eager-style chain reaches on this
+/* In 3xtf32 and fp8, raises *tol (ft_pdata_tolerance's) to what the eager-style chain reaches on this
  * problem (ft_tolerance_with_chain), or for a row sum, mean or logsumexp sets it from that
  * (ft_tolerance_rows_with_chain), running the chain once into dY on stream 0; a chain that is not
  * available or writes a non-finite element leaves *tol as it is. Other modes: nothing runs. */

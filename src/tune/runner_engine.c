@@ -14,7 +14,7 @@ struct ft_engine {
   ft_bench *bench;
   int flush_l2;
   int warm;   /* the GPU has run FT_WARM_S of this problem's work: timings may start */
-  double tol; /* on rel_err: ft_pdata_tolerance's, in 3xtf32 as ft_baseline_chain_tolerance makes it */
+  double tol; /* on rel_err: ft_pdata_tolerance's, in 3xtf32 and fp8 as ft_baseline_chain_tolerance makes it */
   double gemm_tol; /* ft_pdata_tolerance's, the mode's rule on x W^T: what cuBLAS's GEMM alone is judged by */
 };
 
@@ -73,7 +73,7 @@ ft_status ft_engine_prepare(ft_engine *e, const ft_tune_problem *p, uint64_t see
   if (st == FT_OK) st = ft_bench_create(&e->bench, err);
   if (st == FT_OK) st = ft_baselines_create(e->g, NULL, e->ep, e->d, &e->bl, err);
   ready->baselines_setup_s = ft__now_s() - t0;
-  /* 3xtf32: the fp32 chain's error may raise the tolerance (or set it, for a row sum, mean or
+  /* 3xtf32 (fp8): the fp32 (bf16) chain's error may raise the tolerance (or set it, for a row sum, mean or
    * logsumexp). Its failure keeps the rule's tolerance rather than ending the tune: the eager baseline then reports it as its own result,
    * and an error that breaks the context shows at the next job. */
   t0 = ft__now_s();

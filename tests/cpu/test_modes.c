@@ -156,6 +156,10 @@ static void test_tolerance(void) {
   ASSERT_NEAR(ft_tolerance_with_chain(FT_MATH_3XTF32, 1.15e-6, INFINITY), 1.15e-6, 0);
   ASSERT_NEAR(ft_tolerance_with_chain(FT_MATH_3XTF32, 1.15e-6, -1), 1.15e-6, 0);
   ASSERT_NEAR(ft_tolerance_with_chain(FT_MATH_BF16, 7e-3, 9e-3), 7e-3, 0);
+  /* fp8: raised to the bf16 chain's error, at most twice the rule's. */
+  ASSERT_NEAR(ft_tolerance_with_chain(FT_MATH_FP8, 3.57e-3, 4.7e-3), 4.747e-3, 1e-15);
+  ASSERT_NEAR(ft_tolerance_with_chain(FT_MATH_FP8, 3.57e-3, 2e-3), 3.57e-3, 0);
+  ASSERT_NEAR(ft_tolerance_with_chain(FT_MATH_FP8, 3.57e-3, 0.5), 7.14e-3, 1e-15);
   ASSERT_NEAR(ft_tolerance_with_chain(FT_MATH_FP32, FT_TOL_FP32, 2e-5), FT_TOL_FP32, 0);
   /* One value per row: the chain's own error twice, lowered below the rule too, one unit roundoff
    * at least, fp32's bound at most; other modes and unusable measurements keep the rule's. */

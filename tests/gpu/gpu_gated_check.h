@@ -34,7 +34,7 @@ static void check_interleave(const ft_pdata *d, const char *what) {
 }
 
 /* The eager chain (two GEMMs for a pair) and the GEMM alone (of the stacked weight for a pair),
- * after raising *tolp in 3xtf32 to the eager chain's error as the tuner does. */
+ * after raising *tolp in 3xtf32 and fp8 to the eager chain's error as the tuner does. */
 static void check_baselines(ft_gpu *g, const ft_epilogue *ep, ft_pdata *d, double *tolp, const char *what) {
   ft_err e;
   ft_baselines *bl = NULL;
