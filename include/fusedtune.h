@@ -418,10 +418,11 @@ FT_API void ft_quantizer_destroy(ft_quantizer *q); /* NULL is a no-op */
  * col sw" declared (per-token x per-channel scales, what ft_quantize_e4m3 makes with FT_SCALE_ROW
  * for x and W), and a gated pair's x2 by (x2 * sx * sw2) with "col sw2" (the second weight's
  * per-channel scales: quantize W1 and W2 apart, then ft_gated_interleave the codes, elem_size 1),
- * in canonical form, into out. A matrix operand stays as it is (bf16 in fp8, as y). This is the epilogue ft_lookup_within tries in fp8
- * for a bf16 problem. Returns FT_OK, FT_ERR_INVALID_ARG (NULL, or out too small),
- * FT_ERR_PARSE (E does not parse, or already names sx or sw), FT_ERR_UNSUPPORTED (E has no fp8
- * form: x or x2 not exactly once, a reduction). Thread-safe, no GPU. */
+ * in canonical form, into out. A matrix operand stays as it is (bf16 in fp8, as y). This is the
+ * epilogue ft_lookup_within tries in fp8 for a bf16 problem. Returns FT_OK, FT_ERR_INVALID_ARG
+ * (NULL, or out too small), FT_ERR_PARSE (E does not parse, or already names sx or sw, or, with
+ * x2, sw2), FT_ERR_UNSUPPORTED (E has no fp8 form: x or x2 not exactly once, a reduction).
+ * Thread-safe, no GPU. */
 FT_API ft_status ft_fp8_epilogue(const char *epilogue, char *out, size_t out_size);
 
 /* One update of a running tune, given to ft_tune_options.progress. Plain data, valid only

@@ -14,7 +14,7 @@ torch = _lib.import_torch("fusedtune.fp8")
 nn = torch.nn
 
 from . import _launch, core  # noqa: E402 (after torch, whose absence is said first)
-from ._binding import Binding, check_no_grad, check_tensor
+from ._binding import Binding, check_no_grad, check_tensor, device_str, dtype_name
 from ._lib import lib
 from .errors import InvalidArgumentError, NotFoundError
 
@@ -154,8 +154,28 @@ def _bf16_operands(epilogue):
     return frozenset(["bias"] + [p.name for p in epilogue.params if p.kind == "mat"])
 
 
+def _bf16_weights(where, layers):
+    """The weights of layers ({name: nn.Linear}) for the quantizer, detached and contiguous, each
+    checked first (one line naming it): bf16 on a CUDA device, 2-D, all of the first's shape and on
+    its device (the quantizer runs there and reads every weight's memory)."""
+    ws = {name: lin.weight.detach() for name, lin in layers.items()}
+    (first_name, first), *_ = ws.items()
+    for name, w in ws.items():
+        if dtype_name(w) != "bfloat16" or w.device.type != "cuda":
+            raise InvalidArgumentError(f"{where} takes {'a bf16 CUDA layer' if len(ws) == 1 else 'bf16 CUDA layers'} "
+                                       f"({name}.weight is {dtype_name(w)} on {device_str(w)})")
+        if len(w.shape) != 2 or tuple(w.shape) != tuple(first.shape):
+            raise InvalidArgumentError(f"{where}: {name}.weight has shape {list(w.shape)} and {first_name}.weight "
+                                       f"{list(first.shape)}: a gated pair's two weights are [N, K] each")
+        if w.device.index != first.device.index:
+            raise InvalidArgumentError(f"{where}: {name}.weight is on {device_str(w)} and {first_name}.weight on "
+                                       f"{device_str(first)}: both must be on one device (its quantizer reads them)")
+    return [w.contiguous() for w in ws.values()]
+
+
 def _quantize_weights(db, weights):
-    """[(codes, per-channel scales)] of bf16 CUDA weights, one quantizer for them all."""
+    """[(codes, per-channel scales)] of bf16 CUDA weights on one device (_bf16_weights), one
+    quantizer for them all."""
     with torch.cuda.device(weights[0].device):
         quantizer = Quantizer(db)
         try:
@@ -164,53 +184,72 @@ def _quantize_weights(db, weights):
             quantizer.close()
 
 
+def _check_layer(weight, weight_scale, bias, epilogue, weight_scale2=None):
+    """FP8Linear's checks of its tensors and epilogue, before anything is held or opened (one line
+    each): returns (N, K, the fp8 problem's Epilogue). A gated pair is a layer with
+    weight_scale2; its weight has 2N rows."""
+    if dtype_name(weight) != "float8_e4m3fn" or len(weight.shape) != 2:
+        raise InvalidArgumentError(f"fp8 weight must be a 2-D float8_e4m3fn tensor, not {dtype_name(weight)} of shape "
+                                   f"{list(weight.shape)}")
+    rows, k = weight.shape
+    gated = weight_scale2 is not None
+    n = rows // 2 if gated else rows  # a gated pair's weight: two rows per output column
+    if weight_scale is None:
+        raise InvalidArgumentError(f"fp8 weight_scale is None: the layer dequantizes with its weight's fp32 "
+                                   f"per-channel scales, [{n}] (FusedLinear.from_linear(lin, E, math='fp8') makes "
+                                   f"them)")
+    if gated and (rows % 16 or rows == 0):
+        raise InvalidArgumentError(f"fp8 gated weight has {rows} rows: the interleaved [2N, K] of two [N, K] "
+                                   f"weights, N a positive multiple of 8 (interleave_gated)")
+    check_tensor("weight", weight, dtype="float8_e4m3fn", device=None, shape=(rows, k))
+    for name, t in (("weight_scale", weight_scale), ("weight_scale2", weight_scale2)):
+        if t is not None:
+            check_tensor(name, t, dtype="float32", device=weight.device, shape=(n,),
+                         hint=" (one fp32 scale per output channel)")
+    if bias is not None:
+        check_tensor("bias", bias, dtype="bfloat16", device=weight.device, shape=(n,))
+    text = epilogue if epilogue is not None else ("x + bias" if bias is not None else "none")
+    ep = core.inspect_epilogue(fp8_epilogue(text))
+    if ep.uses_x2 != gated:
+        raise InvalidArgumentError(
+            f"fp8: epilogue '{text}' {'uses' if ep.uses_x2 else 'does not use'} x2, and the layer has "
+            f"{'two weights (weight_scale2)' if gated else 'one weight'}: FusedLinear.from_gated(gate, up, E, "
+            f"math='fp8') makes a gated pair's layer")
+    return n, k, ep
+
+
 class FP8Linear(nn.Module):
     """A bf16 linear layer y = E(x W^T) run in fp8 (see the module's text). weight e4m3 [N, K],
-    weight_scale fp32 [N], bias bf16 [N] or None; the fp8 problem's epilogue is
-    fp8_epilogue(E). A gated pair (E with x2): weight the interleaved [2N, K] codes of the two
-    weights (interleave_gated), weight_scale the first's per-channel scales (sw) and weight_scale2
-    the second's (sw2), both [N]. A matrix operand (a residual) is bf16, shaped like the output. E's other parameters as FusedLinear's: params {name: value} at construction
-    (a col vector: an fp32 [N] CUDA tensor, held by the layer; a scalar: a number), or per call
-    as forward(x, name=...) (a row vector: fp32 [M]). Inference only; CUDA tensors; N and K
-    multiples of 16."""
+    weight_scale fp32 [N] (required), bias bf16 [N] or None; epilogue is the bf16 layer's E (not
+    yet scaled: the fp8 problem's epilogue is fp8_epilogue(E), and an E that already names sx, sw
+    or sw2 is a ParseError). A gated pair (E with x2): weight the interleaved [2N, K] codes of the
+    two weights (interleave_gated), weight_scale the first's per-channel scales (sw) and
+    weight_scale2 the second's (sw2), both [N]. A matrix operand (a residual) is bf16, shaped like
+    the output. E's other parameters as FusedLinear's: params {name: value} at construction (a col
+    vector: [N] CUDA, read as fp32: one of another floating dtype, a bf16 bias b1 of a gated pair
+    say, is held as an fp32 copy; a scalar: a number), or per call as forward(x, name=...) (a row
+    vector: fp32 [M]). Inference only; CUDA tensors; N and K multiples of 16."""
 
     def __init__(self, weight, weight_scale, bias, epilogue, db, params=None, weight_scale2=None):
         super().__init__()
-        if weight.dtype != torch.float8_e4m3fn or weight.dim() != 2:
-            raise InvalidArgumentError(f"fp8 weight must be a 2-D float8_e4m3fn tensor, not {weight.dtype}")
-        rows, k = weight.shape
-        gated = weight_scale2 is not None
-        n = rows // 2 if gated else rows  # a gated pair's weight: two rows per output column
-        if gated and (rows % 16 or rows == 0):
-            raise InvalidArgumentError(f"fp8 gated weight has {rows} rows: the interleaved [2N, K] of two [N, K] "
-                                       f"weights, N a positive multiple of 8 (interleave_gated)")
-        check_tensor("weight", weight, dtype="float8_e4m3fn", device=None, shape=(rows, k))
-        for name, t in (("weight_scale", weight_scale), ("weight_scale2", weight_scale2)):
-            if t is not None:
-                check_tensor(name, t, dtype="float32", device=weight.device, shape=(n,),
-                             hint=" (one fp32 scale per output channel)")
-        if bias is not None:
-            check_tensor("bias", bias, dtype="bfloat16", device=weight.device, shape=(n,))
+        n, k, self.epilogue = _check_layer(weight, weight_scale, bias, epilogue, weight_scale2)
         self.out_features, self.in_features = n, k
         self.register_buffer("weight", weight)
         self.register_buffer("weight_scale", weight_scale)
         self.register_buffer("weight_scale2", weight_scale2)
         self.register_buffer("bias", bias)
-        text = epilogue if epilogue is not None else ("x + bias" if bias is not None else "none")
-        self.epilogue = core.inspect_epilogue(fp8_epilogue(text))
-        if self.epilogue.uses_x2 != gated:
-            raise InvalidArgumentError(
-                f"fp8: epilogue '{text}' {'uses' if self.epilogue.uses_x2 else 'does not use'} x2, and the layer "
-                f"has {'two weights (weight_scale2)' if gated else 'one weight'}: FusedLinear.from_gated(gate, up, E, "
-                f"math='fp8') makes a gated pair's layer")
         self.math = "fp8"
-        self._own = ("sx", "sw", "sw2") if gated else ("sx", "sw")
+        self._own = ("sx", "sw", "sw2") if weight_scale2 is not None else ("sx", "sw")
         self._bf16 = _bf16_operands(self.epilogue)
         # E's own parameters: sx and sw are the layer's (bound on every call), the rest as
-        # FusedLinear binds them (a vector given here is held as a buffer).
+        # FusedLinear binds them (a vector given here is held as a buffer, in fp32: every vector of
+        # params is read as fp32, the bias and matrices alone as bf16).
         scalars, vectors = {}, {}
         for name, v in (params or {}).items():
-            (vectors if isinstance(v, torch.Tensor) and v.dim() > 0 else scalars)[name] = v
+            if isinstance(v, torch.Tensor) and v.dim() > 0:
+                vectors[name] = v.float() if v.is_floating_point() and name not in self._bf16 else v
+            else:
+                scalars[name] = v
         self._binding = Binding(self.epilogue, bias is not None, scalars, tuple(vectors), own=self._own)
         for name, t in vectors.items():
             if name in ("weight", "weight_scale", "weight_scale2") or hasattr(self, name):
@@ -223,9 +262,7 @@ class FP8Linear(nn.Module):
 
     @classmethod
     def from_linear(cls, linear, epilogue=None, db=None, params=None):
-        w = linear.weight.detach()
-        if w.dtype != torch.bfloat16 or not w.is_cuda:
-            raise InvalidArgumentError(f"fp8 from_linear takes a bf16 CUDA layer (weight is {w.dtype} on {w.device})")
+        w, = _bf16_weights("fp8 from_linear", {"linear": linear})
         db = db if isinstance(db, core.Database) else core.Database(db, readonly=True)
         q, sw = _quantize_weights(db, [w])[0]
         bias = linear.bias.detach() if linear.bias is not None else None
@@ -233,14 +270,15 @@ class FP8Linear(nn.Module):
 
     @classmethod
     def from_gated(cls, gate, up, epilogue="silu(x) * x2", db=None, params=None):
-        """A gated pair's fp8 layer from two bf16 CUDA nn.Linear without biases (name biases in E as
-        col vectors and pass them in params): each weight quantized per output channel on its own
-        (sw: gate's scales, sw2: up's), the codes interleaved (interleave_gated) once."""
-        from .torch.layer import interleave_gated
-        ws = [lin.weight.detach() for lin in (gate, up)]
-        if any(w.dtype != torch.bfloat16 or not w.is_cuda for w in ws):
-            raise InvalidArgumentError("fp8 from_gated takes two bf16 CUDA layers (weights are "
-                                       f"{ws[0].dtype} on {ws[0].device} and {ws[1].dtype} on {ws[1].device})")
+        """A gated pair's fp8 layer from two bf16 CUDA nn.Linear of one shape on one device: each
+        weight quantized per output channel on its own (sw: gate's scales, sw2: up's), the codes
+        interleaved (interleave_gated) once. Biases are not taken from the layers: name them in E
+        as col vectors and pass them in params (E = "silu(x + b1) * (x2 + b2) where col b1, col
+        b2", params={"b1": gate.bias, "b2": up.bias}; held as fp32 copies); layers with a bias and
+        no vector in params are refused."""
+        from .torch.layer import _check_gated_biases, interleave_gated
+        _check_gated_biases("fp8 from_gated", gate, up, params)
+        ws = _bf16_weights("fp8 from_gated", {"gate": gate, "up": up})
         db = db if isinstance(db, core.Database) else core.Database(db, readonly=True)
         (q1, sw), (q2, sw2) = _quantize_weights(db, ws)
         # e4m3 rows moved as bytes: the interleave is a copy of whole rows.

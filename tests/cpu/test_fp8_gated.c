@@ -74,10 +74,15 @@ static void test_enumeration_tc(void) {
   }
   ASSERT_TRUE(ts > 0 && direct > 0);
   free(v);
-  /* No gated variant for an E without x2, none past BN 128 (the full space too). */
+  /* The full space too: every variant of an E with x2 gated, none past BN 128 or late; no gated
+   * variant for an E without x2. */
   v = enumerate_at(k_geglu_resid, FT_VK_GEMM, 64, 512, 256, FT_SPACE_FULL, &count);
   ASSERT_TRUE(count > 0);
   for (int i = 0; i < count; i++) ASSERT_TRUE(v[i].tc.gated == 1 && v[i].bn <= 128 && !v[i].tc.late);
+  free(v);
+  v = enumerate_at(k_resid, FT_VK_GEMM, 64, 512, 256, FT_SPACE_FULL, &count);
+  ASSERT_TRUE(count > 0);
+  for (int i = 0; i < count; i++) ASSERT_TRUE(v[i].family == FT_FAMILY_TC && !v[i].tc.gated);
   free(v);
 }
 
@@ -142,6 +147,13 @@ static void sample_kinds(const char *text, int64_t m, int64_t n, int64_t k, ft_k
   ft_ep_free(ep);
 }
 
+/* src's FT_EPILOGUE_EXPR line into line ("" when it has none). */
+static void expr_line(const ft_kernel_src *src, char *line, size_t size) {
+  const char *expr = strstr(src->text, "\n#define FT_EPILOGUE_EXPR ");
+  ASSERT_TRUE(expr != NULL);
+  snprintf(line, size, "%.*s", expr ? (int)strcspn(expr + 1, "\n") : 0, expr ? expr + 1 : "");
+}
+
 static void test_compiles(void) {
   enum { MAX = 64 };
   static ft_kernel_src src[MAX];
@@ -163,16 +175,20 @@ static void test_compiles(void) {
     ft_ep_free(ep);
   }
   ASSERT_TRUE(n < MAX);
-  /* The scales read as fp32, the matrix and the bias as bf16 (ft_vec_t: no ft_vf32 on them). */
+  /* The scales read as fp32, the matrix and the bias as bf16 (ft_vec_t: no ft_vf32 on them); a
+   * pair's sw2 and its col vectors b1, b2 as fp32 too. src[0] is k_geglu_resid's first (gated)
+   * kernel, src[gated] k_resid's first. */
+  char line[512];
+  expr_line(&src[0], line, sizeof line);
+  ASSERT_CONTAINS(src[0].text, "#define FT_FP8 1");
+  /* Slots by name: b1 0, b2 1, r 2, sw 3, sw2 4, sx 5. */
+  ASSERT_CONTAINS(line, "(x2 * ft_vf32(ep.v[5])[row] * ft_vf32(ep.v[4])[col] + ft_vf32(ep.v[1])[col])");
+  ASSERT_CONTAINS(line, "x * ft_vf32(ep.v[5])[row] * ft_vf32(ep.v[3])[col] + ft_vf32(ep.v[0])[col]");
+  ASSERT_CONTAINS(line, ") + ep.v[2][(long long)row");
+  expr_line(&src[gated], line, sizeof line);
   ASSERT_CONTAINS(src[gated].text, "#define FT_FP8 1");
-  const char *expr = strstr(src[gated].text, "\n#define FT_EPILOGUE_EXPR ");
-  ASSERT_TRUE(expr != NULL);
-  if (expr) {
-    char line[512];
-    snprintf(line, sizeof line, "%.*s", (int)strcspn(expr + 1, "\n"), expr + 1);
-    /* Slots by name: bias 0, r 1, sw 2, sx 3. */
-    ASSERT_CONTAINS(line, "x * ft_vf32(ep.v[3])[row] * ft_vf32(ep.v[2])[col] + ep.v[0][col] + ep.v[1][(long long)row");
-  }
+  /* Slots by name: bias 0, r 1, sw 2, sx 3. */
+  ASSERT_CONTAINS(line, "x * ft_vf32(ep.v[3])[row] * ft_vf32(ep.v[2])[col] + ep.v[0][col] + ep.v[1][(long long)row");
   printf("%d fp8 gated, %d fp8 residual and pass kernels\n", gated, n - gated);
   compile_sources(src, n, "fp8 gated / residual");
 }

@@ -597,11 +597,13 @@ class _Grown:
         text = E.epilogue_text(expr, kinds)
         mode, layer_text, fp8_note = g.mode, None, ()
         if mode == "fp8":
-            why = _fp8_refusal(expr, kinds, g, self.gated)
-            if why is None:  # x * sx * sw in place of x: the dequantizing scales (ft_fp8_epilogue)
-                layer_text = text
-                scaled = _substitute_x(expr, E.X * E.param("sx") * E.param("sw"))
-                text = E.epilogue_text(scaled, dict(kinds, sx="row", sw="col"))
+            why = _fp8_refusal(expr, g, self.gated)
+            if why is None:  # x * sx * sw in place of x, a pair's x2 * sx * sw2: the dequantizing scales
+                layer_text = text  # (ft_fp8_epilogue's form)
+                scaled = _substitute(expr, {"x": E.X * E.param("sx") * E.param("sw"),
+                                            "x2": E.X2 * E.param("sx") * E.param("sw2")})
+                scales = dict(sx="row", sw="col", **({"sw2": "col"} if self.gated else {}))
+                text = E.epilogue_text(scaled, dict(kinds, **scales))
             else:
                 mode = "bf16"
                 fp8_note = (f"fp8 does not serve this layer ({why}): it is tuned and served in bf16",)
@@ -621,27 +623,25 @@ class _Grown:
 _PREFIX = {"scalar": "s", "col": "v", "row": "r", "mat": "m"}
 
 
-def _fp8_refusal(expr, kinds, g, gated):
-    """Why the fp8 mode cannot serve a layer (FusedLinear's fp8 layer: E with its bias only, x once,
-    no reduction or matrix, N and K multiples of 16), or None."""
-    if gated:
-        return "a gated pair"
-    others = sorted(k for k in kinds if k != "bias")
-    if others:
-        return f"its parameter {others[0]}: the fp8 layer takes E with its bias only"
+def _fp8_refusal(expr, g, gated):
+    """Why the fp8 mode cannot serve a layer (fusedtune.fp8.FP8Linear, the fp8 form of E that
+    ft_fp8_epilogue writes: x, and a gated pair's x2, read once, no reduction; N and K multiples of
+    16), or None. Its parameters are served: the bias and matrices in bf16, the vectors in fp32."""
     if any(n.op in E.REDUCTIONS for n in E._all(expr)):
         return "a reduction"
-    if sum(n.op == "x" for n in E._all(expr)) != 1:
-        return "x read more than once"
+    for name in ("x", "x2") if gated else ("x",):
+        if sum(n.op == name for n in E._all(expr)) != 1:
+            return f"{name} read more than once"
     if g.n % 16 or g.k % 16:
         return f"N = {g.n}, K = {g.k}: fp8 needs multiples of 16"
     return None
 
 
-def _substitute_x(e, by):
-    if e.op == "x":
-        return by
-    return E.Expr(e.op, *[_substitute_x(a, by) for a in e.args], value=e.value)
+def _substitute(e, by):
+    """e with each leaf whose op is a key of by replaced by its value."""
+    if e.op in by:
+        return by[e.op]
+    return E.Expr(e.op, *[_substitute(a, by) for a in e.args], value=e.value)
 
 
 def _canonical_names(expr, kinds, fixed):

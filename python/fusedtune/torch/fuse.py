@@ -54,15 +54,16 @@ def layer_for(p, gm, db=None, autotune=False, nearest=False):
         t = _tensor(gm, b.target).detach()
         params[b.name] = float(t.reshape(())) if b.kind == "scalar" else t.reshape(-1)
     options = dict(math=p.math, db=db, nearest=nearest, autotune=autotune)
+    # An fp8 layer (fusedtune.fp8.FP8Linear: W quantized once, x on every call) takes E before its
+    # scales, which it adds itself (fp8_epilogue), and holds E's vectors as fp32 copies.
+    epilogue = p.layer_epilogue if p.math == "fp8" else p.epilogue
     if p.gated:
         w2 = _tensor(gm, p.weight2)
         if p.weight_transposed:
             w2 = w2.detach().t().contiguous()
-        return FusedLinear.from_gated(_shell(weight), _shell(w2), p.epilogue, params=params or None, **options)
+        return FusedLinear.from_gated(_shell(weight), _shell(w2), epilogue, params=params or None, **options)
     bias = _tensor(gm, p.bias) if p.bias is not None else None
-    if p.math == "fp8":  # W quantized once, x on every call (fusedtune.fp8.FP8Linear): E before its scales
-        return FusedLinear.from_linear(_shell(weight, bias), p.layer_epilogue, math="fp8", db=db)
-    return FusedLinear.from_linear(_shell(weight, bias), p.epilogue, params=params or None, **options)
+    return FusedLinear.from_linear(_shell(weight, bias), epilogue, params=params or None, **options)
 
 
 # How much slower than the eager-style chain timed beside it a stored best may be and still serve a
@@ -173,7 +174,7 @@ def fuse(model, *example_inputs, db=None, autotune=False, math=None, nearest=Fal
                 if b.source == "attr" and b.kind != "mat":
                     continue
                 node = attrs[b.target] if b.source == "attr" else by_name[b.target]
-                have = [int(d) for d in node.meta["val"].shape]
+                have, dtype = [int(d) for d in node.meta["val"].shape], node.meta["val"].dtype
                 if b.kind == "mat" and (have != lead + [p.n] or not node.meta["val"].is_contiguous()):
                     node = gm.graph.call_function(rows_like, (node, x, (p.n,)))
                 elif b.kind == "row" and (have != [p.m] or not node.meta["val"].is_contiguous()):
@@ -181,6 +182,9 @@ def fuse(model, *example_inputs, db=None, autotune=False, math=None, nearest=Fal
                 elif b.kind == "col" and (have != [p.n] or not node.meta["val"].is_contiguous()):
                     node = gm.graph.call_function(aten.reshape.default, (node, [p.n]))
                     node = gm.graph.call_function(aten.clone.default, (node,), contiguous)
+                if p.math == "fp8" and b.kind in ("row", "col") and dtype != torch.float32:
+                    # an fp8 layer reads E's vectors as fp32 (its bias and matrices alone as bf16)
+                    node = gm.graph.call_function(aten._to_copy.default, (node,), {"dtype": torch.float32})
                 kwargs[b.name] = node
             y = gm.graph.call_module(name, (x,), kwargs)
             fused_shape = lead + list(_tail(p))

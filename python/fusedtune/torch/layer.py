@@ -94,18 +94,18 @@ class FusedLinear(nn.Module):
     def from_gated(cls, gate, up, epilogue="silu(x) * x2", *, math=None, params=None, db=None, nearest=True,
                    autotune=False):
         """A gated pair's layer: y = E(x, x2) with x = h gate.weight^T and x2 = h up.weight^T (Hugging
-        Face's SwiGLU MLP: gate_proj and up_proj, E = "silu(x) * x2"; GeGLU: "gelu_tanh(x) * x2");
-        math="fp8" gives an FP8Linear of the two bf16 layers (fusedtune.fp8.FP8Linear.from_gated).
+        Face's SwiGLU MLP: gate_proj and up_proj, E = "silu(x) * x2"; GeGLU: "gelu_tanh(x) * x2").
         The layer's weight is the two interleaved once (interleave_gated: a new [2N, K] tensor,
-        2N x K elements); out_features is N, a multiple of 8. Biases are not taken from the layers:
-        with biases, name them in E as col vectors and pass them in params (E =
-        "silu(x + b1) * (x2 + b2) where col b1, col b2", params={"b1": gate.bias, "b2": up.bias})."""
+        2N x K elements); out_features is N, a multiple of 8 (16 in fp8). Biases are not taken from
+        the layers: with biases, name them in E as col vectors and pass them in params (E =
+        "silu(x + b1) * (x2 + b2) where col b1, col b2", params={"b1": gate.bias, "b2": up.bias});
+        layers with a bias and no vector in params are refused. math="fp8" gives an FP8Linear of
+        the two bf16 layers (fusedtune.fp8.FP8Linear.from_gated: E unscaled, as here; each weight
+        quantized on its own; the vectors of params, bf16 biases included, held as fp32 copies)."""
         for name, lin in (("gate", gate), ("up", up)):
             if not isinstance(lin, nn.Linear):
                 raise InvalidArgumentError(f"from_gated takes two nn.Linear, and {name} is {type(lin).__name__}")
-        if (gate.bias is not None or up.bias is not None) and params is None:
-            raise InvalidArgumentError("from_gated: gate or up has a bias, which E must name: E = \"silu(x + b1) * "
-                                       "(x2 + b2) where col b1, col b2\" with params={\"b1\": gate.bias, \"b2\": up.bias}")
+        _check_gated_biases("from_gated", gate, up, params)
         if math == "fp8":  # each weight quantized per output channel once (sw, sw2), x per token on every call
             from ..fp8 import FP8Linear
             return FP8Linear.from_gated(gate, up, epilogue, db, params)
@@ -125,7 +125,7 @@ class FusedLinear(nn.Module):
             raise InvalidArgumentError(f"from_linear takes an nn.Linear, not {type(linear).__name__}")
         if math == "fp8":  # W quantized per output channel once, x per token on every call
             from ..fp8 import FP8Linear
-            return FP8Linear.from_linear(linear, epilogue, db)
+            return FP8Linear.from_linear(linear, epilogue, db, params)
         self = cls.__new__(cls)
         nn.Module.__init__(self)
         self.in_features, self.out_features = linear.in_features, linear.out_features
@@ -487,6 +487,16 @@ class FusedLinear(nn.Module):
         self._launch(_launch.launcher(plan.db._lock), plan, x.data_ptr(), weight.data_ptr(), y.data_ptr(),
                      *arrays, dev, dev.index == _current_device())
         return y
+
+
+def _check_gated_biases(where, gate, up, params):
+    """A gated pair's biases are not taken from its layers (E names them, params gives them): layers
+    with a bias and no vector in params are refused, in one line, rather than served without it."""
+    if (gate.bias is not None or up.bias is not None) and not any(
+            isinstance(v, torch.Tensor) and v.dim() > 0 for v in (params or {}).values()):
+        raise InvalidArgumentError(f"{where}: gate or up has a bias, which E must name and params give: E = \"silu(x + "
+                                   f"b1) * (x2 + b2) where col b1, col b2\" with params={{\"b1\": gate.bias, \"b2\": "
+                                   f"up.bias}}")
 
 
 def interleave_gated(w1, w2):

@@ -25,18 +25,23 @@ from fusedtune.torch import FusedLinear, interleave_gated  # noqa: E402
 class _FakeCudaTensor:
     """What the fp8 binding tests hand the layer for a CUDA tensor: shape, dtype, device, address."""
 
-    def __init__(self, shape, dtype, ptr):
+    def __init__(self, shape, dtype, ptr, index=0):
         self.shape, self.dtype, self._ptr = tuple(shape), f"torch.{dtype}", ptr
-        self.device, self.requires_grad = types.SimpleNamespace(type="cuda", index=0), False
+        self.device, self.requires_grad = types.SimpleNamespace(type="cuda", index=index), False
 
     def is_contiguous(self):
         return True
+
+    def detach(self):
+        return self
+
+    contiguous = detach
 
     def data_ptr(self):
         return self._ptr
 
     def element_size(self):
-        return 4 if self.dtype == "torch.float32" else 2
+        return {"torch.float32": 4, "torch.float8_e4m3fn": 1}.get(self.dtype, 2)
 
 
 class FusedLinearCpuTest(unittest.TestCase):
@@ -283,6 +288,82 @@ class FusedLinearCpuTest(unittest.TestCase):
         self.assertEqual(bound[:3], [(b"sx", 0x400, _lib.FT_DTYPE_F32), (b"sw", 0x500, _lib.FT_DTYPE_F32),
                                      (b"sw2", 0x580, _lib.FT_DTYPE_F32)])
         self.assertEqual(sorted(bound[3:]), [(b"bias", 0x600, _lib.FT_DTYPE_BF16), (b"r", 0x700, _lib.FT_DTYPE_BF16)])
+
+    def test_fp8_layer_checks(self):
+        """FP8Linear's checks (_check_layer, run first by __init__) of a gated pair's tensors and E,
+        on CUDA-looking fakes: sw2 [N] fp32 on the weight's device, 2N rows, E with x2 exactly when
+        the layer has two weights; weight_scale always required (review of d40d225: None passed
+        every check and failed at the first call). __init__ itself on CPU tensors: the same checks
+        come before the device's."""
+        from fusedtune.fp8 import FP8Linear, _check_layer
+
+        Fake = _FakeCudaTensor
+        w, sw = Fake((64, 32), "float8_e4m3fn", 0x100), Fake((32,), "float32", 0x200)
+        sw2 = Fake((32,), "float32", 0x300)
+        n, k, ep = _check_layer(w, sw, None, "silu(x + b1) * x2 where col b1", sw2)
+        self.assertEqual((n, k), (32, 32))
+        self.assertEqual(ep.canonical, "silu(x * sx * sw + b1) * (x2 * sx * sw2) where col b1, col sw, col sw2, row sx")
+        self.assertEqual(_check_layer(Fake((32, 32), "float8_e4m3fn", 0x100), sw, Fake((32,), "bfloat16", 0x400),
+                                      None)[2].canonical, "x * sx * sw + bias where col sw, row sx")
+        for fragment, args in (
+                ("weight_scale is None: the layer dequantizes with its weight's fp32 per-channel scales, [32]",
+                 (w, None, None, "silu(x) * x2", sw2)),
+                ("weight_scale is None", (Fake((32, 32), "float8_e4m3fn", 0x100), None, None, "relu(x)")),
+                ("weight_scale2 has shape [64], expected [32]", (w, sw, None, "silu(x) * x2",
+                                                                 Fake((64,), "float32", 0x300))),
+                ("weight_scale2 is bfloat16, expected float32", (w, sw, None, "silu(x) * x2",
+                                                                 Fake((32,), "bfloat16", 0x300))),
+                ("weight_scale2 is on cuda:1, the layer's weight on cuda:0", (w, sw, None, "silu(x) * x2",
+                                                                              Fake((32,), "float32", 0x300, 1))),
+                ("fp8 gated weight has 24 rows", (Fake((24, 32), "float8_e4m3fn", 0x100), Fake((12,), "float32", 0x200),
+                                                  None, "silu(x) * x2", Fake((12,), "float32", 0x300))),
+                ("epilogue 'silu(x)' does not use x2, and the layer has two weights", (w, sw, None, "silu(x)", sw2)),
+                ("epilogue 'silu(x) * x2' uses x2, and the layer has one weight",
+                 (Fake((32, 32), "float8_e4m3fn", 0x100), sw, None, "silu(x) * x2")),
+                ("fp8 weight must be a 2-D float8_e4m3fn tensor, not bfloat16", (Fake((64, 32), "bfloat16", 0x100), sw,
+                                                                                 None, "silu(x) * x2", sw2))):
+            with self.subTest(fragment):
+                self.assertRejects(fragment, _check_layer, *args)
+        # E is the layer's, before its scales: the fp8 form itself is refused (fp8_epilogue's ParseError)
+        self.assertRaises(fusedtune.ParseError, _check_layer, w, sw, None,
+                          "silu(x * sx * sw) * (x2 * sx * sw2) where col sw, col sw2, row sx", sw2)
+        codes = torch.zeros(64, 32, dtype=torch.float8_e4m3fn)
+        self.assertRejects("weight_scale is None", FP8Linear, codes, None, None, "silu(x) * x2", None,
+                           weight_scale2=torch.ones(32))
+        self.assertRejects("fp8 gated weight has 40 rows", FP8Linear, torch.zeros(40, 32, dtype=torch.float8_e4m3fn),
+                           torch.ones(20), None, "silu(x) * x2", None, weight_scale2=torch.ones(20))
+        self.assertRejects("weight is on cpu", FP8Linear, codes, torch.ones(32), None, "silu(x) * x2", None,
+                           weight_scale2=torch.ones(32))
+
+    def test_fp8_from_gated_checks(self):
+        """FP8Linear.from_gated checks both layers before quantizing (the quantizer runs on gate's
+        device and reads up's memory): bf16, CUDA, one shape, one device; a layer's bias E does
+        not name (params with no vector) refused rather than dropped."""
+        from fusedtune.fp8 import FP8Linear, _bf16_weights
+
+        Fake, lin = _FakeCudaTensor, types.SimpleNamespace
+        gate = lin(weight=Fake((32, 16), "bfloat16", 0x100), bias=None)
+        self.assertEqual(len(_bf16_weights("fp8 from_gated", {"gate": gate, "up": gate})), 2)
+        for fragment, up in (
+                ("fp8 from_gated: up.weight is on cuda:1 and gate.weight on cuda:0: both must be on one device",
+                 lin(weight=Fake((32, 16), "bfloat16", 0x200, 1), bias=None)),
+                ("fp8 from_gated: up.weight has shape [32, 8] and gate.weight [32, 16]",
+                 lin(weight=Fake((32, 8), "bfloat16", 0x200), bias=None)),
+                ("fp8 from_gated takes bf16 CUDA layers (up.weight is float32 on cuda:0)",
+                 lin(weight=Fake((32, 16), "float32", 0x200), bias=None)),
+                ("fp8 from_gated takes bf16 CUDA layers (up.weight is bfloat16 on cpu)",
+                 nn.Linear(16, 32, bias=False).to(torch.bfloat16))):
+            with self.subTest(fragment):
+                self.assertRejects(fragment, FP8Linear.from_gated, gate, up)
+        biased = nn.Linear(16, 32).to(torch.bfloat16)
+        for fn in (FP8Linear.from_gated, lambda g, u, *a, **kw: FusedLinear.from_gated(g, u, *a, math="fp8", **kw)):
+            self.assertRejects("gate or up has a bias, which E must name and params give", fn, biased, biased)
+            self.assertRejects("gate or up has a bias", fn, biased, biased, "silu(x) * x2 * c where scalar c",
+                               params={"c": 2.0})
+        # with the biases in params, the checks go on to the weights (here: on the CPU)
+        self.assertRejects("(gate.weight is bfloat16 on cpu)", FP8Linear.from_gated, biased, biased,
+                           "silu(x + b1) * (x2 + b2) where col b1, col b2",
+                           params={"b1": biased.bias, "b2": biased.bias})
 
     def test_checks_before_any_launch(self):
         layer = FusedLinear(16, 8)

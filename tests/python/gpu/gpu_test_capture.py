@@ -7,7 +7,8 @@ dynamic batch (M buckets of the tuned 64); a model not tuned refused with the tu
 Prints eager and fused ms per call (CUDA events, 50 calls) for each model. Exits 77 (skipped)
 without torch, CUDA or a GPU.
 
-    python3 tests/python/gpu/gpu_test_capture.py [--db PATH] [--only minsub,batchnorm,swiglu,lmhead,minigpt,mlp_fp8]
+    python3 tests/python/gpu/gpu_test_capture.py [--db PATH]
+        [--only minsub,batchnorm,swiglu,lmhead,minigpt,mlp_fp8,swiglu_fp8]
 """
 import argparse
 import copy
@@ -77,6 +78,9 @@ CASES = {
     # math="fp8": W and x in e4m3 (fusedtune.fp8.FP8Linear) where E allows, bf16 elsewhere
     "mlp_fp8": (lambda: models.MLP((models.K, 512, 512, 256)), torch.bfloat16, lambda: (torch.randn(64, models.K),),
                 "fp8"),
+    # a gated pair (FP8Linear.from_gated: sw2 for x2) and a residual matrix (bf16) in fp8
+    "swiglu_fp8": (lambda: models.SwiGLU(models.K, models.N), torch.bfloat16, lambda: (torch.randn(2, 32, models.K),),
+                   "fp8"),
 }
 TOL = {torch.float32: 1e-4, torch.bfloat16: 3e-2, "fp8": 8e-2}
 
@@ -84,7 +88,8 @@ TOL = {torch.float32: 1e-4, torch.bfloat16: 3e-2, "fp8": 8e-2}
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--db", help="database (default: a scratch one)")
-    ap.add_argument("--only", help="comma-separated case names (default: all; mlp_fp8 has not run on a GPU yet)")
+    ap.add_argument("--only", help="comma-separated case names (default: all; mlp_fp8 and swiglu_fp8 have not run on "
+                                   "a GPU yet)")
     ap.add_argument("--max-candidates", type=int, default=3)
     a = ap.parse_args()
     scratch = tempfile.TemporaryDirectory()
