@@ -581,8 +581,7 @@ int cmd_variants(cli *c, int argc, char **argv) {
                    "GPU's, else sm_90; sm_90 and sm_90a both enable the Hopper tensor-core family), each with\n"
                    "the hash of its kernel source: the space the default (fast) search takes, or with --full the\n"
                    "larger one of `tune --strategy exhaustive` and `random` (the tensor-core family's forms the\n"
-                   "default space leaves out as measured slower, and 3xtf32's pre-split form, \"_h<chunk>w_\", not\n"
-                   "yet measured). --compile compiles them all with NVRTC (no GPU\n"
+                   "default space leaves out as measured slower). --compile compiles them all with NVRTC (no GPU\n"
                    "needed) and reports ok/failed counts, wall time and, for the tensor-core family, ptxas\n"
                    "registers and spills (a spill or serialized wgmma makes a variant a compile error).\n", stdout), 0;
     if (!strcmp(a, "--json")) json = 1;

@@ -1,5 +1,5 @@
 /* 3xtf32 with x and W split before the kernel (family tc's presplit, kernels_src/gemm_tc.cu's
- * ft_tc_presplit and ft_mainloop_3x's pre-split branch) without a GPU: where it enumerates (the full space only,
+ * ft_tc_presplit and ft_mainloop_3x's pre-split branch) without a GPU: where it enumerates (the default and full spaces,
  * 3xtf32 only, never with aregs, family tc only), its rules, the name and JSON both ways, the
  * geometry (the workspace holds x's and W's split rows of 2 Kp floats, Kp = K rounded up to 32;
  * shared memory: stages of both parts, no small buffers), and NVRTC compiles each form for sm_90a
@@ -38,9 +38,9 @@ static void test_enumeration(void) {
     if (!ft_variant_applicable(&v[i], 1000, 8192, 1000, &lim, why, sizeof why)) FT_FAIL_AT_("not applicable: %s", why);
   }
   free(v);
-  /* The default space: none until measured on a GPU; other modes: none. */
+  /* The default space too (measured faster on an H100); other modes: none. */
   free(enumerate("relu(x + bias)", FT_MATH_3XTF32, FT_SPACE_PRUNED, &count, &pre));
-  ASSERT_EQ_INT(pre, 0);
+  ASSERT_TRUE(pre > 0);
   free(enumerate("relu(x + bias)", FT_MATH_TF32, FT_SPACE_FULL, &count, &pre));
   ASSERT_EQ_INT(pre, 0);
   /* Family tc_norm (groups in the tile) keeps the split in the kernel. */

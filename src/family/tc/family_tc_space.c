@@ -81,8 +81,9 @@ static double tc_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_e
    * (docs/BENCHMARKS.md, "Why the search space is what it is"). */
   if (v->tc.aregs) cost *= 1.07;
   /* Pre-split x and W: no split in the kernel (a third of its shared-memory traffic at BN 128),
-   * but x's split each call; a guess until measured (full space only). */
-  if (v->tc.presplit) cost *= 0.95;
+   * but x's split each call: 0.55-0.87 of the in-kernel split's time on an H100 (docs/BENCHMARKS.md
+   * 2026-12-06 (h)). */
+  if (v->tc.presplit) cost *= 0.7;
   /* The TMA-store epilogue: a tile's stores no longer hold the next pack behind their register
    * reads, a large share of the stalls (docs/BENCHMARKS.md, "Why the search space is what it is"). */
   if (v->tc.tstore) cost *= 0.99;
@@ -290,12 +291,13 @@ static ft_status axis_aregs(const tc_gen *g, tc_point p, int axis, ft_err *err) 
   return FT_OK;
 }
 
-/* 3xtf32, full space only (not yet measured on a GPU): x and W split before the kernel
- * (presplit), at the deepest ring its doubled stages allow, for the deepest ring of the in-kernel
- * split form only (one presplit variant per form). */
+/* 3xtf32: x and W split before the kernel (presplit), at the deepest ring its doubled stages
+ * allow, for the deepest ring of the in-kernel split form only (one presplit variant per form;
+ * default and full space: 1.13-1.81x the in-kernel split on an H100, docs/BENCHMARKS.md
+ * 2026-12-06 (h)). */
 static ft_status axis_presplit(const tc_gen *g, tc_point p, int axis, ft_err *err) {
   FT_TRY(tc_next(g, &p, axis, err));
-  if (!g->full || !split(&p.v) || p.v.tc.aregs || p.v.family != FT_FAMILY_TC || p.v.stages != p.most) return FT_OK;
+  if (!split(&p.v) || p.v.tc.aregs || p.v.family != FT_FAMILY_TC || p.v.stages != p.most) return FT_OK;
   p.v.tc.presplit = 1;
   while (p.v.stages > 2 && tc_smem(&p.v) > (size_t)g->lim->max_smem_per_block) p.v.stages--;
   if (tc_smem(&p.v) > (size_t)g->lim->max_smem_per_block) return FT_OK;
