@@ -373,10 +373,14 @@ FT_API void ft_plan_destroy(ft_plan *plan);
  * whose configuration pre-splits the operands ("presplit": 1; names "..._h<chunk>w_...") keeps W
  * split into big and small tf32 parts from the first launch with that W pointer and reuses it
  * while the pointer stays: after such a change, call this before the next launch (or the plan
- * computes with the old W). A launch with another W pointer splits that W by itself, and a launch
- * captured into a CUDA graph always splits W (each replay reads W as it is then), so one plan may
- * serve several weights, at the cost of a split of W whenever the pointer changes. Every other
- * plan reads W at each launch; for those this does nothing. NULL is ignored. */
+ * computes with the old W). A launch with another W pointer splits that W by itself, so one plan
+ * may serve several weights, at the cost of a split of W whenever the pointer changes. A launch
+ * captured into a CUDA graph reads the split the plan holds when it holds one for that W (a
+ * launch before the capture, as a warm-up makes, leaves it there): each replay reads it as it is
+ * then, so after changing W in place call this and launch once outside the graph before the next
+ * replay, and do not launch the plan with another W between replays (that W's split would
+ * replace it). Where the plan holds no split of that W, the graph splits W at every replay.
+ * Every other plan reads W at each launch; for those this does nothing. NULL is ignored. */
 FT_API void ft_plan_weight_changed(ft_plan *plan);
 
 /* A gated pair's weight (an epilogue with x2, `silu(x) * x2`: docs/EPILOGUE.md, "Gated pairs"):

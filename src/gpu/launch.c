@@ -354,15 +354,18 @@ static ft_status presplit_rows(ft_launchable *L, const void *src, float *dst, in
 /* Pre-split 3xtf32: x split into the workspace's first M rows on every launch; W into the next N
  * rows when it is not the W split last (another pointer, or ft_launchable_weight_changed), in
  * stream order before the kernel (a plan's launches do not overlap: ft_plan_launch). Inside a
- * CUDA-graph capture W is always split into the graph, so that a replay never reads a split a
- * later launch of another W left in the workspace (each replay pays for W's split). *x and *w
- * then name the split rows. */
+ * CUDA-graph capture W's split is left out of the graph where the workspace already holds it
+ * (a launch before the capture, as a warm-up makes): each replay then reads the workspace as it
+ * is, which a later launch outside the graph keeps current (after ft_launchable_weight_changed)
+ * or overwrites (another W pointer). Otherwise the graph splits W at every replay: a split
+ * recorded in a graph has not run yet, so the workspace is not current for later launches. *x
+ * and *w then name the split rows. */
 static ft_status presplit_operands(ft_launchable *L, const void **x, const void **w, cudaStream_t stream,
                                    ft_err *err) {
   float *xs = (float *)L->ws, *ws = xs + (size_t)L->m * 2 * (size_t)L->geom.presplit_kp;
   enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
   FT_CUDA_TRY(err, cudaStreamIsCapturing(stream, &cap));
-  if (cap != cudaStreamCaptureStatusNone || !L->wsplit_ok || L->wsplit_of != *w) {
+  if (!L->wsplit_ok || L->wsplit_of != *w) {
     L->wsplit_ok = 0;
     FT_TRY(presplit_rows(L, *w, ws, gemm_cols(L), stream, err));
     if (cap == cudaStreamCaptureStatusNone) L->wsplit_of = *w, L->wsplit_ok = 1;

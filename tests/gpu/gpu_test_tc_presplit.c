@@ -129,6 +129,86 @@ static int check_problem(ft_gpu *g, const problem *pr) {
   return checked;
 }
 
+/* One launch of run (x d->dX, weight wp) captured into a graph on a stream of its own; the number
+ * of its kernel nodes in *kernels. */
+static ft_status capture(ft_launchable *run, ft_pdata *d, const void *wp, cudaGraphExec_t *exec, size_t *kernels,
+                         cudaStream_t s, ft_err *e) {
+  cudaGraph_t graph = NULL;
+  FT_CUDA_TRY(e, cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  ft_status st = ft_launchable_enqueue(run, d->dX, wp, d->dY, &d->args, s, e);
+  const cudaError_t ce = cudaStreamEndCapture(s, &graph);
+  if (st == FT_OK && ce != cudaSuccess) st = ft_cuda_fail(e, ce, "cudaStreamEndCapture");
+  size_t n = 0;
+  if (st == FT_OK) FT_CUDA_TRY(e, cudaGraphGetNodes(graph, NULL, &n));
+  cudaGraphNode_t *nodes = st == FT_OK ? calloc(n ? n : 1, sizeof *nodes) : NULL;
+  *kernels = 0;
+  if (st == FT_OK && (!nodes || cudaGraphGetNodes(graph, nodes, &n) != cudaSuccess))
+    st = ft__fail(e, FT_ERR_CUDA, "the graph's nodes");
+  for (size_t i = 0; st == FT_OK && i < n; i++) {
+    enum cudaGraphNodeType t;
+    if (cudaGraphNodeGetType(nodes[i], &t) == cudaSuccess && t == cudaGraphNodeTypeKernel) ++*kernels;
+  }
+  free(nodes);
+  if (st == FT_OK && cudaGraphInstantiate(exec, graph, 0) != cudaSuccess)
+    st = ft__fail(e, FT_ERR_CUDA, "cudaGraphInstantiate");
+  if (graph) cudaGraphDestroy(graph);
+  return st;
+}
+
+/* Under CUDA graphs: a capture after a launch with the same W holds no split of W (one kernel
+ * fewer) and each replay reads the split as the last launch outside the graph left it (W changed
+ * in place + weight_changed + one launch: the replay follows); a capture with no current split of
+ * that W splits W in the graph. On entry w2 (= the original W) was launched last and y1 is its y;
+ * d->dW holds 2 W. */
+static void check_graphs(ft_gpu *g, ft_launchable *run, ft_pdata *d, void *w2, const float *y1, float *y2,
+                         size_t ybytes, float *w, size_t wbytes) {
+  (void)g;
+  ft_err e;
+  cudaStream_t s = NULL;
+  cudaGraphExec_t warm = NULL, cold = NULL;
+  size_t kw = 0, kc = 0;
+  ASSERT_TRUE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+#define REPLAY_INTO(buf, exec)                                                                     \
+  do {                                                                                             \
+    ASSERT_TRUE(cudaMemset(d->dY, 0xff, ybytes) == cudaSuccess);                                   \
+    ASSERT_TRUE(cudaGraphLaunch((exec), s) == cudaSuccess);                                        \
+    ASSERT_TRUE(cudaStreamSynchronize(s) == cudaSuccess);                                          \
+    ASSERT_TRUE(cudaMemcpy((buf), d->dY, ybytes, cudaMemcpyDeviceToHost) == cudaSuccess);          \
+  } while (0)
+  /* Warm: a launch with w2 before the capture; the graph reads its split. */
+  ASSERT_OK(ft_launchable_enqueue(run, d->dX, w2, d->dY, &d->args, s, &e));
+  ASSERT_OK(capture(run, d, w2, &warm, &kw, s, &e));
+  if (warm) {
+    REPLAY_INTO(y2, warm);
+    ASSERT_TRUE(memcmp(y1, y2, ybytes) == 0);
+    /* w2 doubled in place, told, launched once outside the graph: the replay gives 2 y. */
+    for (size_t i = 0; i < wbytes / sizeof(float); i++) w[i] *= 2.0f;
+    ASSERT_TRUE(cudaMemcpy(w2, w, wbytes, cudaMemcpyHostToDevice) == cudaSuccess);
+    ft_launchable_weight_changed(run);
+    ASSERT_OK(ft_launchable_enqueue(run, d->dX, w2, d->dY, &d->args, s, &e));
+    REPLAY_INTO(y2, warm);
+    int twice = 1;
+    for (size_t i = 0; i < ybytes / sizeof(float); i++) twice &= y2[i] == 2.0f * y1[i];
+    ASSERT_TRUE(twice);
+  }
+  /* Cold: told of a change and captured at once, the graph splits W itself (one kernel more). */
+  ft_launchable_weight_changed(run);
+  ASSERT_OK(capture(run, d, d->dW, &cold, &kc, s, &e));
+  if (cold) {
+    REPLAY_INTO(y2, cold);
+    int twice = 1;
+    for (size_t i = 0; i < ybytes / sizeof(float); i++) twice &= y2[i] == 2.0f * y1[i];
+    ASSERT_TRUE(twice);
+  }
+  ASSERT_TRUE(kc == kw + 1);
+  printf("  under CUDA graphs: %zu kernels with the split held, %zu splitting W; replays follow weight_changed\n", kw,
+         kc);
+#undef REPLAY_INTO
+  if (warm) cudaGraphExecDestroy(warm);
+  if (cold) cudaGraphExecDestroy(cold);
+  cudaStreamDestroy(s);
+}
+
 /* The cache of W's split: stale by contract until ft_launchable_weight_changed, and split again
  * for another W pointer. */
 static void check_weight_cache(ft_gpu *g) {
@@ -185,6 +265,7 @@ static void check_weight_cache(ft_gpu *g) {
     LAUNCH_INTO(y2, w2);
     ASSERT_TRUE(memcmp(y1, y2, ybytes) == 0);
     printf("  the weight's split: stale until weight_changed, then 2 y exactly; another W pointer split by itself\n");
+    check_graphs(g, &run, d, w2, y1, y2, ybytes, w, wbytes);
   }
 #undef LAUNCH_INTO
   cudaFree(w2);
