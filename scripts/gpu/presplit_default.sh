@@ -1,5 +1,5 @@
 #!/bin/bash
-# Usage: OUT=DIR [SET=minsub,biasrelu,x4k] scripts/gpu/presplit_default.sh
+# Usage: OUT=DIR [SET=minsub,biasrelu] scripts/gpu/presplit_default.sh
 # 3xtf32's pre-split form once it is in the default space (docs/BENCHMARKS.md 2026-12-06 (h)), most
 # important first: the build; gpu_test_tc_presplit (its bits against the in-kernel twin, the weight
 # cache, CUDA-graph captures); the README main job on a fresh database, cold then warm; the set's
@@ -23,8 +23,8 @@ for run in cold warm; do
   echo "main job $run rc=$? $(awk "BEGIN{printf \"%.2f\", $(date +%s.%N) - $s0}") s" | tee -a "$T"
 done
 grep -A2 "^served" "$OUT/main_cold.txt" | head -3 >> "$T"
-OUT=$OUT/set ONLY=${SET:-minsub,biasrelu,x4k} timeout 240 scripts/gpu/bench_set.sh /tmp/fp32_set.db fp32 > "$OUT/set.txt" 2>&1
+OUT=$OUT/set ONLY=${SET:-minsub,biasrelu} timeout 200 scripts/gpu/bench_set.sh /tmp/fp32_set.db fp32 > "$OUT/set.txt" 2>&1
 echo "bench set fp32 rc=$? $(el)" | tee -a "$T"; tail -12 "$OUT/set.txt" >> "$T"
-test_row gpu_test_fp8_gated 150
+test_row gpu_test_fp8_gated 110
 echo "total $(el)" | tee -a "$T"
 echo; cat "$T"
