@@ -77,7 +77,7 @@ int ft_ep_fp8_scales(const ft_epilogue *ep, int *sx_slot, int *sw_slot, int *sw2
   const int ok_x = x >= 0 && product_uses(ep, px, a) >= 1 && product_uses(ep, px, b) == 1 && uses_of(ep, b) == 1;
   const int ok_x2 = !pair || (x2 >= 0 && product_uses(ep, px2, a) >= 1 && product_uses(ep, px2, c) == 1 &&
                               uses_of(ep, c) == 1);
-  const int sx_uses = product_uses(ep, px, a) == 1 + (pair && px == px2) && uses_of(ep, a) == 1 + pair;
+  const int sx_uses = x >= 0 && product_uses(ep, px, a) == 1 + (pair && px == px2) && uses_of(ep, a) == 1 + pair;
   if (!ok_x || (!pair && !sx_uses)) {
     snprintf(why, why_size, "fp8: x must appear once, multiplied by sx and sw, which appear nowhere else (%s)",
              pair ? pair_form : form);
