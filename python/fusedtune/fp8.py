@@ -174,12 +174,12 @@ def _bf16_weights(where, layers):
 
 
 def _quantize_weights(db, weights):
-    """[(codes, per-channel scales)] of bf16 CUDA weights on one device (_bf16_weights), one
-    quantizer for them all."""
+    """[(codes, per-channel scales)] of bf16 contiguous CUDA weights on one device (_bf16_weights),
+    one quantizer for them all."""
     with torch.cuda.device(weights[0].device):
         quantizer = Quantizer(db)
         try:
-            return [quantizer.quantize(w.contiguous(), per_row=True) for w in weights]  # per output channel, once
+            return [quantizer.quantize(w, per_row=True) for w in weights]  # per output channel, once
         finally:
             quantizer.close()
 
@@ -336,7 +336,7 @@ class FP8Linear(nn.Module):
         launch = self._launches.get(key)
         if launch is None:
             launch = self._launches[key] = _Launch(
-                self.plan_for(m), [(n, _lib.FT_DTYPE_BF16 if n in self._bf16 else _lib.FT_DTYPE_F32)
+                self.plan_for(m), [(n, _lib.FT_DTYPE_BF16 if self._vector_dtype(n) == "bfloat16" else _lib.FT_DTYPE_F32)
                                    for n in self._own[2:] + tuple(vecs)], list(scalars))
         return launch
 
