@@ -90,6 +90,13 @@ REDUCTIONS = [
             "torch.logsumexp(y.float(), 1)  (no bias)"),
 ]
 
+# More plain GEMMs (issue 55's shapes for 3xtf32 against SGEMM): named with --only. x2k48 is
+# 2048x4096x8192; xrag's M and N are no multiple of any tile (K stays a multiple of 4: TMA rows).
+GEMMS = [
+    Problem("x2k48", 2048, 4096, 8192, "x", lambda y: y, "y  (plain GEMM, no bias)"),
+    Problem("xrag", 1000, 6000, 3000, "x + bias", lambda y: y, "y  (F.linear with bias, ragged tiles)"),
+]
+
 # Normalizations and softmax (y is [M, N]; issue 53's set): named with --only, not in the default
 # set. torch's group_norm and batch_norm (training mode, batch statistics) without affine.
 NORMS = [
@@ -112,7 +119,9 @@ NORMS = [
 ]
 
 # The modes this benchmark runs, with their tensors' dtype (torch has no 3xtf32 GEMM to compare).
-MODES = {"bf16": "bfloat16", "fp16": "float16", "tf32": "float32", "fp32": "float32"}
+# "default": float32 tensors with no math asked for, fp32 accuracy (3xtf32 or fp32, whichever the
+# tune stored); "fp32" is --math fp32, FFMA kernels and SGEMM alone.
+MODES = {"bf16": "bfloat16", "fp16": "float16", "tf32": "float32", "fp32": "float32", "default": "float32"}
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 MIN_ROUNDS = 15
 
@@ -127,7 +136,8 @@ def shape_of(p):
 
 def tune_command(db, p, mode):
     """The `fusedtune tune` command, spelled as fusedtune.Problem.tune_command spells it."""
-    words = ["fusedtune", "--db", db, "tune", "--shape", shape_of(p), "--epilogue", p.expr, "--math", mode]
+    words = ["fusedtune", "--db", db, "tune", "--shape", shape_of(p), "--epilogue", p.expr]
+    words += [] if mode == "default" else ["--math", mode]
     return " ".join(shlex.quote(w) for w in words)
 
 
@@ -138,6 +148,7 @@ def parse_args(argv=None):
     ap.add_argument("--math", default="bf16", help="comma-separated modes of " + ",".join(MODES) + " (default bf16)")
     ap.add_argument("--only", help="comma-separated problem names (default: all of the first list): " +
                     ",".join(p.name for p in PROBLEMS) + "; reductions: " + ",".join(p.name for p in REDUCTIONS) +
+                    "; more GEMMs: " + ",".join(p.name for p in GEMMS) +
                     "; normalizations and softmax: " + ",".join(p.name for p in NORMS))
     ap.add_argument("--rounds", type=int, default=20, help=f"timed rounds per measurement (at least {MIN_ROUNDS}; "
                                                            "default 20)")
@@ -153,13 +164,13 @@ def parse_args(argv=None):
         ap.error(f"--math: unknown mode {', '.join(bad) or '(none)'}; choose from {','.join(MODES)}")
     if len(set(args.modes)) != len(args.modes):
         ap.error("--math names a mode twice")
-    by_name = {p.name: p for p in PROBLEMS + REDUCTIONS + NORMS}
+    by_name = {p.name: p for p in PROBLEMS + REDUCTIONS + GEMMS + NORMS}
     if args.only:
         names = [s.strip() for s in args.only.split(",") if s.strip()]
         bad = [s for s in names if s not in by_name]
         if bad or not names:
             ap.error(f"--only: unknown problem {', '.join(bad) or '(none)'}; the set: {','.join(by_name)}")
-        args.problems = [p for p in PROBLEMS + REDUCTIONS + NORMS if p.name in set(names)]  # in the set's order
+        args.problems = [p for p in PROBLEMS + REDUCTIONS + GEMMS + NORMS if p.name in set(names)]  # in the set's order
     else:
         args.problems = list(PROBLEMS)
     if args.rounds < MIN_ROUNDS:
@@ -328,7 +339,7 @@ def measure_row(args, p, mode, fusedtune, FusedLinear):
     lin = torch.nn.Linear(p.k, p.n, bias=bias, device="cuda", dtype=dtype).requires_grad_(False)
     x = torch.randn(p.m, p.k, device="cuda", dtype=dtype)
     w, b = lin.weight, lin.bias
-    layer = FusedLinear.from_linear(lin, p.expr, math=mode, db=args.db, nearest=False)
+    layer = FusedLinear.from_linear(lin, p.expr, math=None if mode == "default" else mode, db=args.db, nearest=False)
     MATS.clear()
     for name in re.findall(r"\bmat (\w+)", p.expr):
         MATS[name] = torch.randn(p.m, p.n, device="cuda", dtype=dtype)

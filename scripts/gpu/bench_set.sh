@@ -2,7 +2,7 @@
 # Usage: [OUT=./gpu-logs] [BUILD=./build] [ONLY=minsub,x8k,...] [TUNE_ARGS="--max-candidates 8"] [GRAPH_ARGS="--rounds 15"] scripts/gpu/bench_set.sh DB [MODES]
 # On the GPU machine, with a built tree ($BUILD/fusedtune, $BUILD/libfusedtune.so.0): runs the
 # default tune of each problem of the benchmark set in each mode of MODES (comma-separated, default
-# bf16) into DB, `$BUILD/fusedtune --db DB tune --shape S --epilogue E --math M --quiet $TUNE_ARGS`,
+# bf16; "default" is fp32 tensors with no --math) into DB, `$BUILD/fusedtune --db DB tune --shape S --epilogue E --math M --quiet $TUNE_ARGS`,
 # printing each tune's wall seconds, then `python3 bench/python/bench_graphs.py --db DB --math MODES`
 # (FusedLinear vs torch.mm alone and eager, with CUDA graphs and call by call). The set (shape and
 # epilogue of each problem, ONLY selecting some by name) comes from `bench_graphs.py --list`: it is
@@ -34,11 +34,12 @@ for m in "${modes[@]}"; do
   while IFS=$'\t' read -r shape epi; do
     i=$((i + 1))
     log=$OUT/tune_$(printf %02d $i)_${m}_${shape}.log
+    math=(--math "$m"); [ "$m" = default ] && math=()   # default: fp32 tensors, no --math
     # shellcheck disable=SC2086  # TUNE_ARGS is a list of options
-    { echo "\$ $BUILD/fusedtune --db $DB tune --shape $shape --epilogue '$epi' --math $m --quiet ${TUNE_ARGS:-}"; } > "$log"
+    { echo "\$ $BUILD/fusedtune --db $DB tune --shape $shape --epilogue '$epi' ${math[*]:-} --quiet ${TUNE_ARGS:-}"; } > "$log"
     s=$(date +%s.%N)
     # shellcheck disable=SC2086
-    "$BUILD/fusedtune" --db "$DB" tune --shape "$shape" --epilogue "$epi" --math "$m" --quiet ${TUNE_ARGS:-} >> "$log" 2>&1 < /dev/null
+    "$BUILD/fusedtune" --db "$DB" tune --shape "$shape" --epilogue "$epi" "${math[@]}" --quiet ${TUNE_ARGS:-} >> "$log" 2>&1 < /dev/null
     rc=$?
     e=$(date +%s.%N)
     secs=$(awk -v a="$s" -v b="$e" 'BEGIN { printf "%.1f", b - a }')
