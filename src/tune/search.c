@@ -363,3 +363,32 @@ ft_status ft_search_run(ft_search_item *items, int n, const ft_search_cfg *cfg, 
   free(order);
   return s;
 }
+
+/* The dry run's ops: its first measurement ends the search (FT_ERR_INTERRUPTED, caught below). */
+static ft_status dry_measure(void *user, int i, int repeats, double *ms, ft_err *err) {
+  (void)i, (void)repeats, (void)ms;
+  *(int *)user = 1;
+  return ft__fail(err, FT_ERR_INTERRUPTED, "dry run: a measurement");
+}
+static ft_status dry_store(void *user, int i, ft_err *err) {
+  (void)user, (void)i, (void)err;
+  return FT_OK;
+}
+static double dry_clock(void *user) {
+  (void)user;
+  return -INFINITY; /* before any deadline */
+}
+
+int ft_search_would_measure(const ft_search_item *items, int n, const ft_search_cfg *cfg) {
+  if (n <= 0 || !items || !cfg) return 1;
+  ft_search_item *copy = malloc((size_t)n * sizeof *copy);
+  if (!copy) return 1;
+  memcpy(copy, items, (size_t)n * sizeof *copy);
+  int measured = 0;
+  ft_search_stats st;
+  ft_err e;
+  const ft_search_ops ops = {.user = &measured, .measure = dry_measure, .store = dry_store, .clock = dry_clock};
+  const ft_status s = ft_search_run(copy, n, cfg, &ops, &st, &e);
+  free(copy);
+  return measured || (s != FT_OK && s != FT_ERR_INTERRUPTED);
+}

@@ -95,6 +95,12 @@ typedef struct ft_search_stats {
 int ft_search_order(const ft_search_item *items, int n, const ft_search_cfg *cfg, int *order);
 /* Runs cfg's search over items[0..n) through ops. Returns FT_OK, what check_stop returned
  * (after storing every measurement made), or an error of measure or store. */
+/* Whether ft_search_run over these items would measure anything (1), or stop with what earlier
+ * tunes measured (0): a dry run that ends at its first measurement. The fast search's early stop
+ * compares predicted times only through ratios, so the answer holds before the baselines set the
+ * predictions' scale. 1 when out of memory or on bad arguments (the caller then runs the search). */
+int ft_search_would_measure(const ft_search_item *items, int n, const ft_search_cfg *cfg);
+
 ft_status ft_search_run(ft_search_item *items, int n, const ft_search_cfg *cfg, const ft_search_ops *ops,
                         ft_search_stats *stats, ft_err *err);
 

@@ -523,15 +523,32 @@ static void end_compiling(tuner *t) {
   t->sum->phases.compile_wait_s += cs.wait_s;
 }
 
-/* A repeat of a finished tune: nothing to measure, so no data, reference or baselines either;
- * the stored best stands (--retune measures again). */
+/* A repeat of a finished tune: nothing to measure, so no compilation, data, reference or
+ * baselines either; the stored best stands (--retune measures again). Either every candidate was
+ * measured before, or the search, given what was, would measure none of the rest: its early stop
+ * (scale-free, so decided before the baselines) leaves them out as the finished tune did. */
 static int nothing_to_do(tuner *t) {
   int todo = 0;
   for (int i = 0; i < t->nc; i++) todo += !t->c[i].known;
-  if (t->nc == 0 || todo > 0) return 0;
-  t->sum->n_skipped_known = t->nc;
-  report_step(t, "compiled", "every candidate was measured before with today's kernel sources: nothing to do "
-                             "(--retune measures again)");
+  if (t->nc == 0) return 0;
+  if (todo > 0) {
+    ft_search_item *it = ft_search_takes_full_space(t->search) ? NULL : search_items(t);
+    const ft_search_cfg cfg = search_cfg(t);
+    const int measures = !it || ft_search_would_measure(it, t->nc, &cfg);
+    free(it);
+    if (measures) return 0;
+  }
+  t->sum->n_skipped_known = t->nc - todo;
+  t->sum->n_early_stopped += todo;
+  char line[300];
+  if (todo == 0)
+    snprintf(line, sizeof line, "every candidate was measured before with today's kernel sources: nothing to do "
+             "(--retune measures again)");
+  else
+    snprintf(line, sizeof line, "%d candidate(s) measured before with today's kernel sources; by the cost model and "
+             "its error on them the other %d cannot beat the stored best: nothing to do (--retune measures again, "
+             "--strategy exhaustive measures every one)", t->nc - todo, todo);
+  report_step(t, "compiled", line);
   return 1;
 }
 

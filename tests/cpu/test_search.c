@@ -6,6 +6,7 @@
  * exhaustive one finds (within 1 %) on synthetic spaces with model noise, in less time. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ft_test.h"
 #include "search.h"
@@ -319,6 +320,9 @@ static void test_known(void) {
   sim s;
   make_space(&s, 36, 300, 1.0, 0.7, 3.0, 0.15, 51);
   ft_search_stats st;
+  ft_search_cfg fast = FT_SEARCH_CFG_INIT, exhaustive = FT_SEARCH_CFG_INIT;
+  exhaustive.kind = FT_SEARCH_EXHAUSTIVE;
+  ASSERT_EQ_INT(ft_search_would_measure(s.it, s.n, &fast), 1);
   ASSERT_OK(run(&s, FT_SEARCH_FAST, 1e9, &st));
   const int first = st.measured;
   for (int i = 0; i < s.n; i++)
@@ -326,9 +330,25 @@ static void test_known(void) {
       s.it[i].known = 1;
       s.it[i].known_ms = s.it[i].ms;
     }
+  /* The dry run agrees before the search, on any scale of the predictions (the tuner asks before
+   * its baselines set theirs), and leaves the items as they were. */
+  for (int i = 0; i < s.n; i++) s.it[i].predicted_ms *= 3.1;
+  const ft_search_item before = s.it[40];
+  ASSERT_EQ_INT(ft_search_would_measure(s.it, s.n, &fast), 0);
+  ASSERT_TRUE(memcmp(&before, &s.it[40], sizeof before) == 0);
+  ASSERT_EQ_INT(ft_search_would_measure(s.it, s.n, &exhaustive), 1); /* it measures the rest */
   ASSERT_OK(run(&s, FT_SEARCH_FAST, 1e9, &st));
   ASSERT_EQ_INT(st.measured, 0);
   ASSERT_TRUE(first > 36);
+  /* An unmeasured safe candidate, or a fused one predicted far below the best, is measured. */
+  s.it[3].known = 0;
+  ASSERT_EQ_INT(ft_search_would_measure(s.it, s.n, &fast), 1);
+  s.it[3].known = 1;
+  int j = 36;
+  while (s.it[j].known) j++;
+  s.it[j].predicted_ms = 1e-6;
+  ASSERT_EQ_INT(ft_search_would_measure(s.it, s.n, &fast), 1);
+  ASSERT_EQ_INT(ft_search_would_measure(NULL, 0, &fast), 1);
 }
 
 /* Synthetic spaces with model noise: the fast search's best (by true time) within 1 % of the
