@@ -1,0 +1,49 @@
+#!/bin/bash
+# Usage: OUT=DIR [STEPS=main,set,api,kb1,kb2,tests] [SET=...] [KB_S=300] [TESTS="gpu_test_x:120 ..."] scripts/gpu/session6.sh
+# Round 4 session 6's checks (docs/BENCHMARKS.md 2026-12-06 (i)), each step under its own limit,
+# most important first:
+#   main   the README main job on a fresh database, cold then warm (the warm repeat after 17f8711
+#          does nothing: no compilation, no worker);
+#   set    bench_set.sh in the `default` mode (fp32 tensors, no --math: fp32 accuracy) on issue
+#          55's elementwise problems and GEMM shapes, FusedLinear vs torch.mm (SGEMM) and eager;
+#   api    gpu_test_api (the fp32 default served at SGEMM's error);
+#   kb1,kb2  KernelBench level 2 fp32, part 1 or 2 of two (KB_S seconds each), no torch.compile;
+#   tests  the GPU tests in TESTS.
+# Logs under $OUT; the table printed last.
+set -u
+cd "$(dirname "$0")/../.."
+OUT=${OUT:?OUT=DIR}; mkdir -p "$OUT"; STEPS=${STEPS:-main,set,api}
+T=$OUT/table.txt; : > "$T"; t0=$(date +%s); el() { echo "$(( $(date +%s) - t0 ))s"; }
+export PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee -a "$T"
+. scripts/gpu/build.sh "$OUT/build.log"; echo "build $(el)" | tee -a "$T"
+has() { case ,$STEPS, in *,$1,*) return 0;; esac; return 1; }
+if has main; then
+  rm -f /tmp/main_job.db
+  for run in cold warm warm2; do
+    s0=$(date +%s.%N)
+    ./build/fusedtune --db /tmp/main_job.db tune --shape 128x16384x16384 --epilogue minsub > "$OUT/main_$run.txt" 2>&1
+    echo "main job $run rc=$? $(awk "BEGIN{printf \"%.2f\", $(date +%s.%N) - $s0}") s" | tee -a "$T"
+  done
+  grep -A1 "^served" "$OUT/main_cold.txt" | tail -1 >> "$T"; grep -E "nothing to do" "$OUT/main_warm.txt" | cut -c1-160 >> "$T"
+fi
+if has set; then
+  OUT=$OUT/set ONLY=${SET:-minsub,biasrelu,gelu4k,silu512,tanhsp,gelutanh,elusig,x2k48,xrag} GRAPH_ARGS="--rounds 15 --calls 10" \
+    timeout "${SET_S:-300}" scripts/gpu/bench_set.sh /tmp/default_set.db default > "$OUT/set.txt" 2>&1
+  echo "bench set default rc=$? $(el)" | tee -a "$T"; sed -n '/^problem/,$p' "$OUT/set/bench_graphs.txt" >> "$T"
+fi
+run_test() { # name limit
+  FT_TEST_TMP=$OUT timeout "$2" "./build/tests/$1" > "$OUT/$1.txt" 2>&1
+  echo "$1 rc=$? $(el): $(grep -iE 'assertion|checked|passed|served' "$OUT/$1.txt" | tail -2 | cut -c1-160 | paste -sd' ')" | tee -a "$T"
+  grep -E "FAIL|failed" "$OUT/$1.txt" | head -3 >> "$T"
+}
+has api && run_test gpu_test_api 90
+for part in 1 2; do
+  has kb$part || continue
+  OUT=$OUT KB=.kb/level2 DTYPE=fp32 PART=$part PARTS=2 BUDGET=15 TRIALS=50 ARGS=--no-compile \
+    timeout "${KB_S:-300}" scripts/gpu/kernelbench.sh > "$OUT/kb$part.txt" 2>&1
+  echo "kb level2 fp32 part $part rc=$? $(el)" | tee -a "$T"; sed -n '/^problem/,$p' "$OUT/kb$part.txt" >> "$T"
+done
+if has tests; then for t in ${TESTS:-}; do run_test "${t%%:*}" "${t##*:}"; done; fi
+echo "total $(el)" | tee -a "$T"
+echo; cat "$T"
