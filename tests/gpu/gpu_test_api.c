@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include "compile.h"
+#include "fusedtune_tool.h"
+#include "tolerance.h"
 #include "ft_test.h"
 #include "verify.h"
 
@@ -54,6 +56,28 @@ int main(void) {
   }
   printf("served at fp32 accuracy: %s %s (%.4f ms); fp32 alone: %s (%.4f ms)\n", ft_math_name(cfg.math), cfg.name,
          cfg.median_ms, only.name, only.median_ms);
+  if (cfg.math == FT_MATH_3XTF32) {
+    /* The default's promise: a 3xtf32 result served for fp32 is within cuBLAS SGEMM's own error on
+     * the same inputs (or the fp32 eager chain's), the tolerance the tuner held it to; the stored
+     * baselines of the 3xtf32 problem say what those errors were. */
+    ft_problem p3 = p;
+    p3.math = FT_MATH_3XTF32;
+    ft_stored *sp = NULL;
+    ASSERT_OK(ft_stored_load(ctx, &p3, 0, &sp));
+    ASSERT_TRUE(sp->n_problems == 1);
+    double sgemm = -1, chain = -1;
+    for (int i = 0; i < sp->problems[0].n_results; i++) {
+      const ft_stored_result *r = &sp->problems[0].results[i];
+      if (r->strategy == FT_STRATEGY_CUBLAS_GEMM && r->rel_err > 0) sgemm = r->rel_err;
+      if (r->strategy == FT_STRATEGY_EAGER && r->rel_err > 0) chain = r->rel_err;
+    }
+    ft_stored_free(sp);
+    ASSERT_TRUE(sgemm > 0);
+    const double tol = ft_tolerance_with_chain(FT_MATH_3XTF32, ft_tolerance_rule(FT_MATH_3XTF32, sgemm), chain);
+    printf("3xtf32 served: rel_err %.3g; SGEMM's %.3g, the fp32 chain's %.3g: held to %.3g\n", cfg.rel_err, sgemm,
+           chain, tol);
+    ASSERT_TRUE(cfg.rel_err >= 0 && cfg.rel_err <= tol);
+  }
   const int N = 20000;
   double t0 = now_s();
   for (int i = 0; i < N; i++) ft_lookup(ctx, &p, 0, &cfg);
