@@ -547,8 +547,8 @@ ft_status ft_plan_create(ft_ctx *ctx, const ft_problem *p, const ft_config *cfg,
     s = ft_compile_source(ctx->db, ft_gpu_arch(ctx->gpu), &job, cfg->name, &ctx->err);
   }
   if (s == FT_OK)
-    s = ft_launchable_init(&pl->run, ctx->gpu, &v, (int)p->m, (int)p->n, (int)p->k, job.cubin, job.cubin_size,
-                           src.kernel, src.reduce, &ctx->err);
+    s = ft_launchable_init_ep(&pl->run, ctx->gpu, &v, pl->ep, (int)p->m, (int)p->n, (int)p->k, job.cubin, job.cubin_size,
+                              src.kernel, src.reduce, &ctx->err);
   ft_compile_job_clear(&job);
   ft_kernel_src_free(&src);
   if (s != FT_OK) {

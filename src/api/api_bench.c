@@ -45,8 +45,8 @@ static ft_status load_best(ft_db *db, const ft_epilogue *ep, const ft_best *best
   ft_compile_job job = {.src = src.text, .hash = src.hash, .arch_suffix = src.arch_suffix};
   ft_status st = ft_compile_source(db, ft_gpu_arch(b->g), &job, "best config", err);
   if (st == FT_OK)
-    st = ft_launchable_init(&b->run, b->g, &v, b->d->m, b->d->n, b->d->k, job.cubin, job.cubin_size, src.kernel,
-                            src.reduce, err);
+    st = ft_launchable_init_ep(&b->run, b->g, &v, ep, b->d->m, b->d->n, b->d->k, job.cubin, job.cubin_size, src.kernel,
+                               src.reduce, err);
   ft_compile_job_clear(&job);
   ft_kernel_src_free(&src);
   return st;

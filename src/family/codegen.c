@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chain.h"
 #include "fp8.h"
 #include "embedded.h"
 #include "family.h"
@@ -127,23 +128,39 @@ static int first_colvec_slot(const ft_epilogue *ep) {
 static const char *const k_reduce_sources[] = {"kernels_src/reduce_pass.cu", "kernels_src/reduce_held.cu",
                                                "kernels_src/reduce_columns.cu", "kernels_src/reduce_entry.cu"};
 
-static ft_status reduce_body(ft_strbuf *b, ft_math math, ft_ep_red r, int arg, const char *inner, const char *post,
-                             ft_ep_red pool, int pool_w, const char *pool_arg, const char *norm_arg, ft_err *err) {
+/* A reduction's #defines after the prelude: its kind and E's parts, rebuilt from the AST. */
+static ft_status reduce_defines(ft_strbuf *b, ft_ep_red r, int arg, const char *inner, const char *post, ft_ep_red pool,
+                                int pool_w, const char *pool_arg, const char *norm_arg, ft_err *err) {
   FT_TRY(check_expr(inner, FT_EP_MAX_TEXT * 8, "reduction argument", err));
   FT_TRY(check_expr(post, FT_EP_MAX_TEXT * 8, "post-reduction", err));
   if (pool != FT_RED_NONE) FT_TRY(check_expr(pool_arg, FT_EP_MAX_TEXT * 8, "pool argument", err));
   if (norm_arg) FT_TRY(check_expr(norm_arg, FT_EP_MAX_TEXT * 8, "batchnorm argument", err));
-  abi_defines(b, math);
-  FT_TRY(sb_embedded(b, "kernels_src/ft_common.cuh", err));
-  FT_TRY(sb_embedded(b, "kernels_src/ft_math.cuh", err));
   ft_sb_printf(b, "#define FT_RED_KIND %d\n#define FT_RED_ARG %d\n#define FT_RED_INNER (%s)\n#define FT_RED_POST (%s)\n",
                (int)r, arg, inner, post);
   ft_sb_printf(b, "#define FT_RED_POOL %d\n#define FT_RED_POOL_W %d\n#define FT_RED_POOL_ARG (%s)\n", (int)pool,
                pool != FT_RED_NONE ? pool_w : 1, pool != FT_RED_NONE ? pool_arg : "0.0f");
   if (norm_arg) ft_sb_printf(b, "#define FT_RED_NORM_ARG (%s)\n", norm_arg);
+  return FT_OK;
+}
+
+static ft_status reduce_sources(ft_strbuf *b, ft_err *err) {
   for (size_t i = 0; i < sizeof k_reduce_sources / sizeof k_reduce_sources[0]; i++)
     FT_TRY(sb_embedded(b, k_reduce_sources[i], err));
   return FT_OK;
+}
+
+/* What every program starts with: the ABI of mode math and the common prelude. */
+static ft_status prelude(ft_strbuf *b, ft_math math, ft_err *err) {
+  abi_defines(b, math);
+  FT_TRY(sb_embedded(b, "kernels_src/ft_common.cuh", err));
+  return sb_embedded(b, "kernels_src/ft_math.cuh", err);
+}
+
+static ft_status reduce_body(ft_strbuf *b, ft_math math, ft_ep_red r, int arg, const char *inner, const char *post,
+                             ft_ep_red pool, int pool_w, const char *pool_arg, const char *norm_arg, ft_err *err) {
+  FT_TRY(prelude(b, math, err));
+  FT_TRY(reduce_defines(b, r, arg, inner, post, pool, pool_w, pool_arg, norm_arg, err));
+  return reduce_sources(b, err);
 }
 
 static ft_status codegen_reduce(const ft_variant *v, const ft_family *fam, const ft_epilogue *ep, ft_kernel_src *out,
@@ -199,17 +216,37 @@ static ft_status codegen_reduce(const ft_variant *v, const ft_family *fam, const
   return FT_OK;
 }
 
-ft_status ft_codegen_eager_reduce(const ft_ep_step *step, ft_math math, int vec, ft_kernel_src *out, ft_err *err) {
-  if (!step || !out) return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: NULL argument");
-  memset(out, 0, sizeof *out);
+/* An eager reduction step (ft_codegen_eager_reduce): FT_BLOCK and FT_VEC, then, in a program of
+ * its own (own), the prelude; the reduction's defines and sources. A pool step reads the windows of
+ * its operand as they are (IN0), y [M, n / w]. */
+static ft_status eager_reduce_text(ft_strbuf *b, const ft_ep_step *step, ft_math math, int vec, int own, ft_err *err) {
   if (step->reduce < FT_RED_ROWSUM || step->reduce > FT_RED_AVGPOOL)
     return ft__fail(err, FT_ERR_UNSUPPORTED, "codegen: no eager kernel for '%s'", ft_ep_red_name(step->reduce));
   const int pool = step->reduce == FT_RED_MAXPOOL || step->reduce == FT_RED_AVGPOOL;
+  ft_sb_printf(b, "#define FT_BLOCK %d\n#define FT_VEC %d\n", FT_AUX_BLOCK, vec);
+  const char *inner = pool ? "IN0" : "x";
+  const ft_ep_red pk = pool ? step->reduce : FT_RED_NONE;
+  if (own) return reduce_body(b, math, step->reduce, step->arg, inner, "IN0", pk, step->arg, "x", NULL, err);
+  FT_TRY(reduce_defines(b, step->reduce, step->arg, inner, "IN0", pk, step->arg, "x", NULL, err));
+  return reduce_sources(b, err);
+}
+
+/* An elementwise eager step after the prelude: its expression (ep's fp32 slots read so, as
+ * put_expr does) and kernels_src/eager_step.cu. */
+static ft_status eager_step_text(ft_strbuf *b, const ft_ep_step *step, ft_math math, const ft_epilogue *ep, ft_err *err) {
+  FT_TRY(check_expr(step->expr, sizeof step->expr, "step", err));
+  ft_sb_puts(b, "#define FT_STEP_EXPR (");
+  put_expr(b, step->expr, math, ep);
+  ft_sb_puts(b, ")\n");
+  return sb_embedded(b, "kernels_src/eager_step.cu", err);
+}
+
+ft_status ft_codegen_eager_reduce(const ft_ep_step *step, ft_math math, int vec, ft_kernel_src *out, ft_err *err) {
+  if (!step || !out) return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: NULL argument");
+  memset(out, 0, sizeof *out);
   ft_strbuf b = {0};
-  ft_sb_printf(&b, "// fusedtune generated\n#define FT_BLOCK %d\n#define FT_VEC %d\n", FT_AUX_BLOCK, vec);
-  /* A pool step: the windows of its operand as they are (IN0), y [M, n / w]. */
-  const ft_status s = reduce_body(&b, math, step->reduce, step->arg, pool ? "IN0" : "x", "IN0",
-                                  pool ? step->reduce : FT_RED_NONE, step->arg, "x", NULL, err);
+  ft_sb_puts(&b, "// fusedtune generated\n");
+  const ft_status s = eager_reduce_text(&b, step, math, vec, 1, err);
   if (s != FT_OK) {
     free(b.p);
     return s;
@@ -219,6 +256,65 @@ ft_status ft_codegen_eager_reduce(const ft_ep_step *step, ft_math math, int vec,
   return FT_OK;
 }
 
+/* What the step sources define that the next step defines again. */
+static const char k_step_undefs[] =
+    "#undef FT_STEP_EXPR\n#undef FT_BLOCK\n#undef FT_VEC\n#undef FT_RED_KIND\n#undef FT_RED_ARG\n#undef FT_RED_INNER\n"
+    "#undef FT_RED_POST\n#undef FT_RED_POOL\n#undef FT_RED_POOL_W\n#undef FT_RED_POOL_ARG\n#undef FT_RED_NORM_ARG\n"
+    "#undef FT_RED_FORM\n#undef FT_RED_TEAM\n#undef FT_RED_HELD\n#undef FT_RED_GROUPS\n#undef FT_RED_TILE\n"
+    "#undef ft_eager_step\n#undef ft_reduce_pass\n#undef ft_reduce_apply\n";
+
+ft_status ft_codegen_chain(const ft_ep_eager *plan, ft_math math, int vec, const ft_epilogue *ep, ft_kernel_src *out,
+                           ft_err *err) {
+  if (!plan || !out) return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: NULL argument");
+  memset(out, 0, sizeof *out);
+  if (plan->nsteps < 1 || plan->nsteps > FT_EP_MAX_STEPS)
+    return ft__fail(err, FT_ERR_UNSUPPORTED, "codegen: an eager chain of %d steps (1 to %d)", plan->nsteps,
+                    FT_EP_MAX_STEPS);
+  if (vec != 1 && vec != 2 && vec != 4 && vec != 8)
+    return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: an eager chain's reduction vector of %d (1, 2, 4 or 8)", vec);
+  ft_strbuf b = {0};
+  ft_sb_puts(&b, "// fusedtune generated\n");
+  ft_status s = prelude(&b, math, err);
+  /* Each step in a namespace of its own, its entry points renamed ("ft_chain_<j>"): the step sources
+   * define the same names, and the program holds them all. */
+  for (int j = 0; s == FT_OK && j < plan->nsteps; j++) {
+    const ft_ep_step *st = &plan->steps[j];
+    char name[16];
+    ft_chain_kernel_name(j, name, sizeof name);
+    ft_sb_printf(&b, "namespace ft_chain_step%d {\n", j);
+    if (st->reduce) {
+      ft_sb_printf(&b, "#define ft_reduce_pass %s\n#define ft_reduce_apply %s_apply\n", name, name);
+      s = eager_reduce_text(&b, st, math, vec, 0, err);
+    } else {
+      ft_sb_printf(&b, "#define ft_eager_step %s\n", name);
+      s = eager_step_text(&b, st, math, ep, err);
+    }
+    ft_sb_puts(&b, k_step_undefs);
+    ft_sb_puts(&b, "}\n");
+  }
+  if (s != FT_OK) {
+    free(b.p);
+    return s;
+  }
+  FT_TRY(finish(&b, "eager_chain", FT_EAGER_STEP_REVISION, out, err));
+  ft_chain_kernel_name(0, out->kernel, sizeof out->kernel);
+  return FT_OK;
+}
+
+/* A variant of a family that runs E's eager plan as a chain (ft_family.eager_plan): the plan, checked
+ * against the variant by its family, as one program. */
+static ft_status codegen_chain_variant(const ft_variant *v, const ft_family *fam, const ft_epilogue *ep,
+                                       ft_kernel_src *out, ft_err *err) {
+  if (!ep) return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: the %s kernels need the epilogue", fam->name);
+  ft_ep_eager *plan = malloc(sizeof *plan);
+  if (!plan) return ft__fail(err, FT_ERR_NOMEM, "codegen: out of memory");
+  ft_status s = fam->eager_plan(v, ep, plan, err);
+  if (s == FT_OK) s = ft_codegen_chain(plan, (ft_math)v->math, v->vec, ep, out, err);
+  free(plan);
+  if (s == FT_OK) snprintf(out->arch_suffix, sizeof out->arch_suffix, "%s", fam->arch_suffix);
+  return s;
+}
+
 ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kernel_src *out,
                              ft_err *err) {
   if (!v || !out) return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: NULL argument");
@@ -226,6 +322,7 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
   char why[160];
   if (!ft_variant_valid(v, why, sizeof why)) return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: %s", why);
   const ft_family *fam = ft_family_of(v);
+  if (fam->eager_plan) return codegen_chain_variant(v, fam, ep, out, err);
   const int pairs = ep && ft_ep_uses_x2(ep), v_pair = fam->pair && fam->pair(v);
   if (pairs && !fam->pair)
     return ft__fail(err, FT_ERR_UNSUPPORTED, "codegen: the epilogue uses x2 (a gated pair's second product), which "
@@ -284,9 +381,7 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
     ft_sb_printf(&b, "#define FT_EP_MAT_MASK %uu\n", matrix_mask(ep));
     ft_sb_printf(&b, "#define FT_EP_RED_KIND %d\n", (int)red);
   }
-  abi_defines(&b, (ft_math)v->math);
-  ft_status s = sb_embedded(&b, "kernels_src/ft_common.cuh", err);
-  if (s == FT_OK) s = sb_embedded(&b, "kernels_src/ft_math.cuh", err);
+  ft_status s = prelude(&b, (ft_math)v->math, err);
   if (s == FT_OK) {
     ft_sb_puts(&b, "#define FT_EPILOGUE_EXPR (");
     put_expr(&b, expr, (ft_math)v->math, ep);
@@ -311,25 +406,12 @@ ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kern
 }
 
 ft_status ft_codegen_eager_step(const ft_ep_step *step, ft_math math, ft_kernel_src *out, ft_err *err) {
-  return ft_codegen_eager_step_ep(step, math, NULL, out, err);
-}
-
-ft_status ft_codegen_eager_step_ep(const ft_ep_step *step, ft_math math, const ft_epilogue *ep, ft_kernel_src *out,
-                                   ft_err *err) {
   if (!step || !out) return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: NULL argument");
   memset(out, 0, sizeof *out);
-  FT_TRY(check_expr(step->expr, sizeof step->expr, "step", err));
   ft_strbuf b = {0};
   ft_sb_puts(&b, "// fusedtune generated\n");
-  abi_defines(&b, math);
-  ft_status s = sb_embedded(&b, "kernels_src/ft_common.cuh", err);
-  if (s == FT_OK) s = sb_embedded(&b, "kernels_src/ft_math.cuh", err);
-  if (s == FT_OK) {
-    ft_sb_puts(&b, "#define FT_STEP_EXPR (");
-    put_expr(&b, step->expr, math, ep);
-    ft_sb_puts(&b, ")\n");
-    s = sb_embedded(&b, "kernels_src/eager_step.cu", err);
-  }
+  ft_status s = prelude(&b, math, err);
+  if (s == FT_OK) s = eager_step_text(&b, step, math, NULL, err);
   if (s != FT_OK) {
     free(b.p);
     return s;

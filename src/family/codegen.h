@@ -11,6 +11,7 @@
  *   ft_epilogue_pass(float *Y, int M, int N, FtEpArgs ep): Y = E(Y) in place
  *   ft_eager_step(const float *IN0, const float *IN1, const float *IN2, float *OUT, int M, int N,
  *                 FtEpArgs ep): OUT = step expression, one elementwise pass
+ *   ft_chain_<j>: step j of an eager chain (ft_codegen_chain), ft_eager_step's or ft_reduce_pass's list
  */
 #ifndef FT_CODEGEN_H
 #define FT_CODEGEN_H
@@ -36,11 +37,14 @@ typedef struct ft_kernel_src {
  * family writes its parameters as #defines (src/family_*.c). */
 ft_status ft_codegen_variant(const ft_variant *v, const ft_epilogue *ep, ft_kernel_src *out,
                              ft_err *err);
-/* The eager-style step kernel of step on tensors of math mode math's element type. */
+/* The eager-style step kernel of step on tensors of math mode math's element type, a program of its own. */
 ft_status ft_codegen_eager_step(const ft_ep_step *step, ft_math math, ft_kernel_src *out, ft_err *err);
-/* The same for a step of ep's eager plan: in fp8, the slots ep reads as fp32 (the scales) read so. */
-ft_status ft_codegen_eager_step_ep(const ft_ep_step *step, ft_math math, const ft_epilogue *ep, ft_kernel_src *out,
-                                   ft_err *err);
+/* Every step of plan (ep's eager plan; nsteps >= 1) as one program: step j's kernel is entry point
+ * "ft_chain_<j>" (ft_chain_kernel_name, src/family/chain.h), the same text as the step's own program
+ * (ft_codegen_eager_step, ft_codegen_eager_reduce with vec) in a namespace of its own; in fp8 the
+ * slots ep reads as fp32 (the scales) read so. out->kernel is step 0's. */
+ft_status ft_codegen_chain(const ft_ep_eager *plan, ft_math math, int vec, const ft_epilogue *ep, ft_kernel_src *out,
+                           ft_err *err);
 /* The eager chain's reduction step (step->reduce a row reduction or groupnorm, kernels_src/reduce_pass.cu
  * reading its input buffer whole: ft_reduce_pass(src, N, y, NULL, M, N, 0, N, ep)), FT_AUX_BLOCK
  * threads a row, vec elements per access (N must be a multiple). FT_ERR_UNSUPPORTED for the

@@ -5,7 +5,8 @@
 #include <string.h>
 
 extern const ft_family ft_family_fp32_rows, ft_family_fp32_warp, ft_family_tc, ft_family_tc_reduce,
-    ft_family_tc_pass, ft_family_tc_norm, ft_family_epilogue_pass, ft_family_reduce_pass, ft_family_gated_pass;
+    ft_family_tc_pass, ft_family_tc_norm, ft_family_epilogue_pass, ft_family_reduce_pass, ft_family_gated_pass,
+    ft_family_eager_chain;
 
 /* One line per family. Enumeration visits them in this order. */
 static const ft_family *const k_families[] = {
@@ -18,6 +19,7 @@ static const ft_family *const k_families[] = {
     &ft_family_epilogue_pass,
     &ft_family_reduce_pass,
     &ft_family_gated_pass,
+    &ft_family_eager_chain,
     NULL,
 };
 

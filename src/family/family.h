@@ -116,6 +116,8 @@ typedef struct ft_family {
   const char *gemm_kernel;
   ft_status (*gemm_args)(const ft_variant *v, const ft_launch_io *io, ft_arg_store *st, ft_err *err);
   int reduces;        /* 1: it serves the reductions ft_ep_check_kernels accepts, and nothing else */
+  /* 1: it serves every E that has an eager plan, elementwise or reducing (reduces is then not asked). */
+  int any_epilogue;
   /* With reduces and the GEMM in its kernel: bit 1 << ft_ep_red of each reduction the kernel computes
    * (E's outermost; codegen refuses the others). */
   unsigned red_kinds;
@@ -127,6 +129,13 @@ typedef struct ft_family {
    * a kernel that stages that vector's tile slice in shared memory, and FT_EP_MAT_MASK, a bit per
    * matrix-operand slot, for one that prefetches their tiles. */
   int wants_colv_slot;
+  /* A chain of kernels after the GEMM, one per step of E's eager plan (family eager_chain,
+   * src/family/chain.h): *plan is ep's eager plan, FT_ERR_INVALID_ARG where v is not that plan's
+   * chain, FT_ERR_UNSUPPORTED where E has none the family runs. Codegen writes the plan as one
+   * program (ft_codegen_chain) and the launch runs its steps (ft_chain_enqueue); the family's kernel
+   * is step 0's, its geometry and kernel_args are not asked. NULL: the family runs one kernel (and a
+   * second). */
+  ft_status (*eager_plan)(const ft_variant *v, const ft_epilogue *ep, ft_ep_eager *plan, ft_err *err);
 
   /* Where its own parameters lie in ft_variant (offsetof and sizeof its block, src/family/space.h): the
    * blocks of the other families must stay zero. */

@@ -209,10 +209,11 @@ static ft_status collect(ft_variant_kind kind, int64_t m, int64_t n, int64_t k, 
   b->ep = ep;
   b->ec = ft_ep_cost_of(ep, ft_ep_fast_forms(math));
   ft_status s = FT_OK;
-  /* A reduction only by the families that serve reductions, which serve nothing else. */
+  /* A reduction only by the families that serve reductions, which serve nothing else (and the
+   * eager chain, which serves any E). */
   const int reduces = ft_ep_reduction(ep, NULL) != FT_RED_NONE, pairs = ep && ft_ep_uses_x2(ep);
   for (const ft_family *const *f = ft_families(); *f && s == FT_OK; f++)
-    if ((*f)->kind == kind && ((*f)->maths & (1u << math)) && (*f)->reduces == reduces &&
+    if ((*f)->kind == kind && ((*f)->maths & (1u << math)) && ((*f)->any_epilogue || (*f)->reduces == reduces) &&
         (!pairs || (*f)->pair))
       s = (*f)->enumerate(m, n, k, math, lim, b, err);
   if (s != FT_OK) {

@@ -89,6 +89,13 @@ typedef struct ft_red_params {
                * per block, normalizing each value by its column's statistics as it reads it */
 } ft_red_params;
 
+/* The eager-style chain (src/family/family_chain.c): E's eager plan run as it is, one kernel a step. */
+typedef struct ft_chain_params {
+  int steps; /* the kernels after the GEMM: E's eager plan's step count (ft_ep_eager_plan), at least 1 */
+  int lt;    /* s + 1: the GEMM is cuBLASLt's with its BIAS epilogue adding the column vector of slot s,
+              * as the eager plan folds E's `x + bias` (nn.Linear's addmm); 0: cuBLAS's plain GEMM */
+} ft_chain_params;
+
 /* The kernel families' ids (ft_variant.family, ft_family.id), unique within a kind; the table is
  * src/family/family.c's k_families. GEMM kind (strategy "fused"): */
 enum ft_family_id {
@@ -102,6 +109,7 @@ enum ft_family_id {
   FT_FAMILY_EPILOGUE_PASS = 0, /* epilogue_pass.cu, "epi_..." */
   FT_FAMILY_REDUCE_PASS = 1,   /* reduce_*.cu, "red_..." */
   FT_FAMILY_GATED_PASS = 2,    /* gated_pass.cu, "gate_..." */
+  FT_FAMILY_EAGER_CHAIN = 3,   /* eager_step.cu and reduce_*.cu, a kernel per step of E's eager plan, "eager_..." */
 };
 
 typedef struct ft_variant {
@@ -120,6 +128,7 @@ typedef struct ft_variant {
   ft_tc_params tc;
   ft_pass_params pass;
   ft_red_params red;
+  ft_chain_params chain;
 } ft_variant;
 
 /* What the device allows (from cudaGetDeviceProperties, or ft_limits_for_arch without a GPU). */

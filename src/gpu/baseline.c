@@ -32,9 +32,10 @@ struct ft_baselines {
   int has_lt_epilogue;
   char lt_name[64];
   ft_ep_eager plan;
-  int pooled_cols; /* the columns after E's pool (N / w), N without one */
   int has_eager; /* 0 when cuBLASLt has no GEMM+BIAS algorithm for this problem */
-  ft_loaded steps[FT_EP_MAX_STEPS];
+  ft_chain chain;                     /* the plan's steps, as family eager_chain's plans run them */
+  ft_loaded prog;                     /* their one program */
+  cudaKernel_t chain_k[FT_EP_MAX_STEPS];
   void *tmp[FT_EP_BUF_X2 + 1]; /* tmp[0] = GEMM output, tmp[j] = step j output, tmp[FT_EP_BUF_X2] = x2's GEMM */
   void *w_pair[2];              /* a gated pair's W1 and W2 apart ([n, k] each), for the eager chain */
   char gemm_desc[32];        /* "SGEMM", "BF16 GEMM", ... */
@@ -104,13 +105,6 @@ static int match_lt_epilogue(const ft_epilogue *ep, const char *mode, int fp8, c
   return 0;
 }
 
-/* The widest access of a row a reduction step reads whole: 16 bytes where N allows. */
-static int eager_reduce_vec(const ft_pdata *d) {
-  int vec = d->elem == 2 ? 8 : 4;
-  while (vec > 1 && d->n % vec) vec /= 2;
-  return vec;
-}
-
 /* A gated pair's eager chain runs two GEMMs, as a model with W1 and W2 apart does: the halves of
  * the interleaved weight taken apart once (every other group of 8 rows), and x2's GEMM output. */
 static ft_status split_pair(ft_baselines *b, size_t out_bytes, ft_err *err) {
@@ -126,33 +120,21 @@ static ft_status split_pair(ft_baselines *b, size_t out_bytes, ft_err *err) {
   return FT_OK;
 }
 
+/* The plan's steps as one program (the one a plan of family eager_chain compiles), through the cubin
+ * cache in db. */
 static ft_status build_eager_steps(ft_baselines *b, ft_db *db, ft_err *err) {
-  int n = b->plan.nsteps;
-  if (n == 0) return FT_OK;
-  ft_kernel_src srcs[FT_EP_MAX_STEPS];
-  ft_compile_job jobs[FT_EP_MAX_STEPS];
-  memset(srcs, 0, sizeof srcs);
-  memset(jobs, 0, sizeof jobs);
-  ft_status st = FT_OK;
-  for (int i = 0; i < n && st == FT_OK; i++) {
-    const ft_ep_step *step = &b->plan.steps[i];
-    st = step->reduce ? ft_codegen_eager_reduce(step, b->d->math, eager_reduce_vec(b->d), &srcs[i], err)
-                      : ft_codegen_eager_step_ep(step, b->d->math, b->ep, &srcs[i], err);
-    jobs[i].src = srcs[i].text;
-    jobs[i].hash = srcs[i].hash;
-  }
-  if (st == FT_OK) st = ft_compile_many(db, ft_gpu_arch(b->g), jobs, n, 0, err);
-  for (int i = 0; i < n && st == FT_OK; i++) {
-    if (jobs[i].status != FT_OK)
-      st = ft__fail(err, FT_ERR_COMPILE, "eager step %d does not compile: %.1500s", i,
-                    jobs[i].log ? jobs[i].log : "");
-    else
-      st = ft_loaded_init(&b->steps[i], jobs[i].cubin, jobs[i].cubin_size, srcs[i].kernel, NULL, err);
-  }
-  for (int i = 0; i < n; i++) {
-    ft_compile_job_clear(&jobs[i]);
-    ft_kernel_src_free(&srcs[i]);
-  }
+  if (b->plan.nsteps == 0) return FT_OK;
+  const ft_pdata *d = b->d;
+  FT_TRY(ft_chain_of_plan(&b->plan, b->ep, d->math, d->m, d->n, &b->chain, err));
+  ft_kernel_src src;
+  FT_TRY(ft_codegen_chain(&b->plan, d->math, ft_chain_reduce_vec(d->math, d->n), b->ep, &src, err));
+  ft_compile_job job = {.src = src.text, .hash = src.hash, .arch_suffix = src.arch_suffix};
+  ft_status st = ft_compile_source(db, ft_gpu_arch(b->g), &job, "the eager chain's steps", err);
+  if (st == FT_OK) st = ft_loaded_init(&b->prog, job.cubin, job.cubin_size, src.kernel, NULL, err);
+  for (int j = 0; st == FT_OK && j < b->chain.nsteps; j++)
+    st = ft_loaded_kernel(&b->prog, b->chain.steps[j].kernel, &b->chain_k[j], err);
+  ft_compile_job_clear(&job);
+  ft_kernel_src_free(&src);
   return st;
 }
 
@@ -187,8 +169,6 @@ ft_status ft_baselines_create(ft_gpu *g, ft_db *db, const ft_epilogue *ep, ft_pd
   FT_CUDA_TRY(err, cudaMalloc(&b->lt_ws, FT_LT_WORKSPACE));
   FT_TRY(ft_ep_check_kernels(ep, err)); /* a reduction step is a kernel the reduction pass serves */
   FT_TRY(ft_ep_eager_plan(ep, &b->plan, err));
-  int window = 1;
-  b->pooled_cols = ft_ep_pool(ep, &window, NULL) != FT_RED_NONE ? d->n / window : d->n;
   /* "SGEMM" in fp32 (as before modes existed) and 3xtf32 (cuBLAS's fp32-accurate GEMM), else
    * "BF16 GEMM"; mode: "" or "BF16 ". */
   const int sgemm = d->math == FT_MATH_FP32 || d->math == FT_MATH_3XTF32;
@@ -246,10 +226,8 @@ void ft_baselines_free(ft_baselines *b) {
   ft_lt_gemm_free(&b->eager_gemm);
   ft_lt_gemm_free(&b->fused_lt);
   cudaFree(b->lt_scales);
-  for (int j = 0; j < FT_EP_MAX_STEPS; j++) {
-    ft_loaded_free(&b->steps[j]);
-    if (j < b->plan.nsteps) cudaFree(b->tmp[j]);
-  }
+  ft_loaded_free(&b->prog);
+  for (int j = 0; j < b->plan.nsteps; j++) cudaFree(b->tmp[j]);
   cudaFree(b->tmp[FT_EP_BUF_X2]);
   cudaFree(b->w_pair[0]);
   cudaFree(b->w_pair[1]);
@@ -273,12 +251,6 @@ const char *ft_baseline_describe(const ft_baselines *b, ft_baseline_kind kind) {
   }
 }
 
-/* The columns of an eager step's buffer of shape (ft_ep_shape): N, 1, or N / w after the pool. */
-static int eager_cols(const ft_baselines *b, int shape) {
-  if (shape == FT_EP_SHAPE_M) return 1;
-  return shape == FT_EP_SHAPE_POOLED ? b->pooled_cols : b->d->n;
-}
-
 static ft_status run_eager(ft_baselines *b, cudaStream_t stream, ft_err *err) {
   ft_pdata *d = b->d;
   if (!b->has_eager) return ft__fail(err, FT_ERR_UNSUPPORTED, "no cuBLASLt GEMM+BIAS algorithm for this problem");
@@ -286,20 +258,7 @@ static ft_status run_eager(ft_baselines *b, cudaStream_t stream, ft_err *err) {
   else FT_TRY(ft_cublas_gemm(b->g, d->math, d->dX, b->w_pair[0] ? b->w_pair[0] : d->dW, b->tmp[0], d->m, d->n, d->k,
                              stream, err));
   if (b->w_pair[1]) FT_TRY(ft_cublas_gemm(b->g, d->math, d->dX, b->w_pair[1], b->tmp[FT_EP_BUF_X2], d->m, d->n, d->k, stream, err));
-  for (int j = 0; j < b->plan.nsteps; j++) {
-    const ft_ep_step *s = &b->plan.steps[j];
-    const void *in[3] = {NULL, NULL, NULL};
-    for (int i = 0; i < s->nin && i < 3; i++) in[i] = b->tmp[s->in[i]];
-    if (s->reduce) { /* over its operand's columns */
-      const int from = s->in[0] > 0 && s->in[0] <= j ? (int)b->plan.steps[s->in[0] - 1].shape : (int)FT_EP_SHAPE_MN;
-      FT_TRY(ft_eager_reduce_launch(&b->steps[j], in[0], b->tmp[j + 1], d->m, eager_cols(b, from), &d->args, stream, err));
-      continue;
-    }
-    /* After a one-value reduction the steps run over its M values, after a pool over its windows. */
-    FT_TRY(ft_eager_step_launch(&b->steps[j], in[0], in[1], in[2], b->tmp[j + 1], d->m, eager_cols(b, s->shape),
-                                &d->args, stream, err));
-  }
-  return FT_OK;
+  return ft_chain_enqueue(&b->chain, b->chain_k, b->tmp, d->m, &d->args, stream, err);
 }
 
 ft_status ft_baseline_chain_tolerance(ft_baselines *b, double *tol, ft_err *err) {

@@ -3,6 +3,7 @@
 
 #include <cublas_v2.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "checks.h"
@@ -121,8 +122,37 @@ static cublasLtEpilogue_t lt_epilogue(int has_bias, ft_ep_lt_act act) {
   }
 }
 
+/* E's eager plan as t's chain (a family with eager_plan): its steps and the workspace their
+ * buffers take. */
+static ft_status chain_init(ft_launchable *t, const ft_epilogue *ep, ft_err *err) {
+  if (!ep)
+    return ft__fail(err, FT_ERR_INVALID_ARG, "launch: the %s configuration needs the problem's epilogue to run its "
+                    "steps", t->fam->name);
+  ft_ep_eager *plan = malloc(sizeof *plan);
+  t->chain = malloc(sizeof *t->chain);
+  t->chain_k = calloc(FT_EP_MAX_STEPS, sizeof *t->chain_k);
+  ft_status s = plan && t->chain && t->chain_k ? FT_OK : ft__fail(err, FT_ERR_NOMEM, "out of memory");
+  if (s == FT_OK) s = t->fam->eager_plan(&t->v, ep, plan, err);
+  if (s == FT_OK) s = ft_chain_of_plan(plan, ep, (ft_math)t->v.math, t->m, t->n, t->chain, err);
+  free(plan);
+  if (s == FT_OK) t->geom.workspace_bytes = t->chain->workspace_bytes;
+  return s;
+}
+
+/* Every step's entry point in the loaded program. */
+static ft_status chain_kernels(ft_launchable *t, ft_err *err) {
+  for (int j = 0; j < t->chain->nsteps; j++) FT_TRY(ft_loaded_kernel(&t->loaded, t->chain->steps[j].kernel, &t->chain_k[j], err));
+  return FT_OK;
+}
+
 ft_status ft_launchable_init(ft_launchable *L, ft_gpu *g, const ft_variant *v, int m, int n, int k,
                              const void *cubin, size_t size, const char *kernel, const char *reduce, ft_err *err) {
+  return ft_launchable_init_ep(L, g, v, NULL, m, n, k, cubin, size, kernel, reduce, err);
+}
+
+ft_status ft_launchable_init_ep(ft_launchable *L, ft_gpu *g, const ft_variant *v, const ft_epilogue *ep, int m, int n,
+                                int k, const void *cubin, size_t size, const char *kernel, const char *reduce,
+                                ft_err *err) {
   memset(L, 0, sizeof *L);
   const ft_family *fam = ft_family_of(v);
   if (!fam) return ft__fail(err, FT_ERR_INTERNAL, "launch: variant of no known kernel family");
@@ -130,20 +160,34 @@ ft_status ft_launchable_init(ft_launchable *L, ft_gpu *g, const ft_variant *v, i
   memset(&t, 0, sizeof t);
   t.v = *v, t.fam = fam, t.g = g, t.m = m, t.n = n, t.k = k;
   ft_variant_geometry(v, m, n, k, &t.geom);
+  if (fam->eager_plan) {
+    const ft_status s = chain_init(&t, ep, err);
+    if (s != FT_OK) {
+      ft_launchable_free(&t);
+      return s;
+    }
+  }
   t.before = ft_variant_gemm_before(v, &t.lt_steps);
   if ((t.before == FT_GEMM_OWN) != (t.geom.own_gemm != 0))
     return ft__fail(err, FT_ERR_INTERNAL, "launch: family %s's geometry and its GEMM before the kernel disagree", fam->name);
   if (t.geom.has_reduce && !(reduce && reduce[0]))
     return ft__fail(err, FT_ERR_INTERNAL, "launch: a split-K or stream-K variant without its second kernel");
-  if (kernel && kernel[0])
-    FT_TRY(ft_loaded_init(&t.loaded, cubin, size, kernel, reduce, err));
-  else if (t.before == FT_GEMM_IN_KERNEL) /* only the identity pass after a GEMM has no kernel (codegen) */
-    return ft__fail(err, FT_ERR_INTERNAL, "launch: no kernel to load");
+  ft_status ls = FT_OK;
+  if (kernel && kernel[0]) ls = ft_loaded_init(&t.loaded, cubin, size, kernel, reduce, err);
+  else if (t.before == FT_GEMM_IN_KERNEL || t.chain) /* only the identity pass after a GEMM has no kernel (codegen) */
+    ls = ft__fail(err, FT_ERR_INTERNAL, "launch: no kernel to load");
+  if (ls == FT_OK && t.chain) ls = chain_kernels(&t, err);
+  if (ls != FT_OK) {
+    ft_launchable_free(&t);
+    return ls;
+  }
   if (t.geom.workspace_bytes) {
     const cudaError_t e = cudaMalloc(&t.ws, t.geom.workspace_bytes);
     if (e != cudaSuccess) {
-      ft_loaded_free(&t.loaded);
-      return ft_cuda_fail(err, e, "cudaMalloc (the variant's workspace: split-K, stream-K or pre-split operands)");
+      t.ws = NULL;
+      ft_launchable_free(&t);
+      return ft_cuda_fail(err, e, "cudaMalloc (the variant's workspace: split-K, stream-K, pre-split operands or an eager "
+                          "chain's buffers)");
     }
   }
   if (t.geom.flag_bytes) {
@@ -218,6 +262,8 @@ void ft_launchable_free(ft_launchable *L) {
   if (L->lt_ws) cudaFree(L->lt_ws);
   if (L->ws) cudaFree(L->ws);
   if (L->flags) cudaFree(L->flags);
+  free(L->chain);
+  free(L->chain_k);
   memset(L, 0, sizeof *L);
 }
 
@@ -298,9 +344,11 @@ ft_status ft_launchable_enqueue(ft_launchable *L, const void *x, const void *w, 
   if (!L->fam) return ft__fail(err, FT_ERR_INTERNAL, "launch: nothing loaded");
   const int after_gemm = L->before != FT_GEMM_IN_KERNEL;
   if (after_gemm && L->geom.chunk_cols > 0) return enqueue_chunks(L, x, w, y, ep, stream, err);
-  /* A gated pair's GEMM writes the interleaved [m, 2n] product into the workspace, the pass y. */
-  if (L->geom.gated && !L->ws) return ft__fail(err, FT_ERR_INTERNAL, "launch: a gated pass without its workspace");
-  void *gemm_y = L->geom.gated ? L->ws : y;
+  /* A gated pair's GEMM writes the interleaved [m, 2n] product into the workspace, the pass y; an
+   * eager chain's GEMM its buffer 0 there, its steps the rest. */
+  if ((L->geom.gated || L->chain) && !L->ws)
+    return ft__fail(err, FT_ERR_INTERNAL, "launch: a gated pass or an eager chain without its workspace");
+  void *gemm_y = L->geom.gated || L->chain ? (char *)L->ws + (L->chain ? L->chain->offset[0] : 0) : y;
   const int lt_aligned =
       !L->lt_plain || ((uintptr_t)x % 16 == 0 && (uintptr_t)w % 16 == 0 && (uintptr_t)gemm_y % 16 == 0);
   if (after_gemm && L->v.math == FT_MATH_FP8 && !(L->lt_plain && lt_aligned))
@@ -329,7 +377,8 @@ ft_status ft_launchable_enqueue(ft_launchable *L, const void *x, const void *w, 
 
 ft_status ft_launchable_enqueue_pass(ft_launchable *L, void *y, const ft_ep_args_dev *ep, cudaStream_t stream,
                                      ft_err *err) {
-  if (!L->fam || !(L->before == FT_GEMM_CUBLAS || L->before == FT_GEMM_OWN) || L->geom.chunk_cols > 0 || L->geom.gated)
+  if (!L->fam || !(L->before == FT_GEMM_CUBLAS || L->before == FT_GEMM_OWN) || L->geom.chunk_cols > 0 || L->geom.gated ||
+      L->chain)
     return ft__fail(err, FT_ERR_INVALID_ARG, "launch: only a pass in place on y after cuBLAS's plain GEMM runs alone");
   return enqueue_kernels(L, NULL, NULL, y, ep, stream, err);
 }
@@ -378,6 +427,12 @@ static ft_status presplit_operands(ft_launchable *L, const void **x, const void 
 /* The variant's kernels (the main one, then its second if any) once the GEMM before them ran. */
 static ft_status enqueue_kernels(ft_launchable *L, const void *x, const void *w, void *y, const ft_ep_args_dev *ep,
                                  cudaStream_t stream, ft_err *err) {
+  if (L->chain) { /* its buffers in the workspace, the last step's y */
+    void *bufs[FT_CHAIN_BUFS] = {NULL};
+    for (int j = 0; j < L->chain->nsteps; j++) bufs[j] = (char *)L->ws + L->chain->offset[j];
+    bufs[L->chain->nsteps] = y;
+    return ft_chain_enqueue(L->chain, L->chain_k, bufs, L->m, ep, stream, err);
+  }
   if (!L->loaded.main) return FT_OK; /* the identity after cuBLAS: y is done */
   if (L->geom.presplit_kp) FT_TRY(presplit_operands(L, &x, &w, stream, err));
   const ft_launch_io io = {x, w, y, L->ws, L->flags, L->m, L->n, L->k, ep, 0, L->n};
@@ -442,21 +497,39 @@ ft_status ft_cublas_gemm(ft_gpu *g, ft_math math, const void *X, const void *W, 
   return FT_OK;
 }
 
-ft_status ft_eager_reduce_launch(const ft_loaded *l, const void *in, void *out, int m, int n, const ft_ep_args_dev *ep,
-                                 cudaStream_t stream, ft_err *err) {
+/* A reduction step: a block per row of in [m, n] (reduce_entry.cu's ft_reduce_pass reading it whole),
+ * out [m] or [m, n]. */
+static ft_status reduce_step(cudaKernel_t k, const void *in, void *out, int m, int n, const ft_ep_args_dev *ep,
+                             cudaStream_t stream, ft_err *err) {
   ft_ep_args_dev epv = *ep;
   const unsigned grid[3] = {(unsigned)m, 1, 1}, block[3] = {FT_AUX_BLOCK, 1, 1};
   void *stats = NULL, *flags = NULL;
   int ld = n, col0 = 0;
   void *args[] = {(void *)&in, &ld, &out, &stats, &m, &n, &col0, &n, &epv, &flags};
-  return launch(l->main, grid, block, NULL, 0, NULL, args, stream, err);
+  return launch(k, grid, block, NULL, 0, NULL, args, stream, err);
 }
 
-ft_status ft_eager_step_launch(const ft_loaded *l, const float *in0, const float *in1, const float *in2, float *out,
-                               int m, int n, const ft_ep_args_dev *ep, cudaStream_t stream, ft_err *err) {
+/* An elementwise step: OUT = f(IN0, IN1, IN2) over [m, n] (eager_step.cu). */
+static ft_status elementwise_step(cudaKernel_t k, const void *in0, const void *in1, const void *in2, void *out, int m,
+                                  int n, const ft_ep_args_dev *ep, cudaStream_t stream, ft_err *err) {
   ft_ep_args_dev epv = *ep;
   ft_launch_geom g;
   ft_eager_step_geometry(m, n, &g);
   void *args[] = {(void *)&in0, (void *)&in1, (void *)&in2, &out, &m, &n, &epv};
-  return launch(l->main, g.grid, g.block, NULL, 0, NULL, args, stream, err);
+  return launch(k, g.grid, g.block, NULL, 0, NULL, args, stream, err);
+}
+
+ft_status ft_chain_enqueue(const ft_chain *c, const cudaKernel_t *k, void *const *bufs, int m, const ft_ep_args_dev *ep,
+                           cudaStream_t stream, ft_err *err) {
+  for (int j = 0; j < c->nsteps; j++) {
+    const ft_chain_step *s = &c->steps[j];
+    const void *in[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < s->nin && i < 3; i++)
+      in[i] = s->in[i] >= 0 && s->in[i] < FT_CHAIN_BUFS ? bufs[s->in[i]] : NULL;
+    if (!k[j] || !bufs[j + 1] || (s->reduce && !in[0]))
+      return ft__fail(err, FT_ERR_INTERNAL, "launch: step %d of an eager chain without its kernel or buffers", j);
+    if (s->reduce) FT_TRY(reduce_step(k[j], in[0], bufs[j + 1], m, s->cols, ep, stream, err));
+    else FT_TRY(elementwise_step(k[j], in[0], in[1], in[2], bufs[j + 1], m, s->cols, ep, stream, err));
+  }
+  return FT_OK;
 }

@@ -5,6 +5,7 @@
 #ifndef FT_LAUNCH_H
 #define FT_LAUNCH_H
 
+#include "chain.h"
 #include "device.h"
 #include "family.h"
 #include "lt_gemm.h"
@@ -46,6 +47,10 @@ typedef struct ft_launchable {
   cudaKernel_t presplit;
   const void *wsplit_of;
   int wsplit_ok;
+  /* A family that runs E's eager plan as a chain (ft_family.eager_plan): its steps, their buffers in
+   * the workspace (buffer 0 the GEMM's output) and their kernels in the program; owned, NULL else. */
+  ft_chain *chain;
+  cudaKernel_t *chain_k;
 } ft_launchable;
 
 /* Loads cubin (compiled from src, the variant's kernel text) on the current device for
@@ -53,6 +58,12 @@ typedef struct ft_launchable {
  * left zeroed (ft_launchable_free is still safe). */
 ft_status ft_launchable_init(ft_launchable *L, ft_gpu *g, const ft_variant *v, int m, int n, int k,
                              const void *cubin, size_t size, const char *kernel, const char *reduce, ft_err *err);
+/* The same for the problem's epilogue ep, which a family running E's eager plan (ft_family.eager_plan)
+ * needs to know its chain (FT_ERR_INVALID_ARG without it); the others ignore ep. The chain's buffers
+ * are allocated here, none at a launch. */
+ft_status ft_launchable_init_ep(ft_launchable *L, ft_gpu *g, const ft_variant *v, const ft_epilogue *ep, int m, int n,
+                                int k, const void *cubin, size_t size, const char *kernel, const char *reduce,
+                                ft_err *err);
 void ft_launchable_free(ft_launchable *L); /* safe on a zeroed struct */
 
 /* FT_ERR_INVALID_ARG naming the pointer when x, w or y lacks the alignment v needs. */
@@ -87,12 +98,11 @@ ft_status ft_cublas_sgemm(ft_gpu *g, const float *X, const float *W, float *Y, i
 ft_status ft_cublas_gemm(ft_gpu *g, ft_math math, const void *X, const void *W, void *Y, int m, int n, int k,
                          cudaStream_t stream, ft_err *err);
 
-/* Enqueues one eager step kernel: OUT = f(IN0, IN1, IN2). */
-/* An eager chain's reduction step (ft_codegen_eager_reduce): one row of in [m, n] per block, out
- * [m] or [m, n]. */
-ft_status ft_eager_reduce_launch(const ft_loaded *l, const void *in, void *out, int m, int n, const ft_ep_args_dev *ep,
-                                 cudaStream_t stream, ft_err *err);
-ft_status ft_eager_step_launch(const ft_loaded *l, const float *in0, const float *in1, const float *in2, float *out,
-                               int m, int n, const ft_ep_args_dev *ep, cudaStream_t stream, ft_err *err);
+/* Enqueues the steps of chain c on an m-row problem, step j's kernel k[j] (its program's "ft_chain_<j>")
+ * reading and writing bufs (FT_CHAIN_BUFS of them, chain.h: bufs[0] the GEMM's output, bufs[j] step
+ * j-1's, bufs[c->nsteps] y), in stream order, with no host synchronization or allocation: the eager
+ * baseline's chain and family eager_chain's plans, CUDA-graph captures included. */
+ft_status ft_chain_enqueue(const ft_chain *c, const cudaKernel_t *k, void *const *bufs, int m, const ft_ep_args_dev *ep,
+                           cudaStream_t stream, ft_err *err);
 
 #endif

@@ -361,6 +361,7 @@ ft_status ft_pdata_create(ft_gpu *g, int m, int n, int k, const ft_epilogue *ep,
   d->k = k;
   d->gemm_n = (int)ft_gemm_cols(ep, n);
   d->math = math;
+  d->ep = ep;
   d->dtype = ft_math_out_dtype(math);
   d->elem = d->dtype == FT_DTYPE_F32 ? sizeof(float) : sizeof(uint16_t);
   uint64_t s = seed ? seed : 0x5eed5eedULL;

@@ -15,6 +15,7 @@ typedef struct ft_pdata {
   int gemm_n;                        /* the GEMM's columns: n, or 2n for a gated pair (E with x2),
                                       * whose dW is the interleaved [2n, k] weight (src/family/gated.h) */
   ft_math math;
+  const ft_epilogue *ep;             /* the epilogue it was made for (not owned: it outlives d), or NULL */
   ft_dtype dtype;                    /* element type of dX, dW, dY and the device vectors (fp8: of dY
                                       * and the bias; dX, dW e4m3, the scales fp32) */
   size_t elem;                       /* its size in bytes: 4 or 2 */

@@ -207,8 +207,8 @@ void ft_engine_run(ft_engine *e, const ft_runner_job *job, ft_runner_result *res
   } else {
     const ft_pdata *d = e->d;
     const double t0 = ft__now_s();
-    st = ft_launchable_init(&run, e->g, &job->v, d->m, d->n, d->k, job->cubin, (size_t)job->cubin_size, job->kernel,
-                            job->reduce, &err);
+    st = ft_launchable_init_ep(&run, e->g, &job->v, e->ep, d->m, d->n, d->k, job->cubin, (size_t)job->cubin_size,
+                               job->kernel, job->reduce, &err);
     res->load_s = ft__now_s() - t0;
   }
   if (st == FT_OK) st = verify_and_time(e, &c, res, &err);

@@ -100,6 +100,26 @@ static inline ft_variant *enumerate_scope(const char *text, ft_variant_kind kind
   return v;
 }
 
+/* v[0..*count) without the eager chain's variant (family eager_chain, tests/cpu/test_chain.c), for a
+ * test about the other families of its kind. */
+static inline ft_variant *drop_chain(ft_variant *v, int *count) {
+  int kept = 0;
+  for (int i = 0; i < *count; i++)
+    if (!(v[i].kind == FT_VK_EPILOGUE && v[i].family == FT_FAMILY_EAGER_CHAIN)) v[kept++] = v[i];
+  *count = kept;
+  return v;
+}
+
+/* v's JSON reads back to v. */
+static inline void round_trips(const ft_variant *v) {
+  char json[512];
+  ft_variant back;
+  ft_err e;
+  ft_variant_json(v, json, sizeof json);
+  ASSERT_OK(ft_variant_from_json(json, &back, &e));
+  ASSERT_TRUE(memcmp(&back, v, sizeof back) == 0);
+}
+
 #include "codegen.h"
 #include "compile.h"
 

@@ -563,7 +563,10 @@ static void test_lt_passes(const ft_device_limits *lim) {
     /* fp8: the pass applies all of E after cuBLASLt's FP8 GEMM (E's scales come first). */
     ASSERT_OK(ft_space_enumerate_ep(FT_VK_EPILOGUE, 1024, 4096, 4096, FT_MATH_FP8, FT_SPACE_PRUNED, ep, lim, &v, NULL,
                                     &n, &e));
-    ASSERT_EQ_INT(n, 9);
+    int chains = 0; /* the eager chain beside the passes, where E has steps after the GEMM (tests/cpu/test_chain.c) */
+    for (int i = 0; i < n; i++) chains += v[i].family == FT_FAMILY_EAGER_CHAIN;
+    ASSERT_TRUE(chains <= 1);
+    ASSERT_EQ_INT(n - chains, 9);
     for (int i = 0; i < n; i++) ASSERT_TRUE(v[i].pass.lt == 0 && v[i].pass.lt_act == 0);
     free(v);
     ft_ep_free(ep);

@@ -18,7 +18,9 @@ static inline ft_status ft_test_launch_check(ft_gpu *g, const ft_variant *v, con
                                              const ft_kernel_src *src, ft_pdata *d, ft_check *chk, ft_err *e) {
   ft_launchable run;
   memset(&run, 0, sizeof run);
-  FT_TRY(ft_launchable_init(&run, g, v, d->m, d->n, d->k, job->cubin, job->cubin_size, src->kernel, src->reduce, e));
+  /* With d's epilogue: an eager chain's steps are its plan's (ft_launchable_init_ep). */
+  FT_TRY(ft_launchable_init_ep(&run, g, v, d->ep, d->m, d->n, d->k, job->cubin, job->cubin_size, src->kernel, src->reduce,
+                               e));
   ft_status s = FT_OK;
   const int runs = run.ws || run.flags ? 2 : 1;
   for (int r = 0; r < runs && s == FT_OK; r++) {

@@ -156,7 +156,8 @@ static ft_status run_variant(ft_gpu *g, const ft_variant *v, const ft_epilogue *
     job = (ft_compile_job){.src = src.text, .hash = src.hash, .arch_suffix = src.arch_suffix};
     st = ft_compile_source(NULL, ft_gpu_arch(g), &job, "reduce test", e);
   }
-  if (st == FT_OK) st = ft_launchable_init(&run, g, v, d->m, d->n, d->k, job.cubin, job.cubin_size, src.kernel, src.reduce, e);
+  if (st == FT_OK)
+    st = ft_launchable_init_ep(&run, g, v, ep, d->m, d->n, d->k, job.cubin, job.cubin_size, src.kernel, src.reduce, e);
   if (st == FT_OK && run.ws && cudaMemset(run.ws, 0xff, run.geom.workspace_bytes) != cudaSuccess)
     st = ft__fail(e, FT_ERR_CUDA, "poisoning the workspace");
   if (st == FT_OK) st = ft_pdata_poison(d, 0, e);

@@ -1,0 +1,49 @@
+/* The eager-style chain's launch description (chain.h). GPU-free. */
+#include "chain.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void ft_chain_kernel_name(int j, char *buf, size_t len) { snprintf(buf, len, "ft_chain_%d", j); }
+
+int ft_chain_reduce_vec(ft_math math, int64_t n) {
+  int vec = ft_math_out_dtype(math) == FT_DTYPE_F32 ? 4 : 8;
+  while (vec > 1 && n % vec) vec /= 2;
+  return vec;
+}
+
+ft_status ft_chain_of_plan(const ft_ep_eager *plan, const ft_epilogue *ep, ft_math math, int64_t m, int64_t n,
+                           ft_chain *out, ft_err *err) {
+  if (!plan || !ep || !out) return ft__fail(err, FT_ERR_INVALID_ARG, "chain: NULL argument");
+  memset(out, 0, sizeof *out);
+  if (plan->nsteps < 1 || plan->nsteps > FT_EP_MAX_STEPS)
+    return ft__fail(err, FT_ERR_UNSUPPORTED, "chain: E's eager plan has %d steps after the GEMM (1 to %d run as a "
+                    "chain)", plan->nsteps, FT_EP_MAX_STEPS);
+  int window = 1;
+  const int64_t pooled = ft_ep_pool(ep, &window, NULL) != FT_RED_NONE && window > 0 ? n / window : n;
+  /* The columns of a buffer of each shape (ft_ep_shape): N, 1 after a one-value reduction, N / w after a pool. */
+  const int64_t cols_of[] = {[FT_EP_SHAPE_MN] = n, [FT_EP_SHAPE_M] = 1, [FT_EP_SHAPE_POOLED] = pooled};
+  const size_t elem = ft_math_out_dtype(math) == FT_DTYPE_F32 ? 4 : 2;
+  size_t at = 0;
+  for (int j = 0; j < plan->nsteps; j++) {
+    const ft_ep_step *s = &plan->steps[j];
+    ft_chain_step *c = &out->steps[j];
+    if ((unsigned)s->shape >= sizeof cols_of / sizeof cols_of[0] || s->nin < 0 || s->nin > 3)
+      return ft__fail(err, FT_ERR_INTERNAL, "chain: step %d of the eager plan is malformed", j);
+    ft_chain_kernel_name(j, c->kernel, sizeof c->kernel);
+    c->reduce = s->reduce != FT_RED_NONE;
+    c->nin = s->nin;
+    for (int i = 0; i < s->nin; i++) c->in[i] = s->in[i];
+    /* A reduction reads its operand's columns; after a one-value reduction the steps run over its M
+     * values, after a pool over its windows. */
+    const int from = s->in[0] > 0 && s->in[0] <= j ? (int)plan->steps[s->in[0] - 1].shape : (int)FT_EP_SHAPE_MN;
+    c->cols = (int)cols_of[c->reduce ? from : (int)s->shape];
+    /* Buffer j (what step j reads as buffer j: the GEMM's for j = 0), sized by its shape. */
+    const int shape = j == 0 ? (int)FT_EP_SHAPE_MN : (int)plan->steps[j - 1].shape;
+    out->offset[j] = at;
+    at += ((size_t)m * (size_t)cols_of[shape] * elem + 255) / 256 * 256;
+  }
+  out->nsteps = plan->nsteps;
+  out->workspace_bytes = at;
+  return FT_OK;
+}

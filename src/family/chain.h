@@ -1,0 +1,43 @@
+/* An eager-style chain: what runs after the GEMM when E is computed as PyTorch eager computes it,
+ * one kernel per step of E's eager plan (src/epilogue/epilogue_eager.c), each step an entry point
+ * of one program (ft_codegen_chain, src/family/codegen.c). The eager baseline (src/gpu/baseline.c)
+ * and family eager_chain's plans (src/family/family_chain.c) both run it through
+ * src/gpu/launch.c's ft_chain_enqueue, so the plan stored as a floor is the chain timed as eager.
+ * GPU-free. */
+#ifndef FT_CHAIN_H
+#define FT_CHAIN_H
+
+#include "epilogue.h"
+
+/* The buffers steps read and write: 0 the GEMM's output, j step j-1's (the last step's is y),
+ * FT_EP_BUF_X2 a gated pair's second GEMM's (the baseline's alone runs one). */
+#define FT_CHAIN_BUFS (FT_EP_BUF_X2 + 1)
+
+typedef struct ft_chain_step {
+  char kernel[16]; /* its entry point, "ft_chain_<j>" */
+  int reduce;      /* 1: a reduction, reduce_entry.cu's ft_reduce_pass over its operand, a block per row;
+                    * 0: an elementwise step, eager_step.cu's ft_eager_step */
+  int nin, in[3];  /* the buffers it reads */
+  int cols;        /* columns of its operand (a reduction) or of its output (elementwise); M rows */
+} ft_chain_step;
+
+typedef struct ft_chain {
+  int nsteps;
+  ft_chain_step steps[FT_EP_MAX_STEPS];
+  /* Buffer j < nsteps in a plan's workspace (256-byte aligned), sized by its shape; the last step
+   * writes y. */
+  size_t offset[FT_EP_MAX_STEPS];
+  size_t workspace_bytes;
+} ft_chain;
+
+/* The chain of plan (ep's) on an m x n GEMM result in mode math: buffers of the output's element
+ * type. FT_ERR_UNSUPPORTED for a plan without steps. */
+ft_status ft_chain_of_plan(const ft_ep_eager *plan, const ft_epilogue *ep, ft_math math, int64_t m, int64_t n,
+                           ft_chain *out, ft_err *err);
+/* Step j's entry point, "ft_chain_<j>". */
+void ft_chain_kernel_name(int j, char *buf, size_t len);
+/* The vector a reduction step reads its rows in: 16 bytes of the mode's output elements where n
+ * is a multiple, else the widest that divides n. */
+int ft_chain_reduce_vec(ft_math math, int64_t n);
+
+#endif

@@ -1,0 +1,277 @@
+/* The eager chain as a plan (family eager_chain, src/family/family_chain.c) without a GPU: one
+ * variant per problem whose E has an eager plan (elementwise, bias folded into cuBLASLt's GEMM,
+ * reductions), none for a gated pair or an E with nothing after the GEMM, with the refusal said;
+ * its rules, name and JSON; its one program (every step an entry point, the eager baseline's text)
+ * compiling with NVRTC for sm_90a without spills; its launch description (chain.h); and a stored
+ * result of it served back by ft_lookup. */
+#include <unistd.h>
+
+#include "api_internal.h"
+#include "chain.h"
+#include "device.h"
+#include "epilogue_test_util.h"
+#include "family.h"
+
+static const struct {
+  const char *text;
+  ft_math math;
+  int steps, lt; /* the plan's, as the variant holds them (lt: the bias's slot + 1) */
+  const char *name;
+} k_cases[] = {
+    {"min(x + bias, c) - c where c = 2.0", FT_MATH_FP32, 2, 1, "eager_s2_v4_lt"},
+    {"sigmoid(x) * x * 2", FT_MATH_BF16, 3, 0, "eager_s3_v8_bf16"},
+    {"gelu(x + bias)", FT_MATH_TF32, 1, 1, "eager_s1_v4_lt_tf32"},
+    {"gelu(softmax(x + bias))", FT_MATH_BF16, 2, 1, "eager_s2_v8_lt_bf16"},
+    {"silu(groupnorm(x + bias, 16) * g + b) where col g, col b", FT_MATH_FP16, 4, 2, "eager_s4_v8_lt_fp16"},
+    {"logsumexp(clamp(2 * (x + bias), -10, 10))", FT_MATH_3XTF32, 3, 1, "eager_s3_v4_lt_3xtf32"},
+    {"batchnorm(x * 2) * g where col g", FT_MATH_BF16, 3, 0, "eager_s3_v8_bf16"},
+    {"relu(maxpool(x + bias, 3)) * r where row r", FT_MATH_FP32, 3, 1, "eager_s3_v4_lt"},
+};
+#define N_CASES (sizeof k_cases / sizeof k_cases[0])
+#define M 300
+#define N 4096
+
+/* The chain variants of text's pruned (or full) space in math: how many, the last in *out. */
+static int chains_of(const char *text, ft_math math, int64_t n, int scope, ft_variant *out) {
+  int count = 0, found = 0;
+  ft_variant *v = enumerate_scope(text, FT_VK_EPILOGUE, M, n, math, scope, &count);
+  for (int i = 0; i < count; i++)
+    if (v[i].family == FT_FAMILY_EAGER_CHAIN) *out = v[i], found++;
+  free(v);
+  return found;
+}
+
+static void test_enumeration(void) {
+  for (size_t c = 0; c < N_CASES; c++) {
+    ft_variant v;
+    memset(&v, 0, sizeof v);
+    ASSERT_EQ_INT(chains_of(k_cases[c].text, k_cases[c].math, N, FT_SPACE_PRUNED, &v), 1);
+    ASSERT_EQ_INT(v.chain.steps, k_cases[c].steps);
+    ASSERT_EQ_INT(v.chain.lt, k_cases[c].lt);
+    ASSERT_EQ_INT(ft_variant_strategy(&v), FT_STRATEGY_CUBLAS_EPILOGUE);
+    char name[96];
+    ft_variant_name(&v, name, sizeof name);
+    ASSERT_EQ_STR(name, k_cases[c].name);
+    round_trips(&v);
+    ft_variant full;
+    ASSERT_EQ_INT(chains_of(k_cases[c].text, k_cases[c].math, N, FT_SPACE_FULL, &full), 1);
+    ASSERT_TRUE(memcmp(&full, &v, sizeof v) == 0);
+  }
+  /* Nothing after the GEMM (the epilogue pass's candidates are that chain), a gated pair (the gated
+   * pass is its safe strategy): no chain. */
+  ft_variant v;
+  ASSERT_EQ_INT(chains_of("x + bias", FT_MATH_BF16, N, FT_SPACE_PRUNED, &v), 0);
+  ASSERT_EQ_INT(chains_of("x", FT_MATH_FP32, N, FT_SPACE_PRUNED, &v), 0);
+  ASSERT_EQ_INT(chains_of("silu(x) * x2", FT_MATH_BF16, N, FT_SPACE_PRUNED, &v), 0);
+  /* cuBLASLt's bias GEMM wants rows of 16 bytes: n = 4095 has no folded chain (the vector also shrinks). */
+  ASSERT_EQ_INT(chains_of("relu(x + bias) * 2", FT_MATH_BF16, 4095, FT_SPACE_PRUNED, &v), 0);
+  ASSERT_EQ_INT(chains_of("relu(x) * 2", FT_MATH_BF16, 4095, FT_SPACE_PRUNED, &v), 1);
+  ASSERT_EQ_INT(v.vec, 1);
+}
+
+static void test_rules(void) {
+  const ft_variant ok = {.kind = FT_VK_EPILOGUE, .family = FT_FAMILY_EAGER_CHAIN, .math = FT_MATH_BF16, .vec = 8,
+                         .chain = {.steps = 2, .lt = 1}};
+  char why[160] = "";
+  ASSERT_TRUE(ft_variant_valid(&ok, why, sizeof why));
+  ft_variant bad = ok;
+  bad.chain.steps = 0;
+  ASSERT_TRUE(!ft_variant_valid(&bad, why, sizeof why));
+  ASSERT_CONTAINS(why, "steps 0");
+  bad = ok, bad.bm = 64;
+  ASSERT_TRUE(!ft_variant_valid(&bad, why, sizeof why));
+  bad = ok, bad.pass.block = 256; /* another family's block */
+  ASSERT_TRUE(!ft_variant_valid(&bad, why, sizeof why));
+  bad = ok, bad.math = FT_MATH_FP32; /* 8 fp32 elements are 32 bytes */
+  ASSERT_TRUE(!ft_variant_valid(&bad, why, sizeof why));
+  ft_device_limits lim, old;
+  ft_err e;
+  ASSERT_OK(ft_limits_for_arch("sm_90", &lim, &e));
+  ASSERT_OK(ft_limits_for_arch("sm_80", &old, &e));
+  ASSERT_TRUE(ft_variant_applicable(&ok, 7, 4096, 64, &lim, why, sizeof why));
+  ASSERT_TRUE(!ft_variant_applicable(&ok, 7, 4092, 64, &lim, why, sizeof why));
+  ASSERT_CONTAINS(why, "vector of 8");
+  bad = ok, bad.math = FT_MATH_FP8;
+  ASSERT_TRUE(!ft_variant_applicable(&bad, 7, 4096, 64, &lim, why, sizeof why));
+  bad.chain.lt = 0;
+  ASSERT_TRUE(!ft_variant_applicable(&bad, 7, 4096, 64, &old, why, sizeof why));
+  ASSERT_CONTAINS(why, "sm_89");
+}
+
+/* Every case's program: one entry point per step, the baseline's text (ft_codegen_chain of the same
+ * plan: the same hash), and the refusals: a variant of another plan, no epilogue, a gated pair. */
+static int make_sources(ft_kernel_src *src) {
+  int n = 0;
+  ft_err e;
+  for (size_t c = 0; c < N_CASES; c++) {
+    ft_variant v;
+    memset(&v, 0, sizeof v);
+    if (chains_of(k_cases[c].text, k_cases[c].math, N, FT_SPACE_PRUNED, &v) != 1) continue;
+    ft_epilogue *ep = parse_ok(k_cases[c].text);
+    if (!ep) continue;
+    ASSERT_OK(ft_codegen_variant(&v, ep, &src[n], &e));
+    ASSERT_EQ_STR(src[n].kernel, "ft_chain_0");
+    for (int j = 0; j < v.chain.steps; j++) { /* "#define ft_eager_step ft_chain_<j>" or ft_reduce_pass's */
+      char entry[16], def[24];
+      ft_chain_kernel_name(j, entry, sizeof entry);
+      snprintf(def, sizeof def, " %s\n", entry);
+      ASSERT_CONTAINS(src[n].text, def);
+    }
+    ft_ep_eager plan;
+    ft_kernel_src same;
+    ASSERT_OK(ft_ep_eager_plan(ep, &plan, &e));
+    ASSERT_OK(ft_codegen_chain(&plan, k_cases[c].math, v.vec, ep, &same, &e));
+    ASSERT_EQ_STR(same.hash, src[n].hash);
+    ft_kernel_src_free(&same);
+    ft_kernel_src k;
+    ft_variant other = v;
+    other.chain.steps++;
+    ASSERT_EQ_INT(ft_codegen_variant(&other, ep, &k, &e), FT_ERR_INVALID_ARG);
+    ASSERT_CONTAINS(e.msg, "is not the plan of");
+    other = v, other.chain.lt = v.chain.lt ? 0 : 1;
+    ASSERT_EQ_INT(ft_codegen_variant(&other, ep, &k, &e), FT_ERR_INVALID_ARG);
+    ASSERT_EQ_INT(ft_codegen_variant(&v, NULL, &k, &e), FT_ERR_INVALID_ARG);
+    ft_ep_free(ep);
+    n++;
+  }
+  ft_epilogue *gated = parse_ok("silu(x) * x2");
+  const ft_variant g = {.kind = FT_VK_EPILOGUE, .family = FT_FAMILY_EAGER_CHAIN, .math = FT_MATH_BF16, .vec = 8,
+                        .chain = {.steps = 3}};
+  ft_kernel_src k;
+  if (gated) ASSERT_EQ_INT(ft_codegen_variant(&g, gated, &k, &e), FT_ERR_UNSUPPORTED);
+  if (gated) ASSERT_CONTAINS(e.msg, "does not compute a gated pair");
+  ft_ep_free(gated);
+  return n;
+}
+
+static void test_compiles(void) {
+  ft_kernel_src src[N_CASES];
+  const int n = make_sources(src);
+  ASSERT_EQ_INT(n, (int)N_CASES);
+  ft_compile_job jobs[N_CASES];
+  memset(jobs, 0, sizeof jobs);
+  for (int i = 0; i < n; i++) jobs[i].src = src[i].text, jobs[i].hash = src[i].hash;
+  ft_err e;
+  /* sm_90a, the H100's: ft_compile_many rejects a spilling kernel (ft__compile_rejection). */
+  ASSERT_OK(ft_compile_many(NULL, "sm_90a", jobs, n, 2, &e));
+  for (int i = 0; i < n; i++) {
+    if (jobs[i].status != FT_OK) FT_FAIL_AT_("case %d does not compile: %.2000s", i, jobs[i].log ? jobs[i].log : "");
+    ft_compile_job_clear(&jobs[i]);
+  }
+  /* ptxas's own count for one program's every step: registers within the cap, no stack. */
+  ft_variant v;
+  if (chains_of(k_cases[4].text, k_cases[4].math, N, FT_SPACE_PRUNED, &v) == 1) {
+    for (int j = 0; j < v.chain.steps; j++) {
+      char entry[16];
+      ft_chain_kernel_name(j, entry, sizeof entry);
+      ft_kernel_usage u;
+      ASSERT_OK(ft_compile_usage(src[4].text, "sm_90a", entry, &u, &e));
+      ASSERT_TRUE(u.regs > 0 && u.regs <= ft_family_of(&v)->reg_cap(&v));
+      ASSERT_EQ_INT(u.spill_stores + u.spill_loads, 0);
+    }
+  }
+  for (int i = 0; i < n; i++) ft_kernel_src_free(&src[i]);
+  printf("%d eager chains compiled for sm_90a\n", n);
+}
+
+/* The launch's description: step kinds, columns (after a pool: its windows; after logsumexp: one),
+ * buffers sized by shape in the workspace. */
+static void test_launch_description(void) {
+  ft_err e;
+  ft_epilogue *pool = parse_ok("relu(maxpool(x + bias, 3)) * r where row r");
+  ft_epilogue *lse = parse_ok("logsumexp(clamp(2 * (x + bias), -10, 10))");
+  ft_ep_eager plan;
+  ft_chain c;
+  if (pool) {
+    ASSERT_OK(ft_ep_eager_plan(pool, &plan, &e));
+    ASSERT_OK(ft_chain_of_plan(&plan, pool, FT_MATH_BF16, M, N, &c, &e));
+    ASSERT_EQ_INT(c.nsteps, 3);
+    ASSERT_TRUE(c.steps[0].reduce && c.steps[0].cols == N);          /* the pool over the GEMM's [M, N] */
+    ASSERT_TRUE(!c.steps[1].reduce && c.steps[1].cols == N / 3);     /* relu over its windows */
+    ASSERT_EQ_INT(c.offset[1] - c.offset[0], (M * N * 2 + 255) / 256 * 256);
+    ASSERT_EQ_INT(c.workspace_bytes - c.offset[2], (M * (N / 3) * 2 + 255) / 256 * 256);
+    ASSERT_EQ_STR(c.steps[2].kernel, "ft_chain_2");
+  }
+  if (lse) {
+    ASSERT_OK(ft_ep_eager_plan(lse, &plan, &e));
+    ASSERT_OK(ft_chain_of_plan(&plan, lse, FT_MATH_FP32, M, N, &c, &e));
+    ASSERT_TRUE(c.steps[c.nsteps - 1].reduce && c.steps[c.nsteps - 1].cols == N);
+    for (int j = 0; j < c.nsteps; j++) ASSERT_EQ_INT(c.offset[j] % 256, 0);
+  }
+  ft_ep_free(pool);
+  ft_ep_free(lse);
+}
+
+/* A result of the chain stored as a tune stores it comes back from ft_lookup as the best, its
+ * configuration the variant, its source current. */
+static void test_database(void) {
+  char path[512];
+  const char *dir = getenv("FT_TEST_TMP");
+  snprintf(path, sizeof path, "%s/test_chain_%ld.db", dir ? dir : "/tmp", (long)getpid());
+  ft_db_remove_files(path);
+  const char *text = "gelu(softmax(x + bias))";
+  ft_epilogue *ep = parse_ok(text);
+  ft_variant v;
+  if (!ep || chains_of(text, FT_MATH_BF16, N, FT_SPACE_PRUNED, &v) != 1) return;
+  ft_device_info dev;
+  memset(&dev, 0, sizeof dev);
+  snprintf(dev.name, sizeof dev.name, "Test GPU H100-like");
+  dev.cc_major = 9, dev.sm_count = 132, dev.mem_bytes = (int64_t)80 << 30;
+  ft_device_fingerprint(&dev);
+  ft_device_limits lim;
+  ft_err e;
+  ASSERT_OK(ft_limits_for_arch("sm_90", &lim, &e));
+  ft_db *db = NULL;
+  int64_t dev_id = 0, pid = 0, rid = 0;
+  ASSERT_OK(ft_db_open(path, FT_DB_CREATE, &db, &e));
+  if (!db) return;
+  ASSERT_OK(ft_db_upsert_device(db, &dev, &dev_id, &e));
+  ft_problem_key key;
+  memset(&key, 0, sizeof key);
+  key.m = M, key.n = N, key.k = 256;
+  snprintf(key.layout, sizeof key.layout, "xrow_wrow");
+  snprintf(key.math, sizeof key.math, "bf16");
+  snprintf(key.epilogue, sizeof key.epilogue, "%s", ft_ep_canonical(ep));
+  snprintf(key.epilogue_hash, sizeof key.epilogue_hash, "%s", ft_ep_hash(ep));
+  ASSERT_OK(ft_db_upsert_problem(db, &key, &pid, &e));
+  ASSERT_OK(ft_db_begin_run(db, dev_id, "{}", 10, &rid, &e));
+  ft_kernel_src src;
+  ASSERT_OK(ft_codegen_variant(&v, ep, &src, &e));
+  char name[96], json[256];
+  ft_variant_name(&v, name, sizeof name);
+  ft_variant_json(&v, json, sizeof json);
+  const ft_result_row r = {rid, dev_id, pid, "cublas+epilogue", name, json, "ok", 0.5, 0.5, 0.01, 30, 1e-3, 1e-2,
+                           src.hash, "", 1.3};
+  ASSERT_OK(ft_db_insert_result(db, &r, &e));
+  const ft_result_row eager = {rid, dev_id, pid, "eager", "cuBLASLt BF16 GEMM+BIAS + 2 kernel(s), 1 reducing", "{}",
+                               "ok", 0.5, 0.5, 0.01, 30, 1e-3, 1e-2, "", "", 1.3};
+  ASSERT_OK(ft_db_insert_result(db, &eager, &e));
+  ft_kernel_src_free(&src);
+  ft_db_close(db);
+
+  ft_ctx *ctx = NULL;
+  ASSERT_OK(ft_open(path, 0, &ctx));
+  if (ctx) {
+    ft__ctx_set_device(ctx, &dev, &lim);
+    ft_config cfg;
+    const ft_problem p = {M, N, 256, text, FT_MATH_BF16};
+    ASSERT_OK(ft_lookup(ctx, &p, 0, &cfg));
+    ASSERT_EQ_STR(cfg.strategy, "cublas+epilogue");
+    ASSERT_EQ_STR(cfg.name, name);
+    ft_variant back;
+    ASSERT_OK(ft_variant_from_json(cfg.config, &back, &e));
+    ASSERT_TRUE(memcmp(&back, &v, sizeof v) == 0);
+  }
+  ft_close(ctx);
+  ft_ep_free(ep);
+  ft_db_remove_files(path);
+}
+
+int main(void) {
+  test_enumeration();
+  test_rules();
+  test_launch_description();
+  test_database();
+  test_compiles();
+  return FT_TEST_DONE();
+}
