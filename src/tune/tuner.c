@@ -344,8 +344,13 @@ static ft_search_item *search_items(const tuner *t) {
     const cand *c = &t->c[i];
     it[i].safe = c->v.kind == FT_VK_EPILOGUE;
     it[i].known = c->known;
-    /* A rank is what the stored best is chosen by: at this run's clock it reads as a time. */
-    it[i].known_ms = c->known ? on_run_clock(t, c->known_ms, c->known_rank) : INFINITY;
+    /* A rank is what the stored best is chosen by: at this run's clock it reads as a time. Before
+     * the baselines (no clock yet) the ranks themselves stand in, on a clock of 1 ms: the search
+     * compares times only in ratios, so it decides as it will at this run's clock. */
+    const double clock = t->gemm_ms > 0 ? t->gemm_ms : 1.0;
+    it[i].known_ms = !c->known ? INFINITY
+                     : c->known_rank > 0 && isfinite(c->known_rank) ? c->known_rank * clock
+                                                                     : c->known_ms;
     it[i].predicted_ms = it[i].safe ? 0 : predicted_ms(t, c);
   }
   return it;
