@@ -359,7 +359,9 @@ class FP8Linear(nn.Module):
     def forward(self, x, **params):
         """y = E(x W^T) for bf16 x [..., K]; params: E's vectors and scalars for this call (those
         not given at construction, or to override them)."""
-        if _native._C is not None and x.__class__ is torch.Tensor:  # the operator's C++ implementation
+        if (_native._C is not None and x.__class__ is torch.Tensor  # the operator's C++ implementation
+                and all(self.epilogue.param(name) is not None and name not in self._own and name != "bias"
+                        for name in params)):
             a = self._native_args if not params else None
             if a is None:
                 a = self._op_operands(params)

@@ -156,4 +156,4 @@ def fallback():
     """Why this thread's last call of fusedtune::linear's C++ implementation went to the Python one
     ("" when it did not): "layer", "weight", "x", "operand count", "operand", "device", "plan",
     "weight changed", "not bound"."""
-    return _C.fusedtune_torchop_fallback().decode() if _C is not None else ""
+    return _loaded.fusedtune_torchop_fallback().decode() if _loaded is not None else ""

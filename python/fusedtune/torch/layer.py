@@ -190,6 +190,7 @@ class FusedLinear(nn.Module):
         shape = core.Problem(1, self.out_features, self.in_features, self.epilogue.canonical).output_shape
         self._y_tail = tuple(shape[1:])
         self._native_args = None  # forward's (operands, scalars) for the operator: see _native_call_args
+        self._call_names = frozenset(name for name, _, _ in self._slots if name != "bias")  # forward(x, name=...)
         self._register_op()
 
     def _register_op(self):
@@ -326,10 +327,13 @@ class FusedLinear(nn.Module):
         if _compiling():
             return self._forward_op(x, params)
         if _native._C is not None and x.__class__ is _Tensor:  # the C++ operator: one call, the rest in C++
-            a = self._native_args or (None if params else self._native_call_args())
-            if a is None or params:
+            if not params:
+                a = self._native_args or self._native_call_args()
+                if a is not None:
+                    return _op_call(x, self._parameters["weight"], a[0], a[1], self.op_handle)
+            elif all(name in self._call_names for name in params):  # a matrix, a row vector, ...
                 return self._forward_op(x, params)
-            return _op_call(x, self._parameters["weight"], a[0], a[1], self.op_handle)
+            return self._forward_checked(x, params)  # what is missing or unknown, named
         f = self._fast
         if f is not None and not params and x.__class__ is _Tensor:
             hit = f.shapes.get(x.shape)
