@@ -19,9 +19,9 @@ Exit status: 0 every row measured; 3 some not tuned; 1 a failure (no C++ operato
 import argparse
 import os
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
 # name, M, N, K, epilogue, math, per-call matrix operand: decode and small layers, where host cost
@@ -37,17 +37,6 @@ ROWS = [
 ]
 
 
-def host_us(torch, fn, calls):
-    fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    dt = time.perf_counter() - t0
-    torch.cuda.synchronize()
-    return dt / calls * 1e6
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--db", required=True)
@@ -60,6 +49,7 @@ def main():
 
     import torch
     import torch.nn.functional as F
+    from bench_graphs import host_us
     import fusedtune
     from fusedtune.torch import FusedLinear, _native, op as torch_op
     status = torch_op.native_op_status()
@@ -84,15 +74,17 @@ def main():
             if math == "fp8":
                 if a.tune:  # an fp8 layer looks up only: tune its problem as the CLI would
                     from fusedtune import fp8 as f8
-                    db = fusedtune.Database(a.db, create=True)
-                    p = fusedtune.Problem(m, n, k, f8.fp8_epilogue(expr), "fp8")
-                    try:
-                        db.lookup(p)
-                    except fusedtune.NotFoundError:
-                        db.tune(p, budget_s=a.budget)
+                    with fusedtune.Database(a.db, create=True) as db:
+                        p = fusedtune.Problem(m, n, k, f8.fp8_epilogue(expr), "fp8")
+                        try:
+                            db.lookup(p)
+                        except fusedtune.NotFoundError:
+                            db.tune(p, budget_s=a.budget)
                 layer = FusedLinear.from_linear(lin, expr, math="fp8", db=a.db)
             else:
-                layer = FusedLinear.from_linear(lin, expr, math=math, db=a.db, autotune=autotune)
+                # fp32 tensors at fp32 accuracy (fp32 or 3xtf32, whichever the database says is faster).
+                layer = FusedLinear.from_linear(lin, expr, math=None if math == "fp32" else math, db=a.db, nearest=False,
+                                                autotune=autotune)
             with torch.inference_mode():
                 _native.use(False)
                 y_py = layer(x, **kw)
@@ -129,11 +121,11 @@ def main():
                     if k_ == "python":
                         _native.use(False)
                         try:
-                            best[k_] = min(best[k_], host_us(torch, lambda: layer(x, **kw), a.calls))
+                            best[k_] = min(best[k_], host_us(lambda: layer(x, **kw), a.calls))
                         finally:
                             _native.use(True)
                     else:
-                        best[k_] = min(best[k_], host_us(torch, fn, a.calls))
+                        best[k_] = min(best[k_], host_us(fn, a.calls))
         served = f"{plan.config.strategy} {plan.config.name}"[:38]
         print(f"{name:11s} {served:38s} " + " ".join(f"{best[k_]:8.2f}" for k_ in fns) +
               f" {best['native'] / best['F.linear']:6.3f}x")
