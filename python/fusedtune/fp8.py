@@ -20,7 +20,7 @@ from .errors import InvalidArgumentError, NotFoundError
 
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 from .torch import _native  # noqa: E402
-from .torch.op import _call as _op_call  # noqa: E402
+from .torch.op import PreparedArgs as _PreparedArgs, _call as _op_call  # noqa: E402
 _current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
 _TORCH_DTYPES = {_lib.FT_DTYPE_F32: torch.float32, _lib.FT_DTYPE_BF16: torch.bfloat16,
                  _lib.FT_DTYPE_F16: torch.float16, _lib.FT_DTYPE_E4M3: torch.float8_e4m3fn}
@@ -222,7 +222,7 @@ def _check_layer(weight, weight_scale, bias, epilogue, weight_scale2=None):
     return n, k, ep
 
 
-class FP8Linear(nn.Module):
+class FP8Linear(_PreparedArgs, nn.Module):
     """A bf16 linear layer y = E(x W^T) run in fp8 (see the module's text). weight e4m3 [N, K],
     weight_scale fp32 [N] (required), bias bf16 [N] or None; epilogue is the bf16 layer's E (not
     yet scaled: the fp8 problem's epilogue is fp8_epilogue(E), and an E that already names sx, sw

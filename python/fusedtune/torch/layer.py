@@ -41,7 +41,7 @@ class NearestShapeWarning(UserWarning):
     """A FusedLinear call runs a configuration tuned at another shape (correct, maybe slower)."""
 
 
-class FusedLinear(nn.Module):
+class FusedLinear(torch_op.PreparedArgs, nn.Module):
     """nn.Linear followed by an epilogue, as one tuned fusedtune kernel. Inference only.
 
     FusedLinear(in_features, out_features, bias=True, device=None, dtype=None, *, epilogue=None,

@@ -105,6 +105,26 @@ linear = torch.ops.fusedtune.linear
 _call = getattr(linear.default, "_op", linear.default)
 
 
+class PreparedArgs:
+    """A layer's mixin (before nn.Module) that drops the operator's arguments forward prepared once
+    (_native_args: the operand tensors the layer holds) wherever nn.Module replaces a held tensor
+    without __setattr__: a buffer registered again, .to() / .cuda() / .half() (_apply makes new
+    buffer tensors). __setattr__ drops them too (each layer's own)."""
+
+    def _apply(self, *args, **kwargs):
+        out = super()._apply(*args, **kwargs)
+        self.__dict__["_native_args"] = None
+        return out
+
+    def register_buffer(self, *args, **kwargs):
+        super().register_buffer(*args, **kwargs)
+        self.__dict__["_native_args"] = None
+
+    def register_parameter(self, *args, **kwargs):
+        super().register_parameter(*args, **kwargs)
+        self.__dict__["_native_args"] = None
+
+
 def native_op_status():
     """One line: "native: <path of the C++ implementation>" when fusedtune::linear's CUDA calls run
     in C++ (FusedLinear's and FP8Linear's forward call the operator), else "python: <why not>"

@@ -91,6 +91,14 @@ class NativeOpCpuTest(unittest.TestCase):
         self.assertEqual((calls[0][2], calls[0][3], calls[0][4]), ([layer.bias], [2.0], layer.op_handle))
         layer.bias = torch.nn.Parameter(torch.ones(8), requires_grad=False)  # a new bias: arguments made again
         self.assertIsNone(layer._native_args)
+        # A buffer replaced without __setattr__ (.to() makes new buffers; register_buffer) drops them too.
+        held = FusedLinear(16, 8, epilogue="x * g + bias where col g", params={"g": torch.ones(8)})
+        self.assertIs(held._native_call_args()[0][1], held.g)
+        held.double()
+        self.assertIsNone(held._native_args)
+        self.assertIs(held._native_call_args()[0][1], held.g)
+        held.register_buffer("g", torch.zeros(8, dtype=torch.float64))
+        self.assertIsNone(held._native_args)
 
     def test_checks_name_the_argument(self):
         layer = FusedLinear(16, 32, epilogue=ROW, params={"g": torch.ones(32), "s": 0.5})
