@@ -155,5 +155,5 @@ def forget_object(ptr):
 def fallback():
     """Why this thread's last call of fusedtune::linear's C++ implementation went to the Python one
     ("" when it did not): "layer", "weight", "x", "operand count", "operand", "device", "plan",
-    "weight changed", "not bound"."""
+    "weight changed", "launch refused" (FT_ERR_INVALID_ARG, nothing launched), "not bound"."""
     return _loaded.fusedtune_torchop_fallback().decode() if _loaded is not None else ""

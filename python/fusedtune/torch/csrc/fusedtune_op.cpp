@@ -174,16 +174,16 @@ at::Tensor linear(const at::Tensor &x, const at::Tensor &w, at::TensorList opera
     targs[n_t++] = ft_tensor_arg{slot.name.c_str(), vecs[s], static_cast<ft_dtype>(td)};
   }
   if (dev.type() != c10::DeviceType::CUDA) return lock.unlock(), python_path(x, w, operands, scalars, layer, "device");
+  std::vector<int64_t> shape(lead.begin(), lead.end());
+  shape.insert(shape.end(), L.y_tail.begin(), L.y_tail.end());
+  t_fallback = "";
+  if (m == 0) return at::empty(shape, x.options());
   const auto entry = L.plans.find(plan_key(dev.index(), m, wd));
   if (entry == L.plans.end()) return lock.unlock(), python_path(x, w, operands, scalars, layer, "plan");
   const Entry &e = entry->second;
   if (e.presplit && (w.const_data_ptr() != e.w_seen || (w.is_inference() ? -1 : w._version()) != e.w_version))
     return lock.unlock(), python_path(x, w, operands, scalars, layer, "weight changed");
-  std::vector<int64_t> shape(lead.begin(), lead.end());
-  shape.insert(shape.end(), L.y_tail.begin(), L.y_tail.end());
   at::Tensor y = at::empty(shape, x.options());
-  t_fallback = "";
-  if (m == 0) return y;
   const c10::DeviceGuard guard(dev);
   const c10::Stream current = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStream(dev);
   const auto stream = static_cast<cudaStream_t>(current.native_handle());
@@ -198,6 +198,7 @@ at::Tensor linear(const at::Tensor &x, const at::Tensor &w, at::TensorList opera
     auto *sx = reinterpret_cast<float *>(xq + codes);
     st = g_api.quantize(e.quantizer, x.const_data_ptr(), static_cast<ft_dtype>(xd), m, L.k, FT_SCALE_ROW, xq, sx,
                         stream);
+    if (st == FT_ERR_INVALID_ARG) return lock.unlock(), python_path(x, w, operands, scalars, layer, "launch refused");
     if (st != FT_OK) launch_failed(e, st);
     targs[n_t++] = ft_tensor_arg{L.slots[L.own_slot].name.c_str(), sx, FT_DTYPE_F32};
     ft_typed_args a{};
@@ -211,6 +212,9 @@ at::Tensor linear(const at::Tensor &x, const at::Tensor &w, at::TensorList opera
     a.n_scalars = n_s;
     st = g_api.launch_typed(e.plan, &a, stream);
   }
+  // A launch the library refused launched nothing (an alignment the plan's variant needs, say): the
+  // Python implementation launches it again and raises the error it names, as a typed exception.
+  if (st == FT_ERR_INVALID_ARG) return lock.unlock(), python_path(x, w, operands, scalars, layer, "launch refused");
   if (st != FT_OK) launch_failed(e, st);
   return y;
 }
@@ -307,7 +311,8 @@ __attribute__((visibility("default"))) void fusedtune_torchop_forget_object(cons
 }
 
 // Why this thread's last call of the op went to the Python implementation ("" when it did not):
-// "not bound", "layer", "weight", "x", "operand count", "operand", "device", "plan", "weight changed".
+// "not bound", "layer", "weight", "x", "operand count", "operand", "device", "plan", "weight changed",
+// "launch refused".
 __attribute__((visibility("default"))) const char *fusedtune_torchop_fallback(void) { return t_fallback; }
 
 }  // extern "C"
