@@ -271,8 +271,11 @@ class FP8Linear(_PreparedArgs, nn.Module):
         self._register_op()
 
     def _register_op(self):
-        from .torch import _native, op as torch_op
+        from .torch import op as torch_op
         self.op_handle = torch_op.register(self)
+        self._describe_op()
+
+    def _describe_op(self):
         ft = _native.FT_DTYPES
         _native.layer(self.op_handle, typed=True, n=self.out_features, k=self.in_features,
                       w_rows=self._buffers["weight"].shape[0], w_dtypes=[ft["float8_e4m3fn"]], x_dtype=ft["bfloat16"],
@@ -437,10 +440,12 @@ class FP8Linear(_PreparedArgs, nn.Module):
             return y
         with torch.cuda.device(dev):
             self._run(x, m, weight, vecs, sc, y, dev, given["sw"], given.get("sw2"))
-        from .torch import _native
         self._quantizer._forget_hook = _native.forget_object
-        _native.plan(self.op_handle, dev.index, m, _native.FT_DTYPES["float8_e4m3fn"], self.plan_for(m),
-                     quantizer=self._quantizer._q.value)
+        for _ in range(2):  # a layer made while the C++ implementation was off: described now
+            if _native.plan(self.op_handle, dev.index, m, _native.FT_DTYPES["float8_e4m3fn"], self.plan_for(m),
+                            quantizer=self._quantizer._q.value):
+                break
+            self._describe_op()
         return y
 
     def _run(self, x, m, w, vecs, scalars, y, dev, sw=None, sw2=None):

@@ -128,13 +128,15 @@ def layer(handle, *, n, k, w_rows, w_dtypes, x_dtype, y_tail, slots, typed=False
 def plan(handle, device, m, w_dtype, plan_obj, quantizer=None, w_seen=None):
     """Notes plan_obj (a fusedtune.Plan) as the one serving handle's calls of m rows on device
     with a weight of ft_dtype w_dtype; a pre-split plan with the weight (address, version) it
-    last launched with (version None: an inference tensor)."""
+    last launched with (version None: an inference tensor). False when the C++ implementation
+    does not know the layer (made while it was turned off: describe it, then note again)."""
     if _C is None or plan_obj._handle is None:
-        return
+        return True
     ptr, version = w_seen if w_seen is not None else (None, None)
     plan_obj._forget_hook = forget_object
-    _C.fusedtune_torchop_plan(handle, device, m, w_dtype, plan_obj._handle.value, plan_obj.db._ctx.value,
-                              quantizer, int(bool(plan_obj.presplit)), ptr, -1 if version is None else version)
+    return _C.fusedtune_torchop_plan(handle, device, m, w_dtype, plan_obj._handle.value, plan_obj.db._ctx.value,
+                                     quantizer, int(bool(plan_obj.presplit)), ptr,
+                                     -1 if version is None else version) == 0
 
 
 def clear(handle):

@@ -527,7 +527,10 @@ class FusedLinear(torch_op.PreparedArgs, nn.Module):
         self._note_weight(plan, weight)
         # The C++ implementation serves the next calls of this M (a pre-split plan while the weight
         # stays as it saw it here).
-        _native.plan(self.op_handle, dev.index, m, _native.FT_DTYPES[mode.dtype], plan, w_seen=plan.weight_seen)
+        for _ in range(2):  # a layer made while the C++ implementation was off: described now
+            if _native.plan(self.op_handle, dev.index, m, _native.FT_DTYPES[mode.dtype], plan, w_seen=plan.weight_seen):
+                break
+            self._describe_op()
         key = (tuple(t.data_ptr() for t in operands), tuple(scalars))
         arrays = self._op_args.get(key)
         if arrays is None:
