@@ -19,6 +19,8 @@ from ._lib import lib
 from .errors import InvalidArgumentError, NotFoundError
 
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+from .torch import _native  # noqa: E402
+from .torch.op import PreparedArgs as _PreparedArgs, _call as _op_call  # noqa: E402
 _current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
 _TORCH_DTYPES = {_lib.FT_DTYPE_F32: torch.float32, _lib.FT_DTYPE_BF16: torch.bfloat16,
                  _lib.FT_DTYPE_F16: torch.float16, _lib.FT_DTYPE_E4M3: torch.float8_e4m3fn}
@@ -79,6 +81,8 @@ class Quantizer:
 
     def close(self):
         if self._q.value:
+            if getattr(self, "_forget_hook", None) is not None:  # fusedtune.torch's C++ op lets go first
+                self._forget_hook(self._q.value)
             lib().ft_quantizer_destroy(self._q)
         self._q = ctypes.c_void_p()
 
@@ -218,7 +222,7 @@ def _check_layer(weight, weight_scale, bias, epilogue, weight_scale2=None):
     return n, k, ep
 
 
-class FP8Linear(nn.Module):
+class FP8Linear(_PreparedArgs, nn.Module):
     """A bf16 linear layer y = E(x W^T) run in fp8 (see the module's text). weight e4m3 [N, K],
     weight_scale fp32 [N] (required), bias bf16 [N] or None; epilogue is the bf16 layer's E (not
     yet scaled: the fp8 problem's epilogue is fp8_epilogue(E), and an E that already names sx, sw
@@ -259,6 +263,61 @@ class FP8Linear(nn.Module):
         self._db = db if isinstance(db, core.Database) else core.Database(db, readonly=True)
         self._quantizer, self._plans, self._launches = None, {}, {}
         self._bound = None  # the last call's binding without arguments: reused while its tensors are the layer's
+        self._y_tail = (n,)
+        # The operator fusedtune::linear's view of the layer: its operands are the vectors of E's
+        # slots but sx (which the call makes), in slot order.
+        self._op_slots = tuple((p.name, p.kind, p.default) for p in self.epilogue.params)
+        self._native_args = None
+        self._register_op()
+
+    def _register_op(self):
+        from .torch import op as torch_op
+        self.op_handle = torch_op.register(self)
+        self._describe_op()
+
+    def _describe_op(self):
+        ft = _native.FT_DTYPES
+        _native.layer(self.op_handle, typed=True, n=self.out_features, k=self.in_features,
+                      w_rows=self._buffers["weight"].shape[0], w_dtypes=[ft["float8_e4m3fn"]], x_dtype=ft["bfloat16"],
+                      y_tail=self._y_tail,
+                      slots=[(name, "own" if name == "sx" else kind, ft[self._vector_dtype(name)] if kind != "scalar"
+                              else -1) for name, kind, _ in self._op_slots])
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_quantizer"], state["_plans"], state["_launches"], state["_bound"] = None, {}, {}, None
+        state["_native_args"] = None
+        return state
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        self._register_op()
+
+    def __setattr__(self, name, value):
+        super().__setattr__(name, value)  # a new buffer: the operator's prepared arguments no longer hold
+        if name != "_native_args":
+            self.__dict__["_native_args"] = None
+
+    def _op_operands(self, params):
+        """(operands, scalars) of fusedtune::linear for a call with forward()'s params: the layer's
+        buffers (sw, sw2, the bias, vectors given at construction) and params; None when a slot has
+        no value (the checked path names it)."""
+        buf, operands, scalars = self._buffers, [], []
+        own = {"sw": "weight_scale", "sw2": "weight_scale2"}
+        for name, kind, default in self._op_slots:
+            if name == "sx":
+                continue
+            if kind == "scalar":
+                v = params[name] if name in params else self._binding.scalars.get(name, default)
+                if v is None or isinstance(v, bool) or not isinstance(v, (int, float)):
+                    return None
+                scalars.append(float(v))
+                continue
+            t = params.get(name, buf.get(own.get(name, name)))
+            if not isinstance(t, torch.Tensor):
+                return None
+            operands.append(t)
+        return operands, scalars
 
     @classmethod
     def from_linear(cls, linear, epilogue=None, db=None, params=None):
@@ -303,6 +362,16 @@ class FP8Linear(nn.Module):
     def forward(self, x, **params):
         """y = E(x W^T) for bf16 x [..., K]; params: E's vectors and scalars for this call (those
         not given at construction, or to override them)."""
+        if (_native._C is not None and x.__class__ is torch.Tensor  # the operator's C++ implementation
+                and all(self.epilogue.param(name) is not None and name not in self._own and name != "bias"
+                        for name in params)):
+            a = self._native_args if not params else None
+            if a is None:
+                a = self._op_operands(params)
+                if not params:
+                    self.__dict__["_native_args"] = a
+            if a is not None:
+                return _op_call(x, self._buffers["weight"], a[0], a[1], self.op_handle)
         grad = torch.is_grad_enabled()
         check_no_grad("x", x, grad)
         buf = self._buffers  # read once: nn.Module's attribute lookup of a buffer is slow
@@ -340,8 +409,48 @@ class FP8Linear(nn.Module):
                                    for n in self._own[2:] + tuple(vecs)], list(scalars))
         return launch
 
-    def _run(self, x, m, w, vecs, scalars, y, dev):
-        """The quantizer on x, then the plan of m rows, on dev (the current device) and its stream."""
+    def _run_op(self, x, weight, operands, scalars):
+        """fusedtune::linear's Python implementation for this layer (see op.py): forward's checks of
+        the operands given, the launch, and the plan noted for the C++ implementation."""
+        grad = torch.is_grad_enabled()
+        n, k = self.out_features, self.in_features
+        names = [name for name, kind, _ in self._op_slots if kind != "scalar" and name != "sx"]
+        snames = [name for name, kind, _ in self._op_slots if kind == "scalar"]
+        if len(operands) != len(names) or len(scalars) != len(snames):
+            raise InvalidArgumentError(f"fusedtune::linear: {len(operands)} operands and {len(scalars)} scalars for "
+                                       f"the fp8 epilogue '{self.epilogue.canonical}', which takes {len(names)} "
+                                       f"({', '.join(names)}) and {len(snames)}")
+        check_no_grad("x", x, grad)
+        check_tensor("weight", weight, dtype="float8_e4m3fn", device=None, shape=tuple(self._buffers["weight"].shape))
+        dev = weight.device
+        check_tensor("x", x, dtype="bfloat16", device=dev, shape=tuple(x.shape[:-1]) + (k,))
+        lead = tuple(x.shape[:-1])
+        m = _math.prod(lead)
+        given = dict(zip(names, operands))
+        for name in self._own[1:]:
+            check_tensor(name, given[name], dtype="float32", device=dev, shape=(n,),
+                         hint=" (one fp32 scale per output channel)")
+            check_no_grad(name, given[name], grad)
+        kwargs = {name: t for name, t in given.items() if name not in self._own}
+        kwargs.update(zip(snames, scalars))
+        vecs, sc = self._binding.bind(m, n, lambda name: None, kwargs, dtype=self._vector_dtype, device=dev,
+                                      grad_enabled=grad, lead=lead)
+        y = torch.empty(lead + (n,), dtype=torch.bfloat16, device=dev)
+        if m == 0:
+            return y
+        with torch.cuda.device(dev):
+            self._run(x, m, weight, vecs, sc, y, dev, given["sw"], given.get("sw2"))
+        self._quantizer._forget_hook = _native.forget_object
+        for _ in range(2):  # a layer made while the C++ implementation was off: described now
+            if _native.plan(self.op_handle, dev.index, m, _native.FT_DTYPES["float8_e4m3fn"], self.plan_for(m),
+                            quantizer=self._quantizer._q.value):
+                break
+            self._describe_op()
+        return y
+
+    def _run(self, x, m, w, vecs, scalars, y, dev, sw=None, sw2=None):
+        """The quantizer on x, then the plan of m rows, on dev (the current device) and its stream;
+        sw and sw2 the layer's scales unless given."""
         k = self.in_features
         launch = self._launch_for(m, vecs, scalars)
         if self._quantizer is None:
@@ -354,8 +463,10 @@ class FP8Linear(nn.Module):
         sx = xq + codes
         stream = _stream(dev)
         self._quantizer._run(x.data_ptr(), _lib.FT_DTYPE_BF16, m, k, True, xq, sx, stream)
-        own = [self._buffers["weight_scale2"].data_ptr()] if len(self._own) > 2 else []
-        launch(xq, w.data_ptr(), y.data_ptr(), sx, self._buffers["weight_scale"].data_ptr(),
+        sw = self._buffers["weight_scale"] if sw is None else sw
+        sw2 = self._buffers["weight_scale2"] if sw2 is None else sw2
+        own = [sw2.data_ptr()] if len(self._own) > 2 else []
+        launch(xq, w.data_ptr(), y.data_ptr(), sx, sw.data_ptr(),
                own + [t.data_ptr() for t in vecs.values()], list(scalars.values()), stream)
 
 

@@ -66,6 +66,7 @@ class Plan(_Owned):
         # A pre-split 3xtf32 configuration keeps W split between launches: weight_changed().
         self.presplit = _presplit(config.config)
         self.weight_seen = None  # (address, version) of the weight it last launched with
+        self._forget_hook = None  # called with the ft_plan's address before it is destroyed
 
     def __repr__(self):
         return (f"<fusedtune.Plan {self.problem.shape} {self.mode.name} {self.config.strategy} {self.config.name}"
@@ -75,6 +76,8 @@ class Plan(_Owned):
         """Frees the plan (also done by its database's close()). Twice is fine."""
         with self.db._lock:
             if self._handle is not None and self._handle.value:
+                if self._forget_hook is not None:  # whoever holds the pointer (fusedtune.torch's C++ op) lets go
+                    self._forget_hook(self._handle.value)
                 lib().ft_plan_destroy(self._handle)
             self._handle = None
 

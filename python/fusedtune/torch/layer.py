@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from .. import _launch, core
-from . import op as torch_op
+from . import _native, op as torch_op
 from ..plan import slot_arrays
 from .._binding import Binding, check_no_grad, check_tensor, dtype_name
 from .._lib import lib
@@ -34,13 +34,14 @@ _current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.curre
 _grad_enabled = torch.is_grad_enabled
 _compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or (lambda: False)
 _Tensor = torch.Tensor
+_op_call = torch_op._call
 
 
 class NearestShapeWarning(UserWarning):
     """A FusedLinear call runs a configuration tuned at another shape (correct, maybe slower)."""
 
 
-class FusedLinear(nn.Module):
+class FusedLinear(torch_op.PreparedArgs, nn.Module):
     """nn.Linear followed by an epilogue, as one tuned fusedtune kernel. Inference only.
 
     FusedLinear(in_features, out_features, bias=True, device=None, dtype=None, *, epilogue=None,
@@ -188,7 +189,20 @@ class FusedLinear(nn.Module):
         # after a row reduction (y is [...]), (out_features // w,) after a pool.
         shape = core.Problem(1, self.out_features, self.in_features, self.epilogue.canonical).output_shape
         self._y_tail = tuple(shape[1:])
+        self._native_args = None  # forward's (operands, scalars) for the operator: see _native_call_args
+        self._call_names = frozenset(name for name, _, _ in self._slots if name != "bias")  # forward(x, name=...)
+        self._register_op()
+
+    def _register_op(self):
+        """A handle for the operator, and the layer described to its C++ implementation (_native)."""
         self.op_handle = torch_op.register(self)
+        self._describe_op()
+
+    def _describe_op(self):
+        dtypes = (core.DEFAULT_MODE if self.math is None else {core.math_mode(self.math).dtype: None})
+        _native.layer(self.op_handle, n=self.out_features, k=self.in_features, w_rows=self._w_rows,
+                      w_dtypes=[_native.FT_DTYPES[d] for d in dtypes], x_dtype=-1, y_tail=self._y_tail,
+                      slots=[(name, kind, -1) for name, kind, _ in self._slots])
 
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, "
@@ -198,13 +212,14 @@ class FusedLinear(nn.Module):
         # Open databases and loaded plans belong to this process: a copy makes its own.
         state = self.__dict__.copy()
         state["_dbs"], state["_plans"], state["_fast"], state["_op_args"] = {}, {}, None, {}
+        state["_native_args"] = None
         if isinstance(state["_db_arg"], core.Database):
             state["_db_arg"] = state["_db_arg"].path
         return state
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        self.op_handle = torch_op.register(self)  # the copy's own: the op finds a layer by its handle
+        self._register_op()  # the copy's own: the op finds a layer by its handle
 
     def _mode(self):
         """The MathMode for the weight's dtype (and the asked-for mode, which must fit it)."""
@@ -273,20 +288,52 @@ class FusedLinear(nn.Module):
         return self.plan_for(m, device).config
 
     def __setattr__(self, name, value):
-        # A new weight, bias, buffer or math mode: the fast path's recorded state no longer holds.
+        # A new weight, bias, buffer or math mode: the fast path's recorded state and the
+        # operator's prepared arguments no longer hold; a new mode, the C++ op's description.
         super().__setattr__(name, value)
-        if name != "_fast":
-            self.__dict__["_fast"] = None
+        if name not in ("_fast", "_native_args"):
+            self.__dict__["_fast"] = self.__dict__["_native_args"] = None
+        if name == "math" and "op_handle" in self.__dict__:
+            self._describe_op()  # its plans dropped too
 
     def __delattr__(self, name):
         super().__delattr__(name)
-        self.__dict__["_fast"] = None
+        self.__dict__["_fast"] = self.__dict__["_native_args"] = None
+
+    def _native_call_args(self):
+        """(operands, scalars) of a call without keyword arguments, from the layer's bias, buffers
+        and scalars (kept until an attribute is set); None when a slot has no value held (a matrix,
+        a vector given per call): such calls build their lists (_forward_op)."""
+        operands, scalars = [], []
+        for name, kind, default in self._slots:
+            if kind == "scalar":
+                v = self._binding.scalars.get(name, default)
+                if v is None:
+                    return None
+                scalars.append(float(v))
+            elif kind != "mat" and (name == "bias" or name in self._binding.buffers):
+                t = getattr(self, name)
+                if not isinstance(t, torch.Tensor):
+                    return None
+                operands.append(t)
+            else:
+                return None
+        self.__dict__["_native_args"] = (operands, scalars)
+        return operands, scalars
 
     def forward(self, x, **params):
         """y = E(x W^T) for x [..., in_features]: y [..., out_features], [...] after a row reduction
         (logsumexp, rowsum, ...; docs/EPILOGUE.md); params: epilogue parameters for this call."""
         if _compiling():
             return self._forward_op(x, params)
+        if _native._C is not None and x.__class__ is _Tensor:  # the C++ operator: one call, the rest in C++
+            if not params:
+                a = self._native_args or self._native_call_args()
+                if a is not None:
+                    return _op_call(x, self._parameters["weight"], a[0], a[1], self.op_handle)
+            elif all(name in self._call_names for name in params):  # a matrix, a row vector, ...
+                return self._forward_op(x, params)
+            return self._forward_checked(x, params)  # what is missing or unknown, named
         f = self._fast
         if f is not None and not params and x.__class__ is _Tensor:
             hit = f.shapes.get(x.shape)
@@ -315,6 +362,7 @@ class FusedLinear(nn.Module):
                 plan.weight_changed()
                 plan.weight_seen = None
         self.__dict__["_fast"] = None
+        _native.clear(self.op_handle)  # its next call of each M comes through _note_weight
 
     def _note_weight(self, plan, w):
         """Before a launch of plan: a pre-split plan (3xtf32, "presplit") keeps W split while its
@@ -441,7 +489,7 @@ class FusedLinear(nn.Module):
             if grad and t.requires_grad:
                 _op_fail(f"{name} requires grad, but FusedLinear is inference-only (no backward): run it under "
                          f"torch.no_grad() or torch.inference_mode(), or pass {name}.detach()")
-        return torch_op.linear(x, self.weight, operands, scalars, self.op_handle)
+        return (torch_op.linear if _compiling() else _op_call)(x, self.weight, operands, scalars, self.op_handle)
 
     def _run_op(self, x, weight, operands, scalars):
         """fusedtune::linear's CUDA implementation for this layer: every check forward's checked
@@ -450,6 +498,8 @@ class FusedLinear(nn.Module):
         check_no_grad("x", x, grad)
         check_no_grad("weight", weight, grad)
         n, k = self.out_features, self.in_features
+        if not isinstance(x, torch.Tensor) or x.dim() < 1 or x.shape[-1] != k:
+            raise InvalidArgumentError(f"x has shape {list(x.shape)}, expected [..., {k}] (in_features)")
         mode = self._mode()
         check_tensor("weight", weight, dtype=mode.dtype, device=None, shape=(self._w_rows, k))
         dev = weight.device
@@ -475,6 +525,12 @@ class FusedLinear(nn.Module):
             return y
         plan = self.plan_for(m, dev)
         self._note_weight(plan, weight)
+        # The C++ implementation serves the next calls of this M (a pre-split plan while the weight
+        # stays as it saw it here).
+        for _ in range(2):  # a layer made while the C++ implementation was off: described now
+            if _native.plan(self.op_handle, dev.index, m, _native.FT_DTYPES[mode.dtype], plan, w_seen=plan.weight_seen):
+                break
+            self._describe_op()
         key = (tuple(t.data_ptr() for t in operands), tuple(scalars))
         arrays = self._op_args.get(key)
         if arrays is None:

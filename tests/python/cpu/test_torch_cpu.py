@@ -390,6 +390,8 @@ class FusedLinearCpuTest(unittest.TestCase):
         # with x's and y's new addresses; any change the checks look at sends it to the checked
         # path, which refuses CPU tensors ("weight is on cpu").
         import fusedtune.torch.layer as ft  # the module whose globals forward reads
+        from fusedtune.torch import _native
+        _native.use(False)  # the Python path's fast path (the C++ operator's: test_torch_native_cpu.py)
         launches = []
 
         class FakePlan:
@@ -441,6 +443,7 @@ class FusedLinearCpuTest(unittest.TestCase):
                 self.assertRejects("weight is on cpu", layer, x)
         finally:
             ft._current_device, ft._raw_stream = saved
+            _native.use(True)
 
     def test_note_weight(self):
         # A pre-split plan is told when its weight changed in place since its last launch (torch's

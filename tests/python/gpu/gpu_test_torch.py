@@ -216,7 +216,14 @@ def check_fast_path(db, mode, gen):
 
     x = torch.rand((37, k), generator=gen, device="cuda").to(dtype)
     run("first call (checked)", x)
-    record(layer._fast is not None, f"{desc} a signature kept after the first call")
+    from fusedtune.torch import _native
+    if _native.active():
+        desc = f"native {mode.name:5s}"
+        record(_native.fallback() == "plan", f"{desc} the first call resolved its plan in Python")
+        run("second call (C++)", x)
+        record(_native.fallback() == "", f"{desc} the second call stayed in C++ ('{_native.fallback()}')")
+    else:
+        record(layer._fast is not None, f"{desc} a signature kept after the first call")
     run("new x values", torch.rand((37, k), generator=gen, device="cuda").to(dtype))
     with torch.no_grad():
         layer.weight.neg_()
@@ -351,8 +358,16 @@ def main():
         if last:
             check_errors(path, *last, mode)
         try:
-            if not args.gated_only:
-                check_fast_path(path, mode, gen)
+            if not args.gated_only:  # forward's Python fast path, then the same calls through the C++ operator
+                from fusedtune.torch import _native
+                native = _native.active()
+                _native.use(False)
+                try:
+                    check_fast_path(path, mode, gen)
+                finally:
+                    _native.use(True)
+                if native:
+                    check_fast_path(path, mode, gen)
         except fusedtune.FusedtuneError as e:
             record(False, f"fast   {mode.name:5s}: {type(e).__name__}: {e}")
         try:

@@ -31,6 +31,7 @@ if not torch.cuda.is_available():
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python"))
 import fusedtune  # noqa: E402
 from fusedtune import _launch  # noqa: E402
+from fusedtune.torch import _native  # noqa: E402
 from fusedtune import torch as fused_torch  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "bench", "python"))
@@ -129,6 +130,8 @@ def main():
         if len(paths) == 1:
             print(f"note  no compiled launch path here ({_launch.WHY}): ctypes only")
         hx = model.up(x)
+        native = _native.active()  # forward's Python paths: the C++ operator turned off meanwhile
+        _native.use(False)
         for path in paths:
             _launch.use(path)
             for layer in layers:
@@ -153,6 +156,18 @@ def main():
                                             fused_torch._raw_stream(f.index))}
         print("      host us per step: " + ", ".join(f"{k} {host_us(fn):.1f}" for k, fn in steps.items()))
         _launch.use()
+        _native.use(True)
+        if native:  # the C++ operator: one call per layer call, the same plans and launches
+            y_native = model(x)
+            record(torch.equal(y_native, model(x)) and rel_l2(y_native, y_eager.double()) <= 1e-2,
+                   f"C++ operator: rel diff {rel_l2(y_native, y_eager.double()):.1e} from the first call's "
+                   f"(bitwise equal: {torch.equal(y_native, y_eager)}); fallback '{_native.fallback()}'")
+            record(_native.fallback() == "", "C++ operator: the calls stayed in C++ (no fallback)")
+            us = host_us(lambda: model.down(hx))
+            lin = host_us(lambda: torch.nn.functional.linear(hx, model.down.weight))
+            print(f"      host us per call, C++ operator: FusedLinear {us:.1f} (F.linear {lin:.1f})")
+        else:
+            print(f"note  no C++ operator here ({_native.status()})")
 
         # torch.compile, the whole block in one graph of fusedtune::linear calls.
         explained = torch._dynamo.explain(model)(x)
