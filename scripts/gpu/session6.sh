@@ -7,7 +7,10 @@
 #   set    bench_set.sh in the `default` mode (fp32 tensors, no --math: fp32 accuracy) on issue
 #          55's elementwise problems and GEMM shapes, FusedLinear vs torch.mm (SGEMM) and eager;
 #   api    gpu_test_api (the fp32 default served at SGEMM's error);
-#   kb1,kb2  KernelBench level 2 fp32, part 1 or 2 of two (KB_S seconds each), no torch.compile;
+#   host   the C++ operator: its GPU tests (ctest python_gpu_torch*, python_torch_native*), then
+#          bench/python/bench_host.py --tune (host us per call against F.linear, per plan kind);
+#   kb     KernelBench level 2 fp32, the 37 in one part (KB_S seconds), no torch.compile;
+#   kb1,kb2  the same, part 1 or 2 of two (KB_S seconds each);
 #   tests  the GPU tests in TESTS.
 # Logs under $OUT; the table printed last.
 set -u
@@ -38,12 +41,18 @@ run_test() { # name limit
   grep -E "FAIL|failed" "$OUT/$1.txt" | head -3 >> "$T"
 }
 has api && run_test gpu_test_api 90
-for part in 1 2; do
-  has kb$part || continue
-  OUT=$OUT KB=.kb/level2 DTYPE=fp32 PART=$part PARTS=2 BUDGET=15 TRIALS=50 ARGS=--no-compile \
+for part in 0 1 2; do
+  if [ $part = 0 ]; then has kb || continue; parts=1; p=1; else has kb$part || continue; parts=2; p=$part; fi
+  OUT=$OUT KB=.kb/level2 DTYPE=fp32 PART=$p PARTS=$parts BUDGET=${KB_BUDGET:-15} TRIALS=${KB_TRIALS:-50} ARGS=--no-compile \
     timeout "${KB_S:-300}" scripts/gpu/kernelbench.sh > "$OUT/kb$part.txt" 2>&1
   echo "kb level2 fp32 part $part rc=$? $(el)" | tee -a "$T"; sed -n '/^problem/,$p' "$OUT/kb$part.txt" >> "$T"
 done
+if has host; then
+  timeout "${HOST_TESTS_S:-150}" ctest --test-dir build -R "python_gpu_torch|python_torch_native" --output-on-failure > "$OUT/host_tests.txt" 2>&1
+  echo "host tests rc=$? $(el): $(grep -E 'tests passed|Passed|Failed' "$OUT/host_tests.txt" | tail -4 | cut -c1-90 | paste -sd' ')" | tee -a "$T"
+  FUSEDTUNE_LIBRARY=$PWD/build timeout "${HOST_S:-150}" python3 bench/python/bench_host.py --db /tmp/host.db --tune > "$OUT/bench_host.txt" 2>&1
+  echo "bench_host rc=$? $(el)" | tee -a "$T"; tail -14 "$OUT/bench_host.txt" >> "$T"
+fi
 if has tests; then for t in ${TESTS:-}; do run_test "${t%%:*}" "${t##*:}"; done; fi
 echo "total $(el)" | tee -a "$T"
 echo; cat "$T"
