@@ -302,7 +302,7 @@ class FP8Linear(_PreparedArgs, nn.Module):
         """(operands, scalars) of fusedtune::linear for a call with forward()'s params: the layer's
         buffers (sw, sw2, the bias, vectors given at construction) and params; None when a slot has
         no value (the checked path names it)."""
-        buf, operands, scalars = self._buffers, [], []
+        buf, operands, scalars, keys = self._buffers, [], [], []
         own = {"sw": "weight_scale", "sw2": "weight_scale2"}
         for name, kind, default in self._op_slots:
             if name == "sx":
@@ -317,7 +317,8 @@ class FP8Linear(_PreparedArgs, nn.Module):
             if not isinstance(t, torch.Tensor):
                 return None
             operands.append(t)
-        return operands, scalars
+            keys.append(None if name in params else own.get(name, name))
+        return operands, scalars, keys
 
     @classmethod
     def from_linear(cls, linear, epilogue=None, db=None, params=None):
@@ -365,13 +366,16 @@ class FP8Linear(_PreparedArgs, nn.Module):
         if (_native._C is not None and x.__class__ is torch.Tensor  # the operator's C++ implementation
                 and all(self.epilogue.param(name) is not None and name not in self._own and name != "bias"
                         for name in params)):
+            buf = self._buffers
             a = self._native_args if not params else None
-            if a is None:
+            # The held buffers still the module's (functional_call and direct writes bypass __setattr__).
+            if a is None or not all(buf.get(key) is t for key, t in zip(a[2], a[0])):
                 a = self._op_operands(params)
                 if not params:
                     self.__dict__["_native_args"] = a
-            if a is not None:
-                return _op_call(x, self._buffers["weight"], a[0], a[1], self.op_handle)
+            w = buf.get("weight")
+            if a is not None and w is not None:
+                return _op_call(x, w, a[0], a[1], self.op_handle)
         grad = torch.is_grad_enabled()
         check_no_grad("x", x, grad)
         buf = self._buffers  # read once: nn.Module's attribute lookup of a buffer is slow

@@ -77,8 +77,14 @@ def load():
     c.fusedtune_torchop_forget_object.argtypes = [ctypes.c_void_p]
     c.fusedtune_torchop_forget_object.restype = None
     c.fusedtune_torchop_fallback.restype = ctypes.c_char_p
-    if c.fusedtune_torchop_bind(*[address(f) for f in (lib.ft_plan_launch_ptrs, lib.ft_plan_launch_typed,
-                                                       lib.ft_quantize_e4m3, lib.ft_errmsg, lib.ft_status_string)]):
+    # Addresses are 64-bit: without argtypes ctypes would pass them as C ints, cut to 32 bits.
+    c.fusedtune_torchop_bind.argtypes = [ctypes.c_void_p] * 5
+    c.fusedtune_torchop_bind.restype = ctypes.c_int
+    c.fusedtune_torchop_bound.argtypes = [ctypes.c_int]
+    c.fusedtune_torchop_bound.restype = ctypes.c_void_p
+    fns = [address(f) for f in (lib.ft_plan_launch_ptrs, lib.ft_plan_launch_typed, lib.ft_quantize_e4m3,
+                                 lib.ft_errmsg, lib.ft_status_string)]
+    if c.fusedtune_torchop_bind(*fns) or [c.fusedtune_torchop_bound(i) for i in range(5)] != fns:
         WHY = f"{path}: binding the library's functions failed"  # its kernels then send every call to Python
         return None, WHY
     _C = _loaded = c
@@ -139,19 +145,21 @@ def plan(handle, device, m, w_dtype, plan_obj, quantizer=None, w_seen=None):
                                      -1 if version is None else version) == 0
 
 
+# These reach the loaded implementation even while use(False): its kernel stays registered for
+# direct operator calls and compiled graphs, and must not keep a freed plan or a dead layer.
 def clear(handle):
-    if _C is not None:
-        _C.fusedtune_torchop_clear(handle, 0)
+    if _loaded is not None:
+        _loaded.fusedtune_torchop_clear(handle, 0)
 
 
 def forget(handle):
-    if _C is not None:
-        _C.fusedtune_torchop_clear(handle, 1)
+    if _loaded is not None:
+        _loaded.fusedtune_torchop_clear(handle, 1)
 
 
 def forget_object(ptr):
-    if _C is not None and ptr:
-        _C.fusedtune_torchop_forget_object(ptr)
+    if _loaded is not None and ptr:
+        _loaded.fusedtune_torchop_forget_object(ptr)
 
 
 def fallback():

@@ -304,7 +304,7 @@ class FusedLinear(torch_op.PreparedArgs, nn.Module):
         """(operands, scalars) of a call without keyword arguments, from the layer's bias, buffers
         and scalars (kept until an attribute is set); None when a slot has no value held (a matrix,
         a vector given per call): such calls build their lists (_forward_op)."""
-        operands, scalars = [], []
+        operands, scalars, names = [], [], []
         for name, kind, default in self._slots:
             if kind == "scalar":
                 v = self._binding.scalars.get(name, default)
@@ -316,10 +316,20 @@ class FusedLinear(torch_op.PreparedArgs, nn.Module):
                 if not isinstance(t, torch.Tensor):
                     return None
                 operands.append(t)
+                names.append(name)
             else:
                 return None
-        self.__dict__["_native_args"] = (operands, scalars)
-        return operands, scalars
+        self.__dict__["_native_args"] = (operands, scalars, names)
+        return self._native_args
+
+    def _native_args_current(self, a):
+        """Whether the held operands are still the module's: functional_call and direct writes to
+        _parameters or _buffers replace them without __setattr__."""
+        p, b = self._parameters, self._buffers
+        for name, t in zip(a[2], a[0]):
+            if (p.get(name) if name in p else b.get(name)) is not t:
+                return False
+        return True
 
     def forward(self, x, **params):
         """y = E(x W^T) for x [..., in_features]: y [..., out_features], [...] after a row reduction
@@ -329,8 +339,11 @@ class FusedLinear(torch_op.PreparedArgs, nn.Module):
         if _native._C is not None and x.__class__ is _Tensor:  # the C++ operator: one call, the rest in C++
             if not params:
                 a = self._native_args or self._native_call_args()
-                if a is not None:
-                    return _op_call(x, self._parameters["weight"], a[0], a[1], self.op_handle)
+                if a is not None and not self._native_args_current(a):
+                    a = self._native_call_args()
+                w = self._parameters.get("weight")  # None in a DataParallel replica: the checked path
+                if a is not None and w is not None:
+                    return _op_call(x, w, a[0], a[1], self.op_handle)
             elif all(name in self._call_names for name in params):  # a matrix, a row vector, ...
                 return self._forward_op(x, params)
             return self._forward_checked(x, params)  # what is missing or unknown, named
@@ -467,7 +480,7 @@ class FusedLinear(torch_op.PreparedArgs, nn.Module):
         """forward() as a call of the torch op fusedtune::linear, in steps Dynamo traces into one
         graph (no data pointers, no ctypes): the op checks its tensors when it runs."""
         grad = torch.is_grad_enabled()
-        operands, scalars = [], []
+        operands, scalars, names = [], [], []
         for name, kind, default in self._slots:
             if kind == "scalar":
                 v = params[name] if name in params else self._binding.scalars.get(name, default)

@@ -76,7 +76,7 @@ class NativeOpCpuTest(unittest.TestCase):
         with torch.no_grad():
             # Every check passes in C++ but the device's: CPU tensors go on to Python, which refuses them.
             self.assertEqual(self.refused("weight is on cpu", layer, x), "device")
-            self.assertEqual(layer._native_args, ([layer.bias], [2.0]))
+            self.assertEqual(layer._native_args, ([layer.bias], [2.0], ["bias"]))
             calls = []
             saved = torch_op._call
             import fusedtune.torch.layer as lm
@@ -89,6 +89,18 @@ class NativeOpCpuTest(unittest.TestCase):
         self.assertIs(calls[0][0], x)
         self.assertIs(calls[0][1], layer.weight)
         self.assertEqual((calls[0][2], calls[0][3], calls[0][4]), ([layer.bias], [2.0], layer.op_handle))
+        # functional_call swaps the bias in _parameters without __setattr__: the call gets the new one,
+        # and the layer's own again after it.
+        nb = torch.full((8,), 3.0)
+        lm._op_call = lambda *a: calls.append(a) or a[0]
+        try:
+            with torch.no_grad():
+                torch.func.functional_call(layer, {"bias": nb}, (x,))
+                layer(x)
+        finally:
+            lm._op_call = saved
+        self.assertIs(calls[1][2][0], nb)
+        self.assertIs(calls[2][2][0], layer.bias)
         layer.bias = torch.nn.Parameter(torch.ones(8), requires_grad=False)  # a new bias: arguments made again
         self.assertIsNone(layer._native_args)
         # A buffer replaced without __setattr__ (.to() makes new buffers; register_buffer) drops them too.

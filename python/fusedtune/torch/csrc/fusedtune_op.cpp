@@ -243,6 +243,16 @@ __attribute__((visibility("default"))) int fusedtune_torchop_bind(void *launch_p
   return 0;
 }
 
+// What fusedtune_torchop_bind holds, i in 0..4 in its argument order (NULL otherwise): the loader
+// checks the addresses arrived whole.
+__attribute__((visibility("default"))) void *fusedtune_torchop_bound(int i) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  void *const fns[5] = {reinterpret_cast<void *>(g_api.launch_ptrs), reinterpret_cast<void *>(g_api.launch_typed),
+                        reinterpret_cast<void *>(g_api.quantize), reinterpret_cast<void *>(g_api.errmsg),
+                        reinterpret_cast<void *>(g_api.status_string)};
+  return i >= 0 && i < 5 ? fns[i] : nullptr;
+}
+
 // A layer the op serves (replacing any of that handle, plans dropped). kinds: one letter per
 // epilogue slot ('c', 'r', 'm', 's'; 'o' for a vector the op fills: fp8's sx); dtypes: an ft_dtype
 // per slot, -1 for x's; names: the slots' names (fp8 binds by name).
