@@ -64,6 +64,11 @@ def load():
     except (OSError, RuntimeError) as e:
         WHY = f"{path} does not load: {e}"
         return None, WHY
+    c.fusedtune_torchop_abi.restype = ctypes.c_int
+    if c.fusedtune_torchop_abi() != lib.version_number:
+        WHY = (f"{path} was built for fusedtune {c.fusedtune_torchop_abi()}, the library loaded is "
+               f"{lib.version_number} ({lib.path}): rebuild fusedtune")
+        return None, WHY  # its kernels stay registered, unbound: every call goes to Python
     address = lambda fn: ctypes.cast(fn, ctypes.c_void_p).value  # noqa: E731
     c.fusedtune_torchop_layer.argtypes = [ctypes.c_int64, ctypes.c_int, ctypes.c_int64, ctypes.c_int64,
                                           ctypes.c_int64, ctypes.c_uint, ctypes.c_int, ctypes.POINTER(ctypes.c_int64),

@@ -12,8 +12,10 @@
 // It does not link libfusedtune: fusedtune_torchop_bind takes the functions' addresses from the
 // library the package loaded (as python/ext/launch.c does), so both paths call one library. It
 // links c10 and torch_cpu only (the current stream through c10's device guard interface), so one
-// build serves CUDA and CPU torch alike. One mutex serializes the launches (a context and its
-// plans serve one thread at a time: include/fusedtune.h).
+// build serves CUDA and CPU torch alike. One mutex serializes the C++ launches (a context and its
+// plans serve one thread at a time: include/fusedtune.h); the Python paths do not take it, so a
+// call resolved in Python on one thread may overlap a C++ launch on another (docs/PYTHON.md says
+// to keep one Database's layers on one thread).
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/grad_mode.h>
@@ -242,6 +244,10 @@ __attribute__((visibility("default"))) int fusedtune_torchop_bind(void *launch_p
   g_api.status_string = reinterpret_cast<status_string_fn>(status_string);
   return 0;
 }
+
+// The fusedtune this was compiled against (FUSEDTUNE_VERSION_NUMBER): the loader refuses a library
+// of another version, whose structs (ft_tensor_arg, ft_typed_args) may differ.
+__attribute__((visibility("default"))) int fusedtune_torchop_abi(void) { return FUSEDTUNE_VERSION_NUMBER; }
 
 // What fusedtune_torchop_bind holds, i in 0..4 in its argument order (NULL otherwise): the loader
 // checks the addresses arrived whole.
