@@ -25,6 +25,7 @@ without torch or a GPU. Exit status: 0 all rows measured; 3 some not tuned; 1 a 
 output not finite, a capture or launch error).
 """
 import argparse
+import ctypes
 import os
 import re
 import shlex
@@ -153,6 +154,10 @@ def parse_args(argv=None):
     ap.add_argument("--rounds", type=int, default=20, help=f"timed rounds per measurement (at least {MIN_ROUNDS}; "
                                                            "default 20)")
     ap.add_argument("--calls", type=int, default=20, help="calls per graph and per pipelined timing (default 20)")
+    ap.add_argument("--chain", action="store_true",
+                    help="also time the eager chain as fusedtune stores it (family eager_chain: the mode's "
+                         "cuBLAS GEMM, then fusedtune's step kernels) beside PyTorch eager in CUDA graphs: "
+                         "issue 53's floor, each step kernel against PyTorch's for the same step")
     ap.add_argument("--dry-run", action="store_true", help="print the plan and the tune commands; no torch, no GPU")
     ap.add_argument("--list", action="store_true", help="print the selected problems as shape<TAB>epilogue lines")
     args = ap.parse_args(argv)
@@ -330,6 +335,33 @@ def fmt_ratio(a, b):
     return f"{a / b:7.3f}x" if a is not None and b else f"{'-':>8s}"
 
 
+def chain_launcher(fusedtune, layer, p, x, w, b, y_like):
+    """A call of the problem's eager chain (family eager_chain) as a Plan of the served plan's mode
+    and problem, or (None, why) where the family has no variant for it."""
+    import dataclasses
+    served = layer.plan_for(p.m)
+    problem, cfg = served.problem, served.config
+    v = next((v for v in fusedtune.variants(problem) if v.name.startswith("eager_")), None)
+    if v is None:
+        return None, "no eager chain for this epilogue"
+    raw = type(cfg.raw)()
+    ctypes.memmove(ctypes.byref(raw), ctypes.byref(cfg.raw), ctypes.sizeof(raw))
+    raw.strategy, raw.name, raw.config, raw.source_hash = (v.strategy.encode(), v.name.encode(), v.config.encode(),
+                                                           v.source_hash.encode())
+    plan = served.db.plan(problem, dataclasses.replace(cfg, strategy=v.strategy, name=v.name, config=v.config,
+                                                       source_hash=v.source_hash, raw=raw))
+    vecs = {"bias": b.data_ptr()} if b is not None else {}
+    vecs.update({name: t.data_ptr() for name, t in MATS.items()})
+    args = plan.make_args(x.data_ptr(), w.data_ptr(), 0, vecs, None, None)
+
+    def call():
+        y = torch.empty_like(y_like)
+        plan._launch_xy(args, x.data_ptr(), y.data_ptr(), torch.cuda.current_stream().cuda_stream)
+        return y
+    call.plan = plan
+    return call, ""
+
+
 def measure_row(args, p, mode, fusedtune, FusedLinear):
     """Times one (problem, mode); returns (status, line): status 'ok', 'missing' or 'fail'."""
     dtype = getattr(torch, MODES[mode])
@@ -376,6 +408,12 @@ def measure_row(args, p, mode, fusedtune, FusedLinear):
         def fused():
             return layer(x, **MATS)
 
+        chain, chain_note, err_chain = None, "", None
+        if args.chain:
+            try:
+                chain, chain_note = chain_launcher(fusedtune, layer, p, x, w, b, y)
+            except Exception as e:  # noqa: BLE001 -- the row goes on without it
+                chain_note = f"chain: {type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
         # Errors against float64 first (then the float64 tensors are freed before timing).
         finite = bool(torch.isfinite(y).all())
         y_eager = eager()
@@ -384,19 +422,23 @@ def measure_row(args, p, mode, fusedtune, FusedLinear):
             ref += b.double()
         ref = p.post(ref)
         err_eager, err_fused = rel_l2(y_eager, ref), rel_l2(y, ref)
+        if chain is not None:
+            err_chain = rel_l2(chain(), ref)
         del ref, y_eager, y
         torch.cuda.empty_cache()
 
-        notes = []
-        for fn, label in ((mm, "mm"), (eager, "eager"), (fused, "fused")):
+        notes = [chain_note] if chain_note else []
+        timed = ((mm, "mm"), (eager, "eager"), (fused, "fused")) + (((chain, "chain"),) if chain is not None else ())
+        for fn, label in timed:
             try:
                 graphs.append(capture(fn, args.calls))
             except Exception as e:  # noqa: BLE001 -- reported in the row, the others still timed
                 graphs.append(None)
                 notes.append(f"{label} capture failed: {type(e).__name__}: {str(e).splitlines()[0][:120]}")
                 torch.cuda.synchronize()
-        g_mm, g_eager, g_fused = interleaved_ms([g.replay if g is not None else None for g in graphs],
-                                                args.rounds, args.calls)
+        g_all = interleaved_ms([g.replay if g is not None else None for g in graphs], args.rounds, args.calls)
+        g_mm, g_eager, g_fused = g_all[:3]
+        g_chain = g_all[3] if len(g_all) > 3 else None
         for g in graphs:
             if g is not None:
                 g.reset()
@@ -412,9 +454,20 @@ def measure_row(args, p, mode, fusedtune, FusedLinear):
     line = (f"{head} {fmt_ms(g_mm)} {fmt_ms(g_eager)} {fmt_ms(g_fused)} {fmt_ratio(g_mm, g_fused)} "
             f"{fmt_ratio(g_eager, g_fused)} {fmt_ms(p_eager)} {fmt_ms(p_fused)} {fmt_ratio(p_eager, p_fused)} "
             f"{err_eager:9.2e} {err_fused:9.2e}  {cfg.strategy} {cfg.name}")
+    if args.chain and g_chain is not None:
+        # fusedtune's steps against PyTorch's: each chain less the same GEMM alone (torch.mm; a bias
+        # folded into cuBLASLt's GEMM counts as a step on both sides).
+        steps = (f"; steps {g_chain - g_mm:.4f} vs PyTorch's {g_eager - g_mm:.4f} ms"
+                 if g_mm is not None and g_eager is not None else "")
+        line += (f"\n{'':9s} chain {fmt_ms(g_chain)} ms ({cfg_name_of(chain)}), eager / chain "
+                 f"{fmt_ratio(g_eager, g_chain).strip()}{steps}; rel L2 {err_chain:.2e}")
     if notes:
         line += "  [" + "; ".join(notes) + "]"
     return ("fail" if notes else "ok"), line
+
+
+def cfg_name_of(chain):
+    return chain.plan.config.name if chain is not None else "-"
 
 
 def measure(args):
