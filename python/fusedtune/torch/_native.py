@@ -170,5 +170,5 @@ def forget_object(ptr):
 def fallback():
     """Why this thread's last call of fusedtune::linear's C++ implementation went to the Python one
     ("" when it did not): "layer", "weight", "x", "operand count", "operand", "device", "plan",
-    "weight changed", "launch refused" (FT_ERR_INVALID_ARG, nothing launched), "not bound"."""
+    "weight changed", "launch failed" (the Python implementation launches again and raises), "not bound"."""
     return _loaded.fusedtune_torchop_fallback().decode() if _loaded is not None else ""

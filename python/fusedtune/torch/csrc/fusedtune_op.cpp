@@ -120,13 +120,6 @@ at::Tensor python_path(const at::Tensor &x, const at::Tensor &w, at::TensorList 
   return op.call(x, w, operands, scalars, layer);
 }
 
-[[noreturn]] void launch_failed(const Entry &e, ft_status st) {
-  std::string msg = g_api.errmsg(e.ctx);
-  for (const char *prefix : {"ft_plan_launch_ptrs: ", "ft_plan_launch_typed: ", "ft_quantize_e4m3: "})
-    if (msg.rfind(prefix, 0) == 0) msg.erase(0, std::strlen(prefix));
-  TORCH_CHECK(false, "FusedLinear: ", g_api.status_string(st), " (ft_status ", static_cast<int>(st), "): ", msg);
-}
-
 // fusedtune::linear(Tensor x, Tensor weight, Tensor[] operands, float[] scalars, int layer).
 at::Tensor linear(const at::Tensor &x, const at::Tensor &w, at::TensorList operands, at::ArrayRef<double> scalars,
                   int64_t layer) {
@@ -200,8 +193,7 @@ at::Tensor linear(const at::Tensor &x, const at::Tensor &w, at::TensorList opera
     auto *sx = reinterpret_cast<float *>(xq + codes);
     st = g_api.quantize(e.quantizer, x.const_data_ptr(), static_cast<ft_dtype>(xd), m, L.k, FT_SCALE_ROW, xq, sx,
                         stream);
-    if (st == FT_ERR_INVALID_ARG) return lock.unlock(), python_path(x, w, operands, scalars, layer, "launch refused");
-    if (st != FT_OK) launch_failed(e, st);
+    if (st != FT_OK) return lock.unlock(), python_path(x, w, operands, scalars, layer, "launch failed");
     targs[n_t++] = ft_tensor_arg{L.slots[L.own_slot].name.c_str(), sx, FT_DTYPE_F32};
     ft_typed_args a{};
     a.struct_size = sizeof a;
@@ -214,10 +206,11 @@ at::Tensor linear(const at::Tensor &x, const at::Tensor &w, at::TensorList opera
     a.n_scalars = n_s;
     st = g_api.launch_typed(e.plan, &a, stream);
   }
-  // A launch the library refused launched nothing (an alignment the plan's variant needs, say): the
-  // Python implementation launches it again and raises the error it names, as a typed exception.
-  if (st == FT_ERR_INVALID_ARG) return lock.unlock(), python_path(x, w, operands, scalars, layer, "launch refused");
-  if (st != FT_OK) launch_failed(e, st);
+  // A failed launch (refused: nothing launched; or a CUDA or cuBLAS failure) goes to the Python
+  // implementation, which launches it again into its own y and raises the error the library names
+  // as fusedtune's typed exception, as on the Python path. Failures are rare: the retry costs nothing
+  // on the calls that succeed.
+  if (st != FT_OK) return lock.unlock(), python_path(x, w, operands, scalars, layer, "launch failed");
   return y;
 }
 
@@ -328,7 +321,7 @@ __attribute__((visibility("default"))) void fusedtune_torchop_forget_object(cons
 
 // Why this thread's last call of the op went to the Python implementation ("" when it did not):
 // "not bound", "layer", "weight", "x", "operand count", "operand", "device", "plan", "weight changed",
-// "launch refused".
+// "launch failed".
 __attribute__((visibility("default"))) const char *fusedtune_torchop_fallback(void) { return t_fallback; }
 
 }  // extern "C"
