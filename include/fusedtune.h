@@ -272,7 +272,8 @@ FT_API ft_status ft_lookup_within(ft_ctx *ctx, const ft_problem *p, double toler
 
 /* Makes a launchable plan of cfg for p: takes the cubin from the database cache, compiling with
  * NVRTC only on a miss (then storing it unless the database is read-only), loads it on the
- * current device and allocates what it needs (split-K and stream-K workspace, stream-K's flags).
+ * current device and allocates what it needs (split-K and stream-K workspace, stream-K's flags,
+ * an eager chain's intermediate buffers, a pre-split 3xtf32 plan's parts).
  * *plan is owned by the caller: ft_plan_destroy() it before ft_close(ctx).
  * cfg must compute in p->math, except that an fp32 problem takes a 3xtf32 configuration (both
  * bind fp32 tensors; ft_lookup serves fp32 so).
@@ -315,7 +316,7 @@ typedef struct ft_args {
 
 /* Enqueues the plan on stream (asynchronous; errors of the kernel itself surface at the next
  * synchronization). A plan's launches must not overlap in time (two streams at once): split-K,
- * stream-K and pre-split 3xtf32 configurations reuse the plan's workspace; one stream, or one plan per stream, is
+ * stream-K, eager-chain (eager_...) and pre-split 3xtf32 configurations reuse the plan's workspace; one stream, or one plan per stream, is
  * safe, CUDA graph capture included. Checks arguments first: NULL pointers, alignment the variant needs, unbound
  * or unknown names -> FT_ERR_INVALID_ARG with a message on the plan's context, nothing launched.
  * Returns FT_OK, FT_ERR_INVALID_ARG, FT_ERR_CUDA, FT_ERR_CUBLAS. */

@@ -1,8 +1,9 @@
 /* An eager-style chain: what runs after the GEMM when E is computed as PyTorch eager computes it,
  * one kernel per step of E's eager plan (src/epilogue/epilogue_eager.c), each step an entry point
  * of one program (ft_codegen_chain, src/family/codegen.c). The eager baseline (src/gpu/baseline.c)
- * and family eager_chain's plans (src/family/family_chain.c) both run it through
- * src/gpu/launch.c's ft_chain_enqueue, so the plan stored as a floor is the chain timed as eager.
+ * and family eager_chain's plans (src/family/family_chain.c) both run its steps through
+ * src/gpu/launch.c's ft_chain_enqueue (the same step kernels; the GEMM before them is each one's
+ * own cuBLAS / cuBLASLt call, which may choose another algorithm).
  * GPU-free. */
 #ifndef FT_CHAIN_H
 #define FT_CHAIN_H
@@ -24,8 +25,8 @@ typedef struct ft_chain_step {
 typedef struct ft_chain {
   int nsteps;
   ft_chain_step steps[FT_EP_MAX_STEPS];
-  /* Buffer j < nsteps in a plan's workspace (256-byte aligned), sized by its shape; the last step
-   * writes y. */
+  /* Buffer j < nsteps in a plan's workspace (256-byte aligned), sized by its shape, sharing bytes
+   * with buffers whose lives ended before it is written; the last step writes y. */
   size_t offset[FT_EP_MAX_STEPS];
   size_t workspace_bytes;
 } ft_chain;

@@ -168,10 +168,15 @@ ft_status ft_launchable_init_ep(ft_launchable *L, ft_gpu *g, const ft_variant *v
     }
   }
   t.before = ft_variant_gemm_before(v, &t.lt_steps);
+  ft_status bad = FT_OK;
   if ((t.before == FT_GEMM_OWN) != (t.geom.own_gemm != 0))
-    return ft__fail(err, FT_ERR_INTERNAL, "launch: family %s's geometry and its GEMM before the kernel disagree", fam->name);
-  if (t.geom.has_reduce && !(reduce && reduce[0]))
-    return ft__fail(err, FT_ERR_INTERNAL, "launch: a split-K or stream-K variant without its second kernel");
+    bad = ft__fail(err, FT_ERR_INTERNAL, "launch: family %s's geometry and its GEMM before the kernel disagree", fam->name);
+  else if (t.geom.has_reduce && !(reduce && reduce[0]))
+    bad = ft__fail(err, FT_ERR_INTERNAL, "launch: a split-K or stream-K variant without its second kernel");
+  if (bad != FT_OK) {
+    ft_launchable_free(&t); /* an eager chain's description, made above */
+    return bad;
+  }
   ft_status ls = FT_OK;
   if (kernel && kernel[0]) ls = ft_loaded_init(&t.loaded, cubin, size, kernel, reduce, err);
   else if (t.before == FT_GEMM_IN_KERNEL || t.chain) /* only the identity pass after a GEMM has no kernel (codegen) */

@@ -174,8 +174,34 @@ static void test_compiles(void) {
   printf("%d eager chains compiled for sm_90a\n", n);
 }
 
+/* Buffers whose lives overlap (from the step writing one, b - 1, to the last step reading it) hold
+ * disjoint bytes of the workspace, each inside it and 256-byte aligned; returns the bytes the
+ * buffers would take without sharing. */
+static size_t check_buffers(const ft_ep_eager *plan, const ft_chain *c, int64_t m, int64_t n, int64_t pooled,
+                            size_t elem) {
+  size_t size[FT_EP_MAX_STEPS], sum = 0;
+  int last[FT_EP_MAX_STEPS];
+  for (int b = 0; b < c->nsteps; b++) {
+    const int shape = b == 0 ? (int)FT_EP_SHAPE_MN : (int)plan->steps[b - 1].shape;
+    const int64_t cols = shape == FT_EP_SHAPE_MN ? n : shape == FT_EP_SHAPE_M ? 1 : pooled;
+    size[b] = ((size_t)(m * cols) * elem + 255) / 256 * 256;
+    sum += size[b];
+    last[b] = b - 1;
+    for (int j = b; j < c->nsteps; j++)
+      for (int i = 0; i < c->steps[j].nin; i++)
+        if (c->steps[j].in[i] == b) last[b] = j;
+    ASSERT_EQ_INT(c->offset[b] % 256, 0);
+    ASSERT_TRUE(c->offset[b] + size[b] <= c->workspace_bytes);
+  }
+  for (int b = 0; b < c->nsteps; b++)
+    for (int d = b + 1; d < c->nsteps; d++)
+      if (last[b] >= d - 1) /* alive when d is written */
+        ASSERT_TRUE(c->offset[b] + size[b] <= c->offset[d] || c->offset[d] + size[d] <= c->offset[b]);
+  return sum;
+}
+
 /* The launch's description: step kinds, columns (after a pool: its windows; after logsumexp: one),
- * buffers sized by shape in the workspace. */
+ * buffers sized by shape in the workspace, sharing it where their lives allow. */
 static void test_launch_description(void) {
   ft_err e;
   ft_epilogue *pool = parse_ok("relu(maxpool(x + bias, 3)) * r where row r");
@@ -188,15 +214,39 @@ static void test_launch_description(void) {
     ASSERT_EQ_INT(c.nsteps, 3);
     ASSERT_TRUE(c.steps[0].reduce && c.steps[0].cols == N);          /* the pool over the GEMM's [M, N] */
     ASSERT_TRUE(!c.steps[1].reduce && c.steps[1].cols == N / 3);     /* relu over its windows */
-    ASSERT_EQ_INT(c.offset[1] - c.offset[0], (M * N * 2 + 255) / 256 * 256);
-    ASSERT_EQ_INT(c.workspace_bytes - c.offset[2], (M * (N / 3) * 2 + 255) / 256 * 256);
+    const size_t mn = (M * N * 2 + 255) / 256 * 256, pooled = (M * (N / 3) * 2 + 255) / 256 * 256;
+    ASSERT_EQ_INT(check_buffers(&plan, &c, M, N, N / 3, 2), mn + 2 * pooled);
+    /* relu's windows (buffer 2) take the GEMM's bytes, which only the pool (step 0) read. */
+    ASSERT_EQ_INT(c.workspace_bytes, mn + pooled);
+    ASSERT_EQ_INT(c.offset[2], c.offset[0]);
     ASSERT_EQ_STR(c.steps[2].kernel, "ft_chain_2");
   }
   if (lse) {
     ASSERT_OK(ft_ep_eager_plan(lse, &plan, &e));
     ASSERT_OK(ft_chain_of_plan(&plan, lse, FT_MATH_FP32, M, N, &c, &e));
     ASSERT_TRUE(c.steps[c.nsteps - 1].reduce && c.steps[c.nsteps - 1].cols == N);
-    for (int j = 0; j < c.nsteps; j++) ASSERT_EQ_INT(c.offset[j] % 256, 0);
+    check_buffers(&plan, &c, M, N, N, 4);
+  }
+  /* Values read again later (x twice, a chain after a reduction's broadcast): the invariant on
+   * longer plans, and fewer bytes than one buffer a step. */
+  static const char *const more[] = {"elu(x + bias) + sigmoid(x + bias)", "tanh(softplus(x)) * sigmoid(x) - x / 3",
+                                     "softmax(gelu(x + bias) * 2) * 0.5 + 1", "gelu(x) * sigmoid(x * 3) + relu(x) - 1"};
+  for (size_t q = 0; q < sizeof more / sizeof more[0]; q++) {
+    ft_epilogue *ep = parse_ok(more[q]);
+    if (!ep) continue;
+    ASSERT_OK(ft_ep_eager_plan(ep, &plan, &e));
+    ASSERT_OK(ft_chain_of_plan(&plan, ep, FT_MATH_FP32, M, N, &c, &e));
+    const size_t unshared = check_buffers(&plan, &c, M, N, N, 4);
+    if (c.nsteps >= 3) ASSERT_TRUE(c.workspace_bytes < unshared);
+    ft_ep_free(ep);
+  }
+  /* A step reading a buffer not written before it is refused, not indexed. */
+  ft_epilogue *two = parse_ok("relu(x + bias) * 2");
+  if (two) {
+    ASSERT_OK(ft_ep_eager_plan(two, &plan, &e));
+    plan.steps[0].in[0] = plan.nsteps + 3;
+    ASSERT_EQ_INT(ft_chain_of_plan(&plan, two, FT_MATH_FP32, M, N, &c, &e), FT_ERR_INTERNAL);
+    ft_ep_free(two);
   }
   ft_ep_free(pool);
   ft_ep_free(lse);
