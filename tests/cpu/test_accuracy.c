@@ -21,6 +21,7 @@ typedef struct row {
   int64_t m;
   ft_math math;
   double ms, rel_err;
+  const char *status; /* NULL: "ok" */
 } row;
 
 /* Inserts one cublas+epilogue result of mode math at shape m x 4096 x 4096, with the source
@@ -46,7 +47,7 @@ static void add_row(ft_db *db, int64_t dev, int64_t run, const ft_epilogue *ep, 
   ft_variant_name(&vs[nth], name, sizeof name);
   ft_kernel_src src = {0};
   ASSERT_OK(ft_codegen_variant(&vs[nth], ep, &src, &err));
-  ft_result_row rr = {run, dev, prob, "cublas+epilogue", name, json, "ok", r->ms, r->ms * 0.95, r->ms * 0.01,
+  ft_result_row rr = {run, dev, prob, "cublas+epilogue", name, json, r->status ? r->status : "ok", r->ms, r->ms * 0.95, r->ms * 0.01,
                       30, r->rel_err, r->rel_err * 10, src.hash, "", -1};
   ASSERT_OK(ft_db_insert_result(db, &rr, &err));
   ft_kernel_src_free(&src);
@@ -68,12 +69,14 @@ static void build_fixture(void) {
   ASSERT_OK(ft_db_begin_run(db, dev, "{\"strategy\":\"exhaustive\"}", 150, &run, &err));
   /* Problem 128: fp32 2.0 ms (1e-7); 3xtf32 0.8 ms (1.2e-6); tf32 0.5 ms (3e-4) and a slower
    * tf32 result 0.55 ms (2.5e-4). Problem 256: fp32 and tf32 tie at 1.0 ms. Problem 512: bf16.
-   * Problem 64: 3xtf32 alone. */
+   * Problem 64: 3xtf32 alone. Problem 32: fp32 2.0 ms; a faster 3xtf32 result the tune refused
+   * (above SGEMM's error: wrong_result). */
   const row rows[] = {{128, FT_MATH_FP32, 2.0, 1e-7},     {128, FT_MATH_3XTF32, 0.8, 1.2e-6},
                       {128, FT_MATH_TF32, 0.5, 3e-4},     {128, FT_MATH_TF32, 0.55, 2.5e-4},
                       {256, FT_MATH_FP32, 1.0, 1e-7},     {256, FT_MATH_TF32, 1.0, 3e-4},
                       {512, FT_MATH_BF16, 0.3, 2e-3},     {512, FT_MATH_FP32, 0.9, 1e-7},
-                      {64, FT_MATH_3XTF32, 0.4, 1e-6}};
+                      {64, FT_MATH_3XTF32, 0.4, 1e-6},    {32, FT_MATH_FP32, 2.0, 1e-7},
+                      {32, FT_MATH_3XTF32, 0.7, 5e-6, "wrong_result"}};
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) add_row(db, dev, run, ep, &rows[i], (int)(i % 3));
   FILE *f = fopen(json, "wb");
   ASSERT_TRUE(f != NULL);
@@ -165,6 +168,11 @@ static void test_selection(void) {
   ASSERT_EQ_STR(e->math, "3xtf32");
   ASSERT_EQ_INT(ft_lookup_entry(ctx, DEV, &p64, FT_LOOKUP_EXACT | FT_LOOKUP_MODE_ONLY, e), FT_ERR_NOT_FOUND);
   ASSERT_CONTAINS(ft_errmsg(ctx), "fp32");
+  /* A 3xtf32 result beyond SGEMM's error was refused by its tune: fp32 serves, however fast it was. */
+  ft_problem p32 = {32, 4096, 4096, EPI, FT_MATH_FP32};
+  ASSERT_OK(ft_lookup_entry(ctx, DEV, &p32, FT_LOOKUP_EXACT, e));
+  ASSERT_EQ_STR(e->math, "fp32");
+  ASSERT_NEAR(e->config.median_ms, 2.0, 1e-12);
   /* Other modes are never widened, and unknown flags are refused. */
   ft_problem pt = {128, 4096, 4096, EPI, FT_MATH_TF32};
   ASSERT_OK(ft_lookup_entry(ctx, DEV, &pt, 0, e));
