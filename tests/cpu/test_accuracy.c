@@ -71,11 +71,11 @@ static void build_fixture(void) {
    * tf32 result 0.55 ms (2.5e-4). Problem 256: fp32 and tf32 tie at 1.0 ms. Problem 512: bf16.
    * Problem 64: 3xtf32 alone. Problem 32: fp32 2.0 ms; a faster 3xtf32 result the tune refused
    * (above SGEMM's error: wrong_result). */
-  const row rows[] = {{128, FT_MATH_FP32, 2.0, 1e-7},     {128, FT_MATH_3XTF32, 0.8, 1.2e-6},
-                      {128, FT_MATH_TF32, 0.5, 3e-4},     {128, FT_MATH_TF32, 0.55, 2.5e-4},
-                      {256, FT_MATH_FP32, 1.0, 1e-7},     {256, FT_MATH_TF32, 1.0, 3e-4},
-                      {512, FT_MATH_BF16, 0.3, 2e-3},     {512, FT_MATH_FP32, 0.9, 1e-7},
-                      {64, FT_MATH_3XTF32, 0.4, 1e-6},    {32, FT_MATH_FP32, 2.0, 1e-7},
+  const row rows[] = {{128, FT_MATH_FP32, 2.0, 1e-7, NULL},     {128, FT_MATH_3XTF32, 0.8, 1.2e-6, NULL},
+                      {128, FT_MATH_TF32, 0.5, 3e-4, NULL},     {128, FT_MATH_TF32, 0.55, 2.5e-4, NULL},
+                      {256, FT_MATH_FP32, 1.0, 1e-7, NULL},     {256, FT_MATH_TF32, 1.0, 3e-4, NULL},
+                      {512, FT_MATH_BF16, 0.3, 2e-3, NULL},     {512, FT_MATH_FP32, 0.9, 1e-7, NULL},
+                      {64, FT_MATH_3XTF32, 0.4, 1e-6, NULL},    {32, FT_MATH_FP32, 2.0, 1e-7, NULL},
                       {32, FT_MATH_3XTF32, 0.7, 5e-6, "wrong_result"}};
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) add_row(db, dev, run, ep, &rows[i], (int)(i % 3));
   FILE *f = fopen(json, "wb");
