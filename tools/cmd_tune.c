@@ -75,7 +75,9 @@ static const char *tune_help =
     "                       GPU model: they do not carry over between devices of different models\n"
     "Ctrl-C stops after the candidates in flight, everything measured is stored, and the same command\n"
     "continues where it stopped (it skips what was measured; --retune measures again). A second Ctrl-C\n"
-    "ends at once.\n";
+    "ends at once. Repeating a finished tune measures nothing and starts no GPU work when every candidate was\n"
+    "measured before, or the fast search, given those results, would leave the rest out (--retune,\n"
+    "--strategy exhaustive: measure them).\n";
 
 void tune_cli_init(tune_cli *t) {
   memset(t, 0, sizeof *t);
