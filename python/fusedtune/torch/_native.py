@@ -80,21 +80,19 @@ def load():
                                           ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int),
                                           ctypes.POINTER(ctypes.c_char_p)]
     c.fusedtune_torchop_plan.argtypes = [ctypes.c_int64, ctypes.c_int, ctypes.c_int64, ctypes.c_int, ctypes.c_void_p,
-                                         ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
-                                         ctypes.c_int64]
+                                         ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_int64]
     c.fusedtune_torchop_clear.argtypes = [ctypes.c_int64, ctypes.c_int]
     c.fusedtune_torchop_clear.restype = None
     c.fusedtune_torchop_forget_object.argtypes = [ctypes.c_void_p]
     c.fusedtune_torchop_forget_object.restype = None
     c.fusedtune_torchop_fallback.restype = ctypes.c_char_p
     # Addresses are 64-bit: without argtypes ctypes would pass them as C ints, cut to 32 bits.
-    c.fusedtune_torchop_bind.argtypes = [ctypes.c_void_p] * 5
+    c.fusedtune_torchop_bind.argtypes = [ctypes.c_void_p] * 3
     c.fusedtune_torchop_bind.restype = ctypes.c_int
     c.fusedtune_torchop_bound.argtypes = [ctypes.c_int]
     c.fusedtune_torchop_bound.restype = ctypes.c_void_p
-    fns = [address(f) for f in (lib.ft_plan_launch_ptrs, lib.ft_plan_launch_typed, lib.ft_quantize_e4m3,
-                                 lib.ft_errmsg, lib.ft_status_string)]
-    if c.fusedtune_torchop_bind(*fns) or [c.fusedtune_torchop_bound(i) for i in range(5)] != fns:
+    fns = [address(f) for f in (lib.ft_plan_launch_ptrs, lib.ft_plan_launch_typed, lib.ft_quantize_e4m3)]
+    if c.fusedtune_torchop_bind(*fns) or [c.fusedtune_torchop_bound(i) for i in range(3)] != fns:
         WHY = f"{path}: binding the library's functions failed"  # its kernels then send every call to Python
         return None, WHY
     _C = _loaded = c
@@ -150,7 +148,7 @@ def plan(handle, device, m, w_dtype, plan_obj, quantizer=None, w_seen=None):
         return True
     ptr, version = w_seen if w_seen is not None else (None, None)
     plan_obj._forget_hook = forget_object
-    return _C.fusedtune_torchop_plan(handle, device, m, w_dtype, plan_obj._handle.value, plan_obj.db._ctx.value,
+    return _C.fusedtune_torchop_plan(handle, device, m, w_dtype, plan_obj._handle.value,
                                      quantizer, int(bool(plan_obj.presplit)), ptr,
                                      -1 if version is None else version) == 0
 

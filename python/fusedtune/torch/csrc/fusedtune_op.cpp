@@ -41,15 +41,11 @@ using launch_ptrs_fn = ft_status (*)(ft_plan *, const void *, const void *, void
 using launch_typed_fn = ft_status (*)(ft_plan *, const ft_typed_args *, cudaStream_t);
 using quantize_fn = ft_status (*)(ft_quantizer *, const void *, ft_dtype, int64_t, int64_t, ft_scaling, void *,
                                   float *, cudaStream_t);
-using errmsg_fn = const char *(*)(const ft_ctx *);
-using status_string_fn = const char *(*)(ft_status);
 
 struct Api {
   launch_ptrs_fn launch_ptrs = nullptr;
   launch_typed_fn launch_typed = nullptr;
   quantize_fn quantize = nullptr;
-  errmsg_fn errmsg = nullptr;
-  status_string_fn status_string = nullptr;
 };
 
 constexpr int kMaxSlots = 16;  // the library's FT_EPILOGUE_MAX_PARAMS is 8
@@ -63,7 +59,6 @@ struct Slot {
 
 struct Entry {
   ft_plan *plan;
-  ft_ctx *ctx;
   ft_quantizer *quantizer;  // fp8: the quantizer of x, per token
   bool presplit;            // a pre-split 3xtf32 plan: launched only with the weight it saw
   const void *w_seen;
@@ -227,14 +222,12 @@ extern "C" {
 
 // The library's functions, by address (from the library ctypes loaded).
 __attribute__((visibility("default"))) int fusedtune_torchop_bind(void *launch_ptrs, void *launch_typed,
-                                                                  void *quantize, void *errmsg, void *status_string) {
-  if (!launch_ptrs || !launch_typed || !quantize || !errmsg || !status_string) return -1;
+                                                                  void *quantize) {
+  if (!launch_ptrs || !launch_typed || !quantize) return -1;
   std::lock_guard<std::mutex> lock(g_mu);
   g_api.launch_ptrs = reinterpret_cast<launch_ptrs_fn>(launch_ptrs);
   g_api.launch_typed = reinterpret_cast<launch_typed_fn>(launch_typed);
   g_api.quantize = reinterpret_cast<quantize_fn>(quantize);
-  g_api.errmsg = reinterpret_cast<errmsg_fn>(errmsg);
-  g_api.status_string = reinterpret_cast<status_string_fn>(status_string);
   return 0;
 }
 
@@ -242,14 +235,13 @@ __attribute__((visibility("default"))) int fusedtune_torchop_bind(void *launch_p
 // of another version, whose structs (ft_tensor_arg, ft_typed_args) may differ.
 __attribute__((visibility("default"))) int fusedtune_torchop_abi(void) { return FUSEDTUNE_VERSION_NUMBER; }
 
-// What fusedtune_torchop_bind holds, i in 0..4 in its argument order (NULL otherwise): the loader
+// What fusedtune_torchop_bind holds, i in 0..2 in its argument order (NULL otherwise): the loader
 // checks the addresses arrived whole.
 __attribute__((visibility("default"))) void *fusedtune_torchop_bound(int i) {
   std::lock_guard<std::mutex> lock(g_mu);
-  void *const fns[5] = {reinterpret_cast<void *>(g_api.launch_ptrs), reinterpret_cast<void *>(g_api.launch_typed),
-                        reinterpret_cast<void *>(g_api.quantize), reinterpret_cast<void *>(g_api.errmsg),
-                        reinterpret_cast<void *>(g_api.status_string)};
-  return i >= 0 && i < 5 ? fns[i] : nullptr;
+  void *const fns[3] = {reinterpret_cast<void *>(g_api.launch_ptrs), reinterpret_cast<void *>(g_api.launch_typed),
+                        reinterpret_cast<void *>(g_api.quantize)};
+  return i >= 0 && i < 3 ? fns[i] : nullptr;
 }
 
 // A layer the op serves (replacing any of that handle, plans dropped). kinds: one letter per
@@ -287,13 +279,13 @@ __attribute__((visibility("default"))) int fusedtune_torchop_layer(int64_t handl
 // The plan that serves the layer's calls of m rows on device with a weight of w_dtype; a
 // pre-split plan only while the weight is at w_seen with that version (-1: an inference tensor).
 __attribute__((visibility("default"))) int fusedtune_torchop_plan(int64_t handle, int device, int64_t m, int w_dtype,
-                                                                  void *plan, void *ctx, void *quantizer, int presplit,
+                                                                  void *plan, void *quantizer, int presplit,
                                                                   const void *w_seen, int64_t w_version) {
   std::lock_guard<std::mutex> lock(g_mu);
   const auto found = g_layers.find(handle);
-  if (found == g_layers.end() || !plan || !ctx || (found->second->typed && !quantizer)) return -1;
+  if (found == g_layers.end() || !plan || (found->second->typed && !quantizer)) return -1;
   found->second->plans[plan_key(device, m, w_dtype)] =
-      Entry{static_cast<ft_plan *>(plan), static_cast<ft_ctx *>(ctx), static_cast<ft_quantizer *>(quantizer),
+      Entry{static_cast<ft_plan *>(plan), static_cast<ft_quantizer *>(quantizer),
             presplit != 0, w_seen, w_version};
   return 0;
 }
