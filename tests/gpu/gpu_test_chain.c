@@ -10,6 +10,7 @@
 
 #include "baseline.h"
 #include "ft_test.h"
+#include "gpu_scratch_db.h"
 #include "verify.h"
 
 static const struct {
@@ -135,11 +136,8 @@ int main(void) {
   ft_gpu *g = NULL;
   FT_TEST_OPEN_GPU(g);
   char path[512];
-  const char *tmp = getenv("FT_TEST_TMP");
-  snprintf(path, sizeof path, "%s/gpu_chain_%ld.db", tmp ? tmp : "/tmp", (long)getpid());
-  ft_remove_database(path);
-  ft_ctx *ctx = NULL;
-  ASSERT_OK(ft_open(path, FT_OPEN_CREATE, &ctx));
+  ft_ctx *ctx;
+  gpu_scratch_db(path, sizeof path, "gpu_chain", &ctx);
   if (!ctx) return FT_TEST_DONE();
   const ft_problem tuned = {77, 1000, 136, "gelu(softmax(x + bias))", FT_MATH_BF16};
   ft_config cfg;

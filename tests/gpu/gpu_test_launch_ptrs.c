@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "ft_test.h"
+#include "gpu_scratch_db.h"
 #include "verify.h"
 
 #define PTRS_EPILOGUE "silu(x * g + bias) + r * s where col g, row r, scalar s"
@@ -114,11 +115,8 @@ int main(void) {
   ft_gpu *g = NULL;
   FT_TEST_OPEN_GPU(g);
   char path[512];
-  const char *tmp = getenv("FT_TEST_TMP");
-  snprintf(path, sizeof path, "%s/gpu_launch_ptrs_%ld.db", tmp ? tmp : "/tmp", (long)getpid());
-  ft_remove_database(path);
-  ft_ctx *ctx = NULL;
-  ASSERT_OK(ft_open(path, FT_OPEN_CREATE, &ctx));
+  ft_ctx *ctx;
+  gpu_scratch_db(path, sizeof path, "gpu_launch_ptrs", &ctx);
   const ft_problem p = {100, 264, 256, PTRS_EPILOGUE, FT_MATH_BF16};
   ft_err e;
   ft_epilogue *ep = NULL;
