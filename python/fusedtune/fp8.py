@@ -435,10 +435,11 @@ class FP8Linear(_PreparedArgs, nn.Module):
             check_tensor(name, given[name], dtype="float32", device=dev, shape=(n,),
                          hint=" (one fp32 scale per output channel)")
             check_no_grad(name, given[name], grad)
-        kwargs = {name: t for name, t in given.items() if name not in self._own}
+        # The bias is the layer's own (bind takes it as a held tensor); the rest as forward()'s.
+        kwargs = {name: t for name, t in given.items() if name not in self._own and name != "bias"}
         kwargs.update(zip(snames, scalars))
-        vecs, sc = self._binding.bind(m, n, lambda name: None, kwargs, dtype=self._vector_dtype, device=dev,
-                                      grad_enabled=grad, lead=lead)
+        vecs, sc = self._binding.bind(m, n, lambda name: given.get(name) if name == "bias" else None, kwargs,
+                                      dtype=self._vector_dtype, device=dev, grad_enabled=grad, lead=lead)
         y = torch.empty(lead + (n,), dtype=torch.bfloat16, device=dev)
         if m == 0:
             return y

@@ -71,7 +71,8 @@ class FusedLinear(torch_op.PreparedArgs, nn.Module):
     autotune, an M that a bucket serves is not tuned.
     autotune  False; True or a dict of Database.tune() options (budget_s, max_candidates, ...):
               tune a shape on its first call when nothing is tuned for it (takes up to the
-              budget, 150 s by default; needs a writable database).
+              budget, 150 s by default; needs a writable database, created where the path
+              names none).
 
     A shape with no usable result raises fusedtune.NotTunedError naming the `fusedtune tune`
     command to run. Parameters are created with requires_grad=False; an input or parameter that
@@ -245,7 +246,7 @@ class FusedLinear(torch_op.PreparedArgs, nn.Module):
                                            f"device it first uses); cuda:{index} needs a path or another Database")
             db._torch_device = index
         else:
-            db = core.Database(self._db_arg, readonly=not self._autotune)
+            db = core.Database(self._db_arg, readonly=not self._autotune, create=bool(self._autotune))
         self._dbs[index] = db
         return db
 

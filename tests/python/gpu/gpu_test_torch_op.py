@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import fusedtune  # noqa: E402
 from fusedtune import _launch  # noqa: E402
 from fusedtune.torch import _native  # noqa: E402
-from fusedtune import torch as fused_torch  # noqa: E402
+import fusedtune.torch.layer as fused_layer  # noqa: E402  (its stream and device functions)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "bench", "python"))
 import bench_graphs  # noqa: E402  (host_us)
@@ -150,10 +150,10 @@ def main():
         f, down = model.down._fast, model.down
         hit, yb = f.shapes[hx.shape], down(hx)
         steps = {"forward": lambda: down.forward(hx), "x.new_empty": lambda: hx.new_empty(hit[1]),
-                 "current stream": lambda: fused_torch._raw_stream(f.index),
-                 "current device": fused_torch._current_device,
+                 "current stream": lambda: fused_layer._raw_stream(f.index),
+                 "current device": fused_layer._current_device,
                  "launch": lambda: f.launch(hit[2], hx.data_ptr(), f.w, yb.data_ptr(), f.vecs, f.scalars,
-                                            fused_torch._raw_stream(f.index))}
+                                            fused_layer._raw_stream(f.index))}
         print("      host us per step: " + ", ".join(f"{k} {host_us(fn):.1f}" for k, fn in steps.items()))
         _launch.use()
         _native.use(True)
