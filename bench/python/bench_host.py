@@ -53,7 +53,9 @@ def main():
 
     import torch
     import torch.nn.functional as F
-    from bench_graphs import host_us
+    import bench_graphs
+    bench_graphs._import_torch()  # its host_us reads the module-level torch
+    host_us = bench_graphs.host_us
     import fusedtune
     from fusedtune.torch import FusedLinear, _native, op as torch_op
     status = torch_op.native_op_status()
