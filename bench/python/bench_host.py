@@ -71,7 +71,7 @@ def main():
             continue
         torch.manual_seed(0)
         dtype = torch.float32 if math == "fp32" else torch.bfloat16
-        lin = torch.nn.Linear(k, n, dtype=dtype, device="cuda")
+        lin = torch.nn.Linear(k, n, bias="bias" in expr, dtype=dtype, device="cuda")  # E without bias: a layer without
         x = torch.randn(m, k, dtype=dtype, device="cuda")
         r = torch.randn(m, n, dtype=dtype, device="cuda") if mat else None
         kw = {"r": r} if mat else {}
