@@ -108,7 +108,7 @@ def main():
                                           "the native path's output differs from the python path's"))
             rc = 1
             continue
-        w, b = lin.weight.detach(), lin.bias.detach()
+        w, b = lin.weight.detach(), (lin.bias.detach() if lin.bias is not None else None)
         if math == "fp8":
             w_op, (operands, scalars) = layer.weight, layer._op_operands(kw)
         else:
