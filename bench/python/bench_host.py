@@ -110,7 +110,7 @@ def main():
             continue
         w, b = lin.weight.detach(), (lin.bias.detach() if lin.bias is not None else None)
         if math == "fp8":
-            w_op, (operands, scalars) = layer.weight, layer._op_operands(kw)
+            w_op, (operands, scalars, _keys) = layer.weight, layer._op_operands(kw)
         else:
             w_op = layer.weight
             operands = [t for nm, kind, _ in layer._slots if kind != "scalar"
