@@ -170,25 +170,69 @@ struct alignas(sizeof(ft_elem_t) * FT_VEC) FtRedPack {
   ft_elem_t e[FT_VEC];
 };
 
-// Element by element where the span is not whole aligned vectors (a group of another size, a
-// configuration tuned at another N).
+// The elements first, first + stride, ... of a span of ncols (first and stride in FT_VEC-wide
+// vectors where the span is whole aligned vectors; element by element where it is not: a group of
+// another size, a configuration tuned at another N).
 template <typename F>
-__device__ __forceinline__ void ft_red_row(const ft_elem_t *src, int ncols, F &&f) {
+__device__ __forceinline__ void ft_red_span(const ft_elem_t *src, int ncols, int first, int stride, F &&f) {
   if (FT_VEC > 1 && (ncols % FT_VEC != 0 || (unsigned long long)src % (sizeof(ft_elem_t) * FT_VEC) != 0)) {
-    for (int j = threadIdx.x; j < ncols; j += FT_BLOCK) f(j, ft_to_float(src[j]));
+    for (int j = first; j < ncols; j += stride) f(j, ft_to_float(src[j]));
     return;
   }
-  for (int j = threadIdx.x * FT_VEC; j < ncols; j += FT_BLOCK * FT_VEC) {
+  for (int j = first * FT_VEC; j < ncols; j += stride * FT_VEC) {
     const FtRedPack p = *reinterpret_cast<const FtRedPack *>(src + j);
 #pragma unroll
     for (int l = 0; l < FT_VEC; l++) f(j + l, ft_to_float(p.e[l]));
   }
 }
 
+// A row's span shared by the block's threads.
+template <typename F>
+__device__ __forceinline__ void ft_red_row(const ft_elem_t *src, int ncols, F &&f) {
+  ft_red_span(src, ncols, threadIdx.x, FT_BLOCK, f);
+}
+
+// A sum over a team of `team` lanes (a power of two, aligned in its warp), in every lane of it.
+__device__ __forceinline__ float ft_red_team_sum(float v, int team) {
+  for (int off = team / 2; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+
 // Groupnorm of one row: FT_RED_ARG groups of N / FT_RED_ARG consecutive values, each normalized by
-// its own mean and biased variance.
+// its own mean and biased variance (two passes: never negative). A row of at least as many groups
+// as the block has warps gives each group a team of lanes (a vector each, up to a warp), the teams
+// taking the groups in rounds and summing by shuffles; fewer, larger groups are taken one at a time
+// by the whole block. (A block-wide sum per group left a row of 512 groups to 1024 barriers: the
+// eager chain's groupnorm ran 4x slower than PyTorch's, docs/BENCHMARKS.md 2026-12-06 (j).)
 __device__ __forceinline__ void ft_red_groups(const ft_elem_t *in, ft_elem_t *out, int row, int N, const FtEpArgs &ep) {
   const int gs = N / (FT_RED_ARG > 0 ? FT_RED_ARG : 1);
+  if constexpr (FT_RED_ARG >= kRedWarps) {
+    const int vectors = (gs + FT_VEC - 1) / FT_VEC;
+    int team = 1;
+    while (team < 32 && team < vectors) team *= 2;
+    const int teams = FT_BLOCK / team, t = threadIdx.x / team, lane = threadIdx.x % team;
+    for (int g0 = 0; g0 < FT_RED_ARG; g0 += teams) { // the same trip count in every thread: all shuffle
+      const int g = g0 + t;
+      const bool on = g < FT_RED_ARG;
+      const int c0 = (on ? g : 0) * gs;
+      float s = 0.0f;
+      if (on) ft_red_span(in + c0, gs, lane, team, [&](int j, float x) { s += ft_red_inner(x, row, c0 + j, ep); });
+      const float mean = ft_red_team_sum(s, team) / (float)gs;
+      float q = 0.0f;
+      if (on)
+        ft_red_span(in + c0, gs, lane, team, [&](int j, float x) {
+          const float d = ft_red_inner(x, row, c0 + j, ep) - mean;
+          q = fmaf(d, d, q);
+        });
+      const float rstd = 1.0f / sqrtf(ft_red_team_sum(q, team) / (float)gs + kRedNormEps);
+      if (on)
+        ft_red_span(in + c0, gs, lane, team, [&](int j, float x) {
+          const float r = (ft_red_inner(x, row, c0 + j, ep) - mean) * rstd;
+          out[c0 + j] = ft_from_float(ft_red_post(r, row, c0 + j, ep));
+        });
+    }
+    return;
+  }
   for (int g = 0; g < FT_RED_ARG; g++) {
     const int c0 = g * gs;
     FtRedState s = {0.0f, 0.0f};

@@ -23,6 +23,7 @@ static const struct {
     {65, 1000, 64, "silu(groupnorm(x + bias, 8) * g + b) where col g, col b", FT_MATH_FP16},
     {33, 1024, 72, "logsumexp(x + bias)", FT_MATH_TF32},
     {100, 264, 256, "batchnorm(x * 2) * g where col g", FT_MATH_BF16},
+    {65, 1001, 64, "groupnorm(x + bias, 143) * 2", FT_MATH_BF16}, /* 143 groups of 7: a team per group */
     {50, 600, 128, "relu(maxpool(x + bias, 3)) * r where row r", FT_MATH_3XTF32},
 };
 

@@ -40,6 +40,8 @@ static const char *const k_exprs[] = {
     "relu(groupnorm(x, 32)) * g where col g",
     "groupnorm(x, 8)",
     "groupnorm(x + bias, 4)",
+    /* 91 groups of 11 at N = 1001: a team of lanes per group, element by element (11 is no vector). */
+    "groupnorm(x + bias, 91)",
     "log_softmax(gelu(x + bias))",
     /* A reduction written twice with the same argument: one, its value read twice. */
     "logsumexp(x + bias) * mish(logsumexp(x + bias))",
