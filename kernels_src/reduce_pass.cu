@@ -267,25 +267,42 @@ __device__ __forceinline__ float ft_red_column_sum(float v, float (*part)[32]) {
   return part[0][lane];
 }
 
+// f(row, value) for column col's rows warp, warp + kRedWarps, ... in that order, four reads in
+// flight (a block's warps share a column strip's M rows: one read each left it latency-bound).
+template <typename F>
+__device__ __forceinline__ void ft_red_column_rows(const ft_elem_t *src, int M, int N, int col, F &&f) {
+  int r = threadIdx.x / 32;
+  for (; r + 3 * kRedWarps < M; r += 4 * kRedWarps) {
+    float v[4];
+#pragma unroll
+    for (int u = 0; u < 4; u++) v[u] = ft_to_float(src[(size_t)(r + u * kRedWarps) * N + col]);
+#pragma unroll
+    for (int u = 0; u < 4; u++) f(r + u * kRedWarps, v[u]);
+  }
+  for (; r < M; r += kRedWarps) f(r, ft_to_float(src[(size_t)r * N + col]));
+}
+
 __device__ __forceinline__ void ft_red_columns(const ft_elem_t *src, ft_elem_t *y, int M, int N, const FtEpArgs &ep) {
   __shared__ float part[kRedWarps][32];
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
   for (int c0 = blockIdx.x * 32; c0 < N; c0 += gridDim.x * 32) { // the same trip count in every thread
     const int col = c0 + lane;
     const bool in = col < N;
     float s = 0.0f;
-    for (int r = warp; in && r < M; r += kRedWarps) s += ft_red_inner(ft_to_float(src[(size_t)r * N + col]), r, col, ep);
+    if (in) ft_red_column_rows(src, M, N, col, [&](int r, float x) { s += ft_red_inner(x, r, col, ep); });
     const float mean = ft_red_column_sum(s, part) / (float)M;
     float q = 0.0f;
-    for (int r = warp; in && r < M; r += kRedWarps) {
-      const float d = ft_red_inner(ft_to_float(src[(size_t)r * N + col]), r, col, ep) - mean;
-      q = fmaf(d, d, q);
-    }
+    if (in)
+      ft_red_column_rows(src, M, N, col, [&](int r, float x) {
+        const float d = ft_red_inner(x, r, col, ep) - mean;
+        q = fmaf(d, d, q);
+      });
     const float rstd = 1.0f / sqrtf(ft_red_column_sum(q, part) / (float)M + kRedNormEps);
-    for (int r = warp; in && r < M; r += kRedWarps) {
-      const float v = (ft_red_inner(ft_to_float(src[(size_t)r * N + col]), r, col, ep) - mean) * rstd;
-      y[(size_t)r * N + col] = ft_from_float(ft_red_post(v, r, col, ep));
-    }
+    if (in)
+      ft_red_column_rows(src, M, N, col, [&](int r, float x) {
+        const float v = (ft_red_inner(x, r, col, ep) - mean) * rstd;
+        y[(size_t)r * N + col] = ft_from_float(ft_red_post(v, r, col, ep));
+      });
   }
 }
 

@@ -1,6 +1,8 @@
 /* The eager-style chain's launch description (chain.h). GPU-free. */
 #include "chain.h"
 
+#include "kernel_abi.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -11,6 +13,8 @@ int ft_chain_reduce_vec(ft_math math, int64_t n) {
   while (vec > 1 && n % vec) vec /= 2;
   return vec;
 }
+
+int ft_chain_reduce_block(ft_ep_red kind) { return kind == FT_RED_BATCHNORM ? 1024 : FT_AUX_BLOCK; }
 
 ft_status ft_chain_of_plan(const ft_ep_eager *plan, const ft_epilogue *ep, ft_math math, int64_t m, int64_t n,
                            ft_chain *out, ft_err *err) {
@@ -50,6 +54,7 @@ ft_status ft_chain_of_plan(const ft_ep_eager *plan, const ft_epilogue *ep, ft_ma
     ft_chain_step *c = &out->steps[j];
     ft_chain_kernel_name(j, c->kernel, sizeof c->kernel);
     c->reduce = s->reduce != FT_RED_NONE;
+    c->block = c->reduce ? ft_chain_reduce_block(s->reduce) : FT_AUX_BLOCK;
     c->nin = s->nin;
     for (int i = 0; i < s->nin; i++) c->in[i] = s->in[i];
     /* A reduction reads its operand's columns; after a one-value reduction the steps run over its M

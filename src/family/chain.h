@@ -20,6 +20,7 @@ typedef struct ft_chain_step {
                     * 0: an elementwise step, eager_step.cu's ft_eager_step */
   int nin, in[3];  /* the buffers it reads */
   int cols;        /* columns of its operand (a reduction) or of its output (elementwise); M rows */
+  int block;       /* threads per block of a reduction (ft_chain_reduce_block) */
 } ft_chain_step;
 
 typedef struct ft_chain {
@@ -40,5 +41,9 @@ void ft_chain_kernel_name(int j, char *buf, size_t len);
 /* The vector a reduction step reads its rows in: 16 bytes of the mode's output elements where n
  * is a multiple, else the widest that divides n. */
 int ft_chain_reduce_vec(ft_math math, int64_t n);
+/* The threads of a reduction step's block, its program's FT_BLOCK: 1024 for batchnorm, whose blocks
+ * take 32 columns each and share the M rows among their warps (more warps, more reads in flight:
+ * with 256 it ran 4x slower than PyTorch's, docs/BENCHMARKS.md 2026-12-06 (j)), else FT_AUX_BLOCK. */
+int ft_chain_reduce_block(ft_ep_red kind);
 
 #endif

@@ -223,7 +223,7 @@ static ft_status eager_reduce_text(ft_strbuf *b, const ft_ep_step *step, ft_math
   if (step->reduce < FT_RED_ROWSUM || step->reduce > FT_RED_AVGPOOL)
     return ft__fail(err, FT_ERR_UNSUPPORTED, "codegen: no eager kernel for '%s'", ft_ep_red_name(step->reduce));
   const int pool = step->reduce == FT_RED_MAXPOOL || step->reduce == FT_RED_AVGPOOL;
-  ft_sb_printf(b, "#define FT_BLOCK %d\n#define FT_VEC %d\n", FT_AUX_BLOCK, vec);
+  ft_sb_printf(b, "#define FT_BLOCK %d\n#define FT_VEC %d\n", ft_chain_reduce_block(step->reduce), vec);
   const char *inner = pool ? "IN0" : "x";
   const ft_ep_red pk = pool ? step->reduce : FT_RED_NONE;
   if (own) return reduce_body(b, math, step->reduce, step->arg, inner, "IN0", pk, step->arg, "x", NULL, err);
