@@ -61,6 +61,7 @@ ft_status ft_chain_of_plan(const ft_ep_eager *plan, const ft_epilogue *ep, ft_ma
      * values, after a pool over its windows. */
     const int from = s->in[0] > 0 && s->in[0] <= j ? (int)plan->steps[s->in[0] - 1].shape : (int)FT_EP_SHAPE_MN;
     c->cols = (int)cols_of[c->reduce ? from : (int)s->shape];
+    c->col_blocks = s->reduce == FT_RED_BATCHNORM ? (c->cols + 31) / 32 : 0;
     /* Buffer j (what step j reads as buffer j: the GEMM's for j = 0), sized by its shape: the
      * smallest free slot that holds it, else a new one. */
     const int shape = j == 0 ? (int)FT_EP_SHAPE_MN : (int)plan->steps[j - 1].shape;

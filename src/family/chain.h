@@ -21,6 +21,7 @@ typedef struct ft_chain_step {
   int nin, in[3];  /* the buffers it reads */
   int cols;        /* columns of its operand (a reduction) or of its output (elementwise); M rows */
   int block;       /* threads per block of a reduction (ft_chain_reduce_block) */
+  int col_blocks;  /* blocks of a batchnorm step (one a strip of 32 columns); 0: a block per row */
 } ft_chain_step;
 
 typedef struct ft_chain {

@@ -227,6 +227,27 @@ static void test_launch_description(void) {
     ASSERT_TRUE(c.steps[c.nsteps - 1].reduce && c.steps[c.nsteps - 1].cols == N);
     check_buffers(&plan, &c, M, N, N, 4);
   }
+  /* A batchnorm step: 1024 threads a block, a block per strip of 32 columns; groupnorm's a block per
+   * row of FT_AUX_BLOCK. */
+  ft_epilogue *bn = parse_ok("batchnorm(x * 2) + 1"), *gn = parse_ok("groupnorm(x, 8) * 2");
+  if (bn && gn) {
+    ASSERT_OK(ft_ep_eager_plan(bn, &plan, &e));
+    ASSERT_OK(ft_chain_of_plan(&plan, bn, FT_MATH_BF16, M, 1000, &c, &e));
+    int seen = 0;
+    for (int j = 0; j < c.nsteps; j++) {
+      if (!c.steps[j].reduce) continue;
+      seen++;
+      ASSERT_EQ_INT(c.steps[j].block, 1024);
+      ASSERT_EQ_INT(c.steps[j].col_blocks, (1000 + 31) / 32);
+    }
+    ASSERT_EQ_INT(seen, 1);
+    ASSERT_OK(ft_ep_eager_plan(gn, &plan, &e));
+    ASSERT_OK(ft_chain_of_plan(&plan, gn, FT_MATH_BF16, M, N, &c, &e));
+    for (int j = 0; j < c.nsteps; j++)
+      if (c.steps[j].reduce) ASSERT_TRUE(c.steps[j].block == FT_AUX_BLOCK && c.steps[j].col_blocks == 0);
+  }
+  ft_ep_free(bn);
+  ft_ep_free(gn);
   /* Values read again later (x twice, a chain after a reduction's broadcast): the invariant on
    * longer plans, and fewer bytes than one buffer a step. */
   static const char *const more[] = {"elu(x + bias) + sigmoid(x + bias)", "tanh(softplus(x)) * sigmoid(x) - x / 3",
