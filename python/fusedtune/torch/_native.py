@@ -1,8 +1,7 @@
 """The C++ implementation of fusedtune::linear (csrc/fusedtune_op.cpp, _fusedtune_torchop.so), built
 by CMake beside the library where python3 imports torch: loaded here, and told through ctypes what
 each layer is and which plan serves each M (the Python implementation resolves a plan once and
-notes it here). Until it has run on a GPU it is used only where FUSEDTUNE_TORCH_OP=1 asks for it.
-Without it, or with FUSEDTUNE_NO_TORCH_OP=1, the operator's CUDA implementation is the Python one
+notes it here). Without it, or with FUSEDTUNE_NO_TORCH_OP=1, the operator's CUDA implementation is the Python one
 (op.py) and FusedLinear launches through Python (ctypes, or the compiled _fusedtune_ext). status()
 says which and why, in one line.
 
@@ -21,7 +20,6 @@ import os
 FT_DTYPES = {"float32": 0, "bfloat16": 1, "float16": 2, "float8_e4m3fn": 3}
 NAME = "_fusedtune_torchop.so"
 ENV_OFF = "FUSEDTUNE_NO_TORCH_OP"
-ENV_ON = "FUSEDTUNE_TORCH_OP"  # opt-in until the C++ path has been run and timed on a GPU
 _C = None  # the C++ implementation's library while in use
 _loaded = None
 WHY = "not loaded yet"
@@ -41,9 +39,6 @@ def load():
     from .. import _lib
     if os.environ.get(ENV_OFF, "") not in ("", "0"):
         WHY = f"{ENV_OFF} is set"
-        return None, WHY
-    if os.environ.get(ENV_ON, "") != "1":
-        WHY = f"not yet run on a GPU: {ENV_ON}=1 turns it on"
         return None, WHY
     try:
         lib = _lib.lib()
