@@ -2,8 +2,8 @@
  * lose to without the tune seeing it (strategy "cublas+epilogue"; names "eager_..."). The GEMM of
  * the mode (cuBLASLt's with its BIAS epilogue where E's eager plan folds `x + bias` into it, as
  * nn.Linear's addmm does), then one kernel per step of the plan (src/epilogue/epilogue_eager.c):
- * an elementwise step (kernels_src/eager_step.cu) or a reduction a block per row
- * (kernels_src/reduce_pass.cu), each rounding to the element type, all steps one program
+ * an elementwise step (kernels_src/eager_step.cu) or a reduction a block per row (batchnorm's per
+ * strip of 32 columns; kernels_src/reduce_pass.cu), each rounding to the element type, all steps one program
  * (ft_codegen_chain) and run by src/gpu/launch.c's ft_chain_enqueue, as the eager baseline runs
  * them. A variant is one problem's plan: its step count and fold, which codegen and the launch
  * check against E, and the vector its reductions read rows in. A gated pair (E with x2) is not
@@ -97,7 +97,8 @@ static void chain_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k,
   (void)v, (void)m, (void)n, (void)k, (void)g;
 }
 
-/* __launch_bounds__(FT_AUX_BLOCK) on every step. */
+/* __launch_bounds__(FT_AUX_BLOCK) on every step but batchnorm's (1024 threads: ptxas holds that one
+ * to 64 registers itself; the variant does not say which steps it has). */
 static int chain_reg_cap(const ft_variant *v) {
   (void)v;
   return 65536 / FT_AUX_BLOCK > 255 ? 255 : 65536 / FT_AUX_BLOCK;
