@@ -1,5 +1,5 @@
 #!/bin/bash
-# Usage: OUT=DIR [STEPS=main,set,api,kb1,kb2,tests] [SET=...] [KB_S=300] [TESTS="gpu_test_x:120 ..."] scripts/gpu/session6.sh
+# Usage: OUT=DIR [STEPS=main,set,api,kb1,kb2,tests,chain] [SET=...] [KB_S=300] [TESTS="gpu_test_x:120 ..."] scripts/gpu/session6.sh
 # Round 4 session 6's checks (docs/BENCHMARKS.md 2026-12-06 (i)), each step under its own limit,
 # most important first:
 #   main   the README main job on a fresh database, cold then warm (the warm repeat after 17f8711
@@ -11,7 +11,8 @@
 #          bench/python/bench_host.py --tune (host us per call against F.linear, per plan kind);
 #   kb     KernelBench level 2 fp32, the 37 in one part (KB_S seconds), no torch.compile;
 #   kb1,kb2  the same, part 1 or 2 of two (KB_S seconds each);
-#   tests  the GPU tests in TESTS.
+#   tests  the GPU tests in TESTS;
+#   chain  issue 53's eager chain beside PyTorch (bench_set.sh --chain on CHAIN_SET, CHAIN_S seconds).
 # Logs under $OUT; the table printed last.
 set -u
 cd "$(dirname "$0")/../.."
@@ -54,5 +55,10 @@ if has host; then
   echo "bench_host rc=$? $(el)" | tee -a "$T"; tail -14 "$OUT/bench_host.txt" >> "$T"
 fi
 if has tests; then for t in ${TESTS:-}; do run_test "${t%%:*}" "${t##*:}"; done; fi
+if has chain; then # issue 53: the stored eager chain's steps against PyTorch's kernels, CUDA graphs
+  OUT=$OUT/chain ONLY=${CHAIN_SET:-gn16,gn32,gn64,gn512,bn16k,sm128,sm1k,smgelu} GRAPH_ARGS="--rounds 15 --calls 10 --chain" \
+    timeout "${CHAIN_S:-200}" scripts/gpu/bench_set.sh /tmp/chain.db bf16 > "$OUT/chain.txt" 2>&1
+  echo "bench set chain rc=$? $(el)" | tee -a "$T"; sed -n '/^problem/,$p' "$OUT/chain/bench_graphs.txt" >> "$T"
+fi
 echo "total $(el)" | tee -a "$T"
 echo; cat "$T"
