@@ -179,6 +179,9 @@ __device__ __forceinline__ void ft_red_span(const ft_elem_t *src, int ncols, int
     for (int j = first; j < ncols; j += stride) f(j, ft_to_float(src[j]));
     return;
   }
+  // Unrolled: several vectors read before the first is folded (a row of 128 blocks left each
+  // thread one read in flight); the fold's order is the same.
+#pragma unroll 4
   for (int j = first * FT_VEC; j < ncols; j += stride * FT_VEC) {
     const FtRedPack p = *reinterpret_cast<const FtRedPack *>(src + j);
 #pragma unroll
