@@ -14,10 +14,14 @@ int ft_chain_reduce_vec(ft_math math, int64_t n) {
   return vec;
 }
 
-int ft_chain_reduce_block(ft_ep_red kind) { return kind == FT_RED_BATCHNORM ? 1024 : FT_AUX_BLOCK; }
+int ft_chain_reduce_block(ft_ep_red kind, int rblock) {
+  return kind == FT_RED_BATCHNORM ? 1024 : rblock > 0 ? rblock : FT_AUX_BLOCK;
+}
+
+int ft_chain_row_block(int64_t m, int64_t n, int vec) { return m <= 256 && vec > 0 && n / vec >= 2048 ? 1024 : 0; }
 
 ft_status ft_chain_of_plan(const ft_ep_eager *plan, const ft_epilogue *ep, ft_math math, int64_t m, int64_t n,
-                           ft_chain *out, ft_err *err) {
+                           int rblock, ft_chain *out, ft_err *err) {
   if (!plan || !ep || !out) return ft__fail(err, FT_ERR_INVALID_ARG, "chain: NULL argument");
   memset(out, 0, sizeof *out);
   if (plan->nsteps < 1 || plan->nsteps > FT_EP_MAX_STEPS)
@@ -54,7 +58,7 @@ ft_status ft_chain_of_plan(const ft_ep_eager *plan, const ft_epilogue *ep, ft_ma
     ft_chain_step *c = &out->steps[j];
     ft_chain_kernel_name(j, c->kernel, sizeof c->kernel);
     c->reduce = s->reduce != FT_RED_NONE;
-    c->block = c->reduce ? ft_chain_reduce_block(s->reduce) : FT_AUX_BLOCK;
+    c->block = c->reduce ? ft_chain_reduce_block(s->reduce, rblock) : FT_AUX_BLOCK;
     c->nin = s->nin;
     for (int i = 0; i < s->nin; i++) c->in[i] = s->in[i];
     /* A reduction reads its operand's columns; after a one-value reduction the steps run over its M

@@ -34,9 +34,10 @@ typedef struct ft_chain {
 } ft_chain;
 
 /* The chain of plan (ep's) on an m x n GEMM result in mode math: buffers of the output's element
- * type. FT_ERR_UNSUPPORTED for a plan without steps. */
+ * type; rblock: the row reductions' threads a block (ft_chain_row_block). FT_ERR_UNSUPPORTED for
+ * a plan without steps. */
 ft_status ft_chain_of_plan(const ft_ep_eager *plan, const ft_epilogue *ep, ft_math math, int64_t m, int64_t n,
-                           ft_chain *out, ft_err *err);
+                           int rblock, ft_chain *out, ft_err *err);
 /* Step j's entry point, "ft_chain_<j>". */
 void ft_chain_kernel_name(int j, char *buf, size_t len);
 /* The vector a reduction step reads its rows in: 16 bytes of the mode's output elements where n
@@ -44,7 +45,13 @@ void ft_chain_kernel_name(int j, char *buf, size_t len);
 int ft_chain_reduce_vec(ft_math math, int64_t n);
 /* The threads of a reduction step's block, its program's FT_BLOCK: 1024 for batchnorm, whose blocks
  * take 32 columns each and share the M rows among their warps (more warps, more reads in flight:
- * with 256 it ran 4x slower than PyTorch's, docs/BENCHMARKS.md 2026-12-06 (j)), else FT_AUX_BLOCK. */
-int ft_chain_reduce_block(ft_ep_red kind);
+ * with 256 it ran 4x slower than PyTorch's, docs/BENCHMARKS.md 2026-12-06 (j)), else rblock
+ * (0: FT_AUX_BLOCK). */
+int ft_chain_reduce_block(ft_ep_red kind, int rblock);
+/* The row reductions' block of an m x n chain read in vectors of vec: 1024 threads where the rows
+ * are few (m <= 256: at most two blocks an SM) and long (n / vec >= 2048: two vectors a thread),
+ * so more reads are in flight (a softmax of 128 rows of 16384 ran 2x slower than PyTorch's with
+ * 256, docs/BENCHMARKS.md 2026-12-06 (j)); else 0, FT_AUX_BLOCK. */
+int ft_chain_row_block(int64_t m, int64_t n, int vec);
 
 #endif

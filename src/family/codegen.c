@@ -219,11 +219,12 @@ static ft_status codegen_reduce(const ft_variant *v, const ft_family *fam, const
 /* An eager reduction step (ft_codegen_eager_reduce): FT_BLOCK and FT_VEC, then, in a program of
  * its own (own), the prelude; the reduction's defines and sources. A pool step reads the windows of
  * its operand as they are (IN0), y [M, n / w]. */
-static ft_status eager_reduce_text(ft_strbuf *b, const ft_ep_step *step, ft_math math, int vec, int own, ft_err *err) {
+static ft_status eager_reduce_text(ft_strbuf *b, const ft_ep_step *step, ft_math math, int vec, int rblock, int own,
+                                   ft_err *err) {
   if (step->reduce < FT_RED_ROWSUM || step->reduce > FT_RED_AVGPOOL)
     return ft__fail(err, FT_ERR_UNSUPPORTED, "codegen: no eager kernel for '%s'", ft_ep_red_name(step->reduce));
   const int pool = step->reduce == FT_RED_MAXPOOL || step->reduce == FT_RED_AVGPOOL;
-  ft_sb_printf(b, "#define FT_BLOCK %d\n#define FT_VEC %d\n", ft_chain_reduce_block(step->reduce), vec);
+  ft_sb_printf(b, "#define FT_BLOCK %d\n#define FT_VEC %d\n", ft_chain_reduce_block(step->reduce, rblock), vec);
   const char *inner = pool ? "IN0" : "x";
   const ft_ep_red pk = pool ? step->reduce : FT_RED_NONE;
   if (own) return reduce_body(b, math, step->reduce, step->arg, inner, "IN0", pk, step->arg, "x", NULL, err);
@@ -246,7 +247,7 @@ ft_status ft_codegen_eager_reduce(const ft_ep_step *step, ft_math math, int vec,
   memset(out, 0, sizeof *out);
   ft_strbuf b = {0};
   ft_sb_puts(&b, "// fusedtune generated\n");
-  const ft_status s = eager_reduce_text(&b, step, math, vec, 1, err);
+  const ft_status s = eager_reduce_text(&b, step, math, vec, 0, 1, err);
   if (s != FT_OK) {
     free(b.p);
     return s;
@@ -263,8 +264,8 @@ static const char k_step_undefs[] =
     "#undef FT_RED_FORM\n#undef FT_RED_TEAM\n#undef FT_RED_HELD\n#undef FT_RED_GROUPS\n#undef FT_RED_TILE\n"
     "#undef ft_eager_step\n#undef ft_reduce_pass\n#undef ft_reduce_apply\n";
 
-ft_status ft_codegen_chain(const ft_ep_eager *plan, ft_math math, int vec, const ft_epilogue *ep, ft_kernel_src *out,
-                           ft_err *err) {
+ft_status ft_codegen_chain(const ft_ep_eager *plan, ft_math math, int vec, int rblock, const ft_epilogue *ep,
+                           ft_kernel_src *out, ft_err *err) {
   if (!plan || !out) return ft__fail(err, FT_ERR_INVALID_ARG, "codegen: NULL argument");
   memset(out, 0, sizeof *out);
   if (plan->nsteps < 1 || plan->nsteps > FT_EP_MAX_STEPS)
@@ -284,7 +285,7 @@ ft_status ft_codegen_chain(const ft_ep_eager *plan, ft_math math, int vec, const
     ft_sb_printf(&b, "namespace ft_chain_step%d {\n", j);
     if (st->reduce) {
       ft_sb_printf(&b, "#define ft_reduce_pass %s\n#define ft_reduce_apply %s_apply\n", name, name);
-      s = eager_reduce_text(&b, st, math, vec, 0, err);
+      s = eager_reduce_text(&b, st, math, vec, rblock, 0, err);
     } else {
       ft_sb_printf(&b, "#define ft_eager_step %s\n", name);
       s = eager_step_text(&b, st, math, ep, err);
@@ -309,7 +310,7 @@ static ft_status codegen_chain_variant(const ft_variant *v, const ft_family *fam
   ft_ep_eager *plan = malloc(sizeof *plan);
   if (!plan) return ft__fail(err, FT_ERR_NOMEM, "codegen: out of memory");
   ft_status s = fam->eager_plan(v, ep, plan, err);
-  if (s == FT_OK) s = ft_codegen_chain(plan, (ft_math)v->math, v->vec, ep, out, err);
+  if (s == FT_OK) s = ft_codegen_chain(plan, (ft_math)v->math, v->vec, v->chain.rblock, ep, out, err);
   free(plan);
   if (s == FT_OK) snprintf(out->arch_suffix, sizeof out->arch_suffix, "%s", fam->arch_suffix);
   return s;

@@ -42,12 +42,13 @@ ft_status ft_codegen_eager_step(const ft_ep_step *step, ft_math math, ft_kernel_
 /* Every step of plan (ep's eager plan; nsteps >= 1) as one program: step j's kernel is entry point
  * "ft_chain_<j>" (ft_chain_kernel_name, src/family/chain.h), the same text as the step's own program
  * (ft_codegen_eager_step, ft_codegen_eager_reduce with vec) in a namespace of its own; in fp8 the
- * slots ep reads as fp32 (the scales) read so. out->kernel is step 0's. */
-ft_status ft_codegen_chain(const ft_ep_eager *plan, ft_math math, int vec, const ft_epilogue *ep, ft_kernel_src *out,
-                           ft_err *err);
+ * slots ep reads as fp32 (the scales) read so; rblock: the row reductions' threads a block
+ * (ft_chain_reduce_block). out->kernel is step 0's. */
+ft_status ft_codegen_chain(const ft_ep_eager *plan, ft_math math, int vec, int rblock, const ft_epilogue *ep,
+                           ft_kernel_src *out, ft_err *err);
 /* The eager chain's reduction step (step->reduce a row reduction or groupnorm, kernels_src/reduce_pass.cu
  * reading its input buffer whole: ft_reduce_pass(src, N, y, NULL, M, N, 0, N, ep)),
- * ft_chain_reduce_block(step->reduce) threads a block (a row's; batchnorm's: 32 columns'), vec elements per access (N must be a multiple). FT_ERR_UNSUPPORTED for the
+ * ft_chain_reduce_block(step->reduce, 0) threads a block (a row's; batchnorm's: 32 columns'), vec elements per access (N must be a multiple). FT_ERR_UNSUPPORTED for the
  * reductions no kernel serves. */
 ft_status ft_codegen_eager_reduce(const ft_ep_step *step, ft_math math, int vec, ft_kernel_src *out, ft_err *err);
 void ft_kernel_src_free(ft_kernel_src *k); /* frees text; NULL-safe */

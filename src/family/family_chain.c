@@ -52,6 +52,7 @@ static int chain_valid(const ft_variant *v, char *why, size_t whylen) {
   if (v->chain.lt < 0 || v->chain.lt > FT_EP_SLOTS) FT_WHY("lt %d: must be 0 (cuBLAS) or 1 + a bias slot below %d", v->chain.lt, FT_EP_SLOTS);
   if (v->vec != 1 && v->vec != 2 && v->vec != 4 && v->vec != 8) FT_WHY("vec %d: must be 1, 2, 4 or 8", v->vec);
   if (v->vec == 8 && ft_math_out_dtype((ft_math)v->math) == FT_DTYPE_F32) FT_WHY("vec 8: 16 bytes are 4 fp32 elements");
+  if (v->chain.rblock != 0 && v->chain.rblock != 1024) FT_WHY("rblock %d: must be 0 (FT_AUX_BLOCK) or 1024", v->chain.rblock);
   if (v->bm || v->bn || v->bk || v->stages || v->split_k || v->swizzle) FT_WHY("eager chain variant with GEMM fields");
   return 1;
 }
@@ -86,6 +87,7 @@ static ft_status chain_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, 
     v.kind = FT_VK_EPILOGUE, v.family = FT_FAMILY_EAGER_CHAIN, v.math = (int)math;
     v.vec = ft_chain_reduce_vec(math, n);
     v.chain.steps = plan->nsteps, v.chain.lt = plan->gemm_bias_slot + 1;
+    v.chain.rblock = ft_chain_row_block(m, n, v.vec); /* as the eager baseline's (baseline.c) */
     if (ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) s = ft_space_push(sink, &v, 100.0 + plan->nsteps, err);
   }
   free(plan);
@@ -125,10 +127,13 @@ static ft_status chain_kernel_args(const ft_variant *v, const ft_launch_io *io, 
   return ft__fail(err, FT_ERR_INTERNAL, "launch: an eager chain's steps take their arguments from the chain");
 }
 
-/* "eager_s3_v4", "_lt" after cuBLASLt's bias GEMM, "_bf16" (the mode) outside fp32. */
+/* "eager_s3_v4", "_r1024" with 1024 threads a row reduction, "_lt" after cuBLASLt's bias GEMM,
+ * "_bf16" (the mode) outside fp32. */
 static int chain_name(const ft_variant *v, char *buf, size_t len) {
-  return snprintf(buf, len, "eager_s%d_v%d%s%s%s", v->chain.steps, v->vec, v->chain.lt ? "_lt" : "", v->math ? "_" : "",
-                  v->math ? ft_math_name((ft_math)v->math) : "");
+  char r[16] = "";
+  if (v->chain.rblock) snprintf(r, sizeof r, "_r%d", v->chain.rblock);
+  return snprintf(buf, len, "eager_s%d_v%d%s%s%s%s", v->chain.steps, v->vec, r, v->chain.lt ? "_lt" : "",
+                  v->math ? "_" : "", v->math ? ft_math_name((ft_math)v->math) : "");
 }
 
 static const ft_json_key k_chain_keys[] = {{"layout", offsetof(ft_variant, family)},
@@ -136,7 +141,8 @@ static const ft_json_key k_chain_keys[] = {{"layout", offsetof(ft_variant, famil
                                            {"vec", offsetof(ft_variant, vec)},
                                            {NULL, 0}};
 static const ft_json_key k_chain_opt_keys[] = {
-    {"math", offsetof(ft_variant, math)}, {"lt", offsetof(ft_variant, chain.lt)}, {NULL, 0}};
+    {"math", offsetof(ft_variant, math)}, {"lt", offsetof(ft_variant, chain.lt)},
+    {"rblock", offsetof(ft_variant, chain.rblock)}, {NULL, 0}};
 
 static const char *const k_chain_sources[] = {"kernels_src/eager_step.cu", "kernels_src/reduce_pass.cu", NULL};
 

@@ -125,9 +125,11 @@ static ft_status split_pair(ft_baselines *b, size_t out_bytes, ft_err *err) {
 static ft_status build_eager_steps(ft_baselines *b, ft_db *db, ft_err *err) {
   if (b->plan.nsteps == 0) return FT_OK;
   const ft_pdata *d = b->d;
-  FT_TRY(ft_chain_of_plan(&b->plan, b->ep, d->math, d->m, d->n, &b->chain, err));
+  /* The vector and row block family eager_chain's variant of this problem takes (family_chain.c). */
+  const int vec = ft_chain_reduce_vec(d->math, d->n), rblock = ft_chain_row_block(d->m, d->n, vec);
+  FT_TRY(ft_chain_of_plan(&b->plan, b->ep, d->math, d->m, d->n, rblock, &b->chain, err));
   ft_kernel_src src;
-  FT_TRY(ft_codegen_chain(&b->plan, d->math, ft_chain_reduce_vec(d->math, d->n), b->ep, &src, err));
+  FT_TRY(ft_codegen_chain(&b->plan, d->math, vec, rblock, b->ep, &src, err));
   ft_compile_job job = {.src = src.text, .hash = src.hash, .arch_suffix = src.arch_suffix};
   ft_status st = ft_compile_source(db, ft_gpu_arch(b->g), &job, "the eager chain's steps", err);
   if (st == FT_OK) st = ft_loaded_init(&b->prog, job.cubin, job.cubin_size, src.kernel, NULL, err);

@@ -133,7 +133,7 @@ static ft_status chain_init(ft_launchable *t, const ft_epilogue *ep, ft_err *err
   t->chain_k = calloc(FT_EP_MAX_STEPS, sizeof *t->chain_k);
   ft_status s = plan && t->chain && t->chain_k ? FT_OK : ft__fail(err, FT_ERR_NOMEM, "out of memory");
   if (s == FT_OK) s = t->fam->eager_plan(&t->v, ep, plan, err);
-  if (s == FT_OK) s = ft_chain_of_plan(plan, ep, (ft_math)t->v.math, t->m, t->n, t->chain, err);
+  if (s == FT_OK) s = ft_chain_of_plan(plan, ep, (ft_math)t->v.math, t->m, t->n, t->v.chain.rblock, t->chain, err);
   free(plan);
   if (s == FT_OK) t->geom.workspace_bytes = t->chain->workspace_bytes;
   return s;

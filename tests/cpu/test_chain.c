@@ -41,6 +41,50 @@ static int chains_of(const char *text, ft_math math, int64_t n, int scope, ft_va
   return found;
 }
 
+/* Few long rows (128 of 16384): the row reductions take 1024 threads a block, in the variant
+ * (rblock, "_r1024"), its program (FT_BLOCK), the launch's description and the baseline's text. */
+static void test_row_block(void) {
+  ft_err e;
+  int count = 0;
+  ft_variant *all = enumerate_scope("softmax(x + bias)", FT_VK_EPILOGUE, 128, 16384, FT_MATH_BF16, FT_SPACE_PRUNED, &count);
+  ft_variant v;
+  int found = 0;
+  for (int i = 0; i < count; i++)
+    if (all[i].family == FT_FAMILY_EAGER_CHAIN) v = all[i], found++;
+  free(all);
+  ASSERT_EQ_INT(found, 1);
+  if (found != 1) return;
+  ASSERT_EQ_INT(v.chain.rblock, 1024);
+  ASSERT_EQ_INT(ft_chain_row_block(128, 16384, v.vec), 1024);
+  ASSERT_EQ_INT(ft_chain_row_block(300, 16384, v.vec), 0);  /* many rows */
+  ASSERT_EQ_INT(ft_chain_row_block(128, 8192, 8), 0);       /* a vector a thread at 1024 */
+  char name[96];
+  ft_variant_name(&v, name, sizeof name);
+  ASSERT_EQ_STR(name, "eager_s1_v8_r1024_lt_bf16");
+  round_trips(&v);
+  ft_variant bad = v;
+  bad.chain.rblock = 512;
+  char why[160];
+  ASSERT_TRUE(!ft_variant_valid(&bad, why, sizeof why));
+  ft_epilogue *ep = parse_ok("softmax(x + bias)");
+  if (!ep) return;
+  ft_kernel_src src, same;
+  ASSERT_OK(ft_codegen_variant(&v, ep, &src, &e));
+  ASSERT_CONTAINS(src.text, "#define FT_BLOCK 1024\n");
+  ft_ep_eager plan;
+  ASSERT_OK(ft_ep_eager_plan(ep, &plan, &e));
+  ASSERT_OK(ft_codegen_chain(&plan, FT_MATH_BF16, ft_chain_reduce_vec(FT_MATH_BF16, 16384),
+                             ft_chain_row_block(128, 16384, ft_chain_reduce_vec(FT_MATH_BF16, 16384)), ep, &same, &e));
+  ASSERT_EQ_STR(same.hash, src.hash);
+  ft_chain c;
+  ASSERT_OK(ft_chain_of_plan(&plan, ep, FT_MATH_BF16, 128, 16384, v.chain.rblock, &c, &e));
+  for (int j = 0; j < c.nsteps; j++)
+    if (c.steps[j].reduce) ASSERT_EQ_INT(c.steps[j].block, 1024);
+  ft_kernel_src_free(&src);
+  ft_kernel_src_free(&same);
+  ft_ep_free(ep);
+}
+
 static void test_enumeration(void) {
   for (size_t c = 0; c < N_CASES; c++) {
     ft_variant v;
@@ -120,7 +164,7 @@ static int make_sources(ft_kernel_src *src) {
     ft_ep_eager plan;
     ft_kernel_src same;
     ASSERT_OK(ft_ep_eager_plan(ep, &plan, &e));
-    ASSERT_OK(ft_codegen_chain(&plan, k_cases[c].math, v.vec, ep, &same, &e));
+    ASSERT_OK(ft_codegen_chain(&plan, k_cases[c].math, v.vec, v.chain.rblock, ep, &same, &e));
     ASSERT_EQ_STR(same.hash, src[n].hash);
     ft_kernel_src_free(&same);
     ft_kernel_src k;
@@ -210,7 +254,7 @@ static void test_launch_description(void) {
   ft_chain c;
   if (pool) {
     ASSERT_OK(ft_ep_eager_plan(pool, &plan, &e));
-    ASSERT_OK(ft_chain_of_plan(&plan, pool, FT_MATH_BF16, M, N, &c, &e));
+    ASSERT_OK(ft_chain_of_plan(&plan, pool, FT_MATH_BF16, M, N, 0, &c, &e));
     ASSERT_EQ_INT(c.nsteps, 3);
     ASSERT_TRUE(c.steps[0].reduce && c.steps[0].cols == N);          /* the pool over the GEMM's [M, N] */
     ASSERT_TRUE(!c.steps[1].reduce && c.steps[1].cols == N / 3);     /* relu over its windows */
@@ -223,7 +267,7 @@ static void test_launch_description(void) {
   }
   if (lse) {
     ASSERT_OK(ft_ep_eager_plan(lse, &plan, &e));
-    ASSERT_OK(ft_chain_of_plan(&plan, lse, FT_MATH_FP32, M, N, &c, &e));
+    ASSERT_OK(ft_chain_of_plan(&plan, lse, FT_MATH_FP32, M, N, 0, &c, &e));
     ASSERT_TRUE(c.steps[c.nsteps - 1].reduce && c.steps[c.nsteps - 1].cols == N);
     check_buffers(&plan, &c, M, N, N, 4);
   }
@@ -232,7 +276,7 @@ static void test_launch_description(void) {
   ft_epilogue *bn = parse_ok("batchnorm(x * 2) + 1"), *gn = parse_ok("groupnorm(x, 8) * 2");
   if (bn && gn) {
     ASSERT_OK(ft_ep_eager_plan(bn, &plan, &e));
-    ASSERT_OK(ft_chain_of_plan(&plan, bn, FT_MATH_BF16, M, 1000, &c, &e));
+    ASSERT_OK(ft_chain_of_plan(&plan, bn, FT_MATH_BF16, M, 1000, 0, &c, &e));
     int seen = 0;
     for (int j = 0; j < c.nsteps; j++) {
       if (!c.steps[j].reduce) continue;
@@ -242,7 +286,7 @@ static void test_launch_description(void) {
     }
     ASSERT_EQ_INT(seen, 1);
     ASSERT_OK(ft_ep_eager_plan(gn, &plan, &e));
-    ASSERT_OK(ft_chain_of_plan(&plan, gn, FT_MATH_BF16, M, N, &c, &e));
+    ASSERT_OK(ft_chain_of_plan(&plan, gn, FT_MATH_BF16, M, N, 0, &c, &e));
     for (int j = 0; j < c.nsteps; j++)
       if (c.steps[j].reduce) ASSERT_TRUE(c.steps[j].block == FT_AUX_BLOCK && c.steps[j].col_blocks == 0);
   }
@@ -256,7 +300,7 @@ static void test_launch_description(void) {
     ft_epilogue *ep = parse_ok(more[q]);
     if (!ep) continue;
     ASSERT_OK(ft_ep_eager_plan(ep, &plan, &e));
-    ASSERT_OK(ft_chain_of_plan(&plan, ep, FT_MATH_FP32, M, N, &c, &e));
+    ASSERT_OK(ft_chain_of_plan(&plan, ep, FT_MATH_FP32, M, N, 0, &c, &e));
     const size_t unshared = check_buffers(&plan, &c, M, N, N, 4);
     if (c.nsteps >= 3) ASSERT_TRUE(c.workspace_bytes < unshared);
     ft_ep_free(ep);
@@ -266,7 +310,7 @@ static void test_launch_description(void) {
   if (two) {
     ASSERT_OK(ft_ep_eager_plan(two, &plan, &e));
     plan.steps[0].in[0] = plan.nsteps + 3;
-    ASSERT_EQ_INT(ft_chain_of_plan(&plan, two, FT_MATH_FP32, M, N, &c, &e), FT_ERR_INTERNAL);
+    ASSERT_EQ_INT(ft_chain_of_plan(&plan, two, FT_MATH_FP32, M, N, 0, &c, &e), FT_ERR_INTERNAL);
     ft_ep_free(two);
   }
   ft_ep_free(pool);
@@ -340,6 +384,7 @@ static void test_database(void) {
 
 int main(void) {
   test_enumeration();
+  test_row_block();
   test_rules();
   test_launch_description();
   test_database();
