@@ -15,14 +15,22 @@ int ft_chain_reduce_vec(ft_math math, int64_t n) {
 }
 
 int ft_chain_reduce_block(ft_ep_red kind, int rblock) {
-  return kind == FT_RED_BATCHNORM ? 1024 : rblock > 0 ? rblock : FT_AUX_BLOCK;
+  if (kind == FT_RED_BATCHNORM) return 1024;
+  return kind != FT_RED_GROUPNORM && rblock > 0 ? rblock : FT_AUX_BLOCK;
 }
 
 int ft_chain_row_block(int64_t m, int64_t n, int vec) { return m <= 256 && vec > 0 && n / vec >= 2048 ? 1024 : 0; }
 
+void ft_chain_reads(ft_math math, int64_t m, int64_t n, int *vec, int *rblock) {
+  *vec = ft_chain_reduce_vec(math, n);
+  *rblock = ft_chain_row_block(m, n, *vec);
+}
+
 ft_status ft_chain_of_plan(const ft_ep_eager *plan, const ft_epilogue *ep, ft_math math, int64_t m, int64_t n,
                            int rblock, ft_chain *out, ft_err *err) {
   if (!plan || !ep || !out) return ft__fail(err, FT_ERR_INVALID_ARG, "chain: NULL argument");
+  if (rblock != 0 && rblock != 1024)
+    return ft__fail(err, FT_ERR_INVALID_ARG, "chain: a row block of %d threads (0 or 1024)", rblock);
   memset(out, 0, sizeof *out);
   if (plan->nsteps < 1 || plan->nsteps > FT_EP_MAX_STEPS)
     return ft__fail(err, FT_ERR_UNSUPPORTED, "chain: E's eager plan has %d steps after the GEMM (1 to %d run as a "

@@ -45,13 +45,17 @@ void ft_chain_kernel_name(int j, char *buf, size_t len);
 int ft_chain_reduce_vec(ft_math math, int64_t n);
 /* The threads of a reduction step's block, its program's FT_BLOCK: 1024 for batchnorm, whose blocks
  * take 32 columns each and share the M rows among their warps (more warps, more reads in flight:
- * with 256 it ran 4x slower than PyTorch's, docs/BENCHMARKS.md 2026-12-06 (j)), else rblock
- * (0: FT_AUX_BLOCK). */
+ * with 256 it ran 4x slower than PyTorch's, docs/BENCHMARKS.md 2026-12-06 (j)); FT_AUX_BLOCK for
+ * groupnorm (at 1024 its fp32 team form spills, and rows of 8 to 31 groups would leave the team
+ * form); else rblock (0: FT_AUX_BLOCK). */
 int ft_chain_reduce_block(ft_ep_red kind, int rblock);
 /* The row reductions' block of an m x n chain read in vectors of vec: 1024 threads where the rows
  * are few (m <= 256: at most two blocks an SM) and long (n / vec >= 2048: two vectors a thread),
  * so more reads are in flight (a softmax of 128 rows of 16384 ran 2x slower than PyTorch's with
  * 256, docs/BENCHMARKS.md 2026-12-06 (j)); else 0, FT_AUX_BLOCK. */
 int ft_chain_row_block(int64_t m, int64_t n, int vec);
+/* The vector and the row block of the chain of an m x n problem in math (family eager_chain's
+ * variant and the eager baseline take the same). */
+void ft_chain_reads(ft_math math, int64_t m, int64_t n, int *vec, int *rblock);
 
 #endif

@@ -126,7 +126,8 @@ static ft_status build_eager_steps(ft_baselines *b, ft_db *db, ft_err *err) {
   if (b->plan.nsteps == 0) return FT_OK;
   const ft_pdata *d = b->d;
   /* The vector and row block family eager_chain's variant of this problem takes (family_chain.c). */
-  const int vec = ft_chain_reduce_vec(d->math, d->n), rblock = ft_chain_row_block(d->m, d->n, vec);
+  int vec, rblock;
+  ft_chain_reads(d->math, d->m, d->n, &vec, &rblock);
   FT_TRY(ft_chain_of_plan(&b->plan, b->ep, d->math, d->m, d->n, rblock, &b->chain, err));
   ft_kernel_src src;
   FT_TRY(ft_codegen_chain(&b->plan, d->math, vec, rblock, b->ep, &src, err));

@@ -41,48 +41,85 @@ static int chains_of(const char *text, ft_math math, int64_t n, int scope, ft_va
   return found;
 }
 
+/* The FT_BLOCK a chain program defines for step j (its namespace's first); -1 when none. */
+static int step_block(const char *text, int j) {
+  char ns[40];
+  snprintf(ns, sizeof ns, "namespace ft_chain_step%d {\n", j);
+  const char *at = strstr(text, ns), *def = at ? strstr(at, "#define FT_BLOCK ") : NULL;
+  if (!def) return -1;
+  char next[40];
+  snprintf(next, sizeof next, "namespace ft_chain_step%d {\n", j + 1);
+  const char *end = strstr(at, next);
+  return end && def > end ? -1 : atoi(def + strlen("#define FT_BLOCK "));
+}
+
 /* Few long rows (128 of 16384): the row reductions take 1024 threads a block, in the variant
- * (rblock, "_r1024"), its program (FT_BLOCK), the launch's description and the baseline's text. */
+ * (rblock, "_r1024"), its program (FT_BLOCK), the launch's description and the baseline's text;
+ * each step's FT_BLOCK is its launch's block (batchnorm 1024 always, groupnorm FT_AUX_BLOCK); the
+ * programs compile for sm_90a without spills. */
 static void test_row_block(void) {
+  ASSERT_EQ_INT(ft_chain_row_block(256, 16384, 8), 1024);
+  ASSERT_EQ_INT(ft_chain_row_block(257, 16384, 8), 0);  /* many rows */
+  ASSERT_EQ_INT(ft_chain_row_block(128, 16376, 8), 0);  /* fewer than two vectors a thread */
+  ASSERT_EQ_INT(ft_chain_row_block(128, 16384, 4), 1024);
+  static const struct {
+    const char *text;
+    ft_math math;
+    const char *name;
+  } cases[] = {
+      {"softmax(x + bias)", FT_MATH_BF16, "eager_s1_v8_r1024_lt_bf16"},
+      {"softmax(batchnorm(x + bias) * 2)", FT_MATH_FP32, NULL},
+      {"groupnorm(x + bias, 64) * 2", FT_MATH_FP32, NULL},
+      {"rowsum(maxpool(x, 4)) * 2", FT_MATH_FP32, NULL},
+      {"logsumexp(x * 2)", FT_MATH_3XTF32, NULL},
+  };
   ft_err e;
-  int count = 0;
-  ft_variant *all = enumerate_scope("softmax(x + bias)", FT_VK_EPILOGUE, 128, 16384, FT_MATH_BF16, FT_SPACE_PRUNED, &count);
-  ft_variant v;
-  int found = 0;
-  for (int i = 0; i < count; i++)
-    if (all[i].family == FT_FAMILY_EAGER_CHAIN) v = all[i], found++;
-  free(all);
-  ASSERT_EQ_INT(found, 1);
-  if (found != 1) return;
-  ASSERT_EQ_INT(v.chain.rblock, 1024);
-  ASSERT_EQ_INT(ft_chain_row_block(128, 16384, v.vec), 1024);
-  ASSERT_EQ_INT(ft_chain_row_block(300, 16384, v.vec), 0);  /* many rows */
-  ASSERT_EQ_INT(ft_chain_row_block(128, 8192, 8), 0);       /* a vector a thread at 1024 */
-  char name[96];
-  ft_variant_name(&v, name, sizeof name);
-  ASSERT_EQ_STR(name, "eager_s1_v8_r1024_lt_bf16");
-  round_trips(&v);
-  ft_variant bad = v;
-  bad.chain.rblock = 512;
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    int count = 0, found = 0;
+    ft_variant *all = enumerate_scope(cases[c].text, FT_VK_EPILOGUE, 128, 16384, cases[c].math, FT_SPACE_PRUNED, &count);
+    ft_variant v;
+    for (int i = 0; i < count; i++)
+      if (all[i].family == FT_FAMILY_EAGER_CHAIN) v = all[i], found++;
+    free(all);
+    ASSERT_EQ_INT(found, 1);
+    ft_epilogue *ep = parse_ok(cases[c].text);
+    if (found != 1 || !ep) continue;
+    ASSERT_EQ_INT(v.chain.rblock, 1024);
+    int vec, rblock;
+    ft_chain_reads(cases[c].math, 128, 16384, &vec, &rblock); /* the eager baseline's */
+    ASSERT_TRUE(vec == v.vec && rblock == v.chain.rblock);
+    char name[96];
+    ft_variant_name(&v, name, sizeof name);
+    if (cases[c].name) ASSERT_EQ_STR(name, cases[c].name);
+    ASSERT_CONTAINS(name, "_r1024");
+    round_trips(&v);
+    ft_kernel_src src;
+    ASSERT_OK(ft_codegen_variant(&v, ep, &src, &e));
+    ft_ep_eager plan;
+    ft_chain ch;
+    ASSERT_OK(ft_ep_eager_plan(ep, &plan, &e));
+    ASSERT_OK(ft_chain_of_plan(&plan, ep, cases[c].math, 128, 16384, v.chain.rblock, &ch, &e));
+    for (int j = 0; j < ch.nsteps; j++) {
+      if (!ch.steps[j].reduce) continue;
+      ASSERT_EQ_INT(step_block(src.text, j), ch.steps[j].block);
+      const ft_ep_red kind = plan.steps[j].reduce;
+      ASSERT_EQ_INT(ch.steps[j].block, kind == FT_RED_GROUPNORM ? FT_AUX_BLOCK : 1024);
+    }
+    ft_compile_job job;
+    memset(&job, 0, sizeof job);
+    job.src = src.text, job.hash = src.hash;
+    ASSERT_OK(ft_compile_many(NULL, "sm_90a", &job, 1, 1, &e)); /* a spill is a rejection */
+    if (job.status != FT_OK) FT_FAIL_AT_("%s: %.2000s", name, job.log ? job.log : "");
+    ft_compile_job_clear(&job);
+    ft_kernel_src_free(&src);
+    ft_ep_free(ep);
+  }
+  ft_variant bad;
+  memset(&bad, 0, sizeof bad);
+  bad.kind = FT_VK_EPILOGUE, bad.family = FT_FAMILY_EAGER_CHAIN, bad.vec = 4, bad.chain.steps = 1, bad.chain.rblock = 512;
   char why[160];
   ASSERT_TRUE(!ft_variant_valid(&bad, why, sizeof why));
-  ft_epilogue *ep = parse_ok("softmax(x + bias)");
-  if (!ep) return;
-  ft_kernel_src src, same;
-  ASSERT_OK(ft_codegen_variant(&v, ep, &src, &e));
-  ASSERT_CONTAINS(src.text, "#define FT_BLOCK 1024\n");
-  ft_ep_eager plan;
-  ASSERT_OK(ft_ep_eager_plan(ep, &plan, &e));
-  ASSERT_OK(ft_codegen_chain(&plan, FT_MATH_BF16, ft_chain_reduce_vec(FT_MATH_BF16, 16384),
-                             ft_chain_row_block(128, 16384, ft_chain_reduce_vec(FT_MATH_BF16, 16384)), ep, &same, &e));
-  ASSERT_EQ_STR(same.hash, src.hash);
-  ft_chain c;
-  ASSERT_OK(ft_chain_of_plan(&plan, ep, FT_MATH_BF16, 128, 16384, v.chain.rblock, &c, &e));
-  for (int j = 0; j < c.nsteps; j++)
-    if (c.steps[j].reduce) ASSERT_EQ_INT(c.steps[j].block, 1024);
-  ft_kernel_src_free(&src);
-  ft_kernel_src_free(&same);
-  ft_ep_free(ep);
+  ASSERT_CONTAINS(why, "rblock");
 }
 
 static void test_enumeration(void) {

@@ -24,6 +24,9 @@ static const struct {
     {33, 1024, 72, "logsumexp(x + bias)", FT_MATH_TF32},
     {100, 264, 256, "batchnorm(x * 2) * g where col g", FT_MATH_BF16},
     {65, 1001, 64, "groupnorm(x + bias, 143) * 2", FT_MATH_BF16}, /* 143 groups of 7: a team per group */
+    /* Few long rows: the row reductions at 1024 threads a block (eager_..._r1024_...). */
+    {128, 16384, 64, "softmax(x + bias)", FT_MATH_BF16},
+    {100, 16388, 32, "rowsum(maxpool(x, 4)) * 2", FT_MATH_FP32},
     {50, 600, 128, "relu(maxpool(x + bias, 3)) * r where row r", FT_MATH_3XTF32},
 };
 
