@@ -48,8 +48,9 @@ ft_status ft_codegen_chain(const ft_ep_eager *plan, ft_math math, int vec, int r
                            ft_kernel_src *out, ft_err *err);
 /* The eager chain's reduction step (step->reduce a row reduction or groupnorm, kernels_src/reduce_pass.cu
  * reading its input buffer whole: ft_reduce_pass(src, N, y, NULL, M, N, 0, N, ep)),
- * ft_chain_reduce_block(step->reduce, 0) threads a block (a row's; batchnorm's: 32 columns'), vec elements per access (N must be a multiple). FT_ERR_UNSUPPORTED for the
- * reductions no kernel serves. */
+ * ft_chain_reduce_block(step->reduce, 0) threads a block (a row's; batchnorm's: 32 columns'), vec
+ * elements per access (N must be a multiple). FT_ERR_UNSUPPORTED for the reductions no kernel
+ * serves. */
 ft_status ft_codegen_eager_reduce(const ft_ep_step *step, ft_math math, int vec, ft_kernel_src *out, ft_err *err);
 void ft_kernel_src_free(ft_kernel_src *k); /* frees text; NULL-safe */
 

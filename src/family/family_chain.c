@@ -3,8 +3,8 @@
  * the mode (cuBLASLt's with its BIAS epilogue where E's eager plan folds `x + bias` into it, as
  * nn.Linear's addmm does), then one kernel per step of the plan (src/epilogue/epilogue_eager.c):
  * an elementwise step (kernels_src/eager_step.cu) or a reduction a block per row (batchnorm's per
- * strip of 32 columns; kernels_src/reduce_pass.cu), each rounding to the element type, all steps one program
- * (ft_codegen_chain) and run by src/gpu/launch.c's ft_chain_enqueue, as the eager baseline runs
+ * strip of 32 columns; kernels_src/reduce_pass.cu), each rounding to the element type, all steps
+ * one program (ft_codegen_chain) and run by src/gpu/launch.c's ft_chain_enqueue, as the eager baseline runs
  * them. A variant is one problem's plan: its step count and fold, which codegen and the launch
  * check against E, and the vector its reductions read rows in. A gated pair (E with x2) is not
  * served: its GEMM writes the interleaved [m, 2n] product, which the steps do not read (the gated

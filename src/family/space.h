@@ -94,8 +94,8 @@ typedef struct ft_chain_params {
   int steps; /* the kernels after the GEMM: E's eager plan's step count (ft_ep_eager_plan), at least 1 */
   int lt;    /* s + 1: the GEMM is cuBLASLt's with its BIAS epilogue adding the column vector of slot s,
               * as the eager plan folds E's `x + bias` (nn.Linear's addmm); 0: cuBLAS's plain GEMM */
-  int rblock; /* threads a block of the reductions read a row per block (not batchnorm): 1024 for few
-               * long rows (ft_chain_row_block), 0: FT_AUX_BLOCK */
+  int rblock; /* threads a block of the reductions that read a row per block (not groupnorm, nor
+               * batchnorm's strips): 1024 for few long rows (ft_chain_row_block), 0: FT_AUX_BLOCK */
 } ft_chain_params;
 
 /* The kernel families' ids (ft_variant.family, ft_family.id), unique within a kind; the table is

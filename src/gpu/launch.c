@@ -502,11 +502,12 @@ ft_status ft_cublas_gemm(ft_gpu *g, ft_math math, const void *X, const void *W, 
   return FT_OK;
 }
 
-/* A reduction step: a block per row of in [m, n] (a batchnorm's per strip of 32 columns;
- * reduce_entry.cu's ft_reduce_pass reading it whole), out [m] or [m, n]. */
-static ft_status reduce_step(cudaKernel_t k, const void *in, void *out, int m, int n, const ft_chain_step *s,
+/* Reduction step s: a block per row of in [m, s->cols] (a batchnorm's per strip of 32 columns;
+ * reduce_entry.cu's ft_reduce_pass reading it whole), out [m] or [m, s->cols]. */
+static ft_status reduce_step(cudaKernel_t k, const void *in, void *out, int m, const ft_chain_step *s,
                              const ft_ep_args_dev *ep, cudaStream_t stream, ft_err *err) {
   ft_ep_args_dev epv = *ep;
+  int n = s->cols;
   const unsigned grid[3] = {(unsigned)(s->col_blocks ? s->col_blocks : m), 1, 1}, block[3] = {(unsigned)s->block, 1, 1};
   void *stats = NULL, *flags = NULL;
   int ld = n, col0 = 0;
@@ -533,7 +534,7 @@ ft_status ft_chain_enqueue(const ft_chain *c, const cudaKernel_t *k, void *const
       in[i] = s->in[i] >= 0 && s->in[i] < FT_CHAIN_BUFS ? bufs[s->in[i]] : NULL;
     if (!k[j] || !bufs[j + 1] || (s->reduce && !in[0]))
       return ft__fail(err, FT_ERR_INTERNAL, "launch: step %d of an eager chain without its kernel or buffers", j);
-    if (s->reduce) FT_TRY(reduce_step(k[j], in[0], bufs[j + 1], m, s->cols, s, ep, stream, err));
+    if (s->reduce) FT_TRY(reduce_step(k[j], in[0], bufs[j + 1], m, s, ep, stream, err));
     else FT_TRY(elementwise_step(k[j], in[0], in[1], in[2], bufs[j + 1], m, s->cols, ep, stream, err));
   }
   return FT_OK;
