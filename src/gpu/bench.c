@@ -95,6 +95,7 @@ static int bounded_repeats(const ft_bench_opts *opt, double one_s) {
 
 ft_status ft_bench_run(ft_bench *b, ft_enqueue_fn fn, void *user, const ft_bench_opts *opt,
                        ft_timing *out, ft_err *err) {
+  if (opt->graph_calls > 0) return ft_bench_run_interleaved(b, 1, &fn, &user, opt, out, 0, NULL, err);
   if (opt->flush_l2) FT_TRY(ensure_flush(b, err));
   int warmup = opt->warmup < 1 ? 1 : opt->warmup;
   double t0 = ft__now_s();
@@ -117,6 +118,33 @@ ft_status ft_bench_run(ft_bench *b, ft_enqueue_fn fn, void *user, const ft_bench
     samples[i] = ms;
   }
   ft_stats(samples, reps, out);
+  return FT_OK;
+}
+
+/* calls calls of fn captured into one graph, instantiated. The capture is always ended, so the
+ * stream is usable after a call that cannot be captured (cudaStreamCaptureModeRelaxed: what a
+ * call's library does on first use, allocations included, the warm-up has done already). */
+static ft_status capture(ft_bench *b, ft_enqueue_fn fn, void *user, int calls, cudaGraphExec_t *exec, ft_err *err) {
+  *exec = NULL;
+  FT_CUDA_TRY(err, cudaStreamBeginCapture(b->stream, cudaStreamCaptureModeRelaxed));
+  ft_status st = FT_OK;
+  for (int i = 0; st == FT_OK && i < calls; i++) st = fn(user, b->stream, err);
+  cudaGraph_t g = NULL;
+  const cudaError_t e = cudaStreamEndCapture(b->stream, &g);
+  if (st == FT_OK && e != cudaSuccess) st = ft_cuda_fail(err, e, "cudaStreamEndCapture (timing as a CUDA graph)");
+  if (st == FT_OK) {
+    const cudaError_t ie = cudaGraphInstantiate(exec, g, 0);
+    if (ie != cudaSuccess) *exec = NULL, st = ft_cuda_fail(err, ie, "cudaGraphInstantiate (timing as a CUDA graph)");
+  }
+  if (g) cudaGraphDestroy(g);
+  return st;
+}
+
+/* One call of strategy j: its enqueue, or a replay of its graph. */
+static ft_status one_call(ft_bench *b, const ft_enqueue_fn *fns, void *const *users, const cudaGraphExec_t *execs,
+                          int j, ft_err *err) {
+  if (!execs) return fns[j](users[j], b->stream, err);
+  FT_CUDA_TRY(err, cudaGraphLaunch(execs[j], b->stream));
   return FT_OK;
 }
 
@@ -148,18 +176,22 @@ double ft_median_ratio(const double *a, const double *b, int n) {
   return t.median_ms;
 }
 
-ft_status ft_bench_run_interleaved(ft_bench *b, int n, const ft_enqueue_fn *fns, void *const *users,
-                                   const ft_bench_opts *opt, ft_timing *outs, int ref, double *ratios, ft_err *err) {
-  if (ratios && (ref < 0 || ref >= n)) return ft__fail(err, FT_ERR_INVALID_ARG, "interleaved timing: reference %d", ref);
-  if (n < 1 || n > FT_BENCH_MAX_INTERLEAVED || opt->flush_l2)
-    return ft__fail(err, FT_ERR_INVALID_ARG, "interleaved timing of %d strategies%s", n,
-                    opt->flush_l2 ? " with an L2 flush" : "");
+static ft_status run_rounds(ft_bench *b, int n, const ft_enqueue_fn *fns, void *const *users,
+                            const cudaGraphExec_t *execs, const ft_bench_opts *opt, ft_timing *outs, int ref,
+                            double *ratios, ft_err *err) {
   const int warmup = opt->warmup < 1 ? 1 : opt->warmup;
-  const double t0 = ft__now_s();
+  double t0 = ft__now_s();
   for (int j = 0; j < n; j++)
     for (int i = 0; i < warmup; i++) FT_TRY(fns[j](users[j], b->stream, err));
   FT_CUDA_TRY(err, cudaStreamSynchronize(b->stream));
-  const int reps = bounded_repeats(opt, (ft__now_s() - t0) / warmup); /* on a round's cost */
+  double round_s = (ft__now_s() - t0) / warmup;
+  if (execs) { /* a replay of each graph, which the round's cost is then */
+    t0 = ft__now_s();
+    for (int j = 0; j < n; j++) FT_TRY(one_call(b, fns, users, execs, j, err));
+    FT_CUDA_TRY(err, cudaStreamSynchronize(b->stream));
+    round_s = ft__now_s() - t0;
+  }
+  const int reps = bounded_repeats(opt, round_s);
   /* One chain of events: the call at position q of round i runs between marks i n + q and
    * i n + q + 1, with the stream never idle in between, so each interval is that call's time.
    * The rounds vary their order (ft_bench_round_order): what runs just before a call changes its
@@ -175,21 +207,44 @@ ft_status ft_bench_run_interleaved(ft_bench *b, int n, const ft_enqueue_fn *fns,
   for (int i = 0; i < reps; i++) {
     ft_bench_round_order(n, i, order);
     for (int q = 0; q < n; q++) {
-      FT_TRY(fns[order[q]](users[order[q]], b->stream, err));
+      FT_TRY(one_call(b, fns, users, execs, order[q], err));
       FT_CUDA_TRY(err, cudaEventRecord(b->marks[i * n + q + 1], b->stream));
     }
   }
   FT_CUDA_TRY(err, cudaStreamSynchronize(b->stream));
+  const double per = execs ? 1.0 / opt->graph_calls : 1.0; /* a sample is one replay of graph_calls calls */
   double samples[FT_BENCH_MAX_INTERLEAVED][FT_MAX_REPEATS];
   for (int i = 0; i < reps; i++) {
     ft_bench_round_order(n, i, order);
     for (int q = 0; q < n; q++) {
       float ms = 0;
       FT_CUDA_TRY(err, cudaEventElapsedTime(&ms, b->marks[i * n + q], b->marks[i * n + q + 1]));
-      samples[order[q]][i] = ms;
+      samples[order[q]][i] = ms * per;
     }
   }
   for (int j = 0; ratios && j < n; j++) ratios[j] = ft_median_ratio(samples[j], samples[ref], reps);
   for (int j = 0; j < n; j++) ft_stats(samples[j], reps, &outs[j]); /* sorts them */
   return FT_OK;
+}
+
+ft_status ft_bench_run_interleaved(ft_bench *b, int n, const ft_enqueue_fn *fns, void *const *users,
+                                   const ft_bench_opts *opt, ft_timing *outs, int ref, double *ratios, ft_err *err) {
+  if (ratios && (ref < 0 || ref >= n)) return ft__fail(err, FT_ERR_INVALID_ARG, "interleaved timing: reference %d", ref);
+  if (n < 1 || n > FT_BENCH_MAX_INTERLEAVED || opt->flush_l2)
+    return ft__fail(err, FT_ERR_INVALID_ARG, "interleaved timing of %d strategies%s", n,
+                    opt->flush_l2 ? " with an L2 flush" : "");
+  if (opt->graph_calls < 0 || opt->graph_calls > FT_BENCH_MAX_GRAPH_CALLS)
+    return ft__fail(err, FT_ERR_INVALID_ARG, "timing as CUDA graphs of %d calls (1..%d)", opt->graph_calls,
+                    FT_BENCH_MAX_GRAPH_CALLS);
+  if (opt->graph_calls == 0) return run_rounds(b, n, fns, users, NULL, opt, outs, ref, ratios, err);
+  /* Each strategy's first calls (a weight's split, a library's workspace) run before its capture. */
+  for (int j = 0; j < n; j++) FT_TRY(fns[j](users[j], b->stream, err));
+  FT_CUDA_TRY(err, cudaStreamSynchronize(b->stream));
+  cudaGraphExec_t execs[FT_BENCH_MAX_INTERLEAVED] = {NULL};
+  ft_status st = FT_OK;
+  for (int j = 0; st == FT_OK && j < n; j++) st = capture(b, fns[j], users[j], opt->graph_calls, &execs[j], err);
+  if (st == FT_OK) st = run_rounds(b, n, fns, users, execs, opt, outs, ref, ratios, err);
+  for (int j = 0; j < n; j++)
+    if (execs[j]) cudaGraphExecDestroy(execs[j]);
+  return st;
 }

@@ -13,6 +13,10 @@ typedef struct ft_bench_opts {
   int flush_l2;       /* overwrite a buffer larger than L2 before each timed call */
   double max_seconds; /* fewer timed calls when they would take longer than this, never fewer than
                        * min(repeats, 20) (0 = no bound) */
+  int graph_calls;    /* 0: calls enqueued on the stream. > 0: each strategy's calls are captured, this
+                       * many to a CUDA graph, and each sample is one replay over graph_calls: what a
+                       * model run as a graph sees, where back-to-back launches cost more than the
+                       * kernels of a small problem (refused with flush_l2) */
 } ft_bench_opts;
 
 typedef struct ft_timing {
@@ -26,7 +30,8 @@ ft_status ft_bench_create(ft_bench **out, ft_err *err);
 void ft_bench_free(ft_bench *b); /* NULL is a no-op */
 cudaStream_t ft_bench_stream(const ft_bench *b);
 
-/* Times fn. A launch or execution error ends the timing with that error. */
+/* Times fn. A launch or execution error ends the timing with that error; so does a call that cannot
+ * be captured into a CUDA graph (opt->graph_calls > 0), the capture ended first. */
 ft_status ft_bench_run(ft_bench *b, ft_enqueue_fn fn, void *user, const ft_bench_opts *opt,
                        ft_timing *out, ft_err *err);
 
@@ -37,8 +42,12 @@ ft_status ft_bench_run(ft_bench *b, ft_enqueue_fn fn, void *user, const ft_bench
  * max_seconds bounds the rounds as ft_bench_run bounds its calls. ratios (NULL: not wanted)
  * gets, for each j, the median over the rounds of fns[j]'s time over fns[ref]'s in the same
  * round: unlike the ratio of two medians it holds when the GPU's clock changes state during
- * the timing (docs/BENCHMARKS.md, "Why the search space is what it is"). */
+ * the timing (docs/BENCHMARKS.md, "Why the search space is what it is"). With opt->graph_calls,
+ * each strategy runs once on the stream, is captured (graph_calls calls to a graph) and a round
+ * replays each graph once; a call that cannot be captured ends the timing with the capture's
+ * error, the stream left usable. */
 #define FT_BENCH_MAX_INTERLEAVED 4
+#define FT_BENCH_MAX_GRAPH_CALLS 64 /* opt->graph_calls: 0..this */
 ft_status ft_bench_run_interleaved(ft_bench *b, int n, const ft_enqueue_fn *fns, void *const *users,
                                    const ft_bench_opts *opt, ft_timing *outs, int ref, double *ratios, ft_err *err);
 

@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gated.h"
+#include "timing_rule.h"
+
 struct ft_engine {
   ft_gpu *g;
   ft_epilogue *own_ep;   /* ft_engine_keep_ep's (a worker's, parsed from the wire) */
@@ -13,6 +16,7 @@ struct ft_engine {
   ft_baselines *bl;
   ft_bench *bench;
   int flush_l2;
+  int graph_calls; /* ft_timing_graph_calls's: > 0 times the problem's jobs as CUDA-graph replays */
   int warm;   /* the GPU has run FT_WARM_S of this problem's work: timings may start */
   double tol; /* on rel_err: ft_pdata_tolerance's, in 3xtf32 and fp8 as ft_baseline_chain_tolerance makes it */
   double gemm_tol; /* ft_pdata_tolerance's, the mode's rule on x W^T: what cuBLAS's GEMM alone is judged by */
@@ -61,6 +65,7 @@ ft_status ft_engine_prepare(ft_engine *e, const ft_tune_problem *p, uint64_t see
                                 ft_err *err) {
   memset(ready, 0, sizeof *ready);
   e->ep = p->ep;
+  e->graph_calls = ft_timing_graph_calls(p->m, ft_gemm_cols(p->ep, p->n), p->k, p->math, e->flush_l2);
   double t0 = ft__now_s();
   ft_status st = ft_pdata_create(e->g, (int)p->m, (int)p->n, (int)p->k, e->ep, p->math, seed, &e->d, err);
   ready->data_s = ft__now_s() - t0;
@@ -152,7 +157,7 @@ static ft_status verify_and_time(ft_engine *e, call *c, ft_runner_result *res, f
     res->rel_err = chk.rel_err;
     res->max_abs_err = chk.max_abs_err;
   }
-  ft_bench_opts o = {2, c->job->repeats, e->flush_l2, 0.5};
+  ft_bench_opts o = {2, c->job->repeats, e->flush_l2, 0.5, e->graph_calls};
   if (!e->warm) FT_TRY(warm_up(e, c, err));
   ft_timing tm;
   /* In rounds with cuBLAS's GEMM alone (that GEMM itself with the eager-style chain), as fusedtune
@@ -173,7 +178,15 @@ static ft_status verify_and_time(ft_engine *e, call *c, ft_runner_result *res, f
     void *const users[2] = {c, &partner};
     ft_timing both[2];
     double ratios[2];
-    FT_TRY(ft_bench_run_interleaved(e->bench, 2, fns, users, &o, both, alone ? 0 : 1, ratios, err));
+    ft_status st = ft_bench_run_interleaved(e->bench, 2, fns, users, &o, both, alone ? 0 : 1, ratios, err);
+    if (st != FT_OK && o.graph_calls && !is_sticky(cudaGetLastError())) {
+      /* Not capturable (a library's call that a graph cannot hold): timed on the stream, said so. */
+      snprintf(res->message, sizeof res->message, "timed on the stream, not as a CUDA graph: %.400s", err->msg);
+      ft__err_clear(err);
+      o.graph_calls = 0;
+      st = ft_bench_run_interleaved(e->bench, 2, fns, users, &o, both, alone ? 0 : 1, ratios, err);
+    }
+    FT_TRY(st);
     tm = both[0];
     res->gemm_ratio = ratios[0]; /* 1 for cuBLAS's GEMM itself */
   } else {

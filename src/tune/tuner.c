@@ -17,6 +17,7 @@
 #include "compile_pool.h"
 #include "runner.h"
 #include "search.h"
+#include "timing_rule.h"
 
 typedef struct cand {
   ft_variant v;
@@ -396,9 +397,11 @@ static ft_status setup(tuner *t, ft_err *err) {
   FT_TRY(ft_db_upsert_problem(t->db, &key, &t->problem_id, err));
   char opts[512];
   snprintf(opts, sizeof opts,
-           "{\"search\":\"%s\",\"budget_s\":%.17g,\"repeats\":%d,\"retune\":%d,\"flush_l2\":%d,\"seed\":%llu}",
+           "{\"search\":\"%s\",\"budget_s\":%.17g,\"repeats\":%d,\"retune\":%d,\"flush_l2\":%d,\"seed\":%llu,"
+           "\"graph_calls\":%d}",
            t->req->search, t->req->budget_s, t->req->repeats, t->req->retune, t->req->flush_l2,
-           (unsigned long long)t->req->seed);
+           (unsigned long long)t->req->seed,
+           ft_timing_graph_calls(t->p->m, ft_gemm_cols(t->p->ep, t->p->n), t->p->k, t->p->math, t->req->flush_l2));
   FT_TRY(ft_db_begin_run(t->db, t->device_id, opts, t->req->budget_s, &t->run_id, err));
   return FT_OK;
 }

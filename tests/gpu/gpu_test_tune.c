@@ -121,6 +121,29 @@ static int find_injected(const ft_tune_summary *s, const char *what, ft_result_s
   return 0;
 }
 
+/* The problem at 129×257×515 is far below FT_TIMING_GRAPH_BELOW_US: the run says it timed as
+ * CUDA graphs, and every correct result, fused kernels, cuBLAS + pass and the baselines alike,
+ * was captured (none fell back to the stream, which its message would say). */
+static void check_graph_timing(const char *path) {
+  sqlite3 *h = NULL;
+  ASSERT_EQ_INT(sqlite3_open(path, &h), SQLITE_OK);
+  sqlite3_stmt *st = NULL;
+  ASSERT_EQ_INT(sqlite3_prepare_v2(h,
+                                   "SELECT (SELECT count(*) FROM runs WHERE options LIKE '%\"graph_calls\":10%'),"
+                                   " (SELECT count(*) FROM results WHERE status = 'ok'),"
+                                   " (SELECT count(*) FROM results WHERE message LIKE 'timed on the stream%')",
+                                   -1, &st, NULL),
+                SQLITE_OK);
+  ASSERT_EQ_INT(sqlite3_step(st), SQLITE_ROW);
+  const int graph_runs = sqlite3_column_int(st, 0), ok = sqlite3_column_int(st, 1), fell = sqlite3_column_int(st, 2);
+  fprintf(stderr, "graph timing: %d run(s) as graphs, %d ok results, %d timed on the stream instead\n", graph_runs,
+          ok, fell);
+  ASSERT_TRUE(graph_runs >= 1 && ok > 0);
+  ASSERT_EQ_INT(fell, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(h);
+}
+
 int main(void) {
   ft_err e;
   ft__err_clear(&e);
@@ -154,6 +177,7 @@ int main(void) {
   ASSERT_EQ_INT(s.n_wrong, 1); /* only the planted one */
   ft_tune_summary_free(&s);
   unsetenv(FT_TEST_INJECT_ENV);
+  check_graph_timing(path);
 
   /* a faulting and a hanging candidate: each costs one result and a worker restart */
   if (getenv("FT_WORKER")) {
