@@ -520,7 +520,8 @@ typedef struct ft_bench_report {
   ft_config fused;
   double fused_ms, fused_rel_err;
   int fused_ok;
-  char warning[512];        /* why the fastest fused GEMM was skipped; "" when it was not */
+  char warning[512];        /* why the fastest fused GEMM was skipped, or that a shape timed as CUDA graphs
+                             * (src/tune/timing_rule.c) was timed on the stream; "" when neither */
 } ft_bench_report;
 
 /* Times in one run, on the current device, interleaved, in p's math mode: the eager-style

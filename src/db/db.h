@@ -147,12 +147,13 @@ ft_status ft_db_each_candidate(ft_db *db, const ft_best *best, ft_best_cb cb, vo
  * used by tune to skip what was measured unless --retune. */
 ft_status ft_db_has_result(ft_db *db, int64_t device_id, int64_t problem_id, const char *strategy,
                            const char *config_json, const char *source_hash, int *found, ft_err *err);
-/* The same, and *best_ms the fastest correct median among them, *best_rank their lowest rank
- * (FT_DB_RANK) (INFINITY: none correct, or none ranked: no gemm_ratio; either may be NULL): a later
- * search counts what an earlier one measured. */
+/* The same among the results of runs that timed with graph_calls (runs.options; a run without
+ * the key: 0; graph_calls < 0: any), and *best_ms the fastest correct median among them, *best_rank
+ * their lowest rank (FT_DB_RANK) (INFINITY: none correct, or none ranked: no gemm_ratio; either may
+ * be NULL): a later search counts what an earlier one measured the same way. */
 ft_status ft_db_prior_result(ft_db *db, int64_t device_id, int64_t problem_id, const char *strategy,
-                             const char *config_json, const char *source_hash, int *found, double *best_ms,
-                             double *best_rank, ft_err *err);
+                             const char *config_json, const char *source_hash, int graph_calls, int *found,
+                             double *best_ms, double *best_rank, ft_err *err);
 
 /* The cubin cache, keyed by (source hash, arch, nvrtc version, options). get: *data malloc'd,
  * caller frees; FT_ERR_NOT_FOUND on a miss. put: idempotent. */

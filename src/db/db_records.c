@@ -520,12 +520,12 @@ ft_status ft_db_each_best(ft_db *db, ft_best_cb cb, void *user, ft_err *err) {
 
 ft_status ft_db_has_result(ft_db *db, int64_t device_id, int64_t problem_id, const char *strategy,
                            const char *config_json, const char *source_hash, int *found, ft_err *err) {
-  return ft_db_prior_result(db, device_id, problem_id, strategy, config_json, source_hash, found, NULL, NULL, err);
+  return ft_db_prior_result(db, device_id, problem_id, strategy, config_json, source_hash, -1, found, NULL, NULL, err);
 }
 
 ft_status ft_db_prior_result(ft_db *db, int64_t device_id, int64_t problem_id, const char *strategy,
-                             const char *config_json, const char *source_hash, int *found, double *best_ms,
-                             double *best_rank, ft_err *err) {
+                             const char *config_json, const char *source_hash, int graph_calls, int *found,
+                             double *best_ms, double *best_rank, ft_err *err) {
   FT_TRY(ft__db_need(err, db && strategy && config_json && found,
                      "ft_db_prior_result: NULL argument"));
   sqlite3_stmt *st = ft__db_stmt(db, FT_ST_HAS_RESULT, err);
@@ -535,6 +535,7 @@ ft_status ft_db_prior_result(ft_db *db, int64_t device_id, int64_t problem_id, c
   sqlite3_bind_text(st, 3, strategy, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 4, source_hash ? source_hash : "", -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 5, config_json, -1, SQLITE_STATIC);
+  sqlite3_bind_int(st, 6, graph_calls);
   int rc = sqlite3_step(st);
   *found = rc == SQLITE_ROW && sqlite3_column_int64(st, 0) > 0;
   if (best_ms)

@@ -83,7 +83,11 @@ static const char *const k_sql[FT_ST_COUNT] = {
     [FT_ST_HAS_RESULT] =
         "SELECT COUNT(*), MIN(CASE WHEN status = 'ok' THEN median_ms END),"
         " MIN(CASE WHEN status = 'ok' THEN " FT_DB_RANK("r") " END) FROM results AS r"
-        " WHERE device_id = ?1 AND problem_id = ?2 AND strategy = ?3 AND source_hash = ?4 AND config = ?5",
+        " WHERE device_id = ?1 AND problem_id = ?2 AND strategy = ?3 AND source_hash = ?4 AND config = ?5"
+        /* ?6 >= 0: only results of runs timed so (runs.options' "graph_calls", the last key; none: 0) */
+        " AND (?6 < 0 OR IFNULL((SELECT CASE WHEN instr(u.options, '\"graph_calls\":') = 0 THEN 0 ELSE"
+        " CAST(substr(u.options, instr(u.options, '\"graph_calls\":') + 14) AS INTEGER) END"
+        " FROM runs AS u WHERE u.id = r.run_id), 0) = ?6)",
     [FT_ST_CUBIN_GET] =
         "SELECT data FROM cubins WHERE source_hash = ?1 AND arch = ?2 AND nvrtc_version = ?3"
         " AND options = ?4",

@@ -29,6 +29,9 @@ typedef struct ft_bench ft_bench; /* events, stream and flush buffer, reused acr
 ft_status ft_bench_create(ft_bench **out, ft_err *err);
 void ft_bench_free(ft_bench *b); /* NULL is a no-op */
 cudaStream_t ft_bench_stream(const ft_bench *b);
+/* 1 when the last timing failed because a call could not be captured into a CUDA graph (the
+ * stream usable, the calls themselves ran on it before): time it again with graph_calls 0. */
+int ft_bench_capture_failed(const ft_bench *b);
 
 /* Times fn. A launch or execution error ends the timing with that error; so does a call that cannot
  * be captured into a CUDA graph (opt->graph_calls > 0), the capture ended first. */

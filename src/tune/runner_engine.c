@@ -126,6 +126,18 @@ static ft_status warm_up(ft_engine *e, call *c, ft_err *err) {
   return FT_OK;
 }
 
+/* ft_bench_run_interleaved, and where a call could not be captured into a CUDA graph (a library
+ * call a graph cannot hold), the same on the stream, which the result's message says. */
+static ft_status timed(ft_engine *e, int n, const ft_enqueue_fn *fns, void *const *users, ft_bench_opts *o,
+                       ft_timing *outs, int ref, double *ratios, ft_runner_result *res, ft_err *err) {
+  ft_status st = ft_bench_run_interleaved(e->bench, n, fns, users, o, outs, ref, ratios, err);
+  if (st == FT_OK || !o->graph_calls || !ft_bench_capture_failed(e->bench) || is_sticky(cudaGetLastError())) return st;
+  snprintf(res->message, sizeof res->message, "timed on the stream, not as a CUDA graph: %.400s", err->msg);
+  ft__err_clear(err);
+  o->graph_calls = 0;
+  return ft_bench_run_interleaved(e->bench, n, fns, users, o, outs, ref, ratios, err);
+}
+
 /* Verifies the job on poisoned output, then times it; fills res. */
 static ft_status verify_and_time(ft_engine *e, call *c, ft_runner_result *res, ft_err *err) {
   cudaStream_t s = ft_bench_stream(e->bench);
@@ -178,19 +190,13 @@ static ft_status verify_and_time(ft_engine *e, call *c, ft_runner_result *res, f
     void *const users[2] = {c, &partner};
     ft_timing both[2];
     double ratios[2];
-    ft_status st = ft_bench_run_interleaved(e->bench, 2, fns, users, &o, both, alone ? 0 : 1, ratios, err);
-    if (st != FT_OK && o.graph_calls && !is_sticky(cudaGetLastError())) {
-      /* Not capturable (a library's call that a graph cannot hold): timed on the stream, said so. */
-      snprintf(res->message, sizeof res->message, "timed on the stream, not as a CUDA graph: %.400s", err->msg);
-      ft__err_clear(err);
-      o.graph_calls = 0;
-      st = ft_bench_run_interleaved(e->bench, 2, fns, users, &o, both, alone ? 0 : 1, ratios, err);
-    }
-    FT_TRY(st);
+    FT_TRY(timed(e, 2, fns, users, &o, both, alone ? 0 : 1, ratios, res, err));
     tm = both[0];
     res->gemm_ratio = ratios[0]; /* 1 for cuBLAS's GEMM itself */
   } else {
-    FT_TRY(ft_bench_run(e->bench, enqueue, c, &o, &tm, err));
+    const ft_enqueue_fn fn = enqueue;
+    void *const user = c;
+    FT_TRY(timed(e, 1, &fn, &user, &o, &tm, 0, NULL, res, err));
   }
   res->time_s = ft__now_s() - t1;
   res->status = FT_RESULT_OK;

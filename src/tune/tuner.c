@@ -56,6 +56,11 @@ typedef struct tuner {
   ft_search_stats ss;
 } tuner;
 
+/* How this tune's runner times (the engine applies the same rule): calls per CUDA graph, 0 on the stream. */
+static int graph_calls(const tuner *t) {
+  return ft_timing_graph_calls(t->p->m, ft_gemm_cols(t->p->ep, t->p->n), t->p->k, t->p->math, t->req->flush_l2);
+}
+
 
 /* The eager chain at the clock best_ms is reported at (on_run_clock's), so that the progress
  * line's speed-up compares two ratios to cuBLAS; its median where either is unknown. */
@@ -239,8 +244,10 @@ static ft_status prepare_candidate(tuner *t, cand *c, ft_compile_job *job, ft_er
   job->hash = c->src.hash;
   job->arch_suffix = c->src.arch_suffix;
   if (!t->req->retune && !c->injected) {
+    /* Known only if timed as this run times (stream or graphs): ranks of the two differ most for
+     * plans of several kernels, the small problems' launch gaps. */
     FT_TRY(ft_db_prior_result(t->db, t->device_id, t->problem_id, ft_strategy_name(ft_variant_strategy(&c->v)),
-                              c->json, c->src.hash, &c->known, &c->known_ms, &c->known_rank, err));
+                              c->json, c->src.hash, graph_calls(t), &c->known, &c->known_ms, &c->known_rank, err));
     /* Timed correctly but with no cuBLAS reference (before schema version 2, or --flush-l2): the
      * best ranks such a result after every ranked one, so a tune that ranks measures it again. */
     if (c->known && isfinite(c->known_ms) && !isfinite(c->known_rank) && !t->req->flush_l2) c->known = 0;
@@ -400,8 +407,7 @@ static ft_status setup(tuner *t, ft_err *err) {
            "{\"search\":\"%s\",\"budget_s\":%.17g,\"repeats\":%d,\"retune\":%d,\"flush_l2\":%d,\"seed\":%llu,"
            "\"graph_calls\":%d}",
            t->req->search, t->req->budget_s, t->req->repeats, t->req->retune, t->req->flush_l2,
-           (unsigned long long)t->req->seed,
-           ft_timing_graph_calls(t->p->m, ft_gemm_cols(t->p->ep, t->p->n), t->p->k, t->p->math, t->req->flush_l2));
+           (unsigned long long)t->req->seed, graph_calls(t));
   FT_TRY(ft_db_begin_run(t->db, t->device_id, opts, t->req->budget_s, &t->run_id, err));
   return FT_OK;
 }

@@ -424,11 +424,33 @@ static void test_rank(void) {
   /* The earlier search's view of a candidate: its fastest median and its lowest rank. */
   int found = 0;
   double ms = 0, rank = 0;
-  ASSERT_OK(ft_db_prior_result(db, fx.dev, fx.prob, "fused", "{\"bm\":64}", "0123456789abcdef", &found, &ms, &rank,
-                               &err));
+  ASSERT_OK(ft_db_prior_result(db, fx.dev, fx.prob, "fused", "{\"bm\":64}", "0123456789abcdef", 0, &found, &ms,
+                               &rank, &err));
   ASSERT_EQ_INT(found, 1);
   ASSERT_NEAR(ms, 1.10, 0);
   ASSERT_NEAR(rank, 1.16 / 1.20, 1e-12);
+  /* Timed on the stream (a run with no "graph_calls"): unknown to a tune that times as graphs,
+   * known to one that asks for any timing. */
+  ASSERT_OK(ft_db_prior_result(db, fx.dev, fx.prob, "fused", "{\"bm\":64}", "0123456789abcdef", 10, &found, &ms,
+                               &rank, &err));
+  ASSERT_EQ_INT(found, 0);
+  ASSERT_OK(ft_db_prior_result(db, fx.dev, fx.prob, "fused", "{\"bm\":64}", "0123456789abcdef", -1, &found, NULL,
+                               NULL, &err));
+  ASSERT_EQ_INT(found, 1);
+  {
+    const int64_t stream_run = fx.run;
+    ASSERT_OK(ft_db_begin_run(db, fx.dev, "{\"search\":\"fast\",\"seed\":0,\"graph_calls\":10}", 10, &fx.run, &err));
+    ASSERT_OK(add_ref(db, &fx, "fused", "as_graph", "ok", 1.02, 0.99));
+    ASSERT_OK(ft_db_prior_result(db, fx.dev, fx.prob, "fused", "{\"bm\":64}", "0123456789abcdef", 10, &found, &ms,
+                                 &rank, &err));
+    ASSERT_EQ_INT(found, 1);
+    ASSERT_NEAR(ms, 1.02, 0); /* the graph run's result alone */
+    ASSERT_NEAR(rank, 0.99, 1e-12);
+    ASSERT_OK(ft_db_prior_result(db, fx.dev, fx.prob, "fused", "{\"bm\":64}", "0123456789abcdef", 0, &found, &ms,
+                                 &rank, &err));
+    ASSERT_NEAR(ms, 1.10, 0); /* the stream run's alone */
+    fx.run = stream_run;
+  }
 
   /* A result with no reference of its own (an older tune, --flush-l2) has no rank: it comes
    * after every ranked one, however low its median (a tune that ranks measures it again). */
@@ -437,8 +459,8 @@ static void test_rank(void) {
   ASSERT_EQ_STR(b.variant, "drifted");
   view_best_variant(p, fx.dev, fx.prob, vb);
   ASSERT_EQ_STR(vb, "drifted");
-  ASSERT_OK(ft_db_prior_result(db, fx.dev, fx.prob, "fused", "{\"bm\":64}", "0123456789abcdef", &found, &ms, &rank,
-                               &err));
+  ASSERT_OK(ft_db_prior_result(db, fx.dev, fx.prob, "fused", "{\"bm\":64}", "0123456789abcdef", 0, &found, &ms,
+                               &rank, &err));
   ASSERT_NEAR(ms, 0.95, 0);
   ASSERT_NEAR(rank, 1.16 / 1.20, 1e-12); /* the unreferenced one has none */
   /* The lookup is one seek in the rank's index (bench_db times it). */
