@@ -163,6 +163,7 @@ __device__ __forceinline__ void ft_gemm_tc_body(const FtTmaDesc *tma_x, const Ft
     if (threadIdx.x == 32) ft_sk_schedule<C>(sm.sched, M, N, K);
   __syncthreads();
   ft_cluster_sync<C::cluster>(); /* remote barriers initialised before anyone signals them */
+  ft_grid_dependency_wait();     /* x, sx, the vectors: the kernel before (the quantizer) wrote them */
 
   const FtTiles<C> ts(M, N, K, rank, sm.sched);
   if (wg == C::consumers) {

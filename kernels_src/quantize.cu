@@ -191,6 +191,11 @@ template <template <int, int> class Body> struct ft_q_pick {
 extern "C" __global__ void __launch_bounds__(1024)
     ft_quant_rows(const void *src, int dtype, int vec, long long rows, long long cols, int group, unsigned char *dst,
                   float *scales) {
+#if __CUDA_ARCH__ >= 900
+  /* The GEMM after it (launched with programmatic stream serialization) may start its prologue now;
+   * it waits (griddepcontrol.wait) for this grid to finish before reading x's codes or scales. */
+  asm volatile("griddepcontrol.launch_dependents;");
+#endif
   ft_q_pick<ft_q_rows>::with(dtype, vec, [&](auto body) {
     body.run(static_cast<const unsigned char *>(src), rows, cols, group, dst, scales);
   });

@@ -101,6 +101,12 @@ __device__ __forceinline__ void ft_cluster_sync() {
     asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
 }
 
+// Programmatic dependent launch: launched with programmatic stream serialization, the kernel may
+// start while the kernel before it still runs (once that one's blocks have all triggered, as the
+// x quantizer does); this waits until it has finished and its writes are visible. Nothing of global
+// memory is read or written before it. A no-op in a launch without that attribute.
+__device__ __forceinline__ void ft_grid_dependency_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+
 template <int kCluster>
 __device__ __forceinline__ unsigned ft_cluster_rank() {
   unsigned rank = 0;

@@ -4,7 +4,8 @@
 # Issue 56 item 1, where the cycles go, before any change: per fp8 shape a default tune (fp8,
 # relu(x·sx·sw + bias), budget TB) and per bf16 shape one of the heavy epilogue HEAVY, then
 # bench_fp8.py (CUDA graphs: the stored fp8 plan against torch._scaled_mm per tensor and row-wise)
-# and, with NCU=1, ncu (--clock-control none) over `fusedtune bench` of each: every distinct
+# (twice: the fused kernel's programmatic dependent launch off, FUSEDTUNE_NO_PDL=1, then on) and,
+# with NCU=1, ncu (--clock-control none) over `fusedtune bench` of each: every distinct
 # kernel's third launch (ours: ft_gemm_tc, the passes; cuBLAS(Lt)'s nvjet / sm90 / cutlass),
 # first the SpeedOfLight, Occupancy, LaunchStats, ComputeWorkloadAnalysis, MemoryWorkloadAnalysis
 # and WarpStateStats sections, then the tensor pipes' utilization and the stall reasons per
@@ -48,9 +49,13 @@ for S in ${BF16-1024x8192x8192}; do
 done
 if [ "${BENCH:-1}" = 1 ] && [ -n "${FP8-x}" ]; then
   SH=$(echo ${FP8-4096x7168x16384 16x14336x4096} | tr ' ' ',')
-  timeout 150 python3 bench/python/bench_fp8.py --db "$DB" --rounds 10 --calls 20 --shapes "$SH" \
-    --only mm_bf16,eager_bf16,scaled_mm,scaled_row,fused_fp8,layer_fp8,quant_x > "$OUT/bench_fp8.txt" 2>&1
-  echo "bench_fp8 rc=$? $(el)" | tee -a "$T"; tail -25 "$OUT/bench_fp8.txt" >> "$T"
+  # the fused kernel's programmatic dependent launch off (FUSEDTUNE_NO_PDL=1), then on (the default)
+  for pdl in off on; do
+    [ $pdl = off ] && export FUSEDTUNE_NO_PDL=1 || unset FUSEDTUNE_NO_PDL
+    timeout 150 python3 bench/python/bench_fp8.py --db "$DB" --rounds 10 --calls 20 --shapes "$SH" \
+      --only mm_bf16,eager_bf16,scaled_mm,scaled_row,fused_fp8,layer_fp8,quant_x > "$OUT/bench_fp8_pdl_$pdl.txt" 2>&1
+    echo "bench_fp8 pdl $pdl rc=$? $(el)" | tee -a "$T"; tail -25 "$OUT/bench_fp8_pdl_$pdl.txt" >> "$T"
+  done
 fi
 for S in ${FP8-4096x7168x16384 16x14336x4096}; do prof "fp8_$S" "$S" "$E8" fp8; done
 for S in ${BF16-1024x8192x8192}; do prof "bf16_$S" "$S" "$HEAVY" bf16; done

@@ -218,6 +218,10 @@ typedef struct ft_launch_geom {
   /* tc presplit: x and W pre-split by kernel FT_PRESPLIT_KERNEL into the workspace, rows of 2 Kp
    * floats (Kp = K rounded up to FT_PRESPLIT_COLS): x's M rows first, then W's N rows; 0: none */
   int presplit_kp;
+  /* The main kernel (pdl) or the own GEMM (gpdl) waits (griddepcontrol.wait) before it touches
+   * global memory: launched with programmatic stream serialization, its launch and prologue overlap
+   * the kernel before it where that one triggers early (the x quantizer; family tc) */
+  int pdl, gpdl;
 } ft_launch_geom;
 
 void ft_variant_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_launch_geom *g);

@@ -23,28 +23,38 @@ static ft_status allow_smem(cudaKernel_t k, size_t smem, size_t *allowed, ft_err
   return FT_OK;
 }
 
-/* The extended launch configuration of a thread-block cluster (attr is what cfg points to). */
-static void cluster_config(const unsigned grid[3], const unsigned block[3], const unsigned cluster[3], size_t smem,
-                           cudaStream_t stream, cudaLaunchConfig_t *cfg, cudaLaunchAttribute *attr) {
-  memset(attr, 0, sizeof *attr);
-  attr->id = cudaLaunchAttributeClusterDimension;
-  attr->val.clusterDim.x = cluster[0], attr->val.clusterDim.y = cluster[1], attr->val.clusterDim.z = cluster[2];
+/* The extended launch configuration: a thread-block cluster, programmatic stream serialization
+ * (pdl), either or both (attrs: room for two, what cfg points to). */
+static void ext_config(const unsigned grid[3], const unsigned block[3], const unsigned cluster[3], int pdl, size_t smem,
+                       cudaStream_t stream, cudaLaunchConfig_t *cfg, cudaLaunchAttribute attrs[2]) {
+  memset(attrs, 0, 2 * sizeof *attrs);
   memset(cfg, 0, sizeof *cfg);
   cfg->gridDim = (dim3){grid[0], grid[1], grid[2]};
   cfg->blockDim = (dim3){block[0], block[1], block[2]};
   cfg->dynamicSmemBytes = smem, cfg->stream = stream;
-  cfg->attrs = attr, cfg->numAttrs = 1;
+  cfg->attrs = attrs;
+  if (cluster) {
+    cudaLaunchAttribute *a = &attrs[cfg->numAttrs++];
+    a->id = cudaLaunchAttributeClusterDimension;
+    a->val.clusterDim.x = cluster[0], a->val.clusterDim.y = cluster[1], a->val.clusterDim.z = cluster[2];
+  }
+  if (pdl) {
+    cudaLaunchAttribute *a = &attrs[cfg->numAttrs++];
+    a->id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    a->val.programmaticStreamSerializationAllowed = 1;
+  }
 }
 
 static int clustered(const unsigned cluster[3]) { return cluster && cluster[0] * cluster[1] * cluster[2] > 1; }
 
+/* pdl: only for a kernel that waits (griddepcontrol.wait) before touching global memory. */
 static ft_status launch(cudaKernel_t k, const unsigned grid[3], const unsigned block[3], const unsigned cluster[3],
-                        size_t smem, size_t *allowed, void **args, cudaStream_t stream, ft_err *err) {
+                        int pdl, size_t smem, size_t *allowed, void **args, cudaStream_t stream, ft_err *err) {
   FT_TRY(allow_smem(k, smem, allowed, err));
-  if (clustered(cluster)) {
+  if (clustered(cluster) || pdl) {
     cudaLaunchConfig_t cfg;
-    cudaLaunchAttribute attr;
-    cluster_config(grid, block, cluster, smem, stream, &cfg, &attr);
+    cudaLaunchAttribute attrs[2];
+    ext_config(grid, block, clustered(cluster) ? cluster : NULL, pdl, smem, stream, &cfg, attrs);
     FT_CUDA_TRY(err, cudaLaunchKernelExC(&cfg, (const void *)k, args));
     return FT_OK;
   }
@@ -63,8 +73,8 @@ static ft_status check_coresident(ft_launchable *t, ft_err *err) {
   long long resident = 0;
   if (clustered(g->cluster)) {
     cudaLaunchConfig_t cfg;
-    cudaLaunchAttribute attr;
-    cluster_config(g->grid, g->block, g->cluster, g->smem, 0, &cfg, &attr);
+    cudaLaunchAttribute attrs[2];
+    ext_config(g->grid, g->block, g->cluster, 0, g->smem, 0, &cfg, attrs);
     int clusters = 0;
     FT_CUDA_TRY(err, cudaOccupancyMaxActiveClusters(&clusters, (const void *)t->loaded.main, &cfg));
     resident = (long long)clusters * g->cluster[0] * g->cluster[1] * g->cluster[2];
@@ -160,6 +170,7 @@ ft_status ft_launchable_init_ep(ft_launchable *L, ft_gpu *g, const ft_variant *v
   memset(&t, 0, sizeof t);
   t.v = *v, t.fam = fam, t.g = g, t.m = m, t.n = n, t.k = k;
   ft_variant_geometry(v, m, n, k, &t.geom);
+  if (getenv("FUSEDTUNE_NO_PDL")) t.geom.pdl = t.geom.gpdl = 0; /* A/B measurements (docs/BENCHMARKS.md) */
   if (fam->eager_plan) {
     const ft_status s = chain_init(&t, ep, err);
     if (s != FT_OK) {
@@ -322,7 +333,7 @@ static ft_status run_gemm_before(ft_launchable *L, const void *x, const void *w,
     L->gemm_x = x, L->gemm_w = w, L->gemm_y = out;
     L->have_gemm_args = 1;
   }
-  return launch(L->gemm, L->geom.ggrid, L->geom.gblock, L->geom.gcluster, L->geom.gsmem, &L->gemm_smem_allowed,
+  return launch(L->gemm, L->geom.ggrid, L->geom.gblock, L->geom.gcluster, L->geom.gpdl, L->geom.gsmem, &L->gemm_smem_allowed,
                 L->gemm_args.ptrs, stream, err);
 }
 
@@ -339,7 +350,7 @@ static ft_status enqueue_chunks(ft_launchable *L, const void *x, const void *w, 
     const ft_launch_io io = {x, w, y, L->ws, L->flags, L->m, L->n, L->k, ep, c0, nc};
     ft_arg_store st;
     FT_TRY(build_args(L->fam->kernel_args, &L->v, &io, &st, err));
-    FT_TRY(launch(L->loaded.main, L->geom.grid, L->geom.block, NULL, 0, NULL, st.ptrs, stream, err));
+    FT_TRY(launch(L->loaded.main, L->geom.grid, L->geom.block, NULL, 0, 0, NULL, st.ptrs, stream, err));
   }
   return FT_OK;
 }
@@ -402,7 +413,7 @@ static ft_status presplit_rows(ft_launchable *L, const void *src, float *dst, in
   if (blocks < 1) return FT_OK;
   void *args[] = {(void *)&src, (void *)&dst, (void *)&rows, (void *)&k, (void *)&kp};
   const unsigned grid[3] = {(unsigned)blocks, 1, 1}, block[3] = {FT_PRESPLIT_BLOCK, 1, 1};
-  return launch(L->presplit, grid, block, NULL, 0, NULL, args, stream, err);
+  return launch(L->presplit, grid, block, NULL, 0, 0, NULL, args, stream, err);
 }
 
 /* Pre-split 3xtf32: x split into the workspace's first M rows on every launch; W into the next N
@@ -448,14 +459,14 @@ static ft_status enqueue_kernels(ft_launchable *L, const void *x, const void *w,
     L->args_x = x, L->args_w = w, L->args_y = y, L->args_ep = *ep;
     L->have_args = 1;
   }
-  FT_TRY(launch(L->loaded.main, L->geom.grid, L->geom.block, L->geom.cluster, L->geom.smem, &L->loaded.smem_allowed,
+  FT_TRY(launch(L->loaded.main, L->geom.grid, L->geom.block, L->geom.cluster, L->geom.pdl, L->geom.smem, &L->loaded.smem_allowed,
                 L->args.ptrs, stream, err));
   if (!L->geom.has_reduce) return FT_OK;
   ft_arg_store st;
   if (!L->loaded.reduce || !L->fam->reduce_args)
     return ft__fail(err, FT_ERR_INTERNAL, "launch: a variant with a second kernel (split-K, stream-K, batchnorm's apply) without it");
   FT_TRY(build_args(L->fam->reduce_args, &L->v, &io, &st, err));
-  return launch(L->loaded.reduce, L->geom.rgrid, L->geom.rblock, NULL, 0, NULL, st.ptrs, stream, err);
+  return launch(L->loaded.reduce, L->geom.rgrid, L->geom.rblock, NULL, 0, 0, NULL, st.ptrs, stream, err);
 }
 
 ft_status ft_cublas_sgemm(ft_gpu *g, const float *X, const float *W, float *Y, int m, int n, int k,
@@ -512,7 +523,7 @@ static ft_status reduce_step(cudaKernel_t k, const void *in, void *out, int m, c
   void *stats = NULL, *flags = NULL;
   int ld = n, col0 = 0;
   void *args[] = {(void *)&in, &ld, &out, &stats, &m, &n, &col0, &n, &epv, &flags};
-  return launch(k, grid, block, NULL, 0, NULL, args, stream, err);
+  return launch(k, grid, block, NULL, 0, 0, NULL, args, stream, err);
 }
 
 /* An elementwise step: OUT = f(IN0, IN1, IN2) over [m, n] (eager_step.cu). */
@@ -522,7 +533,7 @@ static ft_status elementwise_step(cudaKernel_t k, const void *in0, const void *i
   ft_launch_geom g;
   ft_eager_step_geometry(m, n, &g);
   void *args[] = {(void *)&in0, (void *)&in1, (void *)&in2, &out, &m, &n, &epv};
-  return launch(k, g.grid, g.block, NULL, 0, NULL, args, stream, err);
+  return launch(k, g.grid, g.block, NULL, 0, 0, NULL, args, stream, err);
 }
 
 ft_status ft_chain_enqueue(const ft_chain *c, const cudaKernel_t *k, void *const *bufs, int m, const ft_ep_args_dev *ep,

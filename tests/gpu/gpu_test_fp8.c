@@ -199,6 +199,49 @@ static void test_kernels(ft_gpu *g, ft_db *db) {
   ASSERT_TRUE(ok > 0);
 }
 
+/* The quantizer then the fused kernel, back to back on one stream as a layer runs them: the
+ * kernel is launched with programmatic stream serialization and the quantizer lets it start early
+ * (griddepcontrol), so it must wait for the quantizer's codes and scales before reading them.
+ * Two inputs alternate over the same codes and scales buffers, with no synchronization between
+ * the calls; every call's y must be bit for bit what that input gave synchronized. */
+static void check_quantize_then_gemm(ft_ctx *ctx, ft_plan *plan, const ft_typed_args *a, int m, int n, int k) {
+  ft_quantizer *q = NULL;
+  ASSERT_OK(ft_quantizer_create(ctx, &q));
+  if (!q) return;
+  enum { kCalls = 40 };
+  const size_t xn = (size_t)m * (size_t)k, yb = (size_t)m * (size_t)n * 2;
+  uint16_t *hx = malloc(2 * xn * sizeof *hx);
+  float *f = malloc(2 * xn * sizeof *f);
+  uint64_t seed = 11;
+  ft_fill_uniform(f, 2 * xn, -2.0f, 2.0f, &seed);
+  for (size_t i = 0; i < 2 * xn; i++) hx[i] = ft_f32_to_bf16(f[i] * (i < xn ? 1.0f : 3.0f));
+  void *dsrc = NULL, *dys = NULL;
+  ASSERT_TRUE(cudaMalloc(&dsrc, 2 * xn * 2) == cudaSuccess && cudaMalloc(&dys, (kCalls + 2) * yb) == cudaSuccess);
+  unsigned char *want = malloc(2 * yb), *got = malloc(kCalls * yb);
+  if (dsrc && dys && hx && want && got) {
+    cudaMemcpy(dsrc, hx, 2 * xn * 2, cudaMemcpyHostToDevice);
+    for (int call = 0; call < kCalls + 2; call++) { /* the first two synchronized: the references */
+      const char *src = (const char *)dsrc + (size_t)(call % 2) * xn * 2;
+      ASSERT_OK(ft_quantize_e4m3(q, src, FT_DTYPE_BF16, m, k, FT_SCALE_ROW, (void *)a->x.data, (void *)a->vecs[0].data, 0));
+      if (call < 2) cudaDeviceSynchronize();
+      ASSERT_OK(ft_plan_launch_typed(plan, a, 0));
+      cudaMemcpyAsync((char *)dys + (size_t)call * yb, a->y.data, yb, cudaMemcpyDeviceToDevice, 0);
+      if (call < 2) cudaDeviceSynchronize();
+    }
+    ASSERT_TRUE(cudaDeviceSynchronize() == cudaSuccess);
+    cudaMemcpy(want, dys, 2 * yb, cudaMemcpyDeviceToHost);
+    cudaMemcpy(got, (char *)dys + 2 * yb, kCalls * yb, cudaMemcpyDeviceToHost);
+    int differ = 0;
+    for (int call = 0; call < kCalls; call++) differ += memcmp(got + (size_t)call * yb, want + (size_t)(call % 2) * yb, yb) != 0;
+    ASSERT_TRUE(memcmp(want, want + yb, yb) != 0); /* the two inputs give two outputs */
+    if (differ) FT_FAIL_AT_("quantizer then kernel, unsynchronized: %d of %d calls differ from their input's y", differ, kCalls);
+    printf("quantizer then kernel %dx%dx%d, %d unsynchronized calls: %d differ\n", m, n, k, kCalls, differ);
+  }
+  cudaFree(dsrc), cudaFree(dys);
+  free(hx), free(f), free(want), free(got);
+  ft_quantizer_destroy(q);
+}
+
 /* The public path: a plan of an fp8 configuration, launched with ft_plan_launch_typed on e4m3 x
  * and W, bf16 y and bias, fp32 scales; every mismatch refused before a launch. */
 static void test_plan(ft_ctx *ctx, ft_gpu *g, ft_variant_kind kind) {
@@ -263,6 +306,7 @@ static void test_plan(ft_ctx *ctx, ft_gpu *g, ft_variant_kind kind) {
     ASSERT_CONTAINS(ft_errmsg(ctx), "launch it with ft_plan_launch_typed");
     ASSERT_EQ_INT(ft_plan_launch_ptrs(plan, d->dX, d->dW, d->dY, NULL, NULL, 0), FT_ERR_INVALID_ARG);
     ASSERT_CONTAINS(ft_errmsg(ctx), "ft_plan_launch_ptrs: an fp8 plan binds");
+    check_quantize_then_gemm(ctx, plan, &a, (int)p.m, (int)p.n, (int)p.k);
   }
   printf("plan %s launched typed: rel %.3g\n", cfg.name, chk.rel_err);
   ft_plan_destroy(plan);

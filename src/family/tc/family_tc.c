@@ -135,6 +135,7 @@ static void tc_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft
   g->block[0] = (unsigned)tc_threads(v);
   g->cluster[0] = (unsigned)v->tc.cluster;
   g->smem = tc_smem(v);
+  g->pdl = 1; /* ft_gemm_tc_body's ft_grid_dependency_wait */
   if (v->split_k > 1) { /* fp32 slabs of the slices; the reduce kernel applies E */
     g->workspace_bytes = (size_t)v->split_k * (size_t)m * (size_t)n * sizeof(float);
     g->has_reduce = 1;

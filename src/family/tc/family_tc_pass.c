@@ -77,6 +77,7 @@ static void tcp_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, f
   memcpy(g->gblock, t.block, sizeof t.block);
   memcpy(g->gcluster, t.cluster, sizeof t.cluster);
   g->gsmem = t.smem;
+  g->gpdl = t.pdl; /* the pass after it reads what it wrote: never itself launched so (g->pdl 0) */
 }
 
 /* The tighter of the two kernels' caps (each is compiled to its own __launch_bounds__). */
