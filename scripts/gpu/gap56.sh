@@ -1,6 +1,6 @@
 #!/bin/bash
 # Usage: OUT=DIR [FP8="4096x7168x16384 16x14336x4096"] [BF16="1024x8192x8192"] [HEAVY='mish(mish(x + bias))']
-#        [TB=30] [NCU=1] [BENCH=1] scripts/gpu/gap56.sh
+#        [TB=30] [NCU=1] [NCU_FP8="4096x7168x16384"] [BENCH=1] scripts/gpu/gap56.sh
 # Issue 56 item 1, where the cycles go, before any change: per fp8 shape a default tune (fp8,
 # relu(x·sx·sw + bias), budget TB) and per bf16 shape one of the heavy epilogue HEAVY, then
 # bench_fp8.py (CUDA graphs: the stored fp8 plan against torch._scaled_mm per tensor and row-wise)
@@ -57,7 +57,7 @@ if [ "${BENCH:-1}" = 1 ] && [ -n "${FP8-x}" ]; then
     echo "bench_fp8 pdl $pdl rc=$? $(el)" | tee -a "$T"; tail -25 "$OUT/bench_fp8_pdl_$pdl.txt" >> "$T"
   done
 fi
-for S in ${FP8-4096x7168x16384 16x14336x4096}; do prof "fp8_$S" "$S" "$E8" fp8; done
+for S in ${NCU_FP8-4096x7168x16384}; do prof "fp8_$S" "$S" "$E8" fp8; done
 for S in ${BF16-1024x8192x8192}; do prof "bf16_$S" "$S" "$HEAVY" bf16; done
 echo "total $(el)" | tee -a "$T"
 echo; cat "$T"
