@@ -170,7 +170,8 @@ ft_status ft_launchable_init_ep(ft_launchable *L, ft_gpu *g, const ft_variant *v
   memset(&t, 0, sizeof t);
   t.v = *v, t.fam = fam, t.g = g, t.m = m, t.n = n, t.k = k;
   ft_variant_geometry(v, m, n, k, &t.geom);
-  if (getenv("FUSEDTUNE_NO_PDL")) t.geom.pdl = t.geom.gpdl = 0; /* A/B measurements (docs/BENCHMARKS.md) */
+  const char *no_pdl = getenv("FUSEDTUNE_NO_PDL"); /* A/B measurements (docs/MODES.md, fp8) */
+  if (no_pdl && strcmp(no_pdl, "") && strcmp(no_pdl, "0")) t.geom.pdl = t.geom.gpdl = 0;
   if (fam->eager_plan) {
     const ft_status s = chain_init(&t, ep, err);
     if (s != FT_OK) {
