@@ -4,7 +4,7 @@
 # Issue 56 item 1, where the cycles go, before any change: per fp8 shape a default tune (fp8,
 # relu(x·sx·sw + bias), budget TB) and per bf16 shape one of the heavy epilogue HEAVY, then
 # bench_fp8.py (CUDA graphs: the stored fp8 plan against torch._scaled_mm per tensor and row-wise)
-# (twice: the fused kernel's programmatic dependent launch off, FUSEDTUNE_NO_PDL=1, then on) and,
+# (twice: the fused kernel's programmatic dependent launch off, then on: FUSEDTUNE_PDL=1) and,
 # with NCU=1, ncu (--clock-control none) over `fusedtune bench` of each: every distinct
 # kernel's third launch (ours: ft_gemm_tc, the passes; cuBLAS(Lt)'s nvjet / sm90 / cutlass),
 # first the SpeedOfLight, Occupancy, LaunchStats, ComputeWorkloadAnalysis, MemoryWorkloadAnalysis
@@ -49,9 +49,9 @@ for S in ${BF16-1024x8192x8192}; do
 done
 if [ "${BENCH:-1}" = 1 ] && [ -n "${FP8-x}" ]; then
   SH=$(echo ${FP8-4096x7168x16384 16x14336x4096} | tr ' ' ',')
-  # the fused kernel's programmatic dependent launch off (FUSEDTUNE_NO_PDL=1), then on (the default)
+  # the fused kernel's programmatic dependent launch off (the default), then on (FUSEDTUNE_PDL=1)
   for pdl in off on; do
-    [ $pdl = off ] && export FUSEDTUNE_NO_PDL=1 || unset FUSEDTUNE_NO_PDL
+    [ $pdl = on ] && export FUSEDTUNE_PDL=1 || unset FUSEDTUNE_PDL
     timeout 150 python3 bench/python/bench_fp8.py --db "$DB" --rounds 10 --calls 20 --shapes "$SH" \
       --only mm_bf16,eager_bf16,scaled_mm,scaled_row,fused_fp8,layer_fp8,quant_x > "$OUT/bench_fp8_pdl_$pdl.txt" 2>&1
     echo "bench_fp8 pdl $pdl rc=$? $(el)" | tee -a "$T"; tail -25 "$OUT/bench_fp8_pdl_$pdl.txt" >> "$T"

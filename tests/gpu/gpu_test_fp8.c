@@ -324,6 +324,7 @@ int main(void) {
   unlink(path);
   ft_ctx *ctx = NULL;
   ASSERT_OK(ft_open(path, FT_OPEN_CREATE, &ctx));
+  setenv("FUSEDTUNE_PDL", "1", 0); /* the tensor-core kernels after the quantizer as a layer would run them with it */
   test_quantizer(ctx);
   ft_gpu *g = NULL;
   ft_err e;
