@@ -1,5 +1,7 @@
 /* The tune's timing rule (src/tune/timing_rule.c): decode-sized layers are timed as CUDA-graph
  * replays, everything larger back to back on the stream, nothing as graphs under an L2 flush. */
+#include <stdlib.h>
+
 #include "ft_test.h"
 #include "timing_rule.h"
 
@@ -25,5 +27,9 @@ int main(void) {
   ASSERT_EQ_INT(ft_timing_graph_calls(1024, 4096, 4096, FT_MATH_FP32, 0), 0); /* 513 µs of FFMA */
   ASSERT_EQ_INT(ft_timing_graph_calls(1024, 4096, 4096, FT_MATH_FP16, 0), FT_TIMING_GRAPH_CALLS); /* 35 µs of FLOPs */
   ASSERT_EQ_INT(ft_timing_graph_calls(2048, 4096, 4096, FT_MATH_FP16, 0), 0);                     /* 69 µs */
+  setenv("FUSEDTUNE_GRAPH_TIMING", "0", 1); /* the user's way back to stream timing */
+  ASSERT_EQ_INT(ft_timing_graph_calls(16, 14336, 4096, FT_MATH_BF16, 0), 0);
+  setenv("FUSEDTUNE_GRAPH_TIMING", "1", 1);
+  ASSERT_EQ_INT(ft_timing_graph_calls(16, 14336, 4096, FT_MATH_BF16, 0), FT_TIMING_GRAPH_CALLS);
   return FT_TEST_DONE();
 }
