@@ -19,7 +19,8 @@ double ft_timing_gemm_floor_us(int64_t m, int64_t n_gemm, int64_t k, ft_math mat
 }
 
 int ft_timing_graph_calls(int64_t m, int64_t n_gemm, int64_t k, ft_math math, int flush_l2) {
-  const char *off = getenv("FUSEDTUNE_GRAPH_TIMING");
-  if (flush_l2 || (off && !strcmp(off, "0"))) return 0;
+  /* Opt-in until gpu_test_tune has run it on a GPU (docs/ARCHITECTURE.md). */
+  const char *on = getenv("FUSEDTUNE_GRAPH_TIMING");
+  if (flush_l2 || !on || !strcmp(on, "") || !strcmp(on, "0")) return 0;
   return ft_timing_gemm_floor_us(m, n_gemm, k, math) < FT_TIMING_GRAPH_BELOW_US ? FT_TIMING_GRAPH_CALLS : 0;
 }

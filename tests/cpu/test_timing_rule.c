@@ -6,6 +6,9 @@
 #include "timing_rule.h"
 
 int main(void) {
+  unsetenv("FUSEDTUNE_GRAPH_TIMING");
+  ASSERT_EQ_INT(ft_timing_graph_calls(16, 14336, 4096, FT_MATH_BF16, 0), 0); /* opt-in while new */
+  setenv("FUSEDTUNE_GRAPH_TIMING", "1", 1);
   /* Llama-3-8B-like decode layers: the weight read bounds them (16×4096×14336 bf16: 35 µs). */
   const double decode = ft_timing_gemm_floor_us(16, 14336, 4096, FT_MATH_BF16);
   ASSERT_TRUE(decode > 34 && decode < 36);
@@ -27,7 +30,7 @@ int main(void) {
   ASSERT_EQ_INT(ft_timing_graph_calls(1024, 4096, 4096, FT_MATH_FP32, 0), 0); /* 513 µs of FFMA */
   ASSERT_EQ_INT(ft_timing_graph_calls(1024, 4096, 4096, FT_MATH_FP16, 0), FT_TIMING_GRAPH_CALLS); /* 35 µs of FLOPs */
   ASSERT_EQ_INT(ft_timing_graph_calls(2048, 4096, 4096, FT_MATH_FP16, 0), 0);                     /* 69 µs */
-  setenv("FUSEDTUNE_GRAPH_TIMING", "0", 1); /* the user's way back to stream timing */
+  setenv("FUSEDTUNE_GRAPH_TIMING", "0", 1);
   ASSERT_EQ_INT(ft_timing_graph_calls(16, 14336, 4096, FT_MATH_BF16, 0), 0);
   setenv("FUSEDTUNE_GRAPH_TIMING", "1", 1);
   ASSERT_EQ_INT(ft_timing_graph_calls(16, 14336, 4096, FT_MATH_BF16, 0), FT_TIMING_GRAPH_CALLS);
