@@ -242,6 +242,40 @@ static void check_quantize_then_gemm(ft_ctx *ctx, ft_plan *plan, const ft_typed_
   ft_quantizer_destroy(q);
 }
 
+/* The quantizer before each other form of the tensor-core kernel the space offers here: a
+ * cluster of 2 (the multicast W), ping-pong consumers, stream-K (blocks waiting on each other's
+ * flags), split-K (its second kernel after the wait-holding first), the first of each. At
+ * 127×1008×1008 fp8's default space has ping-pong and split-K forms, no cluster or stream-K. */
+static void check_forms_after_quantizer(ft_ctx *ctx, const ft_problem *p, const ft_variant *v, int n,
+                                        const ft_typed_args *a) {
+  static const char *const forms[] = {"cluster 2", "ping-pong", "stream-K", "split-K"};
+  for (int f = 0; f < 4; f++) {
+    int i = 0;
+    while (i < n && !((f == 0 && v[i].tc.cluster > 1) || (f == 1 && v[i].tc.pingpong) ||
+                      (f == 2 && v[i].tc.streamk) || (f == 3 && v[i].split_k > 1)))
+      i++;
+    if (i == n) {
+      printf("quantizer then kernel: no %s form at %lldx%lldx%lld\n", forms[f], (long long)p->m, (long long)p->n,
+             (long long)p->k);
+      continue;
+    }
+    ft_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    strcpy(cfg.strategy, "fused");
+    ft_variant_name(&v[i], cfg.name, sizeof cfg.name);
+    ft_variant_json(&v[i], cfg.config, sizeof cfg.config);
+    cfg.math = FT_MATH_FP8;
+    ft_plan *plan = NULL;
+    const ft_status st = ft_plan_create(ctx, p, &cfg, &plan);
+    if (st != FT_OK) fprintf(stderr, "ft_plan_create %s: %s\n", cfg.name, ft_errmsg(ctx));
+    ASSERT_OK(st);
+    if (!plan) continue;
+    printf("%s: %s\n", forms[f], cfg.name);
+    check_quantize_then_gemm(ctx, plan, a, (int)p->m, (int)p->n, (int)p->k);
+    ft_plan_destroy(plan);
+  }
+}
+
 /* The public path: a plan of an fp8 configuration, launched with ft_plan_launch_typed on e4m3 x
  * and W, bf16 y and bias, fp32 scales; every mismatch refused before a launch. */
 static void test_plan(ft_ctx *ctx, ft_gpu *g, ft_variant_kind kind) {
@@ -307,6 +341,7 @@ static void test_plan(ft_ctx *ctx, ft_gpu *g, ft_variant_kind kind) {
     ASSERT_EQ_INT(ft_plan_launch_ptrs(plan, d->dX, d->dW, d->dY, NULL, NULL, 0), FT_ERR_INVALID_ARG);
     ASSERT_CONTAINS(ft_errmsg(ctx), "ft_plan_launch_ptrs: an fp8 plan binds");
     check_quantize_then_gemm(ctx, plan, &a, (int)p.m, (int)p.n, (int)p.k);
+    if (kind == FT_VK_GEMM) check_forms_after_quantizer(ctx, &p, v, n, &a);
   }
   printf("plan %s launched typed: rel %.3g\n", cfg.name, chk.rel_err);
   ft_plan_destroy(plan);
