@@ -1,5 +1,5 @@
 #!/bin/bash
-# Usage: OUT=DIR [STEPS=main,set,api,kb1,kb2,tests,chain] [SET=...] [KB_S=300] [TESTS="gpu_test_x:120 gpu_test_y:60:q ..." (q: FT_TEST_QUICK=1)] scripts/gpu/session6.sh
+# Usage: OUT=DIR [STEPS=main,set,api,kb1,kb2,tests,chain] [SET=...] [KB_S=300] [TESTS="gpu_test_x:120 gpu_test_y:60:q gpu_test_z:90:FUSEDTUNE_PDL=1,FT_TEST_MODE=bf16 ..." (q: FT_TEST_QUICK=1)] scripts/gpu/session6.sh
 # Round 4 session 6's checks (docs/BENCHMARKS.md 2026-12-06 (i)), each step under its own limit,
 # most important first:
 #   main   the README main job on a fresh database, cold then warm (the warm repeat after 17f8711
@@ -36,8 +36,9 @@ if has set; then
     timeout "${SET_S:-300}" scripts/gpu/bench_set.sh /tmp/default_set.db default > "$OUT/set.txt" 2>&1
   echo "bench set default rc=$? $(el)" | tee -a "$T"; sed -n '/^problem/,$p' "$OUT/set/bench_graphs.txt" >> "$T"
 fi
-run_test() { # name limit [q: FT_TEST_QUICK=1]
-  if [ "${3:-}" = q ]; then set -- "$1" "$2" env FT_TEST_QUICK=1; else set -- "$1" "$2" env; fi
+run_test() { # name limit [q: FT_TEST_QUICK=1, or NAME=VALUE,NAME=VALUE: that environment]
+  local envs=${3:-}; [ "$envs" = q ] && envs=FT_TEST_QUICK=1
+  set -- "$1" "$2" env ${envs//,/ }
   FT_TEST_TMP=$OUT timeout "$2" "$3" "${@:4}" "./build/tests/$1" > "$OUT/$1.txt" 2>&1
   echo "$1 rc=$? $(el): $(grep -iE 'assertion|checked|passed|served' "$OUT/$1.txt" | tail -2 | cut -c1-160 | paste -sd' ')" | tee -a "$T"
   grep -E "FAIL|failed" "$OUT/$1.txt" | head -3 >> "$T"
