@@ -133,7 +133,7 @@ static ft_status bench_body(ft_ctx *ctx, ft_gpu *g, const ft_epilogue *ep, int r
   /* As the tune times this shape (decode-sized layers as CUDA-graph replays); cuBLAS's 8192^3 on the stream. */
   const ft_bench_opts o = {3, repeats, 0, 0, 0},
                       og = {3, repeats, 0, 0,
-                            ft_timing_graph_calls(r->b.d->m, ft_gemm_cols(ep, r->b.d->n), r->b.d->k, r->b.d->math, 0)};
+                            ft_timing_graph_calls(r->b.d->m, r->b.d->n, r->b.d->k, r->b.d->math, ep, 0)};
   ft_timing t_eager, t_gemm, t_best, t_peak, t_fused = {0};
   double cublas_err = 0;
   FT_TRY(ft_pdata_tolerance(g, r->b.d, &r->tol, &cublas_err, err));
@@ -153,16 +153,12 @@ static ft_status bench_body(ft_ctx *ctx, ft_gpu *g, const ft_epilogue *ep, int r
   const ft_enqueue_fn fns[4] = {enqueue_bl, enqueue_bl, enqueue_best, enqueue_best};
   void *const users[4] = {&ce, &cg, &r->b, &r->fb};
   ft_timing t[4];
-  ft_status st = ft_bench_run_interleaved(r->bench, out->has_fused ? 4 : 3, fns, users, &og, t, 0, NULL, err);
-  if (st != FT_OK && og.graph_calls && ft_bench_capture_failed(r->bench)) { /* a broken context fails again */
-    (void)cudaGetLastError();
+  FT_TRY(ft_bench_run_interleaved(r->bench, out->has_fused ? 4 : 3, fns, users, &og, t, 0, NULL, err));
+  if (ft_bench_fallback(r->bench)) {
     const size_t w = strlen(out->warning);
     snprintf(out->warning + w, sizeof out->warning - w, "%stimed on the stream, not as CUDA graphs: %.200s",
-             w ? "; " : "", err->msg);
-    ft__err_clear(err);
-    st = ft_bench_run_interleaved(r->bench, out->has_fused ? 4 : 3, fns, users, &o, t, 0, NULL, err);
+             w ? "; " : "", ft_bench_fallback(r->bench));
   }
-  FT_TRY(st);
   t_eager = t[0], t_gemm = t[1], t_best = t[2];
   if (out->has_fused) t_fused = t[3];
   FT_TRY(time_peak(g, r->b.d->math, r->bench, &o, &t_peak, err));

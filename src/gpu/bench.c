@@ -16,7 +16,7 @@ struct ft_bench {
   int nmarks;
   void *flush;
   size_t flush_bytes;
-  int capture_failed; /* the last timing ended because a call could not be captured */
+  char fallback[300]; /* why the last timing ran on the stream though graphs were asked; "" when not */
 };
 
 void ft_bench_free(ft_bench *b) {
@@ -46,7 +46,7 @@ ft_status ft_bench_create(ft_bench **out, ft_err *err) {
 
 cudaStream_t ft_bench_stream(const ft_bench *b) { return b->stream; }
 
-int ft_bench_capture_failed(const ft_bench *b) { return b->capture_failed; }
+const char *ft_bench_fallback(const ft_bench *b) { return b->fallback[0] ? b->fallback : NULL; }
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -98,9 +98,8 @@ static int bounded_repeats(const ft_bench_opts *opt, double one_s) {
 
 ft_status ft_bench_run(ft_bench *b, ft_enqueue_fn fn, void *user, const ft_bench_opts *opt,
                        ft_timing *out, ft_err *err) {
-  b->capture_failed = 0;
-  if (opt->graph_calls < 0) return ft__fail(err, FT_ERR_INVALID_ARG, "timing as CUDA graphs of %d calls", opt->graph_calls);
-  if (opt->graph_calls > 0) return ft_bench_run_interleaved(b, 1, &fn, &user, opt, out, 0, NULL, err);
+  b->fallback[0] = 0;
+  if (opt->graph_calls) return ft_bench_run_interleaved(b, 1, &fn, &user, opt, out, 0, NULL, err);
   if (opt->flush_l2) FT_TRY(ensure_flush(b, err));
   int warmup = opt->warmup < 1 ? 1 : opt->warmup;
   double t0 = ft__now_s();
@@ -142,7 +141,6 @@ static ft_status capture(ft_bench *b, ft_enqueue_fn fn, void *user, int calls, c
     if (ie != cudaSuccess) *exec = NULL, st = ft_cuda_fail(err, ie, "cudaGraphInstantiate (timing as a CUDA graph)");
   }
   if (g) cudaGraphDestroy(g);
-  b->capture_failed = st != FT_OK;
   return st;
 }
 
@@ -241,7 +239,7 @@ ft_status ft_bench_run_interleaved(ft_bench *b, int n, const ft_enqueue_fn *fns,
   if (n < 1 || n > FT_BENCH_MAX_INTERLEAVED || opt->flush_l2)
     return ft__fail(err, FT_ERR_INVALID_ARG, "interleaved timing of %d strategies%s", n,
                     opt->flush_l2 ? " with an L2 flush" : "");
-  b->capture_failed = 0;
+  b->fallback[0] = 0;
   if (opt->graph_calls < 0 || opt->graph_calls > FT_BENCH_MAX_GRAPH_CALLS)
     return ft__fail(err, FT_ERR_INVALID_ARG, "timing as CUDA graphs of %d calls (0: on the stream, or 1..%d)",
                     opt->graph_calls, FT_BENCH_MAX_GRAPH_CALLS);
@@ -252,7 +250,14 @@ ft_status ft_bench_run_interleaved(ft_bench *b, int n, const ft_enqueue_fn *fns,
   cudaGraphExec_t execs[FT_BENCH_MAX_INTERLEAVED] = {NULL};
   ft_status st = FT_OK;
   for (int j = 0; st == FT_OK && j < n; j++) st = capture(b, fns[j], users[j], opt->graph_calls, &execs[j], err);
-  if (st == FT_OK) st = run_rounds(b, n, fns, users, execs, opt, outs, ref, ratios, err);
+  if (st != FT_OK) {
+    /* A call a graph cannot hold (a library's): the rounds on the stream instead, said by
+     * ft_bench_fallback. A broken context fails them too, with its own error. */
+    snprintf(b->fallback, sizeof b->fallback, "%.290s", err->msg);
+    ft__err_clear(err);
+    (void)cudaGetLastError();
+  }
+  st = run_rounds(b, n, fns, users, st == FT_OK ? execs : NULL, opt, outs, ref, ratios, err);
   for (int j = 0; j < n; j++)
     if (execs[j]) cudaGraphExecDestroy(execs[j]);
   return st;

@@ -29,12 +29,12 @@ typedef struct ft_bench ft_bench; /* events, stream and flush buffer, reused acr
 ft_status ft_bench_create(ft_bench **out, ft_err *err);
 void ft_bench_free(ft_bench *b); /* NULL is a no-op */
 cudaStream_t ft_bench_stream(const ft_bench *b);
-/* 1 when the last timing failed because a call could not be captured into a CUDA graph (the
- * stream usable, the calls themselves ran on it before): time it again with graph_calls 0. */
-int ft_bench_capture_failed(const ft_bench *b);
+/* Why the last timing ran on the stream though opt->graph_calls asked for graphs (a call could
+ * not be captured: the capture's error); NULL when it ran as asked. Valid until the next timing. */
+const char *ft_bench_fallback(const ft_bench *b);
 
-/* Times fn. A launch or execution error ends the timing with that error; so does a call that cannot
- * be captured into a CUDA graph (opt->graph_calls > 0), the capture ended first. */
+/* Times fn. A launch or execution error ends the timing with that error; with opt->graph_calls as
+ * ft_bench_run_interleaved. */
 ft_status ft_bench_run(ft_bench *b, ft_enqueue_fn fn, void *user, const ft_bench_opts *opt,
                        ft_timing *out, ft_err *err);
 
@@ -47,8 +47,8 @@ ft_status ft_bench_run(ft_bench *b, ft_enqueue_fn fn, void *user, const ft_bench
  * round: unlike the ratio of two medians it holds when the GPU's clock changes state during
  * the timing (docs/BENCHMARKS.md, "Why the search space is what it is"). With opt->graph_calls,
  * each strategy runs once on the stream, is captured (graph_calls calls to a graph) and a round
- * replays each graph once; a call that cannot be captured ends the timing with the capture's
- * error, the stream left usable. */
+ * replays each graph once; where a call cannot be captured, the rounds run on the stream and
+ * ft_bench_fallback says why. */
 #define FT_BENCH_MAX_INTERLEAVED 4
 #define FT_BENCH_MAX_GRAPH_CALLS 64 /* opt->graph_calls: 0..this */
 ft_status ft_bench_run_interleaved(ft_bench *b, int n, const ft_enqueue_fn *fns, void *const *users,

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gated.h"
 #include "timing_rule.h"
 
 struct ft_engine {
@@ -65,7 +64,7 @@ ft_status ft_engine_prepare(ft_engine *e, const ft_tune_problem *p, uint64_t see
                                 ft_err *err) {
   memset(ready, 0, sizeof *ready);
   e->ep = p->ep;
-  e->graph_calls = ft_timing_graph_calls(p->m, ft_gemm_cols(p->ep, p->n), p->k, p->math, e->flush_l2);
+  e->graph_calls = ft_timing_graph_calls(p->m, p->n, p->k, p->math, p->ep, e->flush_l2);
   double t0 = ft__now_s();
   ft_status st = ft_pdata_create(e->g, (int)p->m, (int)p->n, (int)p->k, e->ep, p->math, seed, &e->d, err);
   ready->data_s = ft__now_s() - t0;
@@ -126,18 +125,6 @@ static ft_status warm_up(ft_engine *e, call *c, ft_err *err) {
   return FT_OK;
 }
 
-/* ft_bench_run_interleaved, and where a call could not be captured into a CUDA graph (a library
- * call a graph cannot hold), the same on the stream, which the result's message says. */
-static ft_status timed(ft_engine *e, int n, const ft_enqueue_fn *fns, void *const *users, ft_bench_opts *o,
-                       ft_timing *outs, int ref, double *ratios, ft_runner_result *res, ft_err *err) {
-  ft_status st = ft_bench_run_interleaved(e->bench, n, fns, users, o, outs, ref, ratios, err);
-  if (st == FT_OK || !o->graph_calls || !ft_bench_capture_failed(e->bench) || is_sticky(cudaGetLastError())) return st;
-  snprintf(res->message, sizeof res->message, "timed on the stream, not as a CUDA graph: %.400s", err->msg);
-  ft__err_clear(err);
-  o->graph_calls = 0;
-  return ft_bench_run_interleaved(e->bench, n, fns, users, o, outs, ref, ratios, err);
-}
-
 /* Verifies the job on poisoned output, then times it; fills res. */
 static ft_status verify_and_time(ft_engine *e, call *c, ft_runner_result *res, ft_err *err) {
   cudaStream_t s = ft_bench_stream(e->bench);
@@ -169,7 +156,7 @@ static ft_status verify_and_time(ft_engine *e, call *c, ft_runner_result *res, f
     res->rel_err = chk.rel_err;
     res->max_abs_err = chk.max_abs_err;
   }
-  ft_bench_opts o = {2, c->job->repeats, e->flush_l2, 0.5, e->graph_calls};
+  const ft_bench_opts o = {2, c->job->repeats, e->flush_l2, 0.5, e->graph_calls};
   if (!e->warm) FT_TRY(warm_up(e, c, err));
   ft_timing tm;
   /* In rounds with cuBLAS's GEMM alone (that GEMM itself with the eager-style chain), as fusedtune
@@ -190,14 +177,15 @@ static ft_status verify_and_time(ft_engine *e, call *c, ft_runner_result *res, f
     void *const users[2] = {c, &partner};
     ft_timing both[2];
     double ratios[2];
-    FT_TRY(timed(e, 2, fns, users, &o, both, alone ? 0 : 1, ratios, res, err));
+    FT_TRY(ft_bench_run_interleaved(e->bench, 2, fns, users, &o, both, alone ? 0 : 1, ratios, err));
     tm = both[0];
     res->gemm_ratio = ratios[0]; /* 1 for cuBLAS's GEMM itself */
   } else {
-    const ft_enqueue_fn fn = enqueue;
-    void *const user = c;
-    FT_TRY(timed(e, 1, &fn, &user, &o, &tm, 0, NULL, res, err));
+    FT_TRY(ft_bench_run(e->bench, enqueue, c, &o, &tm, err));
   }
+  if (ft_bench_fallback(e->bench))
+    snprintf(res->message, sizeof res->message, "timed on the stream, not as a CUDA graph: %.400s",
+             ft_bench_fallback(e->bench));
   res->time_s = ft__now_s() - t1;
   res->status = FT_RESULT_OK;
   res->median_ms = tm.median_ms;

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gated.h"
+
 double ft_timing_gemm_floor_us(int64_t m, int64_t n_gemm, int64_t k, ft_math math) {
   double rate = 989e12, in = 2, out = 2; /* bf16, fp16 */
   switch (math) {
@@ -18,9 +20,9 @@ double ft_timing_gemm_floor_us(int64_t m, int64_t n_gemm, int64_t k, ft_math mat
   return 1e6 * (flops_s > bytes_s ? flops_s : bytes_s);
 }
 
-int ft_timing_graph_calls(int64_t m, int64_t n_gemm, int64_t k, ft_math math, int flush_l2) {
+int ft_timing_graph_calls(int64_t m, int64_t n, int64_t k, ft_math math, const ft_epilogue *ep, int flush_l2) {
   /* Opt-in until gpu_test_tune has run it on a GPU (docs/ARCHITECTURE.md). */
   const char *on = getenv("FUSEDTUNE_GRAPH_TIMING");
   if (flush_l2 || !on || !strcmp(on, "") || !strcmp(on, "0")) return 0;
-  return ft_timing_gemm_floor_us(m, n_gemm, k, math) < FT_TIMING_GRAPH_BELOW_US ? FT_TIMING_GRAPH_CALLS : 0;
+  return ft_timing_gemm_floor_us(m, ft_gemm_cols(ep, n), k, math) < FT_TIMING_GRAPH_BELOW_US ? FT_TIMING_GRAPH_CALLS : 0;
 }

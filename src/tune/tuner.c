@@ -58,7 +58,7 @@ typedef struct tuner {
 
 /* How this tune's runner times (the engine applies the same rule): calls per CUDA graph, 0 on the stream. */
 static int graph_calls(const tuner *t) {
-  return ft_timing_graph_calls(t->p->m, ft_gemm_cols(t->p->ep, t->p->n), t->p->k, t->p->math, t->req->flush_l2);
+  return ft_timing_graph_calls(t->p->m, t->p->n, t->p->k, t->p->math, t->p->ep, t->req->flush_l2);
 }
 
 
