@@ -50,9 +50,9 @@ for S in ${BF16-1024x8192x8192}; do
 done
 if [ "${BENCH:-1}" = 1 ] && [ -n "${FP8-x}" ]; then
   SH=$(echo ${FP8-4096x7168x16384 16x14336x4096} | tr ' ' ',')
-  # the fused kernel's programmatic dependent launch off (the default), then on (FUSEDTUNE_PDL=1)
+  # the fused kernel's programmatic dependent launch off (FUSEDTUNE_PDL=0), then on (FUSEDTUNE_PDL=1)
   for pdl in off on; do
-    [ $pdl = on ] && export FUSEDTUNE_PDL=1 || unset FUSEDTUNE_PDL
+    [ $pdl = on ] && export FUSEDTUNE_PDL=1 || export FUSEDTUNE_PDL=0
     timeout 150 python3 bench/python/bench_fp8.py --db "$DB" --rounds 10 --calls 20 --shapes "$SH" \
       --only mm_bf16,eager_bf16,scaled_mm,scaled_row,fused_fp8,layer_fp8,quant_x > "$OUT/bench_fp8_pdl_$pdl.txt" 2>&1
     echo "bench_fp8 pdl $pdl rc=$? $(el)" | tee -a "$T"; tail -25 "$OUT/bench_fp8_pdl_$pdl.txt" >> "$T"
