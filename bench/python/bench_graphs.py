@@ -7,7 +7,9 @@ rounds, at least 15):
          torch.backends.cuda.matmul.allow_tf32 = True, as for eager);
   eager  PyTorch eager of the same expression: F.linear (with the bias where the expression adds
          it) followed by the torch ops of the epilogue;
-  fused  FusedLinear with the stored best of a default tune (exact shape; nearest=False).
+  fused  FusedLinear with the stored best of a default tune (exact shape; nearest=False);
+  with --compile also compiled: torch.compile (default mode) of the eager function, captured
+         and replayed the same way (issue 53's and 54's other peer).
 Then eager and fused call by call without graphs ("pipelined": N calls back to back per timing,
 the host running ahead), interleaved the same way. The table gives the ms of each, "vs mm" =
 t_mm / t_fused and "vs eager" = t_eager / t_fused (ratios of the medians; > 1: fused is faster),
@@ -15,7 +17,8 @@ and the relative L2 error of eager and of FusedLinear against float64 (x.double(
 W.double().t() [+ bias], then the epilogue in float64). FusedLinear's output must be finite.
 
     python3 bench/python/bench_graphs.py --db DB [--math bf16,fp16,tf32] [--only NAME,...]
-                                          [--rounds N] [--calls N] [--dry-run | --list]
+                                          [--rounds N] [--calls N] [--chain] [--compile]
+                                          [--dry-run | --list]
 
 A problem not tuned in a mode is reported with the command that tunes it, and skipped:
     fusedtune --db DB tune --shape MxNxK --epilogue 'E' --math M
@@ -158,6 +161,9 @@ def parse_args(argv=None):
                     help="also time the eager chain as fusedtune stores it (family eager_chain: the mode's "
                          "cuBLAS GEMM, then fusedtune's step kernels) beside PyTorch eager in CUDA graphs: "
                          "issue 53's floor, each step kernel against PyTorch's for the same step")
+    ap.add_argument("--compile", action="store_true",
+                    help="also time torch.compile (default mode) of the eager function in CUDA graphs beside the "
+                         "others (compiled on first call: adds its compile time, seconds per problem)")
     ap.add_argument("--dry-run", action="store_true", help="print the plan and the tune commands; no torch, no GPU")
     ap.add_argument("--list", action="store_true", help="print the selected problems as shape<TAB>epilogue lines")
     args = ap.parse_args(argv)
@@ -408,6 +414,10 @@ def measure_row(args, p, mode, fusedtune, FusedLinear):
         def fused():
             return layer(x, **MATS)
 
+        compiled, err_compiled = None, None
+        if args.compile:
+            torch._dynamo.reset()  # each row's eager is the same code object: no cache limit reached across rows
+            compiled = torch.compile(eager)
         chain, chain_note, err_chain = None, "", None
         if args.chain:
             try:
@@ -424,12 +434,17 @@ def measure_row(args, p, mode, fusedtune, FusedLinear):
         err_eager, err_fused = rel_l2(y_eager, ref), rel_l2(y, ref)
         if chain is not None:
             err_chain = rel_l2(chain(), ref)
+        if compiled is not None:
+            err_compiled = rel_l2(compiled(), ref)
         del ref, y_eager, y
         torch.cuda.empty_cache()
 
         notes = [chain_note] if chain_note else []
-        timed = ((mm, "mm"), (eager, "eager"), (fused, "fused")) + (((chain, "chain"),) if chain is not None else ())
+        timed = (((mm, "mm"), (eager, "eager"), (fused, "fused"), (chain, "chain"), (compiled, "compiled")))
         for fn, label in timed:
+            if fn is None:
+                graphs.append(None)
+                continue
             try:
                 graphs.append(capture(fn, args.calls))
             except Exception as e:  # noqa: BLE001 -- reported in the row, the others still timed
@@ -437,8 +452,7 @@ def measure_row(args, p, mode, fusedtune, FusedLinear):
                 notes.append(f"{label} capture failed: {type(e).__name__}: {str(e).splitlines()[0][:120]}")
                 torch.cuda.synchronize()
         g_all = interleaved_ms([g.replay if g is not None else None for g in graphs], args.rounds, args.calls)
-        g_mm, g_eager, g_fused = g_all[:3]
-        g_chain = g_all[3] if len(g_all) > 3 else None
+        g_mm, g_eager, g_fused, g_chain, g_compiled = g_all
         for g in graphs:
             if g is not None:
                 g.reset()
@@ -461,6 +475,9 @@ def measure_row(args, p, mode, fusedtune, FusedLinear):
                  if g_mm is not None and g_eager is not None else "")
         line += (f"\n{'':9s} chain {fmt_ms(g_chain)} ms ({cfg_name_of(chain)}), eager / chain "
                  f"{fmt_ratio(g_eager, g_chain).strip()}{steps}; rel L2 {err_chain:.2e}")
+    if args.compile and g_compiled is not None:
+        line += (f"\n{'':9s} torch.compile {fmt_ms(g_compiled)} ms, vs compile {fmt_ratio(g_compiled, g_fused).strip()} "
+                 f"(> 1: fused faster); rel L2 {err_compiled:.2e}")
     if notes:
         line += "  [" + "; ".join(notes) + "]"
     return ("fail" if notes else "ok"), line

@@ -12,7 +12,8 @@
 #   kb     KernelBench level 2 fp32, the 37 in one part (KB_S seconds), no torch.compile;
 #   kb1,kb2  the same, part 1 or 2 of two (KB_S seconds each);
 #   tests  the GPU tests in TESTS;
-#   chain  issue 53's eager chain beside PyTorch (bench_set.sh --chain on CHAIN_SET, CHAIN_S seconds).
+#   chain  issue 53's eager chain beside PyTorch (bench_set.sh --chain on CHAIN_SET, CHAIN_S seconds;
+#          CHAIN_ARGS=--compile adds torch.compile).
 # Logs under $OUT; the table printed last.
 set -u
 cd "$(dirname "$0")/../.."
@@ -58,7 +59,7 @@ if has host; then
 fi
 if has tests; then for t in ${TESTS:-}; do IFS=: read -r tn tl tq <<< "$t"; run_test "$tn" "$tl" "$tq"; done; fi
 if has chain; then # issue 53: the stored eager chain's steps against PyTorch's kernels, CUDA graphs
-  OUT=$OUT/chain ONLY=${CHAIN_SET:-gn16,gn32,gn64,gn512,bn16k,sm128,sm1k,smgelu} GRAPH_ARGS="--rounds 15 --calls 10 --chain" \
+  OUT=$OUT/chain ONLY=${CHAIN_SET:-gn16,gn32,gn64,gn512,bn16k,sm128,sm1k,smgelu} GRAPH_ARGS="--rounds 15 --calls 10 --chain ${CHAIN_ARGS:-}" \
     timeout "${CHAIN_S:-200}" scripts/gpu/bench_set.sh /tmp/chain.db bf16 > "$OUT/chain.txt" 2>&1
   echo "bench set chain rc=$? $(el)" | tee -a "$T"; sed -n '/^problem/,$p' "$OUT/chain/bench_graphs.txt" >> "$T"
 fi
