@@ -7,7 +7,8 @@
  * error); the same bits on a second launch. A variant up to twice the tolerance is the mode's
  * arithmetic, not a wrong index (a group of 2 columns amplifies tf32's GEMM error; a 3xtf32 chunk
  * of 16 k tiles sits at SGEMM's error): it is counted and printed, and the tuner refuses it there.
- * An indexing or synchronization bug is orders of magnitude beyond. */
+ * An indexing or synchronization bug is orders of magnitude beyond. FT_TEST_QUICK=1 (compute-sanitizer:
+ * scripts/gpu/sanitize.sh) checks k_quick alone, one variant per form. */
 #include <math.h>
 
 #include "ft_test.h"
@@ -28,7 +29,39 @@ static const problem k_problems[] = {
 };
 #define N_PROBLEMS (sizeof k_problems / sizeof k_problems[0])
 
-static int check_problem(ft_gpu *g, const problem *pr, ft_math math) {
+/* FT_TEST_QUICK=1: each group width in bf16, then tf32 and 3xtf32 once; M from 33 to 200 (one and two
+ * consumers); in one problem a mode more k tiles than the first variant of each form has stages (the
+ * producer waits for a stage's release), in another one partial k tile. */
+static const struct {
+  problem pr;
+  ft_math math;
+} k_quick[] = {
+    {{"groupnorm(x + bias, 65)", 77, 1040, 600}, FT_MATH_BF16}, /* 16 columns; 10 k tiles of 64 */
+    {{"silu(groupnorm(x * 2 + bias, 130) * g + b) where col g, col b", 200, 1040, 264}, FT_MATH_BF16}, /* 8 */
+    {{"groupnorm(x, 260) * s where scalar s = 0.5", 129, 1040, 64}, FT_MATH_BF16},                   /* 4 */
+    {{"relu(groupnorm(x + bias, 520))", 33, 1040, 40}, FT_MATH_BF16},                               /* 2 */
+    {{"hardtanh(groupnorm(gelu(x + bias), 16), -2, 2)", 200, 1024, 128}, FT_MATH_BF16},             /* 64 */
+    {{"groupnorm(x, 260) * s where scalar s = 0.5", 129, 1040, 264}, FT_MATH_TF32}, /* 9 k tiles of 32 */
+    {{"groupnorm(x + bias, 65)", 77, 1040, 264}, FT_MATH_3XTF32},                  /* 9, in chunks of 2 to 16 */
+};
+
+/* Whether one of v[0..n) differs from x in its stages alone: the same code with another ring length,
+ * left out by FT_TEST_QUICK. */
+static int stages_only(const ft_variant *v, int n, const ft_variant *x) {
+  char a[160], b[160];
+  ft_variant u = *x;
+  for (int j = 0; j < n; j++) {
+    if (v[j].family != x->family) continue;
+    u.stages = v[j].stages;
+    ft_variant_name(&u, a, sizeof a);
+    ft_variant_name(&v[j], b, sizeof b);
+    if (strcmp(a, b) == 0) return 1;
+  }
+  return 0;
+}
+
+/* quick: one variant per form (stages_only). */
+static int check_problem(ft_gpu *g, const problem *pr, ft_math math, int quick) {
   ft_err e;
   ft_epilogue *ep = NULL;
   ft_pdata *d = NULL;
@@ -53,7 +86,7 @@ static int check_problem(ft_gpu *g, const problem *pr, ft_math math) {
   unsigned char *first = malloc(bytes), *again = malloc(bytes);
   ASSERT_TRUE(first && again);
   for (int i = 0; first && again && i < nv; i++) {
-    if (v[i].family != FT_FAMILY_TC_NORM) continue;
+    if (v[i].family != FT_FAMILY_TC_NORM || (quick && stages_only(v, i, &v[i]))) continue;
     char name[160];
     ft_variant_name(&v[i], name, sizeof name);
     ft_kernel_src src;
@@ -103,9 +136,16 @@ int main(void) {
   FT_TEST_OPEN_HOPPER(g);
   static const ft_math modes[] = {FT_MATH_BF16, FT_MATH_FP16, FT_MATH_TF32, FT_MATH_3XTF32};
   int checked = 0;
-  for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++)
+  const char *q = getenv("FT_TEST_QUICK");
+  const int quick = q && q[0] == '1';
+  for (size_t i = 0; quick && i < sizeof k_quick / sizeof k_quick[0]; i++) {
+    const int c = check_problem(g, &k_quick[i].pr, k_quick[i].math, 1);
+    if (!c) FT_FAIL_AT_("%s %s: no tc_norm variant enumerated", k_quick[i].pr.expr, ft_math_name(k_quick[i].math));
+    checked += c;
+  }
+  for (size_t m = 0; !quick && m < sizeof modes / sizeof modes[0]; m++)
     for (size_t i = 0; i < N_PROBLEMS; i++) {
-      const int c = check_problem(g, &k_problems[i], modes[m]);
+      const int c = check_problem(g, &k_problems[i], modes[m], 0);
       if (!c) FT_FAIL_AT_("%s %s: no tc_norm variant enumerated", k_problems[i].expr, ft_math_name(modes[m]));
       checked += c;
     }

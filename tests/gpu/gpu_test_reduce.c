@@ -7,7 +7,7 @@
  * float64 reference with the tuner's tolerance; the eager chain (a kernel per op) too. A chunked
  * logsumexp gives the same bits run to run; rows of +inf give +inf. Then a tune of logsumexp(x + bias) and of a softmax
  * end to end: stored best (the pass or, for logsumexp, tests/gpu/gpu_test_reduce_tc.c's fused kernel), plan,
- * launch, check. */
+ * launch, check. FT_TEST_QUICK=1 (compute-sanitizer: scripts/gpu/sanitize.sh) checks k_quick alone. */
 #include <math.h>
 #include <unistd.h>
 
@@ -68,8 +68,33 @@ typedef struct shape {
  * N not of its strips (520 = 2 x 256 + 8). */
 static const shape k_shapes[] = {{77, 1001, 40}, {1, 4099, 64}, {64, 4096, 128}, {33, 2048, 72}, {1000, 520, 32}};
 
-/* Every pass variant of expr on sh in math, and the eager chain. Returns the variants checked. */
-static int check_problem(ft_gpu *g, const char *expr, const shape *sh, ft_math math) {
+/* FT_TEST_QUICK=1: a few small ragged problems, each form once at least: the one-value kinds in one
+ * chunk (vec 1) and in chunks of 1024 columns with a 2-column tail; softmax, log_softmax and
+ * groupnorm a block per row and held (teams of 2 lanes to 1024 threads); batchnorm's column form
+ * (tiles of 64 to 256 over 200 rows, strips of 256 columns and 8 more); the pools, alone and in a
+ * row reduction; softmax of batchnorm's values; a matrix operand. The pruned space: the blocks a
+ * default tune measures, every held and column form. */
+static const struct {
+  const char *expr;
+  shape sh;
+  ft_math math;
+} k_quick[] = {
+    {"rowsum(sigmoid(x))", {77, 1001, 40}, FT_MATH_FP32},
+    {"logsumexp(x + bias)", {33, 2050, 40}, FT_MATH_BF16},
+    {"gelu(softmax(x + bias))", {77, 1001, 40}, FT_MATH_FP32},
+    {"log_softmax(x) * g where col g", {200, 520, 32}, FT_MATH_BF16},
+    {"groupnorm(x + bias, 8)", {77, 520, 40}, FT_MATH_BF16},
+    {"groupnorm(x + bias, 91)", {77, 1001, 40}, FT_MATH_BF16},
+    {"silu(batchnorm(x + bias) * g + b) where col g, col b", {200, 520, 32}, FT_MATH_BF16},
+    {"relu(maxpool(x + bias, 3)) * r where row r", {77, 1001, 40}, FT_MATH_BF16},
+    {"logsumexp(avgpool(x * g, 4) * r) where col g, row r", {33, 2050, 40}, FT_MATH_FP32},
+    {"log_softmax(batchnorm(x * r) - r) where mat r", {200, 520, 32}, FT_MATH_FP32},
+    {"rowsum(x * r) where mat r", {33, 2050, 40}, FT_MATH_FP32},
+};
+
+/* Every pass variant of expr on sh in math (of the space sp), and the eager chain. Returns the variants
+ * checked. */
+static int check_problem(ft_gpu *g, const char *expr, const shape *sh, ft_math math, ft_space_scope sp) {
   ft_err e;
   ft_epilogue *ep = NULL;
   ft_pdata *d = NULL;
@@ -84,8 +109,7 @@ static int check_problem(ft_gpu *g, const char *expr, const shape *sh, ft_math m
   ft_variant *v = NULL;
   int nv = 0;
   if (st == FT_OK)
-    st = ft_space_enumerate_ep(FT_VK_EPILOGUE, sh->m, sh->n, sh->k, math, FT_SPACE_FULL, ep, ft_gpu_limits(g), &v, NULL,
-                               &nv, &e);
+    st = ft_space_enumerate_ep(FT_VK_EPILOGUE, sh->m, sh->n, sh->k, math, sp, ep, ft_gpu_limits(g), &v, NULL, &nv, &e);
   if (st != FT_OK) {
     FT_FAIL_AT_("%s %dx%dx%d %s: setup: %s", expr, sh->m, sh->n, sh->k, ft_math_name(math), e.msg);
     ft_pdata_free(d);
@@ -359,11 +383,22 @@ int main(void) {
   ft_gpu *g = NULL;
   if (ft_gpu_open(0, &g, &e) != FT_OK) RETURN_FAIL("ft_gpu_open: %s", e.msg);
   int checked = 0;
+  const char *quick = getenv("FT_TEST_QUICK");
+  if (quick && quick[0] == '1') { /* under compute-sanitizer: k_quick, no more */
+    for (size_t i = 0; i < sizeof k_quick / sizeof k_quick[0]; i++) {
+      const int c = check_problem(g, k_quick[i].expr, &k_quick[i].sh, k_quick[i].math, FT_SPACE_PRUNED);
+      if (!c) FT_FAIL_AT_("%s: no pass variant enumerated", k_quick[i].expr);
+      checked += c;
+    }
+    printf("%d pass variants checked (quick)\n", checked);
+    ft_gpu_close(g);
+    return FT_TEST_DONE();
+  }
   /* The ragged shape in every mode; M = 1 and the aligned shape in fp32 and bf16. */
   for (int math = 0; math < FT_MATH_COUNT; math++)
     for (size_t s = 0; math != FT_MATH_FP8 && s < sizeof k_shapes / sizeof k_shapes[0]; s++) /* fp8 refuses reductions */
       for (size_t i = 0; i < N_EXPRS && (s == 0 || math == FT_MATH_FP32 || math == FT_MATH_BF16); i++)
-        checked += check_problem(g, k_exprs[i], &k_shapes[s], (ft_math)math);
+        checked += check_problem(g, k_exprs[i], &k_shapes[s], (ft_math)math, FT_SPACE_FULL);
   printf("%d pass variants checked\n", checked);
   check_deterministic(g);
   check_inf_rows(g);

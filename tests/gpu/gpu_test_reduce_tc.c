@@ -3,7 +3,8 @@
  * bf16, fp16 and tf32, at M = 1 and over more N tiles than a warp has lanes (N = 5000) in bf16:
  * each variant of the space (the full one on the ragged shape in bf16), output and workspace
  * NaN-poisoned, against the float64 reference with the tuner's tolerance; at N = 5000 each gives
- * the same bits run to run. Rows of +inf give +inf from logsumexp. */
+ * the same bits run to run. Rows of +inf give +inf from logsumexp. FT_TEST_QUICK=1 (compute-sanitizer:
+ * scripts/gpu/sanitize.sh) checks k_quick alone, one variant per form. */
 #include <math.h>
 
 #include "ft_test.h"
@@ -25,6 +26,40 @@ typedef struct shape {
 } shape;
 static const shape k_shapes[] = {{77, 1001, 40}, {1, 4099, 64}, {200, 5000, 256}};
 
+/* FT_TEST_QUICK=1, the pruned space on ragged shapes: a sum, a min with a row vector and a logsumexp
+ * read twice in bf16, rowmean at M = 1, rowmax in tf32, logsumexp in 3xtf32 (every chunk form); more
+ * k tiles than the first variant of each form has stages in bf16 and tf32 (the producer waits for a
+ * stage's release); more N tiles than a warp has lanes, two consumers too, the same bits twice. */
+static const struct {
+  const char *expr;
+  shape sh;
+  ft_math math;
+  int bits;
+} k_quick[] = {
+    {"rowsum(sigmoid(x))", {77, 1001, 600}, FT_MATH_BF16, 0}, /* 10 k tiles of 64 */
+    {"-rowmin(x * r) where row r", {77, 1001, 40}, FT_MATH_BF16, 0},
+    {"logsumexp(x + bias) * mish(logsumexp(x + bias))", {77, 1001, 40}, FT_MATH_BF16, 0},
+    {"rowmean(x + bias)", {1, 4099, 64}, FT_MATH_BF16, 0},
+    {"logsumexp(x + bias)", {129, 5000, 256}, FT_MATH_BF16, 1},
+    {"rowmax(x) * 2", {77, 1001, 264}, FT_MATH_TF32, 0}, /* 9 k tiles of 32 */
+    {"logsumexp(clamp(2 * (x + bias), -10, 10))", {77, 1001, 40}, FT_MATH_3XTF32, 0},
+};
+
+/* Whether one of v[0..n) differs from x in its stages alone: the same code with another ring length,
+ * left out by FT_TEST_QUICK. */
+static int stages_only(const ft_variant *v, int n, const ft_variant *x) {
+  char a[160], b[160];
+  ft_variant u = *x;
+  for (int j = 0; j < n; j++) {
+    if (v[j].family != x->family) continue;
+    u.stages = v[j].stages;
+    ft_variant_name(&u, a, sizeof a);
+    ft_variant_name(&v[j], b, sizeof b);
+    if (strcmp(a, b) == 0) return 1;
+  }
+  return 0;
+}
+
 /* One launch of a compiled variant on fresh poison (output and workspace); y's m elements copied
  * to out (2 bytes each: bf16 and fp16 only). */
 static ft_status launch_bits(ft_gpu *g, const ft_variant *v, const ft_compile_job *job, const ft_kernel_src *src,
@@ -42,10 +77,11 @@ static ft_status launch_bits(ft_gpu *g, const ft_variant *v, const ft_compile_jo
   return s;
 }
 
-/* Every fused variant of expr on sh in math (full: of the full space, else the pruned one). bits:
- * also launched twice more, the same bits. inf: every row must be +inf (bf16) instead of matching
- * the reference. Returns the variants checked. */
-static int check_problem(ft_gpu *g, const char *expr, const shape *sh, ft_math math, int full, int bits, int inf) {
+/* Every fused variant of expr on sh in math (full: of the full space, else the pruned one; quick: one
+ * per form, stages_only). bits: also launched twice more, the same bits. inf: every row must be +inf
+ * (bf16) instead of matching the reference. Returns the variants checked. */
+static int check_problem(ft_gpu *g, const char *expr, const shape *sh, ft_math math, int full, int bits, int inf,
+                         int quick) {
   ft_err e;
   ft_epilogue *ep = NULL;
   ft_pdata *d = NULL;
@@ -58,6 +94,12 @@ static int check_problem(ft_gpu *g, const char *expr, const shape *sh, ft_math m
   if (st == FT_OK)
     st = ft_space_enumerate_ep(FT_VK_GEMM, sh->m, sh->n, sh->k, math, full ? FT_SPACE_FULL : FT_SPACE_PRUNED, ep,
                                ft_gpu_limits(g), &v, NULL, &nv, &e);
+  if (st == FT_OK && quick) {
+    int kept = 0;
+    for (int i = 0; i < nv; i++)
+      if (!stages_only(v, kept, &v[i])) v[kept++] = v[i];
+    nv = kept;
+  }
   if (st == FT_OK && nv == 0) st = ft__fail(&e, FT_ERR_INTERNAL, "no fused variant enumerated");
   if (st != FT_OK) {
     FT_FAIL_AT_("%s %dx%dx%d %s: setup: %s", expr, sh->m, sh->n, sh->k, ft_math_name(math), e.msg);
@@ -122,15 +164,23 @@ int main(void) {
   FT_TEST_OPEN_HOPPER(g);
   static const ft_math maths[] = {FT_MATH_BF16, FT_MATH_FP16, FT_MATH_TF32, FT_MATH_3XTF32};
   int checked = 0;
+  const char *q = getenv("FT_TEST_QUICK");
+  if (q && q[0] == '1') { /* under compute-sanitizer: k_quick, no more */
+    for (size_t i = 0; i < sizeof k_quick / sizeof k_quick[0]; i++)
+      checked += check_problem(g, k_quick[i].expr, &k_quick[i].sh, k_quick[i].math, 0, k_quick[i].bits, 0, 1);
+    printf("%d fused variants checked (quick)\n", checked);
+    ft_gpu_close(g);
+    return FT_TEST_DONE();
+  }
   /* x * 1e30 * 1e30 overflows to +inf wherever x > 0: rows holding +inf many times. */
   const shape inf_shape = {33, 1001, 40};
-  checked += check_problem(g, "logsumexp(x * 1e30 * 1e30)", &inf_shape, FT_MATH_BF16, 0, 0, 1);
+  checked += check_problem(g, "logsumexp(x * 1e30 * 1e30)", &inf_shape, FT_MATH_BF16, 0, 0, 1, 0);
   /* The full space on the ragged shape in bf16; the pruned one (what a default tune measures)
    * elsewhere, which keeps the test near a minute. */
   for (size_t s = 0; s < sizeof k_shapes / sizeof k_shapes[0]; s++)
     for (size_t mi = 0; mi < (s == 0 ? 4u : 1u); mi++)
       for (size_t i = 0; i < N_EXPRS; i++)
-        checked += check_problem(g, k_exprs[i], &k_shapes[s], maths[mi], s == 0 && mi == 0, s == 2, 0);
+        checked += check_problem(g, k_exprs[i], &k_shapes[s], maths[mi], s == 0 && mi == 0, s == 2, 0, 0);
   printf("%d fused variants checked\n", checked);
   ft_gpu_close(g);
   return FT_TEST_DONE();
