@@ -317,6 +317,8 @@ static ft_status build_args(args_fn fill, const ft_variant *v, const ft_launch_i
 
 static ft_status enqueue_kernels(ft_launchable *L, const void *x, const void *w, void *y, const ft_ep_args_dev *ep,
                                  cudaStream_t stream, ft_err *err);
+static ft_status presplit_operands(ft_launchable *L, const void **x, const void **w, cudaStream_t stream,
+                                   ft_err *err);
 
 /* The GEMM before a pass, x W^T of nc columns (W's rows from w) into out: cuBLAS's of the mode, or
  * the family's own kernel (geometry's own_gemm), which computes all of x W^T only; its argument
@@ -327,6 +329,7 @@ static ft_status run_gemm_before(ft_launchable *L, const void *x, const void *w,
   if (!L->gemm || nc != gemm_cols(L))
     return ft__fail(err, FT_ERR_INTERNAL, "launch: the family's own GEMM computes all %d columns of x W^T, not %d",
                     gemm_cols(L), nc);
+  if (L->geom.presplit_kp) FT_TRY(presplit_operands(L, &x, &w, stream, err)); /* tc_pass's pre-split GEMM */
   if (!L->have_gemm_args || L->gemm_x != x || L->gemm_w != w || L->gemm_y != out) {
     static const ft_ep_args_dev identity; /* its epilogue is the identity: it reads no argument */
     const ft_launch_io io = {x, w, out, NULL, NULL, L->m, L->n, L->k, &identity, 0, L->n};
@@ -429,7 +432,7 @@ static ft_status presplit_rows(ft_launchable *L, const void *src, float *dst, in
  * and *w then name the split rows. */
 static ft_status presplit_operands(ft_launchable *L, const void **x, const void **w, cudaStream_t stream,
                                    ft_err *err) {
-  float *xs = (float *)L->ws, *ws = xs + (size_t)L->m * 2 * (size_t)L->geom.presplit_kp;
+  float *xs = (float *)((char *)L->ws + L->geom.presplit_off), *ws = xs + (size_t)L->m * 2 * (size_t)L->geom.presplit_kp;
   enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
   FT_CUDA_TRY(err, cudaStreamIsCapturing(stream, &cap));
   if (!L->wsplit_ok || L->wsplit_of != *w) {
@@ -452,7 +455,8 @@ static ft_status enqueue_kernels(ft_launchable *L, const void *x, const void *w,
     return ft_chain_enqueue(L->chain, L->chain_k, bufs, L->m, ep, stream, err);
   }
   if (!L->loaded.main) return FT_OK; /* the identity after cuBLAS: y is done */
-  if (L->geom.presplit_kp) FT_TRY(presplit_operands(L, &x, &w, stream, err));
+  /* Family tc's fused kernel splits here; a pass after its own GEMM had it split before that GEMM. */
+  if (L->geom.presplit_kp && L->before == FT_GEMM_IN_KERNEL) FT_TRY(presplit_operands(L, &x, &w, stream, err));
   const ft_launch_io io = {x, w, y, L->ws, L->flags, L->m, L->n, L->k, ep, 0, L->n};
   if (!L->have_args || L->args_x != x || L->args_w != w || L->args_y != y ||
       memcmp(&L->args_ep, ep, sizeof *ep) != 0) {

@@ -62,6 +62,8 @@ static void test_enumeration(void) {
     for (int j = 0; j < count; j++)
       if (v[j].family == 6 && v[j].tc.chunk <= 16) chunk_seen[v[j].tc.chunk] = 1;
     ASSERT_TRUE(chunk_seen[16] && chunk_seen[8] && chunk_seen[4]);
+    /* The paired GEMMs are the pre-split form (x and W split before it: the faster 3xtf32 GEMM). */
+    for (int j = 0; j < count; j++) ASSERT_TRUE(v[j].family != 6 || v[j].tc.presplit == 1);
     free(v);
     v = enumerate(exprs[i], 1000, 4096, 1000, FT_MATH_3XTF32, 1, &full);
     ASSERT_TRUE(full >= count && count_tcp(v, full) >= count - tcn);
@@ -181,6 +183,28 @@ static void test_geometry(void) {
   v = tcp_variant();
   ft_family_of(&v)->alignment(&v, 1000, 4096, 1000, need);
   ASSERT_TRUE(need[2] == 16); /* the pass's vectors of 4 */
+  /* The pre-split GEMM: x's and W's split rows after the pass's own workspace (batchnorm's partials),
+   * 256-byte aligned, so neither kernel writes over the other's. */
+  v = tcp_variant();
+  v.tc.presplit = 1, v.stages = 3, v.red = (ft_red_params){.block = 256, .tile = 128};
+  char why[200];
+  ASSERT_TRUE(ft_variant_valid(&v, why, sizeof why));
+  ft_launch_geom plain;
+  ft_variant q = v;
+  q.tc.presplit = 0;
+  ft_variant_geometry(&q, 1000, 4096, 1000, &plain);
+  ft_variant_geometry(&v, 1000, 4096, 1000, &g);
+  const size_t split = (size_t)(1000 + 4096) * 2 * (size_t)ft_presplit_kp(1000) * sizeof(float);
+  ASSERT_TRUE(plain.presplit_kp == 0 && plain.presplit_off == 0 && plain.workspace_bytes > 0);
+  ASSERT_TRUE(g.presplit_kp == (int)ft_presplit_kp(1000) && g.presplit_off >= plain.workspace_bytes &&
+              g.presplit_off % 256 == 0 && g.workspace_bytes == g.presplit_off + split);
+  ASSERT_TRUE(g.own_gemm && g.has_reduce && g.flag_bytes == plain.flag_bytes);
+  /* Family tc's own pre-split kernel keeps its split rows at the workspace's start. */
+  q = v, q.family = FT_FAMILY_TC, q.vec = 0;
+  memset(&q.red, 0, sizeof q.red);
+  ASSERT_TRUE(ft_variant_valid(&q, why, sizeof why));
+  ft_variant_geometry(&q, 1000, 4096, 1000, &plain);
+  ASSERT_TRUE(plain.presplit_off == 0 && plain.workspace_bytes == split);
 }
 
 static void test_codegen(void) {

@@ -8,7 +8,10 @@
  * own_gemm grid) and the pass's kernels (the main kernel, and batchnorm's apply kernel as the
  * second), so a plan is one cubin under one source hash. The GEMM stores x W^T whole: no split-K,
  * stream-K, ping-pong (not in 3xtf32 anyway), staged or late form; a one-value reduction runs in
- * one column chunk (cols >= N: the GEMM writes all of x W^T into the workspace). Enumeration pairs
+ * one column chunk (cols >= N: the GEMM writes all of x W^T into the workspace). The GEMM may be
+ * the pre-split form (x and W split by ft_tc_presplit into the workspace after the pass's own part,
+ * geometry's presplit_off; W once while its pointer stays), the fastest 3xtf32 GEMM where it fits.
+ * Enumeration pairs
  * each pass the reduction pass enumerates with the few GEMMs family tc's cost model ranks best for
  * the shape with the identity epilogue, the best of each accumulation chunk first (TCP_GEMMS).
  * GPU-free. */
@@ -47,7 +50,6 @@ static int tcp_valid(const ft_variant *v, char *why, size_t whylen) {
   if (v->split_k || v->tc.streamk || v->tc.pingpong || v->tc.staged || v->tc.late || v->tc.gated || v->tc.dual)
     FT_WHY("tc_pass: the GEMM stores x W^T whole for the pass: split_k, streamk, pingpong, staged, late, gated and dual "
            "do not apply");
-  if (v->tc.presplit) FT_WHY("tc_pass: presplit is family tc's (its GEMM splits x and W in the kernel)");
   const ft_variant g = gemm_part(v), p = pass_part(v);
   return ft_family_tc.valid(&g, why, whylen) && ft_family_reduce_pass.valid(&p, why, whylen);
 }
@@ -78,6 +80,11 @@ static void tcp_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, f
   memcpy(g->gcluster, t.cluster, sizeof t.cluster);
   g->gsmem = t.smem;
   g->gpdl = t.pdl; /* the pass after it reads what it wrote: never itself launched so (g->pdl 0) */
+  if (t.presplit_kp) { /* the GEMM's split x and W after the pass's own workspace, 256-byte aligned */
+    g->presplit_kp = t.presplit_kp;
+    g->presplit_off = (g->workspace_bytes + 255) / 256 * 256;
+    g->workspace_bytes = g->presplit_off + t.workspace_bytes;
+  }
 }
 
 /* The tighter of the two kernels' caps (each is compiled to its own __launch_bounds__). */
@@ -187,7 +194,7 @@ static ft_status pick_gemms(int64_t m, int64_t n, int64_t k, ft_math math, const
     for (int i = 0; i < nv && *got < max; i++) {
       const ft_variant *t = &vs[i];
       if (taken[i] || ft_family_of(t) != &ft_family_tc || t->split_k || t->tc.streamk || t->tc.pingpong ||
-          t->tc.staged || t->tc.late || t->tc.gated || t->tc.dual || t->tc.presplit)
+          t->tc.staged || t->tc.late || t->tc.gated || t->tc.dual)
         continue;
       const unsigned bit = 1u << (t->tc.chunk < 31 ? t->tc.chunk : 31);
       if (pass == 0 && (chunks & bit)) continue;
@@ -259,7 +266,8 @@ static const ft_json_key k_tcp_opt_keys[] = {
     {"tstore", offsetof(ft_variant, tc.tstore)}, {"cols", offsetof(ft_variant, red.cols)},
     {"team", offsetof(ft_variant, red.team)},   {"held", offsetof(ft_variant, red.held)},
     {"groups", offsetof(ft_variant, red.groups)}, {"tile", offsetof(ft_variant, red.tile)},
-    {"norm", offsetof(ft_variant, red.norm)},   {NULL, 0}};
+    {"norm", offsetof(ft_variant, red.norm)},   {"presplit", offsetof(ft_variant, tc.presplit)},
+    {NULL, 0}};
 
 /* Its own GEMM (family tc's kernel in the same program) writes x W^T before the pass. */
 static ft_gemm_before tcp_gemm_before(const ft_variant *v, ft_lt_prefix *lt) {
