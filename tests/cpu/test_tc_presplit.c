@@ -43,16 +43,24 @@ static void test_enumeration(void) {
   ASSERT_TRUE(pre > 0);
   free(enumerate("relu(x + bias)", FT_MATH_TF32, FT_SPACE_FULL, &count, &pre));
   ASSERT_EQ_INT(pre, 0);
-  /* Family tc_norm (groups in the tile) keeps the split in the kernel; family tc_pass's GEMM before
-   * the pass takes the pre-split form. */
-  v = enumerate("groupnorm(x + bias, 512)", FT_MATH_3XTF32, FT_SPACE_FULL, &count, &pre);
-  int tcp_pre = 0;
-  for (int i = 0; i < count; i++) {
-    ASSERT_TRUE(!v[i].tc.presplit || v[i].family == FT_FAMILY_TC || v[i].family == FT_FAMILY_TC_PASS);
-    tcp_pre += v[i].tc.presplit && v[i].family == FT_FAMILY_TC_PASS;
+  /* The reductions' tensor-core families pre-split too: groupnorm in the tile (tc_norm), the pass
+   * after the GEMM (tc_pass, whose GEMM is family tc's), a row reduction in the tile (tc_reduce). */
+  static const struct {
+    const char *expr;
+    int family;
+  } reds[] = {{"groupnorm(x + bias, 512)", FT_FAMILY_TC_NORM}, {"groupnorm(x + bias, 512)", FT_FAMILY_TC_PASS},
+              {"logsumexp(x + bias)", FT_FAMILY_TC_REDUCE}};
+  for (size_t r = 0; r < sizeof reds / sizeof reds[0]; r++) {
+    v = enumerate(reds[r].expr, FT_MATH_3XTF32, FT_SPACE_PRUNED, &count, &pre);
+    int fam_pre = 0;
+    for (int i = 0; i < count; i++) {
+      fam_pre += v[i].tc.presplit && v[i].family == reds[r].family;
+      if (v[i].tc.presplit && !ft_variant_applicable(&v[i], 1000, 8192, 1000, &lim, why, sizeof why))
+        FT_FAIL_AT_("%s: not applicable: %s", reds[r].expr, why);
+    }
+    if (!fam_pre) FT_FAIL_AT_("%s: no pre-split variant of family %d", reds[r].expr, reds[r].family);
+    free(v);
   }
-  ASSERT_TRUE(tcp_pre > 0);
-  free(v);
 }
 
 static ft_variant pre_variant(void) {
@@ -76,10 +84,11 @@ static void test_rules(void) {
   ASSERT_TRUE(!ft_variant_valid(&v, why, sizeof why));
   v = pre_variant(), v.tc.presplit = 2;
   ASSERT_TRUE(!ft_variant_valid(&v, why, sizeof why));
-  /* Family tc_norm splits in the kernel (tc_pass may pre-split: test_tc_pass). */
+  /* tc_norm and tc_reduce pre-split their own kernels; the rule's other families do not. */
   v = pre_variant(), v.family = FT_FAMILY_TC_NORM, v.bn = 64, v.tc.normw = 16, v.tc.normg = 512;
-  ASSERT_TRUE(!ft_variant_valid(&v, why, sizeof why));
-  ASSERT_CONTAINS(why, "presplit");
+  if (!ft_variant_valid(&v, why, sizeof why)) FT_FAIL_AT_("tc_norm pre-split: %s", why);
+  v = pre_variant(), v.family = FT_FAMILY_TC_REDUCE;
+  if (!ft_variant_valid(&v, why, sizeof why)) FT_FAIL_AT_("tc_reduce pre-split: %s", why);
   /* The workspace: x's and W's split rows, at most 4 GiB (65536 + 16384 rows of 2 x 16384 floats: 10 GiB). */
   ft_device_limits lim;
   ASSERT_OK(ft_limits_for_arch("sm_90", &lim, &e));
@@ -107,7 +116,16 @@ static void test_rules(void) {
   ft_variant_geometry(&v, 1000, 8192, 1000, &g);
   ASSERT_EQ_INT(g.presplit_kp, 1024);
   ASSERT_TRUE(g.workspace_bytes == (size_t)(1000 + 8192) * 2 * 1024 * sizeof(float));
-  ASSERT_TRUE(!g.has_reduce);
+  ASSERT_TRUE(!g.has_reduce && g.presplit_off == 0);
+  /* tc_reduce: its row statistics (1000 rows x 64 tiles of 128 columns) first, the split rows after
+   * them, 256-byte aligned, so the finalize kernel and the split never share bytes. */
+  v = pre_variant(), v.family = FT_FAMILY_TC_REDUCE;
+  ft_variant_geometry(&v, 1000, 8192, 1000, &g);
+  ASSERT_TRUE(g.has_reduce && g.presplit_kp == 1024 && g.presplit_off >= (size_t)1000 * 64 * sizeof(float) &&
+              g.presplit_off % 256 == 0);
+  ASSERT_TRUE(g.workspace_bytes == g.presplit_off + (size_t)(1000 + 8192) * 2 * 1024 * sizeof(float));
+  v = pre_variant();
+  ft_variant_geometry(&v, 1000, 8192, 1000, &g);
   /* Shared memory: three stages of both parts of both tiles, no small buffers. */
   ASSERT_TRUE(g.smem == (size_t)3 * 2 * (128 + 128) * 128 + 16 * 3 + 1024);
   v.tc.presplit = 0, v.stages = 4;

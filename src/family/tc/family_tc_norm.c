@@ -25,7 +25,6 @@ static int tcn_valid(const ft_variant *v, char *why, size_t whylen) {
   if (v->tc.tstore || v->split_k > 1 || v->tc.streamk || v->tc.staged || v->tc.late || v->tc.gated)
     FT_WHY("tc_norm: the tile normalizes and stores y itself: tstore, staged, late, split_k, streamk and gated do "
            "not apply");
-  if (v->tc.presplit) FT_WHY("tc_norm: presplit is family tc's (x and W split in the kernel here)");
   /* The tile is held from E's argument through its statistics to the stores: beyond 128 columns of
    * m64 blocks per consumer ptxas spilled (bf16, silu(groupnorm(x + bias, 512) * g + b): 40-96 B at
    * BN 192, 256 and ping-pong's two blocks of 128). */

@@ -30,12 +30,18 @@ static int tcr_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k, 
 
 static int64_t tcr_ntiles(const ft_variant *v, int64_t n) { return v->bn > 0 ? (n + v->bn - 1) / v->bn : 0; }
 
-/* Family tc's launch, then the workspace (an fp32 statistic per row and N tile) and the finalize
- * kernel: a warp per row. */
+/* Family tc's launch, then the workspace (an fp32 statistic per row and N tile; a pre-split
+ * variant's split x and W after them, geometry's presplit_off) and the finalize kernel: a warp per
+ * row. */
 static void tcr_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_launch_geom *g) {
   ft_family_tc.geometry(v, m, n, k, g);
   if (v->bn <= 0) return;
+  const size_t split = g->presplit_kp ? g->workspace_bytes : 0; /* pre-split x and W: after the statistics */
   g->workspace_bytes = (size_t)m * (size_t)tcr_ntiles(v, n) * sizeof(float);
+  if (split) {
+    g->presplit_off = (g->workspace_bytes + 255) / 256 * 256;
+    g->workspace_bytes = g->presplit_off + split;
+  }
   g->has_reduce = 1;
   g->rblock[0] = FT_AUX_BLOCK;
   g->rgrid[0] = (unsigned)((m + FT_AUX_BLOCK / 32 - 1) / (FT_AUX_BLOCK / 32));

@@ -297,7 +297,7 @@ static ft_status axis_aregs(const tc_gen *g, tc_point p, int axis, ft_err *err) 
  * 2026-12-06 (h)). */
 static ft_status axis_presplit(const tc_gen *g, tc_point p, int axis, ft_err *err) {
   FT_TRY(tc_next(g, &p, axis, err));
-  if (!split(&p.v) || p.v.tc.aregs || p.v.family != FT_FAMILY_TC || p.v.stages != p.most) return FT_OK;
+  if (!split(&p.v) || p.v.tc.aregs || p.v.stages != p.most) return FT_OK;
   p.v.tc.presplit = 1;
   while (p.v.stages > 2 && tc_smem(&p.v) > (size_t)g->lim->max_smem_per_block) p.v.stages--;
   if (tc_smem(&p.v) > (size_t)g->lim->max_smem_per_block) return FT_OK;
