@@ -78,6 +78,7 @@ typedef struct run {
   double spent; /* seconds spent measuring, for the ETA */
   int nspent;
   int retimes_after; /* full timings of screened items expected after the current phase */
+  int fused_seen;    /* fused items known before or measured in this run (cfg->fused_floor) */
 } run;
 
 static double seen_ms(const ft_search_item *it) {
@@ -146,6 +147,7 @@ static ft_status measure(run *r, int i, int repeats, int store_now, ft_err *err)
     }
   }
   ft_search_item *it = &r->it[i];
+  r->fused_seen += !it->safe && it->repeats == 0; /* a fused item's first measurement */
   const double t0 = r->ops->clock(r->ops->user);
   double ms = INFINITY;
   ft_status s = r->ops->measure(r->ops->user, i, repeats, &ms, err);
@@ -167,10 +169,10 @@ static ft_status measure(run *r, int i, int repeats, int store_now, ft_err *err)
   return FT_OK;
 }
 
-/* Whether a pass ends before its next item: fused items start only before the deadline, the
- * safe ones always. */
+/* Whether a pass ends before its next item: fused items start only before the deadline (the
+ * first cfg->fused_floor of them always), the safe ones always. */
 static int out_of_time(run *r, int is_safe) {
-  if (is_safe || !(r->ops->clock(r->ops->user) > r->cfg->deadline)) return 0;
+  if (is_safe || r->fused_seen < r->cfg->fused_floor || !(r->ops->clock(r->ops->user) > r->cfg->deadline)) return 0;
   r->st->budget_exhausted = 1;
   return 1;
 }
@@ -316,7 +318,7 @@ ft_status ft_search_run(ft_search_item *items, int n, const ft_search_cfg *cfg, 
     return ft__fail(err, FT_ERR_INVALID_ARG, "search: bad arguments");
   int *order = malloc((size_t)(3 * n + 1) * sizeof *order);
   if (!order) return ft__fail(err, FT_ERR_NOMEM, "search: out of memory");
-  run r = {items, n, cfg, ops, stats, order + n, 0, 0, 0, 0, 0, 0, 0, 0};
+  run r = {items, n, cfg, ops, stats, order + n, 0, 0, 0, 0, 0, 0, 0, 0, 0};
   int *sc = order + 2 * n;
   for (int i = 0; i < n; i++) {
     items[i].repeats = 0;
@@ -328,6 +330,7 @@ ft_status ft_search_run(ft_search_item *items, int n, const ft_search_cfg *cfg, 
   /* What earlier tunes measured counts: the incumbent, and the model's error. */
   for (int i = 0; i < n; i++) {
     if (!items[i].known) continue;
+    r.fused_seen += !items[i].safe;
     note_best(&r, &items[i]);
     note_ratio(&r, &items[i]);
   }

@@ -75,9 +75,12 @@ static void check_compile_order(const sim *s, const ft_search_cfg *cfg) {
   }
 }
 
+static int g_fused_floor = 1; /* run()'s cfg.fused_floor (the default's) */
+
 static ft_status run(sim *s, ft_search_kind kind, double budget_s, ft_search_stats *st) {
   ft_search_cfg cfg = FT_SEARCH_CFG_INIT;
   cfg.kind = kind;
+  cfg.fused_floor = g_fused_floor;
   cfg.deadline = s->clock + budget_s;
   cfg.seed = 7;
   ft_search_ops ops = {s, sim_measure, sim_store, sim_clock, sim_stop, NULL};
@@ -163,25 +166,49 @@ static void test_safe_first_every_search(void) {
   }
 }
 
-/* A budget too small for anything but the safe ones, and one that ends in the fused ones. */
+/* A budget too small for anything but the safe ones, and one that ends in the fused ones. With
+ * the default fused floor (1) the first fused item of the search's order is measured all the same
+ * (once: no full timing past the deadline); with none, nothing fused is. */
 static void test_budget(void) {
-  for (int kind = 0; kind < FT_SEARCH_COUNT; kind++)
-    for (int b = 0; b < 2; b++) {
-      sim s;
-      make_space(&s, 36, 200, 1.0, 0.6, 3.0, 0.15, 21 + (uint64_t)kind);
-      ft_search_stats st;
-      ASSERT_OK(run(&s, (ft_search_kind)kind, b == 0 ? 0.01 : 3.0, &st));
-      check_safe_first(&s);
-      check_stored_once(&s);
-      if (b == 0) ASSERT_TRUE(st.budget_exhausted);
-      const int best = stored_best(&s);
-      ASSERT_TRUE(best >= 0);
-      ASSERT_TRUE(stored_best_ms(&s, 0) <= stored_best_ms(&s, 1));
-      if (b == 0) {
-        ASSERT_TRUE(s.it[best].safe); /* nothing fused was measured */
-        for (int p = 0; p < s.nmeasured; p++) ASSERT_TRUE(s.it[s.measured[p]].safe);
+  for (int floor = 0; floor < 2; floor++)
+    for (int kind = 0; kind < FT_SEARCH_COUNT; kind++)
+      for (int b = 0; b < 2; b++) {
+        sim s;
+        make_space(&s, 36, 200, 1.0, 0.6, 3.0, 0.15, 21 + (uint64_t)kind);
+        ft_search_stats st;
+        g_fused_floor = floor;
+        ASSERT_OK(run(&s, (ft_search_kind)kind, b == 0 ? 0.01 : 3.0, &st));
+        g_fused_floor = 1;
+        check_safe_first(&s);
+        check_stored_once(&s);
+        if (b == 0) ASSERT_TRUE(st.budget_exhausted);
+        const int best = stored_best(&s);
+        ASSERT_TRUE(best >= 0);
+        ASSERT_TRUE(stored_best_ms(&s, 0) <= stored_best_ms(&s, 1));
+        if (b == 1) continue;
+        int fused = 0, first = -1;
+        for (int p = 0; p < s.nmeasured; p++)
+          if (!s.it[s.measured[p]].safe) fused++, first = first < 0 ? s.measured[p] : first;
+        ASSERT_EQ_INT(fused, floor);
+        if (floor == 0) ASSERT_TRUE(s.it[best].safe);
+        if (floor == 1) { /* the search's first fused item (ft_search_order) */
+          ft_search_cfg cfg = FT_SEARCH_CFG_INIT;
+          cfg.kind = (ft_search_kind)kind, cfg.seed = 7;
+          int order[MAXN];
+          const int ns = ft_search_order(s.it, s.n, &cfg, order);
+          ASSERT_EQ_INT(first, order[ns]);
+        }
       }
-    }
+}
+
+/* Fused items a previous tune measured count toward the floor: past the deadline nothing more. */
+static void test_budget_known(void) {
+  sim s;
+  make_space(&s, 8, 40, 1.0, 0.6, 3.0, 0.15, 5);
+  s.it[20].known = 1, s.it[20].known_ms = 0.9; /* a fused item of an earlier tune */
+  ft_search_stats st;
+  ASSERT_OK(run(&s, FT_SEARCH_FAST, 0.01, &st));
+  for (int p = 0; p < s.nmeasured; p++) ASSERT_TRUE(s.it[s.measured[p]].safe);
 }
 
 /* An interruption stores every measurement made before it; after the safe phase the stored
@@ -387,6 +414,7 @@ int main(void) {
   test_bound();
   test_safe_first_every_search();
   test_budget();
+  test_budget_known();
   test_interrupt();
   test_order();
   test_early_stop_fires();
