@@ -78,7 +78,8 @@ typedef struct run {
   double spent; /* seconds spent measuring, for the ETA */
   int nspent;
   int retimes_after; /* full timings of screened items expected after the current phase */
-  int fused_seen;    /* fused items known before or measured in this run (cfg->fused_floor) */
+  int fused_seen;    /* fused items that gave a time, known before or measured now (cfg->fused_floor) */
+  int fused_tried;   /* fused items measured in this run, failures included */
 } run;
 
 static double seen_ms(const ft_search_item *it) {
@@ -147,7 +148,7 @@ static ft_status measure(run *r, int i, int repeats, int store_now, ft_err *err)
     }
   }
   ft_search_item *it = &r->it[i];
-  r->fused_seen += !it->safe && it->repeats == 0; /* a fused item's first measurement */
+  const int first_fused = !it->safe && it->repeats == 0; /* counted once it gave a time (below) */
   const double t0 = r->ops->clock(r->ops->user);
   double ms = INFINITY;
   ft_status s = r->ops->measure(r->ops->user, i, repeats, &ms, err);
@@ -159,6 +160,8 @@ static ft_status measure(run *r, int i, int repeats, int store_now, ft_err *err)
   r->spent += r->ops->clock(r->ops->user) - t0;
   r->nspent++;
   it->ms = isfinite(ms) && ms >= 0 ? ms : INFINITY;
+  r->fused_tried += first_fused;
+  r->fused_seen += first_fused && isfinite(it->ms);
   it->repeats = repeats;
   it->stored = 0;
   r->st->measured++;
@@ -169,10 +172,14 @@ static ft_status measure(run *r, int i, int repeats, int store_now, ft_err *err)
   return FT_OK;
 }
 
-/* Whether a pass ends before its next item: fused items start only before the deadline (the
- * first cfg->fused_floor of them always), the safe ones always. */
+/* Whether a pass ends before its next item: fused items start only before the deadline, except
+ * until cfg->fused_floor of them gave a time (at most three times the floor tried: a kernel that
+ * fails to compile or is wrong does not hold the tune past its budget for long); the safe ones
+ * always. */
 static int out_of_time(run *r, int is_safe) {
-  if (is_safe || r->fused_seen < r->cfg->fused_floor || !(r->ops->clock(r->ops->user) > r->cfg->deadline)) return 0;
+  if (is_safe || (r->fused_seen < r->cfg->fused_floor && r->fused_tried < 3 * r->cfg->fused_floor) ||
+      !(r->ops->clock(r->ops->user) > r->cfg->deadline))
+    return 0;
   r->st->budget_exhausted = 1;
   return 1;
 }
@@ -318,7 +325,7 @@ ft_status ft_search_run(ft_search_item *items, int n, const ft_search_cfg *cfg, 
     return ft__fail(err, FT_ERR_INVALID_ARG, "search: bad arguments");
   int *order = malloc((size_t)(3 * n + 1) * sizeof *order);
   if (!order) return ft__fail(err, FT_ERR_NOMEM, "search: out of memory");
-  run r = {items, n, cfg, ops, stats, order + n, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  run r = {items, n, cfg, ops, stats, order + n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
   int *sc = order + 2 * n;
   for (int i = 0; i < n; i++) {
     items[i].repeats = 0;
@@ -330,7 +337,7 @@ ft_status ft_search_run(ft_search_item *items, int n, const ft_search_cfg *cfg, 
   /* What earlier tunes measured counts: the incumbent, and the model's error. */
   for (int i = 0; i < n; i++) {
     if (!items[i].known) continue;
-    r.fused_seen += !items[i].safe;
+    r.fused_seen += !items[i].safe && isfinite(items[i].known_ms); /* one that works: a failure does not count */
     note_best(&r, &items[i]);
     note_ratio(&r, &items[i]);
   }

@@ -75,9 +75,10 @@ typedef struct ft_search_cfg {
   int min_fused;          /* fast: fused items measured before the early stop may fire */
   double stop_slack;      /* fast: the early stop's margin on the model's observed error */
   double stop_risk;       /* fast: the chance, under the fitted error, that one left out would win */
-  int fused_floor;        /* fused items measured even past the deadline, first in the search's order
-                           * (known ones count): a budget the safe phase spends (a large GEMM timed
-                           * in full, its passes compiled) still tries the cost model's best */
+  int fused_floor;        /* fused items that must give a time even past the deadline, in the search's
+                           * order (known working ones count; at most 3x as many tried): a budget the
+                           * safe phase spends (a large GEMM timed in full, its passes compiled)
+                           * still tries the cost model's best */
 } ft_search_cfg;
 
 #define FT_SEARCH_CFG_INIT {FT_SEARCH_FAST, 30, 5, 1e300, 0, 3, 0.02, 8, 0.02, 0.10, 1}

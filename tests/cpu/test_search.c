@@ -209,6 +209,13 @@ static void test_budget_known(void) {
   ft_search_stats st;
   ASSERT_OK(run(&s, FT_SEARCH_FAST, 0.01, &st));
   for (int p = 0; p < s.nmeasured; p++) ASSERT_TRUE(s.it[s.measured[p]].safe);
+  /* A known failure (a compile error, a wrong result) does not: one fused item is measured. */
+  make_space(&s, 8, 40, 1.0, 0.6, 3.0, 0.15, 5);
+  s.it[20].known = 1, s.it[20].known_ms = INFINITY;
+  ASSERT_OK(run(&s, FT_SEARCH_FAST, 0.01, &st));
+  int fused = 0;
+  for (int p = 0; p < s.nmeasured; p++) fused += !s.it[s.measured[p]].safe;
+  ASSERT_TRUE(fused >= 1 && fused <= 3);
 }
 
 /* An interruption stores every measurement made before it; after the safe phase the stored

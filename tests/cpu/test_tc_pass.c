@@ -49,8 +49,8 @@ static void test_enumeration(void) {
     for (int j = 0; j < count; j++) tcn += v[j].family == FT_FAMILY_TC_NORM;
     ASSERT_EQ_INT(tcn > 0, strncmp(exprs[i], "groupnorm", 9) == 0);
     ASSERT_EQ_INT(count_tcp(v, count), count - tcn);
-    /* A modest space: each pass with at most 3 GEMMs (the README's tunes stay fast). */
-    ASSERT_TRUE(count - tcn <= 3 * 12);
+    /* A modest space: each pass with at most 4 GEMMs (the README's tunes stay fast). */
+    ASSERT_TRUE(count - tcn <= 4 * 12);
     for (int j = 0; j < count; j++) {
       if (v[j].family == FT_FAMILY_TC_NORM) continue;
       ASSERT_TRUE(v[j].math == FT_MATH_3XTF32 && v[j].family == 6 && v[j].tc.chunk > 0);
@@ -62,8 +62,12 @@ static void test_enumeration(void) {
     for (int j = 0; j < count; j++)
       if (v[j].family == 6 && v[j].tc.chunk <= 16) chunk_seen[v[j].tc.chunk] = 1;
     ASSERT_TRUE(chunk_seen[16] && chunk_seen[8] && chunk_seen[4]);
-    /* The paired GEMMs are the pre-split form (x and W split before it: the faster 3xtf32 GEMM). */
-    for (int j = 0; j < count; j++) ASSERT_TRUE(v[j].family != 6 || v[j].tc.presplit == 1);
+    /* The paired GEMMs: the pre-split form (x and W split before it: the faster 3xtf32 GEMM) of each
+     * chunk, and the best with the split in the kernel, one of four. */
+    int split_before = 0, split_in = 0;
+    for (int j = 0; j < count; j++)
+      if (v[j].family == 6) split_before += v[j].tc.presplit == 1, split_in += v[j].tc.presplit == 0;
+    ASSERT_TRUE(split_in > 0 && split_before == 3 * split_in);
     free(v);
     v = enumerate(exprs[i], 1000, 4096, 1000, FT_MATH_3XTF32, 1, &full);
     ASSERT_TRUE(full >= count && count_tcp(v, full) >= count - tcn);

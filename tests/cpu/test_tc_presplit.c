@@ -1,6 +1,6 @@
 /* 3xtf32 with x and W split before the kernel (family tc's presplit, kernels_src/gemm_tc.cu's
  * ft_tc_presplit and ft_mainloop_3x's pre-split branch) without a GPU: where it enumerates (the default and full spaces,
- * 3xtf32 only, never with aregs, family tc only), its rules, the name and JSON both ways, the
+ * 3xtf32 only, never with aregs; families tc, tc_reduce, tc_norm and tc_pass's GEMM), its rules, the name and JSON both ways, the
  * geometry (the workspace holds x's and W's split rows of 2 Kp floats, Kp = K rounded up to 32;
  * shared memory: stages of both parts, no small buffers), and NVRTC compiles each form for sm_90a
  * without spills (--sweep: every presplit variant at four shapes). */
@@ -173,6 +173,18 @@ static void test_compiles(void) {
   v[4].bn = 64, v[4].stages = 4;
   check_compiles(v, N, ep);
   ft_ep_free(ep);
+  /* The reductions' programs: the row reduction in the tile (tc_reduce), groupnorm in the tile
+   * (tc_norm, BN 64 in 3xtf32), the GEMM before a batchnorm pass (tc_pass, its column form). */
+  static const char *const exprs[] = {"logsumexp(x + bias)", "relu(groupnorm(x + bias, 512))", "batchnorm(x + bias) * 2"};
+  ft_variant r[3] = {pre_variant(), pre_variant(), pre_variant()};
+  r[0].family = FT_FAMILY_TC_REDUCE;
+  r[1].family = FT_FAMILY_TC_NORM, r[1].bn = 64, r[1].stages = 4, r[1].tc.normw = 16, r[1].tc.normg = 512;
+  r[2].family = FT_FAMILY_TC_PASS, r[2].vec = 4, r[2].red = (ft_red_params){.block = 256, .tile = 128};
+  for (int i = 0; i < 3; i++) {
+    ft_epilogue *rep = parse_ok(exprs[i]);
+    if (rep) check_compiles(&r[i], 1, rep);
+    ft_ep_free(rep);
+  }
 }
 
 /* --sweep (CTest label sweep): every presplit variant of the full space at issue 55's shapes with an

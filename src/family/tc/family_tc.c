@@ -52,10 +52,8 @@ static int tc_valid(const ft_variant *v, char *why, size_t whylen) {
   if (v->tc.aregs != 0 && v->tc.aregs != 1) FT_WHY("tc: aregs %d must be 0 or 1", v->tc.aregs);
   if (v->tc.aregs && (!split(v) || v->bn > 64)) FT_WHY("tc: aregs (x in registers) needs 3xtf32 and bn <= 64");
   if (v->tc.presplit != 0 && v->tc.presplit != 1) FT_WHY("tc: presplit %d must be 0 or 1", v->tc.presplit);
-  if (v->tc.presplit && (!split(v) || v->tc.aregs || v->split_k > 1 ||
-                         (v->family != FT_FAMILY_TC && v->family != FT_FAMILY_TC_REDUCE)))
-    FT_WHY("tc: presplit (x and W split before the kernel) is in 3xtf32, without aregs or split_k, in families tc "
-           "and tc_reduce (tc_norm's and tc_pass's GEMM are family tc's)");
+  if (v->tc.presplit && (!split(v) || v->tc.aregs || v->split_k > 1))
+    FT_WHY("tc: presplit (x and W split before the kernel) is 3xtf32's, without aregs or split_k");
   if (v->split_k == 1 || v->split_k < 0 || v->split_k > TC_MAX_SPLIT)
     FT_WHY("tc: split_k %d must be 0 (none) or 2..%d", v->split_k, TC_MAX_SPLIT);
   if (v->tc.tstore != 0 && v->tc.tstore != 1) FT_WHY("tc: tstore %d must be 0 or 1", v->tc.tstore);

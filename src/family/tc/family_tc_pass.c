@@ -26,7 +26,7 @@
 extern const ft_family ft_family_tc, ft_family_reduce_pass;
 
 /* The GEMMs each pass is paired with: family tc's best-ranked for the shape (pruned space), more in
- * the full one. */
+ * the full one; and the best with the split in the kernel besides (pick_gemms). */
 #define TCP_GEMMS 3
 #define TCP_GEMMS_FULL 8
 
@@ -188,16 +188,22 @@ static ft_status pick_gemms(int64_t m, int64_t n, int64_t k, ft_math math, const
     free(cs);
     return ft__fail(err, FT_ERR_NOMEM, "out of memory");
   }
-  for (int pass = 0; pass < 2; pass++) {
+  /* Passes 0 and 1 fill max; pass 2 adds the best GEMM with the split in the kernel where none was
+   * taken (the cost model ranks the pre-split form first; it keeps the measured in-kernel form
+   * beside it, one more candidate per pass). */
+  int has_inkernel = 0;
+  for (int pass = 0; pass < 3; pass++) {
     unsigned chunks = 0; /* bit c: a GEMM of chunk c taken in this pass (the enumerated chunks are 0..16;
                           * any from 31 on share the last bit) */
-    for (int i = 0; i < nv && *got < max; i++) {
+    if (pass == 2 && has_inkernel) break;
+    for (int i = 0; i < nv && *got < max + (pass == 2); i++) {
       const ft_variant *t = &vs[i];
       if (taken[i] || ft_family_of(t) != &ft_family_tc || t->split_k || t->tc.streamk || t->tc.pingpong ||
-          t->tc.staged || t->tc.late || t->tc.gated || t->tc.dual)
+          t->tc.staged || t->tc.late || t->tc.gated || t->tc.dual || (pass == 2 && t->tc.presplit))
         continue;
       const unsigned bit = 1u << (t->tc.chunk < 31 ? t->tc.chunk : 31);
       if (pass == 0 && (chunks & bit)) continue;
+      has_inkernel |= !t->tc.presplit;
       chunks |= bit;
       taken[i] = 1;
       g[*got] = *t, c[*got] = cs[i];
@@ -221,8 +227,8 @@ static ft_status tcp_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, co
   /* A one-value reduction family tc_reduce fuses needs no M x N buffer there: tc_pass takes the
    * rest (softmax, log_softmax, groupnorm, batchnorm, a pool inside a one-value reduction). */
   if (ft__tc_fuses_reduction(ep)) return FT_OK;
-  ft_variant g[TCP_GEMMS_FULL];
-  double gc[TCP_GEMMS_FULL];
+  ft_variant g[TCP_GEMMS_FULL + 1];
+  double gc[TCP_GEMMS_FULL + 1];
   int ng = 0;
   FT_TRY(pick_gemms(m, n, k, math, lim, g, gc, ft_space_full(sink) ? TCP_GEMMS_FULL : TCP_GEMMS, &ng, err));
   if (ng == 0) return FT_OK;
