@@ -1,7 +1,7 @@
 /* GPU: tune end to end on small problems; a deliberately wrong candidate (test hook) is caught
  * and never chosen; a repeated tune compiles nothing and skips what it measured; a tiny budget
  * ends every search with a best that is a safe strategy (cuBLAS + epilogue pass) or faster, having
- * measured exactly one fused candidate (the search's fused floor: its first, past the budget). */
+ * measured fused candidates only until one gave a time (the search's fused floor, past the budget). */
 #include <math.h>
 #include <sqlite3.h>
 #include <unistd.h>
@@ -105,7 +105,7 @@ static void tiny_budgets(ft_db *db) {
               s.best.median_ms, best, safe);
       ASSERT_TRUE(isfinite(safe) && isfinite(best));
       ASSERT_TRUE(best <= safe);
-      if (b == 0) ASSERT_EQ_INT(n_fused, 1); /* the fused floor: the search's first fused candidate */
+      if (b == 0) ASSERT_TRUE(n_fused >= 1 && n_fused <= 3); /* the fused floor: until one gives a time, <= 3 */
       /* every epilogue pass of the search's space (the default 9 after cuBLAS and 9 after cuBLASLt's bias
        * GEMM, the full one 36 of each), whatever the budget */
       ASSERT_TRUE(n_safe >= passes_in_space(searches[i], m, n, k, "biasrelu"));
