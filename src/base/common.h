@@ -61,4 +61,8 @@ char *ft__strdup(const char *s);
 /* Seconds on CLOCK_MONOTONIC (for durations and deadlines). */
 double ft__now_s(void);
 
+/* Whether the environment turns name on: set, not empty and not "0" (the opt-in switches,
+ * FUSEDTUNE_PDL and FUSEDTUNE_GRAPH_TIMING). */
+int ft__env_on(const char *name);
+
 #endif

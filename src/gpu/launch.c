@@ -171,8 +171,7 @@ ft_status ft_launchable_init_ep(ft_launchable *L, ft_gpu *g, const ft_variant *v
   t.v = *v, t.fam = fam, t.g = g, t.m = m, t.n = n, t.k = k;
   ft_variant_geometry(v, m, n, k, &t.geom);
   /* Opt-in until its GPU test has run (docs/MODES.md, fp8): FUSEDTUNE_PDL set, not empty or 0. */
-  const char *pdl = getenv("FUSEDTUNE_PDL");
-  if (!pdl || !strcmp(pdl, "") || !strcmp(pdl, "0")) t.geom.pdl = t.geom.gpdl = 0;
+  if (!ft__env_on("FUSEDTUNE_PDL")) t.geom.pdl = t.geom.gpdl = 0;
   if (fam->eager_plan) {
     const ft_status s = chain_init(&t, ep, err);
     if (s != FT_OK) {

@@ -1,9 +1,7 @@
 /* The tune's timing rule (src/tune/timing_rule.h). */
 #include "timing_rule.h"
 
-#include <stdlib.h>
-#include <string.h>
-
+#include "common.h"
 #include "gated.h"
 
 double ft_timing_gemm_floor_us(int64_t m, int64_t n_gemm, int64_t k, ft_math math) {
@@ -22,7 +20,6 @@ double ft_timing_gemm_floor_us(int64_t m, int64_t n_gemm, int64_t k, ft_math mat
 
 int ft_timing_graph_calls(int64_t m, int64_t n, int64_t k, ft_math math, const ft_epilogue *ep, int flush_l2) {
   /* Opt-in until gpu_test_tune has run it on a GPU (docs/ARCHITECTURE.md). */
-  const char *on = getenv("FUSEDTUNE_GRAPH_TIMING");
-  if (flush_l2 || !on || !strcmp(on, "") || !strcmp(on, "0")) return 0;
+  if (flush_l2 || !ft__env_on("FUSEDTUNE_GRAPH_TIMING")) return 0;
   return ft_timing_gemm_floor_us(m, ft_gemm_cols(ep, n), k, math) < FT_TIMING_GRAPH_BELOW_US ? FT_TIMING_GRAPH_CALLS : 0;
 }

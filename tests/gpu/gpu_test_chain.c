@@ -12,6 +12,7 @@
 
 #include "baseline.h"
 #include "ft_test.h"
+#include "gpu_quick.h"
 #include "gpu_scratch_db.h"
 #include "verify.h"
 
@@ -147,8 +148,7 @@ int main(void) {
   ft_ctx *ctx;
   gpu_scratch_db(path, sizeof path, "gpu_chain", &ctx);
   if (!ctx) return FT_TEST_DONE();
-  const char *q = getenv("FT_TEST_QUICK");
-  const int quick = q && q[0] == '1';
+  const int quick = ft_test_quick();
   const ft_problem tuned = {77, 1000, 136, "gelu(softmax(x + bias))", FT_MATH_BF16};
   ft_config cfg;
   if (!quick && tuned_chain(ctx, &tuned, &cfg)) check_plan(ctx, g, &tuned, &cfg); /* a tune: too slow sanitized */

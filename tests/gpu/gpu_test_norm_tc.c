@@ -13,6 +13,7 @@
 
 #include "ft_test.h"
 #include "gpu_launch_check.h"
+#include "gpu_quick.h"
 
 typedef struct problem {
   const char *expr;
@@ -45,22 +46,7 @@ static const struct {
     {{"groupnorm(x + bias, 65)", 77, 1040, 264}, FT_MATH_3XTF32},                  /* 9, in chunks of 2 to 16 */
 };
 
-/* Whether one of v[0..n) differs from x in its stages alone: the same code with another ring length,
- * left out by FT_TEST_QUICK. */
-static int stages_only(const ft_variant *v, int n, const ft_variant *x) {
-  char a[160], b[160];
-  ft_variant u = *x;
-  for (int j = 0; j < n; j++) {
-    if (v[j].family != x->family) continue;
-    u.stages = v[j].stages;
-    ft_variant_name(&u, a, sizeof a);
-    ft_variant_name(&v[j], b, sizeof b);
-    if (strcmp(a, b) == 0) return 1;
-  }
-  return 0;
-}
-
-/* quick: one variant per form (stages_only). */
+/* quick: one variant per form (ft_test_stages_only). */
 static int check_problem(ft_gpu *g, const problem *pr, ft_math math, int quick) {
   ft_err e;
   ft_epilogue *ep = NULL;
@@ -86,7 +72,7 @@ static int check_problem(ft_gpu *g, const problem *pr, ft_math math, int quick) 
   unsigned char *first = malloc(bytes), *again = malloc(bytes);
   ASSERT_TRUE(first && again);
   for (int i = 0; first && again && i < nv; i++) {
-    if (v[i].family != FT_FAMILY_TC_NORM || (quick && stages_only(v, i, &v[i]))) continue;
+    if (v[i].family != FT_FAMILY_TC_NORM || (quick && ft_test_stages_only(v, i, &v[i]))) continue;
     char name[160];
     ft_variant_name(&v[i], name, sizeof name);
     ft_kernel_src src;
@@ -136,8 +122,7 @@ int main(void) {
   FT_TEST_OPEN_HOPPER(g);
   static const ft_math modes[] = {FT_MATH_BF16, FT_MATH_FP16, FT_MATH_TF32, FT_MATH_3XTF32};
   int checked = 0;
-  const char *q = getenv("FT_TEST_QUICK");
-  const int quick = q && q[0] == '1';
+  const int quick = ft_test_quick();
   for (size_t i = 0; quick && i < sizeof k_quick / sizeof k_quick[0]; i++) {
     const int c = check_problem(g, &k_quick[i].pr, k_quick[i].math, 1);
     if (!c) FT_FAIL_AT_("%s %s: no tc_norm variant enumerated", k_quick[i].pr.expr, ft_math_name(k_quick[i].math));

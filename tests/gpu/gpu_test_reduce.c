@@ -14,6 +14,7 @@
 #include "baseline.h"
 #include "ft_test.h"
 #include "gpu_launch_check.h"
+#include "gpu_quick.h"
 
 static const char *const k_exprs[] = {
     "rowsum(sigmoid(x))",
@@ -383,8 +384,7 @@ int main(void) {
   ft_gpu *g = NULL;
   if (ft_gpu_open(0, &g, &e) != FT_OK) RETURN_FAIL("ft_gpu_open: %s", e.msg);
   int checked = 0;
-  const char *quick = getenv("FT_TEST_QUICK");
-  if (quick && quick[0] == '1') { /* under compute-sanitizer: k_quick, no more */
+  if (ft_test_quick()) { /* under compute-sanitizer: k_quick, no more */
     for (size_t i = 0; i < sizeof k_quick / sizeof k_quick[0]; i++) {
       const int c = check_problem(g, k_quick[i].expr, &k_quick[i].sh, k_quick[i].math, FT_SPACE_PRUNED);
       if (!c) FT_FAIL_AT_("%s: no pass variant enumerated", k_quick[i].expr);

@@ -9,6 +9,7 @@
 
 #include "ft_test.h"
 #include "gpu_launch_check.h"
+#include "gpu_quick.h"
 
 static const char *const k_exprs[] = {
     "rowsum(sigmoid(x))",
@@ -45,21 +46,6 @@ static const struct {
     {"logsumexp(clamp(2 * (x + bias), -10, 10))", {77, 1001, 40}, FT_MATH_3XTF32, 0},
 };
 
-/* Whether one of v[0..n) differs from x in its stages alone: the same code with another ring length,
- * left out by FT_TEST_QUICK. */
-static int stages_only(const ft_variant *v, int n, const ft_variant *x) {
-  char a[160], b[160];
-  ft_variant u = *x;
-  for (int j = 0; j < n; j++) {
-    if (v[j].family != x->family) continue;
-    u.stages = v[j].stages;
-    ft_variant_name(&u, a, sizeof a);
-    ft_variant_name(&v[j], b, sizeof b);
-    if (strcmp(a, b) == 0) return 1;
-  }
-  return 0;
-}
-
 /* One launch of a compiled variant on fresh poison (output and workspace); y's m elements copied
  * to out (2 bytes each: bf16 and fp16 only). */
 static ft_status launch_bits(ft_gpu *g, const ft_variant *v, const ft_compile_job *job, const ft_kernel_src *src,
@@ -78,7 +64,7 @@ static ft_status launch_bits(ft_gpu *g, const ft_variant *v, const ft_compile_jo
 }
 
 /* Every fused variant of expr on sh in math (full: of the full space, else the pruned one; quick: one
- * per form, stages_only). bits: also launched twice more, the same bits. inf: every row must be +inf
+ * per form, ft_test_stages_only). bits: also launched twice more, the same bits. inf: every row must be +inf
  * (bf16) instead of matching the reference. Returns the variants checked. */
 static int check_problem(ft_gpu *g, const char *expr, const shape *sh, ft_math math, int full, int bits, int inf,
                          int quick) {
@@ -97,7 +83,7 @@ static int check_problem(ft_gpu *g, const char *expr, const shape *sh, ft_math m
   if (st == FT_OK && quick) {
     int kept = 0;
     for (int i = 0; i < nv; i++)
-      if (!stages_only(v, kept, &v[i])) v[kept++] = v[i];
+      if (!ft_test_stages_only(v, kept, &v[i])) v[kept++] = v[i];
     nv = kept;
   }
   if (st == FT_OK && nv == 0) st = ft__fail(&e, FT_ERR_INTERNAL, "no fused variant enumerated");
@@ -164,8 +150,7 @@ int main(void) {
   FT_TEST_OPEN_HOPPER(g);
   static const ft_math maths[] = {FT_MATH_BF16, FT_MATH_FP16, FT_MATH_TF32, FT_MATH_3XTF32};
   int checked = 0;
-  const char *q = getenv("FT_TEST_QUICK");
-  if (q && q[0] == '1') { /* under compute-sanitizer: k_quick, no more */
+  if (ft_test_quick()) { /* under compute-sanitizer: k_quick, no more */
     for (size_t i = 0; i < sizeof k_quick / sizeof k_quick[0]; i++)
       checked += check_problem(g, k_quick[i].expr, &k_quick[i].sh, k_quick[i].math, 0, k_quick[i].bits, 0, 1);
     printf("%d fused variants checked (quick)\n", checked);

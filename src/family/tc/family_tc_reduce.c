@@ -36,12 +36,9 @@ static int64_t tcr_ntiles(const ft_variant *v, int64_t n) { return v->bn > 0 ? (
 static void tcr_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_launch_geom *g) {
   ft_family_tc.geometry(v, m, n, k, g);
   if (v->bn <= 0) return;
-  const size_t split = g->presplit_kp ? g->workspace_bytes : 0; /* pre-split x and W: after the statistics */
-  g->workspace_bytes = (size_t)m * (size_t)tcr_ntiles(v, n) * sizeof(float);
-  if (split) {
-    g->presplit_off = (g->workspace_bytes + 255) / 256 * 256;
-    g->workspace_bytes = g->presplit_off + split;
-  }
+  const size_t stats = (size_t)m * (size_t)tcr_ntiles(v, n) * sizeof(float);
+  if (g->presplit_kp) tc_presplit_after(g, stats, g->presplit_kp, g->workspace_bytes); /* after the statistics */
+  else g->workspace_bytes = stats;
   g->has_reduce = 1;
   g->rblock[0] = FT_AUX_BLOCK;
   g->rgrid[0] = (unsigned)((m + FT_AUX_BLOCK / 32 - 1) / (FT_AUX_BLOCK / 32));
