@@ -40,7 +40,9 @@ fi
 run_test() { # name limit [q: FT_TEST_QUICK=1, or NAME=VALUE,NAME=VALUE: that environment]
   local envs=${3:-}; [ "$envs" = q ] && envs=FT_TEST_QUICK=1
   set -- "$1" "$2" env ${envs//,/ }
-  FT_TEST_TMP=$OUT timeout "$2" "$3" "${@:4}" "./build/tests/$1" > "$OUT/$1.txt" 2>&1
+  # ctest's environment (tests/CMakeLists.txt): without FT_WORKER gpu_test_tune fails its isolation check
+  FT_TEST_TMP=$OUT FT_CLI=$PWD/build/fusedtune FT_WORKER=$PWD/build/fusedtune-worker FT_TEST_SRC=$PWD/tests/gpu \
+    timeout "$2" "$3" "${@:4}" "./build/tests/$1" > "$OUT/$1.txt" 2>&1
   echo "$1 rc=$? $(el): $(grep -iE 'assertion|checked|passed|served' "$OUT/$1.txt" | tail -2 | cut -c1-160 | paste -sd' ')" | tee -a "$T"
   grep -E "FAIL|failed" "$OUT/$1.txt" | head -3 >> "$T"
 }
