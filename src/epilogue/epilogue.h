@@ -134,6 +134,10 @@ typedef struct ft_ep_eager {
 
 /* Fills *out; returns FT_ERR_UNSUPPORTED if the expression needs more than FT_EP_MAX_STEPS. */
 ft_status ft_ep_eager_plan(const ft_epilogue *ep, ft_ep_eager *out, ft_err *err);
+/* The same; fold 0 keeps `x + bias` a step rather than cuBLASLt's bias GEMM (gemm_bias_slot -1):
+ * the plan where cuBLASLt has no bias algorithm for the shape (rows of 16-bit elements not whole
+ * 16 bytes). */
+ft_status ft_ep_eager_plan_fold(const ft_epilogue *ep, int fold, ft_ep_eager *out, ft_err *err);
 
 /* The reduction's name ("logsumexp"); "" for FT_RED_NONE or outside the list. */
 const char *ft_ep_red_name(ft_ep_red r);

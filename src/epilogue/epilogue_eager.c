@@ -86,12 +86,14 @@ int ft__ep_resid_fold(const ft_epilogue *ep, int *mat, int *bias) {
   return -1;
 }
 
-/* nn.Linear's addmm: the one `x + colvec` (either order) becomes the GEMM's own output. */
-static void fold_bias(eager_ctx *c) {
+/* nn.Linear's addmm: the one `x + colvec` (either order) becomes the GEMM's own output (fold; else
+ * it stays a step, as torch adds the bias where cuBLASLt has no algorithm for the shape). */
+static void fold_bias(eager_ctx *c, int fold) {
   for (int i = 0; i < c->ep->nnodes; i++)
     if (c->ep->nodes[i].kind == N_X) c->buf[i] = 0; /* every x reads the GEMM output */
     else if (c->ep->nodes[i].kind == N_X2) c->buf[i] = FT_EP_BUF_X2; /* the second GEMM's */
-  const int node = ft__ep_bias_fold(c->ep, &c->out->gemm_bias_slot);
+  c->out->gemm_bias_slot = -1;
+  const int node = fold ? ft__ep_bias_fold(c->ep, &c->out->gemm_bias_slot) : -1;
   if (node >= 0) c->buf[node] = 0;
 }
 
@@ -152,6 +154,10 @@ static ft_status plan_node(eager_ctx *c, int n) {
 }
 
 ft_status ft_ep_eager_plan(const ft_epilogue *ep, ft_ep_eager *out, ft_err *err) {
+  return ft_ep_eager_plan_fold(ep, 1, out, err);
+}
+
+ft_status ft_ep_eager_plan_fold(const ft_epilogue *ep, int fold, ft_ep_eager *out, ft_err *err) {
   if (!ep || !out) return ft__fail(err, FT_ERR_INVALID_ARG, "epilogue: NULL argument");
   size_t nn = (size_t)ep->nnodes;
   eager_ctx c = {ep, malloc(nn * sizeof(int)), malloc(nn * sizeof(int)), malloc(nn), out, err, {FT_EP_SHAPE_MN}};
@@ -163,7 +169,7 @@ ft_status ft_ep_eager_plan(const ft_epilogue *ep, ft_ep_eager *out, ft_err *err)
     out->nsteps = 0;
     c.shape[0] = c.shape[FT_EP_BUF_X2] = FT_EP_SHAPE_MN;
     mark_xdep(&c);
-    fold_bias(&c);
+    fold_bias(&c, fold);
     s = plan_node(&c, ep->root);
   }
   free(c.buf);

@@ -23,15 +23,16 @@ static ft_gemm_before chain_gemm_before(const ft_variant *v, ft_lt_prefix *lt) {
   return v->chain.lt ? FT_GEMM_CUBLASLT : FT_GEMM_CUBLAS;
 }
 
-/* E's eager plan when the family runs it: an E that uses x2 has no chain here, nor one whose
- * reduction no kernel serves, nor one with nothing after the GEMM (the epilogue pass's candidate
- * after cuBLAS or cuBLASLt's bias GEMM alone is that chain). */
-static ft_status plan_of(const ft_epilogue *ep, ft_ep_eager *plan, ft_err *err) {
+/* E's eager plan when the family runs it, its bias folded into cuBLASLt's GEMM or not (fold): an E
+ * that uses x2 has no chain here, nor one whose reduction no kernel serves, nor one with nothing
+ * after the GEMM (the epilogue pass's candidate after cuBLAS or cuBLASLt's bias GEMM alone is that
+ * chain). */
+static ft_status plan_of(const ft_epilogue *ep, int fold, ft_ep_eager *plan, ft_err *err) {
   if (ft_ep_uses_x2(ep))
     return ft__fail(err, FT_ERR_UNSUPPORTED, "the eager chain does not compute a gated pair (E with x2): its GEMM "
                     "writes the interleaved [m, 2n] product; the gated pass (gate_...) is its safe strategy");
   FT_TRY(ft_ep_check_kernels(ep, err));
-  FT_TRY(ft_ep_eager_plan(ep, plan, err));
+  FT_TRY(ft_ep_eager_plan_fold(ep, fold, plan, err));
   if (plan->nsteps < 1)
     return ft__fail(err, FT_ERR_UNSUPPORTED, "the eager chain of '%s' is its GEMM alone, the epilogue pass's candidate "
                     "without a pass", ft_ep_canonical(ep));
@@ -39,7 +40,7 @@ static ft_status plan_of(const ft_epilogue *ep, ft_ep_eager *plan, ft_err *err) 
 }
 
 static ft_status chain_eager_plan(const ft_variant *v, const ft_epilogue *ep, ft_ep_eager *plan, ft_err *err) {
-  FT_TRY(plan_of(ep, plan, err));
+  FT_TRY(plan_of(ep, v->chain.lt > 0, plan, err)); /* lt 0: cuBLAS, then every step (the bias one) */
   if (plan->nsteps != v->chain.steps || plan->gemm_bias_slot + 1 != v->chain.lt)
     return ft__fail(err, FT_ERR_INVALID_ARG, "the eager chain of %d step(s)%s is not the plan of '%s': %d step(s)%s",
                     v->chain.steps, v->chain.lt ? " after cuBLASLt's bias GEMM" : "", ft_ep_canonical(ep), plan->nsteps,
@@ -72,8 +73,10 @@ static int chain_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k
   return 1;
 }
 
-/* One variant, E's plan, where E has one the family runs. Its cost orders it after the passes
- * (every safe candidate is measured; this one most likely loses to one pass). */
+/* One variant, E's plan, where E has one the family runs: its bias in cuBLASLt's bias GEMM, or,
+ * where that GEMM does not apply to the shape and E reduces, after cuBLAS as a step (torch's addmm
+ * falls back the same way). Its cost orders it after the passes (every safe candidate is measured; this one
+ * most likely loses to one pass). */
 static ft_status chain_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,
                                  ft_space_sink *sink, ft_err *err) {
   const ft_epilogue *ep = ft_space_epilogue(sink);
@@ -82,12 +85,20 @@ static ft_status chain_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, 
   if (!plan) return ft__fail(err, FT_ERR_NOMEM, "space: out of memory");
   ft_err none;
   ft_status s = FT_OK;
-  if (plan_of(ep, plan, &none) == FT_OK) {
+  /* Unfolded only where E reduces: an elementwise E's pass after cuBLAS is one kernel, which a
+   * chain of two steps or more cannot beat. */
+  const int reduces = ft_ep_reduction(ep, NULL) != FT_RED_NONE;
+  for (int fold = 1; fold >= 0 && (fold || reduces); fold--) {
+    if (plan_of(ep, fold, plan, &none) != FT_OK) break;
     ft_variant v = {0};
     v.kind = FT_VK_EPILOGUE, v.family = FT_FAMILY_EAGER_CHAIN, v.math = (int)math;
     ft_chain_reads(math, m, n, &v.vec, &v.chain.rblock); /* as the eager baseline's (baseline.c) */
     v.chain.steps = plan->nsteps, v.chain.lt = plan->gemm_bias_slot + 1;
-    if (ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) s = ft_space_push(sink, &v, 100.0 + plan->nsteps, err);
+    if (ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) {
+      s = ft_space_push(sink, &v, 100.0 + plan->nsteps, err);
+      break;
+    }
+    if (!v.chain.lt) break; /* nothing folded: the unfolded plan is this one */
   }
   free(plan);
   return s;

@@ -32,7 +32,8 @@ struct ft_baselines {
   int has_lt_epilogue;
   char lt_name[64];
   ft_ep_eager plan;
-  int has_eager; /* 0 when cuBLASLt has no GEMM+BIAS algorithm for this problem */
+  int has_eager; /* 0 when cuBLASLt has no GEMM+BIAS algorithm for this problem and the plan with
+                  * the bias as a step has more steps than a plan holds */
   ft_chain chain;                     /* the plan's steps, as family eager_chain's plans run them */
   ft_loaded prog;                     /* their one program */
   cudaKernel_t chain_k[FT_EP_MAX_STEPS];
@@ -187,10 +188,16 @@ ft_status ft_baselines_create(ft_gpu *g, ft_db *db, const ft_epilogue *ep, ft_pd
   if (b->plan.gemm_bias_slot >= 0) {
     ft_err lt_err;
     const ft_status s = lt_gemm_init(b, &b->eager_gemm, CUBLASLT_EPILOGUE_BIAS, d->dvec[b->plan.gemm_bias_slot], &lt_err);
-    /* No algorithm (16-bit tensors with odd leading dimensions, say) leaves the eager baseline
-     * unavailable, as cuBLASLt's epilogues are; any other failure is an error. */
-    if (s == FT_ERR_UNSUPPORTED) b->has_eager = 0;
-    else if (s != FT_OK) return ft__fail(err, s, "%s", lt_err.msg);
+    /* No algorithm (16-bit tensors with odd leading dimensions, say): cuBLAS, then the bias as a
+     * step, as torch's addmm falls back (family eager_chain's variant does the same); any other
+     * failure is an error. */
+    if (s == FT_ERR_UNSUPPORTED) {
+      ft_ep_eager unfolded;
+      if (ft_ep_eager_plan_fold(ep, 0, &unfolded, &lt_err) == FT_OK) b->plan = unfolded;
+      else b->has_eager = 0; /* one step more than a plan holds: no eager baseline, as before */
+    } else if (s != FT_OK) {
+      return ft__fail(err, s, "%s", lt_err.msg);
+    }
   }
   size_t bytes = (size_t)d->m * d->n * d->elem;
   for (int j = 0; j < b->plan.nsteps; j++) /* the last step writes y itself */

@@ -144,10 +144,34 @@ static void test_enumeration(void) {
   ASSERT_EQ_INT(chains_of("x + bias", FT_MATH_BF16, N, FT_SPACE_PRUNED, &v), 0);
   ASSERT_EQ_INT(chains_of("x", FT_MATH_FP32, N, FT_SPACE_PRUNED, &v), 0);
   ASSERT_EQ_INT(chains_of("silu(x) * x2", FT_MATH_BF16, N, FT_SPACE_PRUNED, &v), 0);
-  /* cuBLASLt's bias GEMM wants rows of 16 bytes: n = 4095 has no folded chain (the vector also shrinks). */
+  /* cuBLASLt's bias GEMM wants rows of 16 bytes: at n = 4095 (1001) a reducing E's bias is a step
+   * after cuBLAS (torch's addmm falls back the same way), the vector one element; an elementwise
+   * E has no chain there (its one pass after cuBLAS is the better plan). */
   ASSERT_EQ_INT(chains_of("relu(x + bias) * 2", FT_MATH_BF16, 4095, FT_SPACE_PRUNED, &v), 0);
+  ASSERT_EQ_INT(chains_of("softmax(x + bias) * 2", FT_MATH_BF16, 4095, FT_SPACE_PRUNED, &v), 1);
+  ASSERT_EQ_INT(v.chain.lt, 0);
+  ASSERT_EQ_INT(v.chain.steps, 3);
+  ASSERT_EQ_INT(v.vec, 1);
+  char name[96];
+  ft_variant_name(&v, name, sizeof name);
+  ASSERT_EQ_STR(name, "eager_s3_v1_bf16");
+  ASSERT_EQ_INT(chains_of("groupnorm(x + bias, 143) * 2", FT_MATH_BF16, 1001, FT_SPACE_PRUNED, &v), 1);
+  ASSERT_EQ_INT(v.chain.lt, 0);
+  ASSERT_EQ_INT(v.chain.steps, 3);
   ASSERT_EQ_INT(chains_of("relu(x) * 2", FT_MATH_BF16, 4095, FT_SPACE_PRUNED, &v), 1);
   ASSERT_EQ_INT(v.vec, 1);
+  /* The plans themselves: folded, the bias is the GEMM's; unfolded, the first step adds it. */
+  ft_epilogue *ep = parse_ok("relu(x + bias) * 2");
+  ft_ep_eager folded, unfolded;
+  if (ep) {
+    ASSERT_OK(ft_ep_eager_plan_fold(ep, 1, &folded, NULL));
+    ASSERT_OK(ft_ep_eager_plan_fold(ep, 0, &unfolded, NULL));
+    ASSERT_EQ_INT(folded.gemm_bias_slot, 0);
+    ASSERT_EQ_INT(unfolded.gemm_bias_slot, -1);
+    ASSERT_EQ_INT(unfolded.nsteps, folded.nsteps + 1);
+    ASSERT_EQ_INT(unfolded.steps[0].in[0], 0); /* it reads the GEMM's output */
+  }
+  ft_ep_free(ep);
 }
 
 static void test_rules(void) {
