@@ -9,7 +9,8 @@
 #   api    gpu_test_api (the fp32 default served at SGEMM's error);
 #   host   the C++ operator: its GPU tests (ctest python_gpu_torch*, python_torch_native*), then
 #          bench/python/bench_host.py --tune (host us per call against F.linear, per plan kind);
-#   kb     KernelBench level 2 fp32, the 37 in one part (KB_S seconds), no torch.compile;
+#   kb     KernelBench level 2 fp32, the 37 in one part (KB_S seconds), no torch.compile (KB_ARGS:
+#          kernelbench.sh's ARGS, default --no-compile; ONLY=… narrows the set);
 #   kb1,kb2  the same, part 1 or 2 of two (KB_S seconds each);
 #   tests  the GPU tests in TESTS;
 #   chain  issue 53's eager chain beside PyTorch (bench_set.sh --chain on CHAIN_SET, CHAIN_S seconds;
@@ -49,7 +50,7 @@ run_test() { # name limit [q: FT_TEST_QUICK=1, or NAME=VALUE,NAME=VALUE: that en
 has api && run_test gpu_test_api 90
 for part in 0 1 2; do
   if [ $part = 0 ]; then has kb || continue; parts=1; p=1; else has kb$part || continue; parts=2; p=$part; fi
-  OUT=$OUT KB=.kb/level2 DTYPE=fp32 PART=$p PARTS=$parts BUDGET=${KB_BUDGET:-15} TRIALS=${KB_TRIALS:-50} ARGS=--no-compile \
+  OUT=$OUT KB=.kb/level2 DTYPE=fp32 PART=$p PARTS=$parts BUDGET=${KB_BUDGET:-15} TRIALS=${KB_TRIALS:-50} ARGS=${KB_ARGS:---no-compile} \
     timeout "${KB_S:-300}" scripts/gpu/kernelbench.sh > "$OUT/kb$part.txt" 2>&1
   echo "kb level2 fp32 part $part rc=$? $(el)" | tee -a "$T"; sed -n '/^problem/,$p' "$OUT/kb$part.txt" >> "$T"
 done
