@@ -113,9 +113,8 @@ struct FtTc : Cfg {
                     (kNormW == 0 || ((kNormW == 2 || kNormW == 4 || kNormW % 8 == 0) && Cfg::bn % kNormW == 0)),
                 "fusedtune: groupnorm in the tile: groups of 2, 4 or a multiple of 8 columns, whole in BN");
   static_assert(!Cfg::aregs || (Cfg::split3x && Cfg::bn <= 64), "fusedtune: x in registers is 3xtf32's, BN <= 64");
-  static_assert(!Cfg::gated || (Cfg::bn % 16 == 0 && !Cfg::tma_store && Cfg::split_k == 1 && !Cfg::stream_k &&
-                                !Cfg::split3x),
-                "fusedtune: a gated pair pairs 16-column groups with direct stores (no split-K, stream-K, 3xtf32)");
+  static_assert(!Cfg::gated || (Cfg::bn % 16 == 0 && !Cfg::tma_store && Cfg::split_k == 1 && !Cfg::stream_k),
+                "fusedtune: a gated pair pairs 16-column groups with direct stores (no split-K, stream-K)");
   static_assert(!Cfg::split3x || Cfg::chunk >= 1, "fusedtune: 3xtf32 needs chunk >= 1");
   static_assert(!Cfg::fp8 || (Cfg::chunk >= 1 && Cfg::dtype == 1 && !Cfg::split3x && !Cfg::aregs && !Cfg::stream_k &&
                               kMsub * Cfg::bn <= (Cfg::dual ? 128 : 192)),

@@ -436,7 +436,9 @@ static ft_status presplit_operands(ft_launchable *L, const void **x, const void 
   FT_CUDA_TRY(err, cudaStreamIsCapturing(stream, &cap));
   if (!L->wsplit_ok || L->wsplit_of != *w) {
     L->wsplit_ok = 0;
-    FT_TRY(presplit_rows(L, *w, ws, gemm_cols(L), stream, err));
+    /* W's rows: the GEMM's columns, twice n for a pair computed in the kernel (tc's gated form) */
+    const int wrows = L->fam && L->fam->pair && L->fam->pair(&L->v) ? 2 * L->n : gemm_cols(L);
+    FT_TRY(presplit_rows(L, *w, ws, wrows, stream, err));
     if (cap == cudaStreamCaptureStatusNone) L->wsplit_of = *w, L->wsplit_ok = 1;
   }
   FT_TRY(presplit_rows(L, *x, xs, L->m, stream, err));

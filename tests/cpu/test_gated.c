@@ -100,8 +100,22 @@ static void test_enumeration(void) {
     ASSERT_TRUE(memcmp(&back, &v[i], sizeof back) == 0);
   }
   free(v);
+  /* 3xtf32: the tensor-core family's gated forms, the split in shared memory, x in registers and
+   * x and W split before the kernel (W's 2N interleaved rows) among them. */
   v = enumerate_scope("silu(x) * x2", FT_VK_GEMM, 64, 512, FT_MATH_3XTF32, FT_SPACE_FULL, &count);
-  ASSERT_EQ_INT(count, 0); /* no gated form in 3xtf32: its passes serve it */
+  ASSERT_TRUE(count > 0);
+  int forms[3] = {0, 0, 0}; /* in-kernel split, aregs, presplit */
+  for (int i = 0; i < count; i++) {
+    ASSERT_EQ_INT(v[i].tc.gated, 1);
+    forms[v[i].tc.aregs ? 1 : v[i].tc.presplit ? 2 : 0]++;
+    if (v[i].tc.presplit) {
+      ft_launch_geom g;
+      memset(&g, 0, sizeof g);
+      ft_variant_geometry(&v[i], 64, 512, 520, &g);
+      ASSERT_TRUE(g.workspace_bytes >= (size_t)(64 + 2 * 512) * 2 * (size_t)g.presplit_kp * sizeof(float));
+    }
+  }
+  ASSERT_TRUE(forms[0] > 0 && forms[1] > 0 && forms[2] > 0);
   free(v);
   v = enumerate_scope("silu(x)", FT_VK_GEMM, 64, 512, FT_MATH_BF16, FT_SPACE_FULL, &count);
   for (int i = 0; i < count; i++) ASSERT_EQ_INT(v[i].tc.gated, 0);
@@ -136,9 +150,9 @@ static void test_enumeration(void) {
 }
 
 /* A sample of the tensor-core family's gated variants through NVRTC for sm_90a: the first and
- * last of the default space in bf16, fp16 and tf32 (ptxas's spills are rejections). */
+ * last of the default space in bf16, fp16, tf32 and 3xtf32 (ptxas's spills are rejections). */
 static void test_compiles_tc(void) {
-  static const ft_math maths[] = {FT_MATH_BF16, FT_MATH_FP16, FT_MATH_TF32};
+  static const ft_math maths[] = {FT_MATH_BF16, FT_MATH_FP16, FT_MATH_TF32, FT_MATH_3XTF32};
   static ft_kernel_src src[8];
   int n = 0;
   ft_err e;

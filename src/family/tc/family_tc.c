@@ -78,8 +78,8 @@ static int tc_valid(const ft_variant *v, char *why, size_t whylen) {
   if (v->tc.gated != 0 && v->tc.gated != 1) FT_WHY("tc: gated %d must be 0 or 1", v->tc.gated);
   /* A pair's x and x2 are a thread's chunks 2p and 2p + 1: whole 16-column groups, stored directly
    * (in fp8 too: its promoted sums have wgmma's accumulator layout). */
-  if (v->tc.gated && (v->bn % 16 || v->tc.tstore || v->split_k > 1 || v->tc.streamk || split(v)))
-    FT_WHY("tc: gated needs bn a multiple of 16 and direct stores (no tstore, split_k, streamk or 3xtf32)");
+  if (v->tc.gated && (v->bn % 16 || v->tc.tstore || v->split_k > 1 || v->tc.streamk))
+    FT_WHY("tc: gated needs bn a multiple of 16 and direct stores (no tstore, split_k or streamk)");
   return 1;
 }
 
