@@ -8,7 +8,7 @@ interleaved rounds, the median ms per call over --rounds rounds:
 "vs stacked" = t_stacked / t_fused, "vs eager" = t_eager / t_fused (> 1: fused is faster); the
 relative L2 errors of eager and fused against float64.
 
-    python3 bench/python/bench_gated.py --db DB [--math bf16] [--rounds N] [--calls N]
+    python3 bench/python/bench_gated.py --db DB [--math bf16|fp16|default] [--rounds N] [--calls N]
 
 A shape not tuned is reported with its tune command. Exit status: 0 all rows measured, 3 some not
 tuned, 1 a failure.
@@ -42,7 +42,8 @@ def measure(args):
         x = torch.randn(m, k, device="cuda", dtype=dtype)
         w1, w2 = gate.weight, up.weight
         stacked_w = torch.cat([w1, w2])
-        layer = FusedLinear.from_gated(gate, up, EXPR, math=args.math, db=args.db, nearest=False)
+        math = None if args.math == "default" else args.math
+        layer = FusedLinear.from_gated(gate, up, EXPR, math=math, db=args.db, nearest=False)
         head = f"{name:9s} {m}x{n}x{k:<7d} {args.math:5s}"
         try:
             y = layer(x)
@@ -81,7 +82,9 @@ def measure(args):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--db", required=True)
-    ap.add_argument("--math", default="bf16", choices=["bf16", "fp16"])
+    ap.add_argument("--math", default="bf16", choices=["bf16", "fp16", "default"],
+                    help="default: fp32 tensors and no math, as an fp32 model is served (3xtf32 or fp32, the "
+                         "faster within SGEMM's error); the tune: `tune` without --math")
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--calls", type=int, default=20)
     args = ap.parse_args(argv)

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Gated pairs on the GPU machine, in one batch: gpu_test_gated, FusedLinear.from_gated in every
-# mode (gpu_test_torch.py --gated-only), bf16 tunes of the SwiGLU halves (16x14336x4096,
-# 4096x14336x4096, 'silu(x) * x2') and their CUDA-graph benchmark.
+# mode (gpu_test_torch.py --gated-only), tunes of the SwiGLU halves (16x14336x4096,
+# 4096x14336x4096, 'silu(x) * x2') in MATH (bf16, fp16, or default: fp32 tensors, no --math) and
+# their CUDA-graph benchmark.
 #   scripts/gpu/gated.sh BUILD OUT [BUDGET_S]   (MATOP_S=N: then gpu_test_matop for at most N s, a
 #   sample of 3 variants per case: the shared sampling helper and the kernels' common prelude)
 # BUILD: a build tree of this checkout; OUT: where logs and the database go.
@@ -15,10 +16,12 @@ echo "gpu_test_gated rc=$? ($(( $(date +%s) - t0 )) s)"; grep -E "FAIL|gated pai
 timeout 90 python3 tests/python/gpu/gpu_test_torch.py --gated-only > "$OUT/gpu_test_torch_gated.log" 2>&1
 echo "gpu_test_torch --gated-only rc=$? ($(( $(date +%s) - t0 )) s)"; grep -E "FAIL|gated |passed" "$OUT/gpu_test_torch_gated.log" | head -20
 for shape in 16x14336x4096 4096x14336x4096; do
-  "$B/fusedtune" --db "$DB" tune --shape $shape --epilogue 'silu(x) * x2' --math bf16 --budget "$BUDGET" >> "$OUT/tune.log" 2>&1
+  # MATH=default: fp32 tensors as an fp32 model's are tuned (no --math: 3xtf32, then fp32)
+  "$B/fusedtune" --db "$DB" tune --shape $shape --epilogue 'silu(x) * x2' $([ "${MATH:-bf16}" = default ] || echo --math "${MATH:-bf16}") \
+    --budget "$BUDGET" >> "$OUT/tune.log" 2>&1
   echo "tune $shape rc=$? ($(( $(date +%s) - t0 )) s)"
 done
-python3 bench/python/bench_gated.py --db "$DB" --math bf16 --rounds 15 > "$OUT/bench.log" 2>&1
+python3 bench/python/bench_gated.py --db "$DB" --math "${MATH:-bf16}" --rounds 15 > "$OUT/bench.log" 2>&1
 echo "bench rc=$? ($(( $(date +%s) - t0 )) s)"
 cat "$OUT/bench.log"
 [ "${MATOP_S:-0}" = 0 ] && exit 0
