@@ -19,3 +19,4 @@ ft_reduce_pass(const ft_elem_t *src, int ld, ft_elem_t *y, float2 *stats, int M,
     ft_red_rows(src, ld, y, stats, M, N, col0, ncols, ep);
   }
 }
+#undef FT_RED_LAUNCH_BOUNDS // a chain program holds one such entry per reduction step

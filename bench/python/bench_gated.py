@@ -32,7 +32,7 @@ def measure(args):
     import fusedtune
     from fusedtune.torch import FusedLinear
     dtype = getattr(torch, bg.MODES[args.math])
-    print(f"{'problem':9s} {'shape':17s} {'mode':5s} {'stacked':>9s} {'eager':>9s} {'fused':>9s} {'vs stacked':>10s} "
+    print(f"{'problem':9s} {'shape':17s} {'mode':7s} {'stacked':>9s} {'eager':>9s} {'fused':>9s} {'vs stacked':>10s} "
           f"{'vs eager':>9s}  err eager / fused   config")
     rc = 0
     for name, m, n, k in SHAPES:
@@ -44,7 +44,7 @@ def measure(args):
         stacked_w = torch.cat([w1, w2])
         math = None if args.math == "default" else args.math
         layer = FusedLinear.from_gated(gate, up, EXPR, math=math, db=args.db, nearest=False)
-        head = f"{name:9s} {m}x{n}x{k:<7d} {args.math:5s}"
+        head = f"{name:9s} {m}x{n}x{k:<7d} {args.math:7s}"
         try:
             y = layer(x)
             torch.cuda.synchronize()

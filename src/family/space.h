@@ -91,7 +91,8 @@ typedef struct ft_red_params {
 
 /* The eager-style chain (src/family/family_chain.c): E's eager plan run as it is, one kernel a step. */
 typedef struct ft_chain_params {
-  int steps; /* the kernels after the GEMM: E's eager plan's step count (ft_ep_eager_plan), at least 1 */
+  int steps; /* the kernels after the GEMM: E's eager plan's step count (ft_ep_eager_plan_fold, folded
+              * where lt > 0), at least 1 */
   int lt;    /* s + 1: the GEMM is cuBLASLt's with its BIAS epilogue adding the column vector of slot s,
               * as the eager plan folds E's `x + bias` (nn.Linear's addmm); 0: cuBLAS's plain GEMM */
   int rblock; /* threads a block of the reductions that read a row per block (not groupnorm, nor

@@ -189,12 +189,14 @@ ft_status ft_baselines_create(ft_gpu *g, ft_db *db, const ft_epilogue *ep, ft_pd
     ft_err lt_err;
     const ft_status s = lt_gemm_init(b, &b->eager_gemm, CUBLASLT_EPILOGUE_BIAS, d->dvec[b->plan.gemm_bias_slot], &lt_err);
     /* No algorithm (16-bit tensors with odd leading dimensions, say): cuBLAS, then the bias as a
-     * step, as torch's addmm falls back (family eager_chain's variant does the same); any other
-     * failure is an error. */
+     * step, as torch's addmm falls back (family eager_chain unfolds by its own fixed rule, cuBLASLt's
+     * rows of 16 bytes, and only where E reduces: the two may differ); any other failure is an error. */
     if (s == FT_ERR_UNSUPPORTED) {
-      ft_ep_eager unfolded;
-      if (ft_ep_eager_plan_fold(ep, 0, &unfolded, &lt_err) == FT_OK) b->plan = unfolded;
+      ft_ep_eager *unfolded = malloc(sizeof *unfolded);
+      if (!unfolded) return ft__fail(err, FT_ERR_NOMEM, "out of memory");
+      if (ft_ep_eager_plan_fold(ep, 0, unfolded, &lt_err) == FT_OK) b->plan = *unfolded;
       else b->has_eager = 0; /* one step more than a plan holds: no eager baseline, as before */
+      free(unfolded);
     } else if (s != FT_OK) {
       return ft__fail(err, s, "%s", lt_err.msg);
     }

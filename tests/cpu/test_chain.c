@@ -155,6 +155,24 @@ static void test_enumeration(void) {
   char name[96];
   ft_variant_name(&v, name, sizeof name);
   ASSERT_EQ_STR(name, "eager_s3_v1_bf16");
+  { /* its program is the unfolded plan's: codegen rebuilds that plan, not the folded one */
+    ft_epilogue *sm = parse_ok("softmax(x + bias) * 2");
+    ft_ep_eager *unf = malloc(sizeof *unf), *fol = malloc(sizeof *fol);
+    ft_kernel_src a, b, c;
+    ft_err e;
+    if (sm && unf && fol) {
+      ASSERT_OK(ft_codegen_variant(&v, sm, &a, &e));
+      ASSERT_OK(ft_ep_eager_plan_fold(sm, 0, unf, &e));
+      ASSERT_OK(ft_ep_eager_plan_fold(sm, 1, fol, &e));
+      ASSERT_OK(ft_codegen_chain(unf, (ft_math)v.math, v.vec, v.chain.rblock, sm, &b, &e));
+      ASSERT_OK(ft_codegen_chain(fol, (ft_math)v.math, v.vec, v.chain.rblock, sm, &c, &e));
+      ASSERT_EQ_STR(a.hash, b.hash);
+      ASSERT_TRUE(strcmp(a.hash, c.hash) != 0);
+      ft_kernel_src_free(&a), ft_kernel_src_free(&b), ft_kernel_src_free(&c);
+    }
+    free(unf), free(fol);
+    ft_ep_free(sm);
+  }
   ASSERT_EQ_INT(chains_of("groupnorm(x + bias, 143) * 2", FT_MATH_BF16, 1001, FT_SPACE_PRUNED, &v), 1);
   ASSERT_EQ_INT(v.chain.lt, 0);
   ASSERT_EQ_INT(v.chain.steps, 3);
