@@ -218,8 +218,9 @@ typedef struct ft_launch_geom {
   size_t gsmem;
   /* tc presplit: x and W pre-split by kernel FT_PRESPLIT_KERNEL into the workspace from byte
    * presplit_off on (0 in family tc; after the pass's own workspace in family tc_pass), rows of 2 Kp
-   * floats (Kp = K rounded up to FT_PRESPLIT_COLS): x's M rows first, then W's N rows; 0: none */
-  int presplit_kp;
+   * floats (Kp = K rounded up to FT_PRESPLIT_COLS): x's M rows first, then W's presplit_wrows rows
+   * (the GEMM's N: 2n for a gated pair's interleaved weight); 0: none */
+  int presplit_kp, presplit_wrows;
   size_t presplit_off;
   /* The main kernel (pdl) or the own GEMM (gpdl) waits (griddepcontrol.wait) before it touches
    * global memory: launched with programmatic stream serialization, its launch and prologue overlap

@@ -420,10 +420,10 @@ static ft_status presplit_rows(ft_launchable *L, const void *src, float *dst, in
   return launch(L->presplit, grid, block, NULL, 0, 0, NULL, args, stream, err);
 }
 
-/* Pre-split 3xtf32: x split into the workspace's first M rows on every launch; W into the next N
- * rows when it is not the W split last (another pointer, or ft_launchable_weight_changed), in
- * stream order before the kernel (a plan's launches do not overlap: ft_plan_launch). Inside a
- * CUDA-graph capture W's split is left out of the graph where the workspace already holds it
+/* Pre-split 3xtf32: x split into the workspace's first M rows on every launch; W into the next
+ * geometry's presplit_wrows rows (N; 2N for a gated pair) when it is not the W split last
+ * (another pointer, or ft_launchable_weight_changed), in stream order before the kernel (a
+ * plan's launches do not overlap: ft_plan_launch). Inside a CUDA-graph capture W's split is left out of the graph where the workspace already holds it
  * (a launch before the capture, as a warm-up makes): each replay then reads the workspace as it
  * is, which a later launch outside the graph keeps current (after ft_launchable_weight_changed)
  * or overwrites (another W pointer). Otherwise the graph splits W at every replay: a split
@@ -436,9 +436,7 @@ static ft_status presplit_operands(ft_launchable *L, const void **x, const void 
   FT_CUDA_TRY(err, cudaStreamIsCapturing(stream, &cap));
   if (!L->wsplit_ok || L->wsplit_of != *w) {
     L->wsplit_ok = 0;
-    /* W's rows: the GEMM's columns, twice n for a pair computed in the kernel (tc's gated form) */
-    const int wrows = L->fam && L->fam->pair && L->fam->pair(&L->v) ? 2 * L->n : gemm_cols(L);
-    FT_TRY(presplit_rows(L, *w, ws, wrows, stream, err));
+    FT_TRY(presplit_rows(L, *w, ws, L->geom.presplit_wrows, stream, err)); /* 2n for a gated pair */
     if (cap == cudaStreamCaptureStatusNone) L->wsplit_of = *w, L->wsplit_ok = 1;
   }
   FT_TRY(presplit_rows(L, *x, xs, L->m, stream, err));

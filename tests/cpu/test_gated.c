@@ -113,6 +113,7 @@ static void test_enumeration(void) {
       memset(&g, 0, sizeof g);
       ft_variant_geometry(&v[i], 64, 512, 520, &g);
       ASSERT_TRUE(g.workspace_bytes >= (size_t)(64 + 2 * 512) * 2 * (size_t)g.presplit_kp * sizeof(float));
+      ASSERT_EQ_INT(g.presplit_wrows, 2 * 512); /* launch.c splits the interleaved weight's 2N rows */
     }
   }
   ASSERT_TRUE(forms[0] > 0 && forms[1] > 0 && forms[2] > 0);

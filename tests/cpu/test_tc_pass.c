@@ -200,7 +200,7 @@ static void test_geometry(void) {
   ft_variant_geometry(&v, 1000, 4096, 1000, &g);
   const size_t split = (size_t)(1000 + 4096) * 2 * (size_t)ft_presplit_kp(1000) * sizeof(float);
   ASSERT_TRUE(plain.presplit_kp == 0 && plain.presplit_off == 0 && plain.workspace_bytes > 0);
-  ASSERT_TRUE(g.presplit_kp == (int)ft_presplit_kp(1000) && g.presplit_off >= plain.workspace_bytes &&
+  ASSERT_TRUE(g.presplit_kp == (int)ft_presplit_kp(1000) && g.presplit_wrows == 4096 && g.presplit_off >= plain.workspace_bytes &&
               g.presplit_off % 256 == 0 && g.workspace_bytes == g.presplit_off + split);
   ASSERT_TRUE(g.own_gemm && g.has_reduce && g.flag_bytes == plain.flag_bytes);
   /* Family tc's own pre-split kernel keeps its split rows at the workspace's start. */

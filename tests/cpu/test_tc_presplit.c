@@ -115,6 +115,7 @@ static void test_rules(void) {
   ft_launch_geom g;
   ft_variant_geometry(&v, 1000, 8192, 1000, &g);
   ASSERT_EQ_INT(g.presplit_kp, 1024);
+  ASSERT_EQ_INT(g.presplit_wrows, 8192);
   ASSERT_TRUE(g.workspace_bytes == (size_t)(1000 + 8192) * 2 * 1024 * sizeof(float));
   ASSERT_TRUE(!g.has_reduce && g.presplit_off == 0);
   /* tc_reduce: its row statistics (1000 rows x 64 tiles of 128 columns) first, the split rows after
@@ -122,7 +123,7 @@ static void test_rules(void) {
   v = pre_variant(), v.family = FT_FAMILY_TC_REDUCE;
   ft_variant_geometry(&v, 1000, 8192, 1000, &g);
   ASSERT_TRUE(g.has_reduce && g.presplit_kp == 1024 && g.presplit_off >= (size_t)1000 * 64 * sizeof(float) &&
-              g.presplit_off % 256 == 0);
+              g.presplit_off % 256 == 0 && g.presplit_wrows == 8192);
   ASSERT_TRUE(g.workspace_bytes == g.presplit_off + (size_t)(1000 + 8192) * 2 * 1024 * sizeof(float));
   v = pre_variant();
   ft_variant_geometry(&v, 1000, 8192, 1000, &g);

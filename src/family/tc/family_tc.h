@@ -118,9 +118,12 @@ extern const ft_json_key ft__tc_keys[], ft__tc_opt_keys[];
 /* Family tc's kernel files (family tc_pass's GEMM is that kernel). */
 extern const char *const ft__tc_sources[];
 /* g's workspace of own bytes (a reduction family's statistics or pass buffers), then family tc's
- * pre-split x and W (split bytes, rows of 2 kp floats) from the next 256-byte boundary on. */
-static inline void tc_presplit_after(ft_launch_geom *g, size_t own, int kp, size_t split) {
-  g->presplit_kp = kp;
+ * pre-split x and W as family tc's geometry tc lays them out (its workspace, rows of 2 Kp floats)
+ * from the next 256-byte boundary on; tc may be g itself. */
+static inline void tc_presplit_after(ft_launch_geom *g, size_t own, const ft_launch_geom *tc) {
+  const int kp = tc->presplit_kp, wrows = tc->presplit_wrows;
+  const size_t split = tc->workspace_bytes;
+  g->presplit_kp = kp, g->presplit_wrows = wrows;
   g->presplit_off = (own + 255) / 256 * 256;
   g->workspace_bytes = g->presplit_off + split;
 }

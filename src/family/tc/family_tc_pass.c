@@ -80,7 +80,7 @@ static void tcp_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, f
   memcpy(g->gcluster, t.cluster, sizeof t.cluster);
   g->gsmem = t.smem;
   g->gpdl = t.pdl; /* the pass after it reads what it wrote: never itself launched so (g->pdl 0) */
-  if (t.presplit_kp) tc_presplit_after(g, g->workspace_bytes, t.presplit_kp, t.workspace_bytes); /* after the pass's */
+  if (t.presplit_kp) tc_presplit_after(g, g->workspace_bytes, &t); /* after the pass's */
 }
 
 /* The tighter of the two kernels' caps (each is compiled to its own __launch_bounds__). */

@@ -37,7 +37,7 @@ static void tcr_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, f
   ft_family_tc.geometry(v, m, n, k, g);
   if (v->bn <= 0) return;
   const size_t stats = (size_t)m * (size_t)tcr_ntiles(v, n) * sizeof(float);
-  if (g->presplit_kp) tc_presplit_after(g, stats, g->presplit_kp, g->workspace_bytes); /* after the statistics */
+  if (g->presplit_kp) tc_presplit_after(g, stats, g); /* after the statistics */
   else g->workspace_bytes = stats;
   g->has_reduce = 1;
   g->rblock[0] = FT_AUX_BLOCK;
