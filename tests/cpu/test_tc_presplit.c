@@ -3,7 +3,7 @@
  * 3xtf32 only, never with aregs; families tc, tc_reduce, tc_norm and tc_pass's GEMM), its rules, the name and JSON both ways, the
  * geometry (the workspace holds x's and W's split rows of 2 Kp floats, Kp = K rounded up to 32;
  * shared memory: stages of both parts, no small buffers), and NVRTC compiles each form for sm_90a
- * without spills (--sweep: every presplit variant at four shapes). */
+ * without spills (--sweep: every presplit variant at four shapes, and a gated pair's at one). */
 #include <stdlib.h>
 
 #include "codegen.h"
@@ -189,7 +189,7 @@ static void test_compiles(void) {
 }
 
 /* --sweep (CTest label sweep): every presplit variant of the full space at issue 55's shapes with an
- * elementwise E. */
+ * elementwise E, and of a gated pair at a Llama MLP's. */
 static void test_sweep(void) {
   static const int64_t shapes[][3] = {{1024, 8192, 8192}, {128, 16384, 16384}, {2048, 4096, 8192}, {1000, 1040, 1000}};
   ft_epilogue *ep = parse_ok("gelu(x + bias) * s where scalar s = 0.5");
@@ -213,6 +213,21 @@ static void test_sweep(void) {
     free(v);
   }
   ft_ep_free(ep);
+  /* A gated pair (SwiGLU's halves at a Llama MLP's shape): W's 2N interleaved rows split. */
+  ft_epilogue *pair = parse_ok("silu(x) * x2");
+  ft_variant *v = NULL;
+  int nv = 0, n = 0;
+  if (pair)
+    ASSERT_OK(ft_space_enumerate_ep(FT_VK_GEMM, 4096, 14336, 4096, FT_MATH_3XTF32, FT_SPACE_FULL, pair, &lim, &v, NULL,
+                                    &nv, &e));
+  for (int i = 0; i < nv; i++)
+    if (v[i].tc.presplit && v[i].tc.gated) v[n++] = v[i];
+  if (pair) check_compiles(v, n, pair);
+  printf("  4096x14336x4096 'silu(x) * x2': %d presplit gated variants compiled\n", n);
+  if (pair && !n) FT_FAIL_AT_("%s", "silu(x) * x2 at 4096x14336x4096: no presplit gated variant");
+  total += n;
+  free(v);
+  ft_ep_free(pair);
   printf("%d presplit variants compiled (sweep)\n", total);
 }
 
