@@ -87,18 +87,27 @@ static void check_round_trip(const ft_epilogue *ep, const char *text) {
   ft_ep_free(again);
 }
 
+/* Both plans, the bias folded into the GEMM (fold 1) and kept a step (fold 0): steps read only
+ * earlier buffers; the unfolded plan folds nothing and has as many steps or one more. */
 static void check_eager(const ft_epilogue *ep, const char *text) {
-  static ft_ep_eager plan;
-  ft_err err;
-  ft_status s = ft_ep_eager_plan(ep, &plan, &err);
-  if (s == FT_ERR_UNSUPPORTED) return; /* too many passes or a very long step */
-  if (s != FT_OK) fail(err.msg, text);
-  for (int i = 0; i < plan.nsteps; i++) {
-    const ft_ep_step *st = &plan.steps[i];
-    if (st->nin < 1 || st->nin > 3 || !cuda_chars_ok(st->expr)) fail("bad eager step", text);
-    for (int j = 0; j < st->nin; j++)
-      if (st->in[j] < 0 || (st->in[j] > i && st->in[j] != FT_EP_BUF_X2)) fail("eager step reads a later buffer", text);
+  static ft_ep_eager plans[2];
+  ft_status s[2];
+  for (int fold = 0; fold < 2; fold++) {
+    ft_err err;
+    const ft_ep_eager *plan = &plans[fold];
+    s[fold] = ft_ep_eager_plan_fold(ep, fold, &plans[fold], &err);
+    if (s[fold] == FT_ERR_UNSUPPORTED) continue; /* too many passes or a very long step */
+    if (s[fold] != FT_OK) fail(err.msg, text);
+    for (int i = 0; i < plan->nsteps; i++) {
+      const ft_ep_step *st = &plan->steps[i];
+      if (st->nin < 1 || st->nin > 3 || !cuda_chars_ok(st->expr)) fail("bad eager step", text);
+      for (int j = 0; j < st->nin; j++)
+        if (st->in[j] < 0 || (st->in[j] > i && st->in[j] != FT_EP_BUF_X2)) fail("eager step reads a later buffer", text);
+    }
   }
+  if (s[0] == FT_OK && plans[0].gemm_bias_slot != -1) fail("an unfolded plan folds a bias", text);
+  if (s[0] == FT_OK && s[1] == FT_OK && plans[0].nsteps != plans[1].nsteps + (plans[1].gemm_bias_slot >= 0))
+    fail("the unfolded plan is not the folded one with the bias as one more step", text);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
