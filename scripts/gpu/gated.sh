@@ -8,6 +8,7 @@
 # BUILD: a build tree of this checkout; OUT: where logs and the database go.
 set -u
 B=$1 OUT=$2 BUDGET=${3:-25}
+mkdir -p "$OUT"
 DB=$OUT/gated.db
 export FUSEDTUNE_LIBRARY=$B/libfusedtune.so PYTHONUNBUFFERED=1
 t0=$(date +%s)
