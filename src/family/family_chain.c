@@ -73,10 +73,21 @@ static int chain_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k
   return 1;
 }
 
-/* One variant, E's plan, where E has one the family runs: its bias in cuBLASLt's bias GEMM, or,
- * where that GEMM does not apply to the shape and E reduces, after cuBLAS as a step (torch's addmm
- * falls back the same way). Its cost orders it after the passes (every safe candidate is measured; this one
- * most likely loses to one pass). */
+/* The variant of plan (E's, folded or not) for the shape; 0 where it does not apply. */
+static int plan_variant(const ft_ep_eager *plan, int64_t m, int64_t n, int64_t k, ft_math math,
+                        const ft_device_limits *lim, ft_variant *v) {
+  memset(v, 0, sizeof *v);
+  v->kind = FT_VK_EPILOGUE, v->family = FT_FAMILY_EAGER_CHAIN, v->math = (int)math;
+  ft_chain_reads(math, m, n, &v->vec, &v->chain.rblock); /* as the eager baseline's (baseline.c) */
+  v->chain.steps = plan->nsteps, v->chain.lt = plan->gemm_bias_slot + 1;
+  return ft_variant_applicable(v, m, n, k, lim, NULL, 0);
+}
+
+/* One variant, E's plan, where E has one the family runs: its bias in cuBLASLt's bias GEMM; where
+ * that GEMM does not take the shape and E reduces, the bias a step after cuBLAS (torch's addmm
+ * falls back the same way; an elementwise E's one pass after cuBLAS beats such a chain). Its cost
+ * orders it after the passes (every safe candidate is measured; this one most likely loses to one
+ * pass). */
 static ft_status chain_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,
                                  ft_space_sink *sink, ft_err *err) {
   const ft_epilogue *ep = ft_space_epilogue(sink);
@@ -85,21 +96,11 @@ static ft_status chain_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, 
   if (!plan) return ft__fail(err, FT_ERR_NOMEM, "space: out of memory");
   ft_err none;
   ft_status s = FT_OK;
-  /* Unfolded only where E reduces: an elementwise E's pass after cuBLAS is one kernel, which a
-   * chain of two steps or more cannot beat. */
-  const int reduces = ft_ep_reduction(ep, NULL) != FT_RED_NONE;
-  for (int fold = 1; fold >= 0 && (fold || reduces); fold--) {
-    if (plan_of(ep, fold, plan, &none) != FT_OK) break;
-    ft_variant v = {0};
-    v.kind = FT_VK_EPILOGUE, v.family = FT_FAMILY_EAGER_CHAIN, v.math = (int)math;
-    ft_chain_reads(math, m, n, &v.vec, &v.chain.rblock); /* as the eager baseline's (baseline.c) */
-    v.chain.steps = plan->nsteps, v.chain.lt = plan->gemm_bias_slot + 1;
-    if (ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) {
-      s = ft_space_push(sink, &v, 100.0 + plan->nsteps, err);
-      break;
-    }
-    if (!v.chain.lt) break; /* nothing folded: the unfolded plan is this one */
-  }
+  ft_variant v = {0}; /* lt 0 where E has no plan: nothing to retry */
+  int ok = plan_of(ep, 1, plan, &none) == FT_OK && plan_variant(plan, m, n, k, math, lim, &v);
+  if (!ok && v.chain.lt && ft_ep_reduction(ep, NULL) != FT_RED_NONE)
+    ok = plan_of(ep, 0, plan, &none) == FT_OK && plan_variant(plan, m, n, k, math, lim, &v);
+  if (ok) s = ft_space_push(sink, &v, 100.0 + plan->nsteps, err);
   free(plan);
   return s;
 }

@@ -420,18 +420,20 @@ static ft_status presplit_rows(ft_launchable *L, const void *src, float *dst, in
   return launch(L->presplit, grid, block, NULL, 0, 0, NULL, args, stream, err);
 }
 
-/* Pre-split 3xtf32: x split into the workspace's first M rows on every launch; W into the next
- * geometry's presplit_wrows rows (N; 2N for a gated pair) when it is not the W split last
- * (another pointer, or ft_launchable_weight_changed), in stream order before the kernel (a
- * plan's launches do not overlap: ft_plan_launch). Inside a CUDA-graph capture W's split is left out of the graph where the workspace already holds it
- * (a launch before the capture, as a warm-up makes): each replay then reads the workspace as it
- * is, which a later launch outside the graph keeps current (after ft_launchable_weight_changed)
- * or overwrites (another W pointer). Otherwise the graph splits W at every replay: a split
- * recorded in a graph has not run yet, so the workspace is not current for later launches. *x
+/* Pre-split 3xtf32: x split into the workspace's first M rows (from geometry's presplit_off) on
+ * every launch; W into the next presplit_wrows rows (N; 2N for a gated pair) when it is not the W
+ * split last (another pointer, or ft_launchable_weight_changed), in stream order before the kernel
+ * (a plan's launches do not overlap: ft_plan_launch). Inside a CUDA-graph capture W's split is
+ * left out of the graph where the workspace already holds it (a launch before the capture, as a
+ * warm-up makes): each replay then reads the workspace as it is, which a later launch outside the
+ * graph keeps current (after ft_launchable_weight_changed) or overwrites (another W pointer).
+ * Otherwise the graph splits W at every replay: a split recorded in a graph has not run yet, so
+ * the workspace is not current for later launches. *x
  * and *w then name the split rows. */
 static ft_status presplit_operands(ft_launchable *L, const void **x, const void **w, cudaStream_t stream,
                                    ft_err *err) {
-  float *xs = (float *)((char *)L->ws + L->geom.presplit_off), *ws = xs + (size_t)L->m * 2 * (size_t)L->geom.presplit_kp;
+  float *xs = (float *)((char *)L->ws + L->geom.presplit_off);
+  float *ws = xs + (size_t)L->m * 2 * (size_t)L->geom.presplit_kp;
   enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
   FT_CUDA_TRY(err, cudaStreamIsCapturing(stream, &cap));
   if (!L->wsplit_ok || L->wsplit_of != *w) {

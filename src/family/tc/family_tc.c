@@ -150,7 +150,7 @@ static void tc_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft
   if (v->tc.presplit) { /* x's M rows, then W's N rows, each of 2 Kp floats (big and small parts) */
     g->presplit_kp = (int)ft_presplit_kp(k);
     g->presplit_wrows = (int)n; /* the GEMM's: 2n for a gated pair */
-    g->workspace_bytes = (size_t)(m + n) * 2 * (size_t)g->presplit_kp * sizeof(float);
+    g->workspace_bytes = (size_t)(m + g->presplit_wrows) * 2 * (size_t)g->presplit_kp * sizeof(float);
   }
 }
 
