@@ -51,9 +51,13 @@ static int run_kind(ft_gpu *g, ft_variant_kind kind, ft_space_scope scope, int m
     ft_status s = jobs[j].status;
     if (s == FT_OK) s = ft_test_launch_check(g, &vs[pick[j]], &jobs[j], &src[j], d, &c, &e);
     /* As in gpu_test_tc: 3xtf32 chunks over 4 k tiles may miss SGEMM's accuracy (the tuner then
-     * rejects them as wrong results), never fp32's bound. */
-    const double vtol =
-        math == FT_MATH_3XTF32 && vs[pick[j]].tc.chunk > 4 ? (tol > FT_TOL_FP32 ? tol : FT_TOL_FP32) : tol;
+     * rejects them as wrong results), never fp32's bound. A gated pair's output carries both
+     * sums' errors, so there chunks of 4 may miss it too (1.5e-6 against 9.5e-7 at 129x272x520,
+     * H100, 2026-12-07). */
+    const int strict_chunk = vs[pick[j]].tc.gated ? 2 : 4;
+    const double vtol = math == FT_MATH_3XTF32 && vs[pick[j]].tc.chunk > strict_chunk
+                            ? (tol > FT_TOL_FP32 ? tol : FT_TOL_FP32)
+                            : tol;
     if (s != FT_OK || c.bad || !(c.rel_err <= vtol)) {
       FT_FAIL_AT_("%s %s: %s rel_err %.3g (tolerance %.3g), %lld non-finite", what, name,
                   s != FT_OK ? (jobs[j].status != FT_OK && jobs[j].log ? jobs[j].log : e.msg) : "", c.rel_err, vtol,
