@@ -1,9 +1,10 @@
 // fusedtune reduction pass, column form (FT_RED_FORM 2): batchnorm in place on y in two kernels.
 // ft_reduce_pass (ft_red_colstats) takes a strip of 32 * FT_VEC columns (a lane's FT_VEC each) and
 // a tile of FT_RED_TILE rows per block (grid: strips x tiles); each thread folds its rows (the
-// block's warps take every kRedWarps-th row) into a running mean and sum of squared deviations
-// (Welford), the warps' states are merged in order, and the tile's (mean, M2) per column goes to the
-// workspace. The last block of a strip to finish (a counter per strip in flags, left zero again)
+// block's warps take every kRedWarps-th row) kColBatch at a time: the batch's loads all issued
+// first, its mean and sum of squared deviations taken from registers (two passes), then merged
+// into the running pair (Chan); the warps' states are merged in order, and the tile's (mean, M2)
+// per column goes to the workspace. The last block of a strip to finish (a counter per strip in flags, left zero again)
 // merges the strip's tiles in tile order (Chan's formula) into each column's mean and 1 / std. So
 // y is read twice and written once, and the result does not depend on which block finished last.
 // ft_reduce_apply then normalizes y tile by tile in reverse order, starting where the first kernel
@@ -14,6 +15,10 @@
 
 constexpr int kColTile = FT_RED_FORM == 2 || FT_RED_FORM == 3 ? FT_RED_TILE : 1;
 constexpr int kColWidth = 32 * FT_VEC;
+// Rows a warp has in flight: each load is issued before the batch's arithmetic (a load per row,
+// then a division, let one row in flight per warp, and the in-place apply's stores kept the next
+// load behind them: about 2.7 TB/s on the H200, docs/BENCHMARKS.md 2026-12-07 (n)).
+constexpr int kColBatch = 4;
 static_assert(FT_RED_FORM != 2 || kRedKind == 9, "fusedtune: the column form computes batchnorm");
 static_assert(FT_RED_FORM != 3 || kRedKind == 6 || kRedKind == 7,
               "fusedtune: the column-then-row form computes softmax or log_softmax of batchnorm");
@@ -50,17 +55,35 @@ __device__ __forceinline__ void ft_red_colstats(const ft_elem_t *y, float2 *ws, 
 #pragma unroll
   for (int l = 0; l < FT_VEC; l++) mean[l] = m2[l] = 0.0f;
   if (col < N) {
-    int n = 0;
-#pragma unroll 4
-    for (int r = r0 + warp; r < r1; r += kRedWarps) {
-      const FtRedPack q = *reinterpret_cast<const FtRedPack *>(y + (size_t)r * (size_t)N + col);
-      const float inv = 1.0f / (float)++n;
+    float n = 0.0f;
+    for (int rb = r0 + warp; rb < r1; rb += kColBatch * kRedWarps) {
+      const int nb = min(kColBatch, (r1 - rb + kRedWarps - 1) / kRedWarps); // rows of this batch
+      FtRedPack q[kColBatch];
+#pragma unroll
+      for (int u = 0; u < kColBatch; u++)
+        if (u < nb) q[u] = *reinterpret_cast<const FtRedPack *>(y + (size_t)(rb + u * kRedWarps) * (size_t)N + col);
+      const float fb = (float)nb, inv = nb == kColBatch ? 1.0f / kColBatch : 1.0f / fb, t = n + fb, f = fb / t;
 #pragma unroll
       for (int l = 0; l < FT_VEC; l++) {
-        const float x = ft_red_col_arg(ft_to_float(q.e[l]), r, col + l, ep), d = x - mean[l];
-        mean[l] = fmaf(d, inv, mean[l]);
-        m2[l] = fmaf(d, x - mean[l], m2[l]);
+        float x[kColBatch], sum = 0.0f, q2 = 0.0f;
+#pragma unroll
+        for (int u = 0; u < kColBatch; u++) {
+          x[u] = u < nb ? ft_red_col_arg(ft_to_float(q[u].e[l]), rb + u * kRedWarps, col + l, ep) : 0.0f;
+          sum += x[u];
+        }
+        const float mb = sum * inv;
+#pragma unroll
+        for (int u = 0; u < kColBatch; u++)
+          if (u < nb) q2 = fmaf(x[u] - mb, x[u] - mb, q2);
+        if (n == 0.0f) { // the first batch as it is (no d * d * 0: a huge mean would make inf * 0)
+          mean[l] = mb, m2[l] = q2;
+        } else {
+          const float d = mb - mean[l];
+          m2[l] = m2[l] + q2 + d * d * n * f;
+          mean[l] = fmaf(d, f, mean[l]);
+        }
       }
+      n = t;
     }
   }
 #pragma unroll
@@ -99,17 +122,24 @@ ft_reduce_apply(ft_elem_t *y, const float2 *ws, int M, int N, FtEpArgs ep) {
 #pragma unroll
     for (int l = 0; l < FT_VEC; l++) mean[l] = st[l].x, rstd[l] = st[l].y;
     const int r1 = min(M, (tile + 1) * kColTile);
-#pragma unroll 4
-    for (int r = tile * kColTile + warp; r < r1; r += kRedWarps) {
-      ft_elem_t *p = y + (size_t)r * (size_t)N + col;
-      const FtRedPack q = *reinterpret_cast<const FtRedPack *>(p);
-      FtRedPack o;
+    for (int rb = tile * kColTile + warp; rb < r1; rb += kColBatch * kRedWarps) {
+      const int nb = min(kColBatch, (r1 - rb + kRedWarps - 1) / kRedWarps);
+      FtRedPack q[kColBatch]; // the batch's loads before its stores (y is written in place)
 #pragma unroll
-      for (int l = 0; l < FT_VEC; l++) {
-        const float v = (ft_red_inner(ft_to_float(q.e[l]), r, col + l, ep) - mean[l]) * rstd[l];
-        o.e[l] = ft_from_float(ft_red_post(v, r, col + l, ep));
+      for (int u = 0; u < kColBatch; u++)
+        if (u < nb) q[u] = *reinterpret_cast<const FtRedPack *>(y + (size_t)(rb + u * kRedWarps) * (size_t)N + col);
+#pragma unroll
+      for (int u = 0; u < kColBatch; u++) {
+        if (u >= nb) break;
+        const int r = rb + u * kRedWarps;
+        FtRedPack o;
+#pragma unroll
+        for (int l = 0; l < FT_VEC; l++) {
+          const float v = (ft_red_inner(ft_to_float(q[u].e[l]), r, col + l, ep) - mean[l]) * rstd[l];
+          o.e[l] = ft_from_float(ft_red_post(v, r, col + l, ep));
+        }
+        *reinterpret_cast<FtRedPack *>(y + (size_t)r * (size_t)N + col) = o;
       }
-      *reinterpret_cast<FtRedPack *>(p) = o;
     }
   } else if constexpr (kRedForm == 3) { // a block per row (grid M), y in place
     const float2 *st = ws + (size_t)((M + kColTile - 1) / kColTile) * (size_t)N;
