@@ -19,12 +19,27 @@ FT_DEFINE_APPLY_EPILOGUE()
 struct alignas(2 * FT_VEC) ft_epi_pack {
   unsigned w[FT_VEC / 2];
 };
+using ft_epi_vec = ft_epi_pack;
+#elif FT_VEC == 4
+using ft_epi_vec = float4;
+#elif FT_VEC == 2
+using ft_epi_vec = float2;
 #endif
 
 extern "C" __global__ void __launch_bounds__(FT_BLOCK)
 ft_epilogue_pass(ft_elem_t *__restrict__ Y, int M, int N, FtEpArgs ep) {
   const size_t total = (size_t)M * (size_t)N;
   const size_t block_base = (size_t)blockIdx.x * (size_t)(FT_BLOCK * FT_EPT);
+#if FT_VEC > 1
+  // Every whole vector of the thread loaded before the first store: in place, each load would
+  // otherwise wait behind the previous vector's store (one access in flight a thread; SASS).
+  ft_epi_vec pre[FT_EPT / FT_VEC];
+#pragma unroll
+  for (int c = 0; c < FT_EPT / FT_VEC; c++) {
+    const size_t i = block_base + ((size_t)c * FT_BLOCK + threadIdx.x) * FT_VEC;
+    if (i + FT_VEC <= total) pre[c] = *reinterpret_cast<const ft_epi_vec *>(Y + i);
+  }
+#endif
 #pragma unroll
   for (int c = 0; c < FT_EPT / FT_VEC; c++) {
     const size_t i = block_base + ((size_t)c * FT_BLOCK + threadIdx.x) * FT_VEC;
@@ -33,7 +48,7 @@ ft_epilogue_pass(ft_elem_t *__restrict__ Y, int M, int N, FtEpArgs ep) {
     ft_rowcol(i, total, N, row, col);
 #if FT_DTYPE != 0 && FT_VEC > 1
     if (i + FT_VEC <= total) {
-      const ft_epi_pack p = *reinterpret_cast<const ft_epi_pack *>(Y + i);
+      const ft_epi_pack p = pre[c];
       float v[FT_VEC];
       ft_aux_lanes<FT_VEC>(N, row, col, [&](int l, int r, int cl) {
         v[l] = ft_apply_epilogue(ft_half_of(p.w[l / 2], l % 2), r, cl, ep);
@@ -46,7 +61,7 @@ ft_epilogue_pass(ft_elem_t *__restrict__ Y, int M, int N, FtEpArgs ep) {
     }
 #elif FT_VEC == 4
     if (i + 4 <= total) {
-      const float4 v = *reinterpret_cast<const float4 *>(Y + i);
+      const float4 v = pre[c];
       const float a[4] = {v.x, v.y, v.z, v.w};
       float o[4];
       ft_aux_lanes<4>(N, row, col, [&](int l, int r, int cl) { o[l] = ft_apply_epilogue(a[l], r, cl, ep); });
@@ -55,7 +70,7 @@ ft_epilogue_pass(ft_elem_t *__restrict__ Y, int M, int N, FtEpArgs ep) {
     }
 #elif FT_VEC == 2
     if (i + 2 <= total) {
-      const float2 v = *reinterpret_cast<const float2 *>(Y + i);
+      const float2 v = pre[c];
       const float a[2] = {v.x, v.y};
       float o[2];
       ft_aux_lanes<2>(N, row, col, [&](int l, int r, int cl) { o[l] = ft_apply_epilogue(a[l], r, cl, ep); });
