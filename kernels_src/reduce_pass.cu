@@ -179,10 +179,22 @@ __device__ __forceinline__ void ft_red_span(const ft_elem_t *src, int ncols, int
     for (int j = first; j < ncols; j += stride) f(j, ft_to_float(src[j]));
     return;
   }
-  // Unrolled: several vectors read before the first is folded (a row of 128 blocks left each
-  // thread one read in flight); the fold's order is the same.
-#pragma unroll 4
-  for (int j = first * FT_VEC; j < ncols; j += stride * FT_VEC) {
+  // Four vectors read before the first is folded (a row of 128 blocks left each thread one read
+  // in flight; `#pragma unroll` alone did not hoist the reads past a fold's branches, SASS); the
+  // fold's order is the same.
+  constexpr int kU = 4;
+  const int step = stride * FT_VEC;
+  int j = first * FT_VEC;
+  for (; j + (kU - 1) * step < ncols; j += kU * step) {
+    FtRedPack p[kU];
+#pragma unroll
+    for (int u = 0; u < kU; u++) p[u] = *reinterpret_cast<const FtRedPack *>(src + j + u * step);
+#pragma unroll
+    for (int u = 0; u < kU; u++)
+#pragma unroll
+      for (int l = 0; l < FT_VEC; l++) f(j + u * step + l, ft_to_float(p[u].e[l]));
+  }
+  for (; j < ncols; j += step) {
     const FtRedPack p = *reinterpret_cast<const FtRedPack *>(src + j);
 #pragma unroll
     for (int l = 0; l < FT_VEC; l++) f(j + l, ft_to_float(p.e[l]));
