@@ -201,6 +201,38 @@ __device__ __forceinline__ void ft_red_span(const ft_elem_t *src, int ncols, int
   }
 }
 
+// dst[j] = g(j, src[j]) over the span ft_red_span reads, stored a vector at a time where src and
+// dst are both whole aligned vectors (element stores left a warp 8 store instructions a vector).
+// Not in groupnorm's passes: beside their statistics the fp32 block-per-row form spilled.
+template <typename G>
+__device__ __forceinline__ void ft_red_span_map(const ft_elem_t *src, ft_elem_t *dst, int ncols, int first, int stride,
+                                                G &&g) {
+  // fp32: element stores (4 a vector; with the vector's registers the 128-thread form spilled).
+  if (FT_DTYPE == 0 || FT_VEC == 1 || ncols % FT_VEC != 0 || (unsigned long long)src % (sizeof(ft_elem_t) * FT_VEC) != 0 ||
+      (unsigned long long)dst % (sizeof(ft_elem_t) * FT_VEC) != 0) {
+    ft_red_span(src, ncols, first, stride, [&](int j, float x) { dst[j] = ft_from_float(g(j, x)); });
+    return;
+  }
+  constexpr int kU = 2;
+  const int step = stride * FT_VEC;
+  int j = first * FT_VEC;
+  for (; j < ncols; j += kU * step) {
+    FtRedPack p[kU]; // the batch's reads before its stores (dst may be src)
+#pragma unroll
+    for (int u = 0; u < kU; u++)
+      if (j + u * step < ncols) p[u] = *reinterpret_cast<const FtRedPack *>(src + j + u * step);
+#pragma unroll
+    for (int u = 0; u < kU; u++) {
+      if (j + u * step >= ncols) break;
+      FtRedPack o;
+#pragma unroll
+      for (int l = 0; l < FT_VEC; l++) o.e[l] = ft_from_float(g(j + u * step + l, ft_to_float(p[u].e[l])));
+      *reinterpret_cast<FtRedPack *>(dst + j + u * step) = o;
+    }
+  }
+}
+
+
 // A row's span shared by the block's threads.
 template <typename F>
 __device__ __forceinline__ void ft_red_row(const ft_elem_t *src, int ncols, F &&f) {
@@ -383,10 +415,10 @@ __device__ __forceinline__ void ft_red_rows(const ft_elem_t *src, int ld, ft_ele
     // holds exp(inf - inf)).
     const float inv = 1.0f / s.b, lse = s.a + ft_logf(s.b);
     const bool finite = s.a == s.a && s.a != ft_red_inf() && s.a != -ft_red_inf();
-    ft_red_row(in, ncols, [&](int j, float x) {
+    ft_red_span_map(in, out, ncols, threadIdx.x, FT_BLOCK, [&](int j, float x) {
       const float v = ft_red_inner(pre(row, col0 + j, x), row, col0 + j, ep);
       const float r = !finite ? __int_as_float(0x7fffffff) : kRedKind == 6 ? ft_expf(v - s.a) * inv : v - lse;
-      out[j] = ft_from_float(ft_red_post(r, row, col0 + j, ep));
+      return ft_red_post(r, row, col0 + j, ep);
     });
   }
 }
