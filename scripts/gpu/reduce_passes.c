@@ -24,6 +24,10 @@ static char g_msg[2048 + 16];
 
 const char *rp_error(void) { return g_msg; }
 
+/* A variant this bench times: a reduction pass in place (not one that reads another chunk's
+ * columns, nor the eager chain, which needs the problem's GEMM). */
+static int in_place_pass(const ft_variant *v) { return v->family == FT_FAMILY_REDUCE_PASS && !v->red.cols; }
+
 /* The in-place pass variants of expr at m x n in math (ft_math: 0 fp32, 2 bf16): how many, and the
  * name of variant index into name (or -1 on an error: rp_error). */
 int rp_variants(const char *expr, int m, int n, int math, int index, char *name, int len) {
@@ -40,7 +44,7 @@ int rp_variants(const char *expr, int m, int n, int math, int index, char *name,
     return -1;
   }
   for (int i = 0; i < nv; i++) {
-    if (v[i].red.cols) continue;
+    if (!in_place_pass(&v[i])) continue;
     if (kept++ == index) ft_variant_name(&v[i], name, (size_t)len);
   }
   free(v);
@@ -64,7 +68,7 @@ void *rp_open(const char *expr, int m, int n, int math, int index, void *const *
     return NULL;
   }
   for (int i = 0; i < nv && !found; i++)
-    if (!v[i].red.cols && kept++ == index) pick = v[i], found = 1;
+    if (in_place_pass(&v[i]) && kept++ == index) pick = v[i], found = 1;
   free(v);
   rp_pass *p = calloc(1, sizeof *p);
   ft_kernel_src src = {0};
