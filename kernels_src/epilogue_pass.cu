@@ -26,13 +26,24 @@ using ft_epi_vec = float4;
 using ft_epi_vec = float2;
 #endif
 
+// Every whole vector of the thread loaded before the first store: in place, each load would
+// otherwise wait behind the previous vector's store (one access in flight a thread; SASS). Up to
+// four vectors and 32 bytes: eight held across a heavy E's slow-path calls spilled (v2_e16,
+// gelu_tanh in bf16), and so did 64 bytes at 512 threads (fp32 v4_e16, mish).
+// FT_EPI_LOAD(T): vector c of the thread, at element i, preloaded or read now.
+#if FT_VEC > 1 && FT_EPT / FT_VEC <= 4 && FT_EPT * (FT_DTYPE == 0 ? 4 : 2) <= 32
+#define FT_EPI_PRELOAD 1
+#define FT_EPI_LOAD(T) pre[c]
+#else
+#define FT_EPI_PRELOAD 0
+#define FT_EPI_LOAD(T) (*reinterpret_cast<const T *>(Y + i))
+#endif
+
 extern "C" __global__ void __launch_bounds__(FT_BLOCK)
 ft_epilogue_pass(ft_elem_t *__restrict__ Y, int M, int N, FtEpArgs ep) {
   const size_t total = (size_t)M * (size_t)N;
   const size_t block_base = (size_t)blockIdx.x * (size_t)(FT_BLOCK * FT_EPT);
-#if FT_VEC > 1
-  // Every whole vector of the thread loaded before the first store: in place, each load would
-  // otherwise wait behind the previous vector's store (one access in flight a thread; SASS).
+#if FT_EPI_PRELOAD
   ft_epi_vec pre[FT_EPT / FT_VEC];
 #pragma unroll
   for (int c = 0; c < FT_EPT / FT_VEC; c++) {
@@ -48,7 +59,7 @@ ft_epilogue_pass(ft_elem_t *__restrict__ Y, int M, int N, FtEpArgs ep) {
     ft_rowcol(i, total, N, row, col);
 #if FT_DTYPE != 0 && FT_VEC > 1
     if (i + FT_VEC <= total) {
-      const ft_epi_pack p = pre[c];
+      const ft_epi_pack p = FT_EPI_LOAD(ft_epi_pack);
       float v[FT_VEC];
       ft_aux_lanes<FT_VEC>(N, row, col, [&](int l, int r, int cl) {
         v[l] = ft_apply_epilogue(ft_half_of(p.w[l / 2], l % 2), r, cl, ep);
@@ -61,7 +72,7 @@ ft_epilogue_pass(ft_elem_t *__restrict__ Y, int M, int N, FtEpArgs ep) {
     }
 #elif FT_VEC == 4
     if (i + 4 <= total) {
-      const float4 v = pre[c];
+      const float4 v = FT_EPI_LOAD(float4);
       const float a[4] = {v.x, v.y, v.z, v.w};
       float o[4];
       ft_aux_lanes<4>(N, row, col, [&](int l, int r, int cl) { o[l] = ft_apply_epilogue(a[l], r, cl, ep); });
@@ -70,7 +81,7 @@ ft_epilogue_pass(ft_elem_t *__restrict__ Y, int M, int N, FtEpArgs ep) {
     }
 #elif FT_VEC == 2
     if (i + 2 <= total) {
-      const float2 v = pre[c];
+      const float2 v = FT_EPI_LOAD(float2);
       const float a[2] = {v.x, v.y};
       float o[2];
       ft_aux_lanes<2>(N, row, col, [&](int l, int r, int cl) { o[l] = ft_apply_epilogue(a[l], r, cl, ep); });

@@ -181,8 +181,9 @@ __device__ __forceinline__ void ft_red_span(const ft_elem_t *src, int ncols, int
   }
   // Four vectors read before the first is folded (a row of 128 blocks left each thread one read
   // in flight; `#pragma unroll` alone did not hoist the reads past a fold's branches, SASS); the
-  // fold's order is the same.
-  constexpr int kU = 4;
+  // fold's order is the same. One at a time in the column-then-row form (softmax of batchnorm):
+  // held across its normalization's calls, four spilled in 16-bit.
+  constexpr int kU = kRedForm == 3 ? 1 : 4;
   const int step = stride * FT_VEC;
   int j = first * FT_VEC;
   for (; j + (kU - 1) * step < ncols; j += kU * step) {
@@ -207,8 +208,9 @@ __device__ __forceinline__ void ft_red_span(const ft_elem_t *src, int ncols, int
 template <typename G>
 __device__ __forceinline__ void ft_red_span_map(const ft_elem_t *src, ft_elem_t *dst, int ncols, int first, int stride,
                                                 G &&g) {
-  // fp32: element stores (4 a vector; with the vector's registers the 128-thread form spilled).
-  if (FT_DTYPE == 0 || FT_VEC == 1 || ncols % FT_VEC != 0 || (unsigned long long)src % (sizeof(ft_elem_t) * FT_VEC) != 0 ||
+  // fp32: element stores (4 a vector; with the vector's registers the 128-thread form spilled);
+  // so too the column-then-row form (it spilled in 16-bit).
+  if (FT_DTYPE == 0 || kRedForm == 3 || FT_VEC == 1 || ncols % FT_VEC != 0 || (unsigned long long)src % (sizeof(ft_elem_t) * FT_VEC) != 0 ||
       (unsigned long long)dst % (sizeof(ft_elem_t) * FT_VEC) != 0) {
     ft_red_span(src, ncols, first, stride, [&](int j, float x) { dst[j] = ft_from_float(g(j, x)); });
     return;
