@@ -4,7 +4,8 @@
 // block's warps take every kRedWarps-th row) kColBatch at a time: the batch's loads all issued
 // first, its mean and sum of squared deviations taken from registers (two passes), then merged
 // into the running pair (Chan); the warps' states are merged in order, and the tile's (mean, M2)
-// per column goes to the workspace. The last block of a strip to finish (a counter per strip in flags, left zero again)
+// per column goes to the workspace. The last block of a strip to finish (a counter per strip in
+// flags, left zero again)
 // merges the strip's tiles in tile order (Chan's formula) into each column's mean and 1 / std. So
 // y is read twice and written once, and the result does not depend on which block finished last.
 // ft_reduce_apply then normalizes y tile by tile in reverse order, starting where the first kernel
@@ -19,6 +20,11 @@ constexpr int kColWidth = 32 * FT_VEC;
 // then a division, let one row in flight per warp, and the in-place apply's stores kept the next
 // load behind them: about 2.7 TB/s on the H200, docs/BENCHMARKS.md 2026-12-07 (n)).
 constexpr int kColBatch = 4;
+
+// Rows of the batch at rb (rb, rb + kRedWarps, ... below r1; rb < r1): at least 1.
+__device__ __forceinline__ int ft_col_batch_rows(int rb, int r1) {
+  return min(kColBatch, (r1 - rb + kRedWarps - 1) / kRedWarps);
+}
 static_assert(FT_RED_FORM != 2 || kRedKind == 9, "fusedtune: the column form computes batchnorm");
 static_assert(FT_RED_FORM != 3 || kRedKind == 6 || kRedKind == 7,
               "fusedtune: the column-then-row form computes softmax or log_softmax of batchnorm");
@@ -57,7 +63,7 @@ __device__ __forceinline__ void ft_red_colstats(const ft_elem_t *y, float2 *ws, 
   if (col < N) {
     float n = 0.0f;
     for (int rb = r0 + warp; rb < r1; rb += kColBatch * kRedWarps) {
-      const int nb = min(kColBatch, (r1 - rb + kRedWarps - 1) / kRedWarps); // rows of this batch
+      const int nb = ft_col_batch_rows(rb, r1);
       FtRedPack q[kColBatch];
 #pragma unroll
       for (int u = 0; u < kColBatch; u++)
@@ -123,7 +129,7 @@ ft_reduce_apply(ft_elem_t *y, const float2 *ws, int M, int N, FtEpArgs ep) {
     for (int l = 0; l < FT_VEC; l++) mean[l] = st[l].x, rstd[l] = st[l].y;
     const int r1 = min(M, (tile + 1) * kColTile);
     for (int rb = tile * kColTile + warp; rb < r1; rb += kColBatch * kRedWarps) {
-      const int nb = min(kColBatch, (r1 - rb + kRedWarps - 1) / kRedWarps);
+      const int nb = ft_col_batch_rows(rb, r1);
       FtRedPack q[kColBatch]; // the batch's loads before its stores (y is written in place)
 #pragma unroll
       for (int u = 0; u < kColBatch; u++)

@@ -210,8 +210,9 @@ __device__ __forceinline__ void ft_red_span_map(const ft_elem_t *src, ft_elem_t 
                                                 G &&g) {
   // fp32: element stores (4 a vector; with the vector's registers the 128-thread form spilled);
   // so too the column-then-row form (it spilled in 16-bit).
-  if (FT_DTYPE == 0 || kRedForm == 3 || FT_VEC == 1 || ncols % FT_VEC != 0 || (unsigned long long)src % (sizeof(ft_elem_t) * FT_VEC) != 0 ||
-      (unsigned long long)dst % (sizeof(ft_elem_t) * FT_VEC) != 0) {
+  constexpr unsigned long long kAlign = sizeof(ft_elem_t) * FT_VEC;
+  if (FT_DTYPE == 0 || kRedForm == 3 || FT_VEC == 1 || ncols % FT_VEC != 0 || (unsigned long long)src % kAlign != 0 ||
+      (unsigned long long)dst % kAlign != 0) {
     ft_red_span(src, ncols, first, stride, [&](int j, float x) { dst[j] = ft_from_float(g(j, x)); });
     return;
   }
