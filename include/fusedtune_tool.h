@@ -484,6 +484,8 @@ typedef struct ft_tune_report {
   int n_early_stopped;     /* fast search: fused candidates not measured because the cost model,
                             * with its error measured in this run, says they cannot win */
   ft_tune_phases phases;   /* where total_s went */
+  int n_error_pruned;      /* fast search: fused candidates not measured because one whose tensor-core
+                            * partial sums are as long or shorter was beyond the tolerance */
 } ft_tune_report;
 
 /* The modes ft_tune covers for p, in the order it tunes them: p->math alone, or for p in fp32 (the

@@ -233,6 +233,10 @@ static void print_summary(const tune_cli *t, const ft_tune_report *s) {
   if (s->n_early_stopped)
     printf("%d fused candidate(s) not measured: by the cost model and its error in this run they cannot win "
            "(--strategy exhaustive measures them)\n", s->n_early_stopped);
+  if (s->n_error_pruned)
+    printf("%d fused candidate(s) not measured: their tensor-core partial sums are as long as those of one "
+           "beyond the tolerance, whose error grows with them (--strategy exhaustive measures them)\n",
+           s->n_error_pruned);
   printf("compile: %d compiled, %d from cache, %.1f s; total %.1f s", s->n_compiled, s->n_cached, s->compile_s,
          s->total_s);
   if (s->worker_restarts) printf("; worker restarted %d time(s) after a fault or hang", s->worker_restarts);
@@ -272,10 +276,10 @@ static void print_summary_json(const tune_cli *t, const ft_tune_report *s) {
   ft_write_json_string(stdout, s->epilogue);
   printf(",\"eager_ms\":%.17g,\"candidates\":%d,\"measured\":%d,\"ok\":%d,\"wrong_result\":%d,"
          "\"compile_error\":%d,\"launch_error\":%d,\"timeout\":%d,\"known\":%d,\"compiled\":%d,\"cached\":%d,"
-         "\"compile_s\":%.3f,\"total_s\":%.3f,\"budget_exhausted\":%s,\"early_stopped\":%d,",
+         "\"compile_s\":%.3f,\"total_s\":%.3f,\"budget_exhausted\":%s,\"early_stopped\":%d,\"error_pruned\":%d,",
          s->eager_ms, s->n_candidates, s->n_measured, s->n_ok, s->n_wrong, s->n_compile_error, s->n_launch_error,
          s->n_timeout, s->n_known, s->n_compiled, s->n_cached, s->compile_s, s->total_s,
-         s->budget_exhausted ? "true" : "false", s->n_early_stopped);
+         s->budget_exhausted ? "true" : "false", s->n_early_stopped, s->n_error_pruned);
   const ft_tune_phases *ph = &s->phases;
   printf("\"phases\":{\"prepare_s\":%.3f,\"gpu_open_s\":%.3f,\"data_s\":%.3f,\"tolerance_s\":%.3f,"
          "\"baselines_setup_s\":%.3f,\"baselines_s\":%.3f,\"search_s\":%.3f,\"measurements\":%d,\"measure_s\":%.3f,"

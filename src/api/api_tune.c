@@ -33,6 +33,7 @@ static ft_status make_report(const ft_tune_summary *s, ft_tune_report **out, ft_
   r->phases = s->phases;
   r->budget_exhausted = s->budget_exhausted;
   r->n_early_stopped = s->n_early_stopped;
+  r->n_error_pruned = s->n_error_pruned;
   r->worker_restarts = s->worker_restarts;
   r->has_best = s->has_best;
   if (s->has_best) ft__fill_config(&r->best, &s->best, 1);

@@ -18,7 +18,16 @@
  * factor stops at the same place; it needs the model's error on the items left to look like
  * its error on the items measured. A whole kind of tile the model misjudges can break that;
  * min_fused, screening the predicted best first and the minimum-ratio term limit the damage, and
- * --strategy exhaustive remains for certainty. */
+ * --strategy exhaustive remains for certainty.
+ *
+ * The fast search's second rule is about error, not time. In 3xtf32 and fp8 a kernel adds its
+ * products into tensor-core partial sums (chunk k tiles long) whose adds truncate: a biased error
+ * that grows with the sum's length, and that a row sum or a normalization adds up rather than
+ * averages out (KernelBench 37 at 32768 x 4096 x 1024: every 512-product form 1.41e-6 against a
+ * tolerance of 9.54e-7). The cost model ranks the longest sums first (fewer fp32 adds), so a
+ * budget could go on forms that all fail alike. Once one item fails on a finite error beyond the
+ * tolerance, the items left whose sums are at least as long are not measured (err_rank); shorter
+ * ones still are. exhaustive and random measure everything. */
 #include "search.h"
 
 #include <math.h>
@@ -80,7 +89,13 @@ typedef struct run {
   int retimes_after; /* full timings of screened items expected after the current phase */
   int fused_seen;    /* fused items that gave a time, known before or measured now (cfg->fused_floor) */
   int fused_tried;   /* fused items measured in this run, failures included */
+  int prune_rank;    /* fast: the shortest partial sums (err_rank) measured beyond the tolerance; 0: none */
 } run;
+
+/* The fast search's error rule (search.h err_rank): whether item it is left out. */
+static int error_pruned(const run *r, const ft_search_item *it) {
+  return r->prune_rank > 0 && !it->safe && it->err_rank >= r->prune_rank;
+}
 
 static double seen_ms(const ft_search_item *it) {
   if (it->repeats > 0) return it->ms;
@@ -269,6 +284,12 @@ static ft_status screen(run *r, const int *idx, int m, int is_safe, int early, i
   for (int p = 0; p < m; p++) {
     const int i = idx[p];
     if (r->it[i].known) continue;
+    if (early && error_pruned(r, &r->it[i])) {
+      r->it[i].pruned = 1;
+      r->st->error_pruned++;
+      total--;
+      continue;
+    }
     if (out_of_time(r, is_safe)) break;
     if (early && r->nratio >= c->min_fused) {
       r->st->ratio_lo = ratio_floor(r, total - done);
@@ -279,6 +300,9 @@ static ft_status screen(run *r, const int *idx, int m, int is_safe, int early, i
     }
     FT_TRY(measure(r, i, c->screen_repeats, 0, err));
     if (isfinite(r->it[i].ms)) sc[(*msc)++] = i;
+    else if (early && !is_safe && r->it[i].err_rank > 0 && r->ops->beyond_tolerance &&
+             r->ops->beyond_tolerance(r->ops->user, i) && (r->prune_rank == 0 || r->it[i].err_rank < r->prune_rank))
+      r->prune_rank = r->it[i].err_rank;
     if (!is_safe) note_ratio(r, &r->it[i]);
     done++;
     int left = total - done;
@@ -286,7 +310,7 @@ static ft_status screen(run *r, const int *idx, int m, int is_safe, int early, i
       const double lo = ratio_floor(r, left > 0 ? left : 1);
       left = 0;
       for (int q = p + 1; q < m; q++)
-        left += !r->it[idx[q]].known &&
+        left += !r->it[idx[q]].known && !error_pruned(r, &r->it[idx[q]]) &&
                 !ft_search_cannot_win(r->it[idx[q]].predicted_ms, lo, r->st->best_ms, c->stop_slack);
     }
     report(r, is_safe ? "safe" : "screening", done, total, left + later, r->retimes_after);
@@ -325,12 +349,13 @@ ft_status ft_search_run(ft_search_item *items, int n, const ft_search_cfg *cfg, 
     return ft__fail(err, FT_ERR_INVALID_ARG, "search: bad arguments");
   int *order = malloc((size_t)(3 * n + 1) * sizeof *order);
   if (!order) return ft__fail(err, FT_ERR_NOMEM, "search: out of memory");
-  run r = {items, n, cfg, ops, stats, order + n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  run r = {items, n, cfg, ops, stats, order + n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
   int *sc = order + 2 * n;
   for (int i = 0; i < n; i++) {
     items[i].repeats = 0;
     items[i].stored = 0;
     items[i].ms = INFINITY;
+    items[i].pruned = 0;
   }
   const int ns = ft_search_order(items, n, cfg, order), nf = n - ns;
   int *fused = order + ns;

@@ -37,9 +37,14 @@ typedef struct ft_search_item {
   int known;           /* in: measured by an earlier tune with the same source: not run again */
   double known_ms;     /* in, with known: its fastest stored correct median; INFINITY: none */
   double predicted_ms; /* in: the cost model's time (fused items; only their order and ratios count) */
+  /* in: how long its tensor-core partial sums are (fused items; 0: none, src/family/family.h
+   * partial_sum). Their adds truncate, so the error grows with it: once the fast search finds one
+   * item beyond the tolerance, it leaves out the fused items left whose rank is at least as large. */
+  int err_rank;
   /* out */
   int repeats;         /* of its last measurement; 0: not measured in this search */
   int stored;          /* its last measurement was stored */
+  int pruned;          /* left out by the error rule above (never measured in this search) */
   double ms;           /* last measured median; INFINITY when it failed (wrong, compile or launch error) */
 } ft_search_item;
 
@@ -62,6 +67,9 @@ typedef struct ft_search_ops {
   /* Non-OK (FT_ERR_INTERRUPTED) ends the search after storing what it measured. NULL: never. */
   ft_status (*check_stop)(void *user, ft_err *err);
   void (*progress)(void *user, const ft_search_progress *p); /* optional */
+  /* Whether item i's last measurement failed on an error beyond the tolerance (finite: no NaN or
+   * inf), which err_rank orders. NULL: never. */
+  int (*beyond_tolerance)(void *user, int i);
 } ft_search_ops;
 
 typedef struct ft_search_cfg {
@@ -88,6 +96,8 @@ typedef struct ft_search_stats {
   int stored;
   int budget_exhausted;  /* the deadline left fused items unmeasured (or unconfirmed) */
   int early_stopped;     /* fast: fused items left out because the bound says they cannot win */
+  int error_pruned;      /* fast: fused items left out as at least as long in their partial sums as one
+                          * beyond the tolerance (err_rank) */
   double ratio_lo;       /* fast: the ratio measured/predicted the early stop last assumed (< 0: none) */
   double best_ms, best_safe_ms; /* fastest of everything / of the safe items; INFINITY: none */
 } ft_search_stats;

@@ -317,6 +317,13 @@ static ft_status op_measure(void *user, int i, int repeats, double *ms, ft_err *
   return FT_OK;
 }
 
+/* A wrong result whose error is finite (rel_err is infinite where an output was NaN or inf): beyond
+ * the tolerance, which a shorter partial sum may meet (search.h err_rank). */
+static int op_beyond_tolerance(void *user, int i) {
+  const ft_runner_result *r = &((tuner *)user)->c[i].last;
+  return r->status == FT_RESULT_WRONG_RESULT && isfinite(r->rel_err);
+}
+
 static ft_status op_store(void *user, int i, ft_err *err) { return store_candidate(user, &((tuner *)user)->c[i], err); }
 
 static double op_clock(void *user) {
@@ -360,6 +367,7 @@ static ft_search_item *search_items(const tuner *t) {
                      : c->known_rank > 0 && isfinite(c->known_rank) ? c->known_rank * clock
                                                                      : c->known_ms;
     it[i].predicted_ms = it[i].safe ? 0 : predicted_ms(t, c);
+    it[i].err_rank = it[i].safe ? 0 : ft_variant_partial_sum(&c->v);
   }
   return it;
 }
@@ -386,10 +394,12 @@ static ft_status search(tuner *t, ft_err *err) {
                              .store = op_store,
                              .clock = op_clock,
                              .check_stop = op_check_stop,
-                             .progress = progress};
+                             .progress = progress,
+                             .beyond_tolerance = op_beyond_tolerance};
   ft_status s = ft_search_run(it, t->nc, &cfg, &ops, &t->ss, err);
   t->sum->budget_exhausted = t->ss.budget_exhausted;
   t->sum->n_early_stopped = t->ss.early_stopped;
+  t->sum->n_error_pruned = t->ss.error_pruned;
   free(it);
   return s;
 }

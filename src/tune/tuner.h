@@ -48,6 +48,7 @@ typedef struct ft_tune_summary {
   ft_tune_phases phases;  /* where total_s went */
   int budget_exhausted;
   int n_early_stopped;    /* fast search: fused candidates left out because they cannot win */
+  int n_error_pruned;     /* fast search: fused candidates left out by the error rule (search.h err_rank) */
   int worker_restarts;    /* workers replaced after a fault or a hang */
   double eager_ms;        /* eager baseline of this run */
   double flops;           /* 2 m n k */

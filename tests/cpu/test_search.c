@@ -3,7 +3,8 @@
  * leaves a stored best no slower than the safe best, fused candidates go in predicted order
  * (random: shuffled, only them), the fast search's early stop fires when the rest cannot win
  * and not when a later one could under the model's error, and the fast search finds what the
- * exhaustive one finds (within 1 %) on synthetic spaces with model noise, in less time. */
+ * exhaustive one finds (within 1 %) on synthetic spaces with model noise, in less time; the fast
+ * search's error rule leaves out forms with partial sums as long as one beyond the tolerance. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@ typedef struct sim {
   int stored[3 * MAXN], nstored;     /* store log */
   double stored_ms[3 * MAXN];
   int stop_after;       /* check_stop interrupts once this many measurements were made (0: never) */
+  int over_tol[MAXN];   /* a failure of item i was a finite error beyond the tolerance */
 } sim;
 
 static double uniform(uint64_t *s) {
@@ -57,6 +59,11 @@ static ft_status sim_store(void *user, int i, ft_err *err) {
 
 static double sim_clock(void *user) { return ((sim *)user)->clock; }
 
+static int sim_beyond(void *user, int i) {
+  const sim *s = user;
+  return !isfinite(s->true_ms[i]) && s->over_tol[i];
+}
+
 static ft_status sim_stop(void *user, ft_err *err) {
   sim *s = user;
   if (s->stop_after > 0 && s->nmeasured >= s->stop_after) return ft__fail(err, FT_ERR_INTERRUPTED, "interrupted");
@@ -83,7 +90,7 @@ static ft_status run(sim *s, ft_search_kind kind, double budget_s, ft_search_sta
   cfg.fused_floor = g_fused_floor;
   cfg.deadline = s->clock + budget_s;
   cfg.seed = 7;
-  ft_search_ops ops = {s, sim_measure, sim_store, sim_clock, sim_stop, NULL};
+  ft_search_ops ops = {s, sim_measure, sim_store, sim_clock, sim_stop, NULL, sim_beyond};
   s->nmeasured = s->nstored = 0;
   check_compile_order(s, &cfg);
   ft_err e;
@@ -417,6 +424,53 @@ static void test_fast_vs_exhaustive(void) {
   ASSERT_TRUE(time_ratio_sum / cases < 0.30);
 }
 
+static int was_measured(const sim *s, int i) {
+  for (int p = 0; p < s->nmeasured; p++)
+    if (s->measured[p] == i) return 1;
+  return 0;
+}
+
+/* The error rule (search.h err_rank): 2 safe items, then fused ones in predicted order: a
+ * 256-product form first (predicted fastest), four 512-product ones, four 128-product ones, one
+ * without partial sums. Case 0: the 256 form fails beyond the tolerance: the fast search leaves out
+ * every 512 one and measures every 128 one and the plain one. Case 1: a 512 one fails on NaN (not
+ * a tolerance): nothing is left out. Case 2: the first 512 one fails beyond the tolerance: its
+ * three siblings are left out, the 256 form (measured before it) counts. The exhaustive search
+ * measures everything in each case. */
+static void test_error_rule(void) {
+  for (int c = 0; c < 3; c++)
+    for (int kind = 0; kind < 2; kind++) {
+      sim s;
+      memset(&s, 0, sizeof s);
+      s.n = 12;
+      s.noise = 0.0;
+      for (int i = 0; i < 2; i++) s.it[i].safe = 1, s.true_ms[i] = 2.0;
+      static const int ranks[10] = {256, 512, 512, 512, 512, 128, 128, 128, 128, 0};
+      for (int j = 0; j < 10; j++) {
+        s.it[2 + j].predicted_ms = 1.0 + 0.001 * j; /* within the early stop's slack of each other */
+        s.it[2 + j].err_rank = ranks[j];
+        s.true_ms[2 + j] = 1.0;
+      }
+      if (c == 0) s.true_ms[2] = INFINITY, s.over_tol[2] = 1;
+      if (c == 1) s.true_ms[3] = INFINITY;             /* NaN: over_tol stays 0 */
+      if (c == 2) s.true_ms[3] = INFINITY, s.over_tol[3] = 1;
+      ft_search_stats st;
+      ASSERT_OK(run(&s, kind ? FT_SEARCH_EXHAUSTIVE : FT_SEARCH_FAST, 1e9, &st));
+      check_stored_once(&s);
+      int left_out = 0;
+      for (int i = 0; i < s.n; i++) {
+        const int rank = i >= 2 ? ranks[i - 2] : 0;
+        const int expect_out = !kind && ((c == 0 && rank == 512) || (c == 2 && i >= 4 && i <= 6));
+        ASSERT_EQ_INT(was_measured(&s, i), !expect_out);
+        ASSERT_EQ_INT(s.it[i].pruned, expect_out);
+        left_out += expect_out;
+      }
+      ASSERT_EQ_INT(st.error_pruned, left_out);
+      ASSERT_EQ_INT(st.early_stopped, 0);
+      ASSERT_TRUE(stored_best(&s) >= 2); /* a fused one won: every working item is faster than safe */
+    }
+}
+
 int main(void) {
   test_bound();
   test_safe_first_every_search();
@@ -428,5 +482,6 @@ int main(void) {
   test_early_stop_holds();
   test_known();
   test_fast_vs_exhaustive();
+  test_error_rule();
   return FT_TEST_DONE();
 }

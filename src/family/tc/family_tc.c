@@ -243,6 +243,8 @@ static int tc_name(const ft_variant *v, char *buf, size_t len) {
                   ft_math_name((ft_math)v->math));
 }
 
+int ft__tc_partial_sum(const ft_variant *v) { return promoted(v) ? v->tc.chunk * v->bk : 0; }
+
 static int tc_stream_k(const ft_variant *v) { return v->tc.streamk; }
 static int tc_pair(const ft_variant *v) { return v->tc.gated; }
 
@@ -301,6 +303,7 @@ const ft_family ft_family_tc = {
     .reg_cap = tc_reg_cap,
     .geometry = tc_geometry,
     .defines = tc_defines,
+    .partial_sum = ft__tc_partial_sum,
     .stream_k = tc_stream_k,
     .reduce_kernel = tc_reduce_kernel,
     .alignment = tc_alignment,

@@ -134,6 +134,7 @@ const ft_family ft_family_tc_norm = {
     .reg_cap = tcn_reg_cap,
     .geometry = tcn_geometry,
     .defines = tcn_defines,
+    .partial_sum = ft__tc_partial_sum,
     .stream_k = tcn_stream_k,
     .reduce_kernel = tcn_reduce_kernel,
     .alignment = tcn_alignment,

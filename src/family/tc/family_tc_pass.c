@@ -304,6 +304,7 @@ const ft_family ft_family_tc_pass = {
     .reg_cap = tcp_reg_cap,
     .geometry = tcp_geometry,
     .defines = tcp_defines,
+    .partial_sum = ft__tc_partial_sum,
     .stream_k = tcp_stream_k,
     .reduce_kernel = tcp_reduce_kernel,
     .alignment = tcp_alignment,

@@ -110,6 +110,7 @@ const ft_family ft_family_tc_reduce = {
     .reg_cap = tcr_reg_cap,
     .geometry = tcr_geometry,
     .defines = tcr_defines,
+    .partial_sum = ft__tc_partial_sum,
     .stream_k = tcr_stream_k,
     .reduce_kernel = tcr_reduce_kernel,
     .alignment = tcr_alignment,
