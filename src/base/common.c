@@ -159,9 +159,9 @@ size_t ft__bounded_len(const char *s, size_t max) {
   return z ? (size_t)(z - s) : max;
 }
 
-int ft__env_on(const char *name) {
+int ft__env_default_on(const char *name) {
   const char *v = getenv(name);
-  return v && v[0] && strcmp(v, "0") != 0;
+  return !v || strcmp(v, "0") != 0;
 }
 
 double ft__now_s(void) {

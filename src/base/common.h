@@ -61,8 +61,8 @@ char *ft__strdup(const char *s);
 /* Seconds on CLOCK_MONOTONIC (for durations and deadlines). */
 double ft__now_s(void);
 
-/* Whether the environment turns name on: set, not empty and not "0" (the opt-in switches,
- * FUSEDTUNE_PDL and FUSEDTUNE_GRAPH_TIMING). */
-int ft__env_on(const char *name);
+/* Whether a switch that is on by default stays on: unless the environment sets name to "0"
+ * (FUSEDTUNE_PDL and FUSEDTUNE_GRAPH_TIMING). */
+int ft__env_default_on(const char *name);
 
 #endif

@@ -170,8 +170,8 @@ ft_status ft_launchable_init_ep(ft_launchable *L, ft_gpu *g, const ft_variant *v
   memset(&t, 0, sizeof t);
   t.v = *v, t.fam = fam, t.g = g, t.m = m, t.n = n, t.k = k;
   ft_variant_geometry(v, m, n, k, &t.geom);
-  /* Opt-in until its GPU test has run (docs/MODES.md, fp8): FUSEDTUNE_PDL set, not empty or 0. */
-  if (!ft__env_on("FUSEDTUNE_PDL")) t.geom.pdl = t.geom.gpdl = 0;
+  /* On unless FUSEDTUNE_PDL=0 (docs/MODES.md, fp8; gpu_test_fp8 ran it on an H100, 2026-12-07 (o)). */
+  if (!ft__env_default_on("FUSEDTUNE_PDL")) t.geom.pdl = t.geom.gpdl = 0;
   if (fam->eager_plan) {
     const ft_status s = chain_init(&t, ep, err);
     if (s != FT_OK) {

@@ -19,7 +19,8 @@ double ft_timing_gemm_floor_us(int64_t m, int64_t n_gemm, int64_t k, ft_math mat
 }
 
 int ft_timing_graph_calls(int64_t m, int64_t n, int64_t k, ft_math math, const ft_epilogue *ep, int flush_l2) {
-  /* Opt-in until gpu_test_tune has run it on a GPU (docs/ARCHITECTURE.md). */
-  if (flush_l2 || !ft__env_on("FUSEDTUNE_GRAPH_TIMING")) return 0;
+  /* On by default since gpu_test_tune ran it on an H100 (docs/BENCHMARKS.md 2026-12-07 (o));
+   * FUSEDTUNE_GRAPH_TIMING=0 times every candidate on the stream. */
+  if (flush_l2 || !ft__env_default_on("FUSEDTUNE_GRAPH_TIMING")) return 0;
   return ft_timing_gemm_floor_us(m, ft_gemm_cols(ep, n), k, math) < FT_TIMING_GRAPH_BELOW_US ? FT_TIMING_GRAPH_CALLS : 0;
 }

@@ -23,8 +23,7 @@ double ft_timing_gemm_floor_us(int64_t m, int64_t n_gemm, int64_t k, ft_math mat
 /* ft_bench_opts.graph_calls for a tune of (m, n, k, math, ep; ep NULL: none): FT_TIMING_GRAPH_CALLS
  * where the floor of ep's GEMM (a gated pair's is 2n wide) is below FT_TIMING_GRAPH_BELOW_US,
  * else 0 (on the stream); 0 with an L2 flush (each call flushed apart)
- * and unless the environment has FUSEDTUNE_GRAPH_TIMING set, not empty or 0 (opt-in while new; a
- * worker process inherits it). */
+ * and where the environment has FUSEDTUNE_GRAPH_TIMING=0 (a worker process inherits it). */
 int ft_timing_graph_calls(int64_t m, int64_t n, int64_t k, ft_math math, const ft_epilogue *ep, int flush_l2);
 
 #endif

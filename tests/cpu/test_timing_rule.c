@@ -6,8 +6,10 @@
 #include "timing_rule.h"
 
 int main(void) {
-  unsetenv("FUSEDTUNE_GRAPH_TIMING");
-  ASSERT_EQ_INT(ft_timing_graph_calls(16, 14336, 4096, FT_MATH_BF16, NULL, 0), 0); /* opt-in while new */
+  unsetenv("FUSEDTUNE_GRAPH_TIMING"); /* on by default */
+  ASSERT_EQ_INT(ft_timing_graph_calls(16, 14336, 4096, FT_MATH_BF16, NULL, 0), FT_TIMING_GRAPH_CALLS);
+  setenv("FUSEDTUNE_GRAPH_TIMING", "", 1);
+  ASSERT_EQ_INT(ft_timing_graph_calls(16, 14336, 4096, FT_MATH_BF16, NULL, 0), FT_TIMING_GRAPH_CALLS);
   setenv("FUSEDTUNE_GRAPH_TIMING", "1", 1);
   /* Llama-3-8B-like decode layers: the weight read bounds them (16×4096×14336 bf16: 35 µs). */
   const double decode = ft_timing_gemm_floor_us(16, 14336, 4096, FT_MATH_BF16);
