@@ -5,6 +5,8 @@
 #include <stdlib.h>
 
 #include "epilogue_internal.h"
+#include "numbers.h"
+#include "parallel.h"
 
 #define NORM_EPS 1e-5 /* torch's GroupNorm and BatchNorm default */
 
@@ -40,26 +42,15 @@ static double pool_window(const double *a, int w, int is_max) {
   return is_max ? r : r / w;
 }
 
-static void normalize(ft_ep_red r, int groups, double *a, int64_t m, int64_t len);
+static void normalize_rows(ft_ep_red r, int groups, double *a, int64_t i0, int64_t i1, int64_t len);
+static void normalize_columns(double *a, int64_t m, int64_t j0, int64_t j1, int64_t len);
 
-/* The argument of the outermost reduction r, per element of the resolution it reads: a[m x len].
- * With a pool inside, the pool's windows first; with a batchnorm inside, its argument over the
- * whole matrix first, normalized by column. */
-static void eval_argument(mat_ctx *c, int r, int pool, int64_t m, int64_t n, const double *x, double *a,
-                          int64_t len, double *scratch) {
+/* The argument of the outermost reduction r for rows [i0, i1), per element of the resolution it
+ * reads: a[m x len]. With a pool inside, the pool's windows first (scratch: n doubles). */
+static void eval_argument_rows(mat_ctx *c, int r, int pool, int64_t i0, int64_t i1, int64_t n, const double *x,
+                               double *a, int64_t len, double *scratch) {
   const ep_node *o = &c->ep->nodes[r];
-  const int norm = ft__ep_inner_norm(c->ep);
-  if (norm >= 0) {
-    for (int64_t i = 0; i < m; i++)
-      for (int64_t j = 0; j < n; j++)
-        a[i * n + j] = ft__ep_eval_at(c->ep, c->ep->nodes[norm].kid[0], x[i * n + j], vals_at(c, i, j), -1, 0);
-    normalize(FT_RED_BATCHNORM, 0, a, m, n);
-    for (int64_t i = 0; i < m; i++)
-      for (int64_t j = 0; j < n; j++)
-        a[i * n + j] = ft__ep_eval_at(c->ep, o->kid[0], NAN, vals_at(c, i, j), norm, a[i * n + j]);
-    return;
-  }
-  for (int64_t i = 0; i < m; i++) {
+  for (int64_t i = i0; i < i1; i++) {
     if (pool < 0) {
       for (int64_t j = 0; j < n; j++) a[i * n + j] = ft__ep_eval_at(c->ep, o->kid[0], x[i * n + j], vals_at(c, i, j), -1, 0);
       continue;
@@ -107,18 +98,19 @@ static void mean_var(const double *a, int64_t count, int64_t stride, double *mea
   *var = q / (double)count;
 }
 
-/* Replaces a (m x len) by the reduction's per-element value: softmax, log_softmax, groupnorm,
- * batchnorm. */
-static void normalize(ft_ep_red r, int groups, double *a, int64_t m, int64_t len) {
-  if (r == FT_RED_BATCHNORM) {
-    for (int64_t j = 0; j < len; j++) {
-      double mean, var;
-      mean_var(a + j, m, len, &mean, &var);
-      for (int64_t i = 0; i < m; i++) a[i * len + j] = (a[i * len + j] - mean) / sqrt(var + NORM_EPS);
-    }
-    return;
+/* Replaces columns [j0, j1) of a (m x len) by batchnorm's value. */
+static void normalize_columns(double *a, int64_t m, int64_t j0, int64_t j1, int64_t len) {
+  for (int64_t j = j0; j < j1; j++) {
+    double mean, var;
+    mean_var(a + j, m, len, &mean, &var);
+    for (int64_t i = 0; i < m; i++) a[i * len + j] = (a[i * len + j] - mean) / sqrt(var + NORM_EPS);
   }
-  for (int64_t i = 0; i < m; i++) {
+}
+
+/* Replaces rows [i0, i1) of a (m x len) by the row reduction's per-element value: softmax,
+ * log_softmax, groupnorm. */
+static void normalize_rows(ft_ep_red r, int groups, double *a, int64_t i0, int64_t i1, int64_t len) {
+  for (int64_t i = i0; i < i1; i++) {
     double *row = a + i * len;
     if (r == FT_RED_GROUPNORM) {
       const int64_t gs = len / groups;
@@ -137,45 +129,139 @@ static void normalize(ft_ep_red r, int groups, double *a, int64_t m, int64_t len
   }
 }
 
+/* The reference's steps, each over rows (or batchnorm's over columns) on several threads
+ * (src/base/parallel.h): every row and column is computed alone, in the same order whatever the
+ * thread count, so the reference's bits do not depend on it. A large reduction's reference took
+ * most of a tune's preparation on one thread (KernelBench 37, 32768 x 4096: about 15 s). */
+typedef enum ref_step {
+  STEP_ELEMENTWISE, /* y = E(x), no reduction */
+  STEP_NORM_ARG,    /* a = the inner batchnorm's argument */
+  STEP_NORM_COLS,   /* a normalized by column (batchnorm) */
+  STEP_NORM_OUTER,  /* a = the outer reduction's argument of the batchnorm's value */
+  STEP_ARG,         /* a = the outer reduction's argument (pools first) */
+  STEP_ROW_STAT,    /* y[i] = E of the row's statistic */
+  STEP_POOL,        /* y = E of each pooled window */
+  STEP_NORM_ROWS,   /* a normalized by row (softmax, log_softmax, groupnorm) */
+  STEP_POST         /* y = E of each normalized value */
+} ref_step;
+
+typedef struct ref_job {
+  ref_step step;
+  const ft_epilogue *ep;
+  int64_t m, n, len, cols;
+  const double *const *params;
+  const double *x;
+  double *a, *y;
+  int r, pool, norm, groups;
+  ft_ep_red red;
+  int failed; /* a chunk could not get its scratch memory */
+} ref_job;
+
+static void ref_chunk(void *user, int chunk, size_t begin, size_t end) {
+  (void)chunk;
+  ref_job *j = user;
+  mat_ctx c = {j->ep, j->n, j->params, {0}};
+  const ft_epilogue *ep = j->ep;
+  const ep_node *o = j->r >= 0 ? &ep->nodes[j->r] : NULL;
+  const int64_t i0 = (int64_t)begin, i1 = (int64_t)end, n = j->n, len = j->len;
+  switch (j->step) {
+    case STEP_ELEMENTWISE:
+      for (int64_t i = i0; i < i1; i++)
+        for (int64_t q = 0; q < n; q++) j->y[i * n + q] = ft__ep_eval_at(ep, ep->root, j->x[i * n + q], vals_at(&c, i, q), -1, 0);
+      break;
+    case STEP_NORM_ARG:
+      for (int64_t i = i0; i < i1; i++)
+        for (int64_t q = 0; q < n; q++)
+          j->a[i * n + q] = ft__ep_eval_at(ep, ep->nodes[j->norm].kid[0], j->x[i * n + q], vals_at(&c, i, q), -1, 0);
+      break;
+    case STEP_NORM_COLS:
+      normalize_columns(j->a, j->m, i0, i1, len); /* begin, end: columns here */
+      break;
+    case STEP_NORM_OUTER:
+      for (int64_t i = i0; i < i1; i++)
+        for (int64_t q = 0; q < n; q++)
+          j->a[i * n + q] = ft__ep_eval_at(ep, o->kid[0], NAN, vals_at(&c, i, q), j->norm, j->a[i * n + q]);
+      break;
+    case STEP_ARG: {
+      double *scratch = j->pool >= 0 ? malloc((size_t)n * sizeof *scratch) : NULL;
+      if (j->pool >= 0 && !scratch) {
+        __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+        break;
+      }
+      eval_argument_rows(&c, j->r, j->pool, i0, i1, n, j->x, j->a, len, scratch);
+      free(scratch);
+      break;
+    }
+    case STEP_ROW_STAT:
+      for (int64_t i = i0; i < i1; i++)
+        j->y[i] = ft__ep_eval_at(ep, ep->root, NAN, vals_at(&c, i, 0), j->r, row_stat(j->red, j->a + i * len, len));
+      break;
+    case STEP_POOL: {
+      const int w = (int)o->num;
+      for (int64_t i = i0; i < i1; i++)
+        for (int64_t q = 0; q < j->cols; q++)
+          j->y[i * j->cols + q] = ft__ep_eval_at(ep, ep->root, NAN, vals_at(&c, i, q), j->r,
+                                                 pool_window(j->a + i * n + q * w, w, j->red == FT_RED_MAXPOOL));
+      break;
+    }
+    case STEP_NORM_ROWS:
+      normalize_rows(j->red, j->groups, j->a, i0, i1, len);
+      break;
+    case STEP_POST:
+      for (int64_t i = i0; i < i1; i++)
+        for (int64_t q = 0; q < len; q++)
+          j->y[i * len + q] = ft__ep_eval_at(ep, ep->root, NAN, vals_at(&c, i, q), j->r, j->a[i * len + q]);
+      break;
+  }
+}
+
+/* Runs step over [0, count) rows (columns for STEP_NORM_COLS), chunked by the work of each. */
+static void ref_run(ref_job *j, ref_step step, int64_t count, int64_t per_item) {
+  j->step = step;
+  const int chunks = ft_host_chunks((size_t)count * (size_t)(per_item > 0 ? per_item : 1));
+  ft_parallel_chunks((size_t)count, chunks < count ? chunks : (int)count, 0, ref_chunk, j);
+}
+
 ft_status ft_ep_eval_matrix(const ft_epilogue *ep, int64_t m, int64_t n, const double *x,
                             const double *const *params, double *y, ft_err *err) {
   if (!ep || !x || !y || m <= 0 || n <= 0) return ft__fail(err, FT_ERR_INVALID_ARG, "epilogue: bad reference arguments");
   int dims, pool;
   int64_t rows, cols;
   FT_TRY(ft_ep_output_shape(ep, m, n, &dims, &rows, &cols, err));
-  mat_ctx c = {ep, n, params, {0}};
   const int r = ft__ep_outer_reduction(ep, &pool);
+  ref_job j = {STEP_ELEMENTWISE, ep, m, n, n, cols, params, x, NULL, y, r, pool, -1, 0, FT_RED_NONE, 0};
   if (r < 0) {
-    for (int64_t i = 0; i < m; i++)
-      for (int64_t j = 0; j < n; j++) y[i * n + j] = ft__ep_eval_at(ep, ep->root, x[i * n + j], vals_at(&c, i, j), -1, 0);
+    ref_run(&j, STEP_ELEMENTWISE, m, n);
     return FT_OK;
   }
   const ep_node *o = &ep->nodes[r];
-  const ft_ep_red red = (ft_ep_red)o->fn;
-  const int top_pool = red == FT_RED_MAXPOOL || red == FT_RED_AVGPOOL;
-  const int64_t len = pool >= 0 ? n / (int64_t)ep->nodes[pool].num : n; /* the values per row it reads */
-  double *a = malloc((size_t)(m * len) * sizeof *a), *scratch = malloc((size_t)n * sizeof *scratch);
-  if (!a || !scratch) {
-    free(a);
-    free(scratch);
+  j.red = (ft_ep_red)o->fn;
+  j.groups = (int)o->num;
+  const int top_pool = j.red == FT_RED_MAXPOOL || j.red == FT_RED_AVGPOOL;
+  j.len = pool >= 0 ? n / (int64_t)ep->nodes[pool].num : n; /* the values per row it reads */
+  j.a = malloc((size_t)(m * j.len) * sizeof *j.a);
+  if (!j.a) return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory for the reference");
+  j.norm = ft__ep_inner_norm(ep);
+  if (j.norm >= 0) { /* a batchnorm inside: its argument over the whole matrix, normalized by column */
+    ref_run(&j, STEP_NORM_ARG, m, n);
+    ref_run(&j, STEP_NORM_COLS, n, m);
+    ref_run(&j, STEP_NORM_OUTER, m, n);
+  } else {
+    ref_run(&j, STEP_ARG, m, n);
+  }
+  if (j.failed) {
+    free(j.a);
     return ft__fail(err, FT_ERR_NOMEM, "epilogue: out of memory for the reference");
   }
-  eval_argument(&c, r, pool, m, n, x, a, len, scratch);
   if (dims == 1) {
-    for (int64_t i = 0; i < m; i++) y[i] = ft__ep_eval_at(ep, ep->root, NAN, vals_at(&c, i, 0), r, row_stat(red, a + i * len, len));
+    ref_run(&j, STEP_ROW_STAT, m, j.len);
   } else if (top_pool) {
-    const int w = (int)o->num;
-    for (int64_t i = 0; i < m; i++)
-      for (int64_t q = 0; q < cols; q++)
-        y[i * cols + q] = ft__ep_eval_at(ep, ep->root, NAN, vals_at(&c, i, q), r,
-                                         pool_window(a + i * n + q * w, w, red == FT_RED_MAXPOOL));
+    ref_run(&j, STEP_POOL, m, n);
   } else {
-    normalize(red, (int)o->num, a, m, len);
-    for (int64_t i = 0; i < m; i++)
-      for (int64_t j = 0; j < len; j++)
-        y[i * len + j] = ft__ep_eval_at(ep, ep->root, NAN, vals_at(&c, i, j), r, a[i * len + j]);
+    if (j.red == FT_RED_BATCHNORM) ref_run(&j, STEP_NORM_COLS, j.len, m);
+    else ref_run(&j, STEP_NORM_ROWS, m, j.len);
+    ref_run(&j, STEP_POST, m, j.len);
   }
-  free(a);
-  free(scratch);
+  free(j.a);
   return FT_OK;
 }

@@ -323,6 +323,49 @@ static void test_elementwise_matrix(void) {
   ft_ep_free(ep);
 }
 
+/* The reference of many rows, in chunks on several threads (src/base/parallel.h), equals each row's
+ * reference computed alone, bit for bit, for row-wise reductions and pools; batchnorm's columns
+ * equal the columns computed one at a time (a 1-column matrix each). 300 x 4096: 18 chunks. */
+static void test_chunked_rows(void) {
+  enum { M = 300, N = 4096 };
+  double *x = malloc(sizeof(double) * M * N), *y = malloc(sizeof(double) * M * N), *one = malloc(sizeof(double) * M * N);
+  double *colv = malloc(sizeof(double) * N);
+  ASSERT_TRUE(x && y && one && colv);
+  if (!x || !y || !one || !colv) goto done;
+  for (int i = 0; i < M * N; i++) x[i] = sin(0.37 * i) * 3 + (i % 11) * 0.05;
+  for (int j = 0; j < N; j++) colv[j] = cos(0.11 * j);
+  const double *params[1] = {colv};
+  static const char *const rows[] = {"groupnorm(silu(x + bias) + 1, 64)", "log_softmax(gelu(x + bias))",
+                                     "rowsum(maxpool(x + bias, 2)) * 0.5", "logsumexp(x + bias) * 2",
+                                     "avgpool(x * bias, 4)"};
+  for (size_t e = 0; e < sizeof rows / sizeof *rows; e++) {
+    ft_epilogue *ep = parse_ok(rows[e]);
+    int dims;
+    int64_t orows, ocols;
+    if (!ep || ft_ep_output_shape(ep, M, N, &dims, &orows, &ocols, NULL) != FT_OK) {
+      ft_ep_free(ep);
+      continue;
+    }
+    const int64_t per_row = dims == 1 ? 1 : ocols;
+    ASSERT_OK(ft_ep_eval_matrix(ep, M, N, x, params, y, NULL));
+    for (int i = 0; i < M; i++) ASSERT_OK(ft_ep_eval_matrix(ep, 1, N, x + (size_t)i * N, params, one + i * per_row, NULL));
+    ASSERT_TRUE(memcmp(y, one, sizeof(double) * (size_t)(M * per_row)) == 0);
+    ft_ep_free(ep);
+  }
+  ft_epilogue *bn = parse_ok("batchnorm(x * 2)");
+  if (bn && ft_ep_eval_matrix(bn, M, N, x, NULL, y, NULL) == FT_OK) {
+    for (int j = 0; j < N; j += 511) {
+      double xc[M], yc[M];
+      for (int i = 0; i < M; i++) xc[i] = x[(size_t)i * N + j];
+      ASSERT_OK(ft_ep_eval_matrix(bn, M, 1, xc, NULL, yc, NULL));
+      for (int i = 0; i < M; i++) ASSERT_TRUE(yc[i] == y[(size_t)i * N + j]);
+    }
+  }
+  ft_ep_free(bn);
+done:
+  free(x), free(y), free(one), free(colv);
+}
+
 static void step_is_at(const ft_ep_step *s, ft_ep_red red, int arg, const char *expr, int in0, ft_ep_shape shape,
                        int line) {
   if (s->reduce != red || s->arg != arg || strcmp(s->expr, expr) != 0 || s->nin != 1 || s->in[0] != in0 ||
@@ -430,6 +473,7 @@ int main(void) {
   test_norms();
   test_pools();
   test_elementwise_matrix();
+  test_chunked_rows();
   test_eager();
   test_api();
   return FT_TEST_DONE();
