@@ -230,16 +230,6 @@ static int same_value(const void *a, const void *b, size_t elem) {
   return isnan(x) && isnan(y);
 }
 
-/* expr parsed, its data (seed), and the full space of pass variants for it. */
-static ft_status forms_setup(ft_gpu *g, const char *expr, int m, int n, int k, ft_math math, uint64_t seed,
-                             ft_epilogue **ep, ft_pdata **d, ft_variant **v, int *nv, ft_err *e) {
-  ft_status st = ft_ep_parse(expr, ep, e);
-  if (st == FT_OK) st = ft_pdata_create(g, m, n, k, *ep, math, seed, d, e);
-  if (st == FT_OK)
-    st = ft_space_enumerate_ep(FT_VK_EPILOGUE, m, n, k, math, FT_SPACE_FULL, *ep, ft_gpu_limits(g), v, NULL, nv, e);
-  return st;
-}
-
 /* Every in-place variant of expr (the held and column forms among them) on an m x n problem: run
  * twice, the same bits each time; and, where same_as_first, the same values as the first variant
  * (the block-per-row form), NaN as NaN: rows of +-inf, whose results do not depend on the order of
@@ -251,7 +241,10 @@ static void check_forms_bits(ft_gpu *g, const char *expr, int m, int n, int k, f
   ft_pdata *d = NULL;
   ft_variant *v = NULL;
   int nv = 0, checked = 0;
-  ft_status st = forms_setup(g, expr, m, n, k, math, 31, &ep, &d, &v, &nv, &e);
+  ft_status st = ft_ep_parse(expr, &ep, &e);
+  if (st == FT_OK) st = ft_pdata_create(g, m, n, k, ep, math, 31, &d, &e);
+  if (st == FT_OK)
+    st = ft_space_enumerate_ep(FT_VK_EPILOGUE, m, n, k, math, FT_SPACE_FULL, ep, ft_gpu_limits(g), &v, NULL, &nv, &e);
   const size_t bytes = st == FT_OK ? (size_t)d->out_count * d->elem : 0;
   unsigned char *first = malloc(bytes + 1), *a = malloc(bytes + 1), *b = malloc(bytes + 1);
   int have_first = 0;
@@ -293,7 +286,10 @@ static int check_spans_bits(ft_gpu *g, const char *expr, int m, int n, int k, ft
   ft_pdata *d = NULL;
   ft_variant *v = NULL;
   int nv = 0, compared = 0;
-  ft_status st = forms_setup(g, expr, m, n, k, math, 77, &ep, &d, &v, &nv, &e);
+  ft_status st = ft_ep_parse(expr, &ep, &e);
+  if (st == FT_OK) st = ft_pdata_create(g, m, n, k, ep, math, 77, &d, &e);
+  if (st == FT_OK)
+    st = ft_space_enumerate_ep(FT_VK_EPILOGUE, m, n, k, math, FT_SPACE_FULL, ep, ft_gpu_limits(g), &v, NULL, &nv, &e);
   const size_t bytes = st == FT_OK ? (size_t)d->out_count * d->elem : 0;
   unsigned char *whole = malloc(bytes + 1), *spanned = malloc(bytes + 1);
   for (int i = 0; st == FT_OK && whole && spanned && i < nv; i++) {
