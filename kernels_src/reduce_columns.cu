@@ -10,9 +10,6 @@
 // y is read twice and written once, and the result does not depend on which block finished last.
 // ft_reduce_apply then normalizes y tile by tile in reverse order, starting where the first kernel
 // ended, whose tiles are still in L2. Workspace: tiles x N float2 partials, then N float2 statistics.
-// In spans (the host's span, src/family/family_reduce.c): the two kernels run in turn over a span of
-// whole strips at a time (col0 its first column), small enough that the apply finds all of the
-// span's values in L2: y is then read from memory once.
 // FT_RED_FORM 3 (softmax or log_softmax of batchnorm's values): the same statistics of batchnorm's
 // argument, then ft_reduce_apply takes a row per block (the block-per-row form of reduce_pass.cu),
 // each value normalized by its column's statistics as it is read.
@@ -53,14 +50,12 @@ __device__ __forceinline__ float ft_col_count(int r0, int r1, int w) {
   return r1 - r0 > w ? (float)((r1 - r0 - w + kRedWarps - 1) / kRedWarps) : 0.0f;
 }
 
-// col0: the first column of this launch's span (a multiple of kColWidth; 0 without spans).
 __device__ __forceinline__ void ft_red_colstats(const ft_elem_t *y, float2 *ws, unsigned *flags, int M, int N,
-                                                int col0, const FtEpArgs &ep) {
+                                                const FtEpArgs &ep) {
   __shared__ float2 part[kRedWarps][kColWidth];
   __shared__ bool last;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, tiles = (int)gridDim.y;
-  const int strip = col0 / kColWidth + (int)blockIdx.x;
-  const int r0 = (int)blockIdx.y * kColTile, r1 = min(M, r0 + kColTile), c0 = strip * kColWidth;
+  const int r0 = (int)blockIdx.y * kColTile, r1 = min(M, r0 + kColTile), c0 = (int)blockIdx.x * kColWidth;
   const int col = c0 + lane * FT_VEC;
   float mean[FT_VEC], m2[FT_VEC];
 #pragma unroll
@@ -107,7 +102,7 @@ __device__ __forceinline__ void ft_red_colstats(const ft_elem_t *y, float2 *ws, 
   }
   __threadfence(); // the partials are visible before the count says so
   __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(&flags[strip], 1u) == (unsigned)tiles - 1u;
+  if (threadIdx.x == 0) last = atomicAdd(&flags[blockIdx.x], 1u) == (unsigned)tiles - 1u;
   __syncthreads();
   if (!last) return;
   __threadfence();
@@ -119,15 +114,13 @@ __device__ __forceinline__ void ft_red_colstats(const ft_elem_t *y, float2 *ws, 
     }
     ws[(size_t)tiles * (size_t)N + c0 + t] = make_float2(mu, 1.0f / sqrtf(q / (float)M + kRedNormEps));
   }
-  if (threadIdx.x == 0) flags[strip] = 0u;
+  if (threadIdx.x == 0) flags[blockIdx.x] = 0u;
 }
 
-// col0, ncols: this launch's span of columns (the column form in spans; else 0 and N).
 extern "C" __global__ void __launch_bounds__(FT_BLOCK)
-ft_reduce_apply(ft_elem_t *y, const float2 *ws, int M, int N, int col0, int ncols, FtEpArgs ep) {
-  (void)ncols; // the grid covers the span's strips; the last span ends at N
+ft_reduce_apply(ft_elem_t *y, const float2 *ws, int M, int N, FtEpArgs ep) {
   if constexpr (kRedForm == 2) {
-    const int strip = col0 / kColWidth + (int)(gridDim.x - 1 - blockIdx.x), tile = (int)(gridDim.y - 1 - blockIdx.y);
+    const int strip = (int)(gridDim.x - 1 - blockIdx.x), tile = (int)(gridDim.y - 1 - blockIdx.y);
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, col = strip * kColWidth + lane * FT_VEC;
     if (col >= N) return;
     const float2 *st = ws + (size_t)gridDim.y * (size_t)N + col;

@@ -13,7 +13,7 @@ ft_reduce_pass(const ft_elem_t *src, int ld, ft_elem_t *y, float2 *stats, int M,
   if constexpr (kRedForm == 1) {
     ft_red_held(y, M, N, ep);
   } else if constexpr (kRedForm == 2 || kRedForm == 3) {
-    ft_red_colstats(src, stats, flags, M, N, col0, ep);
+    ft_red_colstats(src, stats, flags, M, N, ep);
   } else {
     (void)flags;
     ft_red_rows(src, ld, y, stats, M, N, col0, ncols, ep);

@@ -44,9 +44,6 @@ static int red_valid(const ft_variant *v, char *why, size_t whylen) {
     FT_WHY("tile %d: at most 65536 rows, a multiple of the block's %d warps", r->tile, r->block / 32);
   if ((r->team > 0 || r->tile > 0) && r->cols) FT_WHY("cols %d: the held and column forms run in place", r->cols);
   if (r->norm < 0 || r->norm > 1 || (r->norm && r->tile <= 0)) FT_WHY("norm %d: 0, or 1 with the column form", r->norm);
-  if (r->span < 0 || (r->span > 0 && (r->tile <= 0 || r->norm || r->span % (32 * v->vec) != 0)))
-    FT_WHY("span %d: 0, or whole strips of %d columns in batchnorm's column form (not under a softmax)", r->span,
-           32 * v->vec);
   return 1;
 }
 
@@ -102,34 +99,15 @@ static ft_status push_held(ft_variant v, int64_t m, int64_t n, int64_t k, int64_
   return FT_OK;
 }
 
-/* A span's values the apply kernel should find in L2 where the statistics kernel left them: about
- * two thirds of the L2 of an H100 or H200 (50 MB); the tune measures which span holds. */
-#define FT_COL_SPAN_BYTES ((int64_t)32 << 20)
-
-/* Batchnorm's column form: tiles of 64 to 512 rows, blocks of 256 threads; where y is larger than
- * FT_COL_SPAN_BYTES (not under a softmax), each also in spans of the widest power-of-two number of
- * strips within it, half and a quarter of that (the statistics then read y from memory once, the
- * apply from L2). */
+/* Batchnorm's column form: tiles of 64 to 512 rows, blocks of 256 threads. */
 static ft_status push_columns(ft_variant v, int64_t m, int64_t n, int64_t k, const ft_device_limits *lim,
                               ft_space_sink *sink, ft_err *err) {
   static const int tiles[] = {128, 256, 512, 64};
   v.red.block = 256;
-  int spans[4] = {0, 0, 0, 0};
-  const int64_t strip = 32 * v.vec, col_bytes = m * (int64_t)elem_of(&v);
-  if (!v.red.norm && n * col_bytes > FT_COL_SPAN_BYTES && strip * col_bytes <= FT_COL_SPAN_BYTES) {
-    int64_t w = strip;
-    while (2 * w * col_bytes <= FT_COL_SPAN_BYTES && 2 * w < n) w *= 2;
-    for (int s = 1; s < 4 && w >= strip; s++, w /= 2) spans[s] = (int)w;
-  }
-  for (int s = 0; s < 4; s++) {
-    if (s > 0 && spans[s] == 0) continue;
-    v.red.span = spans[s];
-    for (size_t t = 0; t < sizeof tiles / sizeof tiles[0]; t++) {
-      v.red.tile = tiles[t];
-      if (t > 0 && tiles[t] >= 2 * m) continue; /* one tile holds every row already */
-      if (ft_variant_applicable(&v, m, n, k, lim, NULL, 0))
-        FT_TRY(ft_space_push(sink, &v, 0.01 * (double)(t + 1) + 0.001 * s, err));
-    }
+  for (size_t t = 0; t < sizeof tiles / sizeof tiles[0]; t++) {
+    v.red.tile = tiles[t];
+    if (t > 0 && tiles[t] >= 2 * m) continue; /* one tile holds every row already */
+    if (ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) FT_TRY(ft_space_push(sink, &v, 0.01 * (double)(t + 1), err));
   }
   return FT_OK;
 }
@@ -198,10 +176,6 @@ static void col_geometry(const ft_variant *v, int64_t m, int64_t n, ft_launch_ge
   g->workspace_bytes = (size_t)(col_tiles(v, m) + 1) * (size_t)n * 2 * sizeof(float);
   g->flag_bytes = (size_t)col_strips(v, n) * sizeof(unsigned);
   g->flags_count_only = 1;
-  if (v->red.span > 0 && v->red.span < n) { /* each launch a span: its strips along x */
-    g->col_span = v->red.span, g->col_width = 32 * v->vec;
-    g->grid[0] = g->rgrid[0] = (unsigned)col_strips(v, v->red.span);
-  }
 }
 
 static void red_geometry(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_launch_geom *g) {
@@ -245,8 +219,7 @@ static ft_status red_kernel_args(const ft_variant *v, const ft_launch_io *io, ft
   const int chunked = v->red.cols > 0;
   const void *src = chunked ? io->ws : io->y;
   void *stats = chunked ? (char *)io->ws + stats_offset(v, io->m, io->n) : v->red.tile > 0 ? io->ws : NULL;
-  const int ld = chunked ? io->ncols : io->n, col0 = chunked || v->red.tile > 0 ? io->col0 : 0;
-  const int ncols = chunked || v->red.tile > 0 ? io->ncols : io->n; /* a span of the column form */
+  const int ld = chunked ? io->ncols : io->n, col0 = chunked ? io->col0 : 0, ncols = chunked ? io->ncols : io->n;
   FT_TRY(ft_arg_push(st, &src, sizeof src, err));
   FT_TRY(ft_arg_push(st, &ld, sizeof ld, err));
   FT_TRY(ft_arg_push(st, &io->y, sizeof io->y, err));
@@ -259,29 +232,25 @@ static ft_status red_kernel_args(const ft_variant *v, const ft_launch_io *io, ft
   return ft_arg_push(st, &io->flags, sizeof io->flags, err);
 }
 
-/* The column form's ft_reduce_apply(y, ws, M, N, col0, ncols, ep): col0 and ncols the span. */
+/* The column form's ft_reduce_apply(y, ws, M, N, ep). */
 static ft_status red_reduce_args(const ft_variant *v, const ft_launch_io *io, ft_arg_store *st, ft_err *err) {
   (void)v;
   FT_TRY(ft_arg_push(st, &io->y, sizeof io->y, err));
   FT_TRY(ft_arg_push(st, &io->ws, sizeof io->ws, err));
   FT_TRY(ft_arg_push(st, &io->m, sizeof io->m, err));
   FT_TRY(ft_arg_push(st, &io->n, sizeof io->n, err));
-  FT_TRY(ft_arg_push(st, &io->col0, sizeof io->col0, err));
-  FT_TRY(ft_arg_push(st, &io->ncols, sizeof io->ncols, err));
   return ft_arg_push(st, io->ep, sizeof(ft_ep_args_dev), err);
 }
 
 /* "red_b256_v8_c2048_bf16" (chunks of 2048 columns), "red_b256_v8_bf16" (softmax in place),
  * "red_b256_v8_t4_h1_g256_bf16" (held: teams of 4, one access each, 256 groups a row),
- * "red_b256_v8_r128_bf16" (batchnorm's column form, tiles of 128 rows), "red_b256_v8_r128_s512_bf16" (the same
- * in spans of 512 columns), "red_b256_v8_r128_n_bf16" (softmax
+ * "red_b256_v8_r128_bf16" (batchnorm's column form, tiles of 128 rows), "red_b256_v8_r128_n_bf16" (softmax
  * of batchnorm: its column statistics over tiles of 128 rows, then a block per row). */
 static int red_name(const ft_variant *v, char *buf, size_t len) {
   char cols[48] = "";
   if (v->red.cols) snprintf(cols, sizeof cols, "_c%d", v->red.cols);
   if (v->red.team) snprintf(cols, sizeof cols, "_t%d_h%d_g%d", v->red.team, v->red.held, v->red.groups);
   if (v->red.tile) snprintf(cols, sizeof cols, "_r%d%s", v->red.tile, v->red.norm ? "_n" : "");
-  if (v->red.span) snprintf(cols + strlen(cols), sizeof cols - strlen(cols), "_s%d", v->red.span);
   return snprintf(buf, len, "red_b%d_v%d%s%s%s", v->red.block, v->vec, cols, v->math ? "_" : "",
                   v->math ? ft_math_name((ft_math)v->math) : "");
 }
@@ -294,7 +263,7 @@ static const ft_json_key k_red_opt_keys[] = {
     {"math", offsetof(ft_variant, math)},     {"cols", offsetof(ft_variant, red.cols)},
     {"team", offsetof(ft_variant, red.team)}, {"held", offsetof(ft_variant, red.held)},
     {"groups", offsetof(ft_variant, red.groups)}, {"tile", offsetof(ft_variant, red.tile)},
-    {"norm", offsetof(ft_variant, red.norm)}, {"span", offsetof(ft_variant, red.span)}, {NULL, 0}};
+    {"norm", offsetof(ft_variant, red.norm)}, {NULL, 0}};
 
 static const char *const k_red_sources[] = {"kernels_src/reduce_pass.cu", "kernels_src/reduce_held.cu",
                                            "kernels_src/reduce_columns.cu", "kernels_src/reduce_entry.cu", NULL};

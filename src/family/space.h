@@ -87,9 +87,6 @@ typedef struct ft_red_params {
                * an apply kernel */
   int norm;   /* 1 with tile: softmax or log_softmax of batchnorm's values; the apply kernel takes a row
                * per block, normalizing each value by its column's statistics as it reads it */
-  int span;   /* > 0 with tile (not norm): the statistics and apply kernels run in turn over this many
-               * columns at a time (whole strips), so that each span's apply re-reads its values from
-               * L2 where the statistics just read them; 0: each kernel once over all N */
 } ft_red_params;
 
 /* The eager-style chain (src/family/family_chain.c): E's eager plan run as it is, one kernel a step. */
@@ -210,9 +207,6 @@ typedef struct ft_launch_geom {
                            * (the reduction pass's column form): none waits, so the grid need not
                            * be resident at once */
   int has_reduce;         /* a second kernel (split-K reduction, stream-K fixup) follows */
-  int col_span, col_width; /* the reduction pass's column form in spans: its two kernels run in turn
-                            * over col_span columns at a time (grids of col_width columns a block
-                            * along x, launch io's col0 and ncols the span); 0: once over N */
   int chunk_cols;         /* after cuBLAS: its GEMM runs in column chunks of this width into the
                            * workspace, the kernel after each (src/family/family_reduce.c); 0: one GEMM into y */
   int gated;              /* after cuBLAS: its GEMM of the interleaved [2n, k] weight writes [m, 2n]

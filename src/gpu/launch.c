@@ -446,28 +446,6 @@ static ft_status presplit_operands(ft_launchable *L, const void **x, const void 
   return FT_OK;
 }
 
-/* Batchnorm's column form in spans (geometry's col_span): each span's statistics kernel, then its
- * apply kernel, which finds the span's values in L2 where the first read them; spans in order. */
-static ft_status enqueue_spans(ft_launchable *L, const void *x, const void *w, void *y, const ft_ep_args_dev *ep,
-                               cudaStream_t stream, ft_err *err) {
-  if (!L->loaded.reduce || !L->fam->reduce_args || L->geom.col_width <= 0)
-    return ft__fail(err, FT_ERR_INTERNAL, "launch: a pass in column spans without its apply kernel");
-  for (int c0 = 0; c0 < L->n; c0 += L->geom.col_span) {
-    const int nc = L->n - c0 < L->geom.col_span ? L->n - c0 : L->geom.col_span;
-    const ft_launch_io io = {x, w, y, L->ws, L->flags, L->m, L->n, L->k, ep, c0, nc};
-    unsigned grid[3] = {L->geom.grid[0], L->geom.grid[1], L->geom.grid[2]};
-    unsigned rgrid[3] = {L->geom.rgrid[0], L->geom.rgrid[1], L->geom.rgrid[2]};
-    grid[0] = rgrid[0] = (unsigned)((nc + L->geom.col_width - 1) / L->geom.col_width);
-    ft_arg_store st;
-    FT_TRY(build_args(L->fam->kernel_args, &L->v, &io, &st, err));
-    FT_TRY(launch(L->loaded.main, grid, L->geom.block, L->geom.cluster, L->geom.pdl, L->geom.smem, &L->loaded.smem_allowed,
-                  st.ptrs, stream, err));
-    FT_TRY(build_args(L->fam->reduce_args, &L->v, &io, &st, err));
-    FT_TRY(launch(L->loaded.reduce, rgrid, L->geom.rblock, NULL, 0, 0, NULL, st.ptrs, stream, err));
-  }
-  return FT_OK;
-}
-
 /* The variant's kernels (the main one, then its second if any) once the GEMM before them ran. */
 static ft_status enqueue_kernels(ft_launchable *L, const void *x, const void *w, void *y, const ft_ep_args_dev *ep,
                                  cudaStream_t stream, ft_err *err) {
@@ -480,7 +458,6 @@ static ft_status enqueue_kernels(ft_launchable *L, const void *x, const void *w,
   if (!L->loaded.main) return FT_OK; /* the identity after cuBLAS: y is done */
   /* Family tc's fused kernel splits here; a pass after its own GEMM had it split before that GEMM. */
   if (L->geom.presplit_kp && L->before == FT_GEMM_IN_KERNEL) FT_TRY(presplit_operands(L, &x, &w, stream, err));
-  if (L->geom.col_span > 0 && L->geom.has_reduce) return enqueue_spans(L, x, w, y, ep, stream, err);
   const ft_launch_io io = {x, w, y, L->ws, L->flags, L->m, L->n, L->k, ep, 0, L->n};
   if (!L->have_args || L->args_x != x || L->args_w != w || L->args_y != y ||
       memcmp(&L->args_ep, ep, sizeof *ep) != 0) {
