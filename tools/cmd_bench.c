@@ -46,7 +46,7 @@ int cmd_bench(cli *c, int argc, char **argv) {
                    "When the stored best is not a fused GEMM kernel, the fastest fused GEMM stored is timed too.\n"
                    "Every timed configuration is first checked against float64; exit 1 if one is out of tolerance.\n"
                    "--repeats N: timed calls per configuration, 20..1000 (default 50); decode-sized problems\n"
-                   "as replays of CUDA graphs of 10 calls where FUSEDTUNE_GRAPH_TIMING=1 (as tune times them).\n"
+                   "as replays of CUDA graphs of 10 calls unless FUSEDTUNE_GRAPH_TIMING=0 (as tune times them).\n"
                    "Runs on the current CUDA device. Tune the problem first.\n"))
     return 0;
   const char *shape = NULL, *epi = "none", *math = "fp32";

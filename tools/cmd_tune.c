@@ -62,8 +62,8 @@ static const char *tune_help =
     "  --json               print the final result as JSON\n"
     "Timing: candidates run in rounds with cuBLAS's GEMM and are ranked by their time over it; a problem\n"
     "whose GEMM would take under 40 us at an H100's peak rate (decode-sized layers) is timed as CUDA-graph\n"
-    "replays of 10 calls, as a model run as a graph sees it, where the environment has\n"
-    "FUSEDTUNE_GRAPH_TIMING=1 (new: opt-in); otherwise, and with --flush-l2, on the stream\n"
+    "replays of 10 calls, as a model run as a graph sees it, unless the environment has\n"
+    "FUSEDTUNE_GRAPH_TIMING=0; then, and with --flush-l2, on the stream\n"
     "\n"
     "A model's worth of problems:\n"
     "  --problems FILE      tune every problem of FILE: a JSON array of {\"shape\": \"MxNxK\" (or \"A..BxNxK\"), \"epilogue\": E,\n"
@@ -234,8 +234,8 @@ static void print_summary(const tune_cli *t, const ft_tune_report *s) {
     printf("%d fused candidate(s) not measured: by the cost model and its error in this run they cannot win "
            "(--strategy exhaustive measures them)\n", s->n_early_stopped);
   if (s->n_error_pruned)
-    printf("%d fused candidate(s) not measured: their tensor-core partial sums are as long as those of one "
-           "beyond the tolerance, whose error grows with them (--strategy exhaustive measures them)\n",
+    printf("%d fused candidate(s) not measured: their tensor-core partial sums are at least as long as those of "
+           "one just beyond the tolerance, whose error grows with them (--strategy exhaustive measures them)\n",
            s->n_error_pruned);
   printf("compile: %d compiled, %d from cache, %.1f s; total %.1f s", s->n_compiled, s->n_cached, s->compile_s,
          s->total_s);

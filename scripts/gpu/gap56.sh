@@ -18,7 +18,7 @@ export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee -a "$T"
 . scripts/gpu/build.sh "$OUT/build.log"; echo "build $(el)" | tee -a "$T"
 DB=/tmp/gap56.db; rm -f "$DB"*
-export FUSEDTUNE_GRAPH_TIMING=${FUSEDTUNE_GRAPH_TIMING:-1} # the decode shape tuned as graphs (opt-in while new)
+export FUSEDTUNE_GRAPH_TIMING=${FUSEDTUNE_GRAPH_TIMING:-1} # the decode shape tuned as graphs (the default)
 E8='relu(x * sx * sw + bias) where row sx, col sw'
 HEAVY=${HEAVY:-mish(mish(x + bias))}
 KRX='ft_gemm|ft_ep|ft_reduce|ft_gated|ft_quant|nvjet|sm90|cutlass|gemm'

@@ -59,9 +59,9 @@ ft_gemm_before ft_variant_gemm_before(const ft_variant *v, ft_lt_prefix *lt) {
   return before;
 }
 
-int ft_variant_partial_sum(const ft_variant *v) {
+int ft_variant_partial_sum(const ft_variant *v, int64_t k) {
   const ft_family *fam = ft_family_of(v);
-  return fam && fam->partial_sum ? fam->partial_sum(v) : 0;
+  return fam && fam->partial_sum ? fam->partial_sum(v, k) : 0;
 }
 
 ft_gemm_before ft_family_after_cublas(const ft_variant *v, ft_lt_prefix *lt) {

@@ -165,10 +165,11 @@ typedef struct ft_family {
   void (*geometry)(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_launch_geom *g);
   /* The #defines that make the kernel source this variant. */
   void (*defines)(const ft_variant *v, ft_strbuf *b);
-  /* Products one tensor-core partial sum of v accumulates before its fp32 add (3xtf32 and fp8: chunk
-   * k tiles of bk), whose truncating adds make an error that grows with it; 0 or NULL: none. The
-   * fast search's error rule orders variants by it (src/tune/search.c). */
-  int (*partial_sum)(const ft_variant *v);
+  /* Products one tensor-core partial sum of v accumulates on a K-deep problem before its fp32 add
+   * (3xtf32 and fp8: chunk k tiles of bk, no more than a split-K slice or K holds), whose truncating
+   * adds make an error that grows with it; 0 or NULL: none. The fast search's error rule orders
+   * variants by it (src/tune/search.c). */
+  int (*partial_sum)(const ft_variant *v, int64_t k);
   /* Whether v shares k tiles between the blocks of its grid (stream-K); NULL: the family never does. */
   int (*stream_k)(const ft_variant *v);
   /* The second kernel v launches after the main one (split-K reduction, stream-K fixup), or
@@ -187,8 +188,8 @@ const ft_family *ft_family_of(const ft_variant *v);
  * without one, or no family), *lt (may be NULL) the steps cuBLASLt applies, {-1, none, -1} unless
  * FT_GEMM_CUBLASLT. */
 ft_gemm_before ft_variant_gemm_before(const ft_variant *v, ft_lt_prefix *lt);
-/* v's family's partial_sum (0 without one, or no family). */
-int ft_variant_partial_sum(const ft_variant *v);
+/* v's family's partial_sum on a K-deep problem (0 without one, or no family). */
+int ft_variant_partial_sum(const ft_variant *v, int64_t k);
 /* gemm_before of the families whose kernel runs after cuBLAS's plain GEMM. */
 ft_gemm_before ft_family_after_cublas(const ft_variant *v, ft_lt_prefix *lt);
 const ft_family *ft_family_find(ft_variant_kind kind, int id);

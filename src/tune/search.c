@@ -25,9 +25,12 @@
  * that grows with the sum's length, and that a row sum or a normalization adds up rather than
  * averages out (KernelBench 37 at 32768 x 4096 x 1024: every 512-product form 1.41e-6 against a
  * tolerance of 9.54e-7). The cost model ranks the longest sums first (fewer fp32 adds), so a
- * budget could go on forms that all fail alike. Once one item fails on a finite error beyond the
- * tolerance, the items left whose sums are at least as long are not measured (err_rank); shorter
- * ones still are. exhaustive and random measure everything. */
+ * budget could go on forms that all fail alike. Once one item fails on a finite error just beyond
+ * the tolerance (the tuner's beyond_tolerance: within 32 times it, the size a longer truncating sum
+ * gives; a wrong kernel's is orders larger), the items left whose sums are at least as long are not
+ * measured (err_rank); shorter ones still are. Not where an item with sums at least as long gave a
+ * time in the same run: then the length is not what failed. exhaustive, random and halving
+ * measure everything. */
 #include "search.h"
 
 #include <math.h>
@@ -90,11 +93,34 @@ typedef struct run {
   int fused_seen;    /* fused items that gave a time, known before or measured now (cfg->fused_floor) */
   int fused_tried;   /* fused items measured in this run, failures included */
   int prune_rank;    /* fast: the shortest partial sums (err_rank) measured beyond the tolerance; 0: none */
+  int pass_rank;     /* fast: the longest partial sums of a fused item that gave a time (0: none) */
 } run;
 
 /* The fast search's error rule (search.h err_rank): whether item it is left out. */
 static int error_pruned(const run *r, const ft_search_item *it) {
-  return r->prune_rank > 0 && !it->safe && it->err_rank >= r->prune_rank;
+  return r->prune_rank > 0 && !it->safe && !it->known && it->err_rank >= r->prune_rank;
+}
+
+/* After item i's measurement in the fast search's fused pass: a failure beyond the tolerance at
+ * partial sums of rank e leaves out the items left of idx[from..m) with sums at least as long,
+ * unless one at least as long already gave a time in this run (then length is not what failed). */
+static void error_rule(run *r, int i, const int *idx, int from, int m, int *total) {
+  const ft_search_item *it = &r->it[i];
+  if (isfinite(it->ms)) {
+    if (it->err_rank > r->pass_rank) r->pass_rank = it->err_rank;
+    return;
+  }
+  if (it->err_rank <= 0 || !r->ops->beyond_tolerance || !r->ops->beyond_tolerance(r->ops->user, i) ||
+      it->err_rank <= r->pass_rank || (r->prune_rank > 0 && it->err_rank >= r->prune_rank))
+    return;
+  r->prune_rank = it->err_rank;
+  for (int q = from; q < m; q++) {
+    ft_search_item *o = &r->it[idx[q]];
+    if (o->pruned || !error_pruned(r, o)) continue;
+    o->pruned = 1;
+    r->st->error_pruned++;
+    (*total)--;
+  }
 }
 
 static double seen_ms(const ft_search_item *it) {
@@ -283,13 +309,7 @@ static ft_status screen(run *r, const int *idx, int m, int is_safe, int early, i
   *msc = 0;
   for (int p = 0; p < m; p++) {
     const int i = idx[p];
-    if (r->it[i].known) continue;
-    if (early && error_pruned(r, &r->it[i])) {
-      r->it[i].pruned = 1;
-      r->st->error_pruned++;
-      total--;
-      continue;
-    }
+    if (r->it[i].known || r->it[i].pruned) continue;
     if (out_of_time(r, is_safe)) break;
     if (early && r->nratio >= c->min_fused) {
       r->st->ratio_lo = ratio_floor(r, total - done);
@@ -300,9 +320,7 @@ static ft_status screen(run *r, const int *idx, int m, int is_safe, int early, i
     }
     FT_TRY(measure(r, i, c->screen_repeats, 0, err));
     if (isfinite(r->it[i].ms)) sc[(*msc)++] = i;
-    else if (early && !is_safe && r->it[i].err_rank > 0 && r->ops->beyond_tolerance &&
-             r->ops->beyond_tolerance(r->ops->user, i) && (r->prune_rank == 0 || r->it[i].err_rank < r->prune_rank))
-      r->prune_rank = r->it[i].err_rank;
+    if (early && !is_safe) error_rule(r, i, idx, p + 1, m, &total);
     if (!is_safe) note_ratio(r, &r->it[i]);
     done++;
     int left = total - done;
@@ -310,7 +328,7 @@ static ft_status screen(run *r, const int *idx, int m, int is_safe, int early, i
       const double lo = ratio_floor(r, left > 0 ? left : 1);
       left = 0;
       for (int q = p + 1; q < m; q++)
-        left += !r->it[idx[q]].known && !error_pruned(r, &r->it[idx[q]]) &&
+        left += !r->it[idx[q]].known && !r->it[idx[q]].pruned &&
                 !ft_search_cannot_win(r->it[idx[q]].predicted_ms, lo, r->st->best_ms, c->stop_slack);
     }
     report(r, is_safe ? "safe" : "screening", done, total, left + later, r->retimes_after);
@@ -349,7 +367,7 @@ ft_status ft_search_run(ft_search_item *items, int n, const ft_search_cfg *cfg, 
     return ft__fail(err, FT_ERR_INVALID_ARG, "search: bad arguments");
   int *order = malloc((size_t)(3 * n + 1) * sizeof *order);
   if (!order) return ft__fail(err, FT_ERR_NOMEM, "search: out of memory");
-  run r = {items, n, cfg, ops, stats, order + n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  run r = {items, n, cfg, ops, stats, order + n, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
   int *sc = order + 2 * n;
   for (int i = 0; i < n; i++) {
     items[i].repeats = 0;

@@ -44,7 +44,7 @@ typedef struct ft_search_item {
   /* out */
   int repeats;         /* of its last measurement; 0: not measured in this search */
   int stored;          /* its last measurement was stored */
-  int pruned;          /* left out by the error rule above (never measured in this search) */
+  int pruned;          /* out: left out by the error rule above (not measured in this search) */
   double ms;           /* last measured median; INFINITY when it failed (wrong, compile or launch error) */
 } ft_search_item;
 
@@ -67,8 +67,8 @@ typedef struct ft_search_ops {
   /* Non-OK (FT_ERR_INTERRUPTED) ends the search after storing what it measured. NULL: never. */
   ft_status (*check_stop)(void *user, ft_err *err);
   void (*progress)(void *user, const ft_search_progress *p); /* optional */
-  /* Whether item i's last measurement failed on an error beyond the tolerance (finite: no NaN or
-   * inf), which err_rank orders. NULL: never. */
+  /* Whether item i's last measurement failed on an error just beyond the tolerance (finite: no NaN
+   * or inf; near it), as err_rank's length of sums makes. NULL: never. */
   int (*beyond_tolerance)(void *user, int i);
 } ft_search_ops;
 

@@ -430,21 +430,27 @@ static int was_measured(const sim *s, int i) {
   return 0;
 }
 
-/* The error rule (search.h err_rank): 2 safe items, then fused ones in predicted order: a
- * 256-product form first (predicted fastest), four 512-product ones, four 128-product ones, one
- * without partial sums. Case 0: the 256 form fails beyond the tolerance: the fast search leaves out
- * every 512 one and measures every 128 one and the plain one. Case 1: a 512 one fails on NaN (not
- * a tolerance): nothing is left out. Case 2: the first 512 one fails beyond the tolerance: its
- * three siblings are left out, the 256 form (measured before it) counts. The exhaustive search
- * measures everything in each case. */
+/* The error rule (search.h err_rank): 2 safe items (one given a rank, which nothing prunes), then
+ * fused ones in predicted order: a 256-product form first (predicted fastest), four 512-product
+ * ones, four 128-product ones, one without partial sums. Case 0: the 256 form fails beyond the
+ * tolerance: the fast search leaves out every 512 one (at once: none is counted as left or early
+ * stopped) and measures every 128 one and the plain one. Case 1: a 512 one fails on NaN (not a
+ * tolerance): nothing is left out. Case 2: the first 512 one fails beyond the tolerance: its three
+ * siblings are left out (the 256 form, shorter, gave a time before: what the rule expects). Case 3:
+ * as 2, then the first 128 one fails beyond the tolerance too: nothing more is left out, since the
+ * 256 form, longer, gave a time (length is not what failed there). Case 4: a 512 one gives a time first (its prediction moved ahead), then the 256
+ * form fails: nothing is left out (length is not what failed). The exhaustive and halving
+ * searches measure everything in each case. */
 static void test_error_rule(void) {
-  for (int c = 0; c < 3; c++)
-    for (int kind = 0; kind < 2; kind++) {
+  static const ft_search_kind kinds[3] = {FT_SEARCH_FAST, FT_SEARCH_EXHAUSTIVE, FT_SEARCH_HALVING};
+  for (int c = 0; c < 5; c++)
+    for (int kind = 0; kind < 3; kind++) {
       sim s;
       memset(&s, 0, sizeof s);
       s.n = 12;
       s.noise = 0.0;
       for (int i = 0; i < 2; i++) s.it[i].safe = 1, s.true_ms[i] = 2.0;
+      s.it[1].err_rank = 1024;
       static const int ranks[10] = {256, 512, 512, 512, 512, 128, 128, 128, 128, 0};
       for (int j = 0; j < 10; j++) {
         s.it[2 + j].predicted_ms = 1.0 + 0.001 * j; /* within the early stop's slack of each other */
@@ -453,14 +459,16 @@ static void test_error_rule(void) {
       }
       if (c == 0) s.true_ms[2] = INFINITY, s.over_tol[2] = 1;
       if (c == 1) s.true_ms[3] = INFINITY;             /* NaN: over_tol stays 0 */
-      if (c == 2) s.true_ms[3] = INFINITY, s.over_tol[3] = 1;
+      if (c == 2 || c == 3) s.true_ms[3] = INFINITY, s.over_tol[3] = 1;
+      if (c == 3) s.true_ms[7] = INFINITY, s.over_tol[7] = 1; /* then a 128 one, shorter than the 256 that passed */
+      if (c == 4) s.true_ms[2] = INFINITY, s.over_tol[2] = 1, s.it[3].predicted_ms = 0.5;
       ft_search_stats st;
-      ASSERT_OK(run(&s, kind ? FT_SEARCH_EXHAUSTIVE : FT_SEARCH_FAST, 1e9, &st));
+      ASSERT_OK(run(&s, kinds[kind], 1e9, &st));
       check_stored_once(&s);
       int left_out = 0;
       for (int i = 0; i < s.n; i++) {
         const int rank = i >= 2 ? ranks[i - 2] : 0;
-        const int expect_out = !kind && ((c == 0 && rank == 512) || (c == 2 && i >= 4 && i <= 6));
+        const int expect_out = kind == 0 && ((c == 0 && rank == 512) || ((c == 2 || c == 3) && i >= 4 && i <= 6));
         ASSERT_EQ_INT(was_measured(&s, i), !expect_out);
         ASSERT_EQ_INT(s.it[i].pruned, expect_out);
         left_out += expect_out;
@@ -469,6 +477,43 @@ static void test_error_rule(void) {
       ASSERT_EQ_INT(st.early_stopped, 0);
       ASSERT_TRUE(stored_best(&s) >= 2); /* a fused one won: every working item is faster than safe */
     }
+}
+
+/* The error rule beside the early stop: items it left out are not counted as stopped by the cost
+ * model. 2 safe items; 12 fused: a 256 form fails beyond the tolerance first, then 8 forms of 128
+ * products (measured; the model exact), then 3 of 512 predicted far slower: the 512 ones are left
+ * out by the rule at once, nothing is left to the early stop, and the last screening report's done
+ * equals its total. */
+static int g_last_done, g_last_total;
+static void sim_progress(void *user, const ft_search_progress *p) {
+  (void)user;
+  if (strcmp(p->phase, "screening") == 0) g_last_done = p->done, g_last_total = p->total;
+}
+
+static void test_error_rule_counts(void) {
+  sim s;
+  memset(&s, 0, sizeof s);
+  s.n = 14;
+  for (int i = 0; i < 2; i++) s.it[i].safe = 1, s.true_ms[i] = 2.0;
+  for (int j = 0; j < 12; j++) {
+    ft_search_item *it = &s.it[2 + j];
+    it->err_rank = j == 0 ? 256 : j <= 8 ? 128 : 512;
+    it->predicted_ms = j == 0 ? 0.9 : j <= 8 ? 1.0 + 0.001 * j : 3.0;
+    s.true_ms[2 + j] = j == 0 ? INFINITY : j <= 8 ? it->predicted_ms : 3.0;
+  }
+  s.over_tol[2] = 1;
+  ft_search_cfg cfg = FT_SEARCH_CFG_INIT;
+  cfg.fused_floor = g_fused_floor;
+  cfg.deadline = 1e9;
+  ft_search_ops ops = {&s, sim_measure, sim_store, sim_clock, sim_stop, sim_progress, sim_beyond};
+  g_last_done = g_last_total = 0;
+  ft_search_stats st;
+  ft_err e;
+  ASSERT_OK(ft_search_run(s.it, s.n, &cfg, &ops, &st, &e));
+  ASSERT_EQ_INT(st.error_pruned, 3);
+  ASSERT_EQ_INT(st.early_stopped, 0);
+  for (int i = 11; i < 14; i++) ASSERT_TRUE(s.it[i].pruned && !was_measured(&s, i));
+  ASSERT_EQ_INT(g_last_done, g_last_total); /* the screening's total left the pruned ones out */
 }
 
 int main(void) {
@@ -483,5 +528,6 @@ int main(void) {
   test_known();
   test_fast_vs_exhaustive();
   test_error_rule();
+  test_error_rule_counts();
   return FT_TEST_DONE();
 }

@@ -243,7 +243,12 @@ static int tc_name(const ft_variant *v, char *buf, size_t len) {
                   ft_math_name((ft_math)v->math));
 }
 
-int ft__tc_partial_sum(const ft_variant *v) { return promoted(v) ? v->tc.chunk * v->bk : 0; }
+int ft__tc_partial_sum(const ft_variant *v, int64_t k) {
+  if (!promoted(v) || v->bk <= 0) return 0;
+  const int64_t tiles = (k + v->bk - 1) / v->bk, slices = v->split_k > 1 ? v->split_k : 1;
+  const int64_t per = (tiles + slices - 1) / slices; /* k tiles of one slice (tc_sched.cuh) */
+  return (int)((v->tc.chunk < per ? v->tc.chunk : per) * v->bk);
+}
 
 static int tc_stream_k(const ft_variant *v) { return v->tc.streamk; }
 static int tc_pair(const ft_variant *v) { return v->tc.gated; }

@@ -21,8 +21,9 @@ static inline int split(const ft_variant *v) { return v->math == FT_MATH_3XTF32;
 /* Partial sums promoted into fp32 registers every chunk k tiles: 3xtf32 and fp8. */
 static inline int promoted(const ft_variant *v) { return split(v) || fp8(v); }
 /* The family table's partial_sum, shared by tc, tc_pass, tc_reduce and tc_norm (their variants
- * carry tc's block): chunk k tiles of bk products in 3xtf32 and fp8, 0 otherwise. */
-int ft__tc_partial_sum(const ft_variant *v);
+ * carry tc's block): chunk k tiles of bk products in 3xtf32 and fp8, at most a split-K slice's k
+ * tiles (the sum restarts with each slice), 0 otherwise. */
+int ft__tc_partial_sum(const ft_variant *v, int64_t k);
 /* Tile rows: the consumers' 64 each, or a ping-pong consumer's m64 blocks. */
 static inline int tc_bm(const ft_variant *v) { return 64 * (v->tc.pingpong ? v->tc.pingpong : v->tc.consumers); }
 static inline int tc_threads(const ft_variant *v) { return 128 * (v->tc.consumers + 1); }
