@@ -46,7 +46,14 @@ void ft_parallel_chunks(size_t n, int nchunks, int threads, ft_chunk_fn fn, void
   for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
 }
 
+static int g_threads; /* ft_parallel_set_threads's; 0: half the cores */
+
+void ft_parallel_set_threads(int threads) {
+  g_threads = threads < 1 ? 0 : threads > FT_PARALLEL_MAX_THREADS ? FT_PARALLEL_MAX_THREADS : threads;
+}
+
 int ft_parallel_threads(void) {
+  if (g_threads > 0) return g_threads;
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
   const long t = cores / 2;
   return t < 1 ? 1 : t > 8 ? 8 : (int)t;

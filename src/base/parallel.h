@@ -18,7 +18,10 @@ typedef void (*ft_chunk_fn)(void *user, int chunk, size_t begin, size_t end);
 void ft_parallel_chunks(size_t n, int nchunks, int threads, ft_chunk_fn fn, void *user);
 
 /* The default thread count: half the online cores (the other half is left to NVRTC's threads,
- * which compile beside the checks during a tune), 1 to 8. */
+ * which compile beside the checks during a tune), 1 to 8; or what ft_parallel_set_threads set. */
 int ft_parallel_threads(void);
+/* Tests: the default thread count from now on (1 to 64; < 1: half the cores again), so that a machine
+ * of two cores still runs chunks on several threads. Set it before any work starts. */
+void ft_parallel_set_threads(int threads);
 
 #endif

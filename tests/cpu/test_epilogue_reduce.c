@@ -5,6 +5,7 @@
 
 #include "epilogue_test_util.h"
 #include "fusedtune_tool.h"
+#include "parallel.h"
 
 /* Canonical text of text is want, and it is a fixed point; no elementwise expression computes a
  * reduction. */
@@ -323,9 +324,10 @@ static void test_elementwise_matrix(void) {
   ft_ep_free(ep);
 }
 
-/* The reference of many rows, in chunks on several threads (src/base/parallel.h), equals each row's
- * reference computed alone, bit for bit, for row-wise reductions and pools; batchnorm's columns
- * equal the columns computed one at a time (a 1-column matrix each). 300 x 4096: 18 chunks. */
+/* The reference of many rows, in chunks on several threads (src/base/parallel.h: 4 threads here,
+ * whatever the cores), equals the same on one thread and each row's reference computed alone, bit
+ * for bit, for row-wise reductions and pools; batchnorm's columns equal the columns computed one at
+ * a time (a 1-column matrix each). 300 x 4096: 18 chunks. */
 static void test_chunked_rows(void) {
   enum { M = 300, N = 4096 };
   double *x = malloc(sizeof(double) * M * N), *y = malloc(sizeof(double) * M * N), *one = malloc(sizeof(double) * M * N);
@@ -347,12 +349,16 @@ static void test_chunked_rows(void) {
     if (!ep) continue;
     ASSERT_OK(ft_ep_output_shape(ep, M, N, &dims, &orows, &ocols, NULL));
     const int64_t per_row = dims == 1 ? 1 : ocols;
+    ft_parallel_set_threads(1);
+    ASSERT_OK(ft_ep_eval_matrix(ep, M, N, x, params, one, NULL));
+    ft_parallel_set_threads(4);
     ASSERT_OK(ft_ep_eval_matrix(ep, M, N, x, params, y, NULL));
+    ASSERT_TRUE(memcmp(y, one, sizeof(double) * (size_t)(M * per_row)) == 0);
     for (int i = 0; i < M; i++) ASSERT_OK(ft_ep_eval_matrix(ep, 1, N, x + (size_t)i * N, params, one + i * per_row, NULL));
     ASSERT_TRUE(memcmp(y, one, sizeof(double) * (size_t)(M * per_row)) == 0);
     ft_ep_free(ep);
   }
-  ft_epilogue *bn = parse_ok("batchnorm(x * 2)");
+  ft_epilogue *bn = parse_ok("batchnorm(x * 2)"); /* on 4 threads */
   ASSERT_TRUE(bn != NULL);
   if (bn) {
     ASSERT_OK(ft_ep_eval_matrix(bn, M, N, x, NULL, y, NULL));
@@ -379,6 +385,7 @@ static void test_chunked_rows(void) {
     }
   }
   ft_ep_free(in), ft_ep_free(bn2), ft_ep_free(outer);
+  ft_parallel_set_threads(0);
 done:
   free(x), free(y), free(one), free(colv);
 }
