@@ -154,6 +154,11 @@ ft_status ft_db_has_result(ft_db *db, int64_t device_id, int64_t problem_id, con
 ft_status ft_db_prior_result(ft_db *db, int64_t device_id, int64_t problem_id, const char *strategy,
                              const char *config_json, const char *source_hash, int graph_calls, int *found,
                              double *best_ms, double *best_rank, ft_err *err);
+/* ft_db_prior_result with *wrong_err (may be NULL): the lowest rel_err of its wrong_result results
+ * (INFINITY: none, or none finite), which the search's error rule counts (src/tune/search.h). */
+ft_status ft_db_prior_result_ex(ft_db *db, int64_t device_id, int64_t problem_id, const char *strategy,
+                                const char *config_json, const char *source_hash, int graph_calls, int *found,
+                                double *best_ms, double *best_rank, double *wrong_err, ft_err *err);
 
 /* The cubin cache, keyed by (source hash, arch, nvrtc version, options). get: *data malloc'd,
  * caller frees; FT_ERR_NOT_FOUND on a miss. put: idempotent. */

@@ -526,6 +526,13 @@ ft_status ft_db_has_result(ft_db *db, int64_t device_id, int64_t problem_id, con
 ft_status ft_db_prior_result(ft_db *db, int64_t device_id, int64_t problem_id, const char *strategy,
                              const char *config_json, const char *source_hash, int graph_calls, int *found,
                              double *best_ms, double *best_rank, ft_err *err) {
+  return ft_db_prior_result_ex(db, device_id, problem_id, strategy, config_json, source_hash, graph_calls, found,
+                               best_ms, best_rank, NULL, err);
+}
+
+ft_status ft_db_prior_result_ex(ft_db *db, int64_t device_id, int64_t problem_id, const char *strategy,
+                                const char *config_json, const char *source_hash, int graph_calls, int *found,
+                                double *best_ms, double *best_rank, double *wrong_err, ft_err *err) {
   FT_TRY(ft__db_need(err, db && strategy && config_json && found,
                      "ft_db_prior_result: NULL argument"));
   sqlite3_stmt *st = ft__db_stmt(db, FT_ST_HAS_RESULT, err);
@@ -542,6 +549,8 @@ ft_status ft_db_prior_result(ft_db *db, int64_t device_id, int64_t problem_id, c
     *best_ms = rc == SQLITE_ROW && sqlite3_column_type(st, 1) != SQLITE_NULL ? sqlite3_column_double(st, 1) : INFINITY;
   if (best_rank)
     *best_rank = rc == SQLITE_ROW && sqlite3_column_type(st, 2) != SQLITE_NULL ? sqlite3_column_double(st, 2) : INFINITY;
+  if (wrong_err)
+    *wrong_err = rc == SQLITE_ROW && sqlite3_column_type(st, 3) != SQLITE_NULL ? sqlite3_column_double(st, 3) : INFINITY;
   ft_status s = (rc == SQLITE_ROW || rc == SQLITE_DONE)
                     ? FT_OK : ft__db_error(db, err, rc, "checking for an existing result");
   sqlite3_reset(st);

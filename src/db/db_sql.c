@@ -82,7 +82,8 @@ static const char *const k_sql[FT_ST_COUNT] = {
         " ORDER BY " FT_DB_BEST_ORDER("r"),
     [FT_ST_HAS_RESULT] =
         "SELECT COUNT(*), MIN(CASE WHEN status = 'ok' THEN median_ms END),"
-        " MIN(CASE WHEN status = 'ok' THEN " FT_DB_RANK("r") " END) FROM results AS r"
+        " MIN(CASE WHEN status = 'ok' THEN " FT_DB_RANK("r") " END),"
+        " MIN(CASE WHEN status = 'wrong_result' THEN rel_err END) FROM results AS r"
         " WHERE device_id = ?1 AND problem_id = ?2 AND strategy = ?3 AND source_hash = ?4 AND config = ?5"
         /* ?6 >= 0: only results of runs timed so (runs.options' "graph_calls", the last key; none: 0) */
         " AND (?6 < 0 OR IFNULL((SELECT CASE WHEN instr(u.options, '\"graph_calls\":') = 0 THEN 0 ELSE"

@@ -101,6 +101,17 @@ static int error_pruned(const run *r, const ft_search_item *it) {
   return r->prune_rank > 0 && !it->safe && !it->known && it->err_rank >= r->prune_rank;
 }
 
+/* Marks the items of idx[from..m) the error rule leaves out (counted once, taken off *total). */
+static void prune_rest(run *r, const int *idx, int from, int m, int *total) {
+  for (int q = from; q < m; q++) {
+    ft_search_item *o = &r->it[idx[q]];
+    if (o->pruned || !error_pruned(r, o)) continue;
+    o->pruned = 1;
+    r->st->error_pruned++;
+    (*total)--;
+  }
+}
+
 /* After item i's measurement in the fast search's fused pass: a failure beyond the tolerance at
  * partial sums of rank e leaves out the items left of idx[from..m) with sums at least as long,
  * unless one at least as long already gave a time in this run (then length is not what failed). */
@@ -114,13 +125,7 @@ static void error_rule(run *r, int i, const int *idx, int from, int m, int *tota
       it->err_rank <= r->pass_rank || (r->prune_rank > 0 && it->err_rank >= r->prune_rank))
     return;
   r->prune_rank = it->err_rank;
-  for (int q = from; q < m; q++) {
-    ft_search_item *o = &r->it[idx[q]];
-    if (o->pruned || !error_pruned(r, o)) continue;
-    o->pruned = 1;
-    r->st->error_pruned++;
-    (*total)--;
-  }
+  prune_rest(r, idx, from, m, total);
 }
 
 static double seen_ms(const ft_search_item *it) {
@@ -307,6 +312,7 @@ static ft_status screen(run *r, const int *idx, int m, int is_safe, int early, i
   const ft_search_cfg *c = r->cfg;
   int total = todo(r, idx, m), done = 0;
   *msc = 0;
+  if (early && !is_safe) prune_rest(r, idx, 0, m, &total); /* what earlier tunes found (ft_search_run) */
   for (int p = 0; p < m; p++) {
     const int i = idx[p];
     if (r->it[i].known || r->it[i].pruned) continue;
@@ -377,13 +383,20 @@ ft_status ft_search_run(ft_search_item *items, int n, const ft_search_cfg *cfg, 
   }
   const int ns = ft_search_order(items, n, cfg, order), nf = n - ns;
   int *fused = order + ns;
-  /* What earlier tunes measured counts: the incumbent, and the model's error. */
+  /* What earlier tunes measured counts: the incumbent, the model's error, and for the error rule
+   * the longest sums that worked and the shortest just beyond the tolerance. */
+  int known_prune = 0;
   for (int i = 0; i < n; i++) {
     if (!items[i].known) continue;
     r.fused_seen += !items[i].safe && isfinite(items[i].known_ms); /* one that works: a failure does not count */
     note_best(&r, &items[i]);
     note_ratio(&r, &items[i]);
+    const int e = items[i].safe ? 0 : items[i].err_rank;
+    if (e > 0 && isfinite(items[i].known_ms) && e > r.pass_rank) r.pass_rank = e;
+    if (e > 0 && !isfinite(items[i].known_ms) && items[i].known_beyond && (known_prune == 0 || e < known_prune))
+      known_prune = e;
   }
+  if (known_prune > r.pass_rank) r.prune_rank = known_prune;
   const int fused_todo = todo(&r, fused, nf);
   ft_status s = FT_OK;
   int m = 0;

@@ -36,6 +36,8 @@ typedef struct ft_search_item {
   int safe;            /* in: a safe strategy (cuBLAS + epilogue pass) */
   int known;           /* in: measured by an earlier tune with the same source: not run again */
   double known_ms;     /* in, with known: its fastest stored correct median; INFINITY: none */
+  int known_beyond;    /* in, with known and no correct median: it failed just beyond the tolerance
+                        * (as beyond_tolerance below says), which the error rule counts */
   double predicted_ms; /* in: the cost model's time (fused items; only their order and ratios count) */
   /* in: how long its tensor-core partial sums are (fused items; 0: none, src/family/family.h
    * partial_sum). Their adds truncate, so the error grows with it: once the fast search finds one

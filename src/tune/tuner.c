@@ -30,6 +30,7 @@ typedef struct cand {
   double cost;  /* the family's modelled cost (ft_family.enumerate) */
   double known_ms; /* with known: the fastest correct median stored before (INFINITY: none) */
   double known_rank; /* with known: its lowest stored gemm_ratio, the best's rank (INFINITY: none) */
+  double known_err;  /* with known: its lowest stored wrong_result rel_err (INFINITY: none) */
   ft_runner_result last;
   double quick_ms; /* the last measurement at this run's cuBLAS clock (on_run_clock) */
 } cand;
@@ -246,8 +247,9 @@ static ft_status prepare_candidate(tuner *t, cand *c, ft_compile_job *job, ft_er
   if (!t->req->retune && !c->injected) {
     /* Known only if timed as this run times (stream or graphs): ranks of the two differ most for
      * plans of several kernels, the small problems' launch gaps. */
-    FT_TRY(ft_db_prior_result(t->db, t->device_id, t->problem_id, ft_strategy_name(ft_variant_strategy(&c->v)),
-                              c->json, c->src.hash, graph_calls(t), &c->known, &c->known_ms, &c->known_rank, err));
+    FT_TRY(ft_db_prior_result_ex(t->db, t->device_id, t->problem_id, ft_strategy_name(ft_variant_strategy(&c->v)),
+                                 c->json, c->src.hash, graph_calls(t), &c->known, &c->known_ms, &c->known_rank,
+                                 &c->known_err, err));
     /* Timed correctly but with no cuBLAS reference (before schema version 2, or --flush-l2): the
      * best ranks such a result after every ranked one, so a tune that ranks measures it again. */
     if (c->known && isfinite(c->known_ms) && !isfinite(c->known_rank) && !t->req->flush_l2) c->known = 0;
@@ -322,11 +324,14 @@ static ft_status op_measure(void *user, int i, int repeats, double *ms, ft_err *
  * (KernelBench 37: 1.5x; 55's row sums: 6-25x), which a shorter one may meet (search.h err_rank);
  * a wrong kernel's error is orders larger and says nothing of the others. */
 #define FT_ERROR_RULE_NEAR 32.0
+static int near_miss(const tuner *t, double rel_err) {
+  return isfinite(rel_err) && t->ready.tol > 0 && rel_err <= FT_ERROR_RULE_NEAR * t->ready.tol;
+}
+
 static int op_beyond_tolerance(void *user, int i) {
   const tuner *t = user;
   const ft_runner_result *r = &t->c[i].last;
-  return r->status == FT_RESULT_WRONG_RESULT && isfinite(r->rel_err) && t->ready.tol > 0 &&
-         r->rel_err <= FT_ERROR_RULE_NEAR * t->ready.tol;
+  return r->status == FT_RESULT_WRONG_RESULT && near_miss(t, r->rel_err);
 }
 
 static ft_status op_store(void *user, int i, ft_err *err) { return store_candidate(user, &((tuner *)user)->c[i], err); }
@@ -372,6 +377,8 @@ static ft_search_item *search_items(const tuner *t) {
                      : c->known_rank > 0 && isfinite(c->known_rank) ? c->known_rank * clock
                                                                      : c->known_ms;
     it[i].predicted_ms = it[i].safe ? 0 : predicted_ms(t, c);
+    /* An earlier tune's failure just beyond this run's tolerance (a wrong result stores its rel_err). */
+    it[i].known_beyond = c->known && !isfinite(c->known_ms) && near_miss(t, c->known_err);
     /* The test hook's planted wrong kernel says nothing of the others' sums. */
     it[i].err_rank = it[i].safe || c->injected ? 0 : ft_variant_partial_sum(&c->v, t->p->k);
   }

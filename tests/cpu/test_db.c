@@ -437,6 +437,23 @@ static void test_rank(void) {
   ASSERT_OK(ft_db_prior_result(db, fx.dev, fx.prob, "fused", "{\"bm\":64}", "0123456789abcdef", -1, &found, NULL,
                                NULL, &err));
   ASSERT_EQ_INT(found, 1);
+  /* The error rule's view (ft_db_prior_result_ex): the lowest rel_err of a candidate's wrong
+   * results (a NaN output's is stored as NULL and counts as none); INFINITY where all were ok. */
+  {
+    double werr = 0;
+    ASSERT_OK(ft_db_prior_result_ex(db, fx.dev, fx.prob, "fused", "{\"bm\":64}", "0123456789abcdef", -1, &found, &ms,
+                                    &rank, &werr, &err));
+    ASSERT_TRUE(found && isinf(werr));
+    ft_result_row w = {fx.run, fx.dev, fx.prob, "fused", "near", "{\"bm\":128}", "wrong_result",
+                       -1, -1, -1, 0, 3e-6, 1e-5, "0123456789abcdef", "rel_err 3e-06 > 2e-06", -1};
+    ASSERT_OK(ft_db_insert_result(db, &w, &err));
+    w.rel_err = INFINITY;
+    ASSERT_OK(ft_db_insert_result(db, &w, &err));
+    ASSERT_OK(ft_db_prior_result_ex(db, fx.dev, fx.prob, "fused", "{\"bm\":128}", "0123456789abcdef", -1, &found, &ms,
+                                    &rank, &werr, &err));
+    ASSERT_TRUE(found && isinf(ms) && isinf(rank));
+    ASSERT_NEAR(werr, 3e-6, 0);
+  }
   {
     const int64_t stream_run = fx.run;
     ASSERT_OK(ft_db_begin_run(db, fx.dev, "{\"search\":\"fast\",\"seed\":0,\"graph_calls\":10}", 10, &fx.run, &err));

@@ -430,6 +430,15 @@ static int was_measured(const sim *s, int i) {
   return 0;
 }
 
+/* Two safe items (2 ms) and nfused fused ones predicted 1.000, 1.001, ... ms (within the early
+ * stop's slack of each other), each taking 1 ms: the error rule's tests set ranks and failures. */
+static void two_safe(sim *s, int nfused) {
+  memset(s, 0, sizeof *s);
+  s->n = 2 + nfused;
+  for (int i = 0; i < 2; i++) s->it[i].safe = 1, s->true_ms[i] = 2.0;
+  for (int j = 0; j < nfused; j++) s->it[2 + j].predicted_ms = 1.0 + 0.001 * j, s->true_ms[2 + j] = 1.0;
+}
+
 /* The error rule (search.h err_rank): 2 safe items (one given a rank, which nothing prunes), then
  * fused ones in predicted order: a 256-product form first (predicted fastest), four 512-product
  * ones, four 128-product ones, one without partial sums. Case 0: the 256 form fails beyond the
@@ -446,17 +455,10 @@ static void test_error_rule(void) {
   for (int c = 0; c < 5; c++)
     for (int kind = 0; kind < 3; kind++) {
       sim s;
-      memset(&s, 0, sizeof s);
-      s.n = 12;
-      s.noise = 0.0;
-      for (int i = 0; i < 2; i++) s.it[i].safe = 1, s.true_ms[i] = 2.0;
+      two_safe(&s, 10);
       s.it[1].err_rank = 1024;
       static const int ranks[10] = {256, 512, 512, 512, 512, 128, 128, 128, 128, 0};
-      for (int j = 0; j < 10; j++) {
-        s.it[2 + j].predicted_ms = 1.0 + 0.001 * j; /* within the early stop's slack of each other */
-        s.it[2 + j].err_rank = ranks[j];
-        s.true_ms[2 + j] = 1.0;
-      }
+      for (int j = 0; j < 10; j++) s.it[2 + j].err_rank = ranks[j];
       if (c == 0) s.true_ms[2] = INFINITY, s.over_tol[2] = 1;
       if (c == 1) s.true_ms[3] = INFINITY;             /* NaN: over_tol stays 0 */
       if (c == 2 || c == 3) s.true_ms[3] = INFINITY, s.over_tol[3] = 1;
@@ -492,9 +494,7 @@ static void sim_progress(void *user, const ft_search_progress *p) {
 
 static void test_error_rule_counts(void) {
   sim s;
-  memset(&s, 0, sizeof s);
-  s.n = 14;
-  for (int i = 0; i < 2; i++) s.it[i].safe = 1, s.true_ms[i] = 2.0;
+  two_safe(&s, 12);
   for (int j = 0; j < 12; j++) {
     ft_search_item *it = &s.it[2 + j];
     it->err_rank = j == 0 ? 256 : j <= 8 ? 128 : 512;
@@ -516,6 +516,26 @@ static void test_error_rule_counts(void) {
   ASSERT_EQ_INT(g_last_done, g_last_total); /* the screening's total left the pruned ones out */
 }
 
+/* The error rule counts what an earlier tune stored: a known 512-product form that failed just
+ * beyond the tolerance leaves out this run's 512 ones from the start (the 256 ones measured);
+ * not where a known 512 one worked, nor where the known failure was not near the tolerance. */
+static void test_error_rule_known(void) {
+  for (int c = 0; c < 3; c++) {
+    sim s;
+    two_safe(&s, 7);
+    for (int j = 0; j < 7; j++) s.it[2 + j].err_rank = j < 5 ? 512 : 256;
+    ft_search_item *k0 = &s.it[2], *k1 = &s.it[3];
+    k0->known = 1, k0->known_ms = INFINITY, k0->known_beyond = c != 2;
+    if (c == 1) k1->known = 1, k1->known_ms = 1.0;
+    ft_search_stats st;
+    ASSERT_OK(run(&s, FT_SEARCH_FAST, 1e9, &st));
+    const int expect = c == 0 ? 4 : 0; /* items 3..6 */
+    ASSERT_EQ_INT(st.error_pruned, expect);
+    for (int i = 3; i < 7; i++) ASSERT_EQ_INT(was_measured(&s, i), c == 1 && i == 3 ? 0 : !expect);
+    for (int i = 7; i < 9; i++) ASSERT_TRUE(was_measured(&s, i));
+  }
+}
+
 int main(void) {
   test_bound();
   test_safe_first_every_search();
@@ -529,5 +549,6 @@ int main(void) {
   test_fast_vs_exhaustive();
   test_error_rule();
   test_error_rule_counts();
+  test_error_rule_known();
   return FT_TEST_DONE();
 }
