@@ -89,18 +89,18 @@ static double row_stat(ft_ep_red r, const double *a, int64_t len) {
   }
 }
 
-/* Mean and biased variance of count values stride apart, in two passes. */
-static void mean_var(const double *a, int64_t count, int64_t stride, double *mean, double *var) {
+/* Mean and biased variance of count contiguous values (a group), in two passes. */
+static void mean_var(const double *a, int64_t count, double *mean, double *var) {
   double s = 0.0, q = 0.0;
-  for (int64_t k = 0; k < count; k++) s += a[k * stride];
+  for (int64_t k = 0; k < count; k++) s += a[k];
   *mean = s / (double)count;
-  for (int64_t k = 0; k < count; k++) q += (a[k * stride] - *mean) * (a[k * stride] - *mean);
+  for (int64_t k = 0; k < count; k++) q += (a[k] - *mean) * (a[k] - *mean);
   *var = q / (double)count;
 }
 
-/* Replaces columns [j0, j1) of a (m x len) by batchnorm's value: mean_var's sums, each column's
- * in row order as there (the same bits), taken over blocks of columns row by row, so that the
- * reads run along rows rather than a column's stride apart. */
+/* Replaces columns [j0, j1) of a (m x len) by batchnorm's value: mean_var's two passes, each
+ * column's sums in row order, taken over blocks of columns row by row, so that the reads run along
+ * rows rather than a column's stride apart. */
 #define COL_BLOCK 64
 static void normalize_columns(double *a, int64_t m, int64_t j0, int64_t j1, int64_t len) {
   for (int64_t jb = j0; jb < j1; jb += COL_BLOCK) {
@@ -130,7 +130,7 @@ static void normalize_rows(ft_ep_red r, int groups, double *a, int64_t i0, int64
       const int64_t gs = len / groups;
       for (int g = 0; g < groups; g++) {
         double mean, var;
-        mean_var(row + g * gs, gs, 1, &mean, &var);
+        mean_var(row + g * gs, gs, &mean, &var);
         for (int64_t j = g * gs; j < (g + 1) * gs; j++) row[j] = (row[j] - mean) / sqrt(var + NORM_EPS);
       }
       continue;

@@ -97,7 +97,7 @@ typedef struct run {
 } run;
 
 /* The fast search's error rule (search.h err_rank): whether item it is left out. */
-static int error_pruned(const run *r, const ft_search_item *it) {
+static int rule_leaves_out(const run *r, const ft_search_item *it) {
   return r->prune_rank > 0 && !it->safe && !it->known && it->err_rank >= r->prune_rank;
 }
 
@@ -105,7 +105,7 @@ static int error_pruned(const run *r, const ft_search_item *it) {
 static void prune_rest(run *r, const int *idx, int from, int m, int *total) {
   for (int q = from; q < m; q++) {
     ft_search_item *o = &r->it[idx[q]];
-    if (o->pruned || !error_pruned(r, o)) continue;
+    if (o->pruned || !rule_leaves_out(r, o)) continue;
     o->pruned = 1;
     r->st->error_pruned++;
     (*total)--;
