@@ -8,8 +8,9 @@
 // flags, left zero again)
 // merges the strip's tiles in tile order (Chan's formula) into each column's mean and 1 / std. So
 // y is read twice and written once, and the result does not depend on which block finished last.
-// ft_reduce_apply then normalizes y tile by tile in reverse order, starting where the first kernel
-// ended, whose tiles are still in L2. Workspace: tiles x N float2 partials, then N float2 statistics.
+// The statistics take the tiles bottom-first: the GEMM before them (and the previous call's apply)
+// wrote the last rows last, so those are still in L2; ft_reduce_apply then normalizes y top-first,
+// starting where the statistics ended. Workspace: tiles x N float2 partials, then N float2 statistics.
 // FT_RED_FORM 3 (softmax or log_softmax of batchnorm's values): the same statistics of batchnorm's
 // argument, then ft_reduce_apply takes a row per block (the block-per-row form of reduce_pass.cu),
 // each value normalized by its column's statistics as it is read.
@@ -20,6 +21,8 @@ constexpr int kColWidth = 32 * FT_VEC;
 // then a division, let one row in flight per warp, and the in-place apply's stores kept the next
 // load behind them: about 2.7 TB/s on the H200, docs/BENCHMARKS.md 2026-12-07 (n)).
 constexpr int kColBatch = 4;
+// Tile partials the strip's merge loads at once (tiles merge in order, as before).
+constexpr int kColMergeBatch = 4;
 
 // Rows of the batch at rb (rb, rb + kRedWarps, ... below r1; rb < r1): at least 1.
 __device__ __forceinline__ int ft_col_batch_rows(int rb, int r1) {
@@ -55,7 +58,8 @@ __device__ __forceinline__ void ft_red_colstats(const ft_elem_t *y, float2 *ws, 
   __shared__ float2 part[kRedWarps][kColWidth];
   __shared__ bool last;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, tiles = (int)gridDim.y;
-  const int r0 = (int)blockIdx.y * kColTile, r1 = min(M, r0 + kColTile), c0 = (int)blockIdx.x * kColWidth;
+  const int tile = tiles - 1 - (int)blockIdx.y; // bottom-first (the header says why)
+  const int r0 = tile * kColTile, r1 = min(M, r0 + kColTile), c0 = (int)blockIdx.x * kColWidth;
   const int col = c0 + lane * FT_VEC;
   float mean[FT_VEC], m2[FT_VEC];
 #pragma unroll
@@ -98,7 +102,7 @@ __device__ __forceinline__ void ft_red_colstats(const ft_elem_t *y, float2 *ws, 
   for (int t = threadIdx.x; t < kColWidth && c0 + t < N; t += FT_BLOCK) {
     float n = 0.0f, mu = 0.0f, q = 0.0f;
     for (int w = 0; w < kRedWarps; w++) ft_col_merge(n, mu, q, ft_col_count(r0, r1, w), part[w][t].x, part[w][t].y);
-    ws[(size_t)blockIdx.y * (size_t)N + c0 + t] = make_float2(mu, q);
+    ws[(size_t)tile * (size_t)N + c0 + t] = make_float2(mu, q);
   }
   __threadfence(); // the partials are visible before the count says so
   __syncthreads();
@@ -108,9 +112,16 @@ __device__ __forceinline__ void ft_red_colstats(const ft_elem_t *y, float2 *ws, 
   __threadfence();
   for (int t = threadIdx.x; t < kColWidth && c0 + t < N; t += FT_BLOCK) {
     float n = 0.0f, mu = 0.0f, q = 0.0f;
-    for (int i = 0; i < tiles; i++) {
-      const float2 p = __ldcg(ws + (size_t)i * (size_t)N + c0 + t); // L2: other blocks wrote it
-      ft_col_merge(n, mu, q, (float)(min(M, (i + 1) * kColTile) - i * kColTile), p.x, p.y);
+    for (int i0 = 0; i0 < tiles; i0 += kColMergeBatch) { // the batch's loads first: one L2 trip a batch
+      float2 p[kColMergeBatch];
+#pragma unroll
+      for (int u = 0; u < kColMergeBatch; u++)
+        if (i0 + u < tiles) p[u] = __ldcg(ws + (size_t)(i0 + u) * (size_t)N + c0 + t); // L2: other blocks wrote it
+#pragma unroll
+      for (int u = 0; u < kColMergeBatch; u++) {
+        const int i = i0 + u;
+        if (i < tiles) ft_col_merge(n, mu, q, (float)(min(M, (i + 1) * kColTile) - i * kColTile), p[u].x, p[u].y);
+      }
     }
     ws[(size_t)tiles * (size_t)N + c0 + t] = make_float2(mu, 1.0f / sqrtf(q / (float)M + kRedNormEps));
   }
@@ -120,7 +131,7 @@ __device__ __forceinline__ void ft_red_colstats(const ft_elem_t *y, float2 *ws, 
 extern "C" __global__ void __launch_bounds__(FT_BLOCK)
 ft_reduce_apply(ft_elem_t *y, const float2 *ws, int M, int N, FtEpArgs ep) {
   if constexpr (kRedForm == 2) {
-    const int strip = (int)(gridDim.x - 1 - blockIdx.x), tile = (int)(gridDim.y - 1 - blockIdx.y);
+    const int strip = (int)blockIdx.x, tile = (int)blockIdx.y; // top-first, where the statistics ended
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, col = strip * kColWidth + lane * FT_VEC;
     if (col >= N) return;
     const float2 *st = ws + (size_t)gridDim.y * (size_t)N + col;
