@@ -3,8 +3,9 @@
 // applied to the fp32 accumulator in registers, one rounding at the store. Compiled by NVRTC for
 // sm_90a. It composes the layers: tc_config.cuh (FtTc), tc_ptx.cuh, tc_sched.cuh (FtTiles),
 // tc_matrix.cuh (E's matrix operands prefetched by the producer), tc_mainloop.cuh (the producer and
-// the mainloops), tc_epilogue.cuh, tc_epilogue_tma.cuh, tc_gated.cuh (a gated pair's stores) and
-// tc_reduce.cuh (a row reduction's tile).
+// the mainloops), tc_epilogue.cuh, tc_epilogue_tma.cuh, tc_gated.cuh (a gated pair's stores),
+// tc_reduce.cuh (a row reduction's tile), tc_norm.cuh (groupnorm in the tile) and tc_colstats.cuh
+// (batchnorm's column partials before the stores).
 //
 // Structure: TMA (128-byte swizzle) fills a ring of stages guarded by full/empty mbarriers;
 // warpgroup `consumers` is the producer (one thread issues TMA, setmaxnreg.dec); warpgroups
@@ -59,6 +60,9 @@ __device__ __forceinline__ void ft_consumer(const FtTiles<C> &ts, const FtSmemMa
   const int warp = tid / 32, lane = tid % 32;
   ft_vec_t *const my_colv = colv_all + wg * (C::colv_bytes / (int)sizeof(ft_vec_t));
   const unsigned my_cbuf = sm.cbuf + (unsigned)wg * 2u * (64 * 128); /* this consumer's two store boxes */
+  /* Batchnorm's column partials: this consumer's [4][bn] float2 after every consumer's colv slice. */
+  float2 *const my_colst = reinterpret_cast<float2 *>(reinterpret_cast<unsigned char *>(colv_all) +
+                                                      C::consumers * C::colv_bytes) + wg * 4 * C::bn;
   FtPending<C> pt; /* store overlap: the previous tile's boxes still to store */
   FtWork wk;
   for (int j = 0; ts.work(j, wk); j++) {
@@ -113,6 +117,8 @@ __device__ __forceinline__ void ft_consumer(const FtTiles<C> &ts, const FtSmemMa
 #pragma unroll
     for (int h = 0; h < C::kMsub; h++) { /* ping-pong: the tile's blocks; else this consumer's 64 rows */
       const int r0 = m0 + (C::pingpong ? 64 * h : 64 * wg);
+      if constexpr (C::kColStats) /* then the tile is stored as below, E the identity */
+        ft_tile_colstats<C>(dd[h], reinterpret_cast<float2 *>(WS), my_colst, r0, n0, M, N, warp, lane, wg, tid, ep);
       if constexpr (C::kRedKind == 8)
         ft_tile_groupnorm<C>(dd[h], Y, r0, n0, M, N, warp, lane, ep);
       else if constexpr (C::kRedKind)

@@ -14,9 +14,16 @@
 // FT_RED_FORM 3 (softmax or log_softmax of batchnorm's values): the same statistics of batchnorm's
 // argument, then ft_reduce_apply takes a row per block (the block-per-row form of reduce_pass.cu),
 // each value normalized by its column's statistics as it is read.
+// FT_RED_GEMM 1 (after family tc_pass's GEMM, forms 2 and 3): the GEMM wrote a partial per 64 rows
+// from its accumulator (tc_colstats.cuh), so ft_reduce_pass only merges them (ft_red_colmerge) and
+// y is read once, by the apply kernel.
 
 constexpr int kColTile = FT_RED_FORM == 2 || FT_RED_FORM == 3 ? FT_RED_TILE : 1;
 constexpr int kColWidth = 32 * FT_VEC;
+constexpr bool kColFromGemm = FT_RED_GEMM != 0;
+// Rows of a partial in the workspace: a tile's, or the GEMM's m64 block's.
+constexpr int kColPartRows = kColFromGemm ? 64 : kColTile;
+static_assert(!kColFromGemm || FT_RED_FORM == 2 || FT_RED_FORM == 3, "fusedtune: the GEMM's partials are the column form's");
 // Rows a warp has in flight: each load is issued before the batch's arithmetic (a load per row,
 // then a division, let one row in flight per warp, and the in-place apply's stores kept the next
 // load behind them: about 2.7 TB/s on the H200, docs/BENCHMARKS.md 2026-12-07 (n)).
@@ -53,8 +60,43 @@ __device__ __forceinline__ float ft_col_count(int r0, int r1, int w) {
   return r1 - r0 > w ? (float)((r1 - r0 - w + kRedWarps - 1) / kRedWarps) : 0.0f;
 }
 
+// The GEMM's partials merged (kColFromGemm): a block per 32 columns, a lane per column; warp w
+// merges the partials of its contiguous share in order, then warp 0 the warps' results in order
+// (the same bits every run), into each column's mean and 1 / std after the partials.
+__device__ __forceinline__ void ft_red_colmerge(float2 *ws, int M, int N) {
+  constexpr int kBatch = 8; // partials in flight a lane
+  __shared__ float part[3][kRedWarps][32];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, col = (int)blockIdx.x * 32 + lane;
+  const int parts = (M + kColPartRows - 1) / kColPartRows;
+  const int i0 = (int)((long long)parts * warp / kRedWarps), i1 = (int)((long long)parts * (warp + 1) / kRedWarps);
+  float n = 0.0f, mu = 0.0f, q = 0.0f;
+  if (col < N)
+    for (int b = i0; b < i1; b += kBatch) {
+      float2 p[kBatch];
+#pragma unroll
+      for (int u = 0; u < kBatch; u++)
+        if (b + u < i1) p[u] = ws[(size_t)(b + u) * (size_t)N + col];
+#pragma unroll
+      for (int u = 0; u < kBatch; u++) {
+        const int i = b + u;
+        if (i < i1) ft_col_merge(n, mu, q, (float)(min(M, (i + 1) * kColPartRows) - i * kColPartRows), p[u].x, p[u].y);
+      }
+    }
+  part[0][warp][lane] = n, part[1][warp][lane] = mu, part[2][warp][lane] = q;
+  __syncthreads();
+  if (warp != 0 || col >= N) return;
+  n = mu = q = 0.0f;
+  for (int w = 0; w < kRedWarps; w++) ft_col_merge(n, mu, q, part[0][w][lane], part[1][w][lane], part[2][w][lane]);
+  ws[(size_t)parts * (size_t)N + col] = make_float2(mu, 1.0f / sqrtf(q / (float)M + kRedNormEps));
+}
+
 __device__ __forceinline__ void ft_red_colstats(const ft_elem_t *y, float2 *ws, unsigned *flags, int M, int N,
                                                 const FtEpArgs &ep) {
+  if constexpr (kColFromGemm) {
+    (void)y, (void)flags, (void)ep;
+    ft_red_colmerge(ws, M, N);
+    return;
+  }
   __shared__ float2 part[kRedWarps][kColWidth];
   __shared__ bool last;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, tiles = (int)gridDim.y;
@@ -134,7 +176,7 @@ ft_reduce_apply(ft_elem_t *y, const float2 *ws, int M, int N, FtEpArgs ep) {
     const int strip = (int)blockIdx.x, tile = (int)blockIdx.y; // top-first, where the statistics ended
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, col = strip * kColWidth + lane * FT_VEC;
     if (col >= N) return;
-    const float2 *st = ws + (size_t)gridDim.y * (size_t)N + col;
+    const float2 *st = ws + (size_t)((M + kColPartRows - 1) / kColPartRows) * (size_t)N + col;
     float mean[FT_VEC], rstd[FT_VEC];
 #pragma unroll
     for (int l = 0; l < FT_VEC; l++) mean[l] = st[l].x, rstd[l] = st[l].y;
@@ -159,7 +201,7 @@ ft_reduce_apply(ft_elem_t *y, const float2 *ws, int M, int N, FtEpArgs ep) {
       }
     }
   } else if constexpr (kRedForm == 3) { // a block per row (grid M), y in place
-    const float2 *st = ws + (size_t)((M + kColTile - 1) / kColTile) * (size_t)N;
+    const float2 *st = ws + (size_t)((M + kColPartRows - 1) / kColPartRows) * (size_t)N;
     ft_red_rows(y, N, y, nullptr, M, N, 0, N, ep, [&](int row, int col, float x) {
       const float2 c = st[col];
       return (ft_red_norm_arg(x, row, col, ep) - c.x) * c.y;

@@ -42,6 +42,9 @@
 #define FT_RED_GROUPS 0
 #define FT_RED_TILE 0
 #endif
+#ifndef FT_RED_GEMM // 1: batchnorm's column partials written by family tc_pass's GEMM (reduce_columns.cu)
+#define FT_RED_GEMM 0
+#endif
 constexpr int kRedForm = FT_RED_FORM;
 
 constexpr int kRedKind = FT_RED_KIND;

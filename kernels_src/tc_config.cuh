@@ -28,8 +28,10 @@
 //   late           (cooperative tma_store) E box by box, not on the whole tile first
 //   gated          a gated pair: the tile's chunks 2p and 2p + 1 are x and x2 of one output column
 //                  (tc_gated.cuh); N is the GEMM's, y has N / 2 columns
-//   small_bytes, box_bytes, staging_bytes, colv_bytes, smem_bytes   the shared-memory regions
-//                  (colv_bytes per consumer) and the launch's total, as the host sized them
+//   small_bytes, box_bytes, staging_bytes, colv_bytes, colstat_bytes, smem_bytes   the shared-memory
+//                  regions (colv_bytes per consumer; colstat_bytes, all consumers' [4][bn] float2 of
+//                  batchnorm's column partials, tc_colstats.cuh) and the launch's total, as the host
+//                  sized them
 // Codegen's facts about E: FT_EP_COLV_SLOT, FT_EP_MAT_MASK (below) and FT_EP_RED_KIND, E's one-value
 // row reduction (ft_ep_red: 1 rowsum .. 5 logsumexp; tc_reduce.cuh), 8 its groupnorm (family tc_norm,
 // FT_TC_NORM_W the columns of a group; tc_norm.cuh), or 0 for an elementwise E.
@@ -80,6 +82,9 @@ struct FtTc : Cfg {
    * 8, groupnorm with whole groups of kNormW columns in the tile, normalized there (tc_norm.cuh). */
   enum : int { kRedKind = FT_EP_RED_KIND };
   enum : int { kNormW = FT_TC_NORM_W };
+  /* Batchnorm's column partials of each m64 block into the workspace before the stores (family
+   * tc_pass's GEMM; tc_colstats.cuh). */
+  enum : int { kColStats = Cfg::colstat_bytes > 0 };
   enum : int {
     kColvStage = Cfg::colv_bytes > 0 && kColvSlot >= 0 && Cfg::tma_store && kEarly && !Cfg::staged && !Cfg::pingpong && !Cfg::stream_k && Cfg::split_k == 1
   };
@@ -135,7 +140,12 @@ struct FtTc : Cfg {
                 "fusedtune: column-vector staging");
   /* The ring, the small buffers, the boxes, the staging boxes, two mbarriers per stage, stream-K's
    * 32-byte schedule, 1024 bytes to align the ring (128-byte swizzle), the column-vector slices. */
+  static_assert(Cfg::colstat_bytes == 0 ||
+                    (Cfg::colstat_bytes == Cfg::consumers * 4 * Cfg::bn * 8 && !kRedKind && Cfg::split_k == 1 &&
+                     !Cfg::stream_k && !Cfg::pingpong && !Cfg::gated),
+                "fusedtune: column partials: [4][bn] float2 per consumer, a cooperative tile stored whole");
   static_assert(Cfg::smem_bytes == Cfg::stages * kStage + Cfg::small_bytes + Cfg::box_bytes + Cfg::staging_bytes +
-                                       16 * Cfg::stages + 32 * Cfg::stream_k + 1024 + Cfg::consumers * Cfg::colv_bytes,
+                                       16 * Cfg::stages + 32 * Cfg::stream_k + 1024 + Cfg::consumers * Cfg::colv_bytes +
+                                       Cfg::colstat_bytes,
                 "fusedtune: shared memory size");
 };

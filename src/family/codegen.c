@@ -261,7 +261,7 @@ ft_status ft_codegen_eager_reduce(const ft_ep_step *step, ft_math math, int vec,
 static const char k_step_undefs[] =
     "#undef FT_STEP_EXPR\n#undef FT_BLOCK\n#undef FT_VEC\n#undef FT_RED_KIND\n#undef FT_RED_ARG\n#undef FT_RED_INNER\n"
     "#undef FT_RED_POST\n#undef FT_RED_POOL\n#undef FT_RED_POOL_W\n#undef FT_RED_POOL_ARG\n#undef FT_RED_NORM_ARG\n"
-    "#undef FT_RED_FORM\n#undef FT_RED_TEAM\n#undef FT_RED_HELD\n#undef FT_RED_GROUPS\n#undef FT_RED_TILE\n"
+    "#undef FT_RED_FORM\n#undef FT_RED_TEAM\n#undef FT_RED_HELD\n#undef FT_RED_GROUPS\n#undef FT_RED_TILE\n#undef FT_RED_GEMM\n"
     "#undef ft_eager_step\n#undef ft_reduce_pass\n#undef ft_reduce_apply\n";
 
 ft_status ft_codegen_chain(const ft_ep_eager *plan, ft_math math, int vec, int rblock, const ft_epilogue *ep,

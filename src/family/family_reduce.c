@@ -44,12 +44,20 @@ static int red_valid(const ft_variant *v, char *why, size_t whylen) {
     FT_WHY("tile %d: at most 65536 rows, a multiple of the block's %d warps", r->tile, r->block / 32);
   if ((r->team > 0 || r->tile > 0) && r->cols) FT_WHY("cols %d: the held and column forms run in place", r->cols);
   if (r->norm < 0 || r->norm > 1 || (r->norm && r->tile <= 0)) FT_WHY("norm %d: 0, or 1 with the column form", r->norm);
+  /* The GEMM's column partials exist only where family tc_pass's GEMM writes them (it checks its
+   * pass with gemm 0, then this rule itself). */
+  if (r->gemm) FT_WHY("gemm %d: the column partials of a GEMM's tiles come only with family tc_pass", r->gemm);
   return 1;
 }
 
 /* The column form: strips of 32 vectors of columns by tiles of rows. */
 static int64_t col_strips(const ft_variant *v, int64_t n) { return (n + 32 * v->vec - 1) / (32 * v->vec); }
 static int64_t col_tiles(const ft_variant *v, int64_t m) { return (m + v->red.tile - 1) / v->red.tile; }
+/* The partials in the workspace: one per tile, or per 64 rows where the GEMM wrote them (gemm). */
+#define RED_GEMM_PART_ROWS 64
+static int64_t col_parts(const ft_variant *v, int64_t m) {
+  return v->red.gemm ? (m + RED_GEMM_PART_ROWS - 1) / RED_GEMM_PART_ROWS : col_tiles(v, m);
+}
 /* The held form's blocks: block / team segments each. */
 static int64_t held_blocks(const ft_variant *v, int64_t m) {
   const int64_t per = v->red.block / v->red.team;
@@ -167,13 +175,18 @@ static size_t stats_offset(const ft_variant *v, int64_t m, int64_t n) {
   return ((size_t)m * (size_t)chunk_of(v, n) * elem_of(v) + 255) / 256 * 256;
 }
 
-/* The column form's workspace: tiles x n partials, then n statistics (float2 each). */
+/* The column form's workspace: partials x n (float2 each), then n statistics. With gemm the first
+ * kernel only merges the GEMM's partials: a block per 32 columns (a lane each), no counters. */
 static void col_geometry(const ft_variant *v, int64_t m, int64_t n, ft_launch_geom *g) {
   g->grid[0] = g->rgrid[0] = (unsigned)col_strips(v, n);
   g->grid[1] = g->rgrid[1] = (unsigned)col_tiles(v, m);
   g->rblock[0] = (unsigned)v->red.block, g->rblock[1] = g->rblock[2] = 1;
   g->has_reduce = 1;
-  g->workspace_bytes = (size_t)(col_tiles(v, m) + 1) * (size_t)n * 2 * sizeof(float);
+  g->workspace_bytes = (size_t)(col_parts(v, m) + 1) * (size_t)n * 2 * sizeof(float);
+  if (v->red.gemm) {
+    g->grid[0] = (unsigned)((n + 31) / 32), g->grid[1] = 1;
+    return;
+  }
   g->flag_bytes = (size_t)col_strips(v, n) * sizeof(unsigned);
   g->flags_count_only = 1;
 }
@@ -200,8 +213,8 @@ static int red_reg_cap(const ft_variant *v) {
 static void red_defines(const ft_variant *v, ft_strbuf *b) {
   ft_sb_printf(b, "#define FT_BLOCK %d\n#define FT_VEC %d\n", v->red.block, v->vec);
   ft_sb_printf(b, "#define FT_RED_FORM %d\n#define FT_RED_TEAM %d\n#define FT_RED_HELD %d\n#define FT_RED_GROUPS %d\n"
-               "#define FT_RED_TILE %d\n", v->red.team > 0 ? 1 : v->red.norm ? 3 : v->red.tile > 0 ? 2 : 0, v->red.team,
-               v->red.held, v->red.groups, v->red.tile);
+               "#define FT_RED_TILE %d\n#define FT_RED_GEMM %d\n", v->red.team > 0 ? 1 : v->red.norm ? 3 : v->red.tile > 0 ? 2 : 0,
+               v->red.team, v->red.held, v->red.groups, v->red.tile, v->red.gemm);
 }
 
 static const char *red_reduce_kernel(const ft_variant *v) { return v->red.tile > 0 ? "ft_reduce_apply" : NULL; }
@@ -245,12 +258,13 @@ static ft_status red_reduce_args(const ft_variant *v, const ft_launch_io *io, ft
 /* "red_b256_v8_c2048_bf16" (chunks of 2048 columns), "red_b256_v8_bf16" (softmax in place),
  * "red_b256_v8_t4_h1_g256_bf16" (held: teams of 4, one access each, 256 groups a row),
  * "red_b256_v8_r128_bf16" (batchnorm's column form, tiles of 128 rows), "red_b256_v8_r128_n_bf16" (softmax
- * of batchnorm: its column statistics over tiles of 128 rows, then a block per row). */
+ * of batchnorm: its column statistics over tiles of 128 rows, then a block per row), "..._r128_gp_bf16"
+ * (after family tc_pass's GEMM, which wrote the column partials). */
 static int red_name(const ft_variant *v, char *buf, size_t len) {
   char cols[48] = "";
   if (v->red.cols) snprintf(cols, sizeof cols, "_c%d", v->red.cols);
   if (v->red.team) snprintf(cols, sizeof cols, "_t%d_h%d_g%d", v->red.team, v->red.held, v->red.groups);
-  if (v->red.tile) snprintf(cols, sizeof cols, "_r%d%s", v->red.tile, v->red.norm ? "_n" : "");
+  if (v->red.tile) snprintf(cols, sizeof cols, "_r%d%s%s", v->red.tile, v->red.norm ? "_n" : "", v->red.gemm ? "_gp" : "");
   return snprintf(buf, len, "red_b%d_v%d%s%s%s", v->red.block, v->vec, cols, v->math ? "_" : "",
                   v->math ? ft_math_name((ft_math)v->math) : "");
 }
@@ -263,7 +277,7 @@ static const ft_json_key k_red_opt_keys[] = {
     {"math", offsetof(ft_variant, math)},     {"cols", offsetof(ft_variant, red.cols)},
     {"team", offsetof(ft_variant, red.team)}, {"held", offsetof(ft_variant, red.held)},
     {"groups", offsetof(ft_variant, red.groups)}, {"tile", offsetof(ft_variant, red.tile)},
-    {"norm", offsetof(ft_variant, red.norm)}, {NULL, 0}};
+    {"norm", offsetof(ft_variant, red.norm)}, {"gemm", offsetof(ft_variant, red.gemm)}, {NULL, 0}};
 
 static const char *const k_red_sources[] = {"kernels_src/reduce_pass.cu", "kernels_src/reduce_held.cu",
                                            "kernels_src/reduce_columns.cu", "kernels_src/reduce_entry.cu", NULL};

@@ -56,6 +56,9 @@ typedef struct ft_tc_params {
   int normw;     /* family tc_norm: groupnorm's group, this many columns (N / G), whole groups in each tile
                   * and normalized there; 0 in every other family */
   int normg;     /* with normw: G, the groups of a row (the variant applies where N = normw * normg) */
+  int colstats;  /* family tc_pass's GEMM (from its pass's gemm, never stored here): 1 = each m64 block's
+                  * per-column mean and sum of squared deviations of batchnorm's argument, from the
+                  * accumulator, into the workspace (kernels_src/tc_colstats.cuh) */
 } ft_tc_params;
 
 /* The epilogue pass (src/family/family_epilogue.c). */
@@ -87,6 +90,8 @@ typedef struct ft_red_params {
                * an apply kernel */
   int norm;   /* 1 with tile: softmax or log_softmax of batchnorm's values; the apply kernel takes a row
                * per block, normalizing each value by its column's statistics as it reads it */
+  int gemm;   /* 1 with tile (family tc_pass only): the column partials come from the GEMM's tiles, one
+               * per 64 rows, so the first kernel only merges them (y read once, not twice); named "_gp" */
 } ft_red_params;
 
 /* The eager-style chain (src/family/family_chain.c): E's eager plan run as it is, one kernel a step. */

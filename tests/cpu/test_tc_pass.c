@@ -72,9 +72,13 @@ static void test_enumeration(void) {
     v = enumerate(exprs[i], 1000, 4096, 1000, FT_MATH_3XTF32, 1, &full);
     ASSERT_TRUE(full >= count && count_tcp(v, full) >= count - tcn);
     free(v);
-    /* bf16: cuBLAS's tensor-core GEMM before the pass already; tc_pass is 3xtf32's alone. */
+    /* bf16: cuBLAS's tensor-core GEMM before the pass already; tc_pass there is batchnorm's column
+     * partials written by its GEMM (gemm) alone. */
     v = enumerate(exprs[i], 1000, 4096, 1000, FT_MATH_BF16, 0, &count);
-    ASSERT_EQ_INT(count_tcp(v, count), 0);
+    int partials = 0;
+    for (int j = 0; j < count; j++) partials += v[j].family == 6 && v[j].red.gemm == 1 && v[j].red.tile > 0;
+    ASSERT_EQ_INT(count_tcp(v, count), partials);
+    ASSERT_EQ_INT(partials > 0, strncmp(exprs[i], "batchnorm", 9) == 0);
     free(v);
     /* K not a multiple of 4 (TMA rows of 16 bytes): the tensor-core GEMM does not apply. */
     v = enumerate(exprs[i], 1000, 4096, 1001, FT_MATH_3XTF32, 0, &count);
@@ -102,6 +106,81 @@ static ft_variant tcp_variant(void) {
   v.tc.consumers = 2, v.tc.cluster = 1, v.tc.grid = 132, v.tc.chunk = 16;
   v.vec = 4, v.red.block = 256, v.red.team = 256, v.red.held = 4, v.red.groups = 1;
   return v;
+}
+
+/* Batchnorm's column partials from the GEMM (gemm) in bf16: enumerated for batchnorm and softmax of
+ * it, named "_gp", JSON both ways, their rules, the geometry (a merge block per 32 columns, partials
+ * per 64 rows, no counters; the GEMM's shared memory holds [4][bn] float2 per consumer), codegen. */
+static void test_gemm_partials(void) {
+  int count = 0;
+  ft_variant *v = enumerate("batchnorm(x + bias)", 16384, 4096, 4096, FT_MATH_BF16, 0, &count);
+  const ft_variant *gp = NULL;
+  for (int j = 0; j < count; j++)
+    if (v[j].family == 6 && !gp) gp = &v[j];
+  ASSERT_TRUE(gp != NULL);
+  if (!gp) {
+    free(v);
+    return;
+  }
+  char why[200], name[160], json[512];
+  ASSERT_TRUE(gp->red.gemm == 1 && gp->red.tile > 0 && !(gp->tc.tstore && gp->bn > 128));
+  ASSERT_TRUE(ft_variant_valid(gp, why, sizeof why));
+  ft_variant_name(gp, name, sizeof name);
+  ASSERT_CONTAINS(name, "_gp_bf16");
+  ft_variant_json(gp, json, sizeof json);
+  ASSERT_CONTAINS(json, "\"gemm\":1");
+  ft_variant back;
+  ft_err e;
+  ASSERT_OK(ft_variant_from_json(json, &back, &e));
+  ASSERT_TRUE(memcmp(&back, gp, sizeof back) == 0);
+  ft_launch_geom g, plain;
+  memset(&g, 0, sizeof g);
+  memset(&plain, 0, sizeof plain);
+  ft_variant_geometry(gp, 16384, 4096, 4096, &g);
+  ASSERT_TRUE(g.own_gemm && g.has_reduce);
+  ASSERT_EQ_INT((int)g.grid[0], 4096 / 32);
+  ASSERT_EQ_INT((int)g.grid[1], 1);
+  ASSERT_EQ_INT((int)g.rgrid[1], 16384 / gp->red.tile);
+  ASSERT_TRUE(g.workspace_bytes == (size_t)(16384 / 64 + 1) * 4096 * 8);
+  ASSERT_TRUE(g.flag_bytes == 0);
+  ft_variant q = *gp;
+  q.red.gemm = 0, q.math = FT_MATH_3XTF32; /* only to ask the GEMM's shared memory without the partials */
+  q.family = 4, q.bk = gp->bk, q.vec = 0;
+  memset(&q.red, 0, sizeof q.red);
+  q.math = gp->math;
+  ft_variant_geometry(&q, 16384, 4096, 4096, &plain);
+  ASSERT_TRUE(g.gsmem == plain.smem + (size_t)gp->tc.consumers * 4 * (size_t)gp->bn * 8);
+  /* The rules: gemm needs the column form; TMA stores at BN > 128 spilled. */
+  ft_variant bad = *gp;
+  bad.red.tile = 0;
+  ASSERT_TRUE(!ft_variant_valid(&bad, why, sizeof why));
+  ASSERT_CONTAINS(why, "gemm 1");
+  bad = *gp, bad.tc.tstore = 1, bad.bn = 256;
+  ASSERT_TRUE(!ft_variant_valid(&bad, why, sizeof why));
+  ASSERT_CONTAINS(why, "spill");
+  bad = *gp, bad.tc.colstats = 1;
+  ASSERT_TRUE(!ft_variant_valid(&bad, why, sizeof why));
+  /* The pass alone never takes the GEMM's partials. */
+  bad = *gp, bad.kind = FT_VK_EPILOGUE, bad.family = 1, bad.bn = bad.bk = bad.stages = bad.swizzle = 0;
+  memset(&bad.tc, 0, sizeof bad.tc);
+  ASSERT_TRUE(!ft_variant_valid(&bad, why, sizeof why));
+  ASSERT_CONTAINS(why, "only with family tc_pass");
+  ft_epilogue *ep = parse_ok("batchnorm(x + bias)");
+  ft_kernel_src src;
+  ASSERT_OK(ft_codegen_variant(gp, ep, &src, &e));
+  ASSERT_CONTAINS(src.text, "#define FT_RED_GEMM 1");
+  char want[64];
+  snprintf(want, sizeof want, "colstat_bytes = %d,", gp->tc.consumers * 4 * gp->bn * 8);
+  ASSERT_CONTAINS(src.text, want);
+  ft_kernel_src_free(&src);
+  ft_ep_free(ep);
+  free(v);
+  /* Softmax of batchnorm: the column-then-row form takes them too, one tile (its apply reads rows). */
+  v = enumerate("softmax(batchnorm(x + bias) * 2)", 1000, 520, 256, FT_MATH_FP16, 0, &count);
+  int norm = 0;
+  for (int j = 0; j < count; j++) norm += v[j].family == 6 && v[j].red.gemm && v[j].red.norm && v[j].red.tile == 128;
+  ASSERT_TRUE(norm > 0 && norm == count_tcp(v, count));
+  free(v);
 }
 
 static void test_variant(void) {
@@ -148,6 +227,9 @@ static void test_variant(void) {
   ASSERT_TRUE(!ft_variant_valid(&bad, why, sizeof why));
   ASSERT_CONTAINS(why, "bn 256 > 128");
   bad = tcp_variant(), bad.math = FT_MATH_BF16, bad.bk = 64;
+  ASSERT_TRUE(!ft_variant_valid(&bad, why, sizeof why));
+  ASSERT_CONTAINS(why, "only the GEMM's column partials");
+  bad = tcp_variant(), bad.math = FT_MATH_FP8, bad.bk = 128;
   ASSERT_TRUE(!ft_variant_valid(&bad, why, sizeof why));
   ASSERT_CONTAINS(why, "do not compute in it");
   bad = tcp_variant(), bad.fp32.tm = 4; /* another family's block */
@@ -324,6 +406,7 @@ static void test_compiles(void) {
 int main(void) {
   test_enumeration();
   test_variant();
+  test_gemm_partials();
   test_geometry();
   test_codegen();
   test_compiles();

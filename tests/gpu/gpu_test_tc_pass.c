@@ -1,5 +1,6 @@
 /* GPU: family tc_pass (src/family/tc/family_tc_pass.c), the reduction pass after fusedtune's own
- * tensor-core GEMM in 3xtf32. Each variant kind on ragged M and N (no tile width divides them):
+ * tensor-core GEMM in 3xtf32, and batchnorm's column partials written by that GEMM (the pass's
+ * gemm, "_gp") in bf16, fp16, tf32 and 3xtf32. Each variant kind on ragged M and N (no tile width divides them):
  * softmax and log_softmax (held and row forms, N odd too), groupnorm with groups of 16 and 64
  * features, batchnorm (row and column forms, several tiles of rows) and two one-value row
  * reductions with a pool inside (the GEMM into the workspace, one chunk): every variant of the pruned space (the full
@@ -16,29 +17,37 @@ typedef struct problem {
   const char *expr;
   int m, n, k;
   int full; /* the full space (more GEMMs per pass) */
+  ft_math math; /* 0: 3xtf32 */
 } problem;
 
 static const problem k_problems[] = {
-    {"softmax(gelu(x + bias))", 1000, 4000, 1000, 1},
-    {"softmax(x)", 333, 1001, 260, 0}, /* N odd: the pass's vec 1, the GEMM's odd-N stores */
-    {"log_softmax(x + bias)", 517, 2056, 512, 0},
-    {"groupnorm(x, 64)", 300, 1024, 512, 0},       /* 16 features a group */
-    {"groupnorm(x * 2 + bias, 64)", 257, 4096, 256, 0}, /* 64 features */
-    {"groupnorm(x, 256)", 129, 4096, 128, 0},      /* 16 features, 256 groups */
-    {"batchnorm(x)", 3000, 520, 256, 0},           /* several tiles of rows, a partial strip */
-    {"batchnorm(x + bias) * 2", 1000, 2056, 384, 0},
-    {"rowsum(maxpool(sigmoid(x), 2))", 77, 1004, 40, 0}, /* a pool inside: tcr_ does not fuse it */
-    {"logsumexp(avgpool(x + bias, 4))", 300, 5000, 256, 0},
+    {"softmax(gelu(x + bias))", 1000, 4000, 1000, 1, 0},
+    {"softmax(x)", 333, 1001, 260, 0, 0}, /* N odd: the pass's vec 1, the GEMM's odd-N stores */
+    {"log_softmax(x + bias)", 517, 2056, 512, 0, 0},
+    {"groupnorm(x, 64)", 300, 1024, 512, 0, 0},       /* 16 features a group */
+    {"groupnorm(x * 2 + bias, 64)", 257, 4096, 256, 0, 0}, /* 64 features */
+    {"groupnorm(x, 256)", 129, 4096, 128, 0, 0},      /* 16 features, 256 groups */
+    {"batchnorm(x)", 3000, 520, 256, 0, 0},           /* several tiles of rows, a partial strip */
+    {"batchnorm(x + bias) * 2", 1000, 2056, 384, 0, 0},
+    {"rowsum(maxpool(sigmoid(x), 2))", 77, 1004, 40, 0, 0}, /* a pool inside: tcr_ does not fuse it */
+    {"logsumexp(avgpool(x + bias, 4))", 300, 5000, 256, 0, 0},
     /* A matrix read by the pass: in place after a normalization, in a one-value reduction's argument
      * (tcr_ does not read matrices). */
-    {"(groupnorm(x + bias, 1) + r) * r where mat r", 300, 1024, 256, 0},
-    {"rowsum(x * r) where mat r", 77, 1001, 40, 0},
-    {"softmax(batchnorm(x + bias) * 2)", 1000, 520, 256, 0}, /* the column-then-row form */
+    {"(groupnorm(x + bias, 1) + r) * r where mat r", 300, 1024, 256, 0, 0},
+    {"rowsum(x * r) where mat r", 77, 1001, 40, 0, 0},
+    {"softmax(batchnorm(x + bias) * 2)", 1000, 520, 256, 0, 0}, /* the column-then-row form */
+    /* The GEMM's column partials (m64 blocks straddling M's edge, tiles N's) in the 16-bit and tf32 modes */
+    {"batchnorm(x + bias) * 2", 1000, 2056, 384, 0, FT_MATH_BF16},
+    {"batchnorm(x)", 3001, 520, 256, 0, FT_MATH_FP16},
+    {"softmax(batchnorm(x + bias) * 2)", 1000, 520, 256, 0, FT_MATH_BF16},
+    {"batchnorm(x + bias)", 77, 1000, 128, 0, FT_MATH_TF32},
 };
 #define N_PROBLEMS (sizeof k_problems / sizeof k_problems[0])
 
 /* Kinds of variants seen over the run: held, row, column, chunk. */
 static int g_forms[4];
+/* Variants with the GEMM's column partials (gemm) correct, over every mode. */
+static int g_partials;
 
 static int form_of(const ft_variant *v) { return v->red.team > 0 ? 0 : v->red.tile > 0 ? 2 : v->red.cols > 0 ? 3 : 1; }
 
@@ -120,7 +129,7 @@ static int check_problem(ft_gpu *g, const problem *pr) {
   double tol = 0, cublas_err = 0;
   ft_variant *v = NULL;
   int nv = 0;
-  const ft_math math = FT_MATH_3XTF32;
+  const ft_math math = pr->math ? pr->math : FT_MATH_3XTF32;
   ft_status st = ft_ep_parse(pr->expr, &ep, &e);
   if (st == FT_OK) st = ft_pdata_create(g, pr->m, pr->n, pr->k, ep, math, 2718, &d, &e);
   double gemm_tol = 0; /* the rule's, for a GEMM alone */
@@ -165,7 +174,9 @@ static int check_problem(ft_gpu *g, const problem *pr) {
       FT_FAIL_AT_("%s %dx%dx%d: %s: %lld non-finite", pr->expr, pr->m, pr->n, pr->k, name, (long long)chk.bad);
     } else if (chk.rel_err <= tol) {
       g_forms[form_of(&v[i])]++;
-    } else if (v[i].red.cols > 0) { /* from the workspace: no pass runs alone on it */
+      g_partials += v[i].red.gemm;
+    } else if (v[i].red.cols > 0 || v[i].red.gemm || math != FT_MATH_3XTF32) {
+      /* from the workspace, or the GEMM's partials: no pass runs alone on it (and same_as_parts reads fp32) */
       FT_FAIL_AT_("%s %dx%dx%d: %s: rel_err %.3g > %.3g", pr->expr, pr->m, pr->n, pr->k, name, chk.rel_err, tol);
     } else {
       /* Beyond the tolerance: the tuner refuses it here; its parts say whether it is still right. */
@@ -206,7 +217,7 @@ static int check_problem(ft_gpu *g, const problem *pr) {
 /* One variant launched on y, then on another y buffer, then on y again: each result right (the GEMM's
  * argument list, two tensor maps, is rebuilt when a pointer changes). */
 static void check_moved_pointers(ft_gpu *g) {
-  const problem pr = {"softmax(x + bias)", 200, 1000, 128, 0};
+  const problem pr = {"softmax(x + bias)", 200, 1000, 128, 0, 0};
   ft_err e;
   ft_epilogue *ep = NULL;
   ft_pdata *d = NULL;
@@ -269,6 +280,8 @@ int main(void) {
   printf("%d tc_pass variants checked (forms: %d held, %d row, %d column, %d one chunk correct)\n", checked, g_forms[0],
          g_forms[1], g_forms[2], g_forms[3]);
   for (int f = 0; f < 4; f++) ASSERT_TRUE(g_forms[f] > 0); /* every form ran */
+  printf("%d with the GEMM's column partials (gemm) correct\n", g_partials);
+  ASSERT_TRUE(g_partials > 0);
   ft_gpu_close(g);
   return FT_TEST_DONE();
 }

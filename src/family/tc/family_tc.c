@@ -26,6 +26,9 @@ static int tc_valid(const ft_variant *v, char *why, size_t whylen) {
                                       ft_math_name((ft_math)v->math));
   if (v->tc.consumers != 1 && v->tc.consumers != 2) FT_WHY("tc: consumers %d must be 1 or 2", v->tc.consumers);
   if (v->tc.cluster != 1 && v->tc.cluster != 2) FT_WHY("tc: cluster %d must be 1 or 2", v->tc.cluster);
+  if (v->tc.colstats && (v->tc.colstats != 1 || v->split_k > 1 || v->tc.streamk || v->tc.pingpong || v->tc.gated))
+    FT_WHY("tc: colstats %d: 1, in a cooperative tile stored whole (no split-K, stream-K, ping-pong or gated pair)",
+           v->tc.colstats);
   /* Each block of a cluster loads half the W tile: whole 8-row swizzle atoms. */
   if (v->tc.cluster == 2 && v->bn % 16) FT_WHY("tc: cluster 2 needs bn %d a multiple of 16 (half the W tile each)", v->bn);
   if (v->stages < 2 || v->stages > TC_MAX_STAGES) FT_WHY("tc: stages %d must be 2..%d", v->stages, TC_MAX_STAGES);
@@ -173,8 +176,8 @@ static void tc_defines(const ft_variant *v, ft_strbuf *b) {
                v->tc.cluster, v->swizzle);
   ft_sb_printf(b, "    pingpong = %d, split_k = %d, stream_k = %d, tma_store = %d, staged = %d, late = %d, gated = %d,\n",
                v->tc.pingpong, tc_slices(v), v->tc.streamk, v->tc.tstore, v->tc.staged, v->tc.late, v->tc.gated);
-  ft_sb_printf(b, "    small_bytes = %zu, box_bytes = %zu, staging_bytes = %zu, colv_bytes = %zu, smem_bytes = %zu\n", r.small,
-               r.boxes, r.staging, tc_colv_bytes(v), tc_smem(v));
+  ft_sb_printf(b, "    small_bytes = %zu, box_bytes = %zu, staging_bytes = %zu, colv_bytes = %zu, colstat_bytes = %zu,\n"
+               "    smem_bytes = %zu\n", r.small, r.boxes, r.staging, tc_colv_bytes(v), tc_colstat_bytes(v), tc_smem(v));
   ft_sb_puts(b, "  };\n};\n");
 }
 
@@ -281,7 +284,7 @@ const char *const ft__tc_sources[] = {
     "kernels_src/tc_config.cuh",   "kernels_src/wgmma_sm90.cuh",     "kernels_src/tc_ptx.cuh",
     "kernels_src/tc_sched.cuh",    "kernels_src/tc_matrix.cuh",    "kernels_src/tc_mainloop.cuh",
     "kernels_src/tc_epilogue.cuh", "kernels_src/tc_epilogue_tma.cuh", "kernels_src/tc_gated.cuh",
-    "kernels_src/tc_reduce.cuh",   "kernels_src/tc_norm.cuh",
+    "kernels_src/tc_reduce.cuh",   "kernels_src/tc_norm.cuh",      "kernels_src/tc_colstats.cuh",
     "kernels_src/gemm_tc.cu",      NULL};
 
 const ft_family ft_family_tc = {

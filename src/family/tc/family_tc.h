@@ -55,6 +55,12 @@ static inline size_t tc_smem_base(const ft_variant *v) { return tc_regions(v).ba
  * only, and the staging below is left out where it would not fit rather than cost a stage. */
 #define TC_SMEM_OPTIN 232448
 
+/* Family tc_pass's batchnorm partials (colstats): each consumer's [4][bn] float2, after the
+ * column-vector slices (8-byte aligned there: the regions before are multiples of 8). */
+static inline size_t tc_colstat_bytes(const ft_variant *v) {
+  return v->tc.colstats ? (size_t)v->tc.consumers * 4 * (size_t)v->bn * 8 : 0;
+}
+
 /* Bytes per consumer for the tile's slice of the epilogue's first column vector (BN elements),
  * copied to shared memory during the k loop so that E reads it there, not from L2 after the
  * loop (gemm_tc.cu, FT_COLV_STAGE): the early E of the cooperative TMA-store form only. 0 where
@@ -63,10 +69,12 @@ static inline size_t tc_colv_bytes(const ft_variant *v) {
   if (!v->tc.tstore || v->tc.staged || v->tc.late || v->tc.pingpong || v->tc.streamk || v->split_k > 1) return 0;
   if (fp8(v)) return 0; /* the first column vector may be an fp32 scale: E reads it from L2 */
   const size_t per = (size_t)v->bn * (size_t)osize(v);
-  return tc_smem_base(v) + (size_t)v->tc.consumers * per <= TC_SMEM_OPTIN ? per : 0;
+  return tc_smem_base(v) + (size_t)v->tc.consumers * per + tc_colstat_bytes(v) <= TC_SMEM_OPTIN ? per : 0;
 }
 
-static inline size_t tc_smem(const ft_variant *v) { return tc_smem_base(v) + (size_t)v->tc.consumers * tc_colv_bytes(v); }
+static inline size_t tc_smem(const ft_variant *v) {
+  return tc_smem_base(v) + (size_t)v->tc.consumers * tc_colv_bytes(v) + tc_colstat_bytes(v);
+}
 
 #define TC_MAX_CHUNK 4096
 #define TC_PRESPLIT_MAX_GIB 4 /* a pre-split variant's workspace: x's and W's split rows */

@@ -1,7 +1,11 @@
 /* Family tc_pass: in 3xtf32, the reduction pass (family reduce_pass: softmax, log_softmax,
  * groupnorm, batchnorm in place on y, a one-value row reduction from the workspace) after
  * fusedtune's own tensor-core GEMM instead of cuBLAS SGEMM (FT_FAMILY_TC_PASS, names
- * "tcp_<GEMM>_red_<pass>_3xtf32"). A variant is a family tc variant (its block tc and bn, bk,
+ * "tcp_<GEMM>_red_<pass>_3xtf32"). In every tensor-core mode (tf32, bf16, fp16, 3xtf32), batchnorm
+ * (and softmax or log_softmax of it) with the pass's gemm: the GEMM also writes each m64 block's
+ * column partials of batchnorm's argument from its accumulator (its tc.colstats,
+ * kernels_src/tc_colstats.cuh), so the pass's first kernel only merges them and y is read once
+ * after the GEMM, by the apply kernel, where cuBLAS + the column pass read it twice. A variant is a family tc variant (its block tc and bn, bk,
  * stages, swizzle) and a family reduce_pass variant (its block red and vec) side by side: every rule
  * is the two families' own, asked of each half. The program holds both: family tc's kernel with
  * the identity epilogue (it stores x W^T in fp32; ft_family.gemm_kernel, launched on geometry's
@@ -35,6 +39,7 @@ extern const ft_family ft_family_tc, ft_family_reduce_pass;
 static ft_variant gemm_part(const ft_variant *v) {
   ft_variant g = *v;
   g.kind = FT_VK_GEMM, g.family = FT_FAMILY_TC, g.vec = 0;
+  g.tc.colstats = v->red.gemm; /* the GEMM writes the pass's column partials */
   memset(&g.red, 0, sizeof g.red);
   return g;
 }
@@ -50,14 +55,27 @@ static int tcp_valid(const ft_variant *v, char *why, size_t whylen) {
   if (v->split_k || v->tc.streamk || v->tc.pingpong || v->tc.staged || v->tc.late || v->tc.gated || v->tc.dual)
     FT_WHY("tc_pass: the GEMM stores x W^T whole for the pass: split_k, streamk, pingpong, staged, late, gated and dual "
            "do not apply");
-  const ft_variant g = gemm_part(v), p = pass_part(v);
+  if (v->tc.colstats) FT_WHY("tc_pass: colstats %d: the pass's gemm says it", v->tc.colstats);
+  /* NVRTC for sm_90a, bf16 batchnorm(x + bias) at BN 256 with TMA stores: 192 bytes spilled. */
+  if (v->red.gemm && v->tc.tstore && v->bn > 128)
+    FT_WHY("tc_pass: gemm with TMA stores at bn %d: the column partials beside the tile spill past 128", v->bn);
+  if (v->red.gemm != 0 && (v->red.gemm != 1 || v->red.tile <= 0))
+    FT_WHY("tc_pass: gemm %d: 1 with the column form (batchnorm's partials from the GEMM), else 0", v->red.gemm);
+  if (v->math != FT_MATH_3XTF32 && !v->red.gemm)
+    FT_WHY("tc_pass: in %s only the GEMM's column partials (gemm 1): cuBLAS's GEMM before any other pass is as fast",
+           ft_math_name((ft_math)v->math));
+  const ft_variant g = gemm_part(v);
+  ft_variant p = pass_part(v);
+  p.red.gemm = 0; /* the pass's own rules; gemm's are above */
   return ft_family_tc.valid(&g, why, whylen) && ft_family_reduce_pass.valid(&p, why, whylen);
 }
 
 /* Both halves' rules; a one-value reduction in one chunk (the GEMM computes all of x W^T). */
 static int tcp_applicable(const ft_variant *v, int64_t m, int64_t n, int64_t k, const ft_device_limits *lim, char *why,
                           size_t whylen) {
-  const ft_variant g = gemm_part(v), p = pass_part(v);
+  const ft_variant g = gemm_part(v);
+  ft_variant p = pass_part(v);
+  p.red.gemm = 0; /* as tcp_valid */
   if (v->red.cols > 0 && v->red.cols < n)
     FT_WHY("tc_pass: cols %d < n %lld: the GEMM writes all of x W^T into the workspace, one chunk", v->red.cols,
            (long long)n);
@@ -158,14 +176,14 @@ static int tcp_stream_k(const ft_variant *v) {
  * held form) or two reads and a write (the row and column forms); a one-value reduction reads the
  * workspace once. */
 static double pass_cost(const ft_variant *p, int64_t m, int64_t n) {
-  const double passes = p->red.cols > 0 ? 1.0 : p->red.team > 0 ? 2.0 : 3.0;
+  const double passes = p->red.cols > 0 ? 1.0 : p->red.team > 0 || p->red.gemm ? 2.0 : 3.0;
   return passes * (double)m * (double)n * 4.0 * 50.0 / 132.0;
 }
 
 /* The GEMMs to pair with: family tc's best-ranked forms for the identity epilogue that store x W^T
  * whole (tcp_valid), up to max into g and c; *got how many (0: none fits the device or K). */
-static ft_status pick_gemms(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim, ft_variant *g,
-                            double *c, int max, int *got, ft_err *err) {
+static ft_status pick_gemms(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim, int partials,
+                            ft_variant *g, double *c, int max, int *got, ft_err *err) {
   ft_variant *vs = NULL;
   double *cs = NULL;
   int nv = 0;
@@ -195,7 +213,8 @@ static ft_status pick_gemms(int64_t m, int64_t n, int64_t k, ft_math math, const
     for (int i = 0; i < nv && *got < max + (pass == 2); i++) {
       const ft_variant *t = &vs[i];
       if (taken[i] || ft_family_of(t) != &ft_family_tc || t->split_k || t->tc.streamk || t->tc.pingpong ||
-          t->tc.staged || t->tc.late || t->tc.gated || t->tc.dual || (pass == 2 && t->tc.presplit))
+          t->tc.staged || t->tc.late || t->tc.gated || t->tc.dual || (pass == 2 && t->tc.presplit) ||
+          (partials && t->tc.tstore && t->bn > 128)) /* tcp_valid's spill rule */
         continue;
       const unsigned bit = 1u << (t->tc.chunk < 31 ? t->tc.chunk : 31);
       if (pass == 0 && (chunks & bit)) continue;
@@ -215,10 +234,28 @@ static ft_status pick_gemms(int64_t m, int64_t n, int64_t k, ft_math math, const
 /* Each pass family reduce_pass enumerates for the problem's reduction (in place, or a one-value
  * reduction in one chunk) with each of family tc's best GEMMs: few candidates (the passes times
  * TCP_GEMMS), where the product of the spaces would be thousands. */
+/* v with the GEMM's column partials (gemm 1) in the deepest ring that fits beside them: pushed
+ * where applicable; the norm form's apply takes rows, so its tile is the first one only. */
+static ft_status push_gemm_partials(ft_variant v, const ft_variant *p, double cost, int64_t m, int64_t n, int64_t k,
+                                    const ft_device_limits *lim, ft_space_sink *sink, ft_err *err) {
+  if (p->red.tile <= 0 || (p->red.norm && p->red.tile != 128)) return FT_OK;
+  v.red.gemm = 1;
+  ft_variant g = gemm_part(&v);
+  while (g.stages > 2 && tc_smem(&g) > (size_t)lim->max_smem_per_block) g.stages--;
+  v.stages = g.stages;
+  if (!ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) return FT_OK;
+  return ft_space_push(sink, &v, cost, err);
+}
+
 static ft_status tcp_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, const ft_device_limits *lim,
                                ft_space_sink *sink, ft_err *err) {
   const ft_epilogue *ep = ft_space_epilogue(sink);
-  if (math != FT_MATH_3XTF32 || !ep || ft_ep_reduction(ep, NULL) == FT_RED_NONE || ft_ep_check_kernels(ep, NULL) != FT_OK)
+  if (!ep || ft_ep_reduction(ep, NULL) == FT_RED_NONE || ft_ep_check_kernels(ep, NULL) != FT_OK) return FT_OK;
+  /* Outside 3xtf32 only batchnorm's partials from the GEMM (cuBLAS's GEMM is as fast as family tc's
+   * before any other pass); fp8 has no reduction. */
+  const int partials_only = math != FT_MATH_3XTF32;
+  if (partials_only && (math == FT_MATH_FP8 || math == FT_MATH_FP32 ||
+                        (ft_ep_reduction(ep, NULL) != FT_RED_BATCHNORM && ft_ep_norm(ep, NULL) != FT_RED_BATCHNORM)))
     return FT_OK;
   /* A one-value reduction family tc_reduce fuses needs no M x N buffer there: tc_pass takes the
    * rest (softmax, log_softmax, groupnorm, batchnorm, a pool inside a one-value reduction). */
@@ -226,7 +263,7 @@ static ft_status tcp_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, co
   ft_variant g[TCP_GEMMS_FULL + 1];
   double gc[TCP_GEMMS_FULL + 1];
   int ng = 0;
-  FT_TRY(pick_gemms(m, n, k, math, lim, g, gc, ft_space_full(sink) ? TCP_GEMMS_FULL : TCP_GEMMS, &ng, err));
+  FT_TRY(pick_gemms(m, n, k, math, lim, partials_only, g, gc, ft_space_full(sink) ? TCP_GEMMS_FULL : TCP_GEMMS, &ng, err));
   if (ng == 0) return FT_OK;
   ft_variant *ps = NULL;
   double *pc = NULL;
@@ -242,9 +279,15 @@ static ft_status tcp_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, co
     for (int j = 0; j < ng && s == FT_OK; j++) {
       ft_variant v = g[j];
       v.family = FT_FAMILY_TC_PASS, v.vec = p->vec, v.red = p->red;
-      if (!ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) continue;
       /* The pass's own order (its cost) breaks ties between passes after the same GEMM. */
-      s = ft_space_push(sink, &v, gc[j] + pass_cost(p, m, n) * (1.0 + 0.01 * pc[i]), err);
+      const double cost = gc[j] + pass_cost(p, m, n) * (1.0 + 0.01 * pc[i]);
+      if (p->red.tile > 0) { /* the partials from the GEMM: one read of y fewer */
+        ft_variant q = *p;
+        q.red.gemm = 1;
+        s = push_gemm_partials(v, p, gc[j] + pass_cost(&q, m, n) * (1.0 + 0.01 * pc[i]), m, n, k, lim, sink, err);
+      }
+      if (s != FT_OK || partials_only || !ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) continue;
+      s = ft_space_push(sink, &v, cost, err);
     }
   }
   free(ps);
@@ -269,7 +312,7 @@ static const ft_json_key k_tcp_opt_keys[] = {
     {"team", offsetof(ft_variant, red.team)},   {"held", offsetof(ft_variant, red.held)},
     {"groups", offsetof(ft_variant, red.groups)}, {"tile", offsetof(ft_variant, red.tile)},
     {"norm", offsetof(ft_variant, red.norm)},   {"presplit", offsetof(ft_variant, tc.presplit)},
-    {NULL, 0}};
+    {"gemm", offsetof(ft_variant, red.gemm)},   {NULL, 0}};
 
 /* Its own GEMM (family tc's kernel in the same program) writes x W^T before the pass. */
 static ft_gemm_before tcp_gemm_before(const ft_variant *v, ft_lt_prefix *lt) {
@@ -288,7 +331,7 @@ const ft_family ft_family_tc_pass = {
     .suffix = "",
     .revision = 1,
     .arch_suffix = "a",
-    .maths = 1u << FT_MATH_3XTF32,
+    .maths = (1u << FT_MATH_TF32) | (1u << FT_MATH_BF16) | (1u << FT_MATH_FP16) | (1u << FT_MATH_3XTF32),
     .sources = ft__tc_sources, /* the GEMM's; codegen writes the pass's text before them */
     .kernel = "ft_reduce_pass",
     .gemm_before = tcp_gemm_before,

@@ -82,7 +82,8 @@ static const char *const k_tcr_sources[] = {
     "kernels_src/tc_config.cuh",   "kernels_src/wgmma_sm90.cuh",      "kernels_src/tc_ptx.cuh",
     "kernels_src/tc_sched.cuh",    "kernels_src/tc_matrix.cuh",       "kernels_src/tc_mainloop.cuh",
     "kernels_src/tc_epilogue.cuh", "kernels_src/tc_epilogue_tma.cuh", "kernels_src/tc_gated.cuh",
-    "kernels_src/tc_reduce.cuh",   "kernels_src/tc_norm.cuh",         "kernels_src/gemm_tc.cu",
+    "kernels_src/tc_reduce.cuh",   "kernels_src/tc_norm.cuh",         "kernels_src/tc_colstats.cuh",
+    "kernels_src/gemm_tc.cu",
     "kernels_src/tc_reduce_final.cu", NULL};
 
 const ft_family ft_family_tc_reduce = {
