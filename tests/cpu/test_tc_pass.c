@@ -1,6 +1,7 @@
 /* Family tc_pass without a GPU (src/family/tc/family_tc_pass.c: in 3xtf32, the reduction pass after
  * fusedtune's own tensor-core GEMM, one program): what enumerates it (softmax, log_softmax, groupnorm,
- * batchnorm and a one-value reduction in 3xtf32, each pass with a few GEMMs; none in bf16, none for
+ * batchnorm and a one-value reduction in 3xtf32, each pass with a few GEMMs; in bf16 only batchnorm
+ * with its column partials from the GEMM, test_gemm_partials; none for
  * an elementwise epilogue, none where the tensor-core GEMM does not apply), names, JSON both ways,
  * validity of each half, geometry (the GEMM's launch beside the pass's), alignment, what codegen
  * writes, and NVRTC compiles for sm_90a with each entry's ptxas registers within its own cap and no
