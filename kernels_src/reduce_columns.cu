@@ -173,7 +173,8 @@ __device__ __forceinline__ void ft_red_colstats(const ft_elem_t *y, float2 *ws, 
 extern "C" __global__ void __launch_bounds__(FT_BLOCK)
 ft_reduce_apply(ft_elem_t *y, const float2 *ws, int M, int N, FtEpArgs ep) {
   if constexpr (kRedForm == 2) {
-    const int strip = (int)blockIdx.x, tile = (int)blockIdx.y; // top-first, where the statistics ended
+    // Top-first, where the statistics ended; after the GEMM's partials bottom-first, where it ended.
+    const int strip = (int)blockIdx.x, tile = kColFromGemm ? (int)(gridDim.y - 1 - blockIdx.y) : (int)blockIdx.y;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, col = strip * kColWidth + lane * FT_VEC;
     if (col >= N) return;
     const float2 *st = ws + (size_t)((M + kColPartRows - 1) / kColPartRows) * (size_t)N + col;
