@@ -322,19 +322,26 @@ static ft_status presplit_operands(ft_launchable *L, const void **x, const void 
 /* The GEMM before a pass, x W^T of nc columns (W's rows from w) into out: cuBLAS's of the mode, or
  * the family's own kernel (geometry's own_gemm), which computes all of x W^T only; its argument
  * list (two tensor maps) kept while the pointers stay. */
-static ft_status run_gemm_before(ft_launchable *L, const void *x, const void *w, void *out, int nc, cudaStream_t stream,
-                             ft_err *err) {
+static ft_status run_gemm_before(ft_launchable *L, const void *x, const void *w, void *out, int nc,
+                                 const ft_ep_args_dev *ep, cudaStream_t stream, ft_err *err) {
   if (L->before != FT_GEMM_OWN) return ft_cublas_gemm(L->g, (ft_math)L->v.math, x, w, out, L->m, nc, L->k, stream, err);
   if (!L->gemm || nc != gemm_cols(L))
     return ft__fail(err, FT_ERR_INTERNAL, "launch: the family's own GEMM computes all %d columns of x W^T, not %d",
                     gemm_cols(L), nc);
   if (L->geom.presplit_kp) FT_TRY(presplit_operands(L, &x, &w, stream, err)); /* tc_pass's pre-split GEMM */
-  if (!L->have_gemm_args || L->gemm_x != x || L->gemm_w != w || L->gemm_y != out) {
-    static const ft_ep_args_dev identity; /* its epilogue is the identity: it reads no argument */
-    const ft_launch_io io = {x, w, out, NULL, NULL, L->m, L->n, L->k, &identity, 0, L->n};
+  /* Its epilogue is the identity and reads no argument, unless it writes batchnorm's column
+   * partials of E's argument (the pass's gemm): then E's arguments and the workspace. */
+  static const ft_ep_args_dev identity;
+  const int partials = L->v.red.gemm != 0;
+  const ft_ep_args_dev *gep = partials ? ep : &identity;
+  if (partials && (!ep || !L->ws))
+    return ft__fail(err, FT_ERR_INTERNAL, "launch: the GEMM's column partials need E's arguments and the workspace");
+  if (!L->have_gemm_args || L->gemm_x != x || L->gemm_w != w || L->gemm_y != out ||
+      (partials && memcmp(&L->gemm_ep, gep, sizeof *gep) != 0)) {
+    const ft_launch_io io = {x, w, out, partials ? L->ws : NULL, NULL, L->m, L->n, L->k, gep, 0, L->n};
     L->have_gemm_args = 0;
     FT_TRY(build_args(L->fam->gemm_args, &L->v, &io, &L->gemm_args, err));
-    L->gemm_x = x, L->gemm_w = w, L->gemm_y = out;
+    L->gemm_x = x, L->gemm_w = w, L->gemm_y = out, L->gemm_ep = *gep;
     L->have_gemm_args = 1;
   }
   return launch(L->gemm, L->geom.ggrid, L->geom.gblock, L->geom.gcluster, L->geom.gpdl, L->geom.gsmem, &L->gemm_smem_allowed,
@@ -350,7 +357,7 @@ static ft_status enqueue_chunks(ft_launchable *L, const void *x, const void *w, 
   for (int c0 = 0; c0 < L->n; c0 += L->geom.chunk_cols) {
     const int nc = L->n - c0 < L->geom.chunk_cols ? L->n - c0 : L->geom.chunk_cols;
     const char *wc = (const char *)w + (size_t)c0 * (size_t)L->k * elem; /* W's rows c0 .. c0 + nc */
-    FT_TRY(run_gemm_before(L, x, wc, L->ws, nc, stream, err));
+    FT_TRY(run_gemm_before(L, x, wc, L->ws, nc, ep, stream, err));
     const ft_launch_io io = {x, w, y, L->ws, L->flags, L->m, L->n, L->k, ep, c0, nc};
     ft_arg_store st;
     FT_TRY(build_args(L->fam->kernel_args, &L->v, &io, &st, err));
@@ -390,7 +397,7 @@ ft_status ft_launchable_enqueue(ft_launchable *L, const void *x, const void *w, 
                       "this configuration (\"ltc\") reads it as cuBLASLt's C, laid out as y", L->lt_steps.c_slot, pitch, L->n);
     FT_TRY(ft_lt_gemm_run(&L->lt, L->lt_handle, x, w, gemm_y, bias, c, L->lt_ws, stream, err));
   } else if (after_gemm) {
-    FT_TRY(run_gemm_before(L, x, w, gemm_y, gemm_cols(L), stream, err));
+    FT_TRY(run_gemm_before(L, x, w, gemm_y, gemm_cols(L), ep, stream, err));
   }
   return enqueue_kernels(L, x, w, y, ep, stream, err);
 }
@@ -398,8 +405,9 @@ ft_status ft_launchable_enqueue(ft_launchable *L, const void *x, const void *w, 
 ft_status ft_launchable_enqueue_pass(ft_launchable *L, void *y, const ft_ep_args_dev *ep, cudaStream_t stream,
                                      ft_err *err) {
   if (!L->fam || !(L->before == FT_GEMM_CUBLAS || L->before == FT_GEMM_OWN) || L->geom.chunk_cols > 0 || L->geom.gated ||
-      L->chain)
-    return ft__fail(err, FT_ERR_INVALID_ARG, "launch: only a pass in place on y after cuBLAS's plain GEMM runs alone");
+      L->chain || L->v.red.gemm)
+    return ft__fail(err, FT_ERR_INVALID_ARG, "launch: only a pass in place on y after cuBLAS's plain GEMM runs alone "
+                    "(not one that merges the GEMM's column partials)");
   return enqueue_kernels(L, NULL, NULL, y, ep, stream, err);
 }
 

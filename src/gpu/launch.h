@@ -41,6 +41,7 @@ typedef struct ft_launchable {
   int have_gemm_args;
   const void *gemm_x, *gemm_w;
   void *gemm_y;
+  ft_ep_args_dev gemm_ep; /* E's arguments where the GEMM reads them (batchnorm's partials, red.gemm) */
   ft_arg_store gemm_args;
   /* Pre-split 3xtf32 (geom.presplit_kp): the split kernel, and which W the workspace holds split
    * (wsplit_of, valid while wsplit_ok: ft_launchable_weight_changed clears it). */
