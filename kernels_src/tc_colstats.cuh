@@ -6,40 +6,62 @@
 // once after the GEMM (the apply), not twice.
 //
 // In the m64nN layout (tc_epilogue.cuh) a column's 16 values of a warp lie in the eight lanes of one
-// lane % 4 (rows lane / 4 and + 8): its sum over xor shuffles 4, 8, 16, the mean, then the squared
-// deviations from it the same way (two passes from registers, never negative). The four warps'
-// results meet in this consumer's [4][bn] float2 of shared memory and one thread per column merges
-// them in warp order (Chan's formula, ft_col_merge): the same bits every run.
+// lane % 4 (rows lane / 4 and + 8): their mean and sum of squared deviations come from pairwise
+// merges over xor shuffles 16, 8, 4 (never negative; ft_tcb_warp). The four warps' results meet in this
+// consumer's [4][bn] float2 of shared memory and one thread per column merges them in warp order
+// (Chan's formula, ft_col_merge): the same bits every run.
 
 #if defined(FT_RED_FORM) && (FT_RED_FORM == 2 || FT_RED_FORM == 3) // batchnorm, or softmax of it
+// The warp's columns in groups of 8 of the thread's bn / 4: each column's (count, mean, M2) of the
+// thread's two rows (those inside M), then three halving exchanges (xor 16, 8, 4: a lane keeps half
+// of the group's columns left, sends the other half and merges what its partner sent by Chan's
+// formula, the counts the same for every column), so each lane ends with one column of the group
+// over the warp's rows: 14 shuffles a group (and one for the counts a step), not 48.
+template <class C>
+__device__ __forceinline__ void ft_tcb_warp(const float (&acc)[C::kAcc], float2 *part, int row, int colb, int M, int N,
+                                            int warp, int lane, const FtEpArgs &ep) {
+  const bool in0 = row < M, in1 = row + 8 < M; /* in1 implies in0 */
+  const int j_end = 4 * ((lane >> 4) & 1) + 2 * ((lane >> 3) & 1) + ((lane >> 2) & 1); /* the column it ends with */
+#pragma unroll
+  for (int g = 0; g < C::bn / 32; g++) { /* 8 columns: chunks q = 4g .. 4g + 3, pairs e */
+    float mu[8], m2[8];
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+      const int q = 4 * g + j / 2, e = j & 1, col = colb + 8 * q + e;
+      const bool cin = col < N; /* columns past N: their partials are not written */
+      const float a = cin && in0 ? ft_red_col_arg(acc[4 * q + e], row, col, ep) : 0.0f;
+      const float b = cin && in1 ? ft_red_col_arg(acc[4 * q + 2 + e], row + 8, col, ep) : 0.0f;
+      mu[j] = in1 ? 0.5f * (a + b) : a, m2[j] = in1 ? 0.5f * (a - b) * (a - b) : 0.0f;
+    }
+    float n = (float)in0 + (float)in1;
+#pragma unroll
+    for (int half = 4, bit = 16; half >= 1; half /= 2, bit /= 2) {
+      const bool up = (lane & bit) != 0; /* keeps the upper half of the columns left */
+      const float nb = __shfl_xor_sync(0xffffffffu, n, bit), t = n + nb;
+      const float f = t > 0.0f ? nb / t : 0.0f, w = n * f; /* w = n nb / t */
+#pragma unroll
+      for (int i = 0; i < half; i++) {
+        const float km = up ? mu[half + i] : mu[i], kq = up ? m2[half + i] : m2[i];
+        const float sm = up ? mu[i] : mu[half + i], sq = up ? m2[i] : m2[half + i];
+        const float rm = __shfl_xor_sync(0xffffffffu, sm, bit), rq = __shfl_xor_sync(0xffffffffu, sq, bit);
+        const float d = rm - km;
+        /* an empty side changes nothing (no d * d * 0: a huge mean would make inf * 0) */
+        mu[i] = nb == 0.0f ? km : n == 0.0f ? rm : fmaf(d, f, km);
+        m2[i] = nb == 0.0f ? kq : n == 0.0f ? rq : kq + rq + d * d * w;
+      }
+      n = t;
+    }
+    part[warp * C::bn + 8 * (4 * g + j_end / 2) + 2 * (lane % 4) + (j_end & 1)] = make_float2(mu[0], m2[0]);
+  }
+}
+
 template <class C>
 __device__ __forceinline__ void ft_tile_colstats(const float (&acc)[C::kAcc], float2 *__restrict__ WS, float2 *part,
                                                  int r0, int n0, int M, int N, int warp, int lane, int wg, int tid,
                                                  const FtEpArgs &ep) {
   if (r0 >= M) return; /* the consumer's rows are all outside: uniform over its 128 threads */
   const int row = r0 + warp * 16 + lane / 4, colb = n0 + 2 * (lane % 4);
-  const int wrows = min(16, M - (r0 + warp * 16)); /* this warp's rows inside (may be <= 0) */
-  const float inv = wrows > 0 ? 1.0f / (float)wrows : 0.0f;
-  const bool in0 = row < M, in1 = row + 8 < M;
-#pragma unroll
-  for (int q = 0; q < C::bn / 8; q++)
-#pragma unroll
-    for (int e = 0; e < 2; e++) {
-      const int col = colb + 8 * q + e;
-      const bool cin = col < N;
-      const float a = in0 && cin ? ft_red_col_arg(acc[4 * q + e], row, col, ep) : 0.0f;
-      const float b = in1 && cin ? ft_red_col_arg(acc[4 * q + 2 + e], row + 8, col, ep) : 0.0f;
-      float s = a + b;
-      s += __shfl_xor_sync(0xffffffffu, s, 4);
-      s += __shfl_xor_sync(0xffffffffu, s, 8);
-      s += __shfl_xor_sync(0xffffffffu, s, 16);
-      const float mean = s * inv, da = in0 ? a - mean : 0.0f, db = in1 ? b - mean : 0.0f;
-      float d = fmaf(da, da, db * db);
-      d += __shfl_xor_sync(0xffffffffu, d, 4);
-      d += __shfl_xor_sync(0xffffffffu, d, 8);
-      d += __shfl_xor_sync(0xffffffffu, d, 16);
-      if (lane < 4) part[warp * C::bn + 8 * q + 2 * lane + e] = make_float2(mean, d);
-    }
+  ft_tcb_warp<C>(acc, part, row, colb, M, N, warp, lane, ep);
   ft_bar_sync<128>(2 + wg);
   for (int c = tid; c < C::bn; c += 128) {
     const int col = n0 + c;

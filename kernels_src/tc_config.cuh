@@ -141,7 +141,8 @@ struct FtTc : Cfg {
   /* The ring, the small buffers, the boxes, the staging boxes, two mbarriers per stage, stream-K's
    * 32-byte schedule, 1024 bytes to align the ring (128-byte swizzle), the column-vector slices. */
   static_assert(Cfg::colstat_bytes == 0 ||
-                    (Cfg::colstat_bytes == Cfg::consumers * 4 * Cfg::bn * 8 && !kRedKind && Cfg::split_k == 1 &&
+                    (Cfg::colstat_bytes == Cfg::consumers * 4 * Cfg::bn * 8 && Cfg::bn % 32 == 0 && !kRedKind &&
+                     Cfg::split_k == 1 &&
                      !Cfg::stream_k && !Cfg::pingpong && !Cfg::gated),
                 "fusedtune: column partials: [4][bn] float2 per consumer, a cooperative tile stored whole");
   static_assert(Cfg::smem_bytes == Cfg::stages * kStage + Cfg::small_bytes + Cfg::box_bytes + Cfg::staging_bytes +

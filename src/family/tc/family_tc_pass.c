@@ -56,7 +56,9 @@ static int tcp_valid(const ft_variant *v, char *why, size_t whylen) {
     FT_WHY("tc_pass: the GEMM stores x W^T whole for the pass: split_k, streamk, pingpong, staged, late, gated and dual "
            "do not apply");
   if (v->tc.colstats) FT_WHY("tc_pass: colstats %d: the pass's gemm says it", v->tc.colstats);
-  /* NVRTC for sm_90a, bf16 batchnorm(x + bias) at BN 256 with TMA stores: 192 bytes spilled. */
+  if (v->red.gemm && v->bn % 32) /* tc_colstats.cuh takes the tile's columns in groups of 32 */
+    FT_WHY("tc_pass: gemm at bn %d: the column partials take groups of 32 columns", v->bn);
+  /* NVRTC for sm_90a, bf16 batchnorm(x + bias) at BN 256 with TMA stores: 192 to 1552 bytes spilled. */
   if (v->red.gemm && v->tc.tstore && v->bn > 128)
     FT_WHY("tc_pass: gemm with TMA stores at bn %d: the column partials beside the tile spill past 128", v->bn);
   if (v->red.gemm != 0 && (v->red.gemm != 1 || v->red.tile <= 0))
@@ -214,7 +216,7 @@ static ft_status pick_gemms(int64_t m, int64_t n, int64_t k, ft_math math, const
       const ft_variant *t = &vs[i];
       if (taken[i] || ft_family_of(t) != &ft_family_tc || t->split_k || t->tc.streamk || t->tc.pingpong ||
           t->tc.staged || t->tc.late || t->tc.gated || t->tc.dual || (pass == 2 && t->tc.presplit) ||
-          (partials && t->tc.tstore && t->bn > 128)) /* tcp_valid's spill rule */
+          (partials && (t->bn % 32 || (t->tc.tstore && t->bn > 128)))) /* tcp_valid's rules */
         continue;
       const unsigned bit = 1u << (t->tc.chunk < 31 ? t->tc.chunk : 31);
       if (pass == 0 && (chunks & bit)) continue;
