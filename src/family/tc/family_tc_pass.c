@@ -218,7 +218,9 @@ static ft_status pick_gemms(int64_t m, int64_t n, int64_t k, ft_math math, const
           t->tc.staged || t->tc.late || t->tc.gated || t->tc.dual || (pass == 2 && t->tc.presplit) ||
           (partials && (t->bn % 32 || (t->tc.tstore && t->bn > 128)))) /* tcp_valid's rules */
         continue;
-      const unsigned bit = 1u << (t->tc.chunk < 31 ? t->tc.chunk : 31);
+      /* The partials' own GEMMs (one chunk, 0) by store form instead: the best with TMA stores (BN
+       * <= 128 there) beside the best without, whose BN 256 the cost model ranks first. */
+      const unsigned bit = partials ? 1u << (t->tc.tstore ? 1 : 0) : 1u << (t->tc.chunk < 31 ? t->tc.chunk : 31);
       if (pass == 0 && (chunks & bit)) continue;
       has_inkernel |= !t->tc.presplit;
       chunks |= bit;
