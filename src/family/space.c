@@ -274,14 +274,9 @@ ft_status ft_space_enumerate_ep(ft_variant_kind kind, int64_t m, int64_t n, int6
     return ft__fail(err, FT_ERR_INVALID_ARG, "space: unknown variant kind %d", (int)kind);
   ft_space_sink b;
   FT_TRY(collect(kind, m, n, k, math, 0, ep, lim, &b, err));
-  if (b.n == 0) {
-    free(b.a);
-    return ft__fail(err, FT_ERR_UNSUPPORTED, "space: no %s variant fits %lldx%lldx%lld", ft_math_name(math),
-                    (long long)m, (long long)n, (long long)k);
-  }
-  select_kept(b.a, b.n, b.n < FT_SPACE_CAP ? b.n : FT_SPACE_CAP); /* the pruned space: the cheapest FT_SPACE_CAP */
+  if (b.n > 0) select_kept(b.a, b.n, b.n < FT_SPACE_CAP ? b.n : FT_SPACE_CAP); /* the pruned space: the cheapest FT_SPACE_CAP */
   ft_status s = FT_OK;
-  if (scope == FT_SPACE_FULL) {
+  if (scope == FT_SPACE_FULL) { /* also where the pruned space is empty: a form only the full one has */
     ft_space_sink f;
     s = collect(kind, m, n, k, math, 1, ep, lim, &f, err);
     if (s == FT_OK) s = add_full_only(&b, &f, err);
@@ -289,6 +284,11 @@ ft_status ft_space_enumerate_ep(ft_variant_kind kind, int64_t m, int64_t n, int6
   }
   int keep = 0;
   for (int i = 0; i < b.n; i++) keep += b.a[i].cost >= 0;
+  if (s == FT_OK && keep == 0) {
+    free(b.a);
+    return ft__fail(err, FT_ERR_UNSUPPORTED, "space: no %s variant fits %lldx%lldx%lld", ft_math_name(math),
+                    (long long)m, (long long)n, (long long)k);
+  }
   ft_variant *vs = s == FT_OK ? malloc((size_t)keep * sizeof *vs) : NULL;
   double *cs = s == FT_OK && costs ? malloc((size_t)keep * sizeof *cs) : NULL;
   if (s == FT_OK && (!vs || (costs && !cs))) s = ft__fail(err, FT_ERR_NOMEM, "space: out of memory");

@@ -41,18 +41,14 @@ static void test_enumeration(void) {
       ASSERT_TRUE(maths[mi] == FT_MATH_3XTF32 ? pingpong == 0 : pingpong > 0); /* 3xtf32 has no ping-pong */
       free(v);
     }
-  /* Rowwise outputs, fp32 and fp8: no fused variant (batchnorm in bf16: family tc_pass's GEMM with
-   * its column partials only, tests/cpu/test_tc_pass.c). */
+  /* Rowwise outputs, fp32 and fp8: no fused variant in the default space (batchnorm in bf16: family
+   * tc_pass's GEMM with its column partials in the full one, tests/cpu/test_tc_pass.c). */
   static const char *const none[] = {"softmax(x)", "log_softmax(x + bias)", "groupnorm(x, 4)", "batchnorm(x)",
                                      "maxpool(x, 2)", "rowsum(maxpool(x, 2))", "logsumexp(avgpool(x + bias, 4))"};
   int count = 0;
   for (size_t i = 0; i < sizeof none / sizeof none[0]; i++) {
-    ft_variant *vn = enumerate(none[i], 300, 4096, 256, FT_MATH_BF16, &count);
-    int other = 0;
-    for (int j = 0; j < count; j++) other += !(strcmp(ft_family_of(&vn[j])->name, "tc_pass") == 0 && vn[j].red.gemm);
-    ASSERT_EQ_INT(other, 0);
-    ASSERT_EQ_INT(count > 0, strcmp(none[i], "batchnorm(x)") == 0);
-    free(vn);
+    free(enumerate(none[i], 300, 4096, 256, FT_MATH_BF16, &count));
+    ASSERT_EQ_INT(count, 0);
   }
   free(enumerate("logsumexp(x)", 300, 4096, 256, FT_MATH_FP32, &count));
   ASSERT_EQ_INT(count, 0);

@@ -258,6 +258,11 @@ static ft_status tcp_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, co
   /* Outside 3xtf32 only batchnorm's partials from the GEMM (cuBLAS's GEMM is as fast as family tc's
    * before any other pass); fp8 has no reduction. */
   const int partials_only = math != FT_MATH_3XTF32;
+  /* The partials measured slower than cuBLAS + the column pass at 16384 x 4096 x 4096 in bf16 on
+   * the H100 and the H200 (docs/BENCHMARKS.md 2026-12-07 (p): the epilogue holds the tensor cores
+   * longer than a second read of y takes): the full space only (--strategy exhaustive). */
+  const int partials = ft_space_full(sink);
+  if (partials_only && !partials) return FT_OK;
   if (partials_only && (math == FT_MATH_FP8 || math == FT_MATH_FP32 ||
                         (ft_ep_reduction(ep, NULL) != FT_RED_BATCHNORM && ft_ep_norm(ep, NULL) != FT_RED_BATCHNORM)))
     return FT_OK;
@@ -267,7 +272,7 @@ static ft_status tcp_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, co
   ft_variant g[TCP_GEMMS_FULL + 1];
   double gc[TCP_GEMMS_FULL + 1];
   int ng = 0;
-  FT_TRY(pick_gemms(m, n, k, math, lim, partials_only, g, gc, ft_space_full(sink) ? TCP_GEMMS_FULL : TCP_GEMMS, &ng, err));
+  FT_TRY(pick_gemms(m, n, k, math, lim, partials_only, g, gc, partials ? TCP_GEMMS_FULL : TCP_GEMMS, &ng, err));
   if (ng == 0) return FT_OK;
   ft_variant *ps = NULL;
   double *pc = NULL;
@@ -285,7 +290,7 @@ static ft_status tcp_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, co
       v.family = FT_FAMILY_TC_PASS, v.vec = p->vec, v.red = p->red;
       /* The pass's own order (its cost) breaks ties between passes after the same GEMM. */
       const double cost = gc[j] + pass_cost(p, m, n) * (1.0 + 0.01 * pc[i]);
-      if (p->red.tile > 0) { /* the partials from the GEMM: one read of y fewer */
+      if (partials && p->red.tile > 0) { /* the partials from the GEMM: one read of y fewer */
         ft_variant q = *p;
         q.red.gemm = 1;
         s = push_gemm_partials(v, p, gc[j] + pass_cost(&q, m, n) * (1.0 + 0.01 * pc[i]), m, n, k, lim, sink, err);
