@@ -12,6 +12,11 @@
 // (Chan's formula, ft_col_merge): the same bits every run.
 
 #if defined(FT_RED_FORM) && (FT_RED_FORM == 2 || FT_RED_FORM == 3) // batchnorm, or softmax of it
+// The value the apply kernel will read back: the sum rounded to y's storage type (16-bit modes), so
+// the statistics describe that y, as after cuBLAS (a column whose mean is far from its spread
+// would otherwise be normalized with its unrounded values' statistics).
+__device__ __forceinline__ float ft_tcb_stored(float v) { return ft_to_float(ft_from_float(v)); }
+
 // The warp's columns in groups of 8 of the thread's bn / 4: each column's (count, mean, M2) of the
 // thread's two rows (those inside M), then three halving exchanges (xor 16, 8, 4: a lane keeps half
 // of the group's columns left, sends the other half and merges what its partner sent by Chan's
@@ -29,8 +34,8 @@ __device__ __forceinline__ void ft_tcb_warp(const float (&acc)[C::kAcc], float2 
     for (int j = 0; j < 8; j++) {
       const int q = 4 * g + j / 2, e = j & 1, col = colb + 8 * q + e;
       const bool cin = col < N; /* columns past N: their partials are not written */
-      const float a = cin && in0 ? ft_red_col_arg(acc[4 * q + e], row, col, ep) : 0.0f;
-      const float b = cin && in1 ? ft_red_col_arg(acc[4 * q + 2 + e], row + 8, col, ep) : 0.0f;
+      const float a = cin && in0 ? ft_red_col_arg(ft_tcb_stored(acc[4 * q + e]), row, col, ep) : 0.0f;
+      const float b = cin && in1 ? ft_red_col_arg(ft_tcb_stored(acc[4 * q + 2 + e]), row + 8, col, ep) : 0.0f;
       mu[j] = in1 ? 0.5f * (a + b) : a, m2[j] = in1 ? 0.5f * (a - b) * (a - b) : 0.0f;
     }
     float n = (float)in0 + (float)in1;

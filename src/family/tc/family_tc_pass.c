@@ -239,15 +239,21 @@ static ft_status pick_gemms(int64_t m, int64_t n, int64_t k, ft_math math, const
  * reduction in one chunk) with each of family tc's best GEMMs: few candidates (the passes times
  * TCP_GEMMS), where the product of the spaces would be thousands. */
 /* v with the GEMM's column partials (gemm 1) in the deepest ring that fits beside them: pushed
- * where applicable; the norm form's apply takes rows, so its tile is the first one only. */
+ * where applicable and not already among pushed[0 .. *npushed) (two GEMMs that differ only in
+ * their stages can become one once shortened); the norm form's apply takes rows, so its tile is
+ * the first one only. */
 static ft_status push_gemm_partials(ft_variant v, const ft_variant *p, double cost, int64_t m, int64_t n, int64_t k,
-                                    const ft_device_limits *lim, ft_space_sink *sink, ft_err *err) {
+                                    const ft_device_limits *lim, ft_variant *pushed, int *npushed, ft_space_sink *sink,
+                                    ft_err *err) {
   if (p->red.tile <= 0 || (p->red.norm && p->red.tile != 128)) return FT_OK;
   v.red.gemm = 1;
   ft_variant g = gemm_part(&v);
   while (g.stages > 2 && tc_smem(&g) > (size_t)lim->max_smem_per_block) g.stages--;
   v.stages = g.stages;
   if (!ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) return FT_OK;
+  for (int i = 0; i < *npushed; i++)
+    if (memcmp(&pushed[i], &v, sizeof v) == 0) return FT_OK;
+  pushed[(*npushed)++] = v;
   return ft_space_push(sink, &v, cost, err);
 }
 
@@ -285,6 +291,8 @@ static ft_status tcp_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, co
   for (int i = 0; i < np && s == FT_OK; i++) {
     const ft_variant *p = &ps[i];
     if (ft_family_of(p) != &ft_family_reduce_pass || (p->red.cols > 0 && p->red.cols < n)) continue;
+    ft_variant pushed[TCP_GEMMS_FULL + 1]; /* this pass's partials variants so far */
+    int npushed = 0;
     for (int j = 0; j < ng && s == FT_OK; j++) {
       ft_variant v = g[j];
       v.family = FT_FAMILY_TC_PASS, v.vec = p->vec, v.red = p->red;
@@ -293,7 +301,8 @@ static ft_status tcp_enumerate(int64_t m, int64_t n, int64_t k, ft_math math, co
       if (partials && p->red.tile > 0) { /* the partials from the GEMM: one read of y fewer */
         ft_variant q = *p;
         q.red.gemm = 1;
-        s = push_gemm_partials(v, p, gc[j] + pass_cost(&q, m, n) * (1.0 + 0.01 * pc[i]), m, n, k, lim, sink, err);
+        s = push_gemm_partials(v, p, gc[j] + pass_cost(&q, m, n) * (1.0 + 0.01 * pc[i]), m, n, k, lim, pushed, &npushed,
+                               sink, err);
       }
       if (s != FT_OK || partials_only || !ft_variant_applicable(&v, m, n, k, lim, NULL, 0)) continue;
       s = ft_space_push(sink, &v, cost, err);
