@@ -123,6 +123,16 @@ static int same_as_parts(ft_gpu *g, const ft_variant *v, const ft_epilogue *ep, 
   return ok;
 }
 
+/* v's program written and compiled into src and job; with run, also loaded for (m, n, k). */
+static ft_status compile_variant(ft_gpu *g, const ft_variant *v, const ft_epilogue *ep, int m, int n, int k,
+                                 ft_kernel_src *src, ft_compile_job *job, ft_launchable *run, ft_err *e) {
+  FT_TRY(ft_codegen_variant(v, ep, src, e));
+  *job = (ft_compile_job){.src = src->text, .hash = src->hash, .arch_suffix = src->arch_suffix};
+  FT_TRY(ft_compile_many(NULL, ft_gpu_arch(g), job, 1, 0, e));
+  if (job->status != FT_OK) return ft__fail(e, job->status, "compile: %.400s", job->log ? job->log : "");
+  return run ? ft_launchable_init(run, g, v, m, n, k, job->cubin, job->cubin_size, src->kernel, src->reduce, e) : FT_OK;
+}
+
 /* A variant with the GEMM's column partials (gemm) beyond the tolerance: its twin without them (in
  * 3xtf32 the same GEMM then the whole column pass; in the other modes cuBLAS's GEMM then it) run
  * on the same data; its rel_err in *twin_err. The partials change only where the statistics are
@@ -141,12 +151,7 @@ static ft_status twin_error(ft_gpu *g, const ft_variant *v, const ft_epilogue *e
   ft_compile_job job;
   memset(&job, 0, sizeof job);
   ft_check chk = {0, 0, 0};
-  ft_status st = ft_codegen_variant(&t, ep, &src, e);
-  if (st == FT_OK) {
-    job = (ft_compile_job){.src = src.text, .hash = src.hash, .arch_suffix = src.arch_suffix};
-    st = ft_compile_many(NULL, ft_gpu_arch(g), &job, 1, 0, e);
-    if (st == FT_OK && job.status != FT_OK) st = ft__fail(e, job.status, "twin: compile: %.400s", job.log ? job.log : "");
-  }
+  ft_status st = compile_variant(g, &t, ep, d->m, d->n, d->k, &src, &job, NULL, e);
   if (st == FT_OK) st = ft_test_launch_check(g, &t, &job, &src, d, &chk, e);
   *twin_err = chk.bad ? INFINITY : chk.rel_err;
   ft_compile_job_clear(&job);
@@ -288,13 +293,7 @@ static void check_moved_pointers(ft_gpu *g) {
     st = ft_space_enumerate_ep(FT_VK_GEMM, pr.m, pr.n, pr.k, FT_MATH_3XTF32, FT_SPACE_PRUNED, ep, ft_gpu_limits(g), &v,
                                NULL, &nv, &e);
   if (st == FT_OK && nv == 0) st = ft__fail(&e, FT_ERR_INTERNAL, "no variant");
-  if (st == FT_OK) st = ft_codegen_variant(&v[0], ep, &src, &e);
-  if (st == FT_OK) {
-    job = (ft_compile_job){.src = src.text, .hash = src.hash, .arch_suffix = src.arch_suffix};
-    st = ft_compile_many(NULL, ft_gpu_arch(g), &job, 1, 0, &e);
-    if (st == FT_OK && job.status != FT_OK) st = ft__fail(&e, job.status, "compile: %.400s", job.log ? job.log : "");
-  }
-  if (st == FT_OK) st = ft_launchable_init(&run, g, &v[0], pr.m, pr.n, pr.k, job.cubin, job.cubin_size, src.kernel, src.reduce, &e);
+  if (st == FT_OK) st = compile_variant(g, &v[0], ep, pr.m, pr.n, pr.k, &src, &job, &run, &e);
   const size_t bytes = (size_t)pr.m * pr.n * sizeof(float);
   if (st == FT_OK && cudaMalloc(&other, bytes) != cudaSuccess) st = ft__fail(&e, FT_ERR_CUDA, "cudaMalloc");
   void *ys[3] = {d ? d->dY : NULL, other, d ? d->dY : NULL};
@@ -347,14 +346,7 @@ static void check_partials_args(ft_gpu *g) {
   for (int i = 0; st == FT_OK && i < nv && pick < 0; i++)
     if (v[i].red.gemm) pick = i;
   if (st == FT_OK && pick < 0) st = ft__fail(&e, FT_ERR_INTERNAL, "no variant with the GEMM's partials");
-  if (st == FT_OK) st = ft_codegen_variant(&v[pick], ep, &src, &e);
-  if (st == FT_OK) {
-    job = (ft_compile_job){.src = src.text, .hash = src.hash, .arch_suffix = src.arch_suffix};
-    st = ft_compile_many(NULL, ft_gpu_arch(g), &job, 1, 0, &e);
-    if (st == FT_OK && job.status != FT_OK) st = ft__fail(&e, job.status, "compile: %.400s", job.log ? job.log : "");
-  }
-  if (st == FT_OK)
-    st = ft_launchable_init(&run, g, &v[pick], pr.m, pr.n, pr.k, job.cubin, job.cubin_size, src.kernel, src.reduce, &e);
+  if (st == FT_OK) st = compile_variant(g, &v[pick], ep, pr.m, pr.n, pr.k, &src, &job, &run, &e);
   const size_t bytes = (size_t)pr.n * 2; /* the bias, bf16 */
   void *bias = d ? (void *)d->args.v[0] : NULL;
   if (st == FT_OK && (!bias || cudaMalloc(&copy, bytes) != cudaSuccess ||
