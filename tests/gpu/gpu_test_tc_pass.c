@@ -269,31 +269,55 @@ static int check_problem(ft_gpu *g, const problem *pr) {
   return nv;
 }
 
+/* One variant of a problem loaded for its launches: the problem's data and tolerance, its space, the
+ * variant picked, its program and launchable. */
+typedef struct loaded_one {
+  ft_epilogue *ep;
+  ft_pdata *d;
+  ft_variant *v;
+  int nv;
+  double tol;
+  ft_kernel_src src;
+  ft_compile_job job;
+  ft_launchable run;
+} loaded_one;
+
+/* pr's data (seed), its space in scope and the first variant with gemm == partials (any when
+ * partials < 0), compiled and loaded into *o (zeroed first; load_free undoes it whatever happened). */
+static ft_status load_one(ft_gpu *g, const problem *pr, ft_space_scope scope, int seed, int partials, loaded_one *o,
+                          ft_err *e) {
+  memset(o, 0, sizeof *o);
+  const ft_math math = pr->math ? pr->math : FT_MATH_3XTF32;
+  FT_TRY(ft_ep_parse(pr->expr, &o->ep, e));
+  FT_TRY(ft_pdata_create(g, pr->m, pr->n, pr->k, o->ep, math, seed, &o->d, e));
+  FT_TRY(ft_test_tuner_tolerance(g, o->ep, o->d, &o->tol, NULL, NULL, e));
+  FT_TRY(ft_space_enumerate_ep(FT_VK_GEMM, pr->m, pr->n, pr->k, math, scope, o->ep, ft_gpu_limits(g), &o->v, NULL,
+                               &o->nv, e));
+  int pick = -1;
+  for (int i = 0; i < o->nv && pick < 0; i++)
+    if (partials < 0 || o->v[i].red.gemm == partials) pick = i;
+  if (pick < 0) return ft__fail(e, FT_ERR_INTERNAL, "no variant%s", partials > 0 ? " with the GEMM's partials" : "");
+  return compile_variant(g, &o->v[pick], o->ep, pr->m, pr->n, pr->k, &o->src, &o->job, &o->run, e);
+}
+
+static void load_free(loaded_one *o) {
+  ft_launchable_free(&o->run);
+  ft_compile_job_clear(&o->job);
+  ft_kernel_src_free(&o->src);
+  free(o->v);
+  ft_pdata_free(o->d);
+  ft_ep_free(o->ep);
+}
+
 /* One variant launched on y, then on another y buffer, then on y again: each result right (the GEMM's
  * argument list, two tensor maps, is rebuilt when a pointer changes). */
 static void check_moved_pointers(ft_gpu *g) {
   const problem pr = {"softmax(x + bias)", 200, 1000, 128, 0, 0};
   ft_err e;
-  ft_epilogue *ep = NULL;
-  ft_pdata *d = NULL;
-  ft_variant *v = NULL;
-  int nv = 0;
-  double tol = 0;
-  ft_kernel_src src;
-  memset(&src, 0, sizeof src);
-  ft_compile_job job;
-  memset(&job, 0, sizeof job);
-  ft_launchable run;
-  memset(&run, 0, sizeof run);
+  loaded_one o;
   void *other = NULL;
-  ft_status st = ft_ep_parse(pr.expr, &ep, &e);
-  if (st == FT_OK) st = ft_pdata_create(g, pr.m, pr.n, pr.k, ep, FT_MATH_3XTF32, 99, &d, &e);
-  if (st == FT_OK) st = ft_test_tuner_tolerance(g, ep, d, &tol, NULL, NULL, &e);
-  if (st == FT_OK)
-    st = ft_space_enumerate_ep(FT_VK_GEMM, pr.m, pr.n, pr.k, FT_MATH_3XTF32, FT_SPACE_PRUNED, ep, ft_gpu_limits(g), &v,
-                               NULL, &nv, &e);
-  if (st == FT_OK && nv == 0) st = ft__fail(&e, FT_ERR_INTERNAL, "no variant");
-  if (st == FT_OK) st = compile_variant(g, &v[0], ep, pr.m, pr.n, pr.k, &src, &job, &run, &e);
+  ft_status st = load_one(g, &pr, FT_SPACE_PRUNED, 99, -1, &o, &e);
+  ft_pdata *d = o.d;
   const size_t bytes = (size_t)pr.m * pr.n * sizeof(float);
   if (st == FT_OK && cudaMalloc(&other, bytes) != cudaSuccess) st = ft__fail(&e, FT_ERR_CUDA, "cudaMalloc");
   void *ys[3] = {d ? d->dY : NULL, other, d ? d->dY : NULL};
@@ -301,23 +325,18 @@ static void check_moved_pointers(ft_gpu *g) {
     ft_check chk = {0, 0, 0};
     st = ft_pdata_poison(d, 0, &e);
     if (st == FT_OK && cudaMemset(ys[r], 0xff, bytes) != cudaSuccess) st = ft__fail(&e, FT_ERR_CUDA, "poison");
-    if (st == FT_OK) st = ft_launchable_enqueue(&run, d->dX, d->dW, ys[r], &d->args, 0, &e);
+    if (st == FT_OK) st = ft_launchable_enqueue(&o.run, d->dX, d->dW, ys[r], &d->args, 0, &e);
     if (st == FT_OK && cudaDeviceSynchronize() != cudaSuccess) st = ft__fail(&e, FT_ERR_CUDA, "kernel execution");
     if (st == FT_OK && ys[r] != d->dY && cudaMemcpy(d->dY, ys[r], bytes, cudaMemcpyDeviceToDevice) != cudaSuccess)
       st = ft__fail(&e, FT_ERR_CUDA, "copy");
     if (st == FT_OK) st = ft_pdata_check(d, &chk, &e);
-    if (st == FT_OK && (chk.bad || !(chk.rel_err <= tol)))
-      FT_FAIL_AT_("launch %d (y %s): rel_err %.3g > %.3g, %lld non-finite", r, r == 1 ? "moved" : "back", chk.rel_err, tol,
-                  (long long)chk.bad);
+    if (st == FT_OK && (chk.bad || !(chk.rel_err <= o.tol)))
+      FT_FAIL_AT_("launch %d (y %s): rel_err %.3g > %.3g, %lld non-finite", r, r == 1 ? "moved" : "back", chk.rel_err,
+                  o.tol, (long long)chk.bad);
   }
   if (st != FT_OK) FT_FAIL_AT_("moved pointers: %s", e.msg);
   if (other) cudaFree(other);
-  ft_launchable_free(&run);
-  ft_compile_job_clear(&job);
-  ft_kernel_src_free(&src);
-  free(v);
-  ft_pdata_free(d);
-  ft_ep_free(ep);
+  load_free(&o);
 }
 
 /* A variant with the GEMM's column partials reads E's arguments in its GEMM too, whose argument list
@@ -326,27 +345,10 @@ static void check_moved_pointers(ft_gpu *g) {
 static void check_partials_args(ft_gpu *g) {
   const problem pr = {"batchnorm(x + bias) * 2", 300, 1000, 128, 1, FT_MATH_BF16};
   ft_err e;
-  ft_epilogue *ep = NULL;
-  ft_pdata *d = NULL;
-  ft_variant *v = NULL;
-  int nv = 0, pick = -1;
-  double tol = 0;
-  ft_kernel_src src;
-  memset(&src, 0, sizeof src);
-  ft_compile_job job;
-  memset(&job, 0, sizeof job);
-  ft_launchable run;
-  memset(&run, 0, sizeof run);
+  loaded_one o;
   void *copy = NULL;
-  ft_status st = ft_ep_parse(pr.expr, &ep, &e);
-  if (st == FT_OK) st = ft_pdata_create(g, pr.m, pr.n, pr.k, ep, pr.math, 7, &d, &e);
-  if (st == FT_OK) st = ft_test_tuner_tolerance(g, ep, d, &tol, NULL, NULL, &e);
-  if (st == FT_OK)
-    st = ft_space_enumerate_ep(FT_VK_GEMM, pr.m, pr.n, pr.k, pr.math, FT_SPACE_FULL, ep, ft_gpu_limits(g), &v, NULL, &nv, &e);
-  for (int i = 0; st == FT_OK && i < nv && pick < 0; i++)
-    if (v[i].red.gemm) pick = i;
-  if (st == FT_OK && pick < 0) st = ft__fail(&e, FT_ERR_INTERNAL, "no variant with the GEMM's partials");
-  if (st == FT_OK) st = compile_variant(g, &v[pick], ep, pr.m, pr.n, pr.k, &src, &job, &run, &e);
+  ft_status st = load_one(g, &pr, FT_SPACE_FULL, 7, 1, &o, &e);
+  ft_pdata *d = o.d;
   const size_t bytes = (size_t)pr.n * 2; /* the bias, bf16 */
   void *bias = d ? (void *)d->args.v[0] : NULL;
   if (st == FT_OK && (!bias || cudaMalloc(&copy, bytes) != cudaSuccess ||
@@ -362,21 +364,16 @@ static void check_partials_args(ft_gpu *g) {
       st = ft__fail(&e, FT_ERR_CUDA, "restore");
     ft_check chk = {0, 0, 0};
     if (st == FT_OK) st = ft_pdata_poison(d, 0, &e);
-    if (st == FT_OK) st = ft_launchable_enqueue(&run, d->dX, d->dW, d->dY, &args, 0, &e);
+    if (st == FT_OK) st = ft_launchable_enqueue(&o.run, d->dX, d->dW, d->dY, &args, 0, &e);
     if (st == FT_OK && cudaDeviceSynchronize() != cudaSuccess) st = ft__fail(&e, FT_ERR_CUDA, "kernel execution");
     if (st == FT_OK) st = ft_pdata_check(d, &chk, &e);
-    if (st == FT_OK && (chk.bad || !(chk.rel_err <= tol)))
+    if (st == FT_OK && (chk.bad || !(chk.rel_err <= o.tol)))
       FT_FAIL_AT_("partials, launch %d (bias %s): rel_err %.3g > %.3g, %lld non-finite", r,
-                  r == 1 ? "moved, the old one poisoned" : "back", chk.rel_err, tol, (long long)chk.bad);
+                  r == 1 ? "moved, the old one poisoned" : "back", chk.rel_err, o.tol, (long long)chk.bad);
   }
   if (st != FT_OK) FT_FAIL_AT_("partials' arguments: %s", e.msg);
   if (copy) cudaFree(copy);
-  ft_launchable_free(&run);
-  ft_compile_job_clear(&job);
-  ft_kernel_src_free(&src);
-  free(v);
-  ft_pdata_free(d);
-  ft_ep_free(ep);
+  load_free(&o);
 }
 
 int main(void) {
