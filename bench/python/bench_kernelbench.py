@@ -78,25 +78,34 @@ def load(path):
     return mod
 
 
-def kb_times(torch, fns, trials):
-    """Mean ms per call of each fn, KernelBench's way, the fns taking turns trial by trial."""
+def kb_times(torch, fns, trials, host=None):
+    """Mean ms per call of each fn, KernelBench's way, the fns taking turns trial by trial; host (a
+    list) gets each fn's median host µs per call: from the call to its return, the GPU still busy
+    with the flush, so the time a call's launches take on the host, which the events see only
+    where it exceeds the GPU work queued ahead."""
     flush = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.float32, device="cuda")
     for fn in fns:
         for _ in range(3):
             fn()
     torch.cuda.synchronize()
     times = [[] for _ in fns]
+    spent = [[] for _ in fns]
     for t in range(trials):
         for i, fn in enumerate(fns):
             torch.cuda.synchronize()
             flush.fill_(float(t))
             a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             a.record()
+            h0 = time.perf_counter()
             fn()
+            h1 = time.perf_counter()
             b.record()
             torch.cuda.synchronize()
             if t > 0:
                 times[i].append(a.elapsed_time(b))
+                spent[i].append(1e6 * (h1 - h0))
+    if host is not None:
+        host[:] = [sorted(v)[len(v) // 2] for v in spent]
     return [sum(v) / len(v) for v in times]
 
 
@@ -194,14 +203,17 @@ def main(argv=None):
                     print(f"{name}: backend: {row['backend_error']}", flush=True)
             if args.graphs:
                 fns = [as_graph(torch, fn) for fn in fns]
-            ms = kb_times(torch, fns, args.trials)
+            host_us = []
+            ms = kb_times(torch, fns, args.trials, host_us)
+            row["host_us"] = host_us
             row["eager"], row["fused"] = ms[0], ms[1]
             row["compile"] = ms[2] if not args.no_compile else float("nan")
             row["backend"] = ms[-1] if args.backend and "backend_error" not in row else float("nan")
         rows.append(row)
         print(f"{name}: eager {row['eager']:.4f} ms, fused {row['fused']:.4f} ms ({row['eager'] / row['fused']:.3f}x), "
               f"compile {row['compile']:.4f} ms, correct {row['correct']} (max |diff| {row['max_diff']:.2e}; "
-              f"max |error| against float64: eager {row['err64_eager']:.2e}, fused {row['err64_fused']:.2e})", flush=True)
+              f"max |error| against float64: eager {row['err64_eager']:.2e}, fused {row['err64_fused']:.2e}); "
+              f"host us per call (median): {', '.join(f'{h:.1f}' for h in row['host_us'])}", flush=True)
     print(f"\n{torch.cuda.get_device_name()}  dtype {args.dtype}  tol {tol:g}  trials {args.trials}  "
           f"torch {torch.__version__}" + ("  CUDA graphs" if args.graphs else "  call by call"))
     print(f"{'problem':<58} {'eager ms':>9} {'compile':>9} {'fused':>9} {'x eager':>8} {'x compile':>9}  ok  {'err64 eager/fused':>17}  served by")
