@@ -26,6 +26,9 @@
 //   tma_store      the epilogue through shared-memory boxes and TMA stores, else direct stores
 //   staged         (tma_store) a box's raw sums staged in shared memory, E by a rolled loop
 //   late           (cooperative tma_store) E box by box, not on the whole tile first
+//   defer          (cooperative tma_store, 16-bit y) 0, or E deferred to the next tile's k loop: the
+//                  tile's raw sums kept rounded to y's type, each store box's E evaluated in `defer`
+//                  parts, one after each k tile's wgmma are issued, so E runs beside the tensor core
 //   gated          a gated pair: the tile's chunks 2p and 2p + 1 are x and x2 of one output column
 //                  (tc_gated.cuh); N is the GEMM's, y has N / 2 columns
 //   small_bytes, box_bytes, staging_bytes, colv_bytes, colstat_bytes, smem_bytes   the shared-memory
@@ -97,6 +100,14 @@ struct FtTc : Cfg {
                     !Cfg::split3x && !Cfg::pingpong && !Cfg::stream_k && Cfg::split_k == 1 &&
                     !(kMatMask != 0u && Cfg::consumers == 1) && !Cfg::dual
   };
+
+  /* E deferred to the next tile's k loop (defer parts per store box): the store overlap's packed
+   * tile holds the raw sums, rounded to y's type as cuBLAS's y is before a pass applies E. */
+  enum : int { kDefer = Cfg::defer > 0 };
+  static_assert(!kDefer || (kStoreOverlap && !kColvStage && (Cfg::defer & (Cfg::defer - 1)) == 0 &&
+                            Cfg::defer <= kCols / 4 && !Cfg::fp8),
+                "fusedtune: deferred E is a form of the store overlap (16-bit y, not fp8), in 1, 2, 4 .. kCols / 4 "
+                "parts per box");
 
   static_assert(Cfg::dtype == FT_DTYPE, "fusedtune: configuration and math mode disagree on the storage type");
   static_assert(Cfg::bn % 8 == 0 && Cfg::bn >= 64 && Cfg::bn <= 256, "fusedtune: BN a multiple of 8 in 64..256");

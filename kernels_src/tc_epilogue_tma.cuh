@@ -10,14 +10,17 @@
 // time: the unrolled forms emit E once per output of a thread's tile, which with a heavy E makes a
 // kernel that runs its epilogue from instruction fetch); store overlap (the early E's tile kept
 // packed and its boxes stored one per k tile of the next tile's mainloop); column-vector staging
-// (the tile's slice of E's first column vector copied to shared memory during the k loop).
+// (the tile's slice of E's first column vector copied to shared memory during the k loop);
+// deferred E (the store overlap's tile kept as raw sums in y's type, each box's E evaluated in
+// parts beside the next tile's wgmma: a heavy E no longer holds the tensor core).
 
 // The previous tile's packed outputs still to store (store overlap): pair (acc[2 p], acc[2 p + 1])
-// of the m64 accumulator layout; boxes: how many are still to store (0: nothing pending).
+// of the m64 accumulator layout (deferred E: the raw sums); boxes: how many are still to store (0:
+// nothing pending); part: deferred E's next part of the current box.
 template <class C>
 struct FtPending {
   unsigned pk[C::kStoreOverlap ? C::bn / 4 : 1];
-  int boxes = 0, r0 = 0, n0 = 0;
+  int boxes = 0, r0 = 0, n0 = 0, part = 0;
 };
 
 // Calls f(wl, j, h) for every output pair a thread holds of a store box: 16-column group wl,
@@ -190,6 +193,72 @@ __device__ __forceinline__ void ft_pending_box(FtPending<C> &pt, unsigned cbuf, 
   pt.boxes--;
 }
 
+// Deferred E: part pt.part of the current pending box (C::defer parts of kCols / 4 / defer pairs
+// each, in ft_for_box_pairs' order): its raw pairs unpacked, E evaluated, the results written into
+// the box buffer. The first part waits for the buffer as ft_box_round does; the last one stores the
+// box. The box and part are picked by unrolled loops so that every index into pt.pk is a constant.
+template <class C>
+__device__ __forceinline__ void ft_deferred_part(FtPending<C> &pt, unsigned cbuf, const FtTmaDesc *map, int warp,
+                                                 int lane, int tid, int wg, unsigned &nbox, const FtEpArgs &ep) {
+  constexpr int kBoxes = C::bn / C::kCols, kPairs = C::kCols / 4 / C::defer;
+  const int rb = warp * 16 + lane / 4, cb = 2 * (lane % 4), box = kBoxes - pt.boxes;
+  const unsigned buf = cbuf + (nbox & 1u) * (64 * 128);
+  /* The tile's origin and sums made opaque here: they do not change during the k loop, so the
+   * compiler would otherwise hoist E (and its vector loads) of every part out of it, holding all
+   * of them in registers across the loop (ptxas spilled kilobytes). */
+  int r0 = pt.r0, n0 = pt.n0;
+  asm volatile("" : "+r"(r0), "+r"(n0));
+  if (pt.part == 0) {
+    if (tid == 0) ft_tma_store_wait_read<1>();
+    ft_bar_sync<128>(2 + wg);
+  }
+#pragma unroll
+  for (int c = 0; c < kBoxes; c++) {
+    if (c != box) continue;
+#pragma unroll
+    for (int q = 0; q < C::defer; q++) {
+      if (q != pt.part) continue;
+      float e[kPairs][2];
+#pragma unroll
+      for (int t = 0; t < kPairs; t++) { /* E of every pair first: independent chains to interleave */
+        const int u = q * kPairs + t, wl = u / 4, j = u / 2 % 2, h = u % 2;
+        const int r = r0 + rb + 8 * h;
+        int col = n0 + cb + c * C::kCols + 16 * wl + 8 * j;
+        unsigned w = pt.pk[ft_box_index<C>(c, wl, j, h) / 2];
+        asm volatile("" : "+r"(w), "+r"(col)); /* nor above the branch that picked this part */
+        float a, b;
+        ft_unpack<C::dtype>(w, a, b);
+        e[t][0] = ft_apply_epilogue(a, r, col, ep);
+        e[t][1] = ft_apply_epilogue(b, r, col + 1, ep);
+      }
+#pragma unroll
+      for (int t = 0; t < kPairs; t++) {
+        const int u = q * kPairs + t, wl = u / 4, j = u / 2 % 2, h = u % 2;
+        asm volatile("st.shared.b32 [%0], %1;" ::"r"(ft_box_slot<C>(buf, rb, cb, wl, j, h)),
+                     "r"(ft_pack<C::dtype>(e[t][0], e[t][1])));
+      }
+    }
+  }
+  if (++pt.part == C::defer) {
+    pt.part = 0;
+    ft_fence_async_smem();
+    ft_bar_sync<128>(2 + wg);
+    if (tid == 0) ft_tma_store(map, n0 + box * C::kCols, r0, buf);
+    nbox++;
+    pt.boxes--;
+  }
+}
+
+// One step of the pending stores: a whole box (store overlap) or a part of one (deferred E).
+template <class C>
+__device__ __forceinline__ void ft_pending_step(FtPending<C> &pt, unsigned cbuf, const FtTmaDesc *map, int warp,
+                                                int lane, int tid, int wg, unsigned &nbox, const FtEpArgs &ep) {
+  if constexpr (C::kDefer)
+    ft_deferred_part<C>(pt, cbuf, map, warp, lane, tid, wg, nbox, ep);
+  else
+    ft_pending_box<C>(pt, cbuf, map, warp, lane, tid, wg, nbox);
+}
+
 // The tile's E through shared memory and TMA stores, box by box, alternating this warpgroup's two
 // box buffers (nbox counts its boxes across tiles). r0: the first of the 64 rows this accumulator
 // holds; sbuf: its staging box (staged form); colv: its column-vector slice (staging).
@@ -203,6 +272,12 @@ __device__ __forceinline__ void ft_tile_store_tma(float (&d)[C::kAcc], unsigned 
   const int row = r0 + warp * 16 + lane / 4, cb = 2 * (lane % 4);
   const bool inside = r0 + 64 <= M && n0 + C::bn <= N;
   if constexpr (C::kEarly && !C::staged) {
+    if (inside && C::kDefer) { /* the raw sums, E evaluated during the next tile's k loop */
+#pragma unroll
+      for (int q = 0; q < C::bn / 4; q++) pt.pk[q] = ft_pack<C::dtype>(d[2 * q], d[2 * q + 1]);
+      pt.boxes = C::bn / C::kCols, pt.r0 = r0, pt.n0 = n0, pt.part = 0;
+      return;
+    }
     if (inside) { /* E on the whole tile in registers, its vector loads free to go together */
       auto apply = [&](const FtEpArgs &eps) {
 #pragma unroll

@@ -167,6 +167,18 @@ __device__ __forceinline__ unsigned ft_pack(float lo, float hi) {
   return r;
 }
 
+// The two outputs of a word ft_pack wrote, widened back to fp32 (exactly: every 16-bit value is one).
+template <int kDtype>
+__device__ __forceinline__ void ft_unpack(unsigned w, float &lo, float &hi) {
+  if constexpr (kDtype == 1) {
+    lo = __uint_as_float(w << 16), hi = __uint_as_float(w & 0xffff0000u);
+  } else {
+    asm("{.reg .f16 l, h;\n\tmov.b32 {l, h}, %2;\n\tcvt.f32.f16 %0, l;\n\tcvt.f32.f16 %1, h;}"
+        : "=f"(lo), "=f"(hi)
+        : "r"(w));
+  }
+}
+
 // Byte `byte` of row rr of a buffer of 128-byte rows in the 128-byte swizzle (16-byte chunks
 // XORed with the row), as TMA reads and writes it; it also spreads a warp's accesses over banks.
 __device__ __forceinline__ unsigned ft_swz128(unsigned buf, unsigned rr, unsigned byte) {

@@ -434,6 +434,7 @@ static void test_full_space(const ft_device_limits *lim) {
 }
 
 static void test_late(const ft_variant *base, const ft_device_limits *lim);
+static void test_defer(const ft_variant *base, const ft_device_limits *lim);
 static void test_colv_stage(const ft_variant *base, const ft_device_limits *lim);
 
 static void test_validity(const ft_device_limits *lim) {
@@ -488,6 +489,7 @@ static void test_validity(const ft_device_limits *lim) {
   test_pingpong(&v, lim);
   test_staged(&v, lim);
   test_late(&v, lim);
+  test_defer(&v, lim);
   test_colv_stage(&v, lim);
   test_full_space(lim);
 }
@@ -535,6 +537,119 @@ static void test_late(const ft_variant *base, const ft_device_limits *lim) {
   ASSERT_TRUE(jobs[0].status != FT_OK && ft__compile_rejection(jobs[0].log, rej, sizeof rej) && strstr(rej, "spilled"));
   ASSERT_EQ_INT(jobs[1].status, FT_OK);
   for (int i = 0; i < 2; i++) ft_compile_job_clear(&jobs[i]), ft_kernel_src_free(&src[i]);
+}
+
+/* Deferred E (defer: each tile's E under the next tile's k loop, in `defer` parts per store box):
+ * its rules, key and name; the enumeration offers it beside the early TMA-store form for an E of a
+ * sigmoid's cost or more (more parts the heavier E and the narrower the tile), in the full space
+ * for any E, never with a matrix operand; the cost model ranks it before its early twin with a
+ * heavy E; no column-vector staging; it compiles for sm_90a without spills at BN 128 and 192 with a
+ * heavy E. */
+static int defer_outside_rule(const ft_variant *v) {
+  return v->tc.defer && (!v->tc.tstore || v->tc.pingpong || v->tc.streamk || v->tc.staged || v->tc.late || v->split_k ||
+                         v->bn % 64 || (v->math != FT_MATH_BF16 && v->math != FT_MATH_FP16));
+}
+
+/* Deferred twins in the space of (m, n, k, math, epilogue, scope); with costs, how many rank before
+ * their early twin (*ahead) and after it (*behind); the parts of the first BN 256 and BN 128 twins. */
+static int count_defer(int64_t m, int64_t n, int64_t k, ft_math math, const char *text, ft_space_scope scope,
+                       const ft_device_limits *lim, int *outside, int *ahead, int *behind, int *parts256,
+                       int *parts128) {
+  ft_err e;
+  ft_epilogue *ep = NULL;
+  ft_variant *vs = NULL;
+  double *costs = NULL;
+  int nv = 0, count = 0;
+  *outside = *ahead = *behind = *parts256 = *parts128 = 0;
+  ASSERT_OK(ft_ep_parse(text, &ep, &e));
+  ASSERT_OK(ft_space_enumerate_ep(FT_VK_GEMM, m, n, k, math, scope, ep, lim, &vs, &costs, &nv, &e));
+  for (int i = 0; i < nv; i++) {
+    if (!vs[i].tc.defer) continue;
+    count++;
+    *outside += defer_outside_rule(&vs[i]);
+    if (vs[i].bn == 256 && !*parts256) *parts256 = vs[i].tc.defer;
+    if (vs[i].bn == 128 && !*parts128) *parts128 = vs[i].tc.defer;
+    ft_variant early = vs[i];
+    early.tc.defer = 0;
+    for (int j = 0; j < nv; j++)
+      if (memcmp(&vs[j], &early, sizeof early) == 0) *ahead += costs[i] < costs[j], *behind += costs[i] > costs[j];
+  }
+  free(vs);
+  free(costs);
+  ft_ep_free(ep);
+  return count;
+}
+
+static void test_defer(const ft_variant *base, const ft_device_limits *lim) {
+  char why[240] = "";
+  ft_variant t = *base;
+  t.tc.tstore = 1, t.tc.defer = 4, t.bn = 256, t.stages = 4;
+  ASSERT_TRUE(ft_variant_valid(&t, why, sizeof why));
+  ft_variant b = t;
+  b.tc.defer = 3;
+  ASSERT_INVALID(b, "defer 3");
+  b.tc.defer = 32;
+  ASSERT_INVALID(b, "defer 32");
+  b = t, b.tc.tstore = 0;
+  ASSERT_INVALID(b, "defer");
+  b = t, b.bn = 128, b.tc.pingpong = 2;
+  ASSERT_INVALID(b, "defer");
+  b = t, b.tc.late = 1;
+  ASSERT_INVALID(b, "defer");
+  b = t, b.bn = 192 - 8;
+  ASSERT_INVALID(b, "defer");
+  b = t, b.math = FT_MATH_TF32, b.bk = 32, b.bn = 128;
+  ASSERT_INVALID(b, "defer");
+  ASSERT_KEY_AND_NAME(t, ",\"tstore\":1,\"defer\":4}", "tc_bm128_bn256_bk64_s4_c1_z8_p132_ts_de4_bf16");
+  { /* the early twin stages its bias slice in shared memory; the deferred form reads it from L2 */
+    ft_err e;
+    ft_epilogue *ep = NULL;
+    ft_kernel_src src = {0};
+    b = t, b.tc.defer = 0;
+    ASSERT_OK(ft_ep_parse("gelu(x + bias)", &ep, &e));
+    ASSERT_OK(ft_codegen_variant(&b, ep, &src, &e));
+    ASSERT_TRUE(strstr(src.text, "colv_bytes = 512,") != NULL);
+    ft_kernel_src_free(&src);
+    ft_ep_free(ep);
+  }
+  /* A heavy E: twins in the pruned space, all within the rules, ranked before their early twins;
+   * gelu_tanh at 1024x8192x8192: 8 parts at BN 256, 16 at BN 128 (half the k tile's MMA time). */
+  int outside, ahead, behind, p256, p128;
+  const char *heavy = "gelu_tanh(x + bias) * 1.5";
+  ASSERT_TRUE(count_defer(1024, 8192, 8192, FT_MATH_BF16, heavy, FT_SPACE_PRUNED, lim, &outside, &ahead, &behind, &p256,
+                          &p128) > 0);
+  ASSERT_EQ_INT(outside, 0);
+  ASSERT_TRUE(ahead > 0 && behind == 0);
+  ASSERT_EQ_INT(p256, 8);
+  ASSERT_EQ_INT(p128, 16);
+  ASSERT_TRUE(count_defer(1000, 8200, 4096, FT_MATH_FP16, heavy, FT_SPACE_PRUNED, lim, &outside, &ahead, &behind, &p256,
+                          &p128) > 0);
+  ASSERT_EQ_INT(outside, 0);
+  /* A light E: none in the pruned space; in the full one, ranked after the early twins. */
+  ASSERT_EQ_INT(count_defer(1024, 8192, 8192, FT_MATH_BF16, "x + bias", FT_SPACE_PRUNED, lim, &outside, &ahead, &behind,
+                            &p256, &p128), 0);
+  ASSERT_TRUE(count_defer(1024, 8192, 8192, FT_MATH_BF16, "x + bias", FT_SPACE_FULL, lim, &outside, &ahead, &behind,
+                          &p256, &p128) > 0);
+  ASSERT_EQ_INT(outside, 0);
+  /* Not with a matrix operand, nor in tf32, 3xtf32 or fp8. */
+  ASSERT_EQ_INT(count_defer(1024, 8192, 8192, FT_MATH_BF16, "gelu(x + r) where mat r", FT_SPACE_FULL, lim, &outside,
+                            &ahead, &behind, &p256, &p128), 0);
+  ASSERT_EQ_INT(count_defer(1024, 8192, 8192, FT_MATH_TF32, heavy, FT_SPACE_FULL, lim, &outside, &ahead, &behind, &p256,
+                            &p128), 0);
+  ASSERT_EQ_INT(count_defer(1024, 8192, 8192, FT_MATH_FP8, "gelu(x * sx * sw + bias) where row sx, col sw",
+                            FT_SPACE_FULL, lim, &outside, &ahead, &behind, &p256, &p128), 0);
+  /* Compiles without spills (a part's E and its loads stay inside the k loop: tc_epilogue_tma.cuh). */
+  ft_variant vs[2] = {t, t};
+  vs[0].bn = 128, vs[0].stages = 5, vs[0].tc.defer = 16;
+  vs[1].bn = 192, vs[1].tc.defer = 16; /* BN 256 spills a few bytes with this E (CUDA 13.0 ptxas) */
+  ft_kernel_src src[2] = {{0}};
+  ft_compile_job jobs[2] = {{0}};
+  compile_fixed(vs, 2, heavy, src, jobs);
+  for (int i = 0; i < 2; i++) {
+    ASSERT_EQ_INT(jobs[i].status, FT_OK);
+    ASSERT_TRUE(strstr(src[i].text, "defer = 16,") && strstr(src[i].text, "colv_bytes = 0,"));
+    ft_compile_job_clear(&jobs[i]), ft_kernel_src_free(&src[i]);
+  }
 }
 
 static int is_fitted(const ft_variant *v) { return v->bn % 64 != 0 && v->bn != 192; }

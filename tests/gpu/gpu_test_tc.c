@@ -2,7 +2,7 @@
  * enumeration leaves out (one consumer, clusters on small shapes, a grid smaller than the
  * tiles, two stages, 3xtf32 partial sums of 1 and 3 k tiles, x split in registers; each also with
  * the TMA-store epilogue where N allows, with stream-K where the grid leaves a partial wave, and
- * ping-pong with 64- and 128-row tiles, and the staged epilogue),
+ * ping-pong with 64- and 128-row tiles, the staged epilogue, and deferred E in 16-bit modes),
  * in tf32, bf16, fp16 and 3xtf32, on
  * ragged shapes with the three test epilogues, through the library's launch path, output
  * NaN-poisoned first: each must match the float64 reference within the mode's tolerance (2x
@@ -42,12 +42,13 @@ typedef struct tally {
   int staged_ok;       /* staged-epilogue runs correct */
   int fitted_ok;       /* runs correct with a BN not a multiple of 32 (wave-fitted widths) */
   int late_ok;         /* late-form (E box by box) runs correct */
+  int defer_ok;        /* deferred-E runs correct (E under the next tile's k loop) */
   int any_epilogue;    /* in: FT_TEST_EPILOGUE's epilogue, not one of the three */
   char worst[320];
 } tally;
 
 #define K_EXTRA_ROWS 11
-#define K_EXTRA_PER_ROW 12 /* extra_variants: at most this many per cfg row */
+#define K_EXTRA_PER_ROW 14 /* extra_variants: at most this many per cfg row */
 
 /* Variants beyond the enumeration: each field's other values on this shape. */
 static int extra_variants(ft_math math, const ft_device_limits *lim, const shape *sh, ft_variant *out) {
@@ -75,6 +76,12 @@ static int extra_variants(ft_math math, const ft_device_limits *lim, const shape
     v.tc.late = 1; /* ... and its late form (E box by box), which the enumeration offers at BN >= 192 only */
     if (ft_variant_applicable(&v, sh->m, sh->n, sh->k, lim, NULL, 0)) out[n++] = v;
     v.tc.late = 0;
+    /* Deferred E (each tile's E under the next one's k loop) in a whole box and in 4 parts; the
+     * small grids give blocks several tiles, so most boxes are stored from inside a k loop, some
+     * after a short K's loop ended first. */
+    for (v.tc.defer = 1; v.tc.defer <= 4; v.tc.defer *= 4)
+      if (ft_variant_applicable(&v, sh->m, sh->n, sh->k, lim, NULL, 0)) out[n++] = v;
+    v.tc.defer = 0;
     /* Stream-K with both epilogues, where the grid leaves a partial wave: small grids make
      * slots share units several ways (more blocks per unit than the enumeration allows). Wider
      * than 128 columns only as enumerated, with clusters and TMA stores (the others spill). */
@@ -275,6 +282,7 @@ static void run_case(ft_gpu *g, const shape *sh, const char *eptext, ft_math mat
       t->staged_ok += vs[i].tc.staged != 0;
       t->fitted_ok += vs[i].bn % 32 != 0;
       t->late_ok += vs[i].tc.late != 0;
+      t->defer_ok += vs[i].tc.defer != 0;
       if (c.rel_err / tol > t->worst_ratio) {
         t->worst_ratio = c.rel_err / tol;
         snprintf(t->worst, sizeof t->worst, "%s %s: %.3g of %.3g", what, name, c.rel_err, tol);
@@ -331,11 +339,13 @@ int main(void) {
   if (!only) ASSERT_TRUE(t.fitted_ok > 0);
   /* The fixed late forms apply wherever TMA stores do. */
   if (!only) ASSERT_TRUE(t.late_ok > 0);
+  /* The fixed deferred-E forms apply in bf16 and fp16 wherever TMA stores do at BN 64, 128, 256. */
+  if (!only && (!mode || !strcmp(mode, "bf16") || !strcmp(mode, "fp16"))) ASSERT_TRUE(t.defer_ok > 0);
   printf("summary: %d tensor-core runs correct, %d failed; worst rel_err/tolerance %.2f (%s); %d 3xtf32 run(s) of "
          "chunk > 4 within 1e-5 but above SGEMM's error; %d stream-K run(s) correct, %d variant(s) rejected "
-         "by ptxas (spills); %d ping-pong run(s) correct; %d staged-epilogue run(s) correct; %d wave-fitted-width run(s) correct; %d late-form run(s) correct\n",
+         "by ptxas (spills); %d ping-pong run(s) correct; %d staged-epilogue run(s) correct; %d wave-fitted-width run(s) correct; %d late-form run(s) correct; %d deferred-E run(s) correct\n",
          t.ok, t.failed, t.worst_ratio, t.worst, t.accuracy_misses, t.streamk_ok, t.rejected, t.pingpong_ok, t.staged_ok,
-         t.fitted_ok, t.late_ok);
+         t.fitted_ok, t.late_ok, t.defer_ok);
   ft_gpu_close(g);
   return FT_TEST_DONE();
 }

@@ -77,6 +77,13 @@ static int tc_valid(const ft_variant *v, char *why, size_t whylen) {
   if (v->tc.late != 0 && v->tc.late != 1) FT_WHY("tc: late %d must be 0 or 1", v->tc.late);
   if (v->tc.late && (!v->tc.tstore || v->tc.pingpong || v->tc.streamk || v->tc.staged))
     FT_WHY("tc: late (E box by box) is a form of the cooperative TMA-store epilogue (not pingpong, streamk, staged)");
+  if (v->tc.defer < 0 || v->tc.defer > 16 || (v->tc.defer & (v->tc.defer - 1)))
+    FT_WHY("tc: defer %d must be 0 or 1, 2, 4, 8, 16 (parts of a store box)", v->tc.defer);
+  /* The store overlap's packed tile (tc_config.cuh's kStoreOverlap) holds the raw sums. */
+  if (v->tc.defer && (!v->tc.tstore || v->tc.pingpong || v->tc.streamk || v->tc.staged || v->tc.late || v->split_k > 1 ||
+                      osize(v) != 2 || fp8(v) || v->bn % 64))
+    FT_WHY("tc: defer (E under the next tile's k loop) is a form of the cooperative TMA-store epilogue with 16-bit y, "
+           "bn a multiple of 64 (not pingpong, streamk, staged, late, split_k or fp8)");
   if (v->bm || v->vec) FT_WHY("tc: bm and vec are not tensor-core parameters (bm is 64 x consumers)");
   if (v->tc.gated != 0 && v->tc.gated != 1) FT_WHY("tc: gated %d must be 0 or 1", v->tc.gated);
   /* A pair's x and x2 are a thread's chunks 2p and 2p + 1: whole 16-column groups, stored directly
@@ -174,8 +181,10 @@ static void tc_defines(const ft_variant *v, ft_strbuf *b) {
                v->tc.aregs, v->tc.dual, v->tc.presplit);
   ft_sb_printf(b, "    bn = %d, consumers = %d, stages = %d, cluster = %d, group = %d,\n", v->bn, v->tc.consumers, v->stages,
                v->tc.cluster, v->swizzle);
-  ft_sb_printf(b, "    pingpong = %d, split_k = %d, stream_k = %d, tma_store = %d, staged = %d, late = %d, gated = %d,\n",
-               v->tc.pingpong, tc_slices(v), v->tc.streamk, v->tc.tstore, v->tc.staged, v->tc.late, v->tc.gated);
+  ft_sb_printf(b, "    pingpong = %d, split_k = %d, stream_k = %d, tma_store = %d, staged = %d, late = %d, defer = %d,\n"
+               "    gated = %d,\n",
+               v->tc.pingpong, tc_slices(v), v->tc.streamk, v->tc.tstore, v->tc.staged, v->tc.late, v->tc.defer,
+               v->tc.gated);
   ft_sb_printf(b, "    small_bytes = %zu, box_bytes = %zu, staging_bytes = %zu, colv_bytes = %zu, colstat_bytes = %zu,\n"
                "    smem_bytes = %zu\n", r.small, r.boxes, r.staging, tc_colv_bytes(v), tc_colstat_bytes(v), tc_smem(v));
   ft_sb_puts(b, "  };\n};\n");
@@ -235,15 +244,16 @@ static ft_status tc_kernel_args(const ft_variant *v, const ft_launch_io *io, ft_
 
 /* "tc_bm128_bn256_bk64_s4_c1_z8_p132_bf16", "tc_bm128_bn128_bk32_s4_c1_z8_p132_h16_3xtf32" */
 static int tc_name(const ft_variant *v, char *buf, size_t len) {
-  char chunk[24] = "", slices[16] = "";
+  char chunk[24] = "", slices[16] = "", defer[16] = "";
+  if (v->tc.defer) snprintf(defer, sizeof defer, "_de%d", v->tc.defer);
   if (v->tc.chunk)
     snprintf(chunk, sizeof chunk, "_h%d%s", v->tc.chunk,
              v->tc.aregs ? "r" : v->tc.dual ? "d" : v->tc.presplit ? "w" : "");
   if (v->split_k > 1) snprintf(slices, sizeof slices, "_k%d", v->split_k);
-  return snprintf(buf, len, "tc_bm%d_bn%d_bk%d_s%d_c%d_z%d_p%d%s%s%s%s%s%s%s%s_%s", tc_bm(v), v->bn, v->bk, v->stages,
+  return snprintf(buf, len, "tc_bm%d_bn%d_bk%d_s%d_c%d_z%d_p%d%s%s%s%s%s%s%s%s%s_%s", tc_bm(v), v->bn, v->bk, v->stages,
                   v->tc.cluster, v->swizzle, v->tc.grid, chunk, slices, v->tc.streamk ? "_sk" : "", v->tc.pingpong ? "_pp" : "",
-                  v->tc.tstore ? "_ts" : "", v->tc.staged ? "_se" : "", v->tc.late ? "_lt" : "", v->tc.gated ? "_g" : "",
-                  ft_math_name((ft_math)v->math));
+                  v->tc.tstore ? "_ts" : "", v->tc.staged ? "_se" : "", v->tc.late ? "_lt" : "", defer,
+                  v->tc.gated ? "_g" : "", ft_math_name((ft_math)v->math));
 }
 
 int ft__tc_partial_sum(const ft_variant *v, int64_t k) {
@@ -277,6 +287,7 @@ const ft_json_key ft__tc_opt_keys[] = {
     {"pingpong", offsetof(ft_variant, tc.pingpong)},
     {"staged", offsetof(ft_variant, tc.staged)},
     {"late", offsetof(ft_variant, tc.late)},
+    {"defer", offsetof(ft_variant, tc.defer)},
     {"gated", offsetof(ft_variant, tc.gated)},
     {NULL, 0}};
 

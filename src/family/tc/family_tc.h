@@ -63,10 +63,13 @@ static inline size_t tc_colstat_bytes(const ft_variant *v) {
 
 /* Bytes per consumer for the tile's slice of the epilogue's first column vector (BN elements),
  * copied to shared memory during the k loop so that E reads it there, not from L2 after the
- * loop (gemm_tc.cu, FT_COLV_STAGE): the early E of the cooperative TMA-store form only. 0 where
+ * loop (gemm_tc.cu, FT_COLV_STAGE): the early E of the cooperative TMA-store form only (not
+ * deferred). 0 where
  * it does not apply or does not fit. */
 static inline size_t tc_colv_bytes(const ft_variant *v) {
-  if (!v->tc.tstore || v->tc.staged || v->tc.late || v->tc.pingpong || v->tc.streamk || v->split_k > 1) return 0;
+  /* Not with deferred E, which reads the previous tile's slice while the next one's would land. */
+  if (!v->tc.tstore || v->tc.staged || v->tc.late || v->tc.defer || v->tc.pingpong || v->tc.streamk || v->split_k > 1)
+    return 0;
   if (fp8(v)) return 0; /* the first column vector may be an fp32 scale: E reads it from L2 */
   const size_t per = (size_t)v->bn * (size_t)osize(v);
   return tc_smem_base(v) + (size_t)v->tc.consumers * per + tc_colstat_bytes(v) <= TC_SMEM_OPTIN ? per : 0;

@@ -52,9 +52,10 @@ static ft_variant pass_part(const ft_variant *v) {
 }
 
 static int tcp_valid(const ft_variant *v, char *why, size_t whylen) {
-  if (v->split_k || v->tc.streamk || v->tc.pingpong || v->tc.staged || v->tc.late || v->tc.gated || v->tc.dual)
-    FT_WHY("tc_pass: the GEMM stores x W^T whole for the pass: split_k, streamk, pingpong, staged, late, gated and dual "
-           "do not apply");
+  if (v->split_k || v->tc.streamk || v->tc.pingpong || v->tc.staged || v->tc.late || v->tc.defer || v->tc.gated ||
+      v->tc.dual)
+    FT_WHY("tc_pass: the GEMM stores x W^T whole for the pass: split_k, streamk, pingpong, staged, late, defer, gated "
+           "and dual do not apply");
   if (v->tc.colstats) FT_WHY("tc_pass: colstats %d: the pass's gemm says it", v->tc.colstats);
   if (v->red.gemm && v->bn % 32) /* tc_colstats.cuh takes the tile's columns in groups of 32 */
     FT_WHY("tc_pass: gemm at bn %d: the column partials take groups of 32 columns", v->bn);
@@ -215,7 +216,7 @@ static ft_status pick_gemms(int64_t m, int64_t n, int64_t k, ft_math math, const
     for (int i = 0; i < nv && *got < max + (pass == 2); i++) {
       const ft_variant *t = &vs[i];
       if (taken[i] || ft_family_of(t) != &ft_family_tc || t->split_k || t->tc.streamk || t->tc.pingpong ||
-          t->tc.staged || t->tc.late || t->tc.gated || t->tc.dual || (pass == 2 && t->tc.presplit) ||
+          t->tc.staged || t->tc.late || t->tc.defer || t->tc.gated || t->tc.dual || (pass == 2 && t->tc.presplit) ||
           (partials && (t->bn % 32 || (t->tc.tstore && t->bn > 128)))) /* tcp_valid's rules */
         continue;
       /* The partials' own GEMMs (one chunk, 0) by store form instead: the best with TMA stores (BN

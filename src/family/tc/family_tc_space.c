@@ -37,8 +37,11 @@ static double tc_epilogue_cost(const ft_variant *v, double tiles_per_block, int6
   const double issue = fmax(tile / (32.0 * warps) * ops / TC_EPI_IPC, tile * ops / (32.0 * 4.0));
   const double e_clk = fmax(issue, tile * ec.mufu / 16.0);
   const double mma_clk = tile * (double)kp / macs_per_clk;
+  /* Ping-pong and deferred E alike: E beside the next MMA, exposed where it outlasts it and on the
+   * block's last tile. */
+  const int beside = v->tc.pingpong || v->tc.defer;
   const double exposed =
-      v->tc.pingpong ? fmax(0.0, tiles_per_block - 1.0) * fmax(0.0, e_clk - mma_clk) + e_clk : tiles_per_block * e_clk;
+      beside ? fmax(0.0, tiles_per_block - 1.0) * fmax(0.0, e_clk - mma_clk) + e_clk : tiles_per_block * e_clk;
   return exposed * macs_per_clk;
 }
 
@@ -94,6 +97,9 @@ static double tc_cost(const ft_variant *v, int64_t m, int64_t n, int64_t k, ft_e
   /* E box by box instead of on the whole tile first: slower where both fit, so timed after its
    * early twin (docs/BENCHMARKS.md, "Why the search space is what it is"). */
   if (v->tc.late) cost *= 1.01;
+  /* Deferred E: the raw sums packed and unpacked again, E's vector loads inside the k loop; the
+   * early form where E costs little (tc_defer_twin). */
+  if (v->tc.defer) cost *= 1.002;
   /* Split-K writes and the reduce kernel reads S fp32 slabs: ~50 multiply-adds per byte of the
    * device's, spread over 132 SMs. */
   if (v->split_k > 1) cost += 2.0 * v->split_k * (double)m * (double)n * 4.0 * 50.0 / 132.0;
@@ -333,7 +339,38 @@ static ft_status axis_stream_k(const tc_gen *g, tc_point p, int axis, ft_err *er
   return FT_OK;
 }
 
-/* The point, where it applies, and its late twin (E box by box) at BN >= 192, where a heavy E with
+/* Deferred E's parts per store box: the fewest (1, 2, 4 .. 16) whose E fits in half a k tile's
+ * MMA, so that the next k tile's wgmma are not issued late. A part is a box's 32 outputs per
+ * thread over the parts, evaluated by each warp at TC_EPI_IPC and by the consumers' warps sharing
+ * each scheduler, plus the unpacking and packing. */
+static int tc_defer_parts(const ft_variant *v, ft_ep_cost ec) {
+  const double ktile_clk = (double)tc_bm(v) * v->bn * v->bk / (4096.0 / esize(v));
+  const double per_box = 64.0 * (128.0 / osize(v)) / 128.0, ops = ec.fp32 + ec.mufu + 3.0;
+  int p = 1;
+  while (p < 16 && fmax(per_box / p * ops / TC_EPI_IPC, v->tc.consumers * per_box / p * ops) > 0.5 * ktile_clk) p *= 2;
+  return p;
+}
+
+/* E worth deferring in the default space: at least a sigmoid's instructions an output (lighter ones
+ * cost less than the packing, and the early form's vector loads go together). */
+#define TC_DEFER_MIN_OPS 8.0
+
+/* The deferred-E twin of a point (E under the next tile's k loop, tc_config.cuh's kDefer): the
+ * cooperative TMA-store form with E on the whole tile first, 16-bit y, whole store boxes, no
+ * matrix operand (E's reads of it would wait inside the k loop); in the default space only for an
+ * E of TC_DEFER_MIN_OPS or more. */
+static ft_status tc_defer_twin(const tc_gen *g, tc_point p, ft_err *err) {
+  const ft_epilogue *ep = ft_space_epilogue(g->sink);
+  if (!ep || ft_ep_has_matrix(ep) || !p.v.tc.tstore || p.v.tc.pingpong || p.v.tc.staged || p.v.tc.streamk ||
+      p.v.tc.late || p.slices > 1 || osize(&p.v) != 2 || fp8(&p.v) || p.v.bn % 64)
+    return FT_OK;
+  if (!g->full && g->ec.fp32 + g->ec.mufu < TC_DEFER_MIN_OPS) return FT_OK;
+  p.v.tc.defer = tc_defer_parts(&p.v, g->ec);
+  if (!ft_variant_applicable(&p.v, g->m, g->n / (1 + p.v.tc.gated), g->k, g->lim, NULL, 0)) return FT_OK;
+  return ft_space_push(g->sink, &p.v, tc_cost(&p.v, g->m, g->n, g->k, g->ec), err);
+}
+
+/* The point, where it applies, its deferred-E twin (tc_defer_twin) and its late twin (E box by box) at BN >= 192, where a heavy E with
  * E on the whole tile first spills (division, gelu in tf32: CPU compiles, docs/BENCHMARKS.md) and
  * is rejected at compile time while the late form fits. Full space only: in exhaustive tunes the
  * late kernels ran behind the best, which was never one of them (docs/BENCHMARKS.md, "Why the
@@ -349,6 +386,7 @@ static ft_status axis_emit(const tc_gen *g, tc_point p, int axis, ft_err *err) {
   }
   if (!ft_variant_applicable(&p.v, g->m, g->n / (1 + p.v.tc.gated), g->k, g->lim, NULL, 0)) return FT_OK; /* the problem's n */
   FT_TRY(ft_space_push(g->sink, &p.v, tc_cost(&p.v, g->m, g->n, g->k, g->ec), err));
+  FT_TRY(tc_defer_twin(g, p, err));
   if (g->full && p.v.tc.tstore && !p.v.tc.pingpong && !p.v.tc.staged && !p.v.tc.streamk && !p.v.tc.late &&
       p.v.bn >= 192) {
     p.v.tc.late = 1;
