@@ -17,9 +17,13 @@
 // The previous tile's packed outputs still to store (store overlap): pair (acc[2 p], acc[2 p + 1])
 // of the m64 accumulator layout (deferred E: the raw sums); boxes: how many are still to store (0:
 // nothing pending); part: deferred E's next part of the current box.
+// Deferred E keeps the tile's first kSmemBoxes boxes of raw sums in the two store buffers, the
+// rest in pk (registers beside the next tile's accumulator: BN 256 spilled with all in pk).
 template <class C>
 struct FtPending {
-  unsigned pk[C::kStoreOverlap ? C::bn / 4 : 1];
+  enum : int { kBoxes = C::bn / C::kCols, kSmemBoxes = C::kDefer ? (kBoxes < 2 ? kBoxes : 2) : 0 };
+  enum : int { kHeld = C::kStoreOverlap ? (kBoxes - kSmemBoxes) * (C::kCols / 4) : 0 };
+  unsigned pk[kHeld > 0 ? kHeld : 1];
   int boxes = 0, r0 = 0, n0 = 0, part = 0;
 };
 
@@ -194,48 +198,71 @@ __device__ __forceinline__ void ft_pending_box(FtPending<C> &pt, unsigned cbuf, 
 }
 
 // Deferred E: part pt.part of the current pending box (C::defer parts of kCols / 4 / defer pairs
-// each, in ft_for_box_pairs' order): its raw pairs unpacked, E evaluated, the results written into
-// the box buffer. The first part waits for the buffer as ft_box_round does; the last one stores the
-// box. The box and part are picked by unrolled loops so that every index into pt.pk is a constant.
+// each, in ft_for_box_pairs' order): its raw pairs read, E evaluated, the results written into the
+// box buffer, which the last part stores. The tile's first kSmemBoxes boxes wait in the two box
+// buffers themselves (each thread reads and rewrites its own slots: no barrier until the store);
+// the others in pt.pk, picked by unrolled loops so that every index into it is a constant, their
+// first part waiting for the buffer as ft_box_round does.
 template <class C>
 __device__ __forceinline__ void ft_deferred_part(FtPending<C> &pt, unsigned cbuf, const FtTmaDesc *map, int warp,
                                                  int lane, int tid, int wg, unsigned &nbox, const FtEpArgs &ep) {
-  constexpr int kBoxes = C::bn / C::kCols, kPairs = C::kCols / 4 / C::defer;
+  constexpr int kBoxes = C::bn / C::kCols, kPairs = C::kCols / 4 / C::defer, kSmem = FtPending<C>::kSmemBoxes;
   const int rb = warp * 16 + lane / 4, cb = 2 * (lane % 4), box = kBoxes - pt.boxes;
   const unsigned buf = cbuf + (nbox & 1u) * (64 * 128);
-  /* The tile's origin and sums made opaque here: they do not change during the k loop, so the
-   * compiler would otherwise hoist E (and its vector loads) of every part out of it, holding all
-   * of them in registers across the loop (ptxas spilled kilobytes). */
+  /* The tile's origin made opaque here: it does not change during the k loop, so the compiler
+   * would otherwise hoist E's vector loads of every part out of it, holding all of them in
+   * registers across the loop (ptxas spilled kilobytes). */
   int r0 = pt.r0, n0 = pt.n0;
   asm volatile("" : "+r"(r0), "+r"(n0));
-  if (pt.part == 0) {
-    if (tid == 0) ft_tma_store_wait_read<1>();
-    ft_bar_sync<128>(2 + wg);
-  }
+  if (box < kSmem) {
+    float e[kPairs][2];
+    unsigned slot[kPairs];
 #pragma unroll
-  for (int c = 0; c < kBoxes; c++) {
-    if (c != box) continue;
+    for (int t = 0; t < kPairs; t++) { /* E of every pair first: independent chains to interleave */
+      const int u = pt.part * kPairs + t, wl = u / 4, j = u / 2 % 2, h = u % 2;
+      slot[t] = ft_box_slot<C>(buf, rb, cb, wl, j, h);
+      unsigned w;
+      asm volatile("ld.shared.b32 %0, [%1];" : "=r"(w) : "r"(slot[t]) : "memory");
+      float a, b;
+      ft_unpack<C::dtype>(w, a, b);
+      const int r = r0 + rb + 8 * h, col = n0 + cb + box * C::kCols + 16 * wl + 8 * j;
+      e[t][0] = ft_apply_epilogue(a, r, col, ep);
+      e[t][1] = ft_apply_epilogue(b, r, col + 1, ep);
+    }
 #pragma unroll
-    for (int q = 0; q < C::defer; q++) {
-      if (q != pt.part) continue;
-      float e[kPairs][2];
+    for (int t = 0; t < kPairs; t++)
+      asm volatile("st.shared.b32 [%0], %1;" ::"r"(slot[t]), "r"(ft_pack<C::dtype>(e[t][0], e[t][1])) : "memory");
+  } else {
+    if (pt.part == 0) {
+      if (tid == 0) ft_tma_store_wait_read<1>();
+      ft_bar_sync<128>(2 + wg);
+    }
 #pragma unroll
-      for (int t = 0; t < kPairs; t++) { /* E of every pair first: independent chains to interleave */
-        const int u = q * kPairs + t, wl = u / 4, j = u / 2 % 2, h = u % 2;
-        const int r = r0 + rb + 8 * h;
-        int col = n0 + cb + c * C::kCols + 16 * wl + 8 * j;
-        unsigned w = pt.pk[ft_box_index<C>(c, wl, j, h) / 2];
-        asm volatile("" : "+r"(w), "+r"(col)); /* nor above the branch that picked this part */
-        float a, b;
-        ft_unpack<C::dtype>(w, a, b);
-        e[t][0] = ft_apply_epilogue(a, r, col, ep);
-        e[t][1] = ft_apply_epilogue(b, r, col + 1, ep);
-      }
+    for (int c = kSmem; c < kBoxes; c++) {
+      if (c != box) continue;
 #pragma unroll
-      for (int t = 0; t < kPairs; t++) {
-        const int u = q * kPairs + t, wl = u / 4, j = u / 2 % 2, h = u % 2;
-        asm volatile("st.shared.b32 [%0], %1;" ::"r"(ft_box_slot<C>(buf, rb, cb, wl, j, h)),
-                     "r"(ft_pack<C::dtype>(e[t][0], e[t][1])));
+      for (int q = 0; q < C::defer; q++) {
+        if (q != pt.part) continue;
+        float e[kPairs][2];
+#pragma unroll
+        for (int t = 0; t < kPairs; t++) {
+          const int u = q * kPairs + t, wl = u / 4, j = u / 2 % 2, h = u % 2;
+          const int r = r0 + rb + 8 * h;
+          int col = n0 + cb + c * C::kCols + 16 * wl + 8 * j;
+          unsigned w = pt.pk[ft_box_index<C>(c - kSmem, wl, j, h) / 2];
+          asm volatile("" : "+r"(w), "+r"(col)); /* the sums too, nor above the branch that picked this part */
+          float a, b;
+          ft_unpack<C::dtype>(w, a, b);
+          e[t][0] = ft_apply_epilogue(a, r, col, ep);
+          e[t][1] = ft_apply_epilogue(b, r, col + 1, ep);
+        }
+#pragma unroll
+        for (int t = 0; t < kPairs; t++) {
+          const int u = q * kPairs + t, wl = u / 4, j = u / 2 % 2, h = u % 2;
+          asm volatile("st.shared.b32 [%0], %1;" ::"r"(ft_box_slot<C>(buf, rb, cb, wl, j, h)),
+                       "r"(ft_pack<C::dtype>(e[t][0], e[t][1]))
+                       : "memory");
+        }
       }
     }
   }
@@ -273,8 +300,24 @@ __device__ __forceinline__ void ft_tile_store_tma(float (&d)[C::kAcc], unsigned 
   const bool inside = r0 + 64 <= M && n0 + C::bn <= N;
   if constexpr (C::kEarly && !C::staged) {
     if (inside && C::kDefer) { /* the raw sums, E evaluated during the next tile's k loop */
+      constexpr int kSmem = FtPending<C>::kSmemBoxes;
+      /* The two buffers free once the previous tile's stores have read them (long done: a k loop
+       * ran since), seen by every thread of the warpgroup. */
+      if (tid == 0) ft_tma_store_wait_read<0>();
+      ft_bar_sync<128>(2 + wg);
 #pragma unroll
-      for (int q = 0; q < C::bn / 4; q++) pt.pk[q] = ft_pack<C::dtype>(d[2 * q], d[2 * q + 1]);
+      for (int c = 0; c < C::bn / C::kCols; c++)
+        ft_for_box_pairs<C>([&](int wl, int j, int h) {
+          const int i = ft_box_index<C>(c, wl, j, h);
+          const unsigned p = ft_pack<C::dtype>(d[i], d[i + 1]);
+          if (c < kSmem) /* box c goes out through buffer (nbox + c) & 1, as ft_deferred_part counts */
+            asm volatile("st.shared.b32 [%0], %1;" ::"r"(ft_box_slot<C>(cbuf + ((nbox + c) & 1u) * (64 * 128),
+                                                                        warp * 16 + lane / 4, cb, wl, j, h)),
+                         "r"(p)
+                         : "memory");
+          else
+            pt.pk[ft_box_index<C>(c - kSmem, wl, j, h) / 2] = p;
+        });
       pt.boxes = C::bn / C::kCols, pt.r0 = r0, pt.n0 = n0, pt.part = 0;
       return;
     }
@@ -297,7 +340,7 @@ __device__ __forceinline__ void ft_tile_store_tma(float (&d)[C::kAcc], unsigned 
         (void)colv;
         apply(ep);
       }
-      if constexpr (C::kStoreOverlap) {
+      if constexpr (C::kStoreOverlap && !C::kDefer) {
 #pragma unroll
         for (int q = 0; q < C::bn / 4; q++) pt.pk[q] = ft_pack<C::dtype>(d[2 * q], d[2 * q + 1]);
         pt.boxes = C::bn / C::kCols, pt.r0 = r0, pt.n0 = n0;
@@ -312,7 +355,7 @@ __device__ __forceinline__ void ft_tile_store_tma(float (&d)[C::kAcc], unsigned 
     /* Nothing to keep: zeroed so that pk is not live from the previous tile across these stores
      * (without it ptxas kept the old pairs and spilled). */
 #pragma unroll
-    for (int q = 0; q < C::bn / 4; q++) pt.pk[q] = 0u;
+    for (int q = 0; q < FtPending<C>::kHeld; q++) pt.pk[q] = 0u;
   }
 #pragma unroll
   for (int c = 0; c < C::bn / C::kCols; c++) {
