@@ -430,9 +430,8 @@ static void test_epilogue_cost(const ft_device_limits *lim) {
   ASSERT_OK(ft_space_enumerate_ep(FT_VK_GEMM, 1024, 8192, 8192, FT_MATH_BF16, FT_SPACE_PRUNED, ep, lim, &h, &ch, &nh,
                                   &e));
   ASSERT_EQ_INT(na, nb);
-  int twins = 0; /* the heavy E adds deferred-E twins (tc_defer_twin), nothing else */
+  int twins = 0; /* the heavy E adds deferred-E twins (tc_defer_twin, once in the default space), nothing else */
   for (int i = 0; i < nh; i++) twins += h[i].tc.defer != 0;
-  ASSERT_TRUE(twins > 0);
   ASSERT_EQ_INT(na + twins, nh);
   for (int i = 0; i < na && i < nb; i++) {
     ASSERT_TRUE(memcmp(&a[i], &b[i], sizeof a[i]) == 0);
