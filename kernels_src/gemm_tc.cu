@@ -103,7 +103,7 @@ __device__ __forceinline__ void ft_consumer(const FtTiles<C> &ts, const FtSmemMa
     for (int h = 0; h < C::kMsub; h++) ft_reg_fence(dd[h]);
     if (tid == 0) ft_mbar_release<C::cluster>(sm.ring.empty + 8 * prev);
     if constexpr (C::kStoreOverlap)
-      while (pt.boxes) ft_pending_step<C>(pt, my_cbuf, tma_y, warp, lane, tid, wg, nbox, ep);
+      ft_pending_flush<C, false>(pt, my_cbuf, tma_y, warp, lane, tid, wg, nbox, ep);
 
     if constexpr (C::stream_k) {
       /* What becomes of the sums, asked again rather than kept in registers across the k loop. */
@@ -133,7 +133,7 @@ __device__ __forceinline__ void ft_consumer(const FtTiles<C> &ts, const FtSmemMa
     }
   }
   if constexpr (C::kStoreOverlap)
-    while (pt.boxes) ft_pending_step<C>(pt, my_cbuf, tma_y, warp, lane, tid, wg, nbox, ep); /* the last tile's */
+    ft_pending_flush<C, true>(pt, my_cbuf, tma_y, warp, lane, tid, wg, nbox, ep); /* the last tile's */
 }
 
 template <class C>

@@ -198,75 +198,99 @@ __device__ __forceinline__ void ft_pending_box(FtPending<C> &pt, unsigned cbuf, 
 }
 
 // Deferred E: part pt.part of the current pending box (C::defer parts of kCols / 4 / defer pairs
-// each, in ft_for_box_pairs' order): its raw pairs read, E evaluated, the results written into the
-// box buffer, which the last part stores. The tile's first kSmemBoxes boxes wait in the two box
-// buffers themselves (each thread reads and rewrites its own slots: no barrier until the store);
-// the others in pt.pk, picked by unrolled loops so that every index into it is a constant, their
-// first part waiting for the buffer as ft_box_round does.
-template <class C>
+// each, in ft_for_box_pairs' order), or with kRest all that is left of the box (after the k loop:
+// its E evaluated together, every vector load in flight at once, as the early form does): the raw
+// pairs read, E evaluated, the results written into the box buffer, which the box's last part
+// stores. The tile's first kSmemBoxes boxes wait in the two box buffers themselves (each thread
+// reads and rewrites its own slots: no barrier until the store); the others in pt.pk, picked by
+// unrolled loops so that every index into it is a constant, their first part waiting for the
+// buffer as ft_box_round does.
+template <class C, bool kRest>
 __device__ __forceinline__ void ft_deferred_part(FtPending<C> &pt, unsigned cbuf, const FtTmaDesc *map, int warp,
                                                  int lane, int tid, int wg, unsigned &nbox, const FtEpArgs &ep) {
-  constexpr int kBoxes = C::bn / C::kCols, kPairs = C::kCols / 4 / C::defer, kSmem = FtPending<C>::kSmemBoxes;
-  const int rb = warp * 16 + lane / 4, cb = 2 * (lane % 4), box = kBoxes - pt.boxes;
+  constexpr int kBoxes = C::bn / C::kCols, kBoxPairs = C::kCols / 4, kPairs = kBoxPairs / C::defer;
+  constexpr int kSmem = FtPending<C>::kSmemBoxes;
+  const int rb = warp * 16 + lane / 4, cb = 2 * (lane % 4), box = kBoxes - pt.boxes, lo = pt.part * kPairs;
   const unsigned buf = cbuf + (nbox & 1u) * (64 * 128);
   /* The tile's origin made opaque here: it does not change during the k loop, so the compiler
    * would otherwise hoist E's vector loads of every part out of it, holding all of them in
    * registers across the loop (ptxas spilled kilobytes). */
   int r0 = pt.r0, n0 = pt.n0;
   asm volatile("" : "+r"(r0), "+r"(n0));
+  auto slot_of = [&](int u) { return ft_box_slot<C>(buf, rb, cb, u / 4, u / 2 % 2, u % 2); };
+  /* E of pair u of box c from its raw word w (the column kept opaque: nor above the branch that
+   * picked this part). */
+  auto pair_e = [&](int c, int u, unsigned w, float(&e)[2]) {
+    const int r = r0 + rb + 8 * (u % 2);
+    int col = n0 + cb + c * C::kCols + 16 * (u / 4) + 8 * (u / 2 % 2);
+    asm volatile("" : "+r"(w), "+r"(col));
+    float a, b;
+    ft_unpack<C::dtype>(w, a, b);
+    e[0] = ft_apply_epilogue(a, r, col, ep);
+    e[1] = ft_apply_epilogue(b, r, col + 1, ep);
+  };
+  auto load = [&](int u) {
+    unsigned w;
+    asm volatile("ld.shared.b32 %0, [%1];" : "=r"(w) : "r"(slot_of(u)) : "memory");
+    return w;
+  };
+  auto store = [&](int u, const float(&e)[2]) {
+    asm volatile("st.shared.b32 [%0], %1;" ::"r"(slot_of(u)), "r"(ft_pack<C::dtype>(e[0], e[1])) : "memory");
+  };
+  if (box >= kSmem && pt.part == 0) {
+    if (tid == 0) ft_tma_store_wait_read<1>();
+    ft_bar_sync<128>(2 + wg);
+  }
+  /* E of every pair first, then the stores: independent chains for the scheduler to interleave. */
   if (box < kSmem) {
-    float e[kPairs][2];
-    unsigned slot[kPairs];
+    if constexpr (kRest) {
+      float e[kBoxPairs][2];
 #pragma unroll
-    for (int t = 0; t < kPairs; t++) { /* E of every pair first: independent chains to interleave */
-      const int u = pt.part * kPairs + t, wl = u / 4, j = u / 2 % 2, h = u % 2;
-      slot[t] = ft_box_slot<C>(buf, rb, cb, wl, j, h);
-      unsigned w;
-      asm volatile("ld.shared.b32 %0, [%1];" : "=r"(w) : "r"(slot[t]) : "memory");
-      float a, b;
-      ft_unpack<C::dtype>(w, a, b);
-      const int r = r0 + rb + 8 * h, col = n0 + cb + box * C::kCols + 16 * wl + 8 * j;
-      e[t][0] = ft_apply_epilogue(a, r, col, ep);
-      e[t][1] = ft_apply_epilogue(b, r, col + 1, ep);
+      for (int u = 0; u < kBoxPairs; u++)
+        if (u >= lo) pair_e(box, u, load(u), e[u]);
+#pragma unroll
+      for (int u = 0; u < kBoxPairs; u++)
+        if (u >= lo) store(u, e[u]);
+    } else {
+      float e[kPairs][2];
+#pragma unroll
+      for (int t = 0; t < kPairs; t++) pair_e(box, lo + t, load(lo + t), e[t]);
+#pragma unroll
+      for (int t = 0; t < kPairs; t++) store(lo + t, e[t]);
     }
-#pragma unroll
-    for (int t = 0; t < kPairs; t++)
-      asm volatile("st.shared.b32 [%0], %1;" ::"r"(slot[t]), "r"(ft_pack<C::dtype>(e[t][0], e[t][1])) : "memory");
   } else {
-    if (pt.part == 0) {
-      if (tid == 0) ft_tma_store_wait_read<1>();
-      ft_bar_sync<128>(2 + wg);
-    }
+    /* A held word of this box, picked by selects over the held boxes (and parts) so that every
+     * index into pk is a constant: branches per box and part, alike with a light E, were merged
+     * into one body indexing pk at run time, which put pk in local memory. */
+    auto held = [&](int q, int t) { /* word t of part q (q < 0: pt.part) of the current box */
+      unsigned w = 0u;
 #pragma unroll
-    for (int c = kSmem; c < kBoxes; c++) {
-      if (c != box) continue;
+      for (int cc = kSmem; cc < kBoxes; cc++)
 #pragma unroll
-      for (int q = 0; q < C::defer; q++) {
-        if (q != pt.part) continue;
-        float e[kPairs][2];
-#pragma unroll
-        for (int t = 0; t < kPairs; t++) {
-          const int u = q * kPairs + t, wl = u / 4, j = u / 2 % 2, h = u % 2;
-          const int r = r0 + rb + 8 * h;
-          int col = n0 + cb + c * C::kCols + 16 * wl + 8 * j;
-          unsigned w = pt.pk[ft_box_index<C>(c - kSmem, wl, j, h) / 2];
-          asm volatile("" : "+r"(w), "+r"(col)); /* the sums too, nor above the branch that picked this part */
-          float a, b;
-          ft_unpack<C::dtype>(w, a, b);
-          e[t][0] = ft_apply_epilogue(a, r, col, ep);
-          e[t][1] = ft_apply_epilogue(b, r, col + 1, ep);
+        for (int qq = 0; qq < C::defer; qq++) {
+          const int u = qq * kPairs + t;
+          if ((q < 0 || q == qq) && cc == box && (q >= 0 || qq == pt.part))
+            w = pt.pk[ft_box_index<C>(cc - kSmem, u / 4, u / 2 % 2, u % 2) / 2];
         }
+      return w;
+    };
+    if constexpr (kRest) {
+      float e[kBoxPairs][2];
 #pragma unroll
-        for (int t = 0; t < kPairs; t++) {
-          const int u = q * kPairs + t, wl = u / 4, j = u / 2 % 2, h = u % 2;
-          asm volatile("st.shared.b32 [%0], %1;" ::"r"(ft_box_slot<C>(buf, rb, cb, wl, j, h)),
-                       "r"(ft_pack<C::dtype>(e[t][0], e[t][1]))
-                       : "memory");
-        }
-      }
+      for (int u = 0; u < kBoxPairs; u++)
+        if (u >= lo) pair_e(box, u, held(u / kPairs, u % kPairs), e[u]);
+#pragma unroll
+      for (int u = 0; u < kBoxPairs; u++)
+        if (u >= lo) store(u, e[u]);
+    } else {
+      float e[kPairs][2];
+#pragma unroll
+      for (int t = 0; t < kPairs; t++) pair_e(box, lo + t, held(-1, t), e[t]);
+#pragma unroll
+      for (int t = 0; t < kPairs; t++) store(lo + t, e[t]);
     }
   }
-  if (++pt.part == C::defer) {
+  if (kRest || ++pt.part == C::defer) {
     pt.part = 0;
     ft_fence_async_smem();
     ft_bar_sync<128>(2 + wg);
@@ -276,14 +300,29 @@ __device__ __forceinline__ void ft_deferred_part(FtPending<C> &pt, unsigned cbuf
   }
 }
 
-// One step of the pending stores: a whole box (store overlap) or a part of one (deferred E).
+// One step of the pending stores inside the k loop: a whole box (store overlap) or a part of one
+// (deferred E).
 template <class C>
 __device__ __forceinline__ void ft_pending_step(FtPending<C> &pt, unsigned cbuf, const FtTmaDesc *map, int warp,
                                                 int lane, int tid, int wg, unsigned &nbox, const FtEpArgs &ep) {
   if constexpr (C::kDefer)
-    ft_deferred_part<C>(pt, cbuf, map, warp, lane, tid, wg, nbox, ep);
+    ft_deferred_part<C, false>(pt, cbuf, map, warp, lane, tid, wg, nbox, ep);
   else
     ft_pending_box<C>(pt, cbuf, map, warp, lane, tid, wg, nbox);
+}
+
+// The pending stores left after a k loop, box by box. Deferred E: after the last tile's loop
+// (kLast: no accumulator live) each box's E at once; after another, whose sums are live beside
+// them, part by part (a whole box at once spilled at BN 256).
+template <class C, bool kLast>
+__device__ __forceinline__ void ft_pending_flush(FtPending<C> &pt, unsigned cbuf, const FtTmaDesc *map, int warp,
+                                                 int lane, int tid, int wg, unsigned &nbox, const FtEpArgs &ep) {
+  while (pt.boxes) {
+    if constexpr (C::kDefer)
+      ft_deferred_part<C, kLast>(pt, cbuf, map, warp, lane, tid, wg, nbox, ep);
+    else
+      ft_pending_box<C>(pt, cbuf, map, warp, lane, tid, wg, nbox);
+  }
 }
 
 // The tile's E through shared memory and TMA stores, box by box, alternating this warpgroup's two

@@ -339,23 +339,26 @@ static ft_status axis_stream_k(const tc_gen *g, tc_point p, int axis, ft_err *er
   return FT_OK;
 }
 
-/* Deferred E's parts per store box: the fewest (1, 2, 4 .. 16) whose E fits in half a k tile's
- * MMA, so that the next k tile's wgmma are not issued late. A part is a box's 32 outputs per
- * thread over the parts, evaluated by each warp at TC_EPI_IPC and by the consumers' warps sharing
- * each scheduler, plus the unpacking and packing. */
+/* Deferred E's parts per store box: the fewest (1, 2, 4, 8) whose E fits in half a k tile's MMA,
+ * so that the next k tile's wgmma are not issued late. A part is a box's 32 outputs per thread
+ * over the parts, evaluated by each warp at TC_EPI_IPC and by the consumers' warps sharing each
+ * scheduler, plus the unpacking and packing. At most 8: with 16 NVVM turned the selection of a
+ * part's held words into a lookup in local memory (a stack frame; NVRTC for sm_90a), and 16
+ * parts measured slower than 8 (docs/BENCHMARKS.md 2026-12-07 (q)). */
 static int tc_defer_parts(const ft_variant *v, ft_ep_cost ec) {
   const double ktile_clk = (double)tc_bm(v) * v->bn * v->bk / (4096.0 / esize(v));
   const double per_box = 64.0 * (128.0 / osize(v)) / 128.0, ops = ec.fp32 + ec.mufu + 3.0;
   int p = 1;
-  while (p < 16 && fmax(per_box / p * ops / TC_EPI_IPC, v->tc.consumers * per_box / p * ops) > 0.5 * ktile_clk) p *= 2;
+  while (p < 8 && fmax(per_box / p * ops / TC_EPI_IPC, v->tc.consumers * per_box / p * ops) > 0.5 * ktile_clk) p *= 2;
   return p;
 }
 
 /* E worth deferring in the default space: at least a sigmoid's instructions an output (lighter ones
  * cost less than the packing, and the early form's vector loads go together). */
 #define TC_DEFER_MIN_OPS 8.0
-/* Deferred E in the default space: 0 until it has run on a GPU (correct on the CPU: compiled for
- * sm_90a without spills; docs/BENCHMARKS.md 2026-12-07 (q)), the full space meanwhile. */
+/* Deferred E in the default space: 0, the full space only. Correct on the H100 but slower than its
+ * early twin and than ping-pong (gelu_tanh at 1024 x 8192 x 8192: 1.115 x cuBLAS's GEMM against
+ * 1.071 and 1.056; 16 parts a box slower still), docs/BENCHMARKS.md 2026-12-07 (q). */
 #define TC_DEFER_IN_DEFAULT 0
 
 /* The deferred-E twin of a point (E under the next tile's k loop, tc_config.cuh's kDefer): the
