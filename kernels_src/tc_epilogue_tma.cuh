@@ -241,54 +241,38 @@ __device__ __forceinline__ void ft_deferred_part(FtPending<C> &pt, unsigned cbuf
     if (tid == 0) ft_tma_store_wait_read<1>();
     ft_bar_sync<128>(2 + wg);
   }
+  /* A held word of this box, picked by selects over the held boxes (and parts) so that every index
+   * into pk is a constant: branches per box and part, alike with a light E, were merged into one
+   * body indexing pk at run time, which put pk in local memory. */
+  auto held = [&](int q, int t) { /* word t of part q (q < 0: pt.part) of the current box */
+    unsigned w = 0u;
+#pragma unroll
+    for (int cc = kSmem; cc < kBoxes; cc++)
+#pragma unroll
+      for (int qq = 0; qq < C::defer; qq++) {
+        const int u = qq * kPairs + t;
+        if ((q < 0 || q == qq) && cc == box && (q >= 0 || qq == pt.part))
+          w = pt.pk[ft_box_index<C>(cc - kSmem, u / 4, u / 2 % 2, u % 2) / 2];
+      }
+    return w;
+  };
+  /* Pair u's raw word (word t of part q, as held), from its slot or from pk. */
+  auto word = [&](int u, int q, int t) { return box < kSmem ? load(u) : held(q, t); };
   /* E of every pair first, then the stores: independent chains for the scheduler to interleave. */
-  if (box < kSmem) {
-    if constexpr (kRest) {
-      float e[kBoxPairs][2];
+  if constexpr (kRest) {
+    float e[kBoxPairs][2];
 #pragma unroll
-      for (int u = 0; u < kBoxPairs; u++)
-        if (u >= lo) pair_e(box, u, load(u), e[u]);
+    for (int u = 0; u < kBoxPairs; u++)
+      if (u >= lo) pair_e(box, u, word(u, u / kPairs, u % kPairs), e[u]);
 #pragma unroll
-      for (int u = 0; u < kBoxPairs; u++)
-        if (u >= lo) store(u, e[u]);
-    } else {
-      float e[kPairs][2];
-#pragma unroll
-      for (int t = 0; t < kPairs; t++) pair_e(box, lo + t, load(lo + t), e[t]);
-#pragma unroll
-      for (int t = 0; t < kPairs; t++) store(lo + t, e[t]);
-    }
+    for (int u = 0; u < kBoxPairs; u++)
+      if (u >= lo) store(u, e[u]);
   } else {
-    /* A held word of this box, picked by selects over the held boxes (and parts) so that every
-     * index into pk is a constant: branches per box and part, alike with a light E, were merged
-     * into one body indexing pk at run time, which put pk in local memory. */
-    auto held = [&](int q, int t) { /* word t of part q (q < 0: pt.part) of the current box */
-      unsigned w = 0u;
+    float e[kPairs][2];
 #pragma unroll
-      for (int cc = kSmem; cc < kBoxes; cc++)
+    for (int t = 0; t < kPairs; t++) pair_e(box, lo + t, word(lo + t, -1, t), e[t]);
 #pragma unroll
-        for (int qq = 0; qq < C::defer; qq++) {
-          const int u = qq * kPairs + t;
-          if ((q < 0 || q == qq) && cc == box && (q >= 0 || qq == pt.part))
-            w = pt.pk[ft_box_index<C>(cc - kSmem, u / 4, u / 2 % 2, u % 2) / 2];
-        }
-      return w;
-    };
-    if constexpr (kRest) {
-      float e[kBoxPairs][2];
-#pragma unroll
-      for (int u = 0; u < kBoxPairs; u++)
-        if (u >= lo) pair_e(box, u, held(u / kPairs, u % kPairs), e[u]);
-#pragma unroll
-      for (int u = 0; u < kBoxPairs; u++)
-        if (u >= lo) store(u, e[u]);
-    } else {
-      float e[kPairs][2];
-#pragma unroll
-      for (int t = 0; t < kPairs; t++) pair_e(box, lo + t, held(-1, t), e[t]);
-#pragma unroll
-      for (int t = 0; t < kPairs; t++) store(lo + t, e[t]);
-    }
+    for (int t = 0; t < kPairs; t++) store(lo + t, e[t]);
   }
   if (kRest || ++pt.part == C::defer) {
     pt.part = 0;
