@@ -843,6 +843,36 @@ class CaptureCpuTest(unittest.TestCase):
             fused(torch.randn(K, 3), torch.randn(N, 3))
         self.assertIn("input 0 has shape [32, 3], the example's was [*, 8]", str(cm.exception))
 
+    def test_fused_model_calls_plainly(self):
+        # torch.export's per-call wrapping (pytree flattening, the nn.Module-input hooks) is taken out
+        # where the inputs are positional and the result a tensor or a tuple of tensors; the outputs
+        # stay the model's (test_fused_graph_equals_model runs every case).
+        class TwoOutputs(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(K, N)
+
+            def forward(self, x):
+                return torch.relu(self.fc(x)) / 2, x * 2
+
+        two = (TwoOutputs(), (torch.randn(M, K),))
+        for name, tuple_out in (("strided", False), ("two outputs", True)):
+            with self.subTest(name):
+                model, args = two if tuple_out else self.run_case(name)[:2]
+                with torch.no_grad():
+                    want = model(*args)
+                fused = fuse(model, *args, _layer_for=TorchLayer)
+                self.assertNotIn("tree_flatten", fused.code)
+                self.assertNotIn("tree_unflatten", fused.code)
+                self.assertEqual(len(fused._forward_hooks), 0)
+                self.assertFalse(any("_create_stateful_graph_module" in getattr(h, "__qualname__", "")
+                                     for h in fused._forward_pre_hooks.values()))
+                with torch.no_grad():
+                    got = fused(*args)
+                self.assertEqual(isinstance(got, tuple), tuple_out)
+                for w, g in zip(want if tuple_out else (want,), got if tuple_out else (got,)):
+                    torch.testing.assert_close(g, w, rtol=2e-5, atol=2e-5)
+
     def test_fused_model_keeps_the_example_shapes(self):
         # fuse() specializes to the example's shapes (torch.export's); another is refused in one line,
         # by fuse's own check (torch.export's slower checks are taken out).
