@@ -26,7 +26,7 @@
 //   tma_store      the epilogue through shared-memory boxes and TMA stores, else direct stores
 //   staged         (tma_store) a box's raw sums staged in shared memory, E by a rolled loop
 //   late           (cooperative tma_store) E box by box, not on the whole tile first
-//   defer          (cooperative tma_store, 16-bit y) 0, or E deferred to the next tile's k loop: the
+//   defer          (cooperative tma_store, bf16) 0, or E deferred to the next tile's k loop: the
 //                  tile's raw sums kept rounded to y's type, each store box's E evaluated in `defer`
 //                  parts, one after each k tile's wgmma are issued, so E runs beside the tensor core
 //   gated          a gated pair: the tile's chunks 2p and 2p + 1 are x and x2 of one output column

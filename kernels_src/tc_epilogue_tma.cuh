@@ -15,10 +15,11 @@
 // parts beside the next tile's wgmma: a heavy E no longer holds the tensor core).
 
 // The previous tile's packed outputs still to store (store overlap): pair (acc[2 p], acc[2 p + 1])
-// of the m64 accumulator layout (deferred E: the raw sums); boxes: how many are still to store (0:
-// nothing pending); part: deferred E's next part of the current box.
-// Deferred E keeps the tile's first kSmemBoxes boxes of raw sums in the two store buffers, the
-// rest in pk (registers beside the next tile's accumulator: BN 256 spilled with all in pk).
+// of the m64 accumulator layout; boxes: how many are still to store (0: nothing pending); part:
+// deferred E's next part of the current box. Deferred E keeps the tile's first kSmemBoxes boxes of
+// raw sums in the two store buffers and the rest in pk, pair p being the accumulator's pair
+// p + kSmemBoxes * kCols / 4 (registers beside the next tile's accumulator: BN 256 spilled with
+// all in pk).
 template <class C>
 struct FtPending {
   enum : int { kBoxes = C::bn / C::kCols, kSmemBoxes = C::kDefer ? (kBoxes < 2 ? kBoxes : 2) : 0 };
@@ -322,10 +323,11 @@ __device__ __forceinline__ void ft_tile_store_tma(float (&d)[C::kAcc], unsigned 
   const int row = r0 + warp * 16 + lane / 4, cb = 2 * (lane % 4);
   const bool inside = r0 + 64 <= M && n0 + C::bn <= N;
   if constexpr (C::kEarly && !C::staged) {
-    if (inside && C::kDefer) { /* the raw sums, E evaluated during the next tile's k loop */
+    if constexpr (C::kDefer) if (inside) { /* the raw sums, E evaluated during the next tile's k loop */
       constexpr int kSmem = FtPending<C>::kSmemBoxes;
-      /* The two buffers free once the previous tile's stores have read them (long done: a k loop
-       * ran since), seen by every thread of the warpgroup. */
+      /* The two buffers free once the previous tile's stores have read them (usually long done; just
+       * issued where a short k loop left the last box to ft_pending_flush), seen by every thread
+       * of the warpgroup. */
       if (tid == 0) ft_tma_store_wait_read<0>();
       ft_bar_sync<128>(2 + wg);
 #pragma unroll

@@ -48,9 +48,9 @@ typedef struct ft_tc_params {
   int late;      /* cooperative with tstore (not stream-K or staged): 1 = E box by box between the store
                   * barriers, not on the whole tile first (FT_EPI_EARLY 0), which a heavy E may need to
                   * fit the registers; named "_lt" */
-  int defer;     /* cooperative with tstore, 16-bit y (bf16, fp16): 0, or E deferred to the next tile's k
-                  * loop: the tile kept as raw sums rounded to y's type (as cuBLAS's y before a pass),
-                  * each store box's E evaluated in `defer` parts (1, 2, 4 .. 16), one after each k
+  int defer;     /* cooperative with tstore, bf16, two consumers: 0, or E deferred to the next tile's k
+                  * loop: the tile kept as raw sums rounded to bf16 (as cuBLAS's y before a pass),
+                  * each store box's E evaluated in `defer` parts (1, 2, 4, 8), one after each k
                   * tile's wgmma are issued, beside the tensor core; named "_de<defer>" */
   int streamk;   /* 1 = the last, partial wave of tiles shared k tile by k tile by all blocks of the
                   * persistent grid, which add each other's partial sums (named "_sk") */

@@ -77,13 +77,16 @@ static int tc_valid(const ft_variant *v, char *why, size_t whylen) {
   if (v->tc.late != 0 && v->tc.late != 1) FT_WHY("tc: late %d must be 0 or 1", v->tc.late);
   if (v->tc.late && (!v->tc.tstore || v->tc.pingpong || v->tc.streamk || v->tc.staged))
     FT_WHY("tc: late (E box by box) is a form of the cooperative TMA-store epilogue (not pingpong, streamk, staged)");
-  if (v->tc.defer < 0 || v->tc.defer > 16 || (v->tc.defer & (v->tc.defer - 1)))
-    FT_WHY("tc: defer %d must be 0 or 1, 2, 4, 8, 16 (parts of a store box)", v->tc.defer);
-  /* The store overlap's packed tile (tc_config.cuh's kStoreOverlap) holds the raw sums. */
+  /* At most 8 parts: with 16 NVVM put the held words in local memory (family_tc_space.c). */
+  if (v->tc.defer < 0 || v->tc.defer > 8 || (v->tc.defer & (v->tc.defer - 1)))
+    FT_WHY("tc: defer %d must be 0 or 1, 2, 4, 8 (parts of a store box)", v->tc.defer);
+  /* The store overlap's packed tile (tc_config.cuh's kStoreOverlap, two consumers whatever E reads)
+   * holds the raw sums, rounded to bf16: fp16's range would turn a sum past 65504 into inf before
+   * an E that scales it down, where every other fused form gives the finite value. */
   if (v->tc.defer && (!v->tc.tstore || v->tc.pingpong || v->tc.streamk || v->tc.staged || v->tc.late || v->split_k > 1 ||
-                      osize(v) != 2 || fp8(v) || v->bn % 64))
-    FT_WHY("tc: defer (E under the next tile's k loop) is a form of the cooperative TMA-store epilogue with 16-bit y, "
-           "bn a multiple of 64 (not pingpong, streamk, staged, late, split_k or fp8)");
+                      v->math != FT_MATH_BF16 || v->tc.consumers != 2 || v->bn % 64))
+    FT_WHY("tc: defer (E under the next tile's k loop) is a form of the cooperative TMA-store epilogue in bf16 with "
+           "two consumers and bn a multiple of 64 (not pingpong, streamk, staged, late or split_k)");
   if (v->bm || v->vec) FT_WHY("tc: bm and vec are not tensor-core parameters (bm is 64 x consumers)");
   if (v->tc.gated != 0 && v->tc.gated != 1) FT_WHY("tc: gated %d must be 0 or 1", v->tc.gated);
   /* A pair's x and x2 are a thread's chunks 2p and 2p + 1: whole 16-column groups, stored directly
