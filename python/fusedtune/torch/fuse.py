@@ -272,7 +272,7 @@ def _plain_calls(gm, example_inputs):
         result = tuple(flat)
     else:
         return
-    gm.graph._codegen = torch.fx.graph.CodeGen()
+    gm.graph.set_codegen(torch.fx.graph.CodeGen())
     out.args = (result,)
 
 

@@ -64,8 +64,7 @@ static inline size_t tc_colstat_bytes(const ft_variant *v) {
 /* Bytes per consumer for the tile's slice of the epilogue's first column vector (BN elements),
  * copied to shared memory during the k loop so that E reads it there, not from L2 after the
  * loop (gemm_tc.cu, FT_COLV_STAGE): the early E of the cooperative TMA-store form only (not
- * deferred). 0 where
- * it does not apply or does not fit. */
+ * deferred). 0 where it does not apply or does not fit. */
 static inline size_t tc_colv_bytes(const ft_variant *v) {
   /* Not with deferred E, which reads the previous tile's slice while the next one's would land. */
   if (!v->tc.tstore || v->tc.staged || v->tc.late || v->tc.defer || v->tc.pingpong || v->tc.streamk || v->split_k > 1)

@@ -361,27 +361,25 @@ static int tc_defer_parts(const ft_variant *v, ft_ep_cost ec) {
  * 1.071 and 1.056; 16 parts a box slower still), docs/BENCHMARKS.md 2026-12-07 (q). */
 #define TC_DEFER_IN_DEFAULT 0
 
-/* The deferred-E twin of a point (E under the next tile's k loop, tc_config.cuh's kDefer): the
- * cooperative TMA-store form with E on the whole tile first, bf16 (tc_valid says why), two
- * consumers, whole store boxes, a k loop of at least a k tile per part, no matrix operand (E's
- * reads of it would wait inside the k loop); in the default space (once
+/* The deferred-E twin of a point (E under the next tile's k loop, tc_config.cuh's kDefer) where
+ * tc_valid allows it (the cooperative TMA-store form with E on the whole tile first, bf16, two
+ * consumers, whole store boxes), with a k loop of at least a k tile per part and no matrix
+ * operand (E's reads of it would wait inside the k loop); in the default space (once
  * TC_DEFER_IN_DEFAULT) only for an E of TC_DEFER_MIN_OPS or more. */
 static ft_status tc_defer_twin(const tc_gen *g, tc_point p, ft_err *err) {
   const ft_epilogue *ep = ft_space_epilogue(g->sink);
-  if (!ep || ft_ep_has_matrix(ep) || !p.v.tc.tstore || p.v.tc.pingpong || p.v.tc.staged || p.v.tc.streamk ||
-      p.v.tc.late || p.slices > 1 || p.v.math != FT_MATH_BF16 || p.v.tc.consumers != 2 || p.v.bn % 64)
-    return FT_OK;
+  if (!ep || ft_ep_has_matrix(ep)) return FT_OK;
   if (!g->full && (!TC_DEFER_IN_DEFAULT || g->ec.fp32 + g->ec.mufu < TC_DEFER_MIN_OPS)) return FT_OK;
   p.v.tc.defer = tc_defer_parts(&p.v, g->ec);
   /* Every part under a k tile of the next tile: a shorter loop leaves the rest exposed after it,
    * which the cost model does not count. */
   if ((g->k + p.v.bk - 1) / p.v.bk < (int64_t)(p.v.bn / 64) * p.v.tc.defer) return FT_OK;
-  if (!ft_variant_applicable(&p.v, g->m, g->n / (1 + p.v.tc.gated), g->k, g->lim, NULL, 0)) return FT_OK;
+  if (!ft_variant_applicable(&p.v, g->m, g->n / (1 + p.v.tc.gated), g->k, g->lim, NULL, 0)) return FT_OK; /* valid too */
   return ft_space_push(g->sink, &p.v, tc_cost(&p.v, g->m, g->n, g->k, g->ec), err);
 }
 
-/* The point, where it applies, its deferred-E twin (tc_defer_twin) and its late twin (E box by box) at BN >= 192, where a heavy E with
- * E on the whole tile first spills (division, gelu in tf32: CPU compiles, docs/BENCHMARKS.md) and
+/* The point, where it applies, its deferred-E twin (tc_defer_twin) and its late twin (E box by
+ * box) at BN >= 192, where a heavy E with E on the whole tile first spills (division, gelu in tf32: CPU compiles, docs/BENCHMARKS.md) and
  * is rejected at compile time while the late form fits. Full space only: in exhaustive tunes the
  * late kernels ran behind the best, which was never one of them (docs/BENCHMARKS.md, "Why the
  * search space is what it is"). */
