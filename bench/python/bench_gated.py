@@ -5,10 +5,14 @@ interleaved rounds, the median ms per call over --rounds rounds:
   stacked  torch.mm(x, W.t()) of the stacked [2N, K] weight alone (the GEMM a fused pair must match)
   eager    F.silu(F.linear(x, W1)) * F.linear(x, W2): two GEMMs, then silu and the product
   fused    FusedLinear.from_gated(gate, up, "silu(x) * x2") with the stored best of a tune
+With --math fp8 the layers are bf16 (eager is the bf16 pair), "stacked" is torch._scaled_mm of the
+stacked weight and x, both quantized to e4m3 beforehand with per-tensor scales (the fp8 GEMM alone,
+cuBLASLt), and fused is FusedLinear.from_gated(..., math="fp8"): x quantized per token on each call,
+each weight per output channel (issue 56's fp8 SwiGLU half).
 "vs stacked" = t_stacked / t_fused, "vs eager" = t_eager / t_fused (> 1: fused is faster); the
 relative L2 errors of eager and fused against float64.
 
-    python3 bench/python/bench_gated.py --db DB [--math bf16|fp16|default] [--rounds N] [--calls N]
+    python3 bench/python/bench_gated.py --db DB [--math bf16|fp16|fp8|default] [--rounds N] [--calls N]
 
 A shape not tuned is reported with its tune command. Exit status: 0 all rows measured, 3 some not
 tuned, 1 a failure.
@@ -31,7 +35,8 @@ def measure(args):
     torch, F = bg.torch, bg.F
     import fusedtune
     from fusedtune.torch import FusedLinear
-    dtype = getattr(torch, bg.MODES[args.math])
+    fp8 = args.math == "fp8"
+    dtype = torch.bfloat16 if fp8 else getattr(torch, bg.MODES[args.math])
     print(f"{'problem':9s} {'shape':17s} {'mode':7s} {'stacked':>9s} {'eager':>9s} {'fused':>9s} {'vs stacked':>10s} "
           f"{'vs eager':>9s}  err eager / fused   config")
     rc = 0
@@ -54,8 +59,18 @@ def measure(args):
             continue
         cfg = layer.plan_for(m).config
 
-        def stacked():
-            return torch.mm(x, stacked_w.t())
+        if fp8:  # the fp8 GEMM alone: operands quantized beforehand, one scale each
+            fmax = torch.finfo(torch.float8_e4m3fn).max
+            sa = (x.abs().max().float() / fmax).clamp(min=1e-12)
+            sb = (stacked_w.abs().max().float() / fmax).clamp(min=1e-12)
+            xq = (x.float() / sa).to(torch.float8_e4m3fn)
+            wq = (stacked_w.float() / sb).to(torch.float8_e4m3fn)
+
+            def stacked():
+                return torch._scaled_mm(xq, wq.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)
+        else:
+            def stacked():
+                return torch.mm(x, stacked_w.t())
 
         def eager():
             return F.silu(F.linear(x, w1)) * F.linear(x, w2)
@@ -82,9 +97,10 @@ def measure(args):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--db", required=True)
-    ap.add_argument("--math", default="bf16", choices=["bf16", "fp16", "default"],
+    ap.add_argument("--math", default="bf16", choices=["bf16", "fp16", "fp8", "default"],
                     help="default: fp32 tensors and no math, as an fp32 model is served (3xtf32 or fp32, the "
-                         "faster within SGEMM's error); the tune: `tune` without --math")
+                         "faster within SGEMM's error); the tune: `tune` without --math. fp8: bf16 layers served "
+                         "in e4m3 (the tune: --math fp8 of fusedtune.fp8.fp8_epilogue's text)")
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--calls", type=int, default=20)
     args = ap.parse_args(argv)
