@@ -14,7 +14,10 @@ export FUSEDTUNE_LIBRARY=$B/libfusedtune.so PYTHONUNBUFFERED=1
 t0=$(date +%s)
 E='silu(x) * x2'
 # fp8: the problem an FP8Linear pair looks up (each operand with its scales)
-[ "${MATH:-bf16}" = fp8 ] && E=$(python3 -c "import sys; sys.path.insert(0, 'python'); from fusedtune.fp8 import fp8_epilogue; print(fp8_epilogue('silu(x) * x2'))" 2>/dev/null)
+if [ "${MATH:-bf16}" = fp8 ]; then
+  E=$(python3 -c "import sys; sys.path.insert(0, 'python'); from fusedtune.fp8 import fp8_epilogue; print(fp8_epilogue('silu(x) * x2'))") ||
+    { echo "gated.sh: fusedtune.fp8.fp8_epilogue failed (the package and $B's library must load)" >&2; exit 2; }
+fi
 if [ "${TESTS:-1}" != 0 ]; then
   (cd "$B" && ./tests/gpu_test_gated) > "$OUT/gpu_test_gated.log" 2>&1
   echo "gpu_test_gated rc=$? ($(( $(date +%s) - t0 )) s)"; grep -E "FAIL|gated pairs:" "$OUT/gpu_test_gated.log" | head -20
