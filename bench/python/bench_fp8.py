@@ -67,11 +67,13 @@ def time_graphs(torch, graphs, rounds, calls):
     return {k: statistics.median(v) for k, v in ev.items()}
 
 
-def per_tensor_e4m3(torch, t):
-    """t quantized to e4m3 with one scale (its largest magnitude at e4m3's 448), as torch._scaled_mm's
-    per-tensor form takes it: (codes, the fp32 scale as a 0-dim tensor)."""
+def quantize_e4m3(torch, t, per_row=False):
+    """t [rows, cols] quantized to e4m3, its largest magnitude (the tensor's, or each row's with
+    per_row) at e4m3's 448, as torch._scaled_mm takes it: (codes, fp32 scales: a 0-dim tensor, or
+    [rows, 1]). A zero tensor or row gets a tiny scale, so its codes are zeros, never NaN."""
     fmax = torch.finfo(torch.float8_e4m3fn).max
-    scale = (t.abs().max().float() / fmax).clamp(min=1e-12).reshape(())
+    amax = t.abs().amax(dim=1, keepdim=True) if per_row else t.abs().max().reshape(())
+    scale = (amax.float() / fmax).clamp(min=1e-12)
     return (t.float() / scale).clamp(-fmax, fmax).to(torch.float8_e4m3fn), scale
 
 
@@ -112,16 +114,13 @@ def main():
         fns["mm_bf16"] = lambda: torch.mm(x, w.t())
         fns["eager_bf16"] = lambda: F.relu(F.linear(x, w, b))
         errs["eager_bf16"] = rel(torch, F.relu(F.linear(x, w, b)), ref)
-        fmax = torch.finfo(torch.float8_e4m3fn).max
-        xq, sa = per_tensor_e4m3(torch, x)
-        wq, sb = per_tensor_e4m3(torch, w)
+        xq, sa = quantize_e4m3(torch, x)
+        wq, sb = quantize_e4m3(torch, w)
         fns["scaled_mm"] = lambda: torch._scaled_mm(xq, wq.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)
         errs["torch_fp8_tensor"] = rel(torch, F.relu(torch._scaled_mm(xq, wq.t(), scale_a=sa, scale_b=sb,
                                                                        out_dtype=torch.bfloat16) + b), ref)
-        sar = (x.abs().amax(dim=1, keepdim=True).float() / fmax)
-        sbr = (w.abs().amax(dim=1, keepdim=True).float() / fmax)
-        xqr = (x.float() / sar).clamp(-fmax, fmax).to(torch.float8_e4m3fn)
-        wqr = (w.float() / sbr).clamp(-fmax, fmax).to(torch.float8_e4m3fn)
+        xqr, sar = quantize_e4m3(torch, x, per_row=True)
+        wqr, sbr = quantize_e4m3(torch, w, per_row=True)
         try:
             row = lambda: F.relu(torch._scaled_mm(xqr, wqr.t(), scale_a=sar, scale_b=sbr.t(), bias=b,
                                                   out_dtype=torch.bfloat16))

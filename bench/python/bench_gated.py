@@ -25,7 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 import bench_graphs as bg  # noqa: E402
-from bench_fp8 import per_tensor_e4m3  # noqa: E402
+from bench_fp8 import quantize_e4m3  # noqa: E402
 
 SHAPES = [("swi16", 16, 14336, 4096), ("swi4k", 4096, 14336, 4096)]
 EXPR = "silu(x) * x2"
@@ -61,8 +61,8 @@ def measure(args):
         cfg = layer.plan_for(m).config
 
         if fp8:  # the fp8 GEMM alone: operands quantized beforehand, one scale each
-            xq, sa = per_tensor_e4m3(torch, x)
-            wq, sb = per_tensor_e4m3(torch, stacked_w)
+            xq, sa = quantize_e4m3(torch, x)
+            wq, sb = quantize_e4m3(torch, stacked_w)
 
             def stacked():
                 return torch._scaled_mm(xq, wq.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)

@@ -15,7 +15,7 @@ t0=$(date +%s)
 E='silu(x) * x2'
 # fp8: the problem an FP8Linear pair looks up (each operand with its scales)
 if [ "${MATH:-bf16}" = fp8 ]; then
-  E=$(python3 -c "import sys; sys.path.insert(0, 'python'); from fusedtune.fp8 import fp8_epilogue; print(fp8_epilogue('silu(x) * x2'))") ||
+  E=$(python3 -c "import sys; sys.path.insert(0, 'python'); from fusedtune.fp8 import fp8_epilogue; print(fp8_epilogue(sys.argv[1]))" "$E") ||
     { echo "gated.sh: fusedtune.fp8.fp8_epilogue failed (the package and $B's library must load)" >&2; exit 2; }
 fi
 if [ "${TESTS:-1}" != 0 ]; then
