@@ -130,6 +130,7 @@ FT_API const char *ft_dtype_name(ft_dtype d);
 
 typedef struct ft_ctx ft_ctx;   /* a database connection plus (lazily) a CUDA device */
 typedef struct ft_plan ft_plan; /* a loaded, ready-to-launch kernel configuration */
+typedef struct ft_quantizer ft_quantizer; /* the fp8 quantizer (ft_quantizer_create) */
 
 /* The problem: a zero-initialized struct with m, n, k and epilogue set is valid. */
 typedef struct ft_problem {
@@ -357,12 +358,24 @@ typedef struct ft_typed_args {
   int n_vecs;
   const ft_scalar_arg *scalars; /* fp8 per-tensor scales are scalars ("scalar sx") */
   int n_scalars;
+  /* An e4m3 output, for a next fp8 layer that then skips its quantizer: with y.dtype FT_DTYPE_E4M3
+   * the launch writes E's result into y_work ([rows, cols] of ft_math_out_dtype, rows x cols the
+   * output's shape, ft_output_shape; 16-byte aligned for the quantizer's fast path), then
+   * quantizes it per row as ft_quantize_e4m3 with FT_SCALE_ROW does, on the same stream: y the
+   * e4m3 codes, y_scales rows fp32 scales (code * scale ~ E's result). quantizer: one made from the
+   * plan's context. Two kernels after the GEMM's, no allocation (y_work is the caller's). Unused
+   * (may be zero) for any other y dtype. */
+  float *y_scales;
+  void *y_work;
+  ft_quantizer *quantizer;
 } ft_typed_args;
-#define FT_TYPED_ARGS_INIT {sizeof(ft_typed_args), {0}, {0}, {0}, 0, 0, 0, 0}
+#define FT_TYPED_ARGS_INIT {sizeof(ft_typed_args), {0}, {0}, {0}, 0, 0, 0, 0, 0, 0, 0}
 
 /* As ft_plan_launch, with each tensor's element type checked against what the plan reads or
  * writes there: any mismatch (an fp16 y for a bf16 output, a bf16 scale where the plan reads
  * fp32) is FT_ERR_INVALID_ARG naming the tensor, nothing launched, never a reinterpretation.
+ * y may be FT_DTYPE_E4M3 in every mode (an e4m3 output: y_work, y_scales and quantizer above;
+ * a GPU of sm_89 or newer, as the quantizer).
  * Returns FT_OK, FT_ERR_INVALID_ARG, FT_ERR_CUDA, FT_ERR_CUBLAS. */
 FT_API ft_status ft_plan_launch_typed(ft_plan *plan, const ft_typed_args *args, cudaStream_t stream);
 
@@ -406,7 +419,6 @@ FT_API ft_status ft_gated_interleave(const void *w1, const void *w2, void *dst, 
  * kernels with NVRTC, about a second); ft_quantize_e4m3 only enqueues (graph-capturable), so x
  * can be quantized on every call and W once. */
 typedef enum ft_scaling { FT_SCALE_TENSOR = 0, FT_SCALE_ROW = 1 } ft_scaling;
-typedef struct ft_quantizer ft_quantizer;
 /* Returns FT_OK, FT_ERR_INVALID_ARG, FT_ERR_NO_DEVICE, FT_ERR_UNSUPPORTED (a GPU before sm_89,
  * which has no e4m3 conversion), FT_ERR_COMPILE, FT_ERR_CUDA, FT_ERR_NOMEM. */
 FT_API ft_status ft_quantizer_create(ft_ctx *ctx, ft_quantizer **out);

@@ -66,7 +66,8 @@ class ft_tensor_arg(ctypes.Structure):
 class ft_typed_args(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_size_t), ("x", ft_tensor_arg), ("w", ft_tensor_arg), ("y", ft_tensor_arg),
                 ("vecs", ctypes.POINTER(ft_tensor_arg)), ("n_vecs", ctypes.c_int),
-                ("scalars", ctypes.POINTER(ft_scalar_arg)), ("n_scalars", ctypes.c_int)]
+                ("scalars", ctypes.POINTER(ft_scalar_arg)), ("n_scalars", ctypes.c_int),
+                ("y_scales", ctypes.c_void_p), ("y_work", ctypes.c_void_p), ("quantizer", ctypes.c_void_p)]
 
 
 FT_SCALE_TENSOR, FT_SCALE_ROW = 0, 1

@@ -4,7 +4,10 @@ epilogue and scales fused: W quantized per output channel once, x per token on e
 y = E(x W^T) in bf16 with E applied to the dequantized fp32 accumulator. Made by
 FusedLinear.from_linear(lin, E, math="fp8"), FusedLinear.from_fp8(weight, weight_scale, bias, E), or
 for a gated pair FusedLinear.from_gated(gate, up, E, math="fp8") (each weight quantized per channel on
-its own, sw and sw2, the codes interleaved)."""
+its own, sw and sw2, the codes interleaved). With output="e4m3" a layer returns E4M3Rows (y's e4m3
+codes and a scale per row, quantized as x is), which a next FP8Linear takes as its x without
+quantizing it again."""
+from typing import NamedTuple
 import ctypes
 import math as _math
 
@@ -25,6 +28,20 @@ _current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.curre
 _TORCH_DTYPES = {_lib.FT_DTYPE_F32: torch.float32, _lib.FT_DTYPE_BF16: torch.bfloat16,
                  _lib.FT_DTYPE_F16: torch.float16, _lib.FT_DTYPE_E4M3: torch.float8_e4m3fn}
 _FT_DTYPES = {v: k for k, v in _TORCH_DTYPES.items()}
+
+
+class E4M3Rows(NamedTuple):
+    """A bf16 activation quantized per row (per token): codes float8_e4m3fn [..., K], contiguous,
+    and scales fp32 [rows] (rows: the product of the leading dimensions), codes * scales[:, None] ~
+    the values. What an FP8Linear with output="e4m3" returns and what FP8Linear takes as x in
+    place of bf16 (its quantizer then does not run); Quantizer.quantize(t) makes one of a 2-D t."""
+    codes: object
+    scales: object
+
+    def dequantize(self):
+        """The bf16 values codes * scales (for checks; a layer never needs them)."""
+        rows = self.scales.shape[0]
+        return (self.codes.reshape(rows, -1).float() * self.scales[:, None]).to(torch.bfloat16).reshape(self.codes.shape)
 
 
 def fp8_epilogue(epilogue):
@@ -54,7 +71,8 @@ class Quantizer:
 
     def quantize(self, t, per_row=True, out=None, scales=None):
         """t [rows, cols] bf16/fp16/fp32 CUDA, contiguous: codes (float8_e4m3fn) and scales
-        (rows, or one, fp32) with code * scale ~ t; into out / scales where given."""
+        (rows, or one, fp32) with code * scale ~ t; into out / scales where given. Per row, an
+        E4M3Rows (an FP8Linear's x as it is)."""
         if t.dim() != 2 or not t.is_cuda or not t.is_contiguous() or t.dtype not in _FT_DTYPES:
             raise InvalidArgumentError("quantize takes a contiguous 2-D bf16, fp16 or fp32 CUDA tensor")
         rows, cols = t.shape
@@ -67,7 +85,7 @@ class Quantizer:
         scales = torch.empty(rows if per_row else 1, dtype=torch.float32, device=t.device) if scales is None else scales
         self._run(t.data_ptr(), _FT_DTYPES[t.dtype], rows, cols, per_row, out.data_ptr(), scales.data_ptr(),
                   _stream(t.device))
-        return out, scales
+        return E4M3Rows(out, scales) if per_row else (out, scales)
 
     def _run(self, src, dtype, rows, cols, per_row, out, scales, stream):
         """ft_quantize_e4m3 on addresses its caller checked (the compiled path where built)."""
@@ -114,7 +132,7 @@ class _Launch:
     layer was given) and the scalars' values, and launches. vectors: ((name, FT_DTYPE_*), ...)
     after sx and sw; scalars: the names of the scalars passed."""
 
-    def __init__(self, plan, vectors=(), scalars=()):
+    def __init__(self, plan, vectors=(), scalars=(), quantizer=None):
         names = [("sx", _lib.FT_DTYPE_F32), ("sw", _lib.FT_DTYPE_F32)] + list(vectors)
         self.plan = plan
         self._names = [core._cstr("argument name", n) for n, _ in names]
@@ -123,7 +141,9 @@ class _Launch:
         a.struct_size = ctypes.sizeof(_lib.ft_typed_args)
         a.x = _lib.ft_tensor_arg(None, None, _lib.FT_DTYPE_E4M3)
         a.w = _lib.ft_tensor_arg(None, None, _lib.FT_DTYPE_E4M3)
-        a.y = _lib.ft_tensor_arg(None, None, _lib.FT_DTYPE_BF16)
+        # An e4m3 y (quantizer given): E's result in bf16 into y_work, then its codes and row scales.
+        a.y = _lib.ft_tensor_arg(None, None, _lib.FT_DTYPE_E4M3 if quantizer is not None else _lib.FT_DTYPE_BF16)
+        a.quantizer = quantizer._q.value if quantizer is not None else None
         self._vecs = (_lib.ft_tensor_arg * len(names))(*[_lib.ft_tensor_arg(c, None, d)
                                                           for c, (_, d) in zip(self._names, names)])
         a.vecs, a.n_vecs = ctypes.cast(self._vecs, ctypes.POINTER(_lib.ft_tensor_arg)), len(names)
@@ -134,11 +154,12 @@ class _Launch:
         self._addr = ctypes.addressof(a)
         self._launch = _launch.typed_launcher(plan.db._lock)
 
-    def __call__(self, x, w, y, sx, sw, vectors=(), scalars=(), stream=0):
+    def __call__(self, x, w, y, sx, sw, vectors=(), scalars=(), stream=0, y_work=None, y_scales=None):
         """vectors: the addresses of the vectors after sx and sw, in __init__'s order; scalars: the
-        values, in its order."""
+        values, in its order; y_work and y_scales: an e4m3 y's (bf16 [M, N] and fp32 [M])."""
         a, plan = self._args, self.plan
         a.x.data, a.w.data, a.y.data = x, w, y
+        a.y_work, a.y_scales = y_work, y_scales
         for i, ptr in enumerate((sx, sw) + tuple(vectors)):
             self._vecs[i].data = ptr
         for i, v in enumerate(scalars):
@@ -232,10 +253,20 @@ class FP8Linear(_PreparedArgs, nn.Module):
     the output. E's other parameters as FusedLinear's: params {name: value} at construction (a col
     vector: [N] CUDA, read as fp32: one of another floating dtype, a bf16 bias b1 of a gated pair
     say, is held as an fp32 copy; a scalar: a number), or per call as forward(x, name=...) (a row
-    vector: fp32 [M]). Inference only; CUDA tensors; N and K multiples of 16."""
+    vector: fp32 [M]). Inference only; CUDA tensors; N and K multiples of 16. x is bf16 [..., K], or
+    E4M3Rows (codes [..., K] and their per-row scales: a previous layer's e4m3 output), taken as the
+    quantizer would have made it. output "bf16" (y bf16 [..., N]) or "e4m3": y quantized per row for
+    a next fp8 layer, returned as E4M3Rows (E's result is computed in bf16 first, then quantized by a
+    second kernel: a row's scale needs the whole row, which spans many tiles)."""
 
-    def __init__(self, weight, weight_scale, bias, epilogue, db, params=None, weight_scale2=None):
+    output = "bf16"  # y's form: "bf16", or "e4m3" (E4M3Rows); set by __init__
+
+    def __init__(self, weight, weight_scale, bias, epilogue, db, params=None, weight_scale2=None, output="bf16"):
         super().__init__()
+        if output not in ("bf16", "e4m3"):
+            raise InvalidArgumentError(f"fp8 output {output!r}: 'bf16' (y) or 'e4m3' (y's codes and row scales, "
+                                       f"E4M3Rows)")
+        self.output = output
         n, k, self.epilogue = _check_layer(weight, weight_scale, bias, epilogue, weight_scale2)
         self.out_features, self.in_features = n, k
         self.register_buffer("weight", weight)
@@ -321,15 +352,15 @@ class FP8Linear(_PreparedArgs, nn.Module):
         return operands, scalars, keys
 
     @classmethod
-    def from_linear(cls, linear, epilogue=None, db=None, params=None):
+    def from_linear(cls, linear, epilogue=None, db=None, params=None, output="bf16"):
         w, = _bf16_weights("fp8 from_linear", {"linear": linear})
         db = db if isinstance(db, core.Database) else core.Database(db, readonly=True)
         q, sw = _quantize_weights(db, [w])[0]
         bias = linear.bias.detach() if linear.bias is not None else None
-        return cls(q, sw, bias, epilogue, db, params)
+        return cls(q, sw, bias, epilogue, db, params, output=output)
 
     @classmethod
-    def from_gated(cls, gate, up, epilogue="silu(x) * x2", db=None, params=None):
+    def from_gated(cls, gate, up, epilogue="silu(x) * x2", db=None, params=None, output="bf16"):
         """A gated pair's fp8 layer from two bf16 CUDA nn.Linear of one shape on one device: each
         weight quantized per output channel on its own (sw: gate's scales, sw2: up's), the codes
         interleaved (interleave_gated) once. Biases are not taken from the layers: name them in E
@@ -343,7 +374,7 @@ class FP8Linear(_PreparedArgs, nn.Module):
         (q1, sw), (q2, sw2) = _quantize_weights(db, ws)
         # e4m3 rows moved as bytes: the interleave is a copy of whole rows.
         codes = interleave_gated(q1.view(torch.uint8), q2.view(torch.uint8)).view(torch.float8_e4m3fn)
-        return cls(codes, sw, None, epilogue, db, params, weight_scale2=sw2)
+        return cls(codes, sw, None, epilogue, db, params, weight_scale2=sw2, output=output)
 
     def _vector_dtype(self, name):
         """The element type this layer's plan reads for the operand name (ft_vec_dtype)."""
@@ -361,9 +392,11 @@ class FP8Linear(_PreparedArgs, nn.Module):
         return plan
 
     def forward(self, x, **params):
-        """y = E(x W^T) for bf16 x [..., K]; params: E's vectors and scalars for this call (those
-        not given at construction, or to override them)."""
+        """y = E(x W^T) for bf16 x [..., K] or E4M3Rows; params: E's vectors and scalars for this call
+        (those not given at construction, or to override them). y bf16 [..., N], or E4M3Rows with
+        output "e4m3"."""
         if (_native._C is not None and x.__class__ is torch.Tensor  # the operator's C++ implementation
+                and self.output == "bf16"
                 and all(self.epilogue.param(name) is not None and name not in self._own and name != "bias"
                         for name in params)):
             buf = self._buffers
@@ -381,9 +414,14 @@ class FP8Linear(_PreparedArgs, nn.Module):
         buf = self._buffers  # read once: nn.Module's attribute lookup of a buffer is slow
         w = buf["weight"]
         dev = w.device
-        check_tensor("x", x, dtype="bfloat16", device=dev, shape=tuple(x.shape[:-1]) + (self.in_features,))
-        lead = tuple(x.shape[:-1])
+        xt = x.codes if isinstance(x, E4M3Rows) else x
+        check_tensor("x.codes" if xt is not x else "x", xt, dtype="float8_e4m3fn" if xt is not x else "bfloat16",
+                     device=dev, shape=tuple(xt.shape[:-1]) + (self.in_features,))
+        lead = tuple(xt.shape[:-1])
         m = _math.prod(lead)
+        if xt is not x:
+            check_tensor("x.scales", x.scales, dtype="float32", device=dev, shape=(m,),
+                         hint=" (one fp32 scale per row of x.codes)")
         bound = self._bound
         if not params and bound is not None and all(buf.get(n) is t for n, t in bound[0].items()):
             vecs, scalars = bound  # the same buffers as when they were checked: no check per call
@@ -392,7 +430,11 @@ class FP8Linear(_PreparedArgs, nn.Module):
                                                device=dev, grad_enabled=grad, lead=lead)
             if not params:
                 self._bound = (vecs, scalars)
-        y = torch.empty(lead + (self.out_features,), dtype=torch.bfloat16, device=dev)
+        if self.output == "e4m3":
+            y = E4M3Rows(torch.empty(lead + (self.out_features,), dtype=torch.float8_e4m3fn, device=dev),
+                         torch.empty(m, dtype=torch.float32, device=dev))
+        else:
+            y = torch.empty(lead + (self.out_features,), dtype=torch.bfloat16, device=dev)
         if m == 0:
             return y
         if dev.index == _current_device():
@@ -404,13 +446,14 @@ class FP8Linear(_PreparedArgs, nn.Module):
 
     def _launch_for(self, m, vecs, scalars):
         """The _Launch of m rows with these vectors and scalars bound (made once per key); a gated
-        pair's sw2 first among the vectors."""
+        pair's sw2 first among the vectors. With output e4m3 it quantizes y with the layer's quantizer."""
         key = (m, tuple(vecs), tuple(scalars))
         launch = self._launches.get(key)
         if launch is None:
             launch = self._launches[key] = _Launch(
                 self.plan_for(m), [(n, _lib.FT_DTYPE_BF16 if self._vector_dtype(n) == "bfloat16" else _lib.FT_DTYPE_F32)
-                                   for n in self._own[2:] + tuple(vecs)], list(scalars))
+                                   for n in self._own[2:] + tuple(vecs)], list(scalars),
+                quantizer=self._quantizer if self.output == "e4m3" else None)
         return launch
 
     def _run_op(self, x, weight, operands, scalars):
@@ -454,25 +497,35 @@ class FP8Linear(_PreparedArgs, nn.Module):
         return y
 
     def _run(self, x, m, w, vecs, scalars, y, dev, sw=None, sw2=None):
-        """The quantizer on x, then the plan of m rows, on dev (the current device) and its stream;
-        sw and sw2 the layer's scales unless given."""
+        """The quantizer on x (not for E4M3Rows: its codes and scales as given), then the plan of m
+        rows, on dev (the current device) and its stream; sw and sw2 the layer's scales unless
+        given; y bf16, or E4M3Rows for output e4m3."""
         k = self.in_features
-        launch = self._launch_for(m, vecs, scalars)
         if self._quantizer is None:
             self._quantizer = Quantizer(self._db)
-        # x's codes and scales in one allocation per call (eager frees it once the stream is past
-        # both launches; a CUDA graph keeps its pool's): the codes, then the scales 16-byte aligned.
-        codes = (m * k + 15) // 16 * 16
-        scratch = torch.empty(codes + 4 * m, dtype=torch.uint8, device=dev)
-        xq = scratch.data_ptr()
-        sx = xq + codes
+        launch = self._launch_for(m, vecs, scalars)
         stream = _stream(dev)
-        self._quantizer._run(x.data_ptr(), _lib.FT_DTYPE_BF16, m, k, True, xq, sx, stream)
+        if isinstance(x, E4M3Rows):
+            xq, sx = x.codes.data_ptr(), x.scales.data_ptr()
+        else:
+            # x's codes and scales in one allocation per call (eager frees it once the stream is past
+            # both launches; a CUDA graph keeps its pool's): the codes, then the scales 16-byte aligned.
+            codes = (m * k + 15) // 16 * 16
+            scratch = torch.empty(codes + 4 * m, dtype=torch.uint8, device=dev)
+            xq = scratch.data_ptr()
+            sx = xq + codes
+            self._quantizer._run(x.data_ptr(), _lib.FT_DTYPE_BF16, m, k, True, xq, sx, stream)
         sw = self._buffers["weight_scale"] if sw is None else sw
         sw2 = self._buffers["weight_scale2"] if sw2 is None else sw2
         own = [sw2.data_ptr()] if len(self._own) > 2 else []
+        if isinstance(y, E4M3Rows):  # E's bf16 result in a buffer of this call, then its codes and scales
+            work = torch.empty(m * self.out_features, dtype=torch.bfloat16, device=dev)
+            launch(xq, w.data_ptr(), y.codes.data_ptr(), sx, sw.data_ptr(),
+                   own + [t.data_ptr() for t in vecs.values()], list(scalars.values()), stream,
+                   y_work=work.data_ptr(), y_scales=y.scales.data_ptr())
+            return
         launch(xq, w.data_ptr(), y.data_ptr(), sx, sw.data_ptr(),
                own + [t.data_ptr() for t in vecs.values()], list(scalars.values()), stream)
 
 
-__all__ = ["fp8_epilogue", "Quantizer", "launch_typed", "FP8Linear"]
+__all__ = ["fp8_epilogue", "E4M3Rows", "Quantizer", "launch_typed", "FP8Linear"]

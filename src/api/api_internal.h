@@ -20,6 +20,9 @@ struct ft_plan {
 
 void ft__ctx_set_device(ft_ctx *ctx, const ft_device_info *dev, const ft_device_limits *lim);
 
+/* The context a quantizer was made from (NULL for NULL). */
+ft_ctx *ft__quantizer_ctx(const ft_quantizer *q);
+
 /* The context's error record, database and open flags (FT_OPEN_*). */
 ft_err *ft__ctx_err(ft_ctx *ctx);
 ft_db *ft__ctx_db(ft_ctx *ctx);

@@ -15,6 +15,8 @@ struct ft_quantizer {
   int sms;
 };
 
+ft_ctx *ft__quantizer_ctx(const ft_quantizer *q) { return q ? q->ctx : NULL; }
+
 void ft_quantizer_destroy(ft_quantizer *q) {
   if (!q) return;
   ft_loaded_free(&q->mod);

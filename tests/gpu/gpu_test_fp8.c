@@ -7,7 +7,8 @@
  * four scaled epilogues, output NaN-poisoned, against the float64 reference of the e4m3 values
  * and scales: within twice the error of the exact result rounded to bf16, plus 2^-12; the
  * end-to-end error against the unquantized bf16 layer printed per scaling. A plan of each kind
- * launched through ft_plan_launch_typed, and its refusals. FT_TEST_QUICK=1 leaves out the
+ * launched through ft_plan_launch_typed, and its refusals; with an e4m3 y (codes and row scales
+ * against the host model of the bf16 y's quantization). FT_TEST_QUICK=1 leaves out the
  * variants' run. */
 #include <unistd.h>
 
@@ -276,9 +277,86 @@ static void check_forms_after_quantizer(ft_ctx *ctx, const ft_problem *p, const 
   }
 }
 
+/* An e4m3 y (y.dtype FT_DTYPE_E4M3): the launch's codes and row scales, NaN-poisoned beforehand,
+ * byte for byte the host model's quantization (src/epilogue/e4m3.c) of the bf16 y the same plan
+ * writes, and within e4m3's rounding of it; and its refusals (fields unset, buffers overlapping,
+ * a quantizer of another context, args ending before the fields), each before a launch. */
+static void check_e4m3_output(ft_ctx *ctx, const char *db_path, ft_plan *plan, const ft_typed_args *a, int m, int n) {
+  ft_quantizer *q = NULL;
+  ASSERT_OK(ft_quantizer_create(ctx, &q));
+  const size_t cells = (size_t)m * (size_t)n;
+  uint16_t *yref = malloc(cells * 2);
+  uint8_t *want = malloc(cells), *got = malloc(cells);
+  float *want_s = malloc((size_t)m * sizeof(float)), *got_s = malloc((size_t)m * sizeof(float));
+  void *codes = NULL, *work = NULL, *scales = NULL;
+  ASSERT_TRUE(cudaMalloc(&codes, cells) == cudaSuccess && cudaMalloc(&work, cells * 2) == cudaSuccess &&
+              cudaMalloc(&scales, (size_t)m * sizeof(float)) == cudaSuccess);
+  if (q && yref && want && got && want_s && got_s && codes && work && scales) {
+    ASSERT_OK(ft_plan_launch_typed(plan, a, 0)); /* the bf16 y, the reference's source */
+    ASSERT_TRUE(cudaMemcpy(yref, a->y.data, cells * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
+    ft_e4m3_quantize_model(yref, FT_DTYPE_BF16, m, n, 1, want, want_s);
+    cudaMemset(codes, 0x7f, cells); /* e4m3 NaN */
+    cudaMemset(work, 0xff, cells * 2);
+    cudaMemset(scales, 0xff, (size_t)m * sizeof(float));
+    ft_typed_args o = *a;
+    o.y = (ft_tensor_arg){NULL, codes, FT_DTYPE_E4M3};
+    o.y_work = work, o.y_scales = scales, o.quantizer = q;
+    ASSERT_OK(ft_plan_launch_typed(plan, &o, 0));
+    ASSERT_TRUE(cudaDeviceSynchronize() == cudaSuccess);
+    cudaMemcpy(got, codes, cells, cudaMemcpyDeviceToHost);
+    cudaMemcpy(got_s, scales, (size_t)m * sizeof(float), cudaMemcpyDeviceToHost);
+    size_t differ = 0;
+    double worst = 0;
+    for (size_t i = 0; i < cells; i++) {
+      differ += got[i] != want[i];
+      /* half an e4m3 step of the value, or of the subnormals' 2^-9 at the row's scale */
+      const double v = ft_bf16_to_f32(yref[i]), deq = ft_e4m3_to_double(got[i]) * got_s[i / (size_t)n];
+      const double bound = fmax(fabs(v) * 0x1p-4, got_s[i / (size_t)n] * 0x1p-10);
+      worst = fmax(worst, fabs(deq - v) / bound);
+      if (!(fabs(deq - v) <= bound * 1.0001)) differ++;
+    }
+    const int scales_differ = memcmp(got_s, want_s, (size_t)m * sizeof(float)) != 0;
+    if (differ || scales_differ)
+      FT_FAIL_AT_("e4m3 y %dx%d: %zu codes off the host model or past half a step, scales %s", m, n, differ,
+                  scales_differ ? "differ" : "equal");
+    printf("e4m3 y %dx%d: codes and scales as the host model's, worst %.3f of half a step\n", m, n, worst);
+    ft_typed_args b = o;
+    b.y_work = NULL;
+    ASSERT_EQ_INT(ft_plan_launch_typed(plan, &b, 0), FT_ERR_INVALID_ARG);
+    ASSERT_CONTAINS(ft_errmsg(ctx), "y is e4m3: set y (the codes), y_work");
+    b = o, b.y_work = (char *)codes + 16;
+    ASSERT_EQ_INT(ft_plan_launch_typed(plan, &b, 0), FT_ERR_INVALID_ARG);
+    ASSERT_CONTAINS(ft_errmsg(ctx), "overlap");
+    b = o, b.y_scales = (float *)((char *)work + 64);
+    ASSERT_EQ_INT(ft_plan_launch_typed(plan, &b, 0), FT_ERR_INVALID_ARG);
+    ASSERT_CONTAINS(ft_errmsg(ctx), "overlap");
+    b = o, b.struct_size = offsetof(ft_typed_args, n_scalars) + sizeof b.n_scalars;
+    ASSERT_EQ_INT(ft_plan_launch_typed(plan, &b, 0), FT_ERR_INVALID_ARG);
+    ASSERT_CONTAINS(ft_errmsg(ctx), "end before y_scales");
+    ft_ctx *other = NULL;
+    ft_quantizer *oq = NULL;
+    ASSERT_OK(ft_open(db_path, 0, &other));
+    if (other) ASSERT_OK(ft_quantizer_create(other, &oq));
+    if (oq) {
+      b = o, b.quantizer = oq;
+      ASSERT_EQ_INT(ft_plan_launch_typed(plan, &b, 0), FT_ERR_INVALID_ARG);
+      ASSERT_CONTAINS(ft_errmsg(ctx), "another context than the plan's");
+    }
+    ft_quantizer_destroy(oq);
+    ft_close(other);
+    /* the refused launches wrote nothing */
+    ASSERT_TRUE(cudaDeviceSynchronize() == cudaSuccess);
+    cudaMemcpy(got, codes, cells, cudaMemcpyDeviceToHost);
+    ASSERT_TRUE(memcmp(got, want, cells) == 0);
+  }
+  cudaFree(codes), cudaFree(work), cudaFree(scales);
+  free(yref), free(want), free(got), free(want_s), free(got_s);
+  ft_quantizer_destroy(q);
+}
+
 /* The public path: a plan of an fp8 configuration, launched with ft_plan_launch_typed on e4m3 x
  * and W, bf16 y and bias, fp32 scales; every mismatch refused before a launch. */
-static void test_plan(ft_ctx *ctx, ft_gpu *g, ft_variant_kind kind) {
+static void test_plan(ft_ctx *ctx, const char *db_path, ft_gpu *g, ft_variant_kind kind) {
   const char *epi = k_epilogues[0];
   const ft_problem p = {127, 1008, 1008, epi, FT_MATH_FP8};
   ft_err e;
@@ -340,6 +418,7 @@ static void test_plan(ft_ctx *ctx, ft_gpu *g, ft_variant_kind kind) {
     ASSERT_CONTAINS(ft_errmsg(ctx), "launch it with ft_plan_launch_typed");
     ASSERT_EQ_INT(ft_plan_launch_ptrs(plan, d->dX, d->dW, d->dY, NULL, NULL, 0), FT_ERR_INVALID_ARG);
     ASSERT_CONTAINS(ft_errmsg(ctx), "ft_plan_launch_ptrs: an fp8 plan binds");
+    check_e4m3_output(ctx, db_path, plan, &a, (int)p.m, (int)p.n);
     check_quantize_then_gemm(ctx, plan, &a, (int)p.m, (int)p.n, (int)p.k);
     if (kind == FT_VK_GEMM) check_forms_after_quantizer(ctx, &p, v, n, &a);
   }
@@ -364,8 +443,8 @@ int main(void) {
   ft_gpu *g = NULL;
   ft_err e;
   ASSERT_OK(ft_gpu_open(0, &g, &e));
-  if (g) test_plan(ctx, g, FT_VK_GEMM);
-  if (g) test_plan(ctx, g, FT_VK_EPILOGUE);
+  if (g) test_plan(ctx, path, g, FT_VK_GEMM);
+  if (g) test_plan(ctx, path, g, FT_VK_EPILOGUE);
   if (g && !getenv("FT_TEST_QUICK")) test_kernels(g, NULL); /* FT_TEST_QUICK=1: the quantizer and the plan only */
   ft_gpu_close(g);
   ft_close(ctx);

@@ -94,7 +94,7 @@ class FusedLinear(torch_op.PreparedArgs, nn.Module):
 
     @classmethod
     def from_gated(cls, gate, up, epilogue="silu(x) * x2", *, math=None, params=None, db=None, nearest=True,
-                   autotune=False):
+                   autotune=False, output=None):
         """A gated pair's layer: y = E(x, x2) with x = h gate.weight^T and x2 = h up.weight^T (Hugging
         Face's SwiGLU MLP: gate_proj and up_proj, E = "silu(x) * x2"; GeGLU: "gelu_tanh(x) * x2").
         The layer's weight is the two interleaved once (interleave_gated: a new [2N, K] tensor,
@@ -103,14 +103,16 @@ class FusedLinear(torch_op.PreparedArgs, nn.Module):
         "silu(x + b1) * (x2 + b2) where col b1, col b2", params={"b1": gate.bias, "b2": up.bias});
         layers with a bias and no vector in params are refused. math="fp8" gives an FP8Linear of
         the two bf16 layers (fusedtune.fp8.FP8Linear.from_gated: E unscaled, as here; each weight
-        quantized on its own; the vectors of params, bf16 biases included, held as fp32 copies)."""
+        quantized on its own; the vectors of params, bf16 biases included, held as fp32 copies;
+        output="e4m3": y's codes and row scales for a next fp8 layer, fusedtune.fp8.E4M3Rows)."""
         for name, lin in (("gate", gate), ("up", up)):
             if not isinstance(lin, nn.Linear):
                 raise InvalidArgumentError(f"from_gated takes two nn.Linear, and {name} is {type(lin).__name__}")
         _check_gated_biases("from_gated", gate, up, params)
         if math == "fp8":  # each weight quantized per output channel once (sw, sw2), x per token on every call
             from ..fp8 import FP8Linear
-            return FP8Linear.from_gated(gate, up, epilogue, db, params)
+            return FP8Linear.from_gated(gate, up, epilogue, db, params, output=output or "bf16")
+        _bf16_output_only(output)
         self = cls.__new__(cls)
         nn.Module.__init__(self)
         self.in_features, self.out_features = gate.in_features, gate.out_features
@@ -120,14 +122,17 @@ class FusedLinear(torch_op.PreparedArgs, nn.Module):
         return self
 
     @classmethod
-    def from_linear(cls, linear, epilogue=None, *, math=None, params=None, db=None, nearest=True, autotune=False):
+    def from_linear(cls, linear, epilogue=None, *, math=None, params=None, db=None, nearest=True, autotune=False,
+                    output=None):
         """A FusedLinear over linear's weight and bias: the same storage (no copy), as parameters
-        that do not require grad."""
+        that do not require grad. With math="fp8", output="e4m3" makes the layer return y's e4m3
+        codes and row scales (fusedtune.fp8.E4M3Rows), which a next fp8 layer takes as its x."""
         if not isinstance(linear, nn.Linear):
             raise InvalidArgumentError(f"from_linear takes an nn.Linear, not {type(linear).__name__}")
         if math == "fp8":  # W quantized per output channel once, x per token on every call
             from ..fp8 import FP8Linear
-            return FP8Linear.from_linear(linear, epilogue, db, params)
+            return FP8Linear.from_linear(linear, epilogue, db, params, output=output or "bf16")
+        _bf16_output_only(output)
         self = cls.__new__(cls)
         nn.Module.__init__(self)
         self.in_features, self.out_features = linear.in_features, linear.out_features
@@ -140,12 +145,12 @@ class FusedLinear(torch_op.PreparedArgs, nn.Module):
         return self
 
     @staticmethod
-    def from_fp8(weight, weight_scale, bias=None, epilogue=None, *, db=None):
+    def from_fp8(weight, weight_scale, bias=None, epilogue=None, *, db=None, output="bf16"):
         """An fp8 layer of float8_e4m3fn weight [N, K] with its fp32 per-channel weight_scale [N]
-        and a bf16 bias: y = E(x W^T) in bf16, x bf16 quantized per token on every call
-        (fusedtune.fp8.FP8Linear)."""
+        and a bf16 bias: y = E(x W^T) in bf16 (output="e4m3": its codes and row scales, E4M3Rows),
+        x bf16 quantized per token on every call, or E4M3Rows as they are (fusedtune.fp8.FP8Linear)."""
         from ..fp8 import FP8Linear
-        return FP8Linear(weight, weight_scale, bias, epilogue, db)
+        return FP8Linear(weight, weight_scale, bias, epilogue, db, output=output)
 
     def _setup(self, epilogue, math, params, db, nearest, autotune, gated=False):
         text = epilogue if epilogue is not None else ("x + bias" if self.bias is not None else "none")
@@ -557,6 +562,13 @@ class FusedLinear(torch_op.PreparedArgs, nn.Module):
         self._launch(_launch.launcher(plan.db._lock), plan, x.data_ptr(), weight.data_ptr(), y.data_ptr(),
                      *arrays, dev, dev.index == _current_device())
         return y
+
+
+def _bf16_output_only(output):
+    """Outside fp8 a layer's y is its mode's tensor: an e4m3 output is FP8Linear's (math="fp8")."""
+    if output not in (None, "bf16"):
+        raise InvalidArgumentError(f"output {output!r}: an e4m3 output (y's codes and row scales) is made by fp8 "
+                                   f"layers only (math='fp8'); other modes return y in their own dtype")
 
 
 def _check_gated_biases(where, gate, up, params):

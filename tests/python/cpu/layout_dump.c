@@ -22,6 +22,7 @@ int main(void) {
   S(ft_tensor_arg) F(ft_tensor_arg, name) F(ft_tensor_arg, data) F(ft_tensor_arg, dtype)
   S(ft_typed_args) F(ft_typed_args, struct_size) F(ft_typed_args, x) F(ft_typed_args, w) F(ft_typed_args, y)
   F(ft_typed_args, vecs) F(ft_typed_args, n_vecs) F(ft_typed_args, scalars) F(ft_typed_args, n_scalars)
+  F(ft_typed_args, y_scales) F(ft_typed_args, y_work) F(ft_typed_args, quantizer)
   S(ft_tune_progress) F(ft_tune_progress, phase) F(ft_tune_progress, message) F(ft_tune_progress, done)
   F(ft_tune_progress, total) F(ft_tune_progress, best_ms) F(ft_tune_progress, elapsed_s) F(ft_tune_progress, eta_s) F(ft_tune_progress, eager_ms)
   S(ft_tune_options) F(ft_tune_options, struct_size) F(ft_tune_options, strategy) F(ft_tune_options, budget_s)

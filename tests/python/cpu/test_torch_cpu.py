@@ -247,6 +247,32 @@ class FusedLinearCpuTest(unittest.TestCase):
         self.assertRejects("col vector v has no value", without.bind, 8, 32, buffers.get, {}, dtype=_vector_dtype,
                            device=dev, grad_enabled=False)
 
+    def test_fp8_e4m3_output_arguments(self):
+        """output="e4m3": refused outside fp8 and for another name, before anything is held; the
+        launch's ft_typed_args say an e4m3 y with the layer's quantizer, and each call sets y_work
+        and y_scales (None for a bf16 y)."""
+        import threading
+        import types
+        from fusedtune import _lib
+        from fusedtune.fp8 import E4M3Rows, FP8Linear, _Launch
+
+        lin = nn.Linear(16, 32)
+        self.assertRejects("made by fp8 layers only", FusedLinear.from_linear, lin, "relu(x)", output="e4m3")
+        self.assertRejects("'bf16' (y) or 'e4m3'", FP8Linear, None, None, None, None, None, output="fp16")
+        self.assertEqual(FP8Linear.output, "bf16")
+        db = types.SimpleNamespace(_lock=threading.Lock(), _check=lambda st: None)
+        plan = types.SimpleNamespace(db=db, _handle=None)
+        quantizer = types.SimpleNamespace(_q=ctypes.c_void_p(0x4242))
+        launch = _Launch(plan, quantizer=quantizer)
+        self.assertEqual((launch._args.y.dtype, launch._args.quantizer), (_lib.FT_DTYPE_E4M3, 0x4242))
+        self.assertRejects("the plan was destroyed", launch, 0x100, 0x200, 0x300, 0x400, 0x500, y_work=0x900,
+                           y_scales=0xa00)
+        self.assertEqual((launch._args.y_work, launch._args.y_scales), (0x900, 0xa00))
+        plain = _Launch(plan)
+        self.assertEqual((plain._args.y.dtype, plain._args.quantizer), (_lib.FT_DTYPE_BF16, None))
+        rows = E4M3Rows(torch.tensor([[448.0, -224.0]]).to(torch.float8_e4m3fn), torch.tensor([0.5]))
+        self.assertEqual(rows.dequantize().float().tolist(), [[224.0, -112.0]])
+
     def test_fp8_gated_and_residual_binding(self):
         """A gated pair's fp8 layer with a residual: sw2 (the second weight's scales) is the layer's
         own and bound first after sx and sw, as fp32; the matrix r is bf16 shaped like the output;

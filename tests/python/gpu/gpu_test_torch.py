@@ -274,6 +274,35 @@ def check_fp8(db, gen):
     ref = torch.relu(x.double() @ lin.weight.double().t() + lin.bias.double())
     err = rel_l2(y, ref)
     record(y.dtype == torch.bfloat16 and err <= 0.08, f"fp8    {m}x{n}x{k} relu(x + bias) from a bf16 layer: rel {err:.2e} (bound 8e-2)")
+    # An e4m3 output (output="e4m3"): y's codes and row scales, the bytes the quantizer makes of the
+    # bf16 y; a next fp8 layer takes them as its x, giving what it gives on that bf16 y.
+    from fusedtune.fp8 import E4M3Rows, Quantizer
+    layer8 = FusedLinear.from_linear(lin, "relu(x + bias)", math="fp8", db=db, output="e4m3")
+    poison(m * n, torch.bfloat16)
+    with torch.no_grad():
+        rows = layer8(x)
+    with fusedtune.Database(db) as d:
+        q = Quantizer(d)
+        want = q.quantize(y)
+        torch.cuda.synchronize()
+        q.close()
+    same = (isinstance(rows, E4M3Rows) and torch.equal(rows.codes.view(torch.uint8), want.codes.view(torch.uint8))
+            and torch.equal(rows.scales, want.scales))
+    record(same, f"fp8    {m}x{n}x{k} output e4m3: codes and row scales as the quantizer's of the bf16 y")
+    n2 = 64
+    lin2 = torch.nn.Linear(n, n2, device="cuda", dtype=torch.bfloat16)
+    with fusedtune.Database(db) as d:
+        d.tune(fusedtune.Problem(m, n2, n, fp8_epilogue("x + bias"), "fp8"), max_candidates=4, budget_s=120)
+    nxt = FusedLinear.from_linear(lin2, "x + bias", math="fp8", db=db)
+    with torch.no_grad():
+        y_rows, y_bf16 = nxt(rows), nxt(y)
+    torch.cuda.synchronize()
+    record(torch.equal(y_rows, y_bf16), f"fp8    {m}x{n2}x{n} x + bias on E4M3Rows: as on the bf16 y it holds")
+    try:
+        nxt(E4M3Rows(rows.codes, rows.scales[:-1]))
+        record(False, "fp8    E4M3Rows with too few scales: no error")
+    except fusedtune.InvalidArgumentError as e:
+        record("x.scales has shape" in str(e), f"fp8    E4M3Rows with too few scales refused: {e}")
     # E's own vectors beside the layer's scales (issue 58 item 9): a col vector held by the layer, a
     # row vector given per call, a scalar.
     from fusedtune.fp8 import FP8Linear
