@@ -39,8 +39,8 @@ extern "C" {
 
 #define FUSEDTUNE_VERSION_MAJOR 0
 #define FUSEDTUNE_VERSION_MINOR 2
-#define FUSEDTUNE_VERSION_PATCH 0
-#define FUSEDTUNE_VERSION_STRING "0.2.0"
+#define FUSEDTUNE_VERSION_PATCH 1
+#define FUSEDTUNE_VERSION_STRING "0.2.1"
 #define FUSEDTUNE_VERSION_NUMBER \
   (FUSEDTUNE_VERSION_MAJOR * 1000000 + FUSEDTUNE_VERSION_MINOR * 1000 + FUSEDTUNE_VERSION_PATCH)
 
@@ -359,12 +359,12 @@ typedef struct ft_typed_args {
   const ft_scalar_arg *scalars; /* fp8 per-tensor scales are scalars ("scalar sx") */
   int n_scalars;
   /* An e4m3 output, for a next fp8 layer that then skips its quantizer: with y.dtype FT_DTYPE_E4M3
-   * the launch writes E's result into y_work ([rows, cols] of ft_math_out_dtype, rows x cols the
-   * output's shape, ft_output_shape; 16-byte aligned for the quantizer's fast path), then
-   * quantizes it per row as ft_quantize_e4m3 with FT_SCALE_ROW does, on the same stream: y the
-   * e4m3 codes, y_scales rows fp32 scales (code * scale ~ E's result). quantizer: one made from the
-   * plan's context. Two kernels after the GEMM's, no allocation (y_work is the caller's). Unused
-   * (may be zero) for any other y dtype. */
+   * the launch writes E's result into y_work ([rows, cols] of ft_math_out_dtype, the output's
+   * [M, N] shape (ft_output_shape; a one-value row reduction's [M] is refused), 16-byte aligned),
+   * then quantizes it per row as ft_quantize_e4m3 with FT_SCALE_ROW does, on the same stream: y
+   * the e4m3 codes, y_scales rows fp32 scales (code * scale ~ E's result). quantizer: one made from
+   * the plan's context. The quantizer's kernel after the plan's; no allocation (y_work is the
+   * caller's). Unused (may be zero) for any other y dtype. */
   float *y_scales;
   void *y_work;
   ft_quantizer *quantizer;

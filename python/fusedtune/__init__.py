@@ -19,7 +19,7 @@ from .plan import Plan, slot_arrays
 from .errors import *  # noqa: F401,F403  (the exception classes)
 from ._lib import LibraryNotFound
 
-__version__ = "0.2.0"
+__version__ = "0.2.1"
 
 
 def __getattr__(name):

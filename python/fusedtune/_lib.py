@@ -12,7 +12,7 @@ ENV_LIBRARY = "FUSEDTUNE_LIBRARY"
 LIBRARY_NAME = "libfusedtune.so.0"
 
 # ---- constants (checked against the header by the layout test) ----
-FUSEDTUNE_VERSION_NUMBER = 2000
+FUSEDTUNE_VERSION_NUMBER = 2001
 FT_OPEN_READONLY = 0x1
 FT_OPEN_CREATE = 0x2
 FT_LOOKUP_NEAREST = 0x1

@@ -40,8 +40,7 @@ class E4M3Rows(NamedTuple):
 
     def dequantize(self):
         """The bf16 values codes * scales (for checks; a layer never needs them)."""
-        rows = self.scales.shape[0]
-        return (self.codes.reshape(rows, -1).float() * self.scales[:, None]).to(torch.bfloat16).reshape(self.codes.shape)
+        return (self.codes.float() * self.scales.reshape(tuple(self.codes.shape[:-1]) + (1,))).to(torch.bfloat16)
 
 
 def fp8_epilogue(epilogue):
@@ -173,6 +172,12 @@ class _Launch:
                 plan.db._check(st)
 
 
+def _check_output(output):
+    if output not in ("bf16", "e4m3"):
+        raise InvalidArgumentError(f"fp8 output {output!r}: 'bf16' (y) or 'e4m3' (y's codes and row scales, "
+                                   f"E4M3Rows)")
+
+
 def _bf16_operands(epilogue):
     """The operands an fp8 plan reads as bf16 (ft_vec_dtype): the bias and every matrix (a residual,
     of y's kind); every other vector (the scales, the epilogue's own) is fp32."""
@@ -263,9 +268,7 @@ class FP8Linear(_PreparedArgs, nn.Module):
 
     def __init__(self, weight, weight_scale, bias, epilogue, db, params=None, weight_scale2=None, output="bf16"):
         super().__init__()
-        if output not in ("bf16", "e4m3"):
-            raise InvalidArgumentError(f"fp8 output {output!r}: 'bf16' (y) or 'e4m3' (y's codes and row scales, "
-                                       f"E4M3Rows)")
+        _check_output(output)
         self.output = output
         n, k, self.epilogue = _check_layer(weight, weight_scale, bias, epilogue, weight_scale2)
         self.out_features, self.in_features = n, k
@@ -325,6 +328,8 @@ class FP8Linear(_PreparedArgs, nn.Module):
         self._register_op()
 
     def __setattr__(self, name, value):
+        if name == "output":
+            _check_output(value)
         super().__setattr__(name, value)  # a new buffer: the operator's prepared arguments no longer hold
         if name != "_native_args":
             self.__dict__["_native_args"] = None
@@ -447,7 +452,7 @@ class FP8Linear(_PreparedArgs, nn.Module):
     def _launch_for(self, m, vecs, scalars):
         """The _Launch of m rows with these vectors and scalars bound (made once per key); a gated
         pair's sw2 first among the vectors. With output e4m3 it quantizes y with the layer's quantizer."""
-        key = (m, tuple(vecs), tuple(scalars))
+        key = (m, tuple(vecs), tuple(scalars), self.output)
         launch = self._launches.get(key)
         if launch is None:
             launch = self._launches[key] = _Launch(
@@ -459,6 +464,9 @@ class FP8Linear(_PreparedArgs, nn.Module):
     def _run_op(self, x, weight, operands, scalars):
         """fusedtune::linear's Python implementation for this layer (see op.py): forward's checks of
         the operands given, the launch, and the plan noted for the C++ implementation."""
+        if self.output != "bf16":
+            raise InvalidArgumentError("fusedtune::linear returns a bf16 y: a layer with output='e4m3' is called "
+                                       "directly (layer(x) returns E4M3Rows), not through the operator")
         grad = torch.is_grad_enabled()
         n, k = self.out_features, self.in_features
         names = [name for name, kind, _ in self._op_slots if kind != "scalar" and name != "sx"]

@@ -118,8 +118,18 @@ static ft_status check_e4m3_out(const ft_plan *plan, const ft_typed_args *a, int
   if ((uintptr_t)a->y_scales % sizeof(float))
     return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch_typed: y_scales %p is not aligned to its 4-byte floats",
                     (void *)a->y_scales);
+  if ((uintptr_t)a->y_work % 16)
+    return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch_typed: y_work %p is not 16-byte aligned (an e4m3 y's "
+                    "buffer for E's result)", a->y_work);
   int ndim = 0;
   FT_TRY(ft_ep_output_shape(plan->ep, plan->run.m, plan->run.n, &ndim, rows, cols, err));
+  /* A one-value row reduction's [M] would be M rows of one code each (all +-448): no use. */
+  if (ndim != 2)
+    return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch_typed: y is e4m3, but this plan's output is [%lld] (a "
+                    "row reduction): an e4m3 y is quantized per row of an [M, N] output", (long long)*rows);
+  if (*rows > ((int64_t)1 << 31) - 1) /* the quantizer's limit, checked before the plan is enqueued */
+    return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch_typed: an e4m3 y of %lld rows: at most 2^31-1",
+                    (long long)*rows);
   const size_t n = (size_t)*rows * (size_t)*cols,
                work = n * (ft_math_out_dtype((ft_math)plan->run.v.math) == FT_DTYPE_F32 ? 4 : 2),
                scales = (size_t)*rows * sizeof(float);

@@ -320,6 +320,10 @@ static void check_e4m3_output(ft_ctx *ctx, const char *db_path, ft_plan *plan, c
       FT_FAIL_AT_("e4m3 y %dx%d: %zu codes off the host model or past half a step, scales %s", m, n, differ,
                   scales_differ ? "differ" : "equal");
     printf("e4m3 y %dx%d: codes and scales as the host model's, worst %.3f of half a step\n", m, n, worst);
+    /* The refusals below, each before any launch: the buffers keep their poison. */
+    cudaMemset(codes, 0x7f, cells);
+    cudaMemset(work, 0xff, cells * 2);
+    cudaMemset(scales, 0xff, (size_t)m * sizeof(float));
     ft_typed_args b = o;
     b.y_work = NULL;
     ASSERT_EQ_INT(ft_plan_launch_typed(plan, &b, 0), FT_ERR_INVALID_ARG);
@@ -330,6 +334,12 @@ static void check_e4m3_output(ft_ctx *ctx, const char *db_path, ft_plan *plan, c
     b = o, b.y_scales = (float *)((char *)work + 64);
     ASSERT_EQ_INT(ft_plan_launch_typed(plan, &b, 0), FT_ERR_INVALID_ARG);
     ASSERT_CONTAINS(ft_errmsg(ctx), "overlap");
+    b = o, b.y_scales = (float *)((char *)scales + 2);
+    ASSERT_EQ_INT(ft_plan_launch_typed(plan, &b, 0), FT_ERR_INVALID_ARG);
+    ASSERT_CONTAINS(ft_errmsg(ctx), "y_scales");
+    b = o, b.y_work = (char *)work + 8;
+    ASSERT_EQ_INT(ft_plan_launch_typed(plan, &b, 0), FT_ERR_INVALID_ARG);
+    ASSERT_CONTAINS(ft_errmsg(ctx), "y_work");
     b = o, b.struct_size = offsetof(ft_typed_args, n_scalars) + sizeof b.n_scalars;
     ASSERT_EQ_INT(ft_plan_launch_typed(plan, &b, 0), FT_ERR_INVALID_ARG);
     ASSERT_CONTAINS(ft_errmsg(ctx), "end before y_scales");
@@ -347,7 +357,16 @@ static void check_e4m3_output(ft_ctx *ctx, const char *db_path, ft_plan *plan, c
     /* the refused launches wrote nothing */
     ASSERT_TRUE(cudaDeviceSynchronize() == cudaSuccess);
     cudaMemcpy(got, codes, cells, cudaMemcpyDeviceToHost);
-    ASSERT_TRUE(memcmp(got, want, cells) == 0);
+    cudaMemcpy(yref, work, cells * 2, cudaMemcpyDeviceToHost);
+    cudaMemcpy(got_s, scales, (size_t)m * sizeof(float), cudaMemcpyDeviceToHost);
+    size_t touched = 0;
+    for (size_t i = 0; i < cells; i++) touched += got[i] != 0x7f || yref[i] != 0xffff;
+    for (int i = 0; i < m; i++) {
+      uint32_t u;
+      memcpy(&u, &got_s[i], 4);
+      touched += u != 0xffffffffu;
+    }
+    if (touched) FT_FAIL_AT_("e4m3 y: refused launches changed %zu elements of y, y_work or y_scales", touched);
   }
   cudaFree(codes), cudaFree(work), cudaFree(scales);
   free(yref), free(want), free(got), free(want_s), free(got_s);

@@ -112,7 +112,7 @@ class FusedLinear(torch_op.PreparedArgs, nn.Module):
         if math == "fp8":  # each weight quantized per output channel once (sw, sw2), x per token on every call
             from ..fp8 import FP8Linear
             return FP8Linear.from_gated(gate, up, epilogue, db, params, output=output or "bf16")
-        _bf16_output_only(output)
+        _no_output_form(output)
         self = cls.__new__(cls)
         nn.Module.__init__(self)
         self.in_features, self.out_features = gate.in_features, gate.out_features
@@ -132,7 +132,7 @@ class FusedLinear(torch_op.PreparedArgs, nn.Module):
         if math == "fp8":  # W quantized per output channel once, x per token on every call
             from ..fp8 import FP8Linear
             return FP8Linear.from_linear(linear, epilogue, db, params, output=output or "bf16")
-        _bf16_output_only(output)
+        _no_output_form(output)
         self = cls.__new__(cls)
         nn.Module.__init__(self)
         self.in_features, self.out_features = linear.in_features, linear.out_features
@@ -145,12 +145,12 @@ class FusedLinear(torch_op.PreparedArgs, nn.Module):
         return self
 
     @staticmethod
-    def from_fp8(weight, weight_scale, bias=None, epilogue=None, *, db=None, output="bf16"):
+    def from_fp8(weight, weight_scale, bias=None, epilogue=None, *, db=None, output=None):
         """An fp8 layer of float8_e4m3fn weight [N, K] with its fp32 per-channel weight_scale [N]
         and a bf16 bias: y = E(x W^T) in bf16 (output="e4m3": its codes and row scales, E4M3Rows),
         x bf16 quantized per token on every call, or E4M3Rows as they are (fusedtune.fp8.FP8Linear)."""
         from ..fp8 import FP8Linear
-        return FP8Linear(weight, weight_scale, bias, epilogue, db, output=output)
+        return FP8Linear(weight, weight_scale, bias, epilogue, db, output=output or "bf16")
 
     def _setup(self, epilogue, math, params, db, nearest, autotune, gated=False):
         text = epilogue if epilogue is not None else ("x + bias" if self.bias is not None else "none")
@@ -564,11 +564,12 @@ class FusedLinear(torch_op.PreparedArgs, nn.Module):
         return y
 
 
-def _bf16_output_only(output):
-    """Outside fp8 a layer's y is its mode's tensor: an e4m3 output is FP8Linear's (math="fp8")."""
-    if output not in (None, "bf16"):
-        raise InvalidArgumentError(f"output {output!r}: an e4m3 output (y's codes and row scales) is made by fp8 "
-                                   f"layers only (math='fp8'); other modes return y in their own dtype")
+def _no_output_form(output):
+    """Outside fp8 a layer's y is its mode's tensor: output= (bf16, or e4m3 codes and row scales) is
+    FP8Linear's (math="fp8")."""
+    if output is not None:
+        raise InvalidArgumentError(f"output {output!r}: only fp8 layers (math='fp8') take output= ('bf16', or "
+                                   f"'e4m3': y's codes and row scales); other modes return y in their own dtype")
 
 
 def _check_gated_biases(where, gate, up, params):

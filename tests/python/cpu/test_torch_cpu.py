@@ -257,9 +257,9 @@ class FusedLinearCpuTest(unittest.TestCase):
         from fusedtune.fp8 import E4M3Rows, FP8Linear, _Launch
 
         lin = nn.Linear(16, 32)
-        self.assertRejects("made by fp8 layers only", FusedLinear.from_linear, lin, "relu(x)", output="e4m3")
+        self.assertRejects("only fp8 layers (math='fp8') take output=", FusedLinear.from_linear, lin, "relu(x)",
+                           output="e4m3")
         self.assertRejects("'bf16' (y) or 'e4m3'", FP8Linear, None, None, None, None, None, output="fp16")
-        self.assertEqual(FP8Linear.output, "bf16")
         db = types.SimpleNamespace(_lock=threading.Lock(), _check=lambda st: None)
         plan = types.SimpleNamespace(db=db, _handle=None)
         quantizer = types.SimpleNamespace(_q=ctypes.c_void_p(0x4242))
@@ -270,8 +270,19 @@ class FusedLinearCpuTest(unittest.TestCase):
         self.assertEqual((launch._args.y_work, launch._args.y_scales), (0x900, 0xa00))
         plain = _Launch(plan)
         self.assertEqual((plain._args.y.dtype, plain._args.quantizer), (_lib.FT_DTYPE_BF16, None))
-        rows = E4M3Rows(torch.tensor([[448.0, -224.0]]).to(torch.float8_e4m3fn), torch.tensor([0.5]))
-        self.assertEqual(rows.dequantize().float().tolist(), [[224.0, -112.0]])
+        rows = E4M3Rows(torch.tensor([[[448.0, -224.0]], [[1.0, 2.0]]]).to(torch.float8_e4m3fn), torch.tensor([0.5, 2.0]))
+        self.assertEqual(rows.dequantize().float().tolist(), [[[224.0, -112.0]], [[2.0, 4.0]]])
+        empty = E4M3Rows(torch.zeros(0, 4).to(torch.float8_e4m3fn), torch.zeros(0))
+        self.assertEqual(tuple(empty.dequantize().shape), (0, 4))
+        # output is checked when set too (a launch is chosen by it)
+        layer = FP8Linear.__new__(FP8Linear)
+        nn.Module.__init__(layer)
+        self.assertEqual(layer.output, "bf16")
+        layer.output = "e4m3"
+        with self.assertRaises(fusedtune.InvalidArgumentError):
+            layer.output = "fp16"
+        self.assertEqual(layer.output, "e4m3")
+        self.assertRejects("layer with output='e4m3' is called directly", layer._run_op, None, None, (), ())
 
     def test_fp8_gated_and_residual_binding(self):
         """A gated pair's fp8 layer with a residual: sw2 (the second weight's scales) is the layer's

@@ -289,6 +289,11 @@ def check_fp8(db, gen):
     same = (isinstance(rows, E4M3Rows) and torch.equal(rows.codes.view(torch.uint8), want.codes.view(torch.uint8))
             and torch.equal(rows.scales, want.scales))
     record(same, f"fp8    {m}x{n}x{k} output e4m3: codes and row scales as the quantizer's of the bf16 y")
+    with torch.no_grad():
+        rows3 = layer8(x.reshape(1, m, k))  # leading dimensions: codes [1, m, n], a scale per row
+    torch.cuda.synchronize()
+    record(tuple(rows3.codes.shape) == (1, m, n) and torch.equal(rows3.codes.view(torch.uint8)[0], want.codes.view(torch.uint8))
+           and torch.equal(rows3.scales, want.scales), f"fp8    output e4m3 of a [1, {m}, {k}] x: codes [1, {m}, {n}]")
     n2 = 64
     lin2 = torch.nn.Linear(n, n2, device="cuda", dtype=torch.bfloat16)
     with fusedtune.Database(db) as d:
