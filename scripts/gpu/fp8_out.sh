@@ -30,6 +30,9 @@ HDB=$OUT/heavy.db
 timeout 60 build/fusedtune --db "$HDB" tune --shape 1024x8192x8192 --epilogue 'gelu_tanh(x + bias) * 1.5' --math bf16 \
   --quiet --budget 8 > "$OUT/heavy_tune.log" 2>&1; echo "tune gelutanh rc=$? $(el)"
 timeout 120 python3 scripts/gpu/heavy_data.py --db "$HDB" > "$OUT/heavy.txt" 2>&1; echo "heavy rc=$? $(el)"
+# the library's own timing of the same plan beside its cuBLAS GEMM (tc_variants' 0.990x was of that GEMM)
+timeout 60 build/fusedtune --db "$HDB" bench --shape 1024x8192x8192 --epilogue 'gelu_tanh(x + bias) * 1.5' --math bf16 \
+  --repeats 200 >> "$OUT/heavy.txt" 2>&1; echo "bench gelutanh rc=$? $(el)"
 if [ "$GATED" != 0 ]; then
   MATH=fp8 TESTS=0 timeout $((3 * GATED + 60)) scripts/gpu/gated.sh build "$OUT/gated" "$GATED" > "$OUT/gated.txt" 2>&1
   echo "gated fp8 budget $GATED rc=$? $(el)"
