@@ -5,7 +5,7 @@
 # and gpu_test_torch.py --fp8-only; the two-layer fp8 chain (bench/python/bench_fp8_chain.py: y
 # handed over in bf16 or e4m3) after tunes of its four problems (--budget CHAIN_BUDGET, default
 # 15 s); the heavy epilogue on two input sets (scripts/gpu/heavy_data.py) after a default tune
-# (--budget 8; HEAVY=0 leaves it out); with GATED_BUDGET_S, the fp8 SwiGLU halves at that budget (gated.sh, TESTS=0).
+# (--budget 8; HEAVY=0 leaves it out; CHAIN=0 stops after the tests); with GATED_BUDGET_S, the fp8 SwiGLU halves at that budget (gated.sh, TESTS=0).
 # Logs under OUT; the tables printed last.
 set -u
 OUT=$1 GATED=${2:-0}
@@ -18,6 +18,10 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 echo "gpu_test_fp8 (quick) rc=$? $(el)"; grep -E "e4m3 y|FAIL|gpu_test_fp8: ok" "$OUT/gpu_test_fp8.log" | head -12
 timeout 240 python3 tests/python/gpu/gpu_test_torch.py --fp8-only > "$OUT/torch_fp8.log" 2>&1
 echo "gpu_test_torch --fp8-only rc=$? $(el)"; grep -E "fp8|FAIL|passed" "$OUT/torch_fp8.log" | head -12
+if [ "${CHAIN:-1}" = 0 ]; then  # the tests alone
+  (cd "$OUT" && tar czf /tmp/fp8_out_logs.tgz --exclude='*.db' . && find . -mindepth 1 -delete && mv /tmp/fp8_out_logs.tgz .)
+  exit 0
+fi
 DB=$OUT/chain.db
 python3 bench/python/bench_fp8_chain.py --db "$DB" --print-problems > "$OUT/chain.tsv"
 while IFS=$'\t' read -r shape e; do
