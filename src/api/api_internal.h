@@ -22,6 +22,12 @@ void ft__ctx_set_device(ft_ctx *ctx, const ft_device_info *dev, const ft_device_
 
 /* The context a quantizer was made from (NULL for NULL). */
 ft_ctx *ft__quantizer_ctx(const ft_quantizer *q);
+/* An e4m3 y's fields (ft_typed_args with y.dtype FT_DTYPE_E4M3) for a plan of epilogue ep at m x n
+ * in mode math, before any launch: struct_size holding them, all set, y_scales 4- and y_work
+ * 16-byte aligned, an [M, N] output (*rows x *cols) of at most 2^31 - 1 rows, y / y_work /
+ * y_scales apart. FT_ERR_INVALID_ARG naming what is wrong. GPU-free (src/api/e4m3_out.c). */
+ft_status ft__e4m3_out_check(const ft_typed_args *a, const ft_epilogue *ep, int64_t m, int64_t n, ft_math math,
+                             int64_t *rows, int64_t *cols, ft_err *err);
 
 /* The context's error record, database and open flags (FT_OPEN_*). */
 ft_err *ft__ctx_err(ft_ctx *ctx);

@@ -96,50 +96,6 @@ static ft_status need_type(ft_err *err, const char *what, const char *name, ft_d
                   name ? " " : "", name ? name : "", ft_dtype_name(got), ft_math_name(m), ft_dtype_name(want));
 }
 
-static int overlaps(const void *a, size_t na, const void *b, size_t nb) {
-  const uintptr_t pa = (uintptr_t)a, pb = (uintptr_t)b;
-  return pa < pb + nb && pb < pa + na;
-}
-
-/* An e4m3 y (y.dtype FT_DTYPE_E4M3): the fields that say where E's result and the scales go, set,
- * apart and of the plan's context; *rows x *cols the output's shape (what the quantizer reads). */
-static ft_status check_e4m3_out(const ft_plan *plan, const ft_typed_args *a, int64_t *rows, int64_t *cols,
-                                ft_err *err) {
-  if (a->struct_size < offsetof(ft_typed_args, quantizer) + sizeof a->quantizer)
-    return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch_typed: y is e4m3, but args (struct_size %zu) end "
-                    "before y_scales, y_work and quantizer: start from this version's FT_TYPED_ARGS_INIT",
-                    a->struct_size);
-  if (!a->y.data || !a->y_work || !a->y_scales || !a->quantizer)
-    return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch_typed: y is e4m3: set y (the codes), y_work (E's "
-                    "result before quantization), y_scales (a scale per row) and quantizer");
-  if (ft__quantizer_ctx(a->quantizer) != plan->ctx)
-    return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch_typed: the quantizer for an e4m3 y was made from "
-                    "another context than the plan's (ft_quantizer_create on the plan's context)");
-  if ((uintptr_t)a->y_scales % sizeof(float))
-    return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch_typed: y_scales %p is not aligned to its 4-byte floats",
-                    (void *)a->y_scales);
-  if ((uintptr_t)a->y_work % 16)
-    return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch_typed: y_work %p is not 16-byte aligned (an e4m3 y's "
-                    "buffer for E's result)", a->y_work);
-  int ndim = 0;
-  FT_TRY(ft_ep_output_shape(plan->ep, plan->run.m, plan->run.n, &ndim, rows, cols, err));
-  /* A one-value row reduction's [M] would be M rows of one code each (all +-448): no use. */
-  if (ndim != 2)
-    return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch_typed: y is e4m3, but this plan's output is [%lld] (a "
-                    "row reduction): an e4m3 y is quantized per row of an [M, N] output", (long long)*rows);
-  if (*rows > ((int64_t)1 << 31) - 1) /* the quantizer's limit, checked before the plan is enqueued */
-    return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch_typed: an e4m3 y of %lld rows: at most 2^31-1",
-                    (long long)*rows);
-  const size_t n = (size_t)*rows * (size_t)*cols,
-               work = n * (ft_math_out_dtype((ft_math)plan->run.v.math) == FT_DTYPE_F32 ? 4 : 2),
-               scales = (size_t)*rows * sizeof(float);
-  if (overlaps(a->y_work, work, a->y.data, n) || overlaps(a->y_work, work, a->y_scales, scales) ||
-      overlaps(a->y.data, n, a->y_scales, scales))
-    return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch_typed: y (%zu codes), y_work (%zu bytes) and y_scales "
-                    "(%zu bytes) overlap: an e4m3 y needs three separate buffers", n, work, scales);
-  return FT_OK;
-}
-
 ft_status ft_plan_launch_typed(ft_plan *plan, const ft_typed_args *a, cudaStream_t stream) {
   if (!plan) return FT_ERR_INVALID_ARG;
   ft_err *err = ft__ctx_err(plan->ctx);
@@ -156,9 +112,12 @@ ft_status ft_plan_launch_typed(ft_plan *plan, const ft_typed_args *a, cudaStream
   /* An e4m3 y: E's result goes to y_work in the mode's output type, then the quantizer. */
   const int e4m3_out = a->y.dtype == FT_DTYPE_E4M3;
   int64_t rows = 0, cols = 0;
-  if (e4m3_out)
-    FT_TRY(check_e4m3_out(plan, a, &rows, &cols, err));
-  else
+  if (e4m3_out) {
+    FT_TRY(ft__e4m3_out_check(a, plan->ep, plan->run.m, plan->run.n, m, &rows, &cols, err));
+    if (ft__quantizer_ctx(a->quantizer) != plan->ctx)
+      return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch_typed: the quantizer for an e4m3 y was made from "
+                      "another context than the plan's (ft_quantizer_create on the plan's context)");
+  } else
     FT_TRY(need_type(err, "y", NULL, a->y.dtype, ft_math_out_dtype(m), m));
   void *y = e4m3_out ? a->y_work : (void *)(uintptr_t)a->y.data;
   ft_vec_arg vecs[FT_EP_MAX_PARAMS];

@@ -1,6 +1,7 @@
 /* The fp8 (e4m3) math mode without a GPU: its name, element types and problem rules (K a multiple
- * of 16, the scales sx and sw multiplying x), the vector types a launch must bind, and the CLI's
- * one-line refusals. */
+ * of 16, the scales sx and sw multiplying x), the vector types a launch must bind, the checks of
+ * an e4m3 y's launch fields, and the CLI's one-line refusals. */
+#include "api_internal.h"
 #include "cli_run.h"
 #include "compile.h"
 #include "e4m3.h"
@@ -237,6 +238,65 @@ static void test_quantizer_compiles(void) {
   free(log);
 }
 
+/* An e4m3 y's fields, checked before a launch (ft__e4m3_out_check): addresses only, never read. */
+static void expect_e4m3_out(const ft_typed_args *a, const char *epi, int64_t m, int64_t n, ft_math math,
+                            const char *fragment, int64_t want_rows, int64_t want_cols) {
+  ft_err e;
+  ft_epilogue *ep = NULL;
+  ASSERT_OK(ft_ep_parse(epi, &ep, &e));
+  if (!ep) return;
+  int64_t rows = -1, cols = -1;
+  const ft_status st = ft__e4m3_out_check(a, ep, m, n, math, &rows, &cols, &e);
+  if (fragment) {
+    ASSERT_EQ_INT(st, FT_ERR_INVALID_ARG);
+    ASSERT_CONTAINS(e.msg, fragment);
+  } else {
+    ASSERT_OK(st);
+    ASSERT_TRUE(rows == want_rows && cols == want_cols);
+  }
+  ft_ep_free(ep);
+}
+
+static void test_e4m3_out_checks(void) {
+  const char *e8 = "relu(x * sx * sw + bias) where row sx, col sw";
+  const int64_t m = 37, n = 144;
+  /* y: m * n codes at 0x100000; y_work: m * n bf16 at 0x200000; y_scales at 0x300000 */
+  ft_typed_args a = FT_TYPED_ARGS_INIT;
+  a.y = (ft_tensor_arg){NULL, (void *)(uintptr_t)0x100000, FT_DTYPE_E4M3};
+  a.y_work = (void *)(uintptr_t)0x200000;
+  a.y_scales = (float *)(uintptr_t)0x300000;
+  a.quantizer = (ft_quantizer *)(uintptr_t)0x400000;
+  expect_e4m3_out(&a, e8, m, n, FT_MATH_FP8, NULL, m, n);
+  ft_typed_args b = a;
+  b.struct_size = offsetof(ft_typed_args, n_scalars) + sizeof b.n_scalars; /* an older header's struct */
+  expect_e4m3_out(&b, e8, m, n, FT_MATH_FP8, "end before y_scales, y_work and quantizer", 0, 0);
+  b = a, b.quantizer = NULL;
+  expect_e4m3_out(&b, e8, m, n, FT_MATH_FP8, "set y (the codes), y_work", 0, 0);
+  b = a, b.y.data = NULL;
+  expect_e4m3_out(&b, e8, m, n, FT_MATH_FP8, "set y (the codes), y_work", 0, 0);
+  b = a, b.y_scales = (float *)(uintptr_t)0x300002;
+  expect_e4m3_out(&b, e8, m, n, FT_MATH_FP8, "y_scales 0x300002 is not aligned", 0, 0);
+  b = a, b.y_work = (void *)(uintptr_t)0x200008;
+  expect_e4m3_out(&b, e8, m, n, FT_MATH_FP8, "is not 16-byte aligned", 0, 0);
+  /* y_work's bytes: 2 per element in fp8 (bf16), 4 in fp32; codes 1 */
+  b = a, b.y_scales = (float *)(uintptr_t)(0x200000 + m * n * 2);
+  expect_e4m3_out(&b, e8, m, n, FT_MATH_FP8, NULL, m, n);
+  b.y_scales -= 1;
+  expect_e4m3_out(&b, e8, m, n, FT_MATH_FP8, "overlap", 0, 0);
+  b = a, b.y_scales = (float *)(uintptr_t)(0x200000 + m * n * 2);
+  expect_e4m3_out(&b, "x + bias", m, n, FT_MATH_FP32, "overlap", 0, 0);
+  b = a, b.y.data = (void *)(uintptr_t)(0x300000 - m * n);
+  expect_e4m3_out(&b, e8, m, n, FT_MATH_FP8, NULL, m, n);
+  b.y.data = (void *)(uintptr_t)(0x300000 - m * n + 1);
+  expect_e4m3_out(&b, e8, m, n, FT_MATH_FP8, "overlap", 0, 0);
+  b = a, b.y_work = (void *)(uintptr_t)(0x100000 + 16);
+  expect_e4m3_out(&b, e8, m, n, FT_MATH_FP8, "overlap", 0, 0);
+  /* the output's shape: a pool's [M, N / w] is quantized per row, a one-value reduction's [M] refused */
+  expect_e4m3_out(&a, "maxpool(x, 4)", m, n, FT_MATH_BF16, NULL, m, n / 4);
+  expect_e4m3_out(&a, "rowsum(x)", m, n, FT_MATH_BF16, "this plan's output is [37] (a row reduction)", 0, 0);
+  expect_e4m3_out(&a, "x", (int64_t)1 << 31, 16, FT_MATH_BF16, "of 2147483648 rows: at most 2^31-1", 0, 0);
+}
+
 int main(void) {
   cli = getenv("FT_CLI");
   const char *tmp = getenv("FT_TEST_TMP");
@@ -248,6 +308,7 @@ int main(void) {
   test_e4m3();
   test_quantize_model();
   test_quantizer_compiles();
+  test_e4m3_out_checks();
   if (cli) test_cli();
   return ft_test_failures ? 1 : 0;
 }
