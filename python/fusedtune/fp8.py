@@ -526,14 +526,13 @@ class FP8Linear(_PreparedArgs, nn.Module):
         sw = self._buffers["weight_scale"] if sw is None else sw
         sw2 = self._buffers["weight_scale2"] if sw2 is None else sw2
         own = [sw2.data_ptr()] if len(self._own) > 2 else []
-        if isinstance(y, E4M3Rows):  # E's bf16 result in a buffer of this call, then its codes and scales
+        if isinstance(y, E4M3Rows):  # E's bf16 result in a buffer of this call (held to the launch), then codes, scales
             work = torch.empty(m * self.out_features, dtype=torch.bfloat16, device=dev)
-            launch(xq, w.data_ptr(), y.codes.data_ptr(), sx, sw.data_ptr(),
-                   own + [t.data_ptr() for t in vecs.values()], list(scalars.values()), stream,
-                   y_work=work.data_ptr(), y_scales=y.scales.data_ptr())
-            return
-        launch(xq, w.data_ptr(), y.data_ptr(), sx, sw.data_ptr(),
-               own + [t.data_ptr() for t in vecs.values()], list(scalars.values()), stream)
+            out = dict(y=y.codes.data_ptr(), y_scales=y.scales.data_ptr(), y_work=work.data_ptr())
+        else:
+            out = dict(y=y.data_ptr())
+        launch(xq, w.data_ptr(), sx=sx, sw=sw.data_ptr(), vectors=own + [t.data_ptr() for t in vecs.values()],
+               scalars=list(scalars.values()), stream=stream, **out)
 
 
 __all__ = ["fp8_epilogue", "E4M3Rows", "Quantizer", "launch_typed", "FP8Linear"]

@@ -40,9 +40,7 @@ ft_status ft__bind_matrix(const char *name, const void *data, ft_dtype dtype, co
     return ft__fail(err, FT_ERR_INVALID_ARG, "matrix '%s' is not %zu-byte aligned (its element size)", name, elem);
   int64_t rows = m, cols = n; /* y's shape: [m] after a one-value reduction */
   FT_TRY(ft_ep_output_shape(ep, m, n, NULL, &rows, &cols, err));
-  const uintptr_t r0 = (uintptr_t)data, r1 = r0 + (size_t)m * (size_t)n * elem;
-  const uintptr_t y0 = (uintptr_t)y, y1 = y0 + (size_t)rows * (size_t)cols * elem;
-  if (r0 < y1 && y0 < r1)
+  if (ft__ranges_overlap(data, (size_t)m * (size_t)n * elem, y, (size_t)rows * (size_t)cols * elem))
     return ft__fail(err, FT_ERR_INVALID_ARG, "matrix '%s' overlaps y: the output must be a separate buffer",
                     name);
   *pitch_word = ft_ep_mat_pitch(n); /* contiguous [m, n] */

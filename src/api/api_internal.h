@@ -3,6 +3,9 @@
 #ifndef FT_API_INTERNAL_H
 #define FT_API_INTERNAL_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "db.h"
 #include "device.h"
 #include "epilogue.h"
@@ -19,6 +22,12 @@ struct ft_plan {
 };
 
 void ft__ctx_set_device(ft_ctx *ctx, const ft_device_info *dev, const ft_device_limits *lim);
+
+/* Whether the byte ranges [a, a + na) and [b, b + nb) share a byte (buffers a launch writes must not). */
+static inline int ft__ranges_overlap(const void *a, size_t na, const void *b, size_t nb) {
+  const uintptr_t pa = (uintptr_t)a, pb = (uintptr_t)b;
+  return pa < pb + nb && pb < pa + na;
+}
 
 /* The context a quantizer was made from (NULL for NULL). */
 ft_ctx *ft__quantizer_ctx(const ft_quantizer *q);

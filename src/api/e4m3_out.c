@@ -6,11 +6,6 @@
 
 #include "api_internal.h"
 
-static int overlaps(const void *a, size_t na, const void *b, size_t nb) {
-  const uintptr_t pa = (uintptr_t)a, pb = (uintptr_t)b;
-  return pa < pb + nb && pb < pa + na;
-}
-
 ft_status ft__e4m3_out_check(const ft_typed_args *a, const ft_epilogue *ep, int64_t m, int64_t n, ft_math math,
                              int64_t *rows, int64_t *cols, ft_err *err) {
   if (a->struct_size < offsetof(ft_typed_args, quantizer) + sizeof a->quantizer)
@@ -38,8 +33,9 @@ ft_status ft__e4m3_out_check(const ft_typed_args *a, const ft_epilogue *ep, int6
   const size_t cells = (size_t)*rows * (size_t)*cols,
                work = cells * (ft_math_out_dtype(math) == FT_DTYPE_F32 ? 4 : 2),
                scales = (size_t)*rows * sizeof(float);
-  if (overlaps(a->y_work, work, a->y.data, cells) || overlaps(a->y_work, work, a->y_scales, scales) ||
-      overlaps(a->y.data, cells, a->y_scales, scales))
+  if (ft__ranges_overlap(a->y_work, work, a->y.data, cells) ||
+      ft__ranges_overlap(a->y_work, work, a->y_scales, scales) ||
+      ft__ranges_overlap(a->y.data, cells, a->y_scales, scales))
     return ft__fail(err, FT_ERR_INVALID_ARG, "ft_plan_launch_typed: y (%zu codes), y_work (%zu bytes) and y_scales "
                     "(%zu bytes) overlap: an e4m3 y needs three separate buffers", cells, work, scales);
   return FT_OK;
